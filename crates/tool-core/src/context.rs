@@ -1,0 +1,456 @@
+//! The execution context: everything a call may use besides its input — the session's
+//! working directory and mode, the permission engine, the managers, host services, the read
+//! ledger — plus per-call cancellation and progress.
+
+use std::any::{Any, TypeId};
+use std::collections::HashMap;
+use std::fmt;
+use std::path::{Path, PathBuf};
+use std::sync::{Arc, RwLock};
+use std::time::Duration;
+
+use tokio_util::sync::CancellationToken;
+
+use crate::managers::{LspManager, TaskManager, Unconfigured};
+use crate::{PermissionEngine, PermissionMode, ReadLedger, path};
+
+/// A typed map of what the host provides: sub-agent runner, user prompter, summariser,
+/// search provider. Keyed by type, so store trait objects as `Arc<dyn Trait>`.
+#[derive(Default)]
+pub struct Services {
+    map: RwLock<HashMap<TypeId, Arc<dyn Any + Send + Sync>>>,
+}
+
+impl fmt::Debug for Services {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        let n = self.map.read().map(|m| m.len()).unwrap_or(0);
+        f.debug_struct("Services").field("len", &n).finish()
+    }
+}
+
+impl Services {
+    /// Stores `value`, replacing any earlier value of the same type.
+    pub fn insert<T: Send + Sync + 'static>(&self, value: T) {
+        if let Ok(mut map) = self.map.write() {
+            map.insert(TypeId::of::<T>(), Arc::new(value));
+        }
+    }
+
+    /// A clone of the stored value of type `T`.
+    pub fn get<T: Clone + Send + Sync + 'static>(&self) -> Option<T> {
+        let map = self.map.read().ok()?;
+        map.get(&TypeId::of::<T>())?.downcast_ref::<T>().cloned()
+    }
+}
+
+/// A progress event from a running call.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Progress {
+    /// What is happening
+    pub message: String,
+    /// How far, in units of `total`
+    pub progress: Option<f64>,
+    /// The total, if known
+    pub total: Option<f64>,
+}
+
+/// Where a call's progress events go; a no-op unless the host installed one.
+#[derive(Clone, Default)]
+pub struct ProgressSink(Option<Arc<dyn Fn(Progress) + Send + Sync>>);
+
+impl fmt::Debug for ProgressSink {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(if self.0.is_some() {
+            "ProgressSink(..)"
+        } else {
+            "ProgressSink(none)"
+        })
+    }
+}
+
+impl ProgressSink {
+    /// A sink that calls `f` for every event.
+    pub fn new(f: impl Fn(Progress) + Send + Sync + 'static) -> Self {
+        ProgressSink(Some(Arc::new(f)))
+    }
+
+    /// Reports a message.
+    pub fn report(&self, message: impl Into<String>) {
+        self.report_progress(Progress {
+            message: message.into(),
+            progress: None,
+            total: None,
+        });
+    }
+
+    /// Reports an event.
+    pub fn report_progress(&self, event: Progress) {
+        if let Some(f) = &self.0 {
+            f(event);
+        }
+    }
+}
+
+/// Session state shared by every call of one session.
+#[derive(Debug)]
+struct Session {
+    id: String,
+    original_cwd: PathBuf,
+    cwd: RwLock<PathBuf>,
+    mode: RwLock<PermissionMode>,
+    additional_dirs: RwLock<Vec<PathBuf>>,
+    permissions: PermissionEngine,
+    lsp: Arc<dyn LspManager>,
+    tasks: Arc<dyn TaskManager>,
+    services: Services,
+    ledger: ReadLedger,
+    state_dir: PathBuf,
+    call_timeout: Option<Duration>,
+}
+
+/// The design's `ToolExecutionContext` in Rust.
+///
+/// Cloning is cheap: clones share the session (working directory, mode, rules, ledger,
+/// managers, services) and the cancellation token. [`ToolContext::for_call`] derives the
+/// context of one call, with a child token and its own progress sink.
+#[derive(Debug, Clone)]
+pub struct ToolContext {
+    session: Arc<Session>,
+    cancel: CancellationToken,
+    progress: ProgressSink,
+    call_id: Option<String>,
+}
+
+/// Builds a [`ToolContext`].
+#[derive(Debug)]
+pub struct ToolContextBuilder {
+    cwd: PathBuf,
+    mode: PermissionMode,
+    additional_dirs: Vec<PathBuf>,
+    permissions: PermissionEngine,
+    lsp: Arc<dyn LspManager>,
+    tasks: Arc<dyn TaskManager>,
+    services: Services,
+    state_dir: Option<PathBuf>,
+    session_id: Option<String>,
+    call_timeout: Option<Duration>,
+}
+
+impl ToolContextBuilder {
+    /// The permission mode (default: `default`).
+    pub fn mode(mut self, mode: PermissionMode) -> Self {
+        self.mode = mode;
+        self
+    }
+
+    /// Extra directories the session may work in.
+    pub fn additional_dirs(mut self, dirs: Vec<PathBuf>) -> Self {
+        self.additional_dirs = dirs;
+        self
+    }
+
+    /// The permission engine (default: no rules).
+    pub fn permissions(mut self, engine: PermissionEngine) -> Self {
+        self.permissions = engine;
+        self
+    }
+
+    /// The language-server manager (default: [`Unconfigured`]).
+    pub fn lsp(mut self, lsp: Arc<dyn LspManager>) -> Self {
+        self.lsp = lsp;
+        self
+    }
+
+    /// The background task manager (default: [`Unconfigured`]).
+    pub fn tasks(mut self, tasks: Arc<dyn TaskManager>) -> Self {
+        self.tasks = tasks;
+        self
+    }
+
+    /// Adds a host service.
+    pub fn service<T: Send + Sync + 'static>(self, value: T) -> Self {
+        self.services.insert(value);
+        self
+    }
+
+    /// The state directory (default: `AGENT_TOOLS_HOME`, else `~/.agent-tools`).
+    pub fn state_dir(mut self, dir: impl Into<PathBuf>) -> Self {
+        self.state_dir = Some(dir.into());
+        self
+    }
+
+    /// The session id used in spill paths (default: derived from the process and time).
+    pub fn session_id(mut self, id: impl Into<String>) -> Self {
+        self.session_id = Some(id.into());
+        self
+    }
+
+    /// A time limit for every call (default: none; tools bound their own work).
+    pub fn call_timeout(mut self, timeout: Option<Duration>) -> Self {
+        self.call_timeout = timeout;
+        self
+    }
+
+    /// The context.
+    pub fn build(self) -> ToolContext {
+        let cwd = path::canonicalize_lenient(&self.cwd);
+        let id = self.session_id.unwrap_or_else(default_session_id);
+        ToolContext {
+            session: Arc::new(Session {
+                id,
+                original_cwd: cwd.clone(),
+                cwd: RwLock::new(cwd),
+                mode: RwLock::new(self.mode),
+                additional_dirs: RwLock::new(
+                    self.additional_dirs
+                        .iter()
+                        .map(|d| path::canonicalize_lenient(d))
+                        .collect(),
+                ),
+                permissions: self.permissions,
+                lsp: self.lsp,
+                tasks: self.tasks,
+                services: self.services,
+                ledger: ReadLedger::new(),
+                state_dir: self.state_dir.unwrap_or_else(default_state_dir),
+                call_timeout: self.call_timeout,
+            }),
+            cancel: CancellationToken::new(),
+            progress: ProgressSink::default(),
+            call_id: None,
+        }
+    }
+}
+
+fn default_session_id() -> String {
+    let nanos = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map(|d| d.as_nanos())
+        .unwrap_or(0);
+    format!("s{}-{:x}", std::process::id(), nanos & 0xffff_ffff)
+}
+
+/// The state directory: `AGENT_TOOLS_HOME`, else `~/.agent-tools`, else a folder in the
+/// system temporary directory.
+pub fn default_state_dir() -> PathBuf {
+    if let Some(dir) = std::env::var_os("AGENT_TOOLS_HOME").filter(|d| !d.is_empty()) {
+        return PathBuf::from(dir);
+    }
+    match path::home_dir() {
+        Some(home) => home.join(".agent-tools"),
+        None => std::env::temp_dir().join("agent-tools"),
+    }
+}
+
+impl ToolContext {
+    /// Starts building a context rooted at `cwd`.
+    pub fn builder(cwd: impl Into<PathBuf>) -> ToolContextBuilder {
+        ToolContextBuilder {
+            cwd: cwd.into(),
+            mode: PermissionMode::Default,
+            additional_dirs: Vec::new(),
+            permissions: PermissionEngine::default(),
+            lsp: Arc::new(Unconfigured),
+            tasks: Arc::new(Unconfigured),
+            services: Services::default(),
+            state_dir: None,
+            session_id: None,
+            call_timeout: None,
+        }
+    }
+
+    /// The context of one call: same session, a child cancellation token, its own progress
+    /// sink and call id.
+    pub fn for_call(&self, call_id: Option<String>, progress: ProgressSink) -> ToolContext {
+        ToolContext {
+            session: Arc::clone(&self.session),
+            cancel: self.cancel.child_token(),
+            progress,
+            call_id,
+        }
+    }
+
+    /// A context sharing the session but with a child token (for a group of calls).
+    pub fn child(&self) -> ToolContext {
+        let mut ctx = self.clone();
+        ctx.cancel = self.cancel.child_token();
+        ctx
+    }
+
+    /// The session id.
+    pub fn session_id(&self) -> &str {
+        &self.session.id
+    }
+
+    /// The id of this call, when the host gave one.
+    pub fn call_id(&self) -> Option<&str> {
+        self.call_id.as_deref()
+    }
+
+    /// The current working directory (canonical).
+    pub fn cwd(&self) -> PathBuf {
+        self.session
+            .cwd
+            .read()
+            .map(|c| c.clone())
+            .unwrap_or_else(|_| self.session.original_cwd.clone())
+    }
+
+    /// Changes the working directory for later calls of the session.
+    pub fn set_cwd(&self, cwd: &Path) {
+        if let Ok(mut c) = self.session.cwd.write() {
+            *c = path::canonicalize_lenient(cwd);
+        }
+    }
+
+    /// The working directory the session started in.
+    pub fn original_cwd(&self) -> &Path {
+        &self.session.original_cwd
+    }
+
+    /// The permission mode.
+    pub fn permission_mode(&self) -> PermissionMode {
+        self.session.mode.read().map(|m| *m).unwrap_or_default()
+    }
+
+    /// Changes the permission mode (plan mode tools do this).
+    pub fn set_permission_mode(&self, mode: PermissionMode) {
+        if let Ok(mut m) = self.session.mode.write() {
+            *m = mode;
+        }
+    }
+
+    /// Additional working directories (canonical).
+    pub fn additional_dirs(&self) -> Vec<PathBuf> {
+        self.session
+            .additional_dirs
+            .read()
+            .map(|d| d.clone())
+            .unwrap_or_default()
+    }
+
+    /// Adds a working directory.
+    pub fn add_working_dir(&self, dir: &Path) {
+        if let Ok(mut dirs) = self.session.additional_dirs.write() {
+            let dir = path::canonicalize_lenient(dir);
+            if !dirs.contains(&dir) {
+                dirs.push(dir);
+            }
+        }
+    }
+
+    /// Every working directory: the original one, the current one and the additional ones.
+    pub fn working_dirs(&self) -> Vec<PathBuf> {
+        let mut dirs = vec![self.session.original_cwd.clone()];
+        let cwd = self.cwd();
+        if !dirs.contains(&cwd) {
+            dirs.push(cwd);
+        }
+        for d in self.additional_dirs() {
+            if !dirs.contains(&d) {
+                dirs.push(d);
+            }
+        }
+        dirs
+    }
+
+    /// Whether `path` (canonicalised here) lies inside a working directory.
+    pub fn is_in_working_dirs(&self, target: &Path) -> bool {
+        let canonical = path::canonicalize_lenient(target);
+        self.working_dirs()
+            .iter()
+            .any(|d| path::is_within(&canonical, d))
+    }
+
+    /// Resolves a path from the model against the working directory.
+    pub fn resolve_path(&self, input: &str) -> PathBuf {
+        path::resolve(&self.cwd(), input)
+    }
+
+    /// The permission engine.
+    pub fn permissions(&self) -> &PermissionEngine {
+        &self.session.permissions
+    }
+
+    /// The language-server manager.
+    pub fn lsp(&self) -> &Arc<dyn LspManager> {
+        &self.session.lsp
+    }
+
+    /// The background task manager.
+    pub fn tasks(&self) -> &Arc<dyn TaskManager> {
+        &self.session.tasks
+    }
+
+    /// Host services.
+    pub fn services(&self) -> &Services {
+        &self.session.services
+    }
+
+    /// The read-file ledger.
+    pub fn ledger(&self) -> &ReadLedger {
+        &self.session.ledger
+    }
+
+    /// The state directory (spilled outputs, task output, task lists, plans).
+    pub fn state_dir(&self) -> &Path {
+        &self.session.state_dir
+    }
+
+    /// The per-call time limit, if any.
+    pub fn call_timeout(&self) -> Option<Duration> {
+        self.session.call_timeout
+    }
+
+    /// This call's cancellation token.
+    pub fn cancel_token(&self) -> &CancellationToken {
+        &self.cancel
+    }
+
+    /// Whether the call has been cancelled.
+    pub fn is_cancelled(&self) -> bool {
+        self.cancel.is_cancelled()
+    }
+
+    /// This call's progress sink.
+    pub fn progress(&self) -> &ProgressSink {
+        &self.progress
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn services_are_typed() {
+        let s = Services::default();
+        assert!(s.get::<Arc<String>>().is_none());
+        s.insert(Arc::new("x".to_owned()));
+        s.insert(7_u32);
+        assert_eq!(
+            s.get::<Arc<String>>().as_deref().map(String::as_str),
+            Some("x")
+        );
+        assert_eq!(s.get::<u32>(), Some(7));
+    }
+
+    #[test]
+    fn session_state_is_shared_and_calls_get_child_tokens() -> std::io::Result<()> {
+        let dir = tempfile::tempdir()?;
+        let ctx = ToolContext::builder(dir.path())
+            .state_dir(dir.path().join("state"))
+            .build();
+        let call = ctx.for_call(Some("c1".into()), ProgressSink::default());
+        call.set_permission_mode(PermissionMode::Plan);
+        assert_eq!(ctx.permission_mode(), PermissionMode::Plan);
+        call.cancel_token().cancel();
+        assert!(!ctx.is_cancelled());
+        ctx.cancel_token().cancel();
+        let other = ctx.for_call(None, ProgressSink::default());
+        assert!(other.is_cancelled());
+        assert!(ctx.is_in_working_dirs(&dir.path().join("a/b")));
+        assert!(!ctx.is_in_working_dirs(Path::new("/etc/passwd")));
+        Ok(())
+    }
+}

@@ -1,0 +1,122 @@
+//! Contracts and shared mechanisms of the agent-tools tool layer.
+//!
+//! Every tool of every category crate is built on this crate; it is the Rust form of the
+//! design's interfaces (`ITool`, `ToolBase`, `ToolResult`, `ToolExecutionContext`) plus the
+//! mechanisms all categories share.
+//!
+//! # Overview
+//!
+//! - [`Tool`] is the object-safe contract pools hold (`Arc<dyn Tool>`); [`TypedTool`] is the
+//!   typed one tools implement, with the design's defaults, and [`Typed`] adapts the second
+//!   to the first (schema generated once, input parsed with readable errors).
+//! - [`ToolContext`] carries the session: working directory, [`PermissionMode`], additional
+//!   directories, the [`PermissionEngine`], the [`LspManager`] and [`TaskManager`], host
+//!   [`Services`], the [`ReadLedger`], plus per-call cancellation and a [`ProgressSink`].
+//! - [`ToolPool`] is the one execution path (lookup, parse, validate, permission, call,
+//!   render, output budget) and the batch runner.
+//! - [`ToolResult`] and [`CallResult`] are what tools return and what callers receive.
+//! - [`PermissionRule`], [`PathPattern`], [`CommandPattern`] and [`DomainPattern`] are the
+//!   rule grammar and its matchers; [`Settings`] reads settings files.
+//! - [`schema_for`] and [`tool_declaration`] produce schemas for every [`Dialect`].
+//!
+//! Category crates (`tools-fs`, `tools-shell`, ...) depend on this crate and never on each
+//! other; what one needs from another goes through a trait here, carried by the context.
+//!
+//! # Example
+//!
+//! ```
+//! use async_trait::async_trait;
+//! use schemars::JsonSchema;
+//! use serde::Deserialize;
+//! use serde_json::json;
+//! use tool_core::{Tool, ToolCategory, ToolContext, ToolError, ToolPool, ToolResult, Typed, TypedTool};
+//!
+//! /// Input of the echo tool
+//! #[derive(Deserialize, JsonSchema)]
+//! #[serde(deny_unknown_fields)]
+//! struct EchoInput {
+//!     /// What to say
+//!     text: String,
+//!     /// How many times
+//!     times: Option<u32>,
+//! }
+//!
+//! struct Echo;
+//!
+//! #[async_trait]
+//! impl TypedTool for Echo {
+//!     type Input = EchoInput;
+//!     type Output = String;
+//!     fn name(&self) -> &'static str { "Echo" }
+//!     fn category(&self) -> ToolCategory { ToolCategory::UserInteraction }
+//!     fn is_concurrency_safe(&self, _: &EchoInput) -> bool { true }
+//!     fn is_read_only(&self, _: &EchoInput) -> bool { true }
+//!     async fn call(&self, input: EchoInput, _ctx: &ToolContext) -> Result<ToolResult<String>, ToolError> {
+//!         Ok(ToolResult::ok(input.text.repeat(input.times.unwrap_or(1) as usize)))
+//!     }
+//! }
+//!
+//! # #[tokio::main(flavor = "current_thread")]
+//! # async fn main() {
+//! let pool = ToolPool::new(vec![std::sync::Arc::new(Typed::new(Echo))]);
+//! let ctx = ToolContext::builder(std::env::temp_dir()).build();
+//! // Numbers sent as strings are accepted, as the reference does.
+//! let result = pool.call("Echo", json!({"text": "hi", "times": "2"}), &ctx).await;
+//! assert_eq!(result.text(), "hihi");
+//! let bad = pool.call("Echo", json!({"txt": "hi"}), &ctx).await;
+//! assert!(bad.is_error);
+//! assert!(bad.text().contains("The required parameter `text` is missing"));
+//! # }
+//! ```
+
+mod budget;
+mod context;
+mod error;
+mod exec;
+mod input;
+mod ledger;
+mod managers;
+pub mod path;
+mod pattern;
+mod permission;
+mod result;
+mod rule;
+mod schema;
+mod settings;
+mod tool;
+
+pub use budget::{
+    ERROR_TEXT_CAP, PERSIST_THRESHOLD_CAP, PREVIEW_BYTES, apply_budget, cut_middle, format_size,
+};
+pub use context::{
+    Progress, ProgressSink, Services, ToolContext, ToolContextBuilder, default_state_dir,
+};
+pub use error::ToolError;
+pub use exec::{
+    MAX_CONCURRENCY, PermissionAnswer, PermissionPrompter, PermissionRequest, ToolCall, ToolPool,
+    error_result,
+};
+pub use input::{check_input, parse_input};
+pub use ledger::{Freshness, ReadLedger, ReadRecord, ReadSource, content_hash};
+pub use managers::{
+    FileDiagnostic, LspManager, TaskFinish, TaskInfo, TaskKind, TaskManager, TaskRun, TaskSpec,
+    TaskStatus, Unconfigured,
+};
+pub use pattern::{CommandPattern, DomainPattern, PathPattern, PathRoot, WildcardPart};
+pub use permission::{
+    AskKind, PermissionDecision, PermissionEngine, PermissionMode, headless_denial,
+};
+pub use result::{CallResult, ContentBlock, ToolResult};
+pub use rule::{
+    LEGACY_TOOL_NAMES, PermissionRule, RuleBehavior, RuleSource, RuleSourceKind, SourcedRule,
+    normalize_tool_name,
+};
+pub use schema::{
+    Dialect, ToolAnnotations, gemini_schema, has_refs, normalize as normalize_schema,
+    openai_strict, schema_for, tool_declaration,
+};
+pub use settings::{PermissionSettings, Settings, SettingsLayer};
+pub use tool::{ParsedInput, Tool, ToolCategory, Typed, TypedTool, ValidationResult};
+
+/// Re-exported so tools and hosts name the same token type.
+pub use tokio_util::sync::CancellationToken;
