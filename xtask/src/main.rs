@@ -1,0 +1,234 @@
+//! `cargo xtask`: the project's automation, written in Rust instead of shell.
+//!
+//! Subcommands: `ci` (the whole CI sequence), `peers` (install the real peers the tests need),
+//! `schemas` (regenerate the insta schema snapshots), `bench` (compare our binary against a
+//! baseline tool) and `tidy` (source hygiene checks). Run `cargo xtask help` for the details.
+
+#![allow(
+    clippy::print_stdout,
+    reason = "xtask is a command-line tool: stdout is its interface"
+)]
+
+mod bench;
+mod ci;
+mod cmd;
+mod peers;
+mod schemas;
+mod tidy;
+
+use std::fmt;
+use std::process::ExitCode;
+
+use anyhow::Result;
+
+const USAGE: &str = "\
+usage: cargo xtask <command> [options]
+
+commands:
+  ci [--dry-run]             run the whole CI sequence (fmt, tidy, clippy, feature matrix,
+                             peers, tests, doc tests, cargo-deny); --dry-run prints the
+                             commands instead of running them
+  peers [--dry-run]          install the real peers the tests need (npm, PyPI, bubblewrap)
+                             into $AGENT_TOOLS_PEERS_DIR (default ~/.cache/agent-tools/peers)
+  schemas                    regenerate the insta schema snapshots and list changed .snap files
+  bench [--runs N] [NAME...] run benchmarks (default: all), median of N runs (default 10)
+  bench --list               list the benchmarks
+  tidy                       check source hygiene under crates/, xtask/ and tests/
+  help                       print this message
+";
+
+/// A parsed command line.
+#[derive(Debug, PartialEq, Eq)]
+enum Command {
+    Ci { dry_run: bool },
+    Peers { dry_run: bool },
+    Schemas,
+    Bench(bench::Options),
+    Tidy,
+    Help,
+}
+
+/// A command-line mistake: reported with the usage text and exit status 2.
+#[derive(Debug)]
+struct UsageError(String);
+
+impl fmt::Display for UsageError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(&self.0)
+    }
+}
+
+impl std::error::Error for UsageError {}
+
+fn usage_error(message: impl Into<String>) -> UsageError {
+    UsageError(message.into())
+}
+
+fn parse(args: &[String]) -> Result<Command, UsageError> {
+    let Some((first, rest)) = args.split_first() else {
+        return Err(usage_error("missing command"));
+    };
+    match first.as_str() {
+        "ci" => Ok(Command::Ci {
+            dry_run: parse_dry_run(rest)?,
+        }),
+        "peers" => Ok(Command::Peers {
+            dry_run: parse_dry_run(rest)?,
+        }),
+        "schemas" => {
+            no_args("schemas", rest)?;
+            Ok(Command::Schemas)
+        }
+        "tidy" => {
+            no_args("tidy", rest)?;
+            Ok(Command::Tidy)
+        }
+        "bench" => parse_bench(rest).map(Command::Bench),
+        "help" | "-h" | "--help" => Ok(Command::Help),
+        other => Err(usage_error(format!("unknown command `{other}`"))),
+    }
+}
+
+fn no_args(command: &str, rest: &[String]) -> Result<(), UsageError> {
+    match rest.first() {
+        None => Ok(()),
+        Some(arg) => Err(usage_error(format!(
+            "`{command}` takes no arguments, got `{arg}`"
+        ))),
+    }
+}
+
+fn parse_dry_run(rest: &[String]) -> Result<bool, UsageError> {
+    let mut dry_run = false;
+    for arg in rest {
+        match arg.as_str() {
+            "--dry-run" | "-n" => dry_run = true,
+            other => return Err(usage_error(format!("unexpected argument `{other}`"))),
+        }
+    }
+    Ok(dry_run)
+}
+
+fn parse_bench(rest: &[String]) -> Result<bench::Options, UsageError> {
+    let mut options = bench::Options::default();
+    let mut iter = rest.iter();
+    while let Some(arg) = iter.next() {
+        let runs_value = if arg == "--runs" {
+            Some(
+                iter.next()
+                    .ok_or_else(|| usage_error("`--runs` needs a number"))?
+                    .as_str(),
+            )
+        } else {
+            arg.strip_prefix("--runs=")
+        };
+        if let Some(value) = runs_value {
+            options.runs = match value.parse::<usize>() {
+                Ok(n) if n > 0 => n,
+                _ => {
+                    return Err(usage_error(format!(
+                        "`--runs` needs a positive integer, got `{value}`"
+                    )));
+                }
+            };
+        } else if arg == "--list" {
+            options.list = true;
+        } else if arg.starts_with('-') {
+            return Err(usage_error(format!("unknown option `{arg}` for `bench`")));
+        } else {
+            options.names.push(arg.clone());
+        }
+    }
+    Ok(options)
+}
+
+fn run(command: Command) -> Result<()> {
+    match command {
+        Command::Ci { dry_run } => ci::run(&cmd::workspace_root()?, dry_run),
+        Command::Peers { dry_run } => peers::run(&peers::peers_dir()?, dry_run),
+        Command::Schemas => schemas::run(&cmd::workspace_root()?),
+        Command::Bench(options) => bench::run(&cmd::workspace_root()?, &options),
+        Command::Tidy => tidy::run(&cmd::workspace_root()?),
+        Command::Help => {
+            print!("{USAGE}");
+            Ok(())
+        }
+    }
+}
+
+fn main() -> ExitCode {
+    let args: Vec<String> = std::env::args().skip(1).collect();
+    let command = match parse(&args) {
+        Ok(command) => command,
+        Err(err) => {
+            eprintln!("xtask: {err}\n\n{USAGE}");
+            return ExitCode::from(2);
+        }
+    };
+    match run(command) {
+        Ok(()) => ExitCode::SUCCESS,
+        Err(err) => {
+            eprintln!("xtask: error: {err:#}");
+            ExitCode::FAILURE
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn args(list: &[&str]) -> Vec<String> {
+        list.iter().map(|s| (*s).to_owned()).collect()
+    }
+
+    #[test]
+    fn parses_subcommands() {
+        assert_eq!(
+            parse(&args(&["ci"])).unwrap(),
+            Command::Ci { dry_run: false }
+        );
+        assert_eq!(
+            parse(&args(&["ci", "--dry-run"])).unwrap(),
+            Command::Ci { dry_run: true }
+        );
+        assert_eq!(
+            parse(&args(&["peers"])).unwrap(),
+            Command::Peers { dry_run: false }
+        );
+        assert_eq!(parse(&args(&["schemas"])).unwrap(), Command::Schemas);
+        assert_eq!(parse(&args(&["tidy"])).unwrap(), Command::Tidy);
+        assert_eq!(parse(&args(&["--help"])).unwrap(), Command::Help);
+    }
+
+    #[test]
+    fn parses_bench_options() {
+        let Command::Bench(options) = parse(&args(&["bench", "--runs", "3", "glob"])).unwrap()
+        else {
+            panic!("not a bench command");
+        };
+        assert_eq!(options.runs, 3);
+        assert_eq!(options.names, vec!["glob".to_owned()]);
+        let Command::Bench(options) = parse(&args(&["bench", "--runs=5"])).unwrap() else {
+            panic!("not a bench command");
+        };
+        assert_eq!(options.runs, 5);
+        assert!(options.names.is_empty());
+        let Command::Bench(options) = parse(&args(&["bench"])).unwrap() else {
+            panic!("not a bench command");
+        };
+        assert_eq!(options.runs, 10);
+    }
+
+    #[test]
+    fn rejects_bad_command_lines() {
+        assert!(parse(&[]).is_err());
+        assert!(parse(&args(&["nope"])).is_err());
+        assert!(parse(&args(&["ci", "--fast"])).is_err());
+        assert!(parse(&args(&["tidy", "extra"])).is_err());
+        assert!(parse(&args(&["bench", "--runs", "0"])).is_err());
+        assert!(parse(&args(&["bench", "--runs"])).is_err());
+        assert!(parse(&args(&["bench", "--runs", "x"])).is_err());
+        assert!(parse(&args(&["bench", "--fast"])).is_err());
+    }
+}

@@ -1,0 +1,429 @@
+//! `cargo xtask peers`: installs the real peers the tests talk to, idempotently.
+//!
+//! Layout of the peers directory (`$AGENT_TOOLS_PEERS_DIR`, default
+//! `~/.cache/agent-tools/peers`):
+//! - `node_modules/.bin/` — `mcp-server-everything`, `mcp-server-filesystem`, `mcp-inspector`,
+//!   `pyright-langserver`, `typescript-language-server` (npm, with `typescript` 6 beside them);
+//! - `py/` — the Python `mcp` package, used with `PYTHONPATH=<dir>/py`;
+//! - `.stamps/<group>` — the exact spec each group was installed from.
+//!
+//! bubblewrap (`bwrap`) comes from Debian and lands on the system PATH.
+//!
+//! A group whose stamp matches its spec and whose files exist is skipped.
+
+use std::fs;
+use std::path::{Path, PathBuf};
+use std::time::Instant;
+
+use anyhow::{Context, Result, bail};
+
+use crate::cmd::{Cmd, secs};
+
+/// npm packages, pinned: npm on Node 20 silently picks older releases of unpinned packages.
+pub const NPM_PACKAGES: &[&str] = &[
+    "@modelcontextprotocol/server-everything@2026.8.31",
+    "@modelcontextprotocol/server-filesystem@2026.8.31",
+    "@modelcontextprotocol/inspector@0.15.0",
+    "pyright@1.1.414",
+    "typescript-language-server@5.3.0",
+    "typescript@6.0.3",
+];
+
+/// Executables the npm group must leave in `node_modules/.bin`.
+pub const NPM_BINS: &[&str] = &[
+    "mcp-server-everything",
+    "mcp-server-filesystem",
+    "pyright-langserver",
+    "typescript-language-server",
+    "mcp-inspector",
+];
+
+/// PyPI requirements, installed with `pip install --target <dir>/py`.
+pub const PIP_PACKAGES: &[&str] = &["mcp==2.3.0"];
+
+/// The peers directory: `$AGENT_TOOLS_PEERS_DIR`, else `$HOME/.cache/agent-tools/peers`.
+pub fn peers_dir() -> Result<PathBuf> {
+    let dir = match std::env::var_os("AGENT_TOOLS_PEERS_DIR") {
+        Some(dir) if !dir.is_empty() => PathBuf::from(dir),
+        _ => {
+            let home = std::env::var_os("HOME")
+                .filter(|h| !h.is_empty())
+                .context("neither AGENT_TOOLS_PEERS_DIR nor HOME is set")?;
+            PathBuf::from(home).join(".cache/agent-tools/peers")
+        }
+    };
+    if dir.is_absolute() {
+        Ok(dir)
+    } else {
+        Ok(std::env::current_dir()
+            .context("cannot read the current directory")?
+            .join(dir))
+    }
+}
+
+/// What happened to one group.
+#[derive(Debug)]
+enum Outcome {
+    UpToDate,
+    Installed(std::time::Duration),
+    WouldInstall,
+    Skipped(String),
+}
+
+impl Outcome {
+    fn describe(&self) -> String {
+        match self {
+            Self::UpToDate => "up to date, skipped".to_owned(),
+            Self::Installed(took) => format!("installed in {}", secs(*took)),
+            Self::WouldInstall => "would install (dry run)".to_owned(),
+            Self::Skipped(why) => format!("skipped: {why}"),
+        }
+    }
+}
+
+/// A group installed into the peers directory and tracked by a stamp.
+struct Group {
+    name: &'static str,
+    /// The exact spec; a stamp holding anything else means the group is stale.
+    spec: String,
+    /// Files that must exist after installing.
+    markers: Vec<PathBuf>,
+    /// Paths removed before installing, so nothing stale survives.
+    reset: Vec<PathBuf>,
+    commands: Vec<Cmd>,
+}
+
+fn stamp_path(dir: &Path, group: &str) -> PathBuf {
+    dir.join(".stamps").join(group)
+}
+
+fn npm_group(dir: &Path) -> Group {
+    let bin = dir.join("node_modules/.bin");
+    Group {
+        name: "npm",
+        spec: format!(
+            "npm install --no-audit --no-fund {}\n",
+            NPM_PACKAGES.join(" ")
+        ),
+        markers: NPM_BINS.iter().map(|b| bin.join(b)).collect(),
+        reset: vec![dir.join("package.json"), dir.join("package-lock.json")],
+        commands: vec![
+            Cmd::new("npm")
+                .arg("install")
+                .arg("--prefix")
+                .arg(dir)
+                .args(["--no-audit", "--no-fund"])
+                .args(NPM_PACKAGES),
+        ],
+    }
+}
+
+fn pip_group(dir: &Path, python_version: &str) -> Group {
+    let target = dir.join("py");
+    Group {
+        name: "pypi",
+        // The Python version is part of the spec: compiled wheels (pydantic-core) only load
+        // in the interpreter they were installed for.
+        spec: format!(
+            "python3 -m pip install {} ({python_version})\n",
+            PIP_PACKAGES.join(" ")
+        ),
+        markers: vec![target.join("mcp/__init__.py")],
+        reset: vec![target.clone()],
+        commands: vec![
+            Cmd::new("python3")
+                .args(["-m", "pip", "install", "--no-warn-conflicts", "--target"])
+                .arg(&target)
+                .args(PIP_PACKAGES),
+        ],
+    }
+}
+
+fn stamp_matches(dir: &Path, group: &Group) -> bool {
+    fs::read_to_string(stamp_path(dir, group.name)).is_ok_and(|stamp| stamp == group.spec)
+}
+
+fn missing_markers(group: &Group) -> Vec<&Path> {
+    group
+        .markers
+        .iter()
+        .filter(|m| !m.exists())
+        .map(PathBuf::as_path)
+        .collect()
+}
+
+fn remove_path(path: &Path) -> Result<()> {
+    let result = match fs::symlink_metadata(path) {
+        Ok(meta) if meta.is_dir() => fs::remove_dir_all(path),
+        Ok(_) => fs::remove_file(path),
+        Err(err) if err.kind() == std::io::ErrorKind::NotFound => Ok(()),
+        Err(err) => Err(err),
+    };
+    result.with_context(|| format!("cannot remove {}", path.display()))
+}
+
+fn write_stamp(dir: &Path, name: &str, spec: &str) -> Result<()> {
+    let stamp = stamp_path(dir, name);
+    let tmp = stamp.with_extension("tmp");
+    if let Some(parent) = stamp.parent() {
+        fs::create_dir_all(parent)
+            .with_context(|| format!("cannot create {}", parent.display()))?;
+    }
+    fs::write(&tmp, spec).with_context(|| format!("cannot write {}", tmp.display()))?;
+    fs::rename(&tmp, &stamp).with_context(|| format!("cannot write {}", stamp.display()))
+}
+
+fn ensure_group(dir: &Path, group: &Group, dry_run: bool) -> Result<Outcome> {
+    let missing = missing_markers(group);
+    let stamped = stamp_matches(dir, group);
+    if stamped && missing.is_empty() {
+        println!("peers: {}: up to date", group.name);
+        return Ok(Outcome::UpToDate);
+    }
+    let reason = if !stamp_path(dir, group.name).exists() {
+        "not installed yet".to_owned()
+    } else if !stamped {
+        "the spec changed since the last install".to_owned()
+    } else {
+        let list: Vec<String> = missing.iter().map(|p| p.display().to_string()).collect();
+        format!("missing {}", list.join(", "))
+    };
+    println!("peers: {}: installing ({reason})", group.name);
+    for cmd in &group.commands {
+        println!("$ {cmd}");
+    }
+    if dry_run {
+        return Ok(Outcome::WouldInstall);
+    }
+    let started = Instant::now();
+    remove_path(&stamp_path(dir, group.name))?;
+    for path in &group.reset {
+        remove_path(path)?;
+    }
+    for cmd in &group.commands {
+        cmd.clone()
+            .cwd(dir)
+            .run()
+            .with_context(|| format!("installing the {} peers failed", group.name))?;
+    }
+    let missing = missing_markers(group);
+    if !missing.is_empty() {
+        let list: Vec<String> = missing.iter().map(|p| p.display().to_string()).collect();
+        bail!(
+            "installing the {} peers finished but these are still missing: {}",
+            group.name,
+            list.join(", ")
+        );
+    }
+    write_stamp(dir, group.name, &group.spec)?;
+    Ok(Outcome::Installed(started.elapsed()))
+}
+
+/// Looks a program up on `PATH` the way a shell would.
+pub fn which(program: &str) -> Option<PathBuf> {
+    use std::os::unix::fs::PermissionsExt;
+    let path = std::env::var_os("PATH")?;
+    std::env::split_paths(&path)
+        .map(|dir| dir.join(program))
+        .find(|candidate| {
+            fs::metadata(candidate)
+                .is_ok_and(|meta| meta.is_file() && meta.permissions().mode() & 0o111 != 0)
+        })
+}
+
+fn is_root() -> bool {
+    use std::os::unix::fs::MetadataExt;
+    fs::metadata("/proc/self").is_ok_and(|meta| meta.uid() == 0)
+}
+
+const APT_SPEC: &str = "apt-get install -y bubblewrap\n";
+
+fn ensure_bubblewrap(dir: &Path, dry_run: bool) -> Result<Outcome> {
+    if let Some(bwrap) = which("bwrap") {
+        println!("peers: bubblewrap: found {}", bwrap.display());
+        return Ok(Outcome::UpToDate);
+    }
+    if !is_root() {
+        let note = "bwrap is not on PATH and we are not root; install the Debian package \
+                    `bubblewrap` to run the sandbox tests";
+        println!("peers: bubblewrap: note: {note}");
+        return Ok(Outcome::Skipped(note.to_owned()));
+    }
+    if which("apt-get").is_none() {
+        let note = "bwrap is not on PATH and apt-get is not available; install bubblewrap by hand";
+        println!("peers: bubblewrap: note: {note}");
+        return Ok(Outcome::Skipped(note.to_owned()));
+    }
+    let commands = [
+        Cmd::new("apt-get").arg("update"),
+        Cmd::new("apt-get")
+            .args(["install", "-y", "bubblewrap"])
+            .env("DEBIAN_FRONTEND", "noninteractive"),
+    ];
+    println!("peers: bubblewrap: installing (bwrap is not on PATH)");
+    for cmd in &commands {
+        println!("$ {cmd}");
+    }
+    if dry_run {
+        return Ok(Outcome::WouldInstall);
+    }
+    let started = Instant::now();
+    for cmd in &commands {
+        cmd.run().context("installing bubblewrap failed")?;
+    }
+    if which("bwrap").is_none() {
+        bail!("apt-get installed bubblewrap but `bwrap` is still not on PATH");
+    }
+    write_stamp(dir, "apt", APT_SPEC)?;
+    Ok(Outcome::Installed(started.elapsed()))
+}
+
+fn python_version() -> Result<String> {
+    let out = Cmd::new("python3")
+        .arg("--version")
+        .stdout_string()
+        .context("python3 is needed for the PyPI peers")?;
+    Ok(out.trim().to_owned())
+}
+
+/// Installs whatever is missing or stale, then prints the layout.
+pub fn run(dir: &Path, dry_run: bool) -> Result<()> {
+    println!("peers: directory {}", dir.display());
+    if !dry_run {
+        fs::create_dir_all(dir).with_context(|| format!("cannot create {}", dir.display()))?;
+    }
+    let npm = npm_group(dir);
+    let pip = pip_group(dir, &python_version()?);
+    let outcomes = [
+        ("npm", ensure_group(dir, &npm, dry_run)?),
+        ("pypi", ensure_group(dir, &pip, dry_run)?),
+        ("bubblewrap", ensure_bubblewrap(dir, dry_run)?),
+    ];
+    println!("\npeers: summary ({})", dir.display());
+    for (name, outcome) in &outcomes {
+        println!("  {name:<11} {}", outcome.describe());
+    }
+    println!("peers: executables");
+    for marker in &npm.markers {
+        println!("  {}", marker.display());
+    }
+    match which("bwrap") {
+        Some(bwrap) => println!("  {}", bwrap.display()),
+        None => println!("  bwrap: not installed"),
+    }
+    println!(
+        "peers: python package {}",
+        pip.markers
+            .iter()
+            .map(|m| m.display().to_string())
+            .collect::<Vec<_>>()
+            .join(", ")
+    );
+    println!(
+        "peers: to use them: export AGENT_TOOLS_PEERS_DIR={dir} PATH={bin}:$PATH PYTHONPATH={py}",
+        dir = dir.display(),
+        bin = dir.join("node_modules/.bin").display(),
+        py = dir.join("py").display(),
+    );
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn scratch(name: &str) -> PathBuf {
+        let dir = std::env::temp_dir().join(format!("xtask-peers-{name}-{}", std::process::id()));
+        let _ = fs::remove_dir_all(&dir);
+        fs::create_dir_all(&dir).unwrap();
+        dir
+    }
+
+    #[test]
+    fn a_group_with_a_matching_stamp_and_its_files_is_up_to_date() {
+        let dir = scratch("stamp");
+        let marker = dir.join("bin/tool");
+        let group = Group {
+            name: "demo",
+            spec: "demo spec\n".to_owned(),
+            markers: vec![marker.clone()],
+            reset: vec![dir.join("state")],
+            commands: vec![Cmd::new("sh").args(["-c", "mkdir -p bin state && touch bin/tool"])],
+        };
+        // Nothing yet: installs, writes the stamp.
+        assert!(matches!(
+            ensure_group(&dir, &group, false).unwrap(),
+            Outcome::Installed(_)
+        ));
+        assert_eq!(
+            fs::read_to_string(stamp_path(&dir, "demo")).unwrap(),
+            "demo spec\n"
+        );
+        // Second time: skipped.
+        assert!(matches!(
+            ensure_group(&dir, &group, false).unwrap(),
+            Outcome::UpToDate
+        ));
+        // A missing marker or a different spec: reinstall.
+        fs::remove_file(&marker).unwrap();
+        assert!(matches!(
+            ensure_group(&dir, &group, true).unwrap(),
+            Outcome::WouldInstall
+        ));
+        assert!(matches!(
+            ensure_group(&dir, &group, false).unwrap(),
+            Outcome::Installed(_)
+        ));
+        let changed = Group {
+            spec: "other spec\n".to_owned(),
+            ..group
+        };
+        assert!(matches!(
+            ensure_group(&dir, &changed, true).unwrap(),
+            Outcome::WouldInstall
+        ));
+        fs::remove_dir_all(&dir).unwrap();
+    }
+
+    #[test]
+    fn a_failed_install_leaves_no_stamp() {
+        let dir = scratch("fail");
+        let group = Group {
+            name: "broken",
+            spec: "spec\n".to_owned(),
+            markers: vec![dir.join("never")],
+            reset: Vec::new(),
+            commands: vec![Cmd::new("true")],
+        };
+        let err = ensure_group(&dir, &group, false).unwrap_err().to_string();
+        assert!(err.contains("still missing"), "{err}");
+        assert!(!stamp_path(&dir, "broken").exists());
+        fs::remove_dir_all(&dir).unwrap();
+    }
+
+    #[test]
+    fn npm_spec_lists_every_package() {
+        let group = npm_group(Path::new("/p"));
+        for package in NPM_PACKAGES {
+            assert!(group.spec.contains(package));
+        }
+        assert_eq!(
+            group.commands[0].to_string(),
+            format!(
+                "npm install --prefix /p --no-audit --no-fund {}",
+                NPM_PACKAGES.join(" ")
+            )
+        );
+        assert!(
+            group
+                .markers
+                .contains(&PathBuf::from("/p/node_modules/.bin/pyright-langserver"))
+        );
+    }
+
+    #[test]
+    fn which_finds_sh() {
+        assert!(which("sh").is_some());
+        assert!(which("xtask-no-such-program").is_none());
+    }
+}
