@@ -1,0 +1,297 @@
+//! Glob: find files by name pattern, newest first, with one ignore policy shared with Grep.
+
+use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant, SystemTime};
+
+use async_trait::async_trait;
+use ignore::{WalkBuilder, WalkState};
+use schemars::JsonSchema;
+use serde::{Deserialize, Serialize};
+use tool_core::{
+    PermissionDecision, ToolAnnotations, ToolCategory, ToolContext, ToolError, ToolResult,
+    TypedTool, ValidationResult, path,
+};
+
+use crate::ignore_policy::{IgnorePolicy, suggest_similar};
+
+/// At most this many paths are returned (the reference's `globLimits.maxResults`).
+pub const MAX_RESULTS: usize = 100;
+/// The walk gives up after this long (the reference's ripgrep timeout).
+pub const TIMEOUT: Duration = Duration::from_secs(20);
+
+const DESCRIPTION: &str = "Fast file pattern matching tool that works with any codebase size.
+- Supports glob patterns like \"**/*.js\" or \"src/**/*.ts\"; a pattern without a slash (\"*.rs\") matches files at any depth
+- Returns matching file paths sorted by modification time, newest first, at most 100
+- Respects .gitignore, .ignore and .agent-toolsignore files and skips hidden files by default; set include_ignored to true to also list ignored and hidden files (version-control folders such as .git are always skipped). A pattern that names a hidden folder (\".github/**\") includes it
+- Use this tool when you need to find files by name patterns
+- When you are doing an open ended search that may require multiple rounds of globbing and grepping, use the Agent tool instead
+- You can call multiple tools in a single response. It is always better to speculatively perform multiple searches in parallel if they are potentially useful.";
+
+/// Input of Glob.
+#[derive(Debug, Clone, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct GlobInput {
+    /// The glob pattern to match files against
+    pub pattern: String,
+    /// The directory to search in. If not specified, the current working directory will be
+    /// used. IMPORTANT: Omit this field to use the default directory. DO NOT enter
+    /// "undefined" or "null" - simply omit it for the default behavior. Must be a valid
+    /// directory path if provided.
+    #[serde(default)]
+    pub path: Option<String>,
+    /// Also list files that .gitignore / .ignore rules exclude, and hidden files
+    /// (default false)
+    #[serde(default)]
+    pub include_ignored: Option<bool>,
+}
+
+/// Output of Glob.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct GlobOutput {
+    /// How long the search took
+    pub duration_ms: u64,
+    /// How many paths are listed
+    pub num_files: usize,
+    /// The paths, relative to the working directory when inside it, newest first
+    pub filenames: Vec<String>,
+    /// Whether more files matched than are listed
+    pub truncated: bool,
+}
+
+/// The Glob tool.
+#[derive(Debug, Clone, Copy, Default)]
+pub struct Glob;
+
+/// Splits an absolute pattern into its static base directory and the rest.
+fn split_absolute(pattern: &str) -> Option<(PathBuf, String)> {
+    if !pattern.starts_with('/') {
+        return None;
+    }
+    let first_meta = pattern.find(['*', '?', '[', '{']).unwrap_or(pattern.len());
+    let base_end = pattern[..first_meta].rfind('/').unwrap_or(0);
+    let base = if base_end == 0 {
+        "/"
+    } else {
+        &pattern[..base_end]
+    };
+    let rest = pattern[base_end + 1..].to_owned();
+    Some((
+        PathBuf::from(base),
+        if rest.is_empty() {
+            "**".to_owned()
+        } else {
+            rest
+        },
+    ))
+}
+
+impl Glob {
+    fn search_root(input: &GlobInput, ctx: &ToolContext) -> (PathBuf, String) {
+        let base = match input.path.as_deref().map(str::trim) {
+            Some(p) if !p.is_empty() => ctx.resolve_path(p),
+            _ => ctx.cwd(),
+        };
+        match split_absolute(&input.pattern) {
+            Some((abs_base, rest)) => (path::normalize(&abs_base), rest),
+            None => (base, input.pattern.clone()),
+        }
+    }
+}
+
+#[async_trait]
+impl TypedTool for Glob {
+    type Input = GlobInput;
+    type Output = GlobOutput;
+
+    fn name(&self) -> &'static str {
+        "Glob"
+    }
+    fn search_hint(&self) -> Option<&'static str> {
+        Some("find files by name pattern or wildcard")
+    }
+    fn category(&self) -> ToolCategory {
+        ToolCategory::FileSystem
+    }
+    fn annotations(&self) -> ToolAnnotations {
+        ToolAnnotations {
+            read_only: true,
+            idempotent: true,
+            ..ToolAnnotations::default()
+        }
+    }
+    async fn description(&self, _input: Option<&GlobInput>) -> String {
+        DESCRIPTION.to_owned()
+    }
+    fn is_concurrency_safe(&self, _input: &GlobInput) -> bool {
+        true
+    }
+    fn is_read_only(&self, _input: &GlobInput) -> bool {
+        true
+    }
+
+    async fn validate(&self, input: &GlobInput, ctx: &ToolContext) -> ValidationResult {
+        if input.pattern.trim().is_empty() {
+            return ValidationResult::invalid_code("The pattern must not be empty.", 1);
+        }
+        if let Err(e) =
+            IgnorePolicy::glob_override(Path::new("/"), &Glob::search_root(input, ctx).1)
+        {
+            return ValidationResult::invalid_code(
+                format!("Invalid glob pattern \"{}\": {e}", input.pattern),
+                1,
+            );
+        }
+        let (root, _) = Glob::search_root(input, ctx);
+        match std::fs::metadata(&root) {
+            Ok(meta) if meta.is_dir() => ValidationResult::Valid,
+            Ok(_) => ValidationResult::invalid_code(
+                format!("Path is not a directory: {}", root.display()),
+                2,
+            ),
+            Err(_) => {
+                let cwd = ctx.cwd();
+                let mut message = format!(
+                    "Directory does not exist: {}. Note: your current working directory is {}.",
+                    root.display(),
+                    cwd.display()
+                );
+                if let Some(similar) = suggest_similar(&root, &cwd) {
+                    message.push_str(&format!(" Did you mean {}?", similar.display()));
+                }
+                ValidationResult::invalid_code(message, 1)
+            }
+        }
+    }
+
+    async fn check_permission(&self, input: &GlobInput, ctx: &ToolContext) -> PermissionDecision {
+        let (root, _) = Glob::search_root(input, ctx);
+        ctx.permissions().check_read_path(&root, ctx)
+    }
+
+    async fn call(
+        &self,
+        input: GlobInput,
+        ctx: &ToolContext,
+    ) -> Result<ToolResult<GlobOutput>, ToolError> {
+        let started = Instant::now();
+        let (root, pattern) = Glob::search_root(&input, ctx);
+        let policy = IgnorePolicy {
+            include_ignored: input.include_ignored.unwrap_or(false),
+        };
+        let cwd = ctx.cwd();
+        let cancel = ctx.cancel_token().clone();
+        let deny_ctx = ctx.clone();
+        let walk = tokio::task::spawn_blocking(move || {
+            let found = walk_matches(&root, &pattern, policy, &cancel, started)?;
+            // Read-deny rules hide files, as the reference passes them to rg as exclusions.
+            let mut found: Vec<(PathBuf, SystemTime)> = found
+                .into_iter()
+                .filter(|(p, _)| {
+                    !matches!(
+                        deny_ctx.permissions().check_read_path(p, &deny_ctx),
+                        PermissionDecision::Deny { .. }
+                    )
+                })
+                .collect();
+            // Newest first, then by name: the reference sorted oldest first while its prompt
+            // promised "sorted by modification time"; we do what the prompt says.
+            found.sort_by(|a, b| b.1.cmp(&a.1).then_with(|| a.0.cmp(&b.0)));
+            Ok::<_, ToolError>(found)
+        });
+        let found = walk.await.map_err(|e| {
+            ToolError::fatal(format!("internal error: the Glob walk failed: {e}"))
+        })??;
+        let truncated = found.len() > MAX_RESULTS;
+        let filenames: Vec<String> = found
+            .iter()
+            .take(MAX_RESULTS)
+            .map(|(p, _)| path::display_path(p, &cwd))
+            .collect();
+        let text = if filenames.is_empty() {
+            "No files found".to_owned()
+        } else if truncated {
+            format!(
+                "{}\n(Results are truncated. Consider using a more specific path or pattern.)",
+                filenames.join("\n")
+            )
+        } else {
+            filenames.join("\n")
+        };
+        let output = GlobOutput {
+            duration_ms: u64::try_from(started.elapsed().as_millis()).unwrap_or(u64::MAX),
+            num_files: filenames.len(),
+            filenames,
+            truncated,
+        };
+        Ok(ToolResult::ok(output).with_text(text))
+    }
+}
+
+/// Walks `root` in parallel and returns every file matching `pattern` with its mtime.
+fn walk_matches(
+    root: &Path,
+    pattern: &str,
+    policy: IgnorePolicy,
+    cancel: &tool_core::CancellationToken,
+    started: Instant,
+) -> Result<Vec<(PathBuf, SystemTime)>, ToolError> {
+    let overrides = IgnorePolicy::glob_override(root, pattern)
+        .map_err(|e| ToolError::respond(format!("Invalid glob pattern \"{pattern}\": {e}")))?;
+    let mut builder = WalkBuilder::new(root);
+    policy.configure(&mut builder, pattern);
+    builder.overrides(overrides);
+    let found: Arc<Mutex<Vec<(PathBuf, SystemTime)>>> = Arc::default();
+    let timed_out = Arc::new(AtomicBool::new(false));
+    builder.build_parallel().run(|| {
+        let found = Arc::clone(&found);
+        let timed_out = Arc::clone(&timed_out);
+        let cancel = cancel.clone();
+        let mut visited = 0_u32;
+        Box::new(move |entry| {
+            visited = visited.wrapping_add(1);
+            if visited % 256 == 0 {
+                if cancel.is_cancelled() {
+                    return WalkState::Quit;
+                }
+                if started.elapsed() > TIMEOUT {
+                    timed_out.store(true, Ordering::Relaxed);
+                    return WalkState::Quit;
+                }
+            }
+            let Ok(entry) = entry else {
+                return WalkState::Continue;
+            };
+            if entry.file_type().is_some_and(|t| !t.is_dir()) {
+                let mtime = entry
+                    .metadata()
+                    .ok()
+                    .and_then(|m| m.modified().ok())
+                    .unwrap_or(SystemTime::UNIX_EPOCH);
+                if let Ok(mut all) = found.lock() {
+                    all.push((entry.into_path(), mtime));
+                }
+            }
+            WalkState::Continue
+        })
+    });
+    if timed_out.load(Ordering::Relaxed) {
+        return Err(ToolError::respond(format!(
+            "Glob timed out after {} seconds. Try searching a more specific path or pattern.",
+            TIMEOUT.as_secs()
+        )));
+    }
+    if cancel.is_cancelled() {
+        return Err(ToolError::Cancelled {
+            tool: "Glob".to_owned(),
+        });
+    }
+    let found = std::mem::take(
+        &mut *found
+            .lock()
+            .map_err(|_| ToolError::fatal("internal error: Glob results lock poisoned"))?,
+    );
+    Ok(found)
+}

@@ -1,0 +1,172 @@
+//! The one ignore policy Glob and Grep share, and "did you mean" suggestions for missing
+//! paths.
+
+use std::path::{Path, PathBuf};
+
+use ignore::WalkBuilder;
+use ignore::overrides::{Override, OverrideBuilder};
+
+/// Version-control folders that are never searched.
+pub const VCS_DIRS: &[&str] = &[".git", ".svn", ".hg", ".bzr", ".jj", ".sl"];
+
+/// Which files a walk sees.
+///
+/// By default: `.gitignore` (in a git repository), `.ignore` and `.agent-toolsignore` rules
+/// are respected and hidden files skipped, as ripgrep does; a pattern that names a hidden
+/// folder (`.github/**`) includes hidden files. `include_ignored` lists everything except
+/// version-control folders. The reference's Glob ignored `.gitignore` while its Grep
+/// respected it; one policy for both is the fix its users asked for.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct IgnorePolicy {
+    /// Also list ignored and hidden files
+    pub include_ignored: bool,
+}
+
+/// Whether a glob pattern names a hidden path segment such as `.github`.
+fn names_hidden(pattern: &str) -> bool {
+    pattern
+        .split('/')
+        .any(|seg| seg.starts_with('.') && seg != "." && seg != ".." && seg.len() > 1)
+}
+
+impl IgnorePolicy {
+    /// Applies the policy to a walk whose results are filtered by `pattern`.
+    pub fn configure(self, builder: &mut WalkBuilder, pattern: &str) {
+        if self.include_ignored {
+            builder.standard_filters(false);
+        } else {
+            builder.standard_filters(true);
+            builder.hidden(!names_hidden(pattern));
+            builder.add_custom_ignore_filename(".agent-toolsignore");
+        }
+        builder.filter_entry(|entry| {
+            let is_dir = entry.file_type().is_some_and(|t| t.is_dir());
+            !(is_dir
+                && entry
+                    .file_name()
+                    .to_str()
+                    .is_some_and(|n| VCS_DIRS.contains(&n)))
+        });
+    }
+
+    /// The whitelist override for a glob pattern, with ripgrep's `--glob` semantics: a
+    /// pattern without a slash matches at any depth.
+    pub fn glob_override(root: &Path, pattern: &str) -> Result<Override, ignore::Error> {
+        let mut builder = OverrideBuilder::new(root);
+        builder.add(pattern)?;
+        builder.build()
+    }
+}
+
+/// The edit distance of two short strings (for suggestions).
+fn distance(a: &str, b: &str) -> usize {
+    let a: Vec<char> = a.chars().collect();
+    let b: Vec<char> = b.chars().collect();
+    let mut prev: Vec<usize> = (0..=b.len()).collect();
+    for (i, ca) in a.iter().enumerate() {
+        let mut cur = vec![i + 1; b.len() + 1];
+        for (j, cb) in b.iter().enumerate() {
+            let cost = usize::from(ca != cb);
+            cur[j + 1] = (prev[j] + cost).min(prev[j + 1] + 1).min(cur[j] + 1);
+        }
+        prev = cur;
+    }
+    prev[b.len()]
+}
+
+/// A likely intended path for a missing one: a sibling whose name differs only in case, in
+/// extension, or by a typo or two; else the same relative tail under the working directory
+/// (a dropped or doubled folder).
+pub fn suggest_similar(missing: &Path, cwd: &Path) -> Option<PathBuf> {
+    let name = missing.file_name()?.to_str()?;
+    if let Some(parent) = missing.parent().filter(|p| p.is_dir()) {
+        let stem = Path::new(name)
+            .file_stem()
+            .and_then(|s| s.to_str())
+            .unwrap_or(name);
+        let mut best: Option<(usize, PathBuf)> = None;
+        for entry in std::fs::read_dir(parent).ok()?.flatten().take(10_000) {
+            let Some(candidate) = entry.file_name().to_str().map(str::to_owned) else {
+                continue;
+            };
+            let cand_stem = Path::new(&candidate)
+                .file_stem()
+                .and_then(|s| s.to_str())
+                .unwrap_or(&candidate)
+                .to_owned();
+            let score = if candidate.eq_ignore_ascii_case(name) {
+                0
+            } else if cand_stem == stem {
+                1
+            } else {
+                let d = distance(&candidate.to_lowercase(), &name.to_lowercase());
+                if d <= 2 && name.len() > 3 {
+                    d + 1
+                } else {
+                    continue;
+                }
+            };
+            if best.as_ref().is_none_or(|(s, _)| score < *s) {
+                best = Some((score, entry.path()));
+            }
+        }
+        if let Some((_, path)) = best {
+            return Some(path);
+        }
+    }
+    // A path that repeats or drops a folder of the working directory.
+    let rel = missing.strip_prefix("/").ok()?;
+    let mut tail = rel;
+    while let Some(rest) = tail
+        .iter()
+        .next()
+        .and_then(|first| tail.strip_prefix(first).ok())
+    {
+        let candidate = cwd.join(rest);
+        if !rest.as_os_str().is_empty() && candidate != missing && candidate.exists() {
+            return Some(candidate);
+        }
+        tail = rest;
+    }
+    None
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn hidden_segments() {
+        assert!(names_hidden(".github/**/*.yml"));
+        assert!(names_hidden("**/.env"));
+        assert!(!names_hidden("**/*.rs"));
+        assert!(!names_hidden("../x/*.rs"));
+    }
+
+    #[test]
+    fn suggestions() -> std::io::Result<()> {
+        let dir = tempfile::tempdir()?;
+        let root = dir.path();
+        std::fs::create_dir_all(root.join("src"))?;
+        std::fs::write(root.join("src/main.rs"), "")?;
+        assert_eq!(
+            suggest_similar(&root.join("src/Main.rs"), root),
+            Some(root.join("src/main.rs"))
+        );
+        assert_eq!(
+            suggest_similar(&root.join("src/main.py"), root),
+            Some(root.join("src/main.rs"))
+        );
+        assert_eq!(
+            suggest_similar(&root.join("src/mian.rs"), root),
+            Some(root.join("src/main.rs"))
+        );
+        assert_eq!(
+            suggest_similar(&root.join("srcs"), root),
+            Some(root.join("src"))
+        );
+        assert_eq!(suggest_similar(&root.join("zzzzzz/qqq"), root), None);
+        assert_eq!(distance("kitten", "sitting"), 3);
+        Ok(())
+    }
+}

@@ -1,0 +1,45 @@
+//! File tools for agent-tools.
+//!
+//! This crate will hold Read, Edit, MultiEdit, Write, Glob, Grep and NotebookEdit; today it
+//! provides [`Glob`], the tool that proves tool-core's contracts end to end, and the
+//! [`IgnorePolicy`] that Glob and (later) Grep share.
+//!
+//! # Overview
+//!
+//! - [`Glob`] (a [`tool_core::TypedTool`]) finds files by glob pattern, newest first, at
+//!   most [`MAX_RESULTS`], under the shared [`IgnorePolicy`].
+//! - [`tools`] returns this crate's tools ready for a pool.
+//!
+//! It depends only on `tool-core`; permission checks go through the context's
+//! `PermissionEngine` (`check_read_path`).
+//!
+//! # Example
+//!
+//! ```
+//! use serde_json::json;
+//! use tool_core::{ToolContext, ToolPool};
+//!
+//! # #[tokio::main(flavor = "current_thread")]
+//! # async fn main() -> std::io::Result<()> {
+//! let dir = tempfile::tempdir()?;
+//! std::fs::write(dir.path().join("a.rs"), "fn main() {}")?;
+//! let ctx = ToolContext::builder(dir.path()).build();
+//! let pool = ToolPool::new(tools_fs::tools());
+//! let result = pool.call("Glob", json!({"pattern": "*.rs"}), &ctx).await;
+//! assert_eq!(result.text(), "a.rs");
+//! # Ok(())
+//! # }
+//! ```
+
+mod glob;
+mod ignore_policy;
+
+use std::sync::Arc;
+
+pub use glob::{Glob, GlobInput, GlobOutput, MAX_RESULTS, TIMEOUT};
+pub use ignore_policy::{IgnorePolicy, VCS_DIRS, suggest_similar};
+
+/// Every tool of this crate, ready for a pool.
+pub fn tools() -> Vec<Arc<dyn tool_core::Tool>> {
+    vec![Arc::new(tool_core::Typed::new(Glob))]
+}
