@@ -1,0 +1,344 @@
+//! `agent-tools`: run any tool of the pool from a shell (`list`, `schema`, `call`, `batch`).
+//!
+//! The binary is thin: it parses arguments, loads settings through the registry, runs calls
+//! through tool-core's one execution path and prints results as JSON lines. Exit status of
+//! `call` and `batch`: 0 success, 1 a tool returned an error, 2 the command line was wrong.
+
+use std::io::{BufRead, IsTerminal, Read, Write};
+use std::path::PathBuf;
+use std::process::ExitCode;
+
+use anyhow::{Context, Result, anyhow};
+use clap::{Args, Parser, Subcommand};
+use registry::{SessionOptions, ToolRegistry, build_context};
+use serde_json::{Value, json};
+use tool_core::{
+    CallResult, Dialect, PermissionMode, ToolCall, ToolContext, ToolError, ToolPool, error_result,
+    tool_declaration,
+};
+
+/// Run agent tools from a shell.
+#[derive(Debug, Parser)]
+#[command(name = "agent-tools", version, about, long_about = None)]
+struct Cli {
+    #[command(subcommand)]
+    command: Command,
+    #[command(flatten)]
+    session: SessionArgs,
+}
+
+/// Options every command takes.
+#[derive(Debug, Args)]
+struct SessionArgs {
+    /// Working directory of the session (default: the current directory)
+    #[arg(long, global = true, value_name = "DIR")]
+    cwd: Option<PathBuf>,
+    /// Permission mode: default, acceptEdits, plan, bypassPermissions, dontAsk
+    #[arg(long, global = true, value_name = "MODE", value_parser = parse_mode)]
+    mode: Option<PermissionMode>,
+    /// Allow calls matching RULE, such as 'Bash(npm test)' (repeatable)
+    #[arg(long, global = true, value_name = "RULE")]
+    allow: Vec<String>,
+    /// Deny calls matching RULE (repeatable)
+    #[arg(long, global = true, value_name = "RULE")]
+    deny: Vec<String>,
+    /// Ask before calls matching RULE; without a person this denies them (repeatable)
+    #[arg(long, global = true, value_name = "RULE")]
+    ask: Vec<String>,
+    /// Extra settings file, read after the user and project settings
+    #[arg(long, global = true, value_name = "FILE")]
+    settings: Option<PathBuf>,
+}
+
+fn parse_mode(s: &str) -> std::result::Result<PermissionMode, String> {
+    s.parse()
+}
+
+#[derive(Debug, Subcommand)]
+enum Command {
+    /// List the tools of the pool, in pool order
+    List {
+        /// Print JSON objects with name, aliases, category and flags
+        #[arg(long)]
+        json: bool,
+    },
+    /// Print tool declarations (name, description, input schema) for a model provider
+    Schema {
+        /// Tools to print (default: all)
+        tools: Vec<String>,
+        /// anthropic, openai, gemini or mcp
+        #[arg(long, default_value = "anthropic", value_parser = parse_dialect)]
+        dialect: Dialect,
+    },
+    /// Run one tool call and print its result as one JSON line
+    Call {
+        /// The tool's name or alias
+        tool: String,
+        /// The input as JSON, or - to read it from standard input (default: {})
+        input: Option<String>,
+    },
+    /// Read calls as JSON lines {"tool": .., "input": ..} from standard input and print one
+    /// result line per call; all calls share one session
+    Batch,
+}
+
+fn parse_dialect(s: &str) -> std::result::Result<Dialect, String> {
+    s.parse()
+}
+
+/// A command-line mistake: reported on stderr with exit status 2.
+#[derive(Debug)]
+struct UsageError(String);
+
+impl std::fmt::Display for UsageError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(&self.0)
+    }
+}
+
+impl std::error::Error for UsageError {}
+
+fn usage(message: impl Into<String>) -> anyhow::Error {
+    anyhow::Error::new(UsageError(message.into()))
+}
+
+fn main() -> ExitCode {
+    let cli = Cli::parse();
+    let runtime = match tokio::runtime::Builder::new_multi_thread()
+        .enable_all()
+        .build()
+    {
+        Ok(rt) => rt,
+        Err(e) => {
+            eprintln!("agent-tools: cannot start the async runtime: {e}");
+            return ExitCode::from(2);
+        }
+    };
+    match runtime.block_on(run(cli)) {
+        Ok(code) => code,
+        Err(err) => {
+            eprintln!("agent-tools: {err:#}");
+            if err.downcast_ref::<UsageError>().is_some()
+                || err.downcast_ref::<ToolError>().is_some()
+            {
+                ExitCode::from(2)
+            } else {
+                ExitCode::from(1)
+            }
+        }
+    }
+}
+
+fn session(args: &SessionArgs) -> Result<(ToolContext, ToolPool)> {
+    let cwd = match &args.cwd {
+        Some(dir) => dir.clone(),
+        None => std::env::current_dir().context("cannot read the current directory")?,
+    };
+    let options = SessionOptions {
+        cwd,
+        mode: args.mode,
+        allow: args.allow.clone(),
+        deny: args.deny.clone(),
+        ask: args.ask.clone(),
+        settings_file: args.settings.clone(),
+        state_dir: None,
+    };
+    let ctx = build_context(&options).map_err(|e| match e {
+        ToolError::Io { path, source } => usage(format!("--cwd {}: {source}", path.display())),
+        other => anyhow::Error::new(other),
+    })?;
+    let pool = ToolRegistry::new().pool(ctx.permissions(), Vec::new());
+    Ok((ctx, pool))
+}
+
+async fn run(cli: Cli) -> Result<ExitCode> {
+    let (ctx, pool) = session(&cli.session)?;
+    match cli.command {
+        Command::List { json } => list(&pool, json).await,
+        Command::Schema { tools, dialect } => schema(&pool, &tools, dialect).await,
+        Command::Call { tool, input } => call(&pool, &ctx, &tool, input.as_deref()).await,
+        Command::Batch => batch(&pool, &ctx).await,
+    }
+}
+
+fn print_line(value: &impl serde::Serialize) -> Result<()> {
+    let mut out = std::io::stdout().lock();
+    serde_json::to_writer(&mut out, value)?;
+    out.write_all(b"\n")?;
+    out.flush()?;
+    Ok(())
+}
+
+async fn list(pool: &ToolPool, as_json: bool) -> Result<ExitCode> {
+    let mut out = std::io::stdout().lock();
+    for tool in pool.tools() {
+        if as_json {
+            let line = json!({
+                "name": tool.name(),
+                "aliases": tool.aliases(),
+                "category": tool.category(),
+                "deferred": tool.is_deferred(),
+                "read_only": tool.annotations().read_only,
+            });
+            writeln!(out, "{line}")?;
+        } else {
+            writeln!(out, "{}", tool.name())?;
+        }
+    }
+    Ok(ExitCode::SUCCESS)
+}
+
+async fn schema(pool: &ToolPool, names: &[String], dialect: Dialect) -> Result<ExitCode> {
+    let selected: Vec<_> = if names.is_empty() {
+        pool.tools().to_vec()
+    } else {
+        names
+            .iter()
+            .map(|n| pool.get(n).cloned().ok_or_else(|| unknown_tool(pool, n)))
+            .collect::<Result<_>>()?
+    };
+    let mut decls = Vec::new();
+    for tool in selected {
+        let description = tool.description(None).await;
+        decls.push(tool_declaration(
+            tool.name(),
+            &description,
+            tool.input_schema(),
+            tool.annotations(),
+            dialect,
+        ));
+    }
+    let mut out = std::io::stdout().lock();
+    serde_json::to_writer_pretty(&mut out, &decls)?;
+    out.write_all(b"\n")?;
+    Ok(ExitCode::SUCCESS)
+}
+
+fn unknown_tool(pool: &ToolPool, name: &str) -> anyhow::Error {
+    usage(format!(
+        "unknown tool `{name}`; available tools: {} (see `agent-tools list`)",
+        pool.names().join(", ")
+    ))
+}
+
+/// Cancels the session's calls on Ctrl-C so they still return well-formed results.
+fn cancel_on_interrupt(ctx: &ToolContext) {
+    let token = ctx.cancel_token().clone();
+    tokio::spawn(async move {
+        if tokio::signal::ctrl_c().await.is_ok() {
+            token.cancel();
+        }
+    });
+}
+
+async fn call(
+    pool: &ToolPool,
+    ctx: &ToolContext,
+    tool: &str,
+    input: Option<&str>,
+) -> Result<ExitCode> {
+    if pool.get(tool).is_none() {
+        return Err(unknown_tool(pool, tool));
+    }
+    let text = match input {
+        Some("-") => {
+            let mut buf = String::new();
+            std::io::stdin()
+                .read_to_string(&mut buf)
+                .context("cannot read the input from standard input")?;
+            buf
+        }
+        Some(text) => text.to_owned(),
+        None => "{}".to_owned(),
+    };
+    let input: Value = if text.trim().is_empty() {
+        json!({})
+    } else {
+        serde_json::from_str(&text)
+            .map_err(|e| usage(format!("the input is not valid JSON: {e}")))?
+    };
+    cancel_on_interrupt(ctx);
+    let result = pool.call(tool, input, ctx).await;
+    print_line(&result)?;
+    Ok(if result.is_error {
+        ExitCode::from(1)
+    } else {
+        ExitCode::SUCCESS
+    })
+}
+
+/// One line of `batch` input, or the result that replaces it when it cannot be read.
+fn parse_batch_line(number: usize, line: &str) -> std::result::Result<ToolCall, CallResult> {
+    let invalid = |message: String| {
+        error_result("", &ToolError::respond(format!("line {number}: {message}")))
+    };
+    let value: Value =
+        serde_json::from_str(line).map_err(|e| invalid(format!("not valid JSON: {e}")))?;
+    let Value::Object(mut obj) = value else {
+        return Err(invalid(
+            "expected an object {\"tool\": .., \"input\": ..}".to_owned(),
+        ));
+    };
+    let tool = match obj.remove("tool") {
+        Some(Value::String(t)) => t,
+        _ => {
+            return Err(invalid(
+                "the \"tool\" field is missing or not a string".to_owned(),
+            ));
+        }
+    };
+    let input = obj.remove("input").unwrap_or(Value::Null);
+    let id = match obj.remove("id") {
+        Some(Value::String(id)) => Some(id),
+        Some(other) => Some(other.to_string()),
+        None => None,
+    };
+    if let Some(key) = obj.keys().next() {
+        return Err(invalid(format!(
+            "unexpected field \"{key}\"; a line has tool, input and optional id"
+        )));
+    }
+    Ok(ToolCall { tool, input, id })
+}
+
+async fn batch(pool: &ToolPool, ctx: &ToolContext) -> Result<ExitCode> {
+    if std::io::stdin().is_terminal() {
+        eprintln!("agent-tools batch: reading JSON lines from standard input; end with Ctrl-D");
+    }
+    let mut slots: Vec<std::result::Result<ToolCall, CallResult>> = Vec::new();
+    for (i, line) in std::io::stdin().lock().lines().enumerate() {
+        let line = line.map_err(|e| anyhow!("cannot read standard input: {e}"))?;
+        if line.trim().is_empty() {
+            continue;
+        }
+        slots.push(parse_batch_line(i + 1, &line));
+    }
+    cancel_on_interrupt(ctx);
+    // Runs of valid calls go to the batch runner together, so its concurrency rule applies
+    // across them; invalid lines keep their place in the output.
+    let mut any_error = false;
+    let mut pending: Vec<ToolCall> = Vec::new();
+    let mut emit = |result: &CallResult| -> Result<()> {
+        any_error |= result.is_error;
+        print_line(result)
+    };
+    for slot in slots {
+        match slot {
+            Ok(call) => pending.push(call),
+            Err(result) => {
+                for r in pool.batch(std::mem::take(&mut pending), ctx).await {
+                    emit(&r)?;
+                }
+                emit(&result)?;
+            }
+        }
+    }
+    for r in pool.batch(pending, ctx).await {
+        emit(&r)?;
+    }
+    Ok(if any_error {
+        ExitCode::from(1)
+    } else {
+        ExitCode::SUCCESS
+    })
+}

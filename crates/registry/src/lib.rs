@@ -1,0 +1,124 @@
+//! The tool registry of agent-tools: assembles the pool from the category crates and MCP
+//! tools, and builds a session context from settings files and command-line options.
+//!
+//! # Overview
+//!
+//! - [`ToolRegistry`] builds the built-in tools once (sorted by ordinal name, for prompt-cache
+//!   stability) and assembles a [`tool_core::ToolPool`]: built-ins first, then MCP tools
+//!   sorted by name; an MCP tool can never take a built-in's name or alias; tools with a
+//!   blanket deny rule and disabled tools are left out (the design's §7.4).
+//! - [`SessionOptions`] and [`build_context`] load the settings files of DESIGN.md §5
+//!   (user, project, local, `--settings`) plus command-line rules and mode into a
+//!   [`tool_core::ToolContext`].
+//!
+//! # Features
+//!
+//! | feature | what it adds | default |
+//! | --- | --- | --- |
+//! | `fs` | file tools (`tools-fs`) | yes |
+//! | `shell` | Bash and background tasks (`tools-shell`) | yes |
+//! | `web` | WebFetch, WebSearch (`tools-web`) | yes |
+//! | `lsp` | LSP tool (`tools-lsp`) | yes |
+//! | `agent` | agents, skills, todos, plan mode, worktrees, teams (`tools-agent`) | yes |
+//! | `mcp` | MCP client tools (`tools-mcp`) | yes |
+//! | `v2-todo` | TaskCreate/Get/Update/List and TaskStop | yes |
+//! | `agent-triggers` | Cron tools and Monitor | no |
+//!
+//! A category crate contributes tools once its issue has landed; today `fs` brings Glob.
+//!
+//! # Example
+//!
+//! ```
+//! use registry::{SessionOptions, ToolRegistry, build_context};
+//!
+//! # fn main() -> Result<(), tool_core::ToolError> {
+//! let dir = tempfile::tempdir().map_err(|e| tool_core::ToolError::io("tempdir", e))?;
+//! let options = SessionOptions { cwd: dir.path().to_path_buf(), state_dir: Some(dir.path().join("state")), ..SessionOptions::default() };
+//! let ctx = build_context(&options)?;
+//! let pool = ToolRegistry::new().pool(ctx.permissions(), Vec::new());
+//! # #[cfg(feature = "fs")]
+//! assert!(pool.get("Glob").is_some());
+//! # Ok(())
+//! # }
+//! ```
+
+mod session;
+
+use std::collections::HashSet;
+use std::sync::{Arc, OnceLock};
+
+use tool_core::{PermissionEngine, Tool, ToolPool};
+
+pub use session::{SessionOptions, build_context, settings_paths};
+
+/// Assembles tool pools (the design's `ToolRegistry`).
+#[derive(Default)]
+pub struct ToolRegistry {
+    base: OnceLock<Vec<Arc<dyn Tool>>>,
+}
+
+impl std::fmt::Debug for ToolRegistry {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("ToolRegistry")
+            .field("base", &self.base.get().map(Vec::len))
+            .finish()
+    }
+}
+
+impl ToolRegistry {
+    /// A registry; the built-in tools are built on first use and cached.
+    pub fn new() -> Self {
+        Self::default()
+    }
+
+    /// The built-in tools compiled in, sorted by name (ordinal), built once.
+    pub fn base_tools(&self) -> &[Arc<dyn Tool>] {
+        self.base.get_or_init(|| {
+            let mut tools = compiled_tools();
+            tools.sort_by(|a, b| a.name().cmp(b.name()));
+            tools
+        })
+    }
+
+    /// The pool for a session: enabled built-ins without a blanket deny, then the MCP tools
+    /// that pass the same filters, sorted by name, with any that would take a built-in's
+    /// name or alias dropped.
+    pub fn pool(&self, permissions: &PermissionEngine, mcp_tools: Vec<Arc<dyn Tool>>) -> ToolPool {
+        assemble_pool(self.base_tools(), mcp_tools, permissions)
+    }
+}
+
+/// The tools of every category compiled in. Each category crate adds its `tools()` here
+/// when its issue lands.
+fn compiled_tools() -> Vec<Arc<dyn Tool>> {
+    #[allow(unused_mut)]
+    let mut tools: Vec<Arc<dyn Tool>> = Vec::new();
+    #[cfg(feature = "fs")]
+    tools.extend(tools_fs::tools());
+    tools
+}
+
+/// The assembly rule of the design's §7.4 and reference §2.3, on explicit inputs.
+pub fn assemble_pool(
+    base: &[Arc<dyn Tool>],
+    mcp_tools: Vec<Arc<dyn Tool>>,
+    permissions: &PermissionEngine,
+) -> ToolPool {
+    let visible = |t: &Arc<dyn Tool>| t.is_enabled() && !permissions.is_hidden(t.as_ref());
+    let mut builtins: Vec<Arc<dyn Tool>> = base.iter().filter(|t| visible(t)).cloned().collect();
+    builtins.sort_by(|a, b| a.name().cmp(b.name()));
+    // Names and aliases of every compiled built-in, hidden or not: an MCP tool may never
+    // stand in for a built-in, even one the rules hide.
+    let reserved: HashSet<&str> = base
+        .iter()
+        .flat_map(|t| std::iter::once(t.name()).chain(t.aliases().iter().copied()))
+        .collect();
+    let mut mcp: Vec<Arc<dyn Tool>> = mcp_tools
+        .into_iter()
+        .filter(|t| !reserved.contains(t.name()) && visible(t))
+        .collect();
+    mcp.sort_by(|a, b| a.name().cmp(b.name()));
+    mcp.dedup_by(|a, b| a.name() == b.name());
+    builtins.extend(mcp);
+    ToolPool::new(builtins)
+}

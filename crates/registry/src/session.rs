@@ -1,0 +1,158 @@
+//! Building a session context from the settings files of DESIGN.md §5 and command-line
+//! options.
+
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+
+use tool_core::{
+    PermissionEngine, PermissionMode, PermissionRule, RuleBehavior, RuleSource, RuleSourceKind,
+    SettingsLayer, SourcedRule, ToolContext, ToolError, default_state_dir,
+};
+
+/// What a host knows before a session starts.
+#[derive(Debug, Clone, Default)]
+pub struct SessionOptions {
+    /// The working directory
+    pub cwd: PathBuf,
+    /// `--mode`; overrides `permissions.defaultMode`
+    pub mode: Option<PermissionMode>,
+    /// `--allow` rules
+    pub allow: Vec<String>,
+    /// `--deny` rules
+    pub deny: Vec<String>,
+    /// `--ask` rules
+    pub ask: Vec<String>,
+    /// `--settings FILE`
+    pub settings_file: Option<PathBuf>,
+    /// The state directory (default: `AGENT_TOOLS_HOME`, else `~/.agent-tools`)
+    pub state_dir: Option<PathBuf>,
+}
+
+/// The settings files a session reads, lowest precedence first: user, project, local, and
+/// the `--settings` file.
+pub fn settings_paths(
+    options: &SessionOptions,
+    state_dir: &Path,
+) -> Vec<(RuleSourceKind, PathBuf)> {
+    let mut paths = vec![
+        (
+            RuleSourceKind::UserSettings,
+            state_dir.join("settings.json"),
+        ),
+        (
+            RuleSourceKind::ProjectSettings,
+            options.cwd.join(".agent-tools").join("settings.json"),
+        ),
+        (
+            RuleSourceKind::LocalSettings,
+            options.cwd.join(".agent-tools").join("settings.local.json"),
+        ),
+    ];
+    if let Some(file) = &options.settings_file {
+        paths.push((RuleSourceKind::FlagSettings, file.clone()));
+    }
+    paths
+}
+
+/// Loads the settings files and builds the session context: rules from every file and from
+/// the command line, the mode (command line, else the last file that sets one, else
+/// `default`), additional directories, and the loaded layers as a service
+/// (`Arc<Vec<SettingsLayer>>`) for tools that read other sections.
+///
+/// Errors name the file or option at fault: a missing `--settings` file, invalid JSON, a
+/// bypass mode that settings disable, a missing working directory.
+pub fn build_context(options: &SessionOptions) -> Result<ToolContext, ToolError> {
+    let cwd_meta = std::fs::metadata(&options.cwd).map_err(|e| ToolError::io(&options.cwd, e))?;
+    if !cwd_meta.is_dir() {
+        return Err(ToolError::respond(format!(
+            "working directory {} is not a directory",
+            options.cwd.display()
+        )));
+    }
+    let cwd = options
+        .cwd
+        .canonicalize()
+        .map_err(|e| ToolError::io(&options.cwd, e))?;
+    let options = SessionOptions {
+        cwd: cwd.clone(),
+        ..options.clone()
+    };
+    let state_dir = options.state_dir.clone().unwrap_or_else(default_state_dir);
+
+    let mut layers = Vec::new();
+    for (kind, path) in settings_paths(&options, &state_dir) {
+        match SettingsLayer::load(kind, &path)? {
+            Some(layer) => layers.push(layer),
+            None if kind == RuleSourceKind::FlagSettings => {
+                return Err(ToolError::Settings {
+                    path,
+                    message: "the file does not exist".to_owned(),
+                });
+            }
+            None => {}
+        }
+    }
+
+    let mut rules: Vec<SourcedRule> = layers.iter().flat_map(SettingsLayer::rules).collect();
+    let cli = RuleSource {
+        kind: RuleSourceKind::CliArg,
+        file: None,
+        root: cwd.clone(),
+    };
+    for (behavior, list, flag) in [
+        (RuleBehavior::Deny, &options.deny, "--deny"),
+        (RuleBehavior::Ask, &options.ask, "--ask"),
+        (RuleBehavior::Allow, &options.allow, "--allow"),
+    ] {
+        for text in list {
+            let rule = PermissionRule::parse(text).ok_or_else(|| ToolError::InvalidRule {
+                rule: text.clone(),
+                message: format!("{flag} needs a rule such as 'Bash(npm test)'"),
+            })?;
+            rules.push(SourcedRule {
+                rule,
+                behavior,
+                source: cli.clone(),
+            });
+        }
+    }
+
+    let mode = options
+        .mode
+        .or_else(|| {
+            layers
+                .iter()
+                .rev()
+                .find_map(|l| l.settings.permissions.default_mode)
+        })
+        .unwrap_or_default();
+    if mode == PermissionMode::BypassPermissions {
+        if let Some(layer) = layers.iter().find(|l| {
+            l.settings
+                .permissions
+                .disable_bypass_permissions_mode
+                .as_deref()
+                == Some("disable")
+        }) {
+            return Err(ToolError::Settings {
+                path: layer.path.clone(),
+                message:
+                    "bypassPermissions mode is disabled by permissions.disableBypassPermissionsMode"
+                        .to_owned(),
+            });
+        }
+    }
+    let additional: Vec<PathBuf> = layers
+        .iter()
+        .flat_map(SettingsLayer::additional_directories)
+        .collect();
+    let engine = PermissionEngine::new(rules)
+        .with_bypass_available(mode == PermissionMode::BypassPermissions);
+    Ok(ToolContext::builder(cwd)
+        .mode(mode)
+        .permissions(engine)
+        .additional_dirs(additional)
+        .state_dir(state_dir)
+        .service(Arc::new(layers))
+        .build())
+}
