@@ -26,7 +26,7 @@ pub enum ToolError {
         problems: Vec<String>,
     },
     /// No tool of that name or alias is in the pool
-    #[error("No such tool available: {name}")]
+    #[error("Error: No such tool available: {name}")]
     UnknownTool {
         /// The name the caller asked for
         name: String,
@@ -46,12 +46,12 @@ pub enum ToolError {
         tool: String,
     },
     /// The call ran past its time limit
-    #[error("{tool} timed out after {seconds} seconds")]
+    #[error("{tool} timed out after {limit:?}")]
     TimedOut {
         /// The tool that was running
         tool: String,
         /// The limit that was reached
-        seconds: u64,
+        limit: std::time::Duration,
     },
     /// An I/O operation failed
     #[error("{path}: {source}")]

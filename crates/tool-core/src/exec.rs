@@ -352,13 +352,17 @@ async fn run(
             graceful(&mut handle).await
         }
         () = sleep => {
-            interrupted = Some(ToolError::TimedOut { tool: name.clone(), seconds: timeout.map_or(0, |d| d.as_secs()) });
+            interrupted = Some(ToolError::TimedOut { tool: name.clone(), limit: timeout.unwrap_or_default() });
             ctx.cancel_token().cancel();
             graceful(&mut handle).await
         }
     };
     let was_cancelled = interrupted.is_some();
     let outcome = match joined {
+        // A tool that noticed the cancellation reports "cancelled"; say why it was.
+        Some(Ok(Err(ToolError::Cancelled { .. }))) if interrupted.is_some() => {
+            Err(interrupted.unwrap_or(ToolError::Cancelled { tool: name.clone() }))
+        }
         Some(Ok(outcome)) => outcome,
         Some(Err(join_err)) if join_err.is_panic() => Err(ToolError::fatal(format!(
             "internal error: {name} panicked; the call was abandoned"

@@ -1,0 +1,740 @@
+//! The rule forms of reference §3.1 and each step of the evaluation order of §3.3, as they
+//! reach the model through the execution path.
+
+use std::path::Path;
+use std::sync::Arc;
+
+use async_trait::async_trait;
+use serde_json::{Value, json};
+use tool_core::{
+    PermissionAnswer, PermissionMode, PermissionPrompter, PermissionRequest, PermissionRule,
+    ToolContext, ToolPool,
+};
+
+use crate::fixtures::{Fetch, Files, Question, Shell, arc, context, tmp};
+
+fn pool() -> ToolPool {
+    ToolPool::new(vec![arc(Shell), arc(Files), arc(Fetch), arc(Question)])
+}
+
+/// What a call came to: `Ok(())` when it ran, `Err(text)` with the error text otherwise.
+async fn outcome(ctx: &ToolContext, tool: &str, input: Value) -> Result<(), String> {
+    let result = pool().call(tool, input, ctx).await;
+    if result.is_error {
+        Err(result.text())
+    } else {
+        Ok(())
+    }
+}
+
+/// Runs `tool(input)` under `mode` and `rules` in a fresh temp dir (`{dir}` in string inputs
+/// becomes its path) and checks the outcome: `"allow"`, or an error containing `expected`.
+#[track_caller]
+fn check(mode: PermissionMode, rules: &[(&str, &str)], tool: &str, input: Value, expected: &str) {
+    let (_guard, dir) = tmp();
+    std::fs::create_dir_all(dir.join("src")).unwrap();
+    let input: Value = serde_json::from_str(
+        &input
+            .to_string()
+            .replace("{dir}", &dir.display().to_string()),
+    )
+    .unwrap();
+    let rules: Vec<(String, String)> = rules
+        .iter()
+        .map(|(b, r)| {
+            (
+                b.to_string(),
+                r.replace("{dir}", &dir.display().to_string()),
+            )
+        })
+        .collect();
+    let rules: Vec<(&str, &str)> = rules
+        .iter()
+        .map(|(b, r)| (b.as_str(), r.as_str()))
+        .collect();
+    let ctx = context(&dir, mode, &rules);
+    let got = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .unwrap()
+        .block_on(outcome(&ctx, tool, input.clone()));
+    match (got, expected) {
+        (Ok(()), "allow") => {}
+        (Err(text), e) if e != "allow" && text.contains(e) => {}
+        (got, e) => panic!("{tool} {input} under {mode} {rules:?}: got {got:?}, expected {e:?}"),
+    }
+}
+
+use PermissionMode::{AcceptEdits, BypassPermissions, Default as Def, DontAsk, Plan};
+
+#[test]
+fn step_1a_blanket_deny_wins_over_everything() {
+    let denied = "Permission to use Shell has been denied.";
+    check(
+        Def,
+        &[("deny", "Shell")],
+        "Shell",
+        json!({"command": "ls"}),
+        denied,
+    );
+    check(
+        Def,
+        &[("deny", "Shell"), ("allow", "Shell(ls)")],
+        "Shell",
+        json!({"command": "ls"}),
+        denied,
+    );
+    check(
+        BypassPermissions,
+        &[("deny", "Shell")],
+        "Shell",
+        json!({"command": "ls"}),
+        denied,
+    );
+    check(
+        Def,
+        &[("deny", "Shell()")],
+        "Shell",
+        json!({"command": "ls"}),
+        denied,
+    );
+    check(
+        Def,
+        &[("deny", "Shell(*)")],
+        "Shell",
+        json!({"command": "ls"}),
+        denied,
+    );
+}
+
+#[test]
+fn step_1b_blanket_ask_holds_in_bypass() {
+    check(
+        BypassPermissions,
+        &[("ask", "Shell")],
+        "Shell",
+        json!({"command": "ls"}),
+        "requires approval to use Shell",
+    );
+    check(
+        Def,
+        &[("ask", "Shell"), ("allow", "Shell")],
+        "Shell",
+        json!({"command": "ls"}),
+        "requires approval",
+    );
+}
+
+#[test]
+fn step_1d_content_deny_holds_in_bypass() {
+    let denied = "Permission to use Shell with command rm -rf x has been denied.";
+    check(
+        Def,
+        &[("deny", "Shell(rm *)")],
+        "Shell",
+        json!({"command": "rm -rf x"}),
+        denied,
+    );
+    check(
+        BypassPermissions,
+        &[("deny", "Shell(rm:*)")],
+        "Shell",
+        json!({"command": "rm -rf x"}),
+        denied,
+    );
+}
+
+#[test]
+fn deny_wins_over_a_more_specific_allow() {
+    // safety.md §7 row 12: deny → ask → allow, specificity irrelevant.
+    check(
+        Def,
+        &[("allow", "Shell(aws s3 ls)"), ("deny", "Shell(aws *)")],
+        "Shell",
+        json!({"command": "aws s3 ls"}),
+        "has been denied",
+    );
+    check(
+        Def,
+        &[("allow", "Shell(aws s3 ls)"), ("deny", "Shell(aws *)")],
+        "Shell",
+        json!({"command": "aws"}),
+        "has been denied",
+    );
+}
+
+#[test]
+fn step_1e_interaction_holds_in_bypass() {
+    check(
+        BypassPermissions,
+        &[],
+        "Question",
+        json!({}),
+        "needs a person to answer",
+    );
+    check(
+        BypassPermissions,
+        &[("allow", "Question")],
+        "Question",
+        json!({}),
+        "needs a person to answer",
+    );
+}
+
+#[test]
+fn step_1f_content_ask_rule_holds_in_bypass() {
+    check(
+        BypassPermissions,
+        &[("ask", "Shell(git push *)")],
+        "Shell",
+        json!({"command": "git push origin"}),
+        "applies even in bypassPermissions",
+    );
+    check(
+        BypassPermissions,
+        &[("ask", "Shell(git push *)")],
+        "Shell",
+        json!({"command": "git status"}),
+        "allow",
+    );
+}
+
+#[test]
+fn step_1g_protected_paths_hold_in_bypass() {
+    for path in [
+        "{dir}/.git/config",
+        "{dir}/.agent-tools/settings.json",
+        "{dir}/.bashrc",
+        "{dir}/.GIT/hooks/pre-commit",
+    ] {
+        check(
+            BypassPermissions,
+            &[],
+            "Files",
+            json!({"path": path, "write": true}),
+            "protected path",
+        );
+        check(
+            AcceptEdits,
+            &[("allow", "Edit(//**)")],
+            "Files",
+            json!({"path": path, "write": true}),
+            "protected path",
+        );
+    }
+}
+
+#[test]
+fn step_2a_bypass_allows_what_would_ask() {
+    check(
+        BypassPermissions,
+        &[],
+        "Shell",
+        json!({"command": "make"}),
+        "allow",
+    );
+    check(
+        BypassPermissions,
+        &[],
+        "Files",
+        json!({"path": "/etc/hosts"}),
+        "allow",
+    );
+    check(
+        BypassPermissions,
+        &[],
+        "Files",
+        json!({"path": "/tmp/elsewhere/x", "write": true}),
+        "allow",
+    );
+}
+
+#[test]
+fn plan_mode_adds_nothing() {
+    check(
+        Plan,
+        &[],
+        "Shell",
+        json!({"command": "make"}),
+        "no one is available to approve it",
+    );
+    check(
+        Plan,
+        &[],
+        "Files",
+        json!({"path": "{dir}/src/a.rs", "write": true}),
+        "no one is available",
+    );
+    check(
+        Plan,
+        &[],
+        "Files",
+        json!({"path": "{dir}/src/a.rs"}),
+        "allow",
+    );
+}
+
+#[test]
+fn step_2b_blanket_allow() {
+    check(
+        Def,
+        &[("allow", "Shell")],
+        "Shell",
+        json!({"command": "make"}),
+        "allow",
+    );
+    check(
+        Def,
+        &[("allow", "Files")],
+        "Files",
+        json!({"path": "/etc/hosts"}),
+        "allow",
+    );
+}
+
+#[test]
+fn step_3_what_remains_asks_and_headless_denies_with_the_way_out() {
+    check(
+        Def,
+        &[],
+        "Shell",
+        json!({"command": "make"}),
+        "pass --allow 'Shell(make)'",
+    );
+    check(
+        Def,
+        &[],
+        "Shell",
+        json!({"command": "make"}),
+        "or use --mode bypassPermissions",
+    );
+    check(
+        Def,
+        &[],
+        "Files",
+        json!({"path": "{dir}/src/a.rs", "write": true}),
+        "use --mode acceptEdits",
+    );
+}
+
+#[test]
+fn step_4_dont_ask_denies() {
+    check(
+        DontAsk,
+        &[],
+        "Shell",
+        json!({"command": "make"}),
+        "the permission mode is dontAsk",
+    );
+    check(
+        DontAsk,
+        &[("allow", "Shell(make)")],
+        "Shell",
+        json!({"command": "make"}),
+        "allow",
+    );
+}
+
+#[test]
+fn accept_edits_allows_writes_inside_only() {
+    check(
+        AcceptEdits,
+        &[],
+        "Files",
+        json!({"path": "{dir}/src/a.rs", "write": true}),
+        "allow",
+    );
+    check(
+        AcceptEdits,
+        &[],
+        "Files",
+        json!({"path": "/tmp/outside-agent-tools-test/a", "write": true}),
+        "outside allowed working directories",
+    );
+}
+
+#[test]
+fn command_rule_forms() {
+    // exact
+    check(
+        Def,
+        &[("allow", "Shell(npm test)")],
+        "Shell",
+        json!({"command": "npm test"}),
+        "allow",
+    );
+    check(
+        Def,
+        &[("allow", "Shell(npm test)")],
+        "Shell",
+        json!({"command": "npm test -- --watch"}),
+        "no one is available",
+    );
+    // legacy prefix
+    check(
+        Def,
+        &[("allow", "Shell(npm run test:*)")],
+        "Shell",
+        json!({"command": "npm run test --ci"}),
+        "allow",
+    );
+    check(
+        Def,
+        &[("allow", "Shell(npm run test:*)")],
+        "Shell",
+        json!({"command": "npm run testing"}),
+        "no one is available",
+    );
+    // wildcard, with the optional trailing ` *`
+    check(
+        Def,
+        &[("allow", "Shell(git *)")],
+        "Shell",
+        json!({"command": "git"}),
+        "allow",
+    );
+    check(
+        Def,
+        &[("allow", "Shell(* --version)")],
+        "Shell",
+        json!({"command": "node --version"}),
+        "allow",
+    );
+    // escapes in the rule grammar
+    check(
+        Def,
+        &[("allow", "Shell(echo \\(x\\))")],
+        "Shell",
+        json!({"command": "echo (x)"}),
+        "allow",
+    );
+}
+
+#[test]
+fn legacy_tool_names_in_rules() {
+    // A rule naming an alias applies to the tool.
+    check(
+        Def,
+        &[("deny", "OldShell")],
+        "Shell",
+        json!({"command": "ls"}),
+        "has been denied",
+    );
+    check(
+        Def,
+        &[("deny", "Task")],
+        "Shell",
+        json!({"command": "ls"}),
+        "no one is available",
+    );
+    assert_eq!(
+        PermissionRule::parse("KillShell(x)").unwrap().tool,
+        "TaskStop"
+    );
+}
+
+#[test]
+fn path_rule_forms() {
+    // //abs
+    check(
+        Def,
+        &[("allow", "Read(//etc/**)")],
+        "Files",
+        json!({"path": "/etc/hosts"}),
+        "allow",
+    );
+    check(
+        Def,
+        &[("deny", "Read(//etc/**)")],
+        "Files",
+        json!({"path": "/etc/hosts"}),
+        "Permission to read /etc/hosts has been denied.",
+    );
+    // /x relative to the rule's source root
+    check(
+        Def,
+        &[("deny", "Read(/src/**)")],
+        "Files",
+        json!({"path": "{dir}/src/a.rs"}),
+        "has been denied",
+    );
+    check(
+        Def,
+        &[("deny", "Read(/src/**)")],
+        "Files",
+        json!({"path": "{dir}/other/src/a.rs"}),
+        "allow",
+    );
+    // ./x and bare x relative to the cwd; bare names match at any depth
+    check(
+        Def,
+        &[("deny", "Read(./secret.txt)")],
+        "Files",
+        json!({"path": "{dir}/secret.txt"}),
+        "has been denied",
+    );
+    check(
+        Def,
+        &[("deny", "Read(./secret.txt)")],
+        "Files",
+        json!({"path": "{dir}/src/secret.txt"}),
+        "allow",
+    );
+    check(
+        Def,
+        &[("deny", "Read(*.pem)")],
+        "Files",
+        json!({"path": "{dir}/src/k.pem"}),
+        "has been denied",
+    );
+    // Beyond the reference: an unrooted deny also protects files of that name outside cwd.
+    check(
+        Def,
+        &[("deny", "Read(.env)"), ("allow", "Read(//tmp/**)")],
+        "Files",
+        json!({"path": "/tmp/x/.env"}),
+        "has been denied",
+    );
+    // Read ask rule
+    check(
+        BypassPermissions,
+        &[("ask", "Read(//etc/**)")],
+        "Files",
+        json!({"path": "/etc/hosts"}),
+        "requires approval to read",
+    );
+    // An Edit allow implies read.
+    check(
+        Def,
+        &[("allow", "Edit(//etc/**)")],
+        "Files",
+        json!({"path": "/etc/hosts"}),
+        "allow",
+    );
+    // Edit deny and allow.
+    check(
+        AcceptEdits,
+        &[("deny", "Edit(/src/**)")],
+        "Files",
+        json!({"path": "{dir}/src/a.rs", "write": true}),
+        "Permission to edit",
+    );
+    check(
+        Def,
+        &[("allow", "Edit(/src/**)")],
+        "Files",
+        json!({"path": "{dir}/src/a.rs", "write": true}),
+        "allow",
+    );
+}
+
+#[test]
+fn home_rooted_rules() {
+    let home = std::env::var("HOME").unwrap_or_else(|_| "/root".into());
+    let path = format!("{home}/.agent-tools-test-never-created/key");
+    check(
+        Def,
+        &[("deny", "Read(~/.agent-tools-test-never-created/**)")],
+        "Files",
+        json!({"path": path}),
+        "has been denied",
+    );
+}
+
+#[test]
+fn reads_inside_and_outside() {
+    check(
+        Def,
+        &[],
+        "Files",
+        json!({"path": "{dir}/src/a.rs"}),
+        "allow",
+    );
+    check(Def, &[], "Files", json!({"path": "src/a.rs"}), "allow");
+    check(
+        Def,
+        &[],
+        "Files",
+        json!({"path": "../../../../etc/passwd"}),
+        "outside allowed working directories",
+    );
+    check(
+        Def,
+        &[],
+        "Files",
+        json!({"path": "{dir}/.state/tool-results/x.txt"}),
+        "allow",
+    );
+}
+
+#[test]
+fn symlinks_are_resolved_before_containment() {
+    let (_guard, dir) = tmp();
+    std::os::unix::fs::symlink("/etc", dir.join("link")).unwrap();
+    let ctx = context(&dir, Def, &[]);
+    let rt = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .unwrap();
+    let got = rt.block_on(outcome(
+        &ctx,
+        "Files",
+        json!({"path": dir.join("link/passwd")}),
+    ));
+    assert!(
+        got.unwrap_err()
+            .contains("outside allowed working directories")
+    );
+    // A deny rule on the target also catches the link.
+    let ctx = context(&dir, BypassPermissions, &[("deny", "Read(//etc/**)")]);
+    let got = rt.block_on(outcome(
+        &ctx,
+        "Files",
+        json!({"path": dir.join("link/hosts")}),
+    ));
+    assert!(got.unwrap_err().contains("has been denied"));
+}
+
+#[test]
+fn domain_and_mcp_rule_forms() {
+    check(
+        Def,
+        &[("allow", "Fetch(domain:docs.rs)")],
+        "Fetch",
+        json!({"host": "docs.rs"}),
+        "allow",
+    );
+    check(
+        Def,
+        &[("allow", "Fetch(domain:docs.rs)")],
+        "Fetch",
+        json!({"host": "evil.rs"}),
+        "pass --allow 'Fetch(domain:evil.rs)'",
+    );
+    check(
+        Def,
+        &[("deny", "Fetch(domain:evil.rs)")],
+        "Fetch",
+        json!({"host": "evil.rs"}),
+        "Fetch denied access to domain:evil.rs.",
+    );
+    for rule in ["mcp__github", "mcp__github__*", "mcp__github__create_issue"] {
+        assert!(
+            PermissionRule::parse(rule)
+                .unwrap()
+                .names_tool("mcp__github__create_issue", &[]),
+            "{rule}"
+        );
+    }
+    assert!(
+        !PermissionRule::parse("mcp__github__list")
+            .unwrap()
+            .names_tool("mcp__github__create_issue", &[])
+    );
+}
+
+struct Recorder {
+    answer: PermissionAnswer,
+    asked: std::sync::Mutex<Vec<PermissionRequest>>,
+}
+
+#[async_trait]
+impl PermissionPrompter for Recorder {
+    async fn ask(&self, request: &PermissionRequest) -> PermissionAnswer {
+        self.asked.lock().unwrap().push(request.clone());
+        self.answer.clone()
+    }
+}
+
+fn with_prompter(dir: &Path, answer: PermissionAnswer) -> (ToolContext, Arc<Recorder>) {
+    let recorder = Arc::new(Recorder {
+        answer,
+        asked: Default::default(),
+    });
+    let ctx = context(dir, Def, &[]);
+    ctx.services()
+        .insert::<Arc<dyn PermissionPrompter>>(recorder.clone());
+    (ctx, recorder)
+}
+
+#[tokio::test]
+async fn a_person_can_allow_once_always_or_deny() {
+    let (_guard, dir) = tmp();
+    let (ctx, rec) = with_prompter(&dir, PermissionAnswer::Allow);
+    assert_eq!(
+        outcome(&ctx, "Shell", json!({"command": "make"})).await,
+        Ok(())
+    );
+    assert_eq!(
+        rec.asked.lock().unwrap()[0].suggestions,
+        vec![PermissionRule::with_content("Shell", "make")]
+    );
+
+    let (ctx, rec) = with_prompter(
+        &dir,
+        PermissionAnswer::AllowAlways(vec![PermissionRule::with_content("Shell", "make")]),
+    );
+    assert_eq!(
+        outcome(&ctx, "Shell", json!({"command": "make"})).await,
+        Ok(())
+    );
+    assert_eq!(
+        outcome(&ctx, "Shell", json!({"command": "make"})).await,
+        Ok(())
+    );
+    assert_eq!(
+        rec.asked.lock().unwrap().len(),
+        1,
+        "the session rule answers the second call"
+    );
+    assert!(
+        outcome(&ctx, "Shell", json!({"command": "make install"}))
+            .await
+            .is_ok()
+    );
+    assert_eq!(
+        rec.asked.lock().unwrap().len(),
+        2,
+        "an exact rule does not widen"
+    );
+
+    let (ctx, _) = with_prompter(&dir, PermissionAnswer::Deny(None));
+    let err = outcome(&ctx, "Shell", json!({"command": "make"}))
+        .await
+        .unwrap_err();
+    assert!(
+        err.contains("The user denied permission to use Shell."),
+        "{err}"
+    );
+}
+
+#[test]
+fn blanket_deny_hides_and_mode_names_parse() {
+    use tool_core::{RuleBehavior, RuleSource, RuleSourceKind, SourcedRule};
+    let source = RuleSource {
+        kind: RuleSourceKind::CliArg,
+        file: None,
+        root: "/".into(),
+    };
+    let engine = tool_core::PermissionEngine::new(vec![
+        SourcedRule {
+            rule: PermissionRule::tool("Shell"),
+            behavior: RuleBehavior::Deny,
+            source: source.clone(),
+        },
+        SourcedRule {
+            rule: PermissionRule::with_content("Files", "//x/**"),
+            behavior: RuleBehavior::Deny,
+            source,
+        },
+    ]);
+    assert!(engine.is_hidden(arc(Shell).as_ref()));
+    assert!(
+        !engine.is_hidden(arc(Files).as_ref()),
+        "a scoped deny leaves the tool visible"
+    );
+    for mode in PermissionMode::ALL {
+        assert_eq!(mode.as_str().parse::<PermissionMode>(), Ok(mode));
+    }
+    assert!("yolo".parse::<PermissionMode>().is_err());
+}
