@@ -268,9 +268,9 @@ async fn call(
 }
 
 /// One line of `batch` input, or the result that replaces it when it cannot be read.
-fn parse_batch_line(number: usize, line: &str) -> std::result::Result<ToolCall, CallResult> {
+fn parse_batch_line(number: usize, line: &str) -> std::result::Result<ToolCall, Box<CallResult>> {
     let invalid = |message: String| {
-        error_result("", &ToolError::respond(format!("line {number}: {message}")))
+        Box::new(error_result("", &ToolError::respond(format!("line {number}: {message}"))))
     };
     let value: Value =
         serde_json::from_str(line).map_err(|e| invalid(format!("not valid JSON: {e}")))?;
@@ -305,7 +305,7 @@ async fn batch(pool: &ToolPool, ctx: &ToolContext) -> Result<ExitCode> {
     if std::io::stdin().is_terminal() {
         eprintln!("agent-tools batch: reading JSON lines from standard input; end with Ctrl-D");
     }
-    let mut slots: Vec<std::result::Result<ToolCall, CallResult>> = Vec::new();
+    let mut slots: Vec<std::result::Result<ToolCall, Box<CallResult>>> = Vec::new();
     for (i, line) in std::io::stdin().lock().lines().enumerate() {
         let line = line.map_err(|e| anyhow!("cannot read standard input: {e}"))?;
         if line.trim().is_empty() {

@@ -126,21 +126,21 @@ pub fn build_context(options: &SessionOptions) -> Result<ToolContext, ToolError>
                 .find_map(|l| l.settings.permissions.default_mode)
         })
         .unwrap_or_default();
-    if mode == PermissionMode::BypassPermissions {
-        if let Some(layer) = layers.iter().find(|l| {
+    if mode == PermissionMode::BypassPermissions
+        && let Some(layer) = layers.iter().find(|l| {
             l.settings
                 .permissions
                 .disable_bypass_permissions_mode
                 .as_deref()
                 == Some("disable")
-        }) {
-            return Err(ToolError::Settings {
-                path: layer.path.clone(),
-                message:
-                    "bypassPermissions mode is disabled by permissions.disableBypassPermissionsMode"
-                        .to_owned(),
-            });
-        }
+        })
+    {
+        return Err(ToolError::Settings {
+            path: layer.path.clone(),
+            message:
+                "bypassPermissions mode is disabled by permissions.disableBypassPermissionsMode"
+                    .to_owned(),
+        });
     }
     let additional: Vec<PathBuf> = layers
         .iter()

@@ -108,13 +108,12 @@ fn coerce(types: &[&str], value: &mut Value) {
             return;
         }
     }
-    if types.contains(&"number") {
-        if let Ok(n) = t.parse::<f64>() {
-            if let Some(num) = serde_json::Number::from_f64(n) {
-                *value = Value::Number(num);
-                return;
-            }
-        }
+    if types.contains(&"number")
+        && let Ok(n) = t.parse::<f64>()
+        && let Some(num) = serde_json::Number::from_f64(n)
+    {
+        *value = Value::Number(num);
+        return;
     }
     if types.contains(&"boolean") {
         match t {
@@ -149,25 +148,25 @@ fn check(schema: &Value, value: &mut Value, path: &str, problems: &mut Vec<Strin
             return;
         }
     }
-    if let Some(c) = schema_obj.get("const") {
-        if value != c {
-            problems.push(format!(
-                "The parameter `{}` must be {c} but was {value}",
-                display_path(path)
-            ));
-            return;
-        }
+    if let Some(c) = schema_obj.get("const")
+        && value != c
+    {
+        problems.push(format!(
+            "The parameter `{}` must be {c} but was {value}",
+            display_path(path)
+        ));
+        return;
     }
-    if let Some(Value::Array(allowed)) = schema_obj.get("enum") {
-        if !allowed.contains(value) {
-            let list: Vec<String> = allowed.iter().map(Value::to_string).collect();
-            problems.push(format!(
-                "The parameter `{}` must be one of {} but was {value}",
-                display_path(path),
-                list.join(", ")
-            ));
-            return;
-        }
+    if let Some(Value::Array(allowed)) = schema_obj.get("enum")
+        && !allowed.contains(value)
+    {
+        let list: Vec<String> = allowed.iter().map(Value::to_string).collect();
+        problems.push(format!(
+            "The parameter `{}` must be one of {} but was {value}",
+            display_path(path),
+            list.join(", ")
+        ));
+        return;
     }
     check_bounds(schema_obj, value, path, problems);
     match value {
@@ -231,53 +230,53 @@ fn check_bounds(
 ) {
     let p = display_path(path);
     if let Some(n) = value.as_f64() {
-        if let Some(min) = schema.get("minimum").and_then(Value::as_f64) {
-            if n < min {
-                problems.push(format!(
-                    "The parameter `{p}` must be at least {min} but was {n}"
-                ));
-            }
+        if let Some(min) = schema.get("minimum").and_then(Value::as_f64)
+            && n < min
+        {
+            problems.push(format!(
+                "The parameter `{p}` must be at least {min} but was {n}"
+            ));
         }
-        if let Some(max) = schema.get("maximum").and_then(Value::as_f64) {
-            if n > max {
-                problems.push(format!(
-                    "The parameter `{p}` must be at most {max} but was {n}"
-                ));
-            }
+        if let Some(max) = schema.get("maximum").and_then(Value::as_f64)
+            && n > max
+        {
+            problems.push(format!(
+                "The parameter `{p}` must be at most {max} but was {n}"
+            ));
         }
     }
     if let Some(s) = value.as_str() {
         let len = s.chars().count() as u64;
-        if let Some(min) = schema.get("minLength").and_then(Value::as_u64) {
-            if len < min {
-                problems.push(format!(
-                    "The parameter `{p}` must be at least {min} character(s) long"
-                ));
-            }
+        if let Some(min) = schema.get("minLength").and_then(Value::as_u64)
+            && len < min
+        {
+            problems.push(format!(
+                "The parameter `{p}` must be at least {min} character(s) long"
+            ));
         }
-        if let Some(max) = schema.get("maxLength").and_then(Value::as_u64) {
-            if len > max {
-                problems.push(format!(
-                    "The parameter `{p}` must be at most {max} character(s) long"
-                ));
-            }
+        if let Some(max) = schema.get("maxLength").and_then(Value::as_u64)
+            && len > max
+        {
+            problems.push(format!(
+                "The parameter `{p}` must be at most {max} character(s) long"
+            ));
         }
     }
     if let Some(items) = value.as_array() {
         let len = items.len() as u64;
-        if let Some(min) = schema.get("minItems").and_then(Value::as_u64) {
-            if len < min {
-                problems.push(format!(
-                    "The parameter `{p}` must have at least {min} item(s)"
-                ));
-            }
+        if let Some(min) = schema.get("minItems").and_then(Value::as_u64)
+            && len < min
+        {
+            problems.push(format!(
+                "The parameter `{p}` must have at least {min} item(s)"
+            ));
         }
-        if let Some(max) = schema.get("maxItems").and_then(Value::as_u64) {
-            if len > max {
-                problems.push(format!(
-                    "The parameter `{p}` must have at most {max} item(s)"
-                ));
-            }
+        if let Some(max) = schema.get("maxItems").and_then(Value::as_u64)
+            && len > max
+        {
+            problems.push(format!(
+                "The parameter `{p}` must have at most {max} item(s)"
+            ));
         }
     }
 }
@@ -330,10 +329,10 @@ fn check_object(
                 join_path(path, &key)
             )),
             None => {
-                if let Some(extra) = schema.get("additionalProperties").filter(|s| s.is_object()) {
-                    if let Some(v) = map.get_mut(&key) {
-                        check(extra, v, &join_path(path, &key), problems);
-                    }
+                if let Some(extra) = schema.get("additionalProperties").filter(|s| s.is_object())
+                    && let Some(v) = map.get_mut(&key)
+                {
+                    check(extra, v, &join_path(path, &key), problems);
                 }
             }
         }

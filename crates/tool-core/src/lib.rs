@@ -99,8 +99,8 @@ pub use exec::{
 pub use input::{check_input, parse_input};
 pub use ledger::{Freshness, ReadLedger, ReadRecord, ReadSource, content_hash};
 pub use managers::{
-    FileDiagnostic, LspManager, TaskFinish, TaskInfo, TaskKind, TaskManager, TaskRun, TaskSpec,
-    TaskStatus, Unconfigured,
+    FileDiagnostic, LspManager, TaskFinish, TaskFuture, TaskInfo, TaskKind, TaskManager, TaskRun,
+    TaskSpec, TaskStatus, Unconfigured,
 };
 pub use pattern::{CommandPattern, DomainPattern, PathPattern, PathRoot, WildcardPart};
 pub use permission::{

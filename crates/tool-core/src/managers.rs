@@ -116,6 +116,10 @@ pub struct TaskFinish {
     pub output: String,
 }
 
+/// Starts a task's future; it gets the task's cancellation token.
+pub type TaskFuture =
+    Box<dyn FnOnce(CancellationToken) -> Pin<Box<dyn Future<Output = TaskFinish> + Send>> + Send>;
+
 /// The work of a task.
 pub enum TaskRun {
     /// A shell command
@@ -128,12 +132,7 @@ pub enum TaskRun {
         env: Vec<(String, String)>,
     },
     /// A future, such as a sub-agent run; it should watch the token and stop when cancelled
-    Future(
-        Box<
-            dyn FnOnce(CancellationToken) -> Pin<Box<dyn Future<Output = TaskFinish> + Send>>
-                + Send,
-        >,
-    ),
+    Future(TaskFuture),
 }
 
 impl fmt::Debug for TaskRun {

@@ -35,10 +35,10 @@ impl CommandPattern {
     /// Reads the content of a `Bash(...)` rule.
     pub fn parse(content: &str) -> Self {
         let content = content.trim();
-        if let Some(prefix) = content.strip_suffix(":*") {
-            if !prefix.contains('*') {
-                return CommandPattern::Prefix(prefix.trim_end().to_owned());
-            }
+        if let Some(prefix) = content.strip_suffix(":*")
+            && !prefix.contains('*')
+        {
+            return CommandPattern::Prefix(prefix.trim_end().to_owned());
         }
         let mut parts = Vec::new();
         let mut literal = String::new();
@@ -98,14 +98,13 @@ impl CommandPattern {
                 // ` *` is always optional, so `git * *` matches `git x` and `git *` matches `git`.
                 if let [rest @ .., WildcardPart::Literal(lit), WildcardPart::Star] =
                     parts.as_slice()
+                    && let Some(trimmed) = lit.strip_suffix(' ')
                 {
-                    if let Some(trimmed) = lit.strip_suffix(' ') {
-                        let mut shorter = rest.to_vec();
-                        if !trimmed.is_empty() {
-                            shorter.push(WildcardPart::Literal(trimmed.to_owned()));
-                        }
-                        return wildcard_match(&shorter, command);
+                    let mut shorter = rest.to_vec();
+                    if !trimmed.is_empty() {
+                        shorter.push(WildcardPart::Literal(trimmed.to_owned()));
                     }
+                    return wildcard_match(&shorter, command);
                 }
                 false
             }
@@ -273,35 +272,33 @@ impl PathPattern {
         anywhere: bool,
     ) -> bool {
         let root = self.root_dir(cwd, home);
-        if let Ok(rel) = path.strip_prefix(&root) {
-            if self.matches_relative(rel, is_dir) {
-                return true;
-            }
+        if let Ok(rel) = path.strip_prefix(&root)
+            && self.matches_relative(rel, is_dir)
+        {
+            return true;
         }
-        if anywhere {
-            if let Some(name_glob) = &self.name_glob {
-                let names: Vec<&std::ffi::OsStr> = path
-                    .components()
-                    .filter_map(|c| match c {
-                        Component::Normal(n) => Some(n),
-                        _ => None,
-                    })
-                    .collect();
-                let last = names.len().saturating_sub(1);
-                return names.iter().enumerate().any(|(i, name)| {
-                    let this_is_dir = i < last || is_dir;
-                    (!self.dir_only || this_is_dir) && name_glob.is_match(Path::new(name))
-                });
-            }
+        if anywhere && let Some(name_glob) = &self.name_glob {
+            let names: Vec<&std::ffi::OsStr> = path
+                .components()
+                .filter_map(|c| match c {
+                    Component::Normal(n) => Some(n),
+                    _ => None,
+                })
+                .collect();
+            let last = names.len().saturating_sub(1);
+            return names.iter().enumerate().any(|(i, name)| {
+                let this_is_dir = i < last || is_dir;
+                (!self.dir_only || this_is_dir) && name_glob.is_match(Path::new(name))
+            });
         }
         false
     }
 
     fn matches_relative(&self, rel: &Path, is_dir: bool) -> bool {
-        if let Some(dir) = &self.dir_itself {
-            if rel == Path::new(dir) {
-                return true;
-            }
+        if let Some(dir) = &self.dir_itself
+            && rel == Path::new(dir)
+        {
+            return true;
         }
         // The path itself, then each ancestor (ancestors are directories).
         let mut current = Some(rel);

@@ -160,10 +160,10 @@ impl PermissionEngine {
 
     /// Adds a rule (an "always allow" answer, say).
     pub fn add_rule(&self, rule: SourcedRule) {
-        if let Ok(mut rules) = self.rules.write() {
-            if !rules.contains(&rule) {
-                rules.push(rule);
-            }
+        if let Ok(mut rules) = self.rules.write()
+            && !rules.contains(&rule)
+        {
+            rules.push(rule);
         }
     }
 
@@ -203,10 +203,10 @@ impl PermissionEngine {
                 .iter()
                 .filter(|r| r.behavior == behavior && r.rule.tool == tool_name)
             {
-                if let Some(content) = &rule.rule.content {
-                    if matches(content, rule) {
-                        return Some(rule.clone());
-                    }
+                if let Some(content) = &rule.rule.content
+                    && matches(content, rule)
+                {
+                    return Some(rule.clone());
                 }
             }
         }

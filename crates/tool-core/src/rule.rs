@@ -48,14 +48,13 @@ fn unescape(content: &str) -> String {
     let mut out = String::with_capacity(content.len());
     let mut chars = content.chars().peekable();
     while let Some(c) = chars.next() {
-        if c == '\\' {
-            if let Some(&next) = chars.peek() {
-                if matches!(next, '(' | ')' | '\\') {
-                    out.push(next);
-                    chars.next();
-                    continue;
-                }
-            }
+        if c == '\\'
+            && let Some(&next) = chars.peek()
+            && matches!(next, '(' | ')' | '\\')
+        {
+            out.push(next);
+            chars.next();
+            continue;
         }
         out.push(c);
     }
@@ -107,19 +106,21 @@ impl PermissionRule {
         let close = (0..bytes.len())
             .rev()
             .find(|&i| bytes[i] == b')' && !is_escaped(bytes, i));
-        if let (Some(open), Some(close)) = (open, close) {
-            if open > 0 && open < close && close == bytes.len() - 1 {
-                let name = &text[..open];
-                let content = unescape(&text[open + 1..close]);
-                let content = match content.as_str() {
-                    "" | "*" => None,
-                    _ => Some(content),
-                };
-                return Some(PermissionRule {
-                    tool: normalize_tool_name(name).to_owned(),
-                    content,
-                });
-            }
+        if let (Some(open), Some(close)) = (open, close)
+            && open > 0
+            && open < close
+            && close == bytes.len() - 1
+        {
+            let name = &text[..open];
+            let content = unescape(&text[open + 1..close]);
+            let content = match content.as_str() {
+                "" | "*" => None,
+                _ => Some(content),
+            };
+            return Some(PermissionRule {
+                tool: normalize_tool_name(name).to_owned(),
+                content,
+            });
         }
         Some(PermissionRule {
             tool: normalize_tool_name(text).to_owned(),

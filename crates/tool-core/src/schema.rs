@@ -40,10 +40,10 @@ pub fn normalize(schema: &mut Value) {
         *schema = json!({"type": "object", "properties": {}});
     }
     walk(schema, &mut |obj| {
-        if let Some(Value::String(f)) = obj.get("format") {
-            if f.starts_with("int") || f.starts_with("uint") {
-                obj.remove("format");
-            }
+        if let Some(Value::String(f)) = obj.get("format")
+            && (f.starts_with("int") || f.starts_with("uint"))
+        {
+            obj.remove("format");
         }
     });
 }
@@ -265,17 +265,15 @@ fn make_nullable(prop: &mut Value) {
             let t = t.clone();
             obj.insert("type".into(), json!([t, "null"]));
         }
-        Some(Value::Array(types)) => {
-            if !types.iter().any(|t| t == "null") {
-                types.push(json!("null"));
-            }
+        Some(Value::Array(types)) if !types.iter().any(|t| t == "null") => {
+            types.push(json!("null"));
         }
         _ => {}
     }
-    if let Some(Value::Array(values)) = obj.get_mut("enum") {
-        if !values.contains(&Value::Null) {
-            values.push(Value::Null);
-        }
+    if let Some(Value::Array(values)) = obj.get_mut("enum")
+        && !values.contains(&Value::Null)
+    {
+        values.push(Value::Null);
     }
 }
 
@@ -372,10 +370,11 @@ fn gemini_lower(schema: &mut Value) {
     if let Some(Value::Array(values)) = obj.get_mut("enum") {
         values.retain(|v| !v.is_null());
     }
-    if let Some(Value::String(f)) = obj.get("format") {
-        if f != "enum" && f != "date-time" {
-            obj.remove("format");
-        }
+    if let Some(Value::String(f)) = obj.get("format")
+        && f != "enum"
+        && f != "date-time"
+    {
+        obj.remove("format");
     }
     obj.retain(|k, _| GEMINI_KEYS.contains(&k.as_str()));
     for (key, child) in obj.iter_mut() {

@@ -252,7 +252,7 @@ fn walk_matches(
         let mut visited = 0_u32;
         Box::new(move |entry| {
             visited = visited.wrapping_add(1);
-            if visited % 256 == 0 {
+            if visited.is_multiple_of(256) {
                 if cancel.is_cancelled() {
                     return WalkState::Quit;
                 }
