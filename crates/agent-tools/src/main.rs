@@ -270,7 +270,10 @@ async fn call(
 /// One line of `batch` input, or the result that replaces it when it cannot be read.
 fn parse_batch_line(number: usize, line: &str) -> std::result::Result<ToolCall, Box<CallResult>> {
     let invalid = |message: String| {
-        Box::new(error_result("", &ToolError::respond(format!("line {number}: {message}"))))
+        Box::new(error_result(
+            "",
+            &ToolError::respond(format!("line {number}: {message}")),
+        ))
     };
     let value: Value =
         serde_json::from_str(line).map_err(|e| invalid(format!("not valid JSON: {e}")))?;
