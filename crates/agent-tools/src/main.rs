@@ -215,6 +215,11 @@ async fn schema(pool: &ToolPool, names: &[String], dialect: Dialect) -> Result<E
 }
 
 fn unknown_tool(pool: &ToolPool, name: &str) -> anyhow::Error {
+    if pool.is_empty() {
+        return usage(format!(
+            "unknown tool `{name}`; no tools are available (deny rules may hide them, or the build has no tool features)"
+        ));
+    }
     usage(format!(
         "unknown tool `{name}`; available tools: {} (see `agent-tools list`)",
         pool.names().join(", ")

@@ -77,15 +77,15 @@ fn split_absolute(pattern: &str) -> Option<(PathBuf, String)> {
     } else {
         &pattern[..base_end]
     };
-    let rest = pattern[base_end + 1..].to_owned();
-    Some((
-        PathBuf::from(base),
-        if rest.is_empty() {
-            "**".to_owned()
-        } else {
-            rest
-        },
-    ))
+    let rest = &pattern[base_end + 1..];
+    // Anchored to the base: `/abs/src/*.rs` must not match `/abs/src/x/b.rs`, as a relative
+    // pattern without a slash would.
+    let rest = if rest.is_empty() {
+        "/**".to_owned()
+    } else {
+        format!("/{rest}")
+    };
+    Some((PathBuf::from(base), rest))
 }
 
 impl Glob {
@@ -242,13 +242,16 @@ fn walk_matches(
         .map_err(|e| ToolError::respond(format!("Invalid glob pattern \"{pattern}\": {e}")))?;
     let mut builder = WalkBuilder::new(root);
     policy.configure(&mut builder, pattern);
-    builder.overrides(overrides);
+    // The pattern is matched here, not given to the walker as an override: overrides take
+    // precedence over ignore rules (as `rg -g` does), which would list ignored and hidden
+    // files whenever their names match.
     let found: Arc<Mutex<Vec<(PathBuf, SystemTime)>>> = Arc::default();
     let timed_out = Arc::new(AtomicBool::new(false));
     builder.build_parallel().run(|| {
         let found = Arc::clone(&found);
         let timed_out = Arc::clone(&timed_out);
         let cancel = cancel.clone();
+        let overrides = overrides.clone();
         let mut visited = 0_u32;
         Box::new(move |entry| {
             visited = visited.wrapping_add(1);
@@ -264,7 +267,14 @@ fn walk_matches(
             let Ok(entry) = entry else {
                 return WalkState::Continue;
             };
-            if entry.file_type().is_some_and(|t| !t.is_dir()) {
+            // Regular files, and symlinks whose target is a regular file; never directories
+            // or links to them.
+            let is_file = entry.file_type().is_some_and(|t| {
+                t.is_file()
+                    || (t.is_symlink()
+                        && std::fs::metadata(entry.path()).is_ok_and(|m| m.is_file()))
+            });
+            if is_file && overrides.matched(entry.path(), false).is_whitelist() {
                 let mtime = entry
                     .metadata()
                     .ok()
