@@ -1,0 +1,168 @@
+//! Integration tests of tools-fs through tool-core's public execution path (`ToolPool`):
+//! Glob's pattern semantics, order, cap and messages, the shared ignore policy, symlinks,
+//! read-deny rules, cancellation, and snapshots of its schema and output.
+#![allow(clippy::unwrap_used, clippy::expect_used)]
+
+mod glob;
+mod policy;
+mod snapshots;
+
+use std::path::{Path, PathBuf};
+use std::time::{Duration, SystemTime};
+
+use serde_json::Value;
+use tempfile::TempDir;
+use tool_core::{
+    CallResult, PermissionEngine, PermissionMode, PermissionRule, RuleBehavior, RuleSource,
+    RuleSourceKind, SourcedRule, ToolContext, ToolPool,
+};
+
+/// The modification time fixture files get unless a test sets another, so that Glob's
+/// newest-first order falls back to path order.
+pub const FIXED_MTIME: Duration = Duration::from_secs(1_600_000_000);
+
+/// A temporary directory tree plus a separate state directory.
+pub struct Fixture {
+    _dir: TempDir,
+    state: TempDir,
+    root: PathBuf,
+}
+
+impl Fixture {
+    /// Creates `tree`: `"a/b.rs"` is an empty file, `"a/"` a directory, `"f = text"` a file
+    /// with that content (`\n` written as `\\n`), `"l -> target"` a symlink. Every file gets
+    /// [`FIXED_MTIME`].
+    pub fn new(tree: &[&str]) -> Self {
+        let dir = tempfile::tempdir().expect("a temporary directory");
+        let root = dir.path().canonicalize().expect("canonical temp dir");
+        let state = tempfile::tempdir().expect("a temporary state directory");
+        let fixture = Fixture {
+            _dir: dir,
+            state,
+            root,
+        };
+        for entry in tree {
+            fixture.add(entry);
+        }
+        fixture
+    }
+
+    /// Adds one entry written as in [`Fixture::new`].
+    pub fn add(&self, entry: &str) {
+        if let Some((link, target)) = entry.split_once(" -> ") {
+            let link = self.root.join(link);
+            std::fs::create_dir_all(link.parent().expect("a parent")).expect("mkdir");
+            std::os::unix::fs::symlink(self.expand(target), link).expect("symlink");
+        } else if let Some(dir) = entry.strip_suffix('/') {
+            std::fs::create_dir_all(self.root.join(dir)).expect("mkdir");
+        } else {
+            let (name, content) = entry.split_once(" = ").unwrap_or((entry, ""));
+            let path = self.root.join(name);
+            std::fs::create_dir_all(path.parent().expect("a parent")).expect("mkdir");
+            std::fs::write(&path, content.replace("\\n", "\n")).expect("write");
+            self.set_mtime(name, FIXED_MTIME);
+        }
+    }
+
+    /// Sets the modification time of `rel` to `since_epoch`.
+    pub fn set_mtime(&self, rel: &str, since_epoch: Duration) {
+        std::fs::File::options()
+            .write(true)
+            .open(self.root.join(rel))
+            .and_then(|f| f.set_modified(SystemTime::UNIX_EPOCH + since_epoch))
+            .expect("set mtime");
+    }
+
+    /// The canonical root.
+    pub fn root(&self) -> &Path {
+        &self.root
+    }
+
+    /// `text` with `{root}` replaced by the canonical root.
+    pub fn expand(&self, text: &str) -> String {
+        text.replace("{root}", self.root.to_str().expect("a UTF-8 temp path"))
+    }
+
+    /// A context rooted here, with its own state directory and no rules.
+    pub fn context(&self) -> ToolContext {
+        self.context_with(PermissionMode::Default, &[])
+    }
+
+    /// A context rooted here with `mode` and command-line rules such as
+    /// `(RuleBehavior::Deny, "Read(secret/**)")`.
+    pub fn context_with(
+        &self,
+        mode: PermissionMode,
+        rules: &[(RuleBehavior, &str)],
+    ) -> ToolContext {
+        let source = RuleSource {
+            kind: RuleSourceKind::CliArg,
+            file: None,
+            root: self.root.clone(),
+        };
+        let rules = rules
+            .iter()
+            .map(|(behavior, text)| SourcedRule {
+                rule: PermissionRule::parse(&self.expand(text)).expect("a rule"),
+                behavior: *behavior,
+                source: source.clone(),
+            })
+            .collect();
+        ToolContext::builder(&self.root)
+            .state_dir(self.state.path())
+            .mode(mode)
+            .permissions(PermissionEngine::new(rules))
+            .build()
+    }
+
+    /// Calls Glob with `input` (`{root}` expanded) in `ctx`.
+    pub fn call(&self, ctx: &ToolContext, input: &Value) -> CallResult {
+        let input: Value =
+            serde_json::from_str(&self.expand(&input.to_string())).expect("input is JSON");
+        let pool = ToolPool::new(tools_fs::tools());
+        tokio::runtime::Builder::new_current_thread()
+            .enable_all()
+            .build()
+            .expect("a runtime")
+            .block_on(pool.call("Glob", input, ctx))
+    }
+
+    /// Asserts that `result`'s text is `expected_lines` (`{root}` expanded), and that a
+    /// successful result's data agrees with its text.
+    #[track_caller]
+    pub fn assert_lines(&self, result: &CallResult, expected_lines: &[&str]) {
+        let expected: Vec<String> = expected_lines.iter().map(|l| self.expand(l)).collect();
+        let text = result.text();
+        let got: Vec<&str> = text.lines().collect();
+        assert_eq!(got, expected, "{result:#?}");
+        assert_eq!(result.tool, "Glob");
+        if result.is_error {
+            assert_eq!(result.data, Value::Null, "{result:#?}");
+            return;
+        }
+        let names: Vec<&str> = result.data["filenames"]
+            .as_array()
+            .expect("filenames")
+            .iter()
+            .map(|f| f.as_str().expect("a name"))
+            .collect();
+        assert_eq!(result.data["numFiles"], names.len(), "{result:#?}");
+        let truncated = result.data["truncated"].as_bool().expect("truncated");
+        let listed: Vec<&str> = match got.as_slice() {
+            ["No files found"] => Vec::new(),
+            lines if truncated => lines[..lines.len() - 1].to_vec(),
+            lines => lines.to_vec(),
+        };
+        assert_eq!(listed, names, "{result:#?}");
+    }
+}
+
+/// Calls Glob with `input` in a fresh `tree` and asserts the result's text lines (`{root}`
+/// in `input` and `expected_lines` stands for the tree's canonical root).
+#[track_caller]
+pub fn check(tree: &[&str], input: Value, expected_lines: &[&str]) -> CallResult {
+    let fixture = Fixture::new(tree);
+    let result = fixture.call(&fixture.context(), &input);
+    fixture.assert_lines(&result, expected_lines);
+    result
+}
