@@ -1,1 +1,262 @@
-//! e2e
+//! End-to-end tests of the `agent-tools` binary: the command line (`list`, `schema`, `call`,
+//! `batch`), Glob through `call`, and permissions from flags and settings files.
+//!
+//! Every run gets its own temporary working directory (`--cwd`) and state directory
+//! (`AGENT_TOOLS_HOME`, also used as `HOME`), so no test reads or writes the real home.
+#![allow(clippy::unwrap_used, clippy::expect_used)]
+
+mod batch;
+mod call;
+mod cli;
+mod permissions;
+
+use std::io::Write;
+use std::path::{Path, PathBuf};
+use std::process::{Command, Stdio};
+use std::sync::OnceLock;
+use std::time::{Duration, SystemTime};
+
+use serde_json::Value;
+use tempfile::TempDir;
+
+/// The modification time every fixture file gets, so Glob's newest-first order falls back
+/// to the path order and results are deterministic.
+const FIXED_MTIME: Duration = Duration::from_secs(1_600_000_000);
+
+/// The `agent-tools` binary next to this test binary (`<target>/<profile>/deps/e2e-*`),
+/// built once with `cargo build -p agent-tools` when it is missing.
+pub fn binary() -> &'static Path {
+    static BINARY: OnceLock<PathBuf> = OnceLock::new();
+    BINARY.get_or_init(|| {
+        let exe = std::env::current_exe().expect("the test binary's path");
+        let profile_dir = exe
+            .parent()
+            .and_then(Path::parent)
+            .expect("the test binary lives in <target>/<profile>/deps")
+            .to_path_buf();
+        let binary = profile_dir.join("agent-tools");
+        if !binary.is_file() {
+            build_binary(&profile_dir);
+        }
+        assert!(
+            binary.is_file(),
+            "agent-tools is missing at {}",
+            binary.display()
+        );
+        binary
+    })
+}
+
+fn build_binary(profile_dir: &Path) {
+    let target_dir = profile_dir
+        .parent()
+        .expect("the profile directory lives in the target directory");
+    let cargo = std::env::var_os("CARGO").unwrap_or_else(|| "cargo".into());
+    let mut command = Command::new(cargo);
+    command
+        .args(["build", "-p", "agent-tools"])
+        .current_dir(concat!(env!("CARGO_MANIFEST_DIR"), "/.."))
+        .env("CARGO_TARGET_DIR", target_dir);
+    if profile_dir.file_name().is_some_and(|n| n == "release") {
+        command.arg("--release");
+    }
+    let status = command.status().expect("cargo build -p agent-tools");
+    assert!(status.success(), "cargo build -p agent-tools failed");
+}
+
+/// A temporary project to run the binary in, plus a temporary state directory.
+pub struct Project {
+    _dir: TempDir,
+    home: TempDir,
+    root: PathBuf,
+}
+
+impl Project {
+    /// A project with `tree` created in it: `"a/b.rs"` is an empty file, `"a/"` a
+    /// directory, `"f = text"` a file with that content, `"l -> target"` a symlink. Files
+    /// get the same modification time.
+    pub fn new(tree: &[&str]) -> Self {
+        let dir = tempfile::tempdir().expect("a temporary directory");
+        let home = tempfile::tempdir().expect("a temporary state directory");
+        let root = dir.path().canonicalize().expect("canonical temp dir");
+        let project = Project {
+            _dir: dir,
+            home,
+            root,
+        };
+        for entry in tree {
+            project.add(entry);
+        }
+        project
+    }
+
+    /// Adds one entry written as in [`Project::new`].
+    pub fn add(&self, entry: &str) {
+        if let Some((link, target)) = entry.split_once(" -> ") {
+            let link = self.root.join(link);
+            std::fs::create_dir_all(link.parent().expect("a parent")).expect("mkdir");
+            std::os::unix::fs::symlink(target, link).expect("symlink");
+        } else if let Some(dir) = entry.strip_suffix('/') {
+            std::fs::create_dir_all(self.root.join(dir)).expect("mkdir");
+        } else {
+            let (name, content) = entry.split_once(" = ").unwrap_or((entry, ""));
+            let path = self.root.join(name);
+            std::fs::create_dir_all(path.parent().expect("a parent")).expect("mkdir");
+            std::fs::write(&path, content.replace("\\n", "\n")).expect("write");
+            std::fs::File::options()
+                .write(true)
+                .open(&path)
+                .and_then(|f| f.set_modified(SystemTime::UNIX_EPOCH + FIXED_MTIME))
+                .expect("set mtime");
+        }
+    }
+
+    /// The canonical project directory.
+    pub fn root(&self) -> &Path {
+        &self.root
+    }
+
+    /// The canonical project directory as text.
+    pub fn root_str(&self) -> &str {
+        self.root.to_str().expect("a UTF-8 temp path")
+    }
+
+    /// The state directory given as `AGENT_TOOLS_HOME`.
+    pub fn home(&self) -> &Path {
+        self.home.path()
+    }
+
+    /// Makes the project a git repository.
+    pub fn git_init(&self) {
+        let status = Command::new("git")
+            .args(["init", "-q"])
+            .current_dir(&self.root)
+            .env("HOME", self.home.path())
+            .env("GIT_CONFIG_NOSYSTEM", "1")
+            .status()
+            .expect("git init");
+        assert!(status.success(), "git init failed");
+    }
+
+    /// Runs `agent-tools --cwd <root> ARGS` with `stdin` (or an empty one).
+    pub fn run(&self, args: &[&str], stdin: Option<&str>) -> Run {
+        self.run_in(&self.root, args, stdin)
+    }
+
+    /// Runs `agent-tools --cwd CWD ARGS` with `stdin` (or an empty one).
+    pub fn run_in(&self, cwd: &Path, args: &[&str], stdin: Option<&str>) -> Run {
+        let mut child = Command::new(binary())
+            .arg("--cwd")
+            .arg(cwd)
+            .args(args)
+            .current_dir(&self.root)
+            .env("AGENT_TOOLS_HOME", self.home.path())
+            .env("HOME", self.home.path())
+            .stdin(if stdin.is_some() {
+                Stdio::piped()
+            } else {
+                Stdio::null()
+            })
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped())
+            .spawn()
+            .expect("spawn agent-tools");
+        if let Some(text) = stdin {
+            let mut pipe = child.stdin.take().expect("stdin pipe");
+            pipe.write_all(text.as_bytes()).expect("write stdin");
+        }
+        let output = child.wait_with_output().expect("wait for agent-tools");
+        Run {
+            args: args.iter().map(|a| (*a).to_owned()).collect(),
+            code: output
+                .status
+                .code()
+                .expect("agent-tools exited by a signal"),
+            stdout: String::from_utf8(output.stdout).expect("UTF-8 stdout"),
+            stderr: String::from_utf8(output.stderr).expect("UTF-8 stderr"),
+        }
+    }
+}
+
+/// What one run of the binary produced.
+#[derive(Debug)]
+pub struct Run {
+    /// The arguments after `--cwd DIR`
+    pub args: Vec<String>,
+    /// The exit status
+    pub code: i32,
+    /// Standard output
+    pub stdout: String,
+    /// Standard error
+    pub stderr: String,
+}
+
+impl Run {
+    /// Asserts the exit status.
+    #[track_caller]
+    pub fn assert_code(&self, code: i32) -> &Self {
+        assert_eq!(self.code, code, "exit status of {self:#?}");
+        self
+    }
+
+    /// Every stdout line parsed as JSON.
+    #[track_caller]
+    pub fn lines(&self) -> Vec<Value> {
+        self.stdout
+            .lines()
+            .map(|l| {
+                serde_json::from_str(l).unwrap_or_else(|e| panic!("not JSON ({e}): {l}\n{self:#?}"))
+            })
+            .collect()
+    }
+
+    /// The one result line of `call`, checked to have the shape of DESIGN.md §6.
+    #[track_caller]
+    pub fn result(&self) -> Value {
+        let lines = self.lines();
+        assert_eq!(lines.len(), 1, "one result line expected: {self:#?}");
+        let line = lines.into_iter().next().expect("one line");
+        assert_result_shape(&line);
+        line
+    }
+}
+
+/// Asserts that `line` is `{"tool", "is_error", "content", "data"}` (plus the optional
+/// `retryable`).
+#[track_caller]
+pub fn assert_result_shape(line: &Value) {
+    let obj = line.as_object().expect("a result line is an object");
+    for key in ["tool", "is_error", "content", "data"] {
+        assert!(obj.contains_key(key), "missing `{key}` in {line}");
+    }
+    assert!(
+        obj.keys()
+            .all(|k| ["tool", "is_error", "content", "data", "retryable"].contains(&k.as_str())),
+        "unexpected key in {line}"
+    );
+    assert!(line["tool"].is_string(), "{line}");
+    assert!(line["is_error"].is_boolean(), "{line}");
+    assert!(line["content"].is_array(), "{line}");
+}
+
+/// The text blocks of a result line, joined by newlines.
+pub fn text(line: &Value) -> String {
+    line["content"]
+        .as_array()
+        .into_iter()
+        .flatten()
+        .filter_map(|b| b["text"].as_str())
+        .collect::<Vec<_>>()
+        .join("\n")
+}
+
+/// The `filenames` of a Glob result line.
+#[track_caller]
+pub fn filenames(line: &Value) -> Vec<String> {
+    line["data"]["filenames"]
+        .as_array()
+        .unwrap_or_else(|| panic!("no data.filenames in {line}"))
+        .iter()
+        .map(|f| f.as_str().expect("a file name").to_owned())
+        .collect()
+}

@@ -1,0 +1,142 @@
+//! `agent-tools batch`: JSON lines in, one result line per call out, in order.
+
+use serde_json::Value;
+
+use crate::{Project, assert_result_shape, filenames, text};
+
+/// Runs `batch` in `project` with `stdin` and checks the exit status and each result
+/// line's `is_error`, in order; returns the result lines.
+#[track_caller]
+fn check(project: &Project, stdin: &str, errors: &[bool], code: i32) -> Vec<Value> {
+    let run = project.run(&["batch"], Some(stdin));
+    run.assert_code(code);
+    let lines = run.lines();
+    let got: Vec<bool> = lines
+        .iter()
+        .map(|l| {
+            assert_result_shape(l);
+            l["is_error"].as_bool().expect("is_error")
+        })
+        .collect();
+    assert_eq!(got, errors, "{run:#?}");
+    lines
+}
+
+fn glob_line(pattern: &str) -> String {
+    serde_json::json!({"tool": "Glob", "input": {"pattern": pattern}}).to_string()
+}
+
+#[test]
+fn valid_invalid_json_and_missing_field_in_order() {
+    let p = Project::new(&["a.rs", "b.txt"]);
+    let stdin = format!(
+        "{}\n{{not json\n{}\n",
+        glob_line("*.rs"),
+        r#"{"tool": "Glob", "input": {}}"#
+    );
+    let lines = check(&p, &stdin, &[false, true, true], 1);
+    assert_eq!(filenames(&lines[0]), ["a.rs"]);
+    assert!(text(&lines[1]).contains("line 2"), "{}", lines[1]);
+    assert!(text(&lines[1]).contains("JSON"), "{}", lines[1]);
+    assert_eq!(lines[2]["tool"], "Glob");
+    assert!(
+        text(&lines[2]).contains("The required parameter `pattern` is missing"),
+        "{}",
+        lines[2]
+    );
+}
+
+#[test]
+fn empty_batch_prints_nothing() {
+    let p = Project::new(&["a.rs"]);
+    let run = p.run(&["batch"], Some(""));
+    run.assert_code(0);
+    assert!(run.stdout.is_empty(), "{run:#?}");
+}
+
+#[test]
+fn no_stdin_is_an_empty_batch() {
+    let p = Project::new(&["a.rs"]);
+    let run = p.run(&["batch"], None);
+    run.assert_code(0);
+    assert!(run.stdout.is_empty(), "{run:#?}");
+}
+
+#[test]
+fn blank_lines_are_skipped() {
+    let p = Project::new(&["a.rs"]);
+    let stdin = format!("\n{}\n   \n\n{}\n", glob_line("*.rs"), glob_line("*.md"));
+    let lines = check(&p, &stdin, &[false, false], 0);
+    assert_eq!(filenames(&lines[0]), ["a.rs"]);
+    assert_eq!(text(&lines[1]), "No files found");
+}
+
+#[test]
+fn fifteen_globs_come_back_in_order() {
+    let tree: Vec<String> = (0..15).map(|i| format!("f{i:02}.txt")).collect();
+    let tree: Vec<&str> = tree.iter().map(String::as_str).collect();
+    let p = Project::new(&tree);
+    // Reverse order, so results sorted by anything but call order would show.
+    let stdin: String = (0..15)
+        .rev()
+        .map(|i| glob_line(&format!("f{i:02}.txt")) + "\n")
+        .collect();
+    let lines = check(&p, &stdin, &[false; 15], 0);
+    for (line, i) in lines.iter().zip((0..15).rev()) {
+        assert_eq!(filenames(line), [format!("f{i:02}.txt")], "{line}");
+    }
+}
+
+#[test]
+fn unknown_tool_line_is_an_error_result() {
+    let p = Project::new(&["a.rs"]);
+    let stdin = format!(
+        "{}\n{}\n",
+        r#"{"tool": "Nope", "input": {}}"#,
+        glob_line("*.rs")
+    );
+    let lines = check(&p, &stdin, &[true, false], 1);
+    assert_eq!(lines[0]["tool"], "Nope");
+    assert!(text(&lines[0]).contains("Nope"), "{}", lines[0]);
+}
+
+#[test]
+fn line_shape_mistakes_are_error_results() {
+    let p = Project::new(&["a.rs"]);
+    let stdin = [
+        "[1, 2]",
+        r#"{"input": {}}"#,
+        r#"{"tool": 5}"#,
+        r#"{"tool": "Glob", "input": {"pattern": "*.rs"}, "extra": 1}"#,
+    ]
+    .join("\n");
+    let lines = check(&p, &stdin, &[true, true, true, true], 1);
+    assert!(text(&lines[0]).contains("line 1"), "{}", lines[0]);
+    assert!(text(&lines[1]).contains("\"tool\""), "{}", lines[1]);
+    assert!(text(&lines[3]).contains("extra"), "{}", lines[3]);
+}
+
+#[test]
+fn id_is_accepted() {
+    let p = Project::new(&["a.rs"]);
+    let stdin = r#"{"tool": "Glob", "input": {"pattern": "*.rs"}, "id": "call-1"}"#;
+    let lines = check(&p, stdin, &[false], 0);
+    assert_eq!(filenames(&lines[0]), ["a.rs"]);
+}
+
+#[test]
+fn batch_shares_the_session_permissions() {
+    let p = Project::new(&["a.rs", "secret/b.rs"]);
+    let run = p.run(
+        &["--deny", "Read(secret/**)", "batch"],
+        Some(&format!(
+            "{}\n{}\n",
+            glob_line("**/*.rs"),
+            glob_line("*.rs")
+        )),
+    );
+    run.assert_code(0);
+    for line in run.lines() {
+        assert_eq!(filenames(&line), ["a.rs"], "{line}");
+    }
+}
