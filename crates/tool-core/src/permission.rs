@@ -185,6 +185,16 @@ impl PermissionEngine {
             .cloned()
     }
 
+    /// Whether any content rule of `behavior` names `tool_name` (a cheap pre-check before
+    /// matching many paths).
+    pub fn has_content_rules(&self, tool_name: &str, behavior: RuleBehavior) -> bool {
+        self.rules.read().is_ok_and(|rules| {
+            rules.iter().any(|r| {
+                r.behavior == behavior && r.rule.tool == tool_name && r.rule.content.is_some()
+            })
+        })
+    }
+
     /// Whether a blanket deny rule hides `tool` from the pool.
     pub fn is_hidden(&self, tool: &dyn Tool) -> bool {
         self.blanket_rule(tool, RuleBehavior::Deny).is_some()

@@ -10,8 +10,8 @@ use ignore::{WalkBuilder, WalkState};
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 use tool_core::{
-    PermissionDecision, ToolAnnotations, ToolCategory, ToolContext, ToolError, ToolResult,
-    TypedTool, ValidationResult, path,
+    PermissionDecision, RuleBehavior, ToolAnnotations, ToolCategory, ToolContext, ToolError,
+    ToolResult, TypedTool, ValidationResult, path,
 };
 
 use crate::ignore_policy::{IgnorePolicy, suggest_similar};
@@ -187,13 +187,17 @@ impl TypedTool for Glob {
         let walk = tokio::task::spawn_blocking(move || {
             let found = walk_matches(&root, &pattern, policy, &cancel, started)?;
             // Read-deny rules hide files, as the reference passes them to rg as exclusions.
+            let any_deny = deny_ctx
+                .permissions()
+                .has_content_rules("Read", RuleBehavior::Deny);
             let mut found: Vec<(PathBuf, SystemTime)> = found
                 .into_iter()
                 .filter(|(p, _)| {
-                    !matches!(
-                        deny_ctx.permissions().check_read_path(p, &deny_ctx),
-                        PermissionDecision::Deny { .. }
-                    )
+                    !any_deny
+                        || !matches!(
+                            deny_ctx.permissions().check_read_path(p, &deny_ctx),
+                            PermissionDecision::Deny { .. }
+                        )
                 })
                 .collect();
             // Newest first, then by name: the reference sorted oldest first while its prompt
