@@ -240,7 +240,7 @@ fn features_decide_which_tools_exist() {
     ] {
         assert!(
             !names.iter().any(|n| n == absent),
-            "{absent} is not implemented yet but is registered"
+            "{absent} is registered before its issue landed"
         );
     }
 }
