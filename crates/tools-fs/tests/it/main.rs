@@ -5,6 +5,7 @@
 
 mod glob;
 mod policy;
+mod read;
 mod snapshots;
 
 use std::path::{Path, PathBuf};
@@ -117,6 +118,11 @@ impl Fixture {
 
     /// Calls Glob with `input` (`{root}` expanded) in `ctx`.
     pub fn call(&self, ctx: &ToolContext, input: &Value) -> CallResult {
+        self.call_tool(ctx, "Glob", input)
+    }
+
+    /// Calls `tool` with `input` (`{root}` expanded) in `ctx`.
+    pub fn call_tool(&self, ctx: &ToolContext, tool: &str, input: &Value) -> CallResult {
         let input: Value =
             serde_json::from_str(&self.expand(&input.to_string())).expect("input is JSON");
         let pool = ToolPool::new(tools_fs::tools());
@@ -124,7 +130,24 @@ impl Fixture {
             .enable_all()
             .build()
             .expect("a runtime")
-            .block_on(pool.call("Glob", input, ctx))
+            .block_on(pool.call(tool, input, ctx))
+    }
+
+    /// The path of `rel` under the root.
+    pub fn path(&self, rel: &str) -> PathBuf {
+        self.root.join(rel)
+    }
+
+    /// Writes `bytes` to `rel` (creating parents).
+    pub fn write(&self, rel: &str, bytes: impl AsRef<[u8]>) {
+        let path = self.root.join(rel);
+        std::fs::create_dir_all(path.parent().expect("a parent")).expect("mkdir");
+        std::fs::write(path, bytes).expect("write");
+    }
+
+    /// The bytes of `rel`.
+    pub fn read(&self, rel: &str) -> Vec<u8> {
+        std::fs::read(self.root.join(rel)).expect("read")
     }
 
     /// Asserts that `result`'s text is `expected_lines` (`{root}` expanded), and that a

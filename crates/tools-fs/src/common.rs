@@ -1,0 +1,201 @@
+//! What the file tools share: resolving the path the model sent, the messages for missing
+//! files and stale reads, the ledger entries writes leave, and the language-server hook.
+
+use std::fs::Metadata;
+use std::hash::{DefaultHasher, Hasher};
+use std::path::{Path, PathBuf};
+
+use tool_core::{Freshness, ReadRecord, ReadSource, ToolContext, ToolError, content_hash, path};
+
+use crate::ignore_policy::suggest_similar;
+
+/// Files above this size are not hashed for the ledger: staleness falls back to modification
+/// time and size, so reading a page of a huge file does not cost a pass over all of it.
+pub(crate) const HASH_LIMIT: u64 = 64 * 1024 * 1024;
+
+/// The reference's "has not been read yet" refusal.
+pub(crate) const NOT_READ: &str = "File has not been read yet. Read it first before writing to it.";
+/// The reference's "modified since read" refusal.
+pub(crate) const MODIFIED: &str = "File has been modified since read, either by the user or by a linter. Read it again before attempting to write it.";
+/// The refusal when the file changes between our own read and the rename.
+pub(crate) const UNEXPECTEDLY_MODIFIED: &str =
+    "File has been unexpectedly modified. Read it again before attempting to write it.";
+
+/// The absolute, lexically normalised path for what the model sent.
+pub(crate) fn resolve(ctx: &ToolContext, input: &str) -> PathBuf {
+    ctx.resolve_path(input.trim())
+}
+
+/// The key of a file in the read ledger: its canonical path, so a read through a symlink
+/// and an edit of its target are the same file.
+pub(crate) fn ledger_key(path: &Path) -> PathBuf {
+    path::canonicalize_lenient(path)
+}
+
+/// "File does not exist. Note: your current working directory is CWD. Did you mean X?"
+pub(crate) fn not_found(ctx: &ToolContext, path: &Path) -> ToolError {
+    let cwd = ctx.cwd();
+    let mut message = format!(
+        "File does not exist. Note: your current working directory is {}.",
+        cwd.display()
+    );
+    if let Some(similar) = suggest_similar(path, &cwd) {
+        message.push_str(&format!(" Did you mean {}?", similar.display()));
+    }
+    ToolError::respond(message)
+}
+
+/// Decides whether an existing file may be changed, by the ledger, by content.
+pub(crate) fn check_fresh(
+    ctx: &ToolContext,
+    key: &Path,
+    meta: &Metadata,
+    current: &[u8],
+) -> Result<(), ToolError> {
+    let mtime = meta.modified().ok();
+    let freshness = match ctx.ledger().get(key) {
+        // Huge files were recorded without a hash; decide by time and size.
+        Some(record) if record.content_hash.is_none() && !record.partial_view => {
+            if record.mtime == mtime && mtime.is_some() && record.len == meta.len() {
+                Freshness::Fresh
+            } else {
+                Freshness::Modified
+            }
+        }
+        _ => ctx.ledger().freshness(key, mtime, current),
+    };
+    match freshness {
+        Freshness::Fresh => Ok(()),
+        Freshness::NotRead | Freshness::PartialView => Err(ToolError::respond(NOT_READ)),
+        Freshness::Modified => Err(ToolError::respond(format!(
+            "{MODIFIED} (Its content differs from what was last read or written in this session.)"
+        ))),
+    }
+}
+
+/// The hash the ledger keeps for `bytes`, or none above [`HASH_LIMIT`].
+pub(crate) fn ledger_hash(bytes: &[u8]) -> Option<u64> {
+    (bytes.len() as u64 <= HASH_LIMIT).then(|| content_hash(bytes))
+}
+
+/// A streaming form of [`content_hash`] (same value for the same bytes).
+#[derive(Debug, Default)]
+pub(crate) struct StreamHash {
+    hasher: DefaultHasher,
+    len: u64,
+}
+
+impl StreamHash {
+    /// Feeds bytes.
+    pub(crate) fn update(&mut self, bytes: &[u8]) {
+        self.hasher.write(bytes);
+        self.len += bytes.len() as u64;
+    }
+
+    /// The hash of everything fed.
+    pub(crate) fn finish(mut self) -> u64 {
+        self.hasher.write_u64(self.len);
+        self.hasher.finish()
+    }
+}
+
+/// Records a write of `key` (whose new content is `bytes`) in the ledger; a later Read of the
+/// file is not answered with "unchanged" on the strength of it.
+pub(crate) fn record_write(ctx: &ToolContext, key: &Path, bytes: &[u8]) {
+    let meta = std::fs::metadata(key).ok();
+    ctx.ledger().record(
+        key,
+        ReadRecord {
+            content_hash: ledger_hash(bytes),
+            mtime: meta.as_ref().and_then(|m| m.modified().ok()),
+            len: meta.as_ref().map_or(bytes.len() as u64, Metadata::len),
+            offset: None,
+            limit: None,
+            partial_view: false,
+            source: ReadSource::Write,
+        },
+    );
+}
+
+/// Tells the language server, if one handles this file, about its new content. The default
+/// manager is unconfigured, so errors are ignored.
+pub(crate) async fn notify_lsp(ctx: &ToolContext, path: &Path, text: &str) {
+    if ctx.lsp().has_server_for(path) {
+        let _ = ctx.lsp().did_change(path, text).await;
+    }
+}
+
+/// Where a write of `path` goes: the file itself, or the target of a symlink (written
+/// through, never replaced by a regular file). A symlink whose target does not exist is
+/// refused, so no write creates a file outside what the permission check saw.
+pub(crate) fn write_target(path: &Path) -> Result<PathBuf, ToolError> {
+    match std::fs::symlink_metadata(path) {
+        Ok(meta) if meta.file_type().is_symlink() => match path.canonicalize() {
+            Ok(target) => Ok(target),
+            Err(_) => {
+                let to = std::fs::read_link(path)
+                    .map(|t| t.display().to_string())
+                    .unwrap_or_else(|_| "?".to_owned());
+                Err(ToolError::respond(format!(
+                    "Cannot write {}: it is a symbolic link to {to}, which does not exist. Refusing to create a file through a dangling link; write the target path directly.",
+                    path.display()
+                )))
+            }
+        },
+        _ => Ok(path::canonicalize_lenient(path)),
+    }
+}
+
+/// Refuses special files and directories for a write; `Ok(None)` when the file is missing.
+pub(crate) fn existing_file(path: &Path) -> Result<Option<Metadata>, ToolError> {
+    match path::check_regular_or_dir(path)? {
+        Some(meta) if meta.is_dir() => Err(ToolError::respond(format!(
+            "{} is a directory, not a file.",
+            path.display()
+        ))),
+        other => Ok(other),
+    }
+}
+
+/// Creates the parent directories of `path`.
+pub(crate) fn create_parents(path: &Path) -> Result<(), ToolError> {
+    match path.parent() {
+        Some(parent) if !parent.as_os_str().is_empty() => {
+            std::fs::create_dir_all(parent).map_err(|e| ToolError::io(parent, e))
+        }
+        _ => Ok(()),
+    }
+}
+
+/// The check run just before the rename: the file must still be what we read.
+pub(crate) fn unchanged_since(
+    path: &Path,
+    before: Option<&Metadata>,
+) -> Result<crate::atomic::BeforeRename, ToolError> {
+    let now = std::fs::metadata(path).ok();
+    let same = match (before, &now) {
+        (None, None) => true,
+        (Some(a), Some(b)) => a.len() == b.len() && a.modified().ok() == b.modified().ok(),
+        _ => false,
+    };
+    if same {
+        Ok(crate::atomic::BeforeRename::Proceed)
+    } else {
+        Err(ToolError::respond(UNEXPECTEDLY_MODIFIED))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn stream_hash_equals_content_hash() {
+        let data = b"hello world, a longer text to hash in pieces".repeat(7);
+        let mut h = StreamHash::default();
+        for chunk in data.chunks(13) {
+            h.update(chunk);
+        }
+        assert_eq!(h.finish(), content_hash(&data));
+    }
+}

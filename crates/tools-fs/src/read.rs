@@ -1,0 +1,765 @@
+//! Read: a page of a text file as `N<TAB>line`, streamed so a huge file is never held in
+//! memory; images as image blocks; PDF text by page; notebooks cell by cell.
+
+use std::fs::File;
+use std::io::Read as _;
+use std::path::{Path, PathBuf};
+
+use async_trait::async_trait;
+use schemars::JsonSchema;
+use serde::{Deserialize, Serialize};
+use serde_json::Value;
+use tool_core::{
+    ContentBlock, PermissionDecision, ReadRecord, ReadSource, ToolAnnotations, ToolCategory,
+    ToolContext, ToolError, ToolResult, TypedTool, ValidationResult, path,
+};
+
+use crate::common::{self, HASH_LIMIT, StreamHash};
+use crate::{image_read, notebook, pdf};
+
+/// Lines shown when no `limit` is given (the reference's documented default).
+pub const DEFAULT_LIMIT: u64 = 2000;
+/// Characters of one line shown; the rest is cut with a marker.
+pub const MAX_LINE_CHARS: usize = 2000;
+/// Characters of numbered text one call returns (about the reference's 25,000 tokens); a
+/// longer page stops early with a hint where to continue.
+pub const MAX_OUTPUT_CHARS: usize = 100_000;
+
+/// The reply to an identical re-read of an unchanged file.
+pub const FILE_UNCHANGED: &str = "File unchanged since last read. The content from the earlier Read tool_result in this conversation is still current — refer to that instead of re-reading.";
+/// The reminder for an empty file.
+pub const EMPTY_FILE: &str =
+    "<system-reminder>Warning: the file exists but the contents are empty.</system-reminder>";
+
+const DESCRIPTION: &str = "Reads a file from the local filesystem. You can access any file directly by using this tool.
+Assume this tool is able to read all files on the machine. If the User provides a path to a file assume that path is valid. It is okay to read a file that does not exist; an error will be returned.
+
+Usage:
+- The file_path parameter should be an absolute path (relative paths are resolved against the working directory)
+- By default, it reads up to 2000 lines starting from the beginning of the file; when there is more, the result says which offset to use to continue
+- You can optionally specify a line offset and limit (especially handy for long files), but it's recommended to read the whole file by not providing these parameters
+- Any lines longer than 2000 characters will be truncated
+- Results are returned using cat -n format, with line numbers starting at 1: the line number, a tab, then the line exactly as in the file
+- This tool allows reading images (PNG, JPEG, GIF, WEBP); the image is shown to you (scaled down to at most 2000 pixels a side)
+- This tool can read PDF files (.pdf) as text, page by page. For large PDFs (more than 10 pages), you MUST provide the pages parameter to read specific page ranges (e.g., pages: \"1-5\"). Maximum 20 pages per request.
+- This tool can read Jupyter notebooks (.ipynb files) and returns all cells with their outputs
+- This tool can only read files, not directories. To list a directory, use Glob or ls via the Bash tool.
+- Binary files other than images and PDFs are refused.
+- You can call multiple tools in a single response. It is always better to speculatively read multiple potentially useful files in parallel.
+- If you read a file that exists but has empty contents you will receive a system reminder warning in place of file contents.";
+
+/// Input of Read.
+#[derive(Debug, Clone, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct ReadInput {
+    /// The absolute path to the file to read
+    pub file_path: String,
+    /// The line number to start reading from (1-based). Only provide if the file is too
+    /// large to read at once
+    #[serde(default)]
+    #[schemars(range(min = 0))]
+    pub offset: Option<u64>,
+    /// The number of lines to read. Only provide if the file is too large to read at once.
+    #[serde(default)]
+    #[schemars(range(min = 1))]
+    pub limit: Option<u64>,
+    /// Page range for PDF files (e.g., "1-5", "3", "10-20"). Only applicable to PDF files.
+    /// Maximum 20 pages per request.
+    #[serde(default)]
+    pub pages: Option<String>,
+}
+
+/// Image dimensions: as stored and as sent.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct ImageDimensions {
+    /// Width of the file
+    pub original_width: u32,
+    /// Height of the file
+    pub original_height: u32,
+    /// Width of the image sent
+    pub display_width: u32,
+    /// Height of the image sent
+    pub display_height: u32,
+}
+
+/// One notebook cell as Read returns it.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct NotebookCellView {
+    /// `cell_id` (or `cell-N` when the notebook has no ids)
+    pub cell_id: String,
+    /// `code`, `markdown` or `raw`
+    pub cell_type: String,
+    /// The source
+    pub source: String,
+    /// The execution count of a code cell
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub execution_count: Option<i64>,
+    /// The text of its outputs (as the model sees them)
+    pub outputs: Vec<String>,
+}
+
+/// Output of Read.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+#[serde(tag = "type", rename_all = "snake_case")]
+pub enum ReadOutput {
+    /// A page of a text file
+    #[serde(rename_all = "camelCase")]
+    Text {
+        /// The file
+        file_path: String,
+        /// The lines shown, without numbers (each cut at 2000 characters)
+        content: String,
+        /// How many lines are shown
+        num_lines: u64,
+        /// The number of the first line shown
+        start_line: u64,
+        /// Lines in the file
+        total_lines: u64,
+        /// Whether the file continues past the lines shown
+        truncated: bool,
+    },
+    /// An image (the data is in the image block)
+    #[serde(rename_all = "camelCase")]
+    Image {
+        /// The file
+        file_path: String,
+        /// The MIME type sent
+        media_type: String,
+        /// Bytes of the file
+        original_size: u64,
+        /// Dimensions
+        dimensions: ImageDimensions,
+    },
+    /// A notebook
+    #[serde(rename_all = "camelCase")]
+    Notebook {
+        /// The file
+        file_path: String,
+        /// Its cells
+        cells: Vec<NotebookCellView>,
+    },
+    /// Text of PDF pages
+    #[serde(rename_all = "camelCase")]
+    Pdf {
+        /// The file
+        file_path: String,
+        /// Bytes of the file
+        original_size: u64,
+        /// Pages in the document
+        total_pages: u32,
+        /// The pages shown (1-based)
+        pages: Vec<u32>,
+    },
+    /// The file has not changed since the same read
+    #[serde(rename_all = "camelCase")]
+    FileUnchanged {
+        /// The file
+        file_path: String,
+    },
+}
+
+/// The Read tool.
+#[derive(Debug, Clone, Copy, Default)]
+pub struct Read;
+
+/// Extensions of binary formats Read refuses (images and PDFs have their own readers).
+const BINARY_EXTENSIONS: &[&str] = &[
+    "exe", "dll", "so", "dylib", "o", "a", "lib", "obj", "bin", "class", "jar", "war", "ear",
+    "zip", "tar", "gz", "tgz", "bz2", "xz", "zst", "7z", "rar", "iso", "dmg", "img", "mp3", "mp4",
+    "wav", "avi", "mov", "mkv", "flac", "ogg", "webm", "m4a", "aac", "doc", "docx", "xls", "xlsx",
+    "ppt", "pptx", "odt", "ods", "pyc", "pyo", "wasm", "ttf", "otf", "woff", "woff2", "eot", "ico",
+    "bmp", "tif", "tiff", "psd", "sqlite", "sqlite3", "db", "deb", "rpm", "apk", "msi", "pdb",
+    "rlib", "node",
+];
+
+/// Image extensions read as images.
+const IMAGE_EXTENSIONS: &[&str] = &["png", "jpg", "jpeg", "gif", "webp"];
+
+fn extension(path: &Path) -> String {
+    path.extension()
+        .and_then(|e| e.to_str())
+        .map(str::to_ascii_lowercase)
+        .unwrap_or_default()
+}
+
+/// A parsed `pages` value: a 1-based inclusive range.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) struct PageRange {
+    pub first: u32,
+    pub last: u32,
+}
+
+/// At most this many PDF pages per call.
+pub const MAX_PDF_PAGES: u32 = 20;
+
+pub(crate) fn parse_pages(text: &str) -> Result<PageRange, ValidationResult> {
+    let invalid = || {
+        ValidationResult::invalid_code(
+            format!(
+                "Invalid pages parameter: \"{text}\". Use formats like \"1-5\", \"3\", or \"10-20\". Pages are 1-indexed."
+            ),
+            7,
+        )
+    };
+    let t = text.trim();
+    let (first, last) = match t.split_once('-') {
+        Some((a, b)) => (a.trim().parse::<u32>(), b.trim().parse::<u32>()),
+        None => (t.parse::<u32>(), t.parse::<u32>()),
+    };
+    let (Ok(first), Ok(last)) = (first, last) else {
+        return Err(invalid());
+    };
+    if first == 0 || last < first {
+        return Err(invalid());
+    }
+    if last - first + 1 > MAX_PDF_PAGES {
+        return Err(ValidationResult::invalid_code(
+            format!(
+                "Page range \"{text}\" exceeds maximum of {MAX_PDF_PAGES} pages per request. Please use a smaller range."
+            ),
+            8,
+        ));
+    }
+    Ok(PageRange { first, last })
+}
+
+#[async_trait]
+impl TypedTool for Read {
+    type Input = ReadInput;
+    type Output = ReadOutput;
+
+    fn name(&self) -> &'static str {
+        "Read"
+    }
+    fn search_hint(&self) -> Option<&'static str> {
+        Some("read files, images, PDFs, notebooks")
+    }
+    fn category(&self) -> ToolCategory {
+        ToolCategory::FileSystem
+    }
+    fn annotations(&self) -> ToolAnnotations {
+        ToolAnnotations {
+            read_only: true,
+            idempotent: true,
+            ..ToolAnnotations::default()
+        }
+    }
+    /// Never spilled: Read bounds its own output (lines, line length, characters).
+    fn max_result_size_chars(&self) -> usize {
+        usize::MAX
+    }
+    async fn description(&self, _input: Option<&ReadInput>) -> String {
+        DESCRIPTION.to_owned()
+    }
+    fn is_concurrency_safe(&self, _input: &ReadInput) -> bool {
+        true
+    }
+    fn is_read_only(&self, _input: &ReadInput) -> bool {
+        true
+    }
+
+    async fn validate(&self, input: &ReadInput, ctx: &ToolContext) -> ValidationResult {
+        if input.file_path.trim().is_empty() {
+            return ValidationResult::invalid_code("file_path must not be empty.", 1);
+        }
+        if let Some(pages) = &input.pages
+            && let Err(invalid) = parse_pages(pages)
+        {
+            return invalid;
+        }
+        let target = common::resolve(ctx, &input.file_path);
+        let ext = extension(&target);
+        if BINARY_EXTENSIONS.contains(&ext.as_str()) {
+            return ValidationResult::invalid_code(
+                format!(
+                    "This tool cannot read binary files. The file appears to be a binary .{ext} file. Please use appropriate tools for binary file analysis."
+                ),
+                4,
+            );
+        }
+        // Devices and FIFOs are refused here, before anything opens them.
+        if let Err(e) = path::check_regular_or_dir(&target) {
+            return ValidationResult::invalid_code(e.to_string(), 9);
+        }
+        ValidationResult::Valid
+    }
+
+    async fn check_permission(&self, input: &ReadInput, ctx: &ToolContext) -> PermissionDecision {
+        let target = common::resolve(ctx, &input.file_path);
+        ctx.permissions().check_read_path(&target, ctx)
+    }
+
+    async fn call(
+        &self,
+        input: ReadInput,
+        ctx: &ToolContext,
+    ) -> Result<ToolResult<ReadOutput>, ToolError> {
+        let target = common::resolve(ctx, &input.file_path);
+        let meta = match path::check_regular_or_dir(&target)? {
+            None => return Err(common::not_found(ctx, &target)),
+            Some(meta) if meta.is_dir() => {
+                return Err(ToolError::respond(format!(
+                    "EISDIR: illegal operation on a directory, read '{}'. Read only reads files; use Glob or `ls` (Bash) to list a directory.",
+                    target.display()
+                )));
+            }
+            Some(meta) => meta,
+        };
+        let ext = extension(&target);
+        if input.pages.is_some() && ext != "pdf" {
+            return Err(ToolError::respond(format!(
+                "The pages parameter applies only to PDF files; {} is not a PDF. Use offset and limit for text files.",
+                target.display()
+            )));
+        }
+        let key = common::ledger_key(&target);
+        let shown = target.display().to_string();
+        let ctx2 = ctx.clone();
+        let result = tokio::task::spawn_blocking(move || -> Result<_, ToolError> {
+            if IMAGE_EXTENSIONS.contains(&ext.as_str()) {
+                return image_read::read_image(&target, &shown, &meta, &key, &ctx2);
+            }
+            if ext == "pdf" {
+                return pdf::read_pdf(&target, &shown, &meta, input.pages.as_deref(), &key, &ctx2);
+            }
+            if ext == "ipynb" {
+                return notebook::read_notebook(&target, &shown, &meta, &key, &ctx2);
+            }
+            read_text(&target, &shown, &meta, &input, &key, &ctx2)
+        })
+        .await
+        .map_err(|e| ToolError::fatal(format!("internal error: Read failed: {e}")))??;
+        Ok(result)
+    }
+}
+
+/// What one streamed pass over a text file found.
+#[derive(Debug, Default)]
+pub(crate) struct Page {
+    /// The lines in the window, each cut to [`MAX_LINE_CHARS`], with how many characters
+    /// were cut
+    pub lines: Vec<(String, usize)>,
+    /// Lines in the file
+    pub total_lines: u64,
+    /// Whether the output cap stopped the page before its limit
+    pub capped: bool,
+    /// The whole file's hash, when it was small enough to hash
+    pub hash: Option<u64>,
+    /// Whether a NUL byte was seen in the first 8 KiB
+    pub binary: bool,
+}
+
+/// One line being collected: the first bytes (enough for [`MAX_LINE_CHARS`] characters) and
+/// the number of characters beyond them.
+#[derive(Default)]
+struct LineBuf {
+    bytes: Vec<u8>,
+    extra_chars: usize,
+}
+
+impl LineBuf {
+    const KEEP_BYTES: usize = MAX_LINE_CHARS * 4;
+
+    fn push(&mut self, part: &[u8]) {
+        let room = Self::KEEP_BYTES.saturating_sub(self.bytes.len());
+        let (kept, rest) = part.split_at(room.min(part.len()));
+        self.bytes.extend_from_slice(kept);
+        // Characters beyond the kept bytes: count the bytes that start a UTF-8 character.
+        self.extra_chars += rest.iter().filter(|&&b| (b as i8) >= -0x40).count();
+    }
+
+    fn finish(&mut self) -> (String, usize) {
+        let mut bytes = std::mem::take(&mut self.bytes);
+        if bytes.last() == Some(&b'\r') {
+            bytes.pop();
+        }
+        let text = String::from_utf8_lossy(&bytes);
+        let total_kept = text.chars().count();
+        let extra = std::mem::take(&mut self.extra_chars);
+        if total_kept <= MAX_LINE_CHARS && extra == 0 {
+            return (text.into_owned(), 0);
+        }
+        let cut: String = text.chars().take(MAX_LINE_CHARS).collect();
+        (cut, total_kept - MAX_LINE_CHARS.min(total_kept) + extra)
+    }
+}
+
+/// Streams `file` once: counts every line, keeps lines `start..start + limit` (0-based),
+/// stops keeping when their numbered form would pass `max_chars`, and hashes the file when
+/// it is at most [`HASH_LIMIT`] bytes.
+pub(crate) fn scan_page(
+    mut file: impl std::io::Read,
+    size: u64,
+    start: u64,
+    limit: u64,
+    max_chars: usize,
+) -> std::io::Result<Page> {
+    let mut page = Page::default();
+    let mut hash = (size <= HASH_LIMIT).then(StreamHash::default);
+    let mut buf = vec![0_u8; 1 << 20];
+    let mut line_no: u64 = 0; // 0-based index of the line being read
+    let mut current = LineBuf::default();
+    let mut chars_out = 0_usize;
+    let end = start.saturating_add(limit);
+    let mut first_chunk = true;
+    let mut saw_any = false;
+    let mut last_byte_newline = false;
+    loop {
+        let n = match file.read(&mut buf) {
+            Ok(0) => break,
+            Ok(n) => n,
+            Err(e) if e.kind() == std::io::ErrorKind::Interrupted => continue,
+            Err(e) => return Err(e),
+        };
+        let mut chunk = &buf[..n];
+        if let Some(h) = hash.as_mut() {
+            h.update(chunk);
+        }
+        if first_chunk {
+            first_chunk = false;
+            page.binary = memchr::memchr(0, &chunk[..chunk.len().min(8192)]).is_some();
+            chunk = chunk.strip_prefix(b"\xEF\xBB\xBF").unwrap_or(chunk);
+        }
+        if chunk.is_empty() {
+            continue;
+        }
+        saw_any = true;
+        last_byte_newline = chunk.last() == Some(&b'\n');
+        let keeping = |line_no: u64, page: &Page| line_no >= start && line_no < end && !page.capped;
+        if page.capped || line_no >= end {
+            // Past the window: only count lines.
+            line_no += memchr::memchr_iter(b'\n', chunk).count() as u64;
+            continue;
+        }
+        if line_no < start {
+            // Before the window: skip whole chunks that end before it.
+            let newlines = memchr::memchr_iter(b'\n', chunk).count() as u64;
+            if line_no + newlines < start {
+                line_no += newlines;
+                continue;
+            }
+        }
+        let mut pos = 0;
+        for nl in memchr::memchr_iter(b'\n', chunk) {
+            if keeping(line_no, &page) {
+                current.push(&chunk[pos..nl]);
+                let (text, cut) = current.finish();
+                let cost = text.len() + 12;
+                if chars_out + cost > max_chars && !page.lines.is_empty() {
+                    page.capped = true;
+                } else {
+                    chars_out += cost;
+                    page.lines.push((text, cut));
+                }
+            }
+            line_no += 1;
+            pos = nl + 1;
+        }
+        if keeping(line_no, &page) {
+            current.push(&chunk[pos..]);
+        }
+    }
+    // The last line, when the file does not end with a newline.
+    if saw_any && !last_byte_newline {
+        if line_no >= start && line_no < end && !page.capped {
+            let (text, cut) = current.finish();
+            let cost = text.len() + 12;
+            if chars_out + cost > max_chars && !page.lines.is_empty() {
+                page.capped = true;
+            } else {
+                page.lines.push((text, cut));
+            }
+        }
+        line_no += 1;
+    }
+    page.total_lines = line_no;
+    page.hash = hash.map(StreamHash::finish);
+    Ok(page)
+}
+
+fn read_text(
+    target: &Path,
+    shown: &str,
+    meta: &std::fs::Metadata,
+    input: &ReadInput,
+    key: &PathBuf,
+    ctx: &ToolContext,
+) -> Result<ToolResult<ReadOutput>, ToolError> {
+    let offset = input.offset;
+    // Lines are numbered from 1 even for offset 0 (the reference numbered them from 0).
+    let start_line = offset.unwrap_or(1).max(1);
+    let limit = input.limit.unwrap_or(DEFAULT_LIMIT);
+    let previous = ctx.ledger().get(key);
+    let same_request = previous.as_ref().is_some_and(|r| {
+        r.source == ReadSource::Read && r.offset == input.offset && r.limit == input.limit
+    });
+    let mtime = meta.modified().ok();
+    // Huge files carry no hash: an identical re-read is recognised by time and size.
+    if same_request
+        && let Some(r) = &previous
+        && r.content_hash.is_none()
+        && r.mtime == mtime
+        && mtime.is_some()
+        && r.len == meta.len()
+    {
+        return Ok(unchanged(shown));
+    }
+    let file = File::open(target).map_err(|e| ToolError::io(target, e))?;
+    let head = peek_utf16(target)?;
+    let page = match head {
+        Some(text) => scan_page(
+            std::io::Cursor::new(text.into_bytes()),
+            0,
+            start_line - 1,
+            limit,
+            MAX_OUTPUT_CHARS,
+        )
+        .map(|mut p| {
+            p.hash = std::fs::read(target)
+                .ok()
+                .map(|b| tool_core::content_hash(&b));
+            p
+        }),
+        None => scan_page(file, meta.len(), start_line - 1, limit, MAX_OUTPUT_CHARS),
+    }
+    .map_err(|e| ToolError::io(target, e))?;
+    if page.binary {
+        return Err(ToolError::respond(format!(
+            "This tool cannot read binary files. {shown} appears to be binary ({} bytes, NUL bytes in its first block). Please use appropriate tools for binary file analysis.",
+            meta.len()
+        )));
+    }
+    if same_request
+        && let (Some(r), Some(hash)) = (&previous, page.hash)
+        && r.content_hash == Some(hash)
+    {
+        return Ok(unchanged(shown));
+    }
+    ctx.ledger().record(
+        key,
+        ReadRecord {
+            content_hash: page.hash,
+            mtime,
+            len: meta.len(),
+            offset: input.offset,
+            limit: input.limit,
+            partial_view: false,
+            source: ReadSource::Read,
+        },
+    );
+    let num_lines = page.lines.len() as u64;
+    let last_shown = start_line + num_lines.saturating_sub(1);
+    let truncated = num_lines > 0 && last_shown < page.total_lines;
+    let mut text = String::new();
+    let mut content = String::new();
+    for (i, (line, cut)) in page.lines.iter().enumerate() {
+        let n = start_line + i as u64;
+        text.push_str(&n.to_string());
+        text.push('\t');
+        text.push_str(line);
+        if *cut > 0 {
+            text.push_str(&format!("… [line truncated: {cut} more characters]"));
+        }
+        text.push('\n');
+        content.push_str(line);
+        content.push('\n');
+    }
+    let text = if page.total_lines == 0 {
+        EMPTY_FILE.to_owned()
+    } else if num_lines == 0 {
+        format!(
+            "<system-reminder>Warning: the file exists but is shorter than the provided offset ({start_line}). The file has {} lines.</system-reminder>",
+            page.total_lines
+        )
+    } else if truncated {
+        let why = if page.capped {
+            format!(" (the page stopped at {MAX_OUTPUT_CHARS} characters)")
+        } else {
+            String::new()
+        };
+        format!(
+            "{text}\n[Showing lines {start_line}-{last_shown} of {}{why}. To read more, call Read with offset: {}.]",
+            page.total_lines,
+            last_shown + 1
+        )
+    } else {
+        text.trim_end_matches('\n').to_owned()
+    };
+    let output = ReadOutput::Text {
+        file_path: shown.to_owned(),
+        content,
+        num_lines,
+        start_line,
+        total_lines: page.total_lines,
+        truncated,
+    };
+    Ok(ToolResult::ok(output).with_text(text))
+}
+
+/// A UTF-16 file (with a BOM) decoded whole, or `None` for anything else. UTF-16 files are
+/// rare and small; above 64 MiB they are refused.
+fn peek_utf16(target: &Path) -> Result<Option<String>, ToolError> {
+    let mut head = [0_u8; 2];
+    let mut file = File::open(target).map_err(|e| ToolError::io(target, e))?;
+    let n = file.read(&mut head).map_err(|e| ToolError::io(target, e))?;
+    if n < 2 || !(head == [0xFF, 0xFE] || head == [0xFE, 0xFF]) {
+        return Ok(None);
+    }
+    let len = file.metadata().map_err(|e| ToolError::io(target, e))?.len();
+    if len > HASH_LIMIT {
+        return Err(ToolError::respond(format!(
+            "{} is a UTF-16 file of {len} bytes; Read pages through UTF-16 files only up to {HASH_LIMIT} bytes. Use Bash (iconv) to convert it.",
+            target.display()
+        )));
+    }
+    let bytes = std::fs::read(target).map_err(|e| ToolError::io(target, e))?;
+    Ok(Some(crate::text::decode_lossy(&bytes)))
+}
+
+fn unchanged(shown: &str) -> ToolResult<ReadOutput> {
+    ToolResult::ok(ReadOutput::FileUnchanged {
+        file_path: shown.to_owned(),
+    })
+    .with_text(FILE_UNCHANGED)
+}
+
+/// Records a whole-file read of `bytes` (images, PDFs, notebooks).
+pub(crate) fn record_whole(ctx: &ToolContext, key: &Path, meta: &std::fs::Metadata, bytes: &[u8]) {
+    ctx.ledger().record(
+        key,
+        ReadRecord {
+            content_hash: common::ledger_hash(bytes),
+            mtime: meta.modified().ok(),
+            len: meta.len(),
+            offset: None,
+            limit: None,
+            partial_view: false,
+            source: ReadSource::Read,
+        },
+    );
+}
+
+/// Reads a whole file of at most `cap` bytes.
+pub(crate) fn read_capped(target: &Path, cap: u64, what: &str) -> Result<Vec<u8>, ToolError> {
+    let len = std::fs::metadata(target)
+        .map_err(|e| ToolError::io(target, e))?
+        .len();
+    if len > cap {
+        return Err(ToolError::respond(format!(
+            "{what} {} is {len} bytes, more than the {cap} bytes Read accepts for this kind of file.",
+            target.display()
+        )));
+    }
+    let mut bytes = Vec::with_capacity(usize::try_from(len).unwrap_or(0));
+    File::open(target)
+        .and_then(|f| f.take(cap + 1).read_to_end(&mut bytes))
+        .map_err(|e| ToolError::io(target, e))?;
+    Ok(bytes)
+}
+
+/// A JSON value rendered for the data of a result.
+#[allow(dead_code)]
+pub(crate) fn json_text(value: &Value) -> String {
+    value.to_string()
+}
+
+/// Pushes a text block.
+pub(crate) fn text_block(text: impl Into<String>) -> ContentBlock {
+    ContentBlock::text(text)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn scan(text: &str, start: u64, limit: u64) -> Page {
+        scan_page(
+            text.as_bytes(),
+            text.len() as u64,
+            start,
+            limit,
+            MAX_OUTPUT_CHARS,
+        )
+        .unwrap()
+    }
+
+    fn lines(p: &Page) -> Vec<&str> {
+        p.lines.iter().map(|(l, _)| l.as_str()).collect()
+    }
+
+    #[test]
+    fn pages_of_lines() {
+        let p = scan("a\nb\r\nc", 0, 10);
+        assert_eq!(lines(&p), ["a", "b", "c"]);
+        assert_eq!(p.total_lines, 3);
+        let p = scan("a\nb\nc\n", 1, 1);
+        assert_eq!(lines(&p), ["b"]);
+        assert_eq!(p.total_lines, 3);
+        let p = scan("\u{FEFF}x\n", 0, 5);
+        assert_eq!(lines(&p), ["x"]);
+        assert_eq!(scan("", 0, 5).total_lines, 0);
+        assert_eq!(scan("\n", 0, 5).total_lines, 1);
+        assert_eq!(scan("a\nb\n", 5, 5).lines.len(), 0);
+        assert_eq!(
+            scan("a\n", 0, 5).hash,
+            Some(tool_core::content_hash(b"a\n"))
+        );
+    }
+
+    #[test]
+    fn long_lines_are_cut() {
+        let long = "é".repeat(MAX_LINE_CHARS + 10);
+        let p = scan(&format!("{long}\nshort\n"), 0, 10);
+        assert_eq!(p.lines[0].0.chars().count(), MAX_LINE_CHARS);
+        assert_eq!(p.lines[0].1, 10);
+        assert_eq!(p.lines[1], ("short".to_owned(), 0));
+        let huge = "x".repeat(5 * 1024 * 1024);
+        let p = scan(&huge, 0, 10);
+        assert_eq!(p.lines[0].1, huge.len() - MAX_LINE_CHARS);
+    }
+
+    #[test]
+    fn windows_across_chunks() {
+        let text: String = (1..=300_000).map(|i| format!("line {i}\n")).collect();
+        let p = scan(&text, 250_000, 3);
+        assert_eq!(lines(&p), ["line 250001", "line 250002", "line 250003"]);
+        assert_eq!(p.total_lines, 300_000);
+        let p = scan_page(text.as_bytes(), text.len() as u64, 0, 100_000, 1000).unwrap();
+        assert!(p.capped);
+        assert!(p.lines.len() < 100);
+    }
+
+    #[test]
+    fn page_ranges() {
+        assert_eq!(parse_pages("3"), Ok(PageRange { first: 3, last: 3 }));
+        assert_eq!(parse_pages("1-5"), Ok(PageRange { first: 1, last: 5 }));
+        assert_eq!(
+            parse_pages("10-29"),
+            Ok(PageRange {
+                first: 10,
+                last: 29
+            })
+        );
+        for bad in ["0", "a", "5-3", "", "1-", "-2"] {
+            assert!(
+                matches!(
+                    parse_pages(bad),
+                    Err(ValidationResult::Invalid {
+                        error_code: Some(7),
+                        ..
+                    })
+                ),
+                "{bad}"
+            );
+        }
+        assert!(matches!(
+            parse_pages("1-21"),
+            Err(ValidationResult::Invalid {
+                error_code: Some(8),
+                ..
+            })
+        ));
+    }
+}
