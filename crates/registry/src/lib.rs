@@ -95,6 +95,8 @@ fn compiled_tools() -> Vec<Arc<dyn Tool>> {
     let mut tools: Vec<Arc<dyn Tool>> = Vec::new();
     #[cfg(feature = "fs")]
     tools.extend(tools_fs::tools());
+    #[cfg(feature = "web")]
+    tools.extend(tools_web::tools());
     tools
 }
 

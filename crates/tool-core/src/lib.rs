@@ -83,6 +83,7 @@ mod result;
 mod rule;
 mod schema;
 mod settings;
+mod summariser;
 mod tool;
 
 pub use budget::{
@@ -116,6 +117,7 @@ pub use schema::{
     openai_strict, schema_for, tool_declaration,
 };
 pub use settings::{PermissionSettings, Settings, SettingsLayer};
+pub use summariser::Summariser;
 pub use tool::{ParsedInput, Tool, ToolCategory, Typed, TypedTool, ValidationResult};
 
 /// Re-exported so tools and hosts name the same token type.

@@ -227,11 +227,17 @@ fn features_decide_which_tools_exist() {
         cfg!(feature = "fs"),
         "{names:?}"
     );
+    for web in ["WebFetch"] {
+        assert_eq!(
+            names.iter().any(|n| n == web),
+            cfg!(feature = "web"),
+            "{names:?}"
+        );
+    }
     // Categories whose issues have not landed contribute nothing yet, with or without their
     // feature; when they land, their tools appear here under their feature.
     for absent in [
         "Bash",
-        "WebFetch",
         "LSP",
         "Agent",
         "TaskStop",
