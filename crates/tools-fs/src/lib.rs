@@ -33,29 +33,43 @@
 
 mod atomic;
 mod common;
+mod diff;
+mod edit;
 mod glob;
 mod ignore_policy;
 mod image_read;
+mod matching;
 mod notebook;
 mod pdf;
 mod read;
 mod text;
+mod write;
 
 use std::sync::Arc;
 
+pub use diff::Hunk;
+pub use edit::{
+    AppliedEdit, Edit, EditInput, EditOperation, EditOutput, MAX_EDIT_FILE, MultiEdit,
+    MultiEditInput,
+};
 pub use glob::{Glob, GlobInput, GlobOutput, MAX_RESULTS, TIMEOUT};
 pub use ignore_policy::{IgnorePolicy, VCS_DIRS, suggest_similar};
 pub use image_read::{MAX_IMAGE_BYTES, MAX_IMAGE_SIDE};
+pub use matching::MatchKind;
 pub use pdf::MAX_PAGES_WITHOUT_RANGE;
 pub use read::{
     DEFAULT_LIMIT, EMPTY_FILE, FILE_UNCHANGED, ImageDimensions, MAX_LINE_CHARS, MAX_OUTPUT_CHARS,
     MAX_PDF_PAGES, NotebookCellView, Read, ReadInput, ReadOutput,
 };
+pub use write::{Write, WriteInput, WriteOutput};
 
 /// Every tool of this crate, ready for a pool.
 pub fn tools() -> Vec<Arc<dyn tool_core::Tool>> {
     vec![
         Arc::new(tool_core::Typed::new(Glob)),
         Arc::new(tool_core::Typed::new(Read)),
+        Arc::new(tool_core::Typed::new(Edit)),
+        Arc::new(tool_core::Typed::new(MultiEdit)),
+        Arc::new(tool_core::Typed::new(Write)),
     ]
 }

@@ -1,0 +1,175 @@
+//! Write: creates a file, or replaces one read earlier in the session; keeps the existing
+//! file's encoding, BOM, line endings and mode (the reference dropped CRLF); atomic.
+
+use async_trait::async_trait;
+use schemars::JsonSchema;
+use serde::{Deserialize, Serialize};
+use tool_core::{
+    PermissionDecision, ToolAnnotations, ToolCategory, ToolContext, ToolError, ToolResult,
+    TypedTool, ValidationResult,
+};
+
+use crate::atomic::write_atomic;
+use crate::common::{self, create_parents, existing_file, unchanged_since, write_target};
+use crate::diff::{Hunk, hunks_whole, unified};
+use crate::text::{LineEnding, TextFile, decode, dominant_ending, with_ending};
+
+const DESCRIPTION: &str = "Writes a file to the local filesystem.
+
+Usage:
+- This tool will overwrite the existing file if there is one at the provided path.
+- If this is an existing file, you MUST use the Read tool first to read the file's contents. This tool will fail if you did not read the file first.
+- The existing file keeps its encoding, byte-order mark, line endings (CRLF stays CRLF) and permissions; missing parent directories are created.
+- ALWAYS prefer editing existing files in the codebase. NEVER write new files unless explicitly required.
+- NEVER proactively create documentation files (*.md) or README files. Only create documentation files if explicitly requested by the User.
+- Only use emojis if the user explicitly requests it. Avoid writing emojis to files unless asked.";
+
+/// Input of Write.
+#[derive(Debug, Clone, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct WriteInput {
+    /// The absolute path to the file to write (must be absolute, not relative)
+    pub file_path: String,
+    /// The content to write to the file
+    pub content: String,
+}
+
+/// Output of Write.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct WriteOutput {
+    /// `create` or `update`
+    #[serde(rename = "type")]
+    pub kind: String,
+    /// The file
+    pub file_path: String,
+    /// The change as hunks (empty for a new file, or when too large to diff)
+    pub structured_patch: Vec<Hunk>,
+    /// The change as a unified diff
+    pub diff: String,
+    /// Bytes written
+    pub bytes_written: usize,
+}
+
+/// The Write tool.
+#[derive(Debug, Clone, Copy, Default)]
+pub struct Write;
+
+fn run(
+    ctx: &ToolContext,
+    input: &WriteInput,
+) -> Result<(WriteOutput, std::path::PathBuf, String), ToolError> {
+    let given = common::resolve(ctx, &input.file_path);
+    let target = write_target(&given)?;
+    let shown = given.display().to_string();
+    let key = common::ledger_key(&target);
+    let meta = existing_file(&target)?;
+    let (bytes, text, old_text) = match &meta {
+        None => {
+            create_parents(&target)?;
+            (
+                input.content.as_bytes().to_vec(),
+                input.content.clone(),
+                None,
+            )
+        }
+        Some(meta) => {
+            let current = std::fs::read(&target).map_err(|e| ToolError::io(&target, e))?;
+            common::check_fresh(ctx, &key, meta, &current)?;
+            // Keep what the file was: encoding, BOM, CRLF. A file that is not text is
+            // replaced by the content as given.
+            let (file, old) = match decode(&current) {
+                Ok(file) => {
+                    let old = file.text.clone();
+                    (file, Some(old))
+                }
+                Err(_) => (TextFile::utf8(String::new()), None),
+            };
+            let mut text = input.content.clone();
+            if let Some(old) = &old
+                && dominant_ending(old) == LineEnding::CrLf
+            {
+                text = with_ending(&text, LineEnding::CrLf);
+            }
+            (file.encode(&text), text, old)
+        }
+    };
+    write_atomic(&target, &bytes, meta.as_ref(), || {
+        unchanged_since(&target, meta.as_ref())
+    })?;
+    common::record_write(ctx, &key, &bytes);
+    let structured_patch = old_text
+        .as_deref()
+        .map(|old| hunks_whole(old, &text))
+        .unwrap_or_default();
+    let output = WriteOutput {
+        kind: if meta.is_some() { "update" } else { "create" }.to_owned(),
+        diff: unified(&shown, &structured_patch),
+        file_path: shown,
+        structured_patch,
+        bytes_written: bytes.len(),
+    };
+    Ok((output, target, text))
+}
+
+#[async_trait]
+impl TypedTool for Write {
+    type Input = WriteInput;
+    type Output = WriteOutput;
+
+    fn name(&self) -> &'static str {
+        "Write"
+    }
+    fn search_hint(&self) -> Option<&'static str> {
+        Some("create or overwrite files")
+    }
+    fn category(&self) -> ToolCategory {
+        ToolCategory::FileSystem
+    }
+    fn annotations(&self) -> ToolAnnotations {
+        ToolAnnotations {
+            destructive: true,
+            idempotent: true,
+            ..ToolAnnotations::default()
+        }
+    }
+    async fn description(&self, _input: Option<&WriteInput>) -> String {
+        DESCRIPTION.to_owned()
+    }
+    fn is_concurrency_safe(&self, _input: &WriteInput) -> bool {
+        false
+    }
+    fn is_read_only(&self, _input: &WriteInput) -> bool {
+        false
+    }
+    async fn validate(&self, input: &WriteInput, _ctx: &ToolContext) -> ValidationResult {
+        if input.file_path.trim().is_empty() {
+            return ValidationResult::invalid_code("file_path must not be empty.", 1);
+        }
+        ValidationResult::Valid
+    }
+    async fn check_permission(&self, input: &WriteInput, ctx: &ToolContext) -> PermissionDecision {
+        let target = common::resolve(ctx, &input.file_path);
+        ctx.permissions().check_write_path(&target, ctx)
+    }
+    async fn call(
+        &self,
+        input: WriteInput,
+        ctx: &ToolContext,
+    ) -> Result<ToolResult<WriteOutput>, ToolError> {
+        let ctx2 = ctx.clone();
+        let (output, target, text) = tokio::task::spawn_blocking(move || run(&ctx2, &input))
+            .await
+            .map_err(|e| ToolError::fatal(format!("internal error: Write failed: {e}")))??;
+        common::notify_lsp(ctx, &target, &text).await;
+        let message = if output.kind == "create" {
+            format!("File created successfully at: {}", output.file_path)
+        } else {
+            format!(
+                "The file {} has been updated successfully.",
+                output.file_path
+            )
+        };
+        Ok(ToolResult::ok(output).with_text(message))
+    }
+}

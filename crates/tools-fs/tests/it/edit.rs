@@ -1,0 +1,627 @@
+//! Edit, MultiEdit and Write through the pool: read-before-write and staleness by content,
+//! matching rules, messages, encodings, line endings, modes, the LSP hook, protected paths
+//! and symlinks (safety rows 19, 20, 22, 26–34, 36, 37).
+
+use std::os::unix::fs::PermissionsExt;
+use std::path::{Path, PathBuf};
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use async_trait::async_trait;
+use serde_json::{Value, json};
+use tool_core::{
+    CallResult, FileDiagnostic, LspManager, PermissionEngine, PermissionMode, ToolContext,
+    ToolError,
+};
+
+use crate::Fixture;
+
+/// A context that may write inside the root without asking.
+fn ctx(f: &Fixture) -> ToolContext {
+    f.context_with(PermissionMode::AcceptEdits, &[])
+}
+
+fn read(f: &Fixture, ctx: &ToolContext, rel: &str) -> CallResult {
+    let r = f.call_tool(
+        ctx,
+        "Read",
+        &json!({"file_path": format!("{{root}}/{rel}")}),
+    );
+    assert!(!r.is_error, "{r:#?}");
+    r
+}
+
+fn edit(f: &Fixture, ctx: &ToolContext, rel: &str, old: &str, new: &str) -> CallResult {
+    f.call_tool(
+        ctx,
+        "Edit",
+        &json!({"file_path": format!("{{root}}/{rel}"), "old_string": old, "new_string": new}),
+    )
+}
+
+/// Writes `before` as `f.txt`, reads it, edits `old` → `new`, and checks the bytes after.
+#[track_caller]
+fn check(before: &[u8], old: &str, new: &str, after: &[u8]) -> CallResult {
+    let f = Fixture::new(&[]);
+    f.write("f.txt", before);
+    let c = ctx(&f);
+    read(&f, &c, "f.txt");
+    let r = edit(&f, &c, "f.txt", old, new);
+    assert!(!r.is_error, "{r:#?}");
+    assert_eq!(
+        String::from_utf8_lossy(&f.read("f.txt")),
+        String::from_utf8_lossy(after)
+    );
+    assert_eq!(f.read("f.txt"), after);
+    r
+}
+
+#[test]
+fn edit_replaces_and_reports_a_diff() {
+    let r = check(b"a\nb\nc\n", "b", "B", b"a\nB\nc\n");
+    let path = r.data["filePath"].as_str().unwrap().to_owned();
+    assert_eq!(
+        r.text(),
+        format!("The file {path} has been updated successfully.")
+    );
+    assert_eq!(
+        r.data["diff"],
+        format!("--- {path}\n+++ {path}\n@@ -1,3 +1,3 @@\n a\n-b\n+B\n c\n")
+    );
+    assert_eq!(r.data["structuredPatch"][0]["oldStart"], 1);
+    assert_eq!(r.data["oldString"], "b");
+    assert_eq!(r.data["edits"][0]["matchedBy"], "exact");
+}
+
+#[test]
+fn replacement_is_literal_and_deletion_takes_the_newline() {
+    check(b"x = 1\n", "1", "$& $1 $$", b"x = $& $1 $$\n");
+    check(b"keep\ndrop\nkeep2\n", "drop", "", b"keep\nkeep2\n");
+}
+
+#[test]
+fn matches_must_be_unique_unless_replace_all() {
+    // Row 34: 0 or 2 matches → refused with the count; the file is unchanged.
+    let f = Fixture::new(&[]);
+    f.write("f.txt", "x\nx\n");
+    let c = ctx(&f);
+    read(&f, &c, "f.txt");
+    let r = edit(&f, &c, "f.txt", "x", "y");
+    assert_eq!(
+        r.text(),
+        "<tool_use_error>Found 2 matches of the string to replace, but replace_all is false. To replace all occurrences, set replace_all to true. To replace only one occurrence, please provide more context to uniquely identify the instance.\nString: x</tool_use_error>"
+    );
+    let r = edit(&f, &c, "f.txt", "nothing", "y");
+    assert_eq!(
+        r.text(),
+        "<tool_use_error>String to replace not found in file.\nString: nothing</tool_use_error>"
+    );
+    assert_eq!(f.read("f.txt"), b"x\nx\n");
+    let r = f.call_tool(
+        &c,
+        "Edit",
+        &json!({"file_path": "{root}/f.txt", "old_string": "x", "new_string": "y", "replace_all": true}),
+    );
+    let path = f.path("f.txt").display().to_string();
+    assert_eq!(
+        r.text(),
+        format!("The file {path} has been updated. All occurrences were successfully replaced.")
+    );
+    assert_eq!(f.read("f.txt"), b"y\ny\n");
+}
+
+#[test]
+fn near_misses_match_when_unique_and_say_how() {
+    let r = check(
+        "s = “hi”\n".as_bytes(),
+        "s = \"hi\"",
+        "s = \"yo\"",
+        "s = “yo”\n".as_bytes(),
+    );
+    assert!(
+        r.text()
+            .contains("Note: old_string matched after reading curly quotes as straight ones"),
+        "{}",
+        r.text()
+    );
+    let r = check(
+        b"fn f() {\n\tlet a = 1;  \n\tlet b = 2;\n}\n",
+        "    let a = 1;\n    let b = 2;",
+        "    let a = 10;\n    let b = 20;",
+        b"fn f() {\n\tlet a = 10;\n\tlet b = 20;\n}\n",
+    );
+    assert_eq!(r.data["edits"][0]["matchedBy"], "whitespace");
+}
+
+#[test]
+fn not_found_names_the_closest_lines() {
+    let f = Fixture::new(&[]);
+    f.write("f.rs", "fn a() {}\nfn b() {\n    call(1);\n}\n");
+    let c = ctx(&f);
+    read(&f, &c, "f.rs");
+    let r = edit(&f, &c, "f.rs", "fn b() {\n    call(2);\n}", "x");
+    assert_eq!(
+        r.text(),
+        "<tool_use_error>String to replace not found in file.\nString: fn b() {\n    call(2);\n}\n\nThe closest match is at lines 2-4 of the file:\n2\tfn b() {\n3\t    call(1);\n4\t}\nThe first line that differs is line 3:\n  file:       \"    call(1);\"\n  old_string: \"    call(2);\"</tool_use_error>"
+    );
+}
+
+#[test]
+fn read_first_and_staleness_by_content() {
+    let f = Fixture::new(&[]);
+    f.write("f.txt", "one\n");
+    let c = ctx(&f);
+    let r = edit(&f, &c, "f.txt", "one", "two");
+    assert_eq!(
+        r.text(),
+        "<tool_use_error>File has not been read yet. Read it first before writing to it.</tool_use_error>"
+    );
+    read(&f, &c, "f.txt");
+    // Touched without a change: still fresh.
+    f.set_mtime("f.txt", Duration::from_secs(1_700_000_000));
+    assert!(!edit(&f, &c, "f.txt", "one", "two").is_error);
+    // Row 32: changed by someone else after the read → refused; their change is kept.
+    f.write("f.txt", "two\nexternal\n");
+    let r = edit(&f, &c, "f.txt", "two", "three");
+    assert!(
+        r.text().starts_with("<tool_use_error>File has been modified since read, either by the user or by a linter. Read it again before attempting to write it."),
+        "{r:#?}"
+    );
+    assert_eq!(f.read("f.txt"), b"two\nexternal\n");
+    // A read with offset/limit counts as a read.
+    let r = f.call_tool(
+        &c,
+        "Read",
+        &json!({"file_path": "{root}/f.txt", "offset": 2, "limit": 1}),
+    );
+    assert!(!r.is_error);
+    assert!(!edit(&f, &c, "f.txt", "two", "three").is_error);
+    // Our own edit updates the ledger: a second edit needs no new read.
+    assert!(!edit(&f, &c, "f.txt", "three", "four").is_error);
+    assert_eq!(f.read("f.txt"), b"four\nexternal\n");
+}
+
+#[test]
+fn empty_old_string_creates_or_fills() {
+    let f = Fixture::new(&[]);
+    let c = ctx(&f);
+    let r = edit(&f, &c, "new/dir/n.txt", "", "hello\n");
+    assert!(!r.is_error, "{r:#?}");
+    assert_eq!(
+        r.text(),
+        format!(
+            "File created successfully at: {}",
+            f.path("new/dir/n.txt").display()
+        )
+    );
+    assert_eq!(f.read("new/dir/n.txt"), b"hello\n");
+    f.write("empty.txt", "");
+    assert!(!edit(&f, &c, "empty.txt", "", "filled").is_error);
+    assert_eq!(f.read("empty.txt"), b"filled");
+    f.write("full.txt", "content");
+    let r = edit(&f, &c, "full.txt", "", "x");
+    read(&f, &c, "full.txt");
+    let r2 = edit(&f, &c, "full.txt", "", "x");
+    for r in [r, r2] {
+        assert!(
+            r.text()
+                .contains("Cannot create new file - file already exists."),
+            "{r:#?}"
+        );
+    }
+}
+
+#[test]
+fn input_rules() {
+    let f = Fixture::new(&["a.ipynb = {}", "src/main.rs = x"]);
+    let c = ctx(&f);
+    assert_eq!(
+        edit(&f, &c, "f.txt", "same", "same").text(),
+        "<tool_use_error>No changes to make: old_string and new_string are exactly the same.</tool_use_error>"
+    );
+    assert_eq!(
+        edit(&f, &c, "a.ipynb", "a", "b").text(),
+        "<tool_use_error>File is a Jupyter Notebook. Use the NotebookEdit to edit this file.</tool_use_error>"
+    );
+    assert_eq!(
+        edit(&f, &c, "src/mainn.rs", "a", "b").text(),
+        f.expand("<tool_use_error>File does not exist. Note: your current working directory is {root}. Did you mean {root}/src/main.rs?</tool_use_error>")
+    );
+    let r = f.call_tool(
+        &c,
+        "Edit",
+        &json!({"file_path": "{root}/x", "old_string": "a"}),
+    );
+    assert!(
+        r.text()
+            .contains("The required parameter `new_string` is missing"),
+        "{r:#?}"
+    );
+}
+
+#[test]
+fn encodings_boms_and_binary() {
+    // Row 30: the UTF-8 BOM stays.
+    check(b"\xEF\xBB\xBFa\nb\n", "b", "c", b"\xEF\xBB\xBFa\nc\n");
+    // UTF-16LE with BOM stays UTF-16LE.
+    let utf16 = |s: &str| {
+        let mut v = vec![0xFF, 0xFE];
+        for u in s.encode_utf16() {
+            v.extend_from_slice(&u.to_le_bytes());
+        }
+        v
+    };
+    check(
+        &utf16("héllo\r\nwörld\r\n"),
+        "wörld",
+        "welt",
+        &utf16("héllo\r\nwelt\r\n"),
+    );
+    // Row 27: Latin-1 is refused; the byte is not rewritten.
+    let f = Fixture::new(&[]);
+    f.write("latin.txt", b"caf\xe9\nbar\n");
+    let c = ctx(&f);
+    read(&f, &c, "latin.txt");
+    let r = edit(&f, &c, "latin.txt", "bar", "baz");
+    assert!(
+        r.text().contains(
+            "is not valid utf-8 text (invalid byte sequence at byte 3). It was not modified"
+        ),
+        "{r:#?}"
+    );
+    assert_eq!(f.read("latin.txt"), b"caf\xe9\nbar\n");
+    // Row 26: a PNG is refused by Edit.
+    f.write("img.png", b"\x89PNG\r\n\x1a\n\0\0\0\rIHDR");
+    let r = edit(&f, &c, "img.png", "PNG", "JPG");
+    assert!(r.text().contains("it is a binary file"), "{r:#?}");
+}
+
+#[test]
+fn line_endings_of_untouched_lines_are_kept() {
+    // Row 28: CRLF; only the edited line changes.
+    check(b"a\r\nb\r\nc\r\n", "b", "B", b"a\r\nB\r\nc\r\n");
+    check(
+        b"a\r\nb\r\nc\r\n",
+        "a\nb",
+        "x\ny\nz",
+        b"x\r\ny\r\nz\r\nc\r\n",
+    );
+    // Row 29: mixed endings; untouched lines byte-identical.
+    check(b"a\r\nb\nc\r\nd\n", "c", "C", b"a\r\nb\nC\r\nd\n");
+    check(b"a\r\nb\nc\r\nd\n", "b\nc", "B\nC", b"a\r\nB\nC\r\nd\n");
+}
+
+#[test]
+fn mode_is_kept() {
+    // Row 31.
+    let f = Fixture::new(&[]);
+    f.write("run.sh", "#!/bin/sh\necho hi\n");
+    std::fs::set_permissions(f.path("run.sh"), std::fs::Permissions::from_mode(0o755)).unwrap();
+    let c = ctx(&f);
+    read(&f, &c, "run.sh");
+    assert!(!edit(&f, &c, "run.sh", "hi", "bye").is_error);
+    let meta = std::fs::metadata(f.path("run.sh")).unwrap();
+    assert_eq!(meta.permissions().mode() & 0o7777, 0o755);
+    let w = f.call_tool(
+        &c,
+        "Write",
+        &json!({"file_path": "{root}/run.sh", "content": "#!/bin/sh\n"}),
+    );
+    assert!(!w.is_error, "{w:#?}");
+    let meta = std::fs::metadata(f.path("run.sh")).unwrap();
+    assert_eq!(meta.permissions().mode() & 0o7777, 0o755);
+}
+
+#[test]
+fn multi_edit_is_all_or_nothing() {
+    let f = Fixture::new(&[]);
+    f.write("m.txt", "alpha\nbeta\ngamma\n");
+    let c = ctx(&f);
+    read(&f, &c, "m.txt");
+    let r = f.call_tool(
+        &c,
+        "MultiEdit",
+        &json!({"file_path": "{root}/m.txt", "edits": [
+            {"old_string": "alpha", "new_string": "ALPHA"},
+            {"old_string": "zzz", "new_string": "DELTA"},
+        ]}),
+    );
+    assert_eq!(
+        r.text(),
+        "<tool_use_error>Edit 2 of 2 failed: String to replace not found in file.\nString: zzz\nNo edits were applied; the file is unchanged.</tool_use_error>"
+    );
+    assert_eq!(f.read("m.txt"), b"alpha\nbeta\ngamma\n");
+    let r = f.call_tool(
+        &c,
+        "MultiEdit",
+        &json!({"file_path": "{root}/m.txt", "edits": [
+            {"old_string": "alpha", "new_string": "ALPHA"},
+            {"old_string": "gamma", "new_string": "GAMMA"},
+            {"old_string": "a", "new_string": "4", "replace_all": true},
+        ]}),
+    );
+    assert!(!r.is_error, "{r:#?}");
+    assert_eq!(f.read("m.txt"), b"ALPHA\nbet4\nGAMMA\n");
+    assert_eq!(r.data["edits"].as_array().map(Vec::len), Some(3));
+    assert!(
+        r.data["diff"]
+            .as_str()
+            .unwrap()
+            .contains("-alpha\n-beta\n-gamma\n+ALPHA\n+bet4\n+GAMMA\n"),
+        "{r:#?}"
+    );
+    let r = f.call_tool(
+        &c,
+        "MultiEdit",
+        &json!({"file_path": "{root}/m.txt", "edits": [
+            {"old_string": "bet4", "new_string": "new text"},
+            {"old_string": "new text", "new_string": "z"},
+        ]}),
+    );
+    assert!(r.text().contains("Edit 2 of 2 failed: Cannot edit file: old_string is a substring of a new_string from a previous edit."), "{r:#?}");
+    let r = f.call_tool(
+        &c,
+        "MultiEdit",
+        &json!({"file_path": "{root}/m.txt", "edits": []}),
+    );
+    assert!(r.is_error);
+    let r = f.call_tool(
+        &c,
+        "MultiEdit",
+        &json!({"file_path": "{root}/m.txt", "edits": [
+        {"old_string": "q", "new_string": "q"}]}),
+    );
+    assert_eq!(
+        r.text(),
+        "<tool_use_error>Edit 1 of 1: No changes to make: old_string and new_string are exactly the same.</tool_use_error>"
+    );
+}
+
+#[test]
+fn write_creates_and_updates() {
+    let f = Fixture::new(&[]);
+    let c = ctx(&f);
+    let r = f.call_tool(
+        &c,
+        "Write",
+        &json!({"file_path": "{root}/a/b/new.txt", "content": "x\n"}),
+    );
+    assert_eq!(
+        r.text(),
+        format!(
+            "File created successfully at: {}",
+            f.path("a/b/new.txt").display()
+        )
+    );
+    assert_eq!(r.data["type"], "create");
+    // Row 33: an existing file never read is refused.
+    f.write("old.txt", "old\n");
+    let r = f.call_tool(
+        &c,
+        "Write",
+        &json!({"file_path": "{root}/old.txt", "content": "new\n"}),
+    );
+    assert_eq!(
+        r.text(),
+        "<tool_use_error>File has not been read yet. Read it first before writing to it.</tool_use_error>"
+    );
+    read(&f, &c, "old.txt");
+    let r = f.call_tool(
+        &c,
+        "Write",
+        &json!({"file_path": "{root}/old.txt", "content": "new\n"}),
+    );
+    assert_eq!(
+        r.text(),
+        format!(
+            "The file {} has been updated successfully.",
+            f.path("old.txt").display()
+        )
+    );
+    assert!(r.data["diff"].as_str().unwrap().contains("-old\n+new\n"));
+    // Stale: changed after our write.
+    f.write("old.txt", "someone else\n");
+    let r = f.call_tool(
+        &c,
+        "Write",
+        &json!({"file_path": "{root}/old.txt", "content": "mine\n"}),
+    );
+    assert!(
+        r.text().contains("File has been modified since read"),
+        "{r:#?}"
+    );
+    assert_eq!(f.read("old.txt"), b"someone else\n");
+}
+
+#[test]
+fn write_keeps_crlf_and_bom() {
+    let f = Fixture::new(&[]);
+    f.write("w.txt", b"\xEF\xBB\xBFa\r\nb\r\n");
+    let c = ctx(&f);
+    read(&f, &c, "w.txt");
+    let r = f.call_tool(
+        &c,
+        "Write",
+        &json!({"file_path": "{root}/w.txt", "content": "x\ny\n"}),
+    );
+    assert!(!r.is_error, "{r:#?}");
+    assert_eq!(f.read("w.txt"), b"\xEF\xBB\xBFx\r\ny\r\n");
+}
+
+#[test]
+fn protected_paths_ask_even_in_bypass() {
+    // Rows 36 and 37.
+    let f = Fixture::new(&[".git/config = [core]", ".git/hooks/pre-commit = #!/bin/sh"]);
+    let c = f.context_with(PermissionMode::BypassPermissions, &[]);
+    for rel in [
+        ".git/hooks/pre-commit",
+        ".git/config",
+        ".bashrc",
+        ".GIT/hooks/x",
+        ".agent-tools/settings.json",
+    ] {
+        let r = f.call_tool(
+            &c,
+            "Write",
+            &json!({"file_path": format!("{{root}}/{rel}"), "content": "evil"}),
+        );
+        assert!(r.is_error, "{rel}: {r:#?}");
+        assert!(r.text().contains("is a protected path"), "{rel}: {r:#?}");
+        let r = edit(&f, &c, rel, "", "evil");
+        assert!(r.text().contains("is a protected path"), "{rel}: {r:#?}");
+    }
+    assert_eq!(f.read(".git/config"), b"[core]");
+    assert!(!f.path(".bashrc").exists());
+}
+
+#[test]
+fn symlinks_and_traversal_cannot_escape() {
+    let outside = tempfile::tempdir().unwrap();
+    let outside = outside.path().canonicalize().unwrap();
+    let target = outside.join("outside.txt");
+    let f = Fixture::new(&[]);
+    std::os::unix::fs::symlink(&target, f.path("out")).unwrap();
+    let c = ctx(&f);
+    // Row 19, dangling link.
+    let r = f.call_tool(
+        &c,
+        "Write",
+        &json!({"file_path": "{root}/out", "content": "x"}),
+    );
+    assert!(r.is_error, "{r:#?}");
+    assert!(!target.exists());
+    // Row 19, live link to a file outside: refused by the permission check on the target.
+    std::fs::write(&target, "theirs").unwrap();
+    let r = f.call_tool(
+        &c,
+        "Write",
+        &json!({"file_path": "{root}/out", "content": "x"}),
+    );
+    assert!(
+        r.text()
+            .contains("Path is outside allowed working directories"),
+        "{r:#?}"
+    );
+    assert_eq!(std::fs::read(&target).unwrap(), b"theirs");
+    // Row 20: non-existent dirs and `..`.
+    let r = f.call_tool(
+        &c,
+        "Write",
+        &json!({"file_path": "{root}/newdir/../../escape.txt", "content": "x"}),
+    );
+    assert!(
+        r.text()
+            .contains("Path is outside allowed working directories"),
+        "{r:#?}"
+    );
+    assert!(!f.root().parent().unwrap().join("escape.txt").exists());
+    // A link inside the workspace to a file inside is written through, the link kept.
+    f.write("real.txt", "a\n");
+    std::os::unix::fs::symlink(f.path("real.txt"), f.path("alias.txt")).unwrap();
+    read(&f, &c, "alias.txt");
+    assert!(!edit(&f, &c, "alias.txt", "a", "b").is_error);
+    assert_eq!(f.read("real.txt"), b"b\n");
+    assert!(
+        std::fs::symlink_metadata(f.path("alias.txt"))
+            .unwrap()
+            .file_type()
+            .is_symlink()
+    );
+}
+
+#[test]
+fn fifos_are_refused_for_writes() {
+    // Row 22.
+    let f = Fixture::new(&[]);
+    let status = std::process::Command::new("mkfifo")
+        .arg(f.path("pipe"))
+        .status()
+        .unwrap();
+    assert!(status.success());
+    let c = ctx(&f);
+    let r = f.call_tool(
+        &c,
+        "Write",
+        &json!({"file_path": "{root}/pipe", "content": "x"}),
+    );
+    assert!(
+        r.text()
+            .contains("it is a FIFO (named pipe), not a regular file"),
+        "{r:#?}"
+    );
+    let r = edit(&f, &c, "pipe", "a", "b");
+    assert!(
+        r.text()
+            .contains("it is a FIFO (named pipe), not a regular file"),
+        "{r:#?}"
+    );
+}
+
+#[test]
+fn writes_need_permission_outside_accept_edits() {
+    let f = Fixture::new(&[]);
+    let c = f.context();
+    let r = f.call_tool(
+        &c,
+        "Write",
+        &json!({"file_path": "{root}/a.txt", "content": "x"}),
+    );
+    assert!(r.is_error);
+    assert!(r.text().contains("--mode acceptEdits"), "{r:#?}");
+    assert!(!f.path("a.txt").exists());
+}
+
+/// An LSP manager that records `did_change` calls.
+#[derive(Debug, Default)]
+struct Recorder(Mutex<Vec<(PathBuf, String)>>);
+
+#[async_trait]
+impl LspManager for Recorder {
+    fn has_server_for(&self, _file: &Path) -> bool {
+        true
+    }
+    async fn request(&self, _f: &Path, _m: &str, _p: Value) -> Result<Value, ToolError> {
+        Ok(Value::Null)
+    }
+    async fn did_change(&self, file: &Path, text: &str) -> Result<(), ToolError> {
+        self.0
+            .lock()
+            .unwrap()
+            .push((file.to_path_buf(), text.to_owned()));
+        Err(ToolError::respond("ignored"))
+    }
+    async fn diagnostics(&self, _f: Option<&Path>) -> Result<Vec<FileDiagnostic>, ToolError> {
+        Ok(Vec::new())
+    }
+}
+
+#[test]
+fn the_language_server_hears_about_changes() {
+    let f = Fixture::new(&[]);
+    f.write("l.rs", "fn a() {}\n");
+    let lsp = Arc::new(Recorder::default());
+    let c = ToolContext::builder(f.root())
+        .mode(PermissionMode::AcceptEdits)
+        .permissions(PermissionEngine::default())
+        .state_dir(f.root().join(".state"))
+        .lsp(lsp.clone())
+        .build();
+    read(&f, &c, "l.rs");
+    assert!(!edit(&f, &c, "l.rs", "a()", "b()").is_error);
+    assert!(
+        !f.call_tool(
+            &c,
+            "Write",
+            &json!({"file_path": "{root}/n.rs", "content": "x"})
+        )
+        .is_error
+    );
+    let calls = lsp.0.lock().unwrap().clone();
+    assert_eq!(
+        calls,
+        vec![
+            (f.path("l.rs"), "fn b() {}\n".to_owned()),
+            (f.path("n.rs"), "x".to_owned())
+        ]
+    );
+}
