@@ -100,8 +100,10 @@ mod convert;
 mod fetch;
 mod guard;
 mod preapproved;
+mod providers;
 mod settings;
 mod web_fetch;
+mod web_search;
 
 use std::sync::Arc;
 
@@ -110,10 +112,18 @@ pub use convert::{MAX_CONTENT_CHARS, TRUNCATION_MARKER};
 pub use fetch::{MAX_BODY_BYTES, MAX_REDIRECTS, MAX_URL_CHARS};
 pub use guard::{Blocked, HostLookup, SystemLookup, non_public_reason};
 pub use preapproved::{PREAPPROVED, is_preapproved};
+pub use providers::{
+    BRAVE_ENDPOINT, Brave, DEFAULT_BRAVE_KEY_ENV, NOT_CONFIGURED, SearchHit, SearchProvider,
+    Searxng,
+};
 pub use settings::{FetchSettings, SearchSettings};
 pub use web_fetch::{WebFetch, WebFetchInput, WebFetchOutput};
+pub use web_search::{WebSearch, WebSearchInput, WebSearchOutput};
 
 /// Every tool of this crate, ready for a pool.
 pub fn tools() -> Vec<Arc<dyn tool_core::Tool>> {
-    vec![Arc::new(tool_core::Typed::new(WebFetch))]
+    vec![
+        Arc::new(tool_core::Typed::new(WebFetch)),
+        Arc::new(tool_core::Typed::new(WebSearch)),
+    ]
 }

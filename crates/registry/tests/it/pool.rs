@@ -227,7 +227,7 @@ fn features_decide_which_tools_exist() {
         cfg!(feature = "fs"),
         "{names:?}"
     );
-    for web in ["WebFetch"] {
+    for web in ["WebFetch", "WebSearch"] {
         assert_eq!(
             names.iter().any(|n| n == web),
             cfg!(feature = "web"),

@@ -6,6 +6,7 @@
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
 mod fetch;
+mod search;
 mod server;
 mod snapshots;
 

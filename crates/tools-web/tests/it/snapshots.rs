@@ -1,5 +1,5 @@
-//! Snapshots of what the model sees from WebFetch: its schema, its description and a
-//! rendered result.
+//! Snapshots of what the model sees: WebFetch's and WebSearch's schemas and descriptions, and
+//! rendered WebFetch results (WebSearch's are in `search.rs`).
 
 use serde_json::json;
 use tool_core::ToolPool;
@@ -29,6 +29,17 @@ fn webfetch_input_schema() {
 #[test]
 fn webfetch_description() {
     insta::assert_snapshot!(description("WebFetch"));
+}
+
+#[test]
+fn websearch_input_schema() {
+    let pool = ToolPool::new(tools_web::tools());
+    insta::assert_json_snapshot!(pool.get("WebSearch").unwrap().input_schema());
+}
+
+#[test]
+fn websearch_description() {
+    insta::assert_snapshot!(description("WebSearch"));
 }
 
 #[tokio::test]
