@@ -36,6 +36,7 @@ mod common;
 mod diff;
 mod edit;
 mod glob;
+mod grep;
 mod ignore_policy;
 mod image_read;
 mod matching;
@@ -53,6 +54,7 @@ pub use edit::{
     MultiEditInput,
 };
 pub use glob::{Glob, GlobInput, GlobOutput, MAX_RESULTS, TIMEOUT};
+pub use grep::{DEFAULT_HEAD_LIMIT, Grep, GrepInput, GrepOutput, MAX_COLUMNS, OutputMode};
 pub use ignore_policy::{IgnorePolicy, VCS_DIRS, suggest_similar};
 pub use image_read::{MAX_IMAGE_BYTES, MAX_IMAGE_SIDE};
 pub use matching::MatchKind;
@@ -71,5 +73,6 @@ pub fn tools() -> Vec<Arc<dyn tool_core::Tool>> {
         Arc::new(tool_core::Typed::new(Edit)),
         Arc::new(tool_core::Typed::new(MultiEdit)),
         Arc::new(tool_core::Typed::new(Write)),
+        Arc::new(tool_core::Typed::new(Grep)),
     ]
 }

@@ -5,6 +5,7 @@
 
 mod edit;
 mod glob;
+mod grep;
 mod policy;
 mod read;
 mod snapshots;
