@@ -398,12 +398,15 @@ fn build_plan(input: &GrepInput, root: &Path) -> Result<Plan, String> {
     })
 }
 
+/// Per directory: entries listed, entries the walk yielded; and the files with hits.
+type Shared = Arc<Mutex<(HashMap<PathBuf, u64>, HashMap<PathBuf, u64>, Vec<FileHits>)>>;
+
 /// Per-thread tallies for the count of ignored entries, merged when the worker ends.
 struct Tally {
     listed: HashMap<PathBuf, u64>,
     yielded: HashMap<PathBuf, u64>,
     hits: Vec<FileHits>,
-    shared: Arc<Mutex<(HashMap<PathBuf, u64>, HashMap<PathBuf, u64>, Vec<FileHits>)>>,
+    shared: Shared,
 }
 
 impl Drop for Tally {
@@ -446,8 +449,7 @@ fn search_tree(
 ) -> Result<(Vec<FileHits>, u64), ToolError> {
     let mut builder = WalkBuilder::new(root);
     policy.configure(&mut builder, glob_hint);
-    let shared: Arc<Mutex<(HashMap<PathBuf, u64>, HashMap<PathBuf, u64>, Vec<FileHits>)>> =
-        Arc::default();
+    let shared: Shared = Arc::default();
     let timed_out = Arc::new(AtomicBool::new(false));
     builder.build_parallel().run(|| {
         let plan = plan.clone();

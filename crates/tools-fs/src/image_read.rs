@@ -50,9 +50,12 @@ fn fit(img: &DynamicImage, side: u32) -> DynamicImage {
     }
 }
 
+/// An image ready to send: bytes, format, original and display dimensions.
+pub(crate) type Prepared = (Vec<u8>, ImageFormat, u32, u32, u32, u32);
+
 /// Decodes and, when needed, shrinks an image: returns the bytes to send, their format and
 /// the display dimensions.
-pub(crate) fn prepare(bytes: &[u8]) -> Result<(Vec<u8>, ImageFormat, u32, u32, u32, u32), String> {
+pub(crate) fn prepare(bytes: &[u8]) -> Result<Prepared, String> {
     let mut reader = ImageReader::new(Cursor::new(bytes))
         .with_guessed_format()
         .map_err(|e| e.to_string())?;

@@ -58,6 +58,9 @@ pub use grep::{DEFAULT_HEAD_LIMIT, Grep, GrepInput, GrepOutput, MAX_COLUMNS, Out
 pub use ignore_policy::{IgnorePolicy, VCS_DIRS, suggest_similar};
 pub use image_read::{MAX_IMAGE_BYTES, MAX_IMAGE_SIDE};
 pub use matching::MatchKind;
+pub use notebook::{
+    NotebookCellType, NotebookEdit, NotebookEditInput, NotebookEditMode, NotebookEditOutput,
+};
 pub use pdf::MAX_PAGES_WITHOUT_RANGE;
 pub use read::{
     DEFAULT_LIMIT, EMPTY_FILE, FILE_UNCHANGED, ImageDimensions, MAX_LINE_CHARS, MAX_OUTPUT_CHARS,
@@ -74,5 +77,6 @@ pub fn tools() -> Vec<Arc<dyn tool_core::Tool>> {
         Arc::new(tool_core::Typed::new(MultiEdit)),
         Arc::new(tool_core::Typed::new(Write)),
         Arc::new(tool_core::Typed::new(Grep)),
+        Arc::new(tool_core::Typed::new(NotebookEdit)),
     ]
 }

@@ -97,10 +97,13 @@ fn lines_with_offsets(text: &str) -> Vec<(usize, &str)> {
     out
 }
 
+/// Pairs of (old_string indent, file indent) of the lines a whitespace match paired.
+type IndentPairs = Vec<(String, String)>;
+
 /// A unique match ignoring indentation style and trailing whitespace, in `text` (LF only):
 /// the byte range and, for re-indenting the replacement, pairs of (old_string indent, file
 /// indent).
-fn whitespace_match(text: &str, old: &str) -> Option<(usize, usize, Vec<(String, String)>)> {
+fn whitespace_match(text: &str, old: &str) -> Option<(usize, usize, IndentPairs)> {
     let ends_with_newline = old.ends_with('\n');
     let old_lines: Vec<&str> = old.strip_suffix('\n').unwrap_or(old).split('\n').collect();
     if old_lines.iter().all(|l| l.trim().is_empty()) {

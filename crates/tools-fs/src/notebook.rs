@@ -15,7 +15,7 @@ use tool_core::{
 use crate::atomic::write_atomic;
 use crate::common;
 use crate::read::{MAX_OUTPUT_CHARS, NotebookCellView, ReadOutput, read_capped, record_whole};
-use crate::text::{self, LineEnding};
+use crate::text::{LineEnding, decode, dominant_ending, with_ending};
 
 /// Notebooks above this size are refused.
 const MAX_NOTEBOOK_FILE: u64 = 32 * 1024 * 1024;
@@ -200,4 +200,365 @@ pub(crate) fn read_notebook(
     });
     result.content = blocks;
     Ok(result)
+}
+
+const NOTEBOOK_DESCRIPTION: &str = "Completely replaces the contents of a specific cell in a Jupyter notebook (.ipynb file) with new source. Jupyter notebooks are interactive documents that combine code, text, and visualizations, commonly used for data analysis and scientific computing. The notebook_path parameter must be an absolute path, not a relative path. The cell_id is the id of the cell to edit (as Read shows it; `cell-N` addresses the N-th cell, 0-based). Use edit_mode=insert to add a new cell after the cell with that id (or at the beginning when cell_id is omitted); cell_type is required then. Use edit_mode=delete to delete the cell. You must Read the notebook first.";
+
+/// How NotebookEdit changes the notebook.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Deserialize, Serialize, JsonSchema)]
+#[serde(rename_all = "snake_case")]
+pub enum NotebookEditMode {
+    /// Replace the cell's source
+    #[default]
+    Replace,
+    /// Insert a new cell after the given one
+    Insert,
+    /// Delete the cell
+    Delete,
+}
+
+/// A cell type NotebookEdit can write.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize, Serialize, JsonSchema)]
+#[serde(rename_all = "snake_case")]
+pub enum NotebookCellType {
+    /// Code
+    Code,
+    /// Markdown
+    Markdown,
+}
+
+impl NotebookCellType {
+    fn as_str(self) -> &'static str {
+        match self {
+            NotebookCellType::Code => "code",
+            NotebookCellType::Markdown => "markdown",
+        }
+    }
+}
+
+/// Input of NotebookEdit.
+#[derive(Debug, Clone, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct NotebookEditInput {
+    /// The absolute path to the Jupyter notebook file to edit (must be absolute, not relative)
+    pub notebook_path: String,
+    /// The ID of the cell to edit. When inserting a new cell, the new cell will be inserted
+    /// after the cell with this ID, or at the beginning if not specified.
+    #[serde(default)]
+    pub cell_id: Option<String>,
+    /// The new source for the cell
+    pub new_source: String,
+    /// The type of the cell (code or markdown). If not specified, it defaults to the current
+    /// cell type. If using edit_mode=insert, this is required.
+    #[serde(default)]
+    pub cell_type: Option<NotebookCellType>,
+    /// The type of edit to make (replace, insert, delete). Defaults to replace.
+    #[serde(default)]
+    pub edit_mode: Option<NotebookEditMode>,
+}
+
+/// Output of NotebookEdit.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct NotebookEditOutput {
+    /// The notebook
+    pub notebook_path: String,
+    /// The cell changed (for an insert, the new cell's id)
+    pub cell_id: String,
+    /// Its type
+    pub cell_type: String,
+    /// What was done
+    pub edit_mode: NotebookEditMode,
+    /// The notebook's language
+    pub language: String,
+    /// The new source
+    pub new_source: String,
+}
+
+/// The NotebookEdit tool.
+#[derive(Debug, Clone, Copy, Default)]
+pub struct NotebookEdit;
+
+fn respond_code(message: impl Into<String>) -> ToolError {
+    ToolError::respond(message)
+}
+
+/// A new random cell id (8 base-36 characters).
+fn new_cell_id() -> String {
+    use std::hash::{BuildHasher, Hasher};
+    use std::sync::atomic::{AtomicU64, Ordering};
+    static N: AtomicU64 = AtomicU64::new(0);
+    let mut h = std::collections::hash_map::RandomState::new().build_hasher();
+    h.write_u64(N.fetch_add(1, Ordering::Relaxed));
+    let mut v = h.finish();
+    let digits = b"0123456789abcdefghijklmnopqrstuvwxyz";
+    (0..8)
+        .map(|_| {
+            let d = digits[(v % 36) as usize] as char;
+            v /= 36;
+            d
+        })
+        .collect()
+}
+
+/// The source in the form the cell already uses: a list of lines or one string.
+fn source_value(text: &str, as_list: bool) -> Value {
+    if !as_list {
+        return Value::String(text.to_owned());
+    }
+    Value::Array(
+        text.split_inclusive('\n')
+            .map(|l| Value::String(l.to_owned()))
+            .collect(),
+    )
+}
+
+/// Serialises with the one-space indentation Jupyter uses.
+fn to_notebook_text(nb: &Value) -> Result<String, ToolError> {
+    let mut out = Vec::new();
+    let formatter = serde_json::ser::PrettyFormatter::with_indent(b" ");
+    let mut ser = serde_json::Serializer::with_formatter(&mut out, formatter);
+    nb.serialize(&mut ser).map_err(|e| {
+        ToolError::fatal(format!(
+            "internal error: cannot serialise the notebook: {e}"
+        ))
+    })?;
+    String::from_utf8(out).map_err(|e| ToolError::fatal(format!("internal error: {e}")))
+}
+
+fn edit_notebook(
+    ctx: &ToolContext,
+    input: &NotebookEditInput,
+) -> Result<NotebookEditOutput, ToolError> {
+    let given = common::resolve(ctx, &input.notebook_path);
+    let target = common::write_target(&given)?;
+    let shown = given.display().to_string();
+    let key = common::ledger_key(&target);
+    let Some(meta) = common::existing_file(&target)? else {
+        return Err(respond_code("Notebook file does not exist."));
+    };
+    let bytes = read_capped(&target, MAX_NOTEBOOK_FILE, "The notebook")?;
+    common::check_fresh(ctx, &key, &meta, &bytes)?;
+    let file = decode(&bytes).map_err(|e| ToolError::respond(e.message(&shown)))?;
+    let mut nb: Value = serde_json::from_str(&file.text)
+        .map_err(|e| respond_code(format!("Notebook is not valid JSON: {e}")))?;
+    let language = notebook_language(&nb);
+    let minor = nb
+        .get("nbformat_minor")
+        .and_then(Value::as_u64)
+        .unwrap_or(0);
+    let major = nb.get("nbformat").and_then(Value::as_u64).unwrap_or(0);
+    let with_ids = major > 4 || (major == 4 && minor >= 5);
+    let cells = nb
+        .get_mut("cells")
+        .and_then(Value::as_array_mut)
+        .ok_or_else(|| respond_code("Notebook is not valid: it has no \"cells\" list."))?;
+    let mut mode = input.edit_mode.unwrap_or_default();
+    // The cell: by id, else by the `cell-N` form.
+    let index = match input.cell_id.as_deref().filter(|c| !c.is_empty()) {
+        None if mode == NotebookEditMode::Insert => None,
+        None => {
+            return Err(respond_code(
+                "Cell ID must be specified when not inserting a new cell.",
+            ));
+        }
+        Some(id) => match cells
+            .iter()
+            .position(|c| c.get("id").and_then(Value::as_str) == Some(id))
+        {
+            Some(i) => Some(i),
+            None => match id
+                .strip_prefix("cell-")
+                .and_then(|n| n.parse::<usize>().ok())
+            {
+                Some(n)
+                    if n < cells.len()
+                        || (n == cells.len() && mode == NotebookEditMode::Replace) =>
+                {
+                    Some(n)
+                }
+                Some(n) => {
+                    return Err(respond_code(format!(
+                        "Cell with index {n} does not exist in notebook."
+                    )));
+                }
+                None => {
+                    return Err(respond_code(format!(
+                        "Cell with ID \"{id}\" not found in notebook."
+                    )));
+                }
+            },
+        },
+    };
+    // Replacing one past the last cell appends.
+    let mut insert_at = None;
+    if mode == NotebookEditMode::Replace && index == Some(cells.len()) {
+        mode = NotebookEditMode::Insert;
+        insert_at = Some(cells.len());
+    }
+    let (cell_id, cell_type) = match mode {
+        NotebookEditMode::Insert => {
+            let kind = input.cell_type.unwrap_or(NotebookCellType::Code);
+            let at = insert_at.unwrap_or_else(|| index.map_or(0, |i| i + 1));
+            let as_list = cells
+                .iter()
+                .any(|c| c.get("source").is_some_and(Value::is_array));
+            let mut cell = Map::new();
+            cell.insert("cell_type".into(), Value::String(kind.as_str().into()));
+            let id = if with_ids {
+                let id = new_cell_id();
+                cell.insert("id".into(), Value::String(id.clone()));
+                id
+            } else {
+                format!("cell-{at}")
+            };
+            cell.insert("metadata".into(), Value::Object(Map::new()));
+            cell.insert("source".into(), source_value(&input.new_source, as_list));
+            if kind == NotebookCellType::Code {
+                cell.insert("execution_count".into(), Value::Null);
+                cell.insert("outputs".into(), Value::Array(Vec::new()));
+            }
+            cells.insert(at, Value::Object(cell));
+            (id, kind.as_str().to_owned())
+        }
+        NotebookEditMode::Delete => {
+            let i = index.unwrap_or(0);
+            let removed = cells.remove(i);
+            let kind = removed
+                .get("cell_type")
+                .and_then(Value::as_str)
+                .unwrap_or("code")
+                .to_owned();
+            (cell_id(&removed, i), kind)
+        }
+        NotebookEditMode::Replace => {
+            let i = index.unwrap_or(0);
+            let id = cell_id(&cells[i], i);
+            let Some(cell) = cells[i].as_object_mut() else {
+                return Err(respond_code(format!(
+                    "Cell with ID \"{id}\" is not an object."
+                )));
+            };
+            let as_list = cell.get("source").is_some_and(Value::is_array);
+            cell.insert("source".into(), source_value(&input.new_source, as_list));
+            let kind = input.cell_type.map_or_else(
+                || {
+                    cell.get("cell_type")
+                        .and_then(Value::as_str)
+                        .unwrap_or("code")
+                        .to_owned()
+                },
+                |k| k.as_str().to_owned(),
+            );
+            cell.insert("cell_type".into(), Value::String(kind.clone()));
+            if kind == "code" {
+                cell.insert("execution_count".into(), Value::Null);
+                cell.insert("outputs".into(), Value::Array(Vec::new()));
+            } else {
+                cell.remove("execution_count");
+                cell.remove("outputs");
+            }
+            (id, kind)
+        }
+    };
+    let mut text = to_notebook_text(&nb)?;
+    if file.text.ends_with('\n') {
+        text.push('\n');
+    }
+    if dominant_ending(&file.text) == LineEnding::CrLf {
+        text = with_ending(&text, LineEnding::CrLf);
+    }
+    let out = file.encode(&text);
+    write_atomic(&target, &out, Some(&meta), || {
+        common::unchanged_since(&target, Some(&meta))
+    })?;
+    common::record_write(ctx, &key, &out);
+    Ok(NotebookEditOutput {
+        notebook_path: shown,
+        cell_id,
+        cell_type,
+        edit_mode: mode,
+        language,
+        new_source: input.new_source.clone(),
+    })
+}
+
+#[async_trait]
+impl TypedTool for NotebookEdit {
+    type Input = NotebookEditInput;
+    type Output = NotebookEditOutput;
+
+    fn name(&self) -> &'static str {
+        "NotebookEdit"
+    }
+    fn search_hint(&self) -> Option<&'static str> {
+        Some("edit Jupyter notebook cells (.ipynb)")
+    }
+    fn category(&self) -> ToolCategory {
+        ToolCategory::FileSystem
+    }
+    fn annotations(&self) -> ToolAnnotations {
+        ToolAnnotations {
+            destructive: true,
+            ..ToolAnnotations::default()
+        }
+    }
+    async fn description(&self, _input: Option<&NotebookEditInput>) -> String {
+        NOTEBOOK_DESCRIPTION.to_owned()
+    }
+    fn is_concurrency_safe(&self, _input: &NotebookEditInput) -> bool {
+        false
+    }
+    fn is_read_only(&self, _input: &NotebookEditInput) -> bool {
+        false
+    }
+    async fn validate(&self, input: &NotebookEditInput, _ctx: &ToolContext) -> ValidationResult {
+        let is_ipynb = Path::new(input.notebook_path.trim())
+            .extension()
+            .is_some_and(|e| e.eq_ignore_ascii_case("ipynb"));
+        if !is_ipynb {
+            return ValidationResult::invalid_code(
+                "File must be a Jupyter notebook (.ipynb file). For editing other file types, use the Edit tool.",
+                2,
+            );
+        }
+        if input.edit_mode == Some(NotebookEditMode::Insert) && input.cell_type.is_none() {
+            return ValidationResult::invalid_code(
+                "Cell type is required when using edit_mode=insert.",
+                5,
+            );
+        }
+        ValidationResult::Valid
+    }
+    async fn check_permission(
+        &self,
+        input: &NotebookEditInput,
+        ctx: &ToolContext,
+    ) -> PermissionDecision {
+        let target = common::resolve(ctx, &input.notebook_path);
+        ctx.permissions().check_write_path(&target, ctx)
+    }
+    async fn call(
+        &self,
+        input: NotebookEditInput,
+        ctx: &ToolContext,
+    ) -> Result<ToolResult<NotebookEditOutput>, ToolError> {
+        let ctx2 = ctx.clone();
+        let output = tokio::task::spawn_blocking(move || edit_notebook(&ctx2, &input))
+            .await
+            .map_err(|e| ToolError::fatal(format!("internal error: NotebookEdit failed: {e}")))??;
+        let text = match output.edit_mode {
+            NotebookEditMode::Replace => {
+                format!("Updated cell {} with {}", output.cell_id, output.new_source)
+            }
+            NotebookEditMode::Insert => {
+                format!(
+                    "Inserted cell {} with {}",
+                    output.cell_id, output.new_source
+                )
+            }
+            NotebookEditMode::Delete => format!("Deleted cell {}", output.cell_id),
+        };
+        Ok(ToolResult::ok(output).with_text(text))
+    }
 }

@@ -3,15 +3,14 @@
 
 use std::fs::File;
 use std::io::Read as _;
-use std::path::{Path, PathBuf};
+use std::path::Path;
 
 use async_trait::async_trait;
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
-use serde_json::Value;
 use tool_core::{
-    ContentBlock, PermissionDecision, ReadRecord, ReadSource, ToolAnnotations, ToolCategory,
-    ToolContext, ToolError, ToolResult, TypedTool, ValidationResult, path,
+    PermissionDecision, ReadRecord, ReadSource, ToolAnnotations, ToolCategory, ToolContext,
+    ToolError, ToolResult, TypedTool, ValidationResult, path,
 };
 
 use crate::common::{self, HASH_LIMIT, StreamHash};
@@ -484,7 +483,7 @@ fn read_text(
     shown: &str,
     meta: &std::fs::Metadata,
     input: &ReadInput,
-    key: &PathBuf,
+    key: &Path,
     ctx: &ToolContext,
 ) -> Result<ToolResult<ReadOutput>, ToolError> {
     let offset = input.offset;
@@ -657,17 +656,6 @@ pub(crate) fn read_capped(target: &Path, cap: u64, what: &str) -> Result<Vec<u8>
         .and_then(|f| f.take(cap + 1).read_to_end(&mut bytes))
         .map_err(|e| ToolError::io(target, e))?;
     Ok(bytes)
-}
-
-/// A JSON value rendered for the data of a result.
-#[allow(dead_code)]
-pub(crate) fn json_text(value: &Value) -> String {
-    value.to_string()
-}
-
-/// Pushes a text block.
-pub(crate) fn text_block(text: impl Into<String>) -> ContentBlock {
-    ContentBlock::text(text)
 }
 
 #[cfg(test)]

@@ -101,7 +101,7 @@ pub(crate) fn decode(bytes: &[u8]) -> Result<TextFile, DecodeError> {
 }
 
 fn decode_utf16(body: &[u8], encoding: Encoding) -> Result<TextFile, DecodeError> {
-    if body.len() % 2 != 0 {
+    if !body.len().is_multiple_of(2) {
         return Err(DecodeError::Invalid {
             encoding,
             offset: body.len() + 1,
@@ -185,16 +185,6 @@ pub(crate) enum LineEnding {
     Lf,
     /// `\r\n`
     CrLf,
-}
-
-impl LineEnding {
-    /// The terminator.
-    pub(crate) fn as_str(self) -> &'static str {
-        match self {
-            LineEnding::Lf => "\n",
-            LineEnding::CrLf => "\r\n",
-        }
-    }
 }
 
 /// The dominant line ending: CRLF when CRLF lines outnumber LF-only lines.

@@ -6,6 +6,7 @@
 mod edit;
 mod glob;
 mod grep;
+mod notebook;
 mod policy;
 mod read;
 mod snapshots;
