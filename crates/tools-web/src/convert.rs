@@ -151,13 +151,143 @@ pub fn decode(body: &[u8], content_type: Option<&str>, kind: BodyKind) -> String
     text.into_owned()
 }
 
+/// Pages nesting elements deeper than this are converted to plain text: the HTML parsers
+/// and converters walk the tree recursively, and a hostile page of a few thousand nested
+/// `<div>`s would otherwise overflow the stack and abort the process.
+pub const MAX_NESTING: usize = 400;
+
 /// HTML to Markdown: the readable part of the page when readability finds one, else the
-/// whole page with `head`, `script`, `style` and other non-content elements dropped.
+/// whole page with `head`, `script`, `style` and other non-content elements dropped. Pages
+/// nested deeper than [`MAX_NESTING`] become plain text. Run it on a thread with a large
+/// stack ([`CONVERT_STACK`]).
 pub fn html_to_markdown(html: &str, url: &str) -> String {
+    let depth = nesting_depth(html);
+    if depth > MAX_NESTING {
+        return format!(
+            "[The page nests elements {depth} deep (more than {MAX_NESTING}), so it was converted to plain text.]\n\n{}",
+            plain_text(html)
+        );
+    }
     if let Some(md) = readable_markdown(html, url) {
         return md;
     }
     whole_page_markdown(html)
+}
+
+/// The stack size of the conversion thread.
+pub const CONVERT_STACK: usize = 64 * 1024 * 1024;
+
+/// Elements that never nest (void) or whose end tag the parser supplies itself: they do not
+/// count towards the depth.
+const NON_NESTING: &[&str] = &[
+    "area", "base", "br", "col", "embed", "hr", "img", "input", "link", "meta", "param", "source",
+    "track", "wbr", "p", "li", "dt", "dd", "tr", "td", "th", "option", "optgroup", "thead",
+    "tbody", "tfoot", "colgroup", "rb", "rt", "rp", "!doctype",
+];
+/// Elements whose content is raw text up to their end tag.
+const RAW_TEXT: &[&str] = &["script", "style", "textarea", "title", "xmp", "noscript"];
+
+/// The tag name at the start of `rest` (after `<` or `</`), lowercase.
+fn tag_name(rest: &str) -> String {
+    rest.chars()
+        .take_while(|c| c.is_ascii_alphanumeric() || matches!(c, '-' | '!' | ':'))
+        .take(32)
+        .collect::<String>()
+        .to_ascii_lowercase()
+}
+
+/// The byte offset just past the end tag `</name` ... `>` in `html` from `from`, or the end.
+fn skip_raw(html: &str, from: usize, name: &str) -> usize {
+    let lower_pat = format!("</{name}");
+    let bytes = html.as_bytes();
+    let mut i = from;
+    while let Some(off) = html[i..].find("</") {
+        let at = i + off;
+        let candidate = &bytes[at..(at + lower_pat.len()).min(bytes.len())];
+        if candidate.eq_ignore_ascii_case(lower_pat.as_bytes()) {
+            return html[at..].find('>').map_or(html.len(), |e| at + e + 1);
+        }
+        i = at + 2;
+    }
+    html.len()
+}
+
+/// The deepest element nesting of `html`, estimated by a lexical scan (no recursion, no
+/// tree): start tags push, end tags pop, void and optional-end elements do not count.
+pub fn nesting_depth(html: &str) -> usize {
+    let (mut depth, mut max) = (0usize, 0usize);
+    let mut i = 0;
+    while let Some(off) = html[i..].find('<') {
+        let at = i + off;
+        let rest = &html[at + 1..];
+        if rest.starts_with("!--") {
+            i = rest.find("-->").map_or(html.len(), |e| at + 1 + e + 3);
+            continue;
+        }
+        let end = rest.find('>').map_or(html.len(), |e| at + 1 + e + 1);
+        if let Some(closing) = rest.strip_prefix('/') {
+            if !NON_NESTING.contains(&tag_name(closing).as_str()) {
+                depth = depth.saturating_sub(1);
+            }
+        } else {
+            let name = tag_name(rest);
+            let self_closing = html[at..end].ends_with("/>");
+            if RAW_TEXT.contains(&name.as_str()) {
+                i = skip_raw(html, end, &name);
+                continue;
+            }
+            if !name.is_empty()
+                && !name.starts_with('!')
+                && !self_closing
+                && !NON_NESTING.contains(&name.as_str())
+            {
+                depth += 1;
+                max = max.max(depth);
+            }
+        }
+        i = end.max(at + 1);
+    }
+    max
+}
+
+/// The text of `html` without tags, scripts and styles, whitespace collapsed (the fallback
+/// for pathological pages; iterative).
+pub fn plain_text(html: &str) -> String {
+    let mut out = String::new();
+    let mut i = 0;
+    let mut last_space = true;
+    let mut push_text = |text: &str, out: &mut String| {
+        for c in text.chars() {
+            if c.is_whitespace() {
+                if !last_space {
+                    out.push(' ');
+                    last_space = true;
+                }
+            } else {
+                out.push(c);
+                last_space = false;
+            }
+        }
+    };
+    while let Some(off) = html[i..].find('<') {
+        let at = i + off;
+        push_text(&html[i..at], &mut out);
+        let rest = &html[at + 1..];
+        if rest.starts_with("!--") {
+            i = rest.find("-->").map_or(html.len(), |e| at + 1 + e + 3);
+            continue;
+        }
+        let end = rest.find('>').map_or(html.len(), |e| at + 1 + e + 1);
+        let name = tag_name(rest);
+        i = if RAW_TEXT.contains(&name.as_str()) && name != "title" && name != "textarea" {
+            skip_raw(html, end, &name)
+        } else {
+            end.max(at + 1)
+        };
+        push_text(" ", &mut out);
+    }
+    push_text(&html[i.min(html.len())..], &mut out);
+    out.trim().to_owned()
 }
 
 fn readable_markdown(html: &str, url: &str) -> Option<String> {
@@ -308,6 +438,58 @@ mod tests {
         assert!(md.starts_with("# The Title"), "{md}");
         assert!(md.contains("part of the article body"), "{md}");
         assert!(!md.contains("Copyright footer"), "{md}");
+    }
+
+    #[test]
+    fn depth_is_estimated_without_recursion() {
+        assert_eq!(
+            nesting_depth("<html><body><div><p>a<p>b<br><img src=x></div></body></html>"),
+            3
+        );
+        assert_eq!(
+            nesting_depth(
+                "<div><!-- <div><div> --><script>if (a<b) { x = '<div>' }</script></div>"
+            ),
+            1
+        );
+        assert_eq!(nesting_depth(&"<ul><li>x".repeat(10)), 10);
+        assert_eq!(nesting_depth("<svg><path/><path/></svg>"), 1);
+        assert_eq!(nesting_depth("text < 3 and 4 > 2"), 0);
+    }
+
+    #[test]
+    fn hostile_nesting_becomes_plain_text_without_overflowing() {
+        let n = 100_000;
+        let html = format!(
+            "<html><head><style>p{{}}</style></head><body>{}deep <b>text</b>{}<script>x()</script></body></html>",
+            "<div>".repeat(n),
+            "</div>".repeat(n)
+        );
+        // The default 2 MB stack of a spawned thread: the fallback never recurses.
+        let md = std::thread::spawn(move || html_to_markdown(&html, "https://e.com/"))
+            .join()
+            .unwrap();
+        assert_eq!(
+            md,
+            "[The page nests elements 100003 deep (more than 400), so it was converted to plain text.]\n\ndeep text"
+        );
+    }
+
+    #[test]
+    fn nesting_up_to_the_limit_converts_on_the_conversion_stack() {
+        let n = MAX_NESTING - 4;
+        let html = format!(
+            "<html><body>{}<b>deep</b>{}</body></html>",
+            "<div><span>".repeat(n / 2),
+            "</span></div>".repeat(n / 2)
+        );
+        let md = std::thread::Builder::new()
+            .stack_size(CONVERT_STACK)
+            .spawn(move || html_to_markdown(&html, "https://e.com/"))
+            .unwrap()
+            .join()
+            .unwrap();
+        assert_eq!(md, "**deep**");
     }
 
     #[test]

@@ -101,9 +101,7 @@ async fn process(page: Page, ctx: &ToolContext) -> Result<CachedPage, ToolError>
         BodyKind::Html => {
             let html = convert::decode(&page.body, page.content_type.as_deref(), kind);
             let base = url.clone();
-            tokio::task::spawn_blocking(move || convert::html_to_markdown(&html, &base))
-                .await
-                .map_err(|e| ToolError::fatal(format!("HTML conversion failed: {e}")))?
+            convert_on_big_stack(html, base).await?
         }
     };
     if !binary {
@@ -129,6 +127,21 @@ async fn process(page: Page, ctx: &ToolContext) -> Result<CachedPage, ToolError>
         content,
         binary,
     })
+}
+
+/// Converts HTML on a thread of its own with a large stack (the parsers recurse), without
+/// blocking the runtime.
+async fn convert_on_big_stack(html: String, url: String) -> Result<String, ToolError> {
+    let (tx, rx) = tokio::sync::oneshot::channel();
+    std::thread::Builder::new()
+        .name("webfetch-convert".to_owned())
+        .stack_size(convert::CONVERT_STACK)
+        .spawn(move || {
+            let _ = tx.send(convert::html_to_markdown(&html, &url));
+        })
+        .map_err(|e| ToolError::fatal(format!("could not start the HTML conversion: {e}")))?;
+    rx.await
+        .map_err(|_| ToolError::fatal("the HTML conversion failed"))
 }
 
 /// Saves a binary body under `<state>/web-fetch/`, written to a temporary name and renamed
@@ -356,8 +369,16 @@ impl TypedTool for WebFetch {
                         };
                         return Ok(ToolResult::ok(output).with_text(result));
                     }
-                    Outcome::Page(page) => {
+                    Outcome::Page(mut page) => {
                         let success = page.status.is_success();
+                        if !success
+                            && convert::classify(page.content_type.as_deref(), &page.body)
+                                == BodyKind::Binary
+                        {
+                            // An error page is not worth a file.
+                            page.body.clear();
+                            page.content_type = Some("text/plain".to_owned());
+                        }
                         let processed = process(page, ctx).await?;
                         if !success {
                             let excerpt: String = processed.content.chars().take(2000).collect();

@@ -222,11 +222,21 @@ fn features_decide_which_tools_exist() {
         .iter()
         .map(|t| t.name().to_owned())
         .collect();
-    assert_eq!(
-        names.iter().any(|n| n == "Glob"),
-        cfg!(feature = "fs"),
-        "{names:?}"
-    );
+    for fs in [
+        "Edit",
+        "Glob",
+        "Grep",
+        "MultiEdit",
+        "NotebookEdit",
+        "Read",
+        "Write",
+    ] {
+        assert_eq!(
+            names.iter().any(|n| n == fs),
+            cfg!(feature = "fs"),
+            "{fs}: {names:?}"
+        );
+    }
     for web in ["WebFetch", "WebSearch"] {
         assert_eq!(
             names.iter().any(|n| n == web),

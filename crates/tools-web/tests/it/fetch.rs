@@ -779,3 +779,23 @@ async fn http_is_upgraded_unless_allowed() {
     );
     assert!(server.requests().iter().all(|r| r.path != "/plain"));
 }
+
+#[tokio::test]
+async fn a_hostile_deeply_nested_page_cannot_crash_the_process() {
+    let n = 50_000;
+    let html = format!(
+        "<html><body>{}bottom{}</body></html>",
+        "<div><b>".repeat(n),
+        "</b></div>".repeat(n)
+    );
+    let server = Server::start(move |_| Reply::ok("text/html", html.clone())).await;
+    let result = Session::local().fetch(&server.url("/deep")).await;
+    assert!(!result.is_error, "{}", result.text());
+    assert!(
+        result
+            .text()
+            .ends_with("so it was converted to plain text.]\n\nbottom"),
+        "{}",
+        result.text()
+    );
+}
