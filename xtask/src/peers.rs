@@ -5,6 +5,8 @@
 //! - `node_modules/.bin/` — `mcp-server-everything`, `mcp-server-filesystem`, `mcp-inspector`,
 //!   `pyright-langserver`, `typescript-language-server` (npm, with `typescript` 6 beside them);
 //! - `py/` — the Python `mcp` package, used with `PYTHONPATH=<dir>/py`;
+//! - `cargo/bin/rg` — ripgrep, the baseline of the Grep and Glob differential tests and
+//!   benchmarks (`cargo install --locked`);
 //! - `.stamps/<group>` — the exact spec each group was installed from.
 //!
 //! bubblewrap (`bwrap`) comes from Debian and lands on the system PATH.
@@ -40,6 +42,9 @@ pub const NPM_BINS: &[&str] = &[
 
 /// PyPI requirements, installed with `pip install --target <dir>/py`.
 pub const PIP_PACKAGES: &[&str] = &["mcp==2.3.0"];
+
+/// ripgrep, pinned, installed with `cargo install --locked --root <dir>/cargo`.
+pub const RIPGREP: (&str, &str) = ("ripgrep", "15.2.0");
 
 /// The peers directory: `$AGENT_TOOLS_PEERS_DIR`, else `$HOME/.cache/agent-tools/peers`.
 pub fn peers_dir() -> Result<PathBuf> {
@@ -135,6 +140,24 @@ fn pip_group(dir: &Path, python_version: &str) -> Group {
                 .args(["-m", "pip", "install", "--no-warn-conflicts", "--target"])
                 .arg(&target)
                 .args(PIP_PACKAGES),
+        ],
+    }
+}
+
+fn ripgrep_group(dir: &Path) -> Group {
+    let root = dir.join("cargo");
+    let (name, version) = RIPGREP;
+    Group {
+        name: "cargo",
+        spec: format!("cargo install --locked {name}@{version}\n"),
+        markers: vec![root.join("bin/rg")],
+        reset: Vec::new(),
+        commands: vec![
+            Cmd::new("cargo")
+                .args(["install", "--locked"])
+                .arg(format!("{name}@{version}"))
+                .arg("--root")
+                .arg(&root),
         ],
     }
 }
@@ -294,9 +317,11 @@ pub fn run(dir: &Path, dry_run: bool) -> Result<()> {
     }
     let npm = npm_group(dir);
     let pip = pip_group(dir, &python_version()?);
+    let ripgrep = ripgrep_group(dir);
     let outcomes = [
         ("npm", ensure_group(dir, &npm, dry_run)?),
         ("pypi", ensure_group(dir, &pip, dry_run)?),
+        ("cargo", ensure_group(dir, &ripgrep, dry_run)?),
         ("bubblewrap", ensure_bubblewrap(dir, dry_run)?),
     ];
     println!("\npeers: summary ({})", dir.display());
@@ -304,7 +329,7 @@ pub fn run(dir: &Path, dry_run: bool) -> Result<()> {
         println!("  {name:<11} {}", outcome.describe());
     }
     println!("peers: executables");
-    for marker in &npm.markers {
+    for marker in npm.markers.iter().chain(&ripgrep.markers) {
         println!("  {}", marker.display());
     }
     match which("bwrap") {
@@ -320,9 +345,10 @@ pub fn run(dir: &Path, dry_run: bool) -> Result<()> {
             .join(", ")
     );
     println!(
-        "peers: to use them: export AGENT_TOOLS_PEERS_DIR={dir} PATH={bin}:$PATH PYTHONPATH={py}",
+        "peers: to use them: export AGENT_TOOLS_PEERS_DIR={dir} PATH={bin}:{cargo}:$PATH PYTHONPATH={py}",
         dir = dir.display(),
         bin = dir.join("node_modules/.bin").display(),
+        cargo = dir.join("cargo/bin").display(),
         py = dir.join("py").display(),
     );
     Ok(())
@@ -418,6 +444,17 @@ mod tests {
             group
                 .markers
                 .contains(&PathBuf::from("/p/node_modules/.bin/pyright-langserver"))
+        );
+    }
+
+    #[test]
+    fn ripgrep_is_pinned_and_lands_in_the_peers_dir() {
+        let group = ripgrep_group(Path::new("/p"));
+        assert_eq!(group.spec, "cargo install --locked ripgrep@15.2.0\n");
+        assert_eq!(group.markers, vec![PathBuf::from("/p/cargo/bin/rg")]);
+        assert_eq!(
+            group.commands[0].to_string(),
+            "cargo install --locked ripgrep@15.2.0 --root /p/cargo"
         );
     }
 
