@@ -32,6 +32,26 @@ pub struct FileDiagnostic {
     pub source: Option<String>,
 }
 
+impl FileDiagnostic {
+    /// One line for the model: `path:line:col: severity: message [source]`, the path
+    /// relative to `cwd` when inside it; a message's further lines are indented.
+    pub fn display(&self, cwd: &Path) -> String {
+        let path = crate::path::display_path(&self.path, cwd);
+        let source = self
+            .source
+            .as_deref()
+            .map(|s| format!(" [{s}]"))
+            .unwrap_or_default();
+        format!(
+            "{path}:{}:{}: {}: {}{source}",
+            self.line,
+            self.character,
+            self.severity,
+            self.message.trim_end().replace('\n', "\n    ")
+        )
+    }
+}
+
 /// Language servers, one per language and workspace root (DESIGN.md §5).
 #[async_trait]
 pub trait LspManager: Send + Sync + fmt::Debug {
@@ -43,6 +63,17 @@ pub trait LspManager: Send + Sync + fmt::Debug {
 
     /// Tells the server for `file` that its content changed and was saved.
     async fn did_change(&self, file: &Path, text: &str) -> Result<(), ToolError>;
+
+    /// Like [`did_change`](Self::did_change), then waits a bounded time for the server's
+    /// diagnostics of the new content and returns those the change introduced (none when no
+    /// server is running for `file`). The default reports none.
+    async fn did_change_diagnostics(
+        &self,
+        file: &Path,
+        text: &str,
+    ) -> Result<Vec<FileDiagnostic>, ToolError> {
+        self.did_change(file, text).await.map(|()| Vec::new())
+    }
 
     /// Current diagnostics of one file, or of every open file.
     async fn diagnostics(&self, file: Option<&Path>) -> Result<Vec<FileDiagnostic>, ToolError>;

@@ -1,6 +1,43 @@
-//! Language-server tools for agent-tools: the LSP tool and the manager that starts, talks to
-//! and stops language servers (tool-core's `LspManager`).
+//! Language-server tools for agent-tools: the `LSP` tool and [`LanguageServers`], the
+//! manager that starts, talks to and stops language servers (tool-core's `LspManager`).
 //!
-//! Nothing is implemented here yet: the tools arrive with the tools-lsp issue. The crate
-//! exists so the workspace layout and the registry's `lsp` feature are in place; it exports
-//! no tools, and the registry registers none from it.
+//! - [`LanguageServers`] runs one server per (server, workspace root), from an
+//!   [`LspConfig`] built from the settings' `lsp` section and the defaults of DESIGN.md §5.
+//!   It speaks JSON-RPC over the server's stdio with a small client of its own, answers the
+//!   server's requests, keeps documents in sync with versions, caches diagnostics, restarts a
+//!   crashed server on the next call, and stops every server (`shutdown`, `exit`, process
+//!   group killed) when dropped.
+//!
+//! # Example
+//!
+//! ```
+//! use std::sync::Arc;
+//! use tool_core::{LspManager, ToolContext};
+//! use tools_lsp::{LanguageServers, LspConfig, ServerConfig};
+//!
+//! let config = LspConfig::empty().with_server("py,pyi", ServerConfig::new("pyright-langserver", &["--stdio"]));
+//! let servers = LanguageServers::new(config, std::env::temp_dir());
+//! assert!(servers.has_server_for(std::path::Path::new("/project/main.py")));
+//! assert!(!servers.has_server_for(std::path::Path::new("/project/main.rb")));
+//! let ctx = ToolContext::builder(std::env::temp_dir()).lsp(Arc::new(servers)).build();
+//! # drop(ctx);
+//! ```
+
+mod config;
+mod format;
+mod manager;
+mod position;
+mod server;
+mod tool;
+mod transport;
+
+use std::sync::Arc;
+
+pub use config::{LspConfig, ServerConfig};
+pub use manager::{CHANGE_DIAGNOSTICS_WAIT, DIAGNOSTICS_WAIT, LanguageServers, ServerStatus};
+pub use tool::{Lsp, LspInput, LspOperation, LspOutput, MAX_LSP_FILE_BYTES};
+
+/// Every tool of this crate, ready for a pool: the `LSP` tool.
+pub fn tools() -> Vec<Arc<dyn tool_core::Tool>> {
+    vec![Arc::new(tool_core::Typed::new(Lsp))]
+}

@@ -1,0 +1,760 @@
+//! One running language server: the process (in its own process group), a reader thread
+//! that dispatches responses, answers the server's own requests and caches diagnostics, and
+//! the open documents with their versions.
+//!
+//! Pipes are plain blocking `std` pipes driven by threads, so that dropping a server can
+//! send `shutdown` and `exit` and kill the process group synchronously, whatever state the
+//! async runtime is in: no server outlives its manager.
+//!
+//! Positions: we advertise only UTF-16 (`general.positionEncodings: ["utf-16"]`), the
+//! encoding every server must speak; pyright and typescript-language-server speak nothing
+//! else, and one encoding means one conversion path (in `position.rs`), tested once.
+
+use std::collections::{HashMap, VecDeque};
+use std::io::{BufRead, BufReader};
+use std::path::{Path, PathBuf};
+use std::process::{Child, ChildStdin, Command, Stdio};
+use std::sync::atomic::{AtomicBool, AtomicI64, AtomicU64, Ordering};
+use std::sync::{Arc, Mutex, MutexGuard};
+use std::time::{Duration, Instant};
+
+use lsp_types::{Diagnostic, PublishDiagnosticsParams};
+use serde_json::{Value, json};
+use tokio::sync::{oneshot, watch};
+use tool_core::ToolError;
+
+use crate::config::{ServerConfig, extension_of, find_on_path, language_id};
+use crate::position::{path_to_uri, uri_to_path};
+use crate::transport::{Frame, MAX_MESSAGE_BYTES, read_frame, write_frame};
+
+/// How long `initialize` may take (pyright needs about 2 s on a small project).
+pub(crate) const INITIALIZE_TIMEOUT: Duration = Duration::from_secs(60);
+/// How long any other request may take.
+pub(crate) const REQUEST_TIMEOUT: Duration = Duration::from_secs(30);
+/// How long a write to the server's stdin may block before the server is declared stuck.
+const WRITE_TIMEOUT: Duration = Duration::from_secs(10);
+/// How long dropping a server waits for `shutdown`'s answer, then for the process to exit.
+const SHUTDOWN_WAIT: Duration = Duration::from_millis(1500);
+const EXIT_WAIT: Duration = Duration::from_millis(500);
+/// Lines of the server's stderr kept for error messages.
+const STDERR_LINES: usize = 20;
+
+type Reply = Result<Value, String>;
+
+/// A cached `publishDiagnostics`.
+#[derive(Debug, Clone)]
+pub(crate) struct Published {
+    /// The document version the server said it analysed, when it said
+    pub version: Option<i32>,
+    /// The order in which publications arrived (server-wide)
+    pub seq: u64,
+    /// The diagnostics
+    pub diagnostics: Vec<Diagnostic>,
+}
+
+/// State the reader thread shares with callers.
+#[derive(Debug)]
+struct Shared {
+    name: String,
+    pending: Mutex<HashMap<i64, oneshot::Sender<Reply>>>,
+    diagnostics: Mutex<HashMap<PathBuf, Published>>,
+    diag_seq: AtomicU64,
+    /// Whether the server names the document version in its publications
+    versioned: AtomicBool,
+    diag_tx: watch::Sender<u64>,
+    dead: AtomicBool,
+    stderr_tail: Mutex<VecDeque<String>>,
+    settings: Option<Value>,
+    root_uri: String,
+    root: PathBuf,
+    writer: Mutex<ChildStdin>,
+}
+
+fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
+    m.lock().unwrap_or_else(std::sync::PoisonError::into_inner)
+}
+
+impl Shared {
+    fn write(&self, message: &Value) -> std::io::Result<()> {
+        let body = serde_json::to_vec(message)?;
+        write_frame(&mut *lock(&self.writer), &body)
+    }
+
+    fn stderr_summary(&self) -> String {
+        let tail = lock(&self.stderr_tail);
+        if tail.is_empty() {
+            String::new()
+        } else {
+            let lines: Vec<&str> = tail.iter().map(String::as_str).collect();
+            format!("; its last output: {}", lines.join(" | "))
+        }
+    }
+
+    fn gone(&self, method: &str) -> ToolError {
+        ToolError::respond(format!(
+            "the language server {} stopped while handling {method}{}; it will be restarted on the next call",
+            self.name,
+            self.stderr_summary()
+        ))
+    }
+
+    /// The answer to one of the server's own requests.
+    fn answer(&self, method: &str, params: &Value) -> Result<Value, (i64, String)> {
+        match method {
+            "workspace/configuration" => {
+                let items = params
+                    .get("items")
+                    .and_then(Value::as_array)
+                    .cloned()
+                    .unwrap_or_default();
+                Ok(Value::Array(
+                    items
+                        .iter()
+                        .map(|item| {
+                            let section = item.get("section").and_then(Value::as_str);
+                            lookup_section(self.settings.as_ref(), section)
+                        })
+                        .collect(),
+                ))
+            }
+            "client/registerCapability"
+            | "client/unregisterCapability"
+            | "window/workDoneProgress/create"
+            | "workspace/diagnostic/refresh"
+            | "workspace/semanticTokens/refresh"
+            | "workspace/inlayHint/refresh"
+            | "workspace/codeLens/refresh" => Ok(Value::Null),
+            "workspace/workspaceFolders" => Ok(json!([{
+                "uri": self.root_uri,
+                "name": folder_name(&self.root),
+            }])),
+            "window/showMessageRequest" => Ok(Value::Null),
+            "workspace/applyEdit" => Ok(json!({
+                "applied": false,
+                "failureReason": "this client does not apply edits from the server",
+            })),
+            _ => Err((
+                -32601,
+                format!("method not supported by this client: {method}"),
+            )),
+        }
+    }
+
+    fn on_message(&self, message: Value) {
+        let method = message
+            .get("method")
+            .and_then(Value::as_str)
+            .map(str::to_owned);
+        let id = message.get("id").cloned();
+        match (method, id) {
+            (Some(method), Some(id)) => {
+                let params = message.get("params").cloned().unwrap_or(Value::Null);
+                let reply = match self.answer(&method, &params) {
+                    Ok(result) => json!({"jsonrpc": "2.0", "id": id, "result": result}),
+                    Err((code, text)) => json!({
+                        "jsonrpc": "2.0", "id": id, "error": {"code": code, "message": text}
+                    }),
+                };
+                // A failed write means the server is gone; the reader sees EOF next.
+                let _ = self.write(&reply);
+            }
+            (Some(method), None) => {
+                if method == "textDocument/publishDiagnostics"
+                    && let Some(params) = message.get("params")
+                    && let Ok(p) =
+                        serde_json::from_value::<PublishDiagnosticsParams>(params.clone())
+                    && let Some(path) = uri_to_path(p.uri.as_str())
+                {
+                    let seq = self.diag_seq.fetch_add(1, Ordering::SeqCst) + 1;
+                    if p.version.is_some() {
+                        self.versioned.store(true, Ordering::SeqCst);
+                    }
+                    lock(&self.diagnostics).insert(
+                        path,
+                        Published {
+                            version: p.version,
+                            seq,
+                            diagnostics: p.diagnostics,
+                        },
+                    );
+                    self.diag_tx.send_replace(seq);
+                }
+            }
+            (None, Some(id)) => {
+                let Some(id) = id.as_i64() else { return };
+                let Some(tx) = lock(&self.pending).remove(&id) else {
+                    return;
+                };
+                let reply = match message.get("error") {
+                    Some(error) => Err(format!(
+                        "{} (code {})",
+                        error
+                            .get("message")
+                            .and_then(Value::as_str)
+                            .unwrap_or("unknown error"),
+                        error.get("code").and_then(Value::as_i64).unwrap_or(0)
+                    )),
+                    None => Ok(message.get("result").cloned().unwrap_or(Value::Null)),
+                };
+                let _ = tx.send(reply);
+            }
+            (None, None) => {}
+        }
+    }
+
+    fn mark_dead(&self) {
+        self.dead.store(true, Ordering::SeqCst);
+        // Dropping the senders wakes every waiting request with an error.
+        lock(&self.pending).clear();
+        self.diag_tx.send_modify(|_| {});
+    }
+}
+
+fn folder_name(root: &Path) -> String {
+    root.file_name()
+        .map(|n| n.to_string_lossy().into_owned())
+        .unwrap_or_else(|| root.display().to_string())
+}
+
+/// `settings` at a dotted `section` (`python.analysis`); null when absent.
+fn lookup_section(settings: Option<&Value>, section: Option<&str>) -> Value {
+    let Some(settings) = settings else {
+        return Value::Null;
+    };
+    let Some(section) = section.filter(|s| !s.is_empty()) else {
+        return settings.clone();
+    };
+    if let Some(v) = settings.get(section) {
+        return v.clone();
+    }
+    section
+        .split('.')
+        .try_fold(settings, |v, key| v.get(key))
+        .cloned()
+        .unwrap_or(Value::Null)
+}
+
+/// A document the server has open.
+#[derive(Debug, Clone)]
+pub(crate) struct OpenDoc {
+    /// The version last sent
+    pub version: i32,
+    /// The text last sent
+    pub text: String,
+}
+
+/// How a document sync went.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Sync {
+    /// The server had this text already
+    Unchanged,
+    /// The document was opened
+    Opened,
+    /// The server got a new version
+    Changed,
+}
+
+/// A running language server.
+#[derive(Debug)]
+pub(crate) struct Server {
+    config: ServerConfig,
+    shared: Arc<Shared>,
+    child: Mutex<Child>,
+    pid: u32,
+    next_id: AtomicI64,
+    docs: tokio::sync::Mutex<HashMap<PathBuf, OpenDoc>>,
+}
+
+impl Server {
+    /// Starts `config` for the workspace `root` and runs `initialize`/`initialized`.
+    pub(crate) async fn start(
+        config: &ServerConfig,
+        root: &Path,
+    ) -> Result<Arc<Server>, ToolError> {
+        let name = config.name();
+        let program = find_on_path(&config.command).ok_or_else(|| {
+            ToolError::respond(format!(
+                "the language server command `{}` was not found (not on PATH or not a file); install it or change the `lsp` section of the settings",
+                config.command
+            ))
+        })?;
+        let mut command = Command::new(&program);
+        command
+            .args(&config.args)
+            .envs(config.env.iter().map(|(k, v)| (k, v)))
+            .current_dir(root)
+            .stdin(Stdio::piped())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped());
+        std::os::unix::process::CommandExt::process_group(&mut command, 0);
+        let mut child = command.spawn().map_err(|e| {
+            ToolError::respond(format!(
+                "could not start the language server `{}`: {e}",
+                config.command_line()
+            ))
+        })?;
+        let pid = child.id();
+        let (Some(stdin), Some(stdout), Some(stderr)) =
+            (child.stdin.take(), child.stdout.take(), child.stderr.take())
+        else {
+            kill_group(pid, &mut child);
+            return Err(ToolError::fatal(
+                "internal error: the server's pipes are missing",
+            ));
+        };
+        let root_uri = path_to_uri(root)?;
+        let (diag_tx, _) = watch::channel(0);
+        let shared = Arc::new(Shared {
+            name: name.clone(),
+            pending: Mutex::new(HashMap::new()),
+            diagnostics: Mutex::new(HashMap::new()),
+            diag_seq: AtomicU64::new(0),
+            versioned: AtomicBool::new(false),
+            diag_tx,
+            dead: AtomicBool::new(false),
+            stderr_tail: Mutex::new(VecDeque::new()),
+            settings: config.settings.clone(),
+            root_uri: root_uri.clone(),
+            root: root.to_path_buf(),
+            writer: Mutex::new(stdin),
+        });
+        let reader_shared = Arc::clone(&shared);
+        let spawned = std::thread::Builder::new()
+            .name(format!("lsp-{name}-reader"))
+            .spawn(move || reader_loop(stdout, &reader_shared))
+            .and_then(|_| {
+                let stderr_shared = Arc::clone(&shared);
+                std::thread::Builder::new()
+                    .name(format!("lsp-{name}-stderr"))
+                    .spawn(move || stderr_loop(stderr, &stderr_shared))
+            });
+        if let Err(e) = spawned {
+            kill_group(pid, &mut child);
+            return Err(ToolError::fatal(format!(
+                "could not start a reader thread: {e}"
+            )));
+        }
+        let server = Server {
+            config: config.clone(),
+            shared,
+            child: Mutex::new(child),
+            pid,
+            next_id: AtomicI64::new(1),
+            docs: tokio::sync::Mutex::new(HashMap::new()),
+        };
+        let params = initialize_params(config, root, &root_uri);
+        server
+            .request_with_timeout("initialize", params, INITIALIZE_TIMEOUT)
+            .await
+            .map_err(|e| {
+                ToolError::respond(format!(
+                    "the language server `{}` failed to initialize: {e}",
+                    config.command_line()
+                ))
+            })?;
+        server.notify("initialized", json!({})).await?;
+        if let Some(settings) = &config.settings {
+            server
+                .notify(
+                    "workspace/didChangeConfiguration",
+                    json!({ "settings": settings }),
+                )
+                .await?;
+        }
+        Ok(Arc::new(server))
+    }
+
+    /// The server's name, for messages.
+    pub(crate) fn name(&self) -> &str {
+        &self.shared.name
+    }
+
+    /// The workspace root.
+    pub(crate) fn root(&self) -> &Path {
+        &self.shared.root
+    }
+
+    /// The process id (also the process group id).
+    pub(crate) fn pid(&self) -> u32 {
+        self.pid
+    }
+
+    /// Whether the process is still running and talking.
+    pub(crate) fn is_alive(&self) -> bool {
+        if self.shared.dead.load(Ordering::SeqCst) {
+            return false;
+        }
+        match lock(&self.child).try_wait() {
+            Ok(None) => true,
+            _ => {
+                self.shared.mark_dead();
+                false
+            }
+        }
+    }
+
+    async fn send(&self, message: Value, method: &str) -> Result<(), ToolError> {
+        let shared = Arc::clone(&self.shared);
+        let write = tokio::task::spawn_blocking(move || shared.write(&message));
+        match tokio::time::timeout(WRITE_TIMEOUT, write).await {
+            Ok(Ok(Ok(()))) => Ok(()),
+            Ok(Ok(Err(_)) | Err(_)) => {
+                self.shared.mark_dead();
+                Err(self.shared.gone(method))
+            }
+            Err(_) => {
+                // The server stopped reading: it is stuck; kill it so the write unblocks.
+                self.shared.mark_dead();
+                kill_group(self.pid, &mut lock(&self.child));
+                Err(ToolError::respond(format!(
+                    "the language server {} stopped reading its input while sending {method}; it was stopped and will be restarted on the next call",
+                    self.name()
+                )))
+            }
+        }
+    }
+
+    /// Sends a notification.
+    pub(crate) async fn notify(&self, method: &str, params: Value) -> Result<(), ToolError> {
+        if self.shared.dead.load(Ordering::SeqCst) {
+            return Err(self.shared.gone(method));
+        }
+        self.send(
+            json!({"jsonrpc": "2.0", "method": method, "params": params}),
+            method,
+        )
+        .await
+    }
+
+    /// Sends a request and waits for its answer, at most [`REQUEST_TIMEOUT`].
+    pub(crate) async fn request(&self, method: &str, params: Value) -> Result<Value, ToolError> {
+        self.request_with_timeout(method, params, REQUEST_TIMEOUT)
+            .await
+    }
+
+    /// Sends a request and waits at most `limit`; on timeout or when the caller stops
+    /// waiting, the server gets `$/cancelRequest`.
+    pub(crate) async fn request_with_timeout(
+        &self,
+        method: &str,
+        params: Value,
+        limit: Duration,
+    ) -> Result<Value, ToolError> {
+        if self.shared.dead.load(Ordering::SeqCst) {
+            return Err(self.shared.gone(method));
+        }
+        let id = self.next_id.fetch_add(1, Ordering::SeqCst);
+        let (tx, rx) = oneshot::channel();
+        lock(&self.shared.pending).insert(id, tx);
+        let guard = CancelGuard {
+            shared: &self.shared,
+            id,
+        };
+        self.send(
+            json!({"jsonrpc": "2.0", "id": id, "method": method, "params": params}),
+            method,
+        )
+        .await?;
+        let outcome = tokio::time::timeout(limit, rx).await;
+        drop(guard);
+        match outcome {
+            Ok(Ok(Ok(value))) => Ok(value),
+            Ok(Ok(Err(message))) => Err(ToolError::respond(format!(
+                "the language server {} answered {method} with an error: {message}",
+                self.name()
+            ))),
+            Ok(Err(_)) => Err(self.shared.gone(method)),
+            Err(_) => Err(ToolError::respond(format!(
+                "the language server {} did not answer {method} within {} s; the request was cancelled",
+                self.name(),
+                limit.as_secs()
+            ))),
+        }
+    }
+
+    /// Makes the server's copy of `path` equal to `text` (read from disk when `None`):
+    /// `didOpen` the first time, then `didChange` with the next version and `didSave`.
+    pub(crate) async fn sync_document(
+        &self,
+        path: &Path,
+        text: Option<&str>,
+    ) -> Result<(Sync, i32), ToolError> {
+        let text = match text {
+            Some(t) => t.to_owned(),
+            None => tokio::fs::read(path)
+                .await
+                .map(|bytes| String::from_utf8_lossy(&bytes).into_owned())
+                .map_err(|e| ToolError::io(path, e))?,
+        };
+        let uri = path_to_uri(path)?;
+        let mut docs = self.docs.lock().await;
+        match docs.get_mut(path) {
+            Some(doc) if doc.text == text => Ok((Sync::Unchanged, doc.version)),
+            Some(doc) => {
+                let version = doc.version + 1;
+                self.notify(
+                    "textDocument/didChange",
+                    json!({
+                        "textDocument": {"uri": uri, "version": version},
+                        "contentChanges": [{"text": text}],
+                    }),
+                )
+                .await?;
+                self.notify(
+                    "textDocument/didSave",
+                    json!({"textDocument": {"uri": uri}}),
+                )
+                .await?;
+                doc.version = version;
+                doc.text = text;
+                Ok((Sync::Changed, version))
+            }
+            None => {
+                let ext = extension_of(path).unwrap_or_default();
+                let language = self
+                    .config
+                    .language_id
+                    .clone()
+                    .unwrap_or_else(|| language_id(&ext).to_owned());
+                self.notify(
+                    "textDocument/didOpen",
+                    json!({"textDocument": {
+                        "uri": uri, "languageId": language, "version": 1, "text": text,
+                    }}),
+                )
+                .await?;
+                docs.insert(path.to_path_buf(), OpenDoc { version: 1, text });
+                Ok((Sync::Opened, 1))
+            }
+        }
+    }
+
+    /// The text the server has for `path`, when it is open.
+    pub(crate) async fn open_text(&self, path: &Path) -> Option<String> {
+        self.docs.lock().await.get(path).map(|d| d.text.clone())
+    }
+
+    /// Every open document's path.
+    pub(crate) async fn open_paths(&self) -> Vec<PathBuf> {
+        let mut paths: Vec<PathBuf> = self.docs.lock().await.keys().cloned().collect();
+        paths.sort();
+        paths
+    }
+
+    /// The last diagnostics published for `path`.
+    pub(crate) fn published(&self, path: &Path) -> Option<Published> {
+        lock(&self.shared.diagnostics).get(path).cloned()
+    }
+
+    /// The sequence number of the last publication, server-wide.
+    pub(crate) fn diagnostics_seq(&self) -> u64 {
+        self.shared.diag_seq.load(Ordering::SeqCst)
+    }
+
+    /// Whether the server has named document versions in its publications (pyright does;
+    /// typescript-language-server does not).
+    pub(crate) fn versioned(&self) -> bool {
+        self.shared.versioned.load(Ordering::SeqCst)
+    }
+
+    /// Waits until the server publishes diagnostics for `path` after publication `after`
+    /// and for version `version` or later (when it names one); `None` after `limit`.
+    pub(crate) async fn wait_diagnostics(
+        &self,
+        path: &Path,
+        version: i32,
+        after: u64,
+        limit: Duration,
+    ) -> Option<Published> {
+        let mut rx = self.shared.diag_tx.subscribe();
+        let deadline = tokio::time::Instant::now() + limit;
+        loop {
+            rx.borrow_and_update();
+            if let Some(p) = self.published(path)
+                && p.seq > after
+                && p.version.is_none_or(|v| v >= version)
+            {
+                return Some(p);
+            }
+            if self.shared.dead.load(Ordering::SeqCst) {
+                return None;
+            }
+            match tokio::time::timeout_at(deadline, rx.changed()).await {
+                Ok(Ok(())) => {}
+                _ => return None,
+            }
+        }
+    }
+}
+
+/// Removes a request that is no longer awaited and tells the server to drop it.
+struct CancelGuard<'a> {
+    shared: &'a Shared,
+    id: i64,
+}
+
+impl Drop for CancelGuard<'_> {
+    fn drop(&mut self) {
+        if lock(&self.shared.pending).remove(&self.id).is_some() {
+            let _ = self.shared.write(&json!({
+                "jsonrpc": "2.0", "method": "$/cancelRequest", "params": {"id": self.id}
+            }));
+        }
+    }
+}
+
+impl Drop for Server {
+    /// `shutdown` (answered or not within a moment), `exit`, then the whole process group
+    /// is killed and the process reaped.
+    fn drop(&mut self) {
+        let mut child = lock(&self.child);
+        if !self.shared.dead.load(Ordering::SeqCst) && matches!(child.try_wait(), Ok(None)) {
+            let id = self.next_id.fetch_add(1, Ordering::SeqCst);
+            let (tx, mut rx) = oneshot::channel();
+            lock(&self.shared.pending).insert(id, tx);
+            if self
+                .shared
+                .write(&json!({"jsonrpc": "2.0", "id": id, "method": "shutdown", "params": null}))
+                .is_ok()
+            {
+                let deadline = Instant::now() + SHUTDOWN_WAIT;
+                while Instant::now() < deadline
+                    && matches!(rx.try_recv(), Err(oneshot::error::TryRecvError::Empty))
+                {
+                    std::thread::sleep(Duration::from_millis(10));
+                }
+                let _ = self
+                    .shared
+                    .write(&json!({"jsonrpc": "2.0", "method": "exit", "params": null}));
+                let deadline = Instant::now() + EXIT_WAIT;
+                while Instant::now() < deadline && matches!(child.try_wait(), Ok(None)) {
+                    std::thread::sleep(Duration::from_millis(10));
+                }
+            }
+        }
+        kill_group(self.pid, &mut child);
+    }
+}
+
+/// Kills the process group `pid` leads and reaps the child.
+fn kill_group(pid: u32, child: &mut Child) {
+    if let Some(pgid) = i32::try_from(pid)
+        .ok()
+        .and_then(rustix::process::Pid::from_raw)
+    {
+        let _ = rustix::process::kill_process_group(pgid, rustix::process::Signal::KILL);
+    }
+    let _ = child.kill();
+    let _ = child.wait();
+}
+
+fn reader_loop(stdout: std::process::ChildStdout, shared: &Shared) {
+    let mut reader = BufReader::new(stdout);
+    loop {
+        match read_frame(&mut reader, MAX_MESSAGE_BYTES) {
+            Ok(Frame::Message(body)) => {
+                if let Ok(message) = serde_json::from_slice::<Value>(&body) {
+                    shared.on_message(message);
+                }
+            }
+            Ok(Frame::TooLarge(n)) => {
+                let mut tail = lock(&shared.stderr_tail);
+                tail.push_back(format!(
+                    "(a {n}-byte message from the server was dropped: over the {MAX_MESSAGE_BYTES}-byte cap)"
+                ));
+                if tail.len() > STDERR_LINES {
+                    tail.pop_front();
+                }
+            }
+            Ok(Frame::Eof) | Err(_) => break,
+        }
+    }
+    shared.mark_dead();
+}
+
+fn stderr_loop(stderr: std::process::ChildStderr, shared: &Shared) {
+    let mut reader = BufReader::new(stderr);
+    let mut line = String::new();
+    loop {
+        line.clear();
+        match reader.read_line(&mut line) {
+            Ok(0) | Err(_) => break,
+            Ok(_) => {
+                let text = line.trim_end();
+                if !text.is_empty() {
+                    let mut tail = lock(&shared.stderr_tail);
+                    tail.push_back(text.chars().take(300).collect());
+                    if tail.len() > STDERR_LINES {
+                        tail.pop_front();
+                    }
+                }
+            }
+        }
+    }
+}
+
+fn initialize_params(config: &ServerConfig, root: &Path, root_uri: &str) -> Value {
+    let mut params = json!({
+        "processId": std::process::id(),
+        "clientInfo": {"name": "agent-tools", "version": env!("CARGO_PKG_VERSION")},
+        "locale": "en",
+        "rootPath": root.display().to_string(),
+        "rootUri": root_uri,
+        "workspaceFolders": [{"uri": root_uri, "name": folder_name(root)}],
+        "trace": "off",
+        "capabilities": {
+            "general": {"positionEncodings": ["utf-16"]},
+            "workspace": {
+                "configuration": true,
+                "workspaceFolders": true,
+                "didChangeConfiguration": {"dynamicRegistration": false},
+                "symbol": {"dynamicRegistration": false},
+                "applyEdit": false,
+            },
+            "textDocument": {
+                "synchronization": {"dynamicRegistration": false, "didSave": true, "willSave": false},
+                // typescript-language-server publishes no diagnostics without this.
+                "publishDiagnostics": {
+                    "relatedInformation": false,
+                    "versionSupport": true,
+                    "tagSupport": {"valueSet": [1, 2]},
+                },
+                "hover": {"dynamicRegistration": false, "contentFormat": ["markdown", "plaintext"]},
+                "definition": {"dynamicRegistration": false, "linkSupport": true},
+                "implementation": {"dynamicRegistration": false, "linkSupport": true},
+                "references": {"dynamicRegistration": false},
+                "documentSymbol": {
+                    "dynamicRegistration": false,
+                    "hierarchicalDocumentSymbolSupport": true,
+                },
+                "callHierarchy": {"dynamicRegistration": false},
+            },
+            "window": {"workDoneProgress": true, "showMessage": {}},
+        },
+    });
+    if let Some(options) = &config.initialization_options {
+        params["initializationOptions"] = options.clone();
+    }
+    params
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn configuration_sections_are_looked_up() {
+        let settings = json!({"python": {"analysis": {"typeCheckingMode": "strict"}}, "a.b": 1});
+        assert_eq!(
+            lookup_section(Some(&settings), Some("python.analysis")),
+            json!({"typeCheckingMode": "strict"})
+        );
+        assert_eq!(lookup_section(Some(&settings), Some("a.b")), json!(1));
+        assert_eq!(
+            lookup_section(Some(&settings), Some("missing.x")),
+            Value::Null
+        );
+        assert_eq!(lookup_section(None, Some("python")), Value::Null);
+        assert_eq!(lookup_section(Some(&settings), None), settings);
+    }
+}
