@@ -95,8 +95,12 @@ fn compiled_tools() -> Vec<Arc<dyn Tool>> {
     let mut tools: Vec<Arc<dyn Tool>> = Vec::new();
     #[cfg(feature = "fs")]
     tools.extend(tools_fs::tools());
+    #[cfg(feature = "shell")]
+    tools.extend(tools_shell::tools());
     #[cfg(feature = "web")]
     tools.extend(tools_web::tools());
+    #[cfg(feature = "lsp")]
+    tools.extend(tools_lsp::tools());
     tools
 }
 

@@ -148,11 +148,37 @@ pub fn build_context(options: &SessionOptions) -> Result<ToolContext, ToolError>
         .collect();
     let engine = PermissionEngine::new(rules)
         .with_bypass_available(mode == PermissionMode::BypassPermissions);
-    Ok(ToolContext::builder(cwd)
+    #[allow(unused_mut)]
+    let mut builder = ToolContext::builder(cwd.clone())
         .mode(mode)
         .permissions(engine)
-        .additional_dirs(additional)
-        .state_dir(state_dir)
-        .service(Arc::new(layers))
-        .build())
+        .additional_dirs(additional.clone())
+        .state_dir(state_dir.clone());
+    #[cfg(feature = "lsp")]
+    {
+        // Language servers: the defaults on PATH, then each settings file's `lsp` section.
+        let config = tools_lsp::LspConfig::from_settings(&layers)?;
+        builder = builder.lsp(Arc::new(tools_lsp::LanguageServers::new(
+            config,
+            cwd.clone(),
+        )));
+    }
+    #[cfg(feature = "shell")]
+    {
+        // The background task manager, for Bash, Monitor and other crates' tasks; shell
+        // tasks started through the generic trait run in the settings' sandbox.
+        let sandbox = tools_shell::SandboxSettings::from_layers(&layers)?;
+        let mut dirs = vec![cwd];
+        dirs.extend(additional);
+        let tasks = Arc::new(tools_shell::ShellTasks::new(
+            &state_dir,
+            sandbox.clone(),
+            dirs,
+        ));
+        builder = builder
+            .tasks(Arc::clone(&tasks) as Arc<dyn tool_core::TaskManager>)
+            .service(tasks)
+            .service(Arc::new(sandbox));
+    }
+    Ok(builder.service(Arc::new(layers)).build())
 }

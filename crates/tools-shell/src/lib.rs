@@ -1,6 +1,96 @@
 //! Shell tools for agent-tools: Bash with background tasks, a sandbox and shell-aware
 //! permissions; TaskOutput and TaskStop; Monitor behind the `monitor` feature.
 //!
-//! Nothing is implemented here yet: the tools arrive with the tools-shell issue. The crate
-//! exists so the workspace layout and the registry's `shell` feature are in place; it
-//! exports no tools, and the registry registers none from it.
+//! # Overview
+//!
+//! - [`Bash`] runs `bash -c COMMAND` (the command is one argument, never quoted into a
+//!   string) in its own process group, stdin closed, stdout and stderr interleaved into one
+//!   output file; the working directory persists across calls; timeouts and cancellation
+//!   kill the whole group (SIGTERM, a grace period, SIGKILL) and reap it; the model reads at
+//!   most 30,000 characters and the whole output stays in a file.
+//! - [`ShellTasks`] is the background task manager (tool-core's [`tool_core::TaskManager`]):
+//!   `run_in_background` commands (with readiness conditions: a regex on the output or a
+//!   TCP port on 127.0.0.1), Monitor commands, and futures of other crates (background
+//!   agents). [`TaskOutput`] and [`TaskStop`] work on every kind.
+//! - Permissions parse the command with tree-sitter-bash into simple commands and match
+//!   `Bash(...)` rules against each ([`check_command`]); the read-only classification
+//!   ([`is_read_only_command`]) decides auto-approval and concurrency.
+//! - The [`SandboxSettings`] (the settings' `sandbox` section) select a policy enforced with
+//!   bubblewrap, or Landlock and seccomp when bubblewrap is missing; see [`prepare_sandbox`].
+//!
+//! # Example
+//!
+//! ```
+//! use serde_json::json;
+//! use tool_core::{PermissionMode, ToolContext, ToolPool};
+//!
+//! # #[tokio::main(flavor = "current_thread")]
+//! # async fn main() -> std::io::Result<()> {
+//! let dir = tempfile::tempdir()?;
+//! let ctx = ToolContext::builder(dir.path())
+//!     .mode(PermissionMode::BypassPermissions)
+//!     .state_dir(dir.path().join("state"))
+//!     .service(std::sync::Arc::new(tools_shell::SandboxSettings {
+//!         allow_degraded: true,
+//!         ..Default::default()
+//!     }))
+//!     .build();
+//! let pool = ToolPool::new(tools_shell::tools());
+//! let result = pool.call("Bash", json!({"command": "echo \"$((6 * 7))\""}), &ctx).await;
+//! assert_eq!(result.text(), "42");
+//! // Status 1 of grep means "no match", not failure.
+//! let result = pool.call("Bash", json!({"command": "echo a | grep b"}), &ctx).await;
+//! assert!(!result.is_error);
+//! # Ok(())
+//! # }
+//! ```
+
+mod bash;
+#[cfg(feature = "monitor")]
+mod monitor;
+mod output;
+mod parse;
+mod permissions;
+mod process;
+mod readonly;
+mod sandbox;
+mod task_tools;
+mod tasks;
+
+use std::sync::Arc;
+
+pub use bash::{
+    Bash, BashInput, BashOutput, DEFAULT_READY_TIMEOUT, DEFAULT_TIMEOUT, MAX_TIMEOUT,
+    interpret_exit,
+};
+#[cfg(feature = "monitor")]
+pub use monitor::{MONITOR_LIMIT, Monitor, MonitorInput, MonitorOutput};
+pub use output::MAX_OUTPUT_CHARS;
+pub use parse::{ParseError, Redirect, Script, SimpleCommand, Word, parse as parse_command};
+pub use permissions::{MAX_SUBCOMMANDS, check as check_command, is_read_only};
+pub use process::KILL_GRACE;
+pub use readonly::is_read_only_command;
+pub use sandbox::{
+    Launch, Mechanism, Prepared, SandboxMode, SandboxPolicy, SandboxSettings, bubblewrap,
+    landlock_available, prepare as prepare_sandbox,
+};
+pub use task_tools::{
+    TASK_OUTPUT_CHARS, TaskOutput, TaskOutputData, TaskOutputInput, TaskStop, TaskStopData,
+    TaskStopInput,
+};
+pub use tasks::{Readiness, ReadyOutcome, ShellTaskSpec, ShellTasks};
+
+/// Every tool of this crate compiled in, ready for a pool: Bash and TaskOutput, plus
+/// TaskStop with the `task-stop` feature and Monitor with `monitor`.
+pub fn tools() -> Vec<Arc<dyn tool_core::Tool>> {
+    #[allow(unused_mut)]
+    let mut tools: Vec<Arc<dyn tool_core::Tool>> = vec![
+        Arc::new(tool_core::Typed::new(Bash)),
+        Arc::new(tool_core::Typed::new(TaskOutput)),
+    ];
+    #[cfg(feature = "task-stop")]
+    tools.push(Arc::new(tool_core::Typed::new(TaskStop)));
+    #[cfg(feature = "monitor")]
+    tools.push(Arc::new(tool_core::Typed::new(Monitor)));
+    tools
+}

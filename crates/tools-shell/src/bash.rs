@@ -1,0 +1,441 @@
+//! Bash: runs a command with `bash -c` in its own process group, in the sandbox, with the
+//! working directory persisting across calls, a time limit, a capped output that spills
+//! whole to a file, semantic exit codes, and background tasks with readiness conditions.
+
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::time::Duration;
+
+use async_trait::async_trait;
+use schemars::JsonSchema;
+use serde::{Deserialize, Serialize};
+use tool_core::{
+    PermissionDecision, ToolAnnotations, ToolCategory, ToolContext, ToolError, ToolResult,
+    TypedTool, ValidationResult, format_size,
+};
+
+use crate::output::{MAX_OUTPUT_CHARS, read_head, truncation_marker};
+use crate::parse::parse;
+use crate::permissions;
+use crate::process::{self, Ending, RunSpec};
+use crate::sandbox::{self, SandboxSettings};
+use crate::tasks::{Readiness, ShellTaskSpec, ShellTasks};
+use tool_core::TaskKind;
+
+/// Default time limit of a command.
+pub const DEFAULT_TIMEOUT: Duration = Duration::from_secs(120);
+/// Longest time limit a call may ask for; longer requests are clamped.
+pub const MAX_TIMEOUT: Duration = Duration::from_secs(600);
+/// Default time a readiness condition is waited for.
+pub const DEFAULT_READY_TIMEOUT: Duration = Duration::from_secs(60);
+
+static CALLS: AtomicU64 = AtomicU64::new(0);
+
+const DESCRIPTION: &str = "Executes a bash command with an optional timeout and returns its output (stdout and stderr interleaved).
+
+- The command runs as `bash -c COMMAND` in the session's working directory, which persists between calls (a `cd` carries over; shell variables do not). If it leaves the working directories it is reset, with a notice.
+- Commands run in a sandbox unless the settings disable it: by default they may write only inside the working directories and the temporary directory (never .git/hooks, .git/config or shell start-up files) and have no network. If a command fails with \"Operation not permitted\", \"Read-only file system\" or a network error because of the sandbox, and only then, retry with dangerouslyDisableSandbox: true (this needs approval and may be refused by the settings).
+- Timeout: default 120000 ms, at most 600000 ms. On timeout the whole process group gets SIGTERM, then SIGKILL; the output so far is returned.
+- Output longer than 30000 characters is cut, and the full output is saved to a file whose path is given; read it with Read.
+- Exit status 1 of grep, rg, find, diff and test is not an error.
+- Use run_in_background for long-running commands (servers, watchers); you get a task id and an output file at once. Add ready_pattern (a regular expression matched against output lines) or ready_port (a TCP port on 127.0.0.1) to return as soon as the command is ready. Read the output with TaskOutput or Read, stop it with TaskStop.
+- Prefer the dedicated tools over shell equivalents: Glob (not find or ls), Grep (not grep or rg), Read (not cat, head or tail), Edit (not sed or awk), Write (not echo > file).
+- Quote paths that contain spaces. Chain dependent commands with &&; run independent ones as separate parallel calls.
+- Git: never change git config, never skip hooks (--no-verify), never force-push to main, prefer new commits over --amend; pass commit messages with a here-document.";
+
+/// Input of Bash.
+#[derive(Debug, Clone, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct BashInput {
+    /// The command to execute
+    pub command: String,
+    /// Optional timeout in milliseconds (max 600000; longer values are clamped)
+    #[serde(default)]
+    pub timeout: Option<u64>,
+    /// Clear, concise description of what this command does in 5-10 words, in active voice
+    #[serde(default)]
+    pub description: Option<String>,
+    /// Set to true to run this command in the background; read its output later with TaskOutput or Read
+    #[serde(default)]
+    pub run_in_background: Option<bool>,
+    /// With run_in_background: wait until a line of output matches this regular expression before returning
+    #[serde(default)]
+    pub ready_pattern: Option<String>,
+    /// With run_in_background: wait until 127.0.0.1:ready_port accepts TCP connections before returning
+    #[serde(default)]
+    pub ready_port: Option<u16>,
+    /// How long to wait for the readiness condition, in milliseconds (default 60000, max 600000); the command keeps running either way
+    #[serde(default)]
+    pub ready_timeout: Option<u64>,
+    /// Set this to true to dangerously override sandbox mode and run commands without sandboxing
+    #[serde(default, rename = "dangerouslyDisableSandbox")]
+    pub dangerously_disable_sandbox: Option<bool>,
+}
+
+/// Output of Bash.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct BashOutput {
+    /// The output (stdout and stderr interleaved), cut at 30,000 characters
+    pub stdout: String,
+    /// Notices from the tool (a working-directory reset)
+    pub stderr: String,
+    /// The exit code; 128 + N when signal N ended the command
+    pub exit_code: Option<i32>,
+    /// Whether the call was cancelled and the command killed
+    pub interrupted: bool,
+    /// Whether the time limit killed the command
+    pub timed_out: bool,
+    /// What a non-zero exit that is not an error means ("No matches found")
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub return_code_interpretation: Option<String>,
+    /// The task id of a background command
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub background_task_id: Option<String>,
+    /// The file holding the whole output, when it was cut (or for a background command)
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub persisted_output_path: Option<String>,
+    /// The whole output's size in bytes, when it was cut
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub persisted_output_size: Option<u64>,
+    /// Whether a background command's readiness condition was met
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub ready: Option<bool>,
+    /// How the command was sandboxed
+    pub sandbox: String,
+    /// Whether the sandbox was disabled for this call
+    #[serde(skip_serializing_if = "std::ops::Not::not")]
+    pub dangerously_disable_sandbox: bool,
+}
+
+/// The Bash tool.
+#[derive(Debug, Clone, Copy, Default)]
+pub struct Bash;
+
+/// The reference's non-error exits: status 1 of these commands means something else.
+pub fn interpret_exit(last_command: Option<&str>, code: i32) -> Option<&'static str> {
+    if code != 1 {
+        return None;
+    }
+    let name = last_command?;
+    let base = Path::new(name).file_name()?.to_str()?;
+    match base {
+        "grep" | "egrep" | "fgrep" | "rg" => Some("No matches found"),
+        "find" => Some("Some directories were inaccessible"),
+        "diff" => Some("Files differ"),
+        "test" | "[" | "[[" => Some("Condition is false"),
+        _ => None,
+    }
+}
+
+fn clamp_ms(ms: Option<u64>, default: Duration) -> Duration {
+    match ms {
+        Some(0) | None => default,
+        Some(ms) => Duration::from_millis(ms).min(MAX_TIMEOUT),
+    }
+}
+
+fn format_duration(d: Duration) -> String {
+    let ms = d.as_millis();
+    if ms.is_multiple_of(1000) {
+        format!("{}s", ms / 1000)
+    } else {
+        format!("{:.1}s", d.as_secs_f64())
+    }
+}
+
+/// Where a session's Bash output files go.
+pub fn output_dir(ctx: &ToolContext) -> PathBuf {
+    ctx.state_dir().join("tool-results").join(ctx.session_id())
+}
+
+/// Validation shared by Bash and Monitor: not empty, and it parses.
+pub fn validate_command(command: &str) -> ValidationResult {
+    if command.trim().is_empty() {
+        return ValidationResult::invalid_code(
+            "The command is empty: pass the shell command to run in `command`.",
+            1,
+        );
+    }
+    match parse(command) {
+        Ok(_) => ValidationResult::Valid,
+        Err(e) => ValidationResult::invalid_code(e.0, 1),
+    }
+}
+
+/// The working directory to start in: the session's, or the original one (with a notice)
+/// if it no longer exists.
+fn start_dir(ctx: &ToolContext) -> (PathBuf, Option<String>) {
+    let cwd = ctx.cwd();
+    if cwd.is_dir() {
+        return (cwd, None);
+    }
+    let orig = ctx.original_cwd().to_path_buf();
+    ctx.set_cwd(&orig);
+    let notice = format!(
+        "The working directory {} no longer exists; the shell cwd was reset to {}",
+        cwd.display(),
+        orig.display()
+    );
+    (orig, Some(notice))
+}
+
+#[async_trait]
+impl TypedTool for Bash {
+    type Input = BashInput;
+    type Output = BashOutput;
+
+    fn name(&self) -> &'static str {
+        "Bash"
+    }
+    fn search_hint(&self) -> Option<&'static str> {
+        Some("run shell commands, scripts, builds and tests")
+    }
+    fn category(&self) -> ToolCategory {
+        ToolCategory::Shell
+    }
+    fn annotations(&self) -> ToolAnnotations {
+        ToolAnnotations {
+            destructive: true,
+            open_world: true,
+            ..ToolAnnotations::default()
+        }
+    }
+    fn max_result_size_chars(&self) -> usize {
+        // Bash caps its own output at 30,000 characters and saves the whole of it; the
+        // generic budget only needs room for the notices around the cut text.
+        MAX_OUTPUT_CHARS + 2_000
+    }
+    fn cancels_siblings_on_error(&self) -> bool {
+        true
+    }
+    async fn description(&self, _input: Option<&BashInput>) -> String {
+        DESCRIPTION.to_owned()
+    }
+    fn is_read_only(&self, input: &BashInput) -> bool {
+        !input.run_in_background.unwrap_or(false) && permissions::is_read_only(&input.command)
+    }
+    fn is_concurrency_safe(&self, input: &BashInput) -> bool {
+        self.is_read_only(input)
+    }
+
+    async fn validate(&self, input: &BashInput, _ctx: &ToolContext) -> ValidationResult {
+        if let ValidationResult::Invalid {
+            message,
+            error_code,
+        } = validate_command(&input.command)
+        {
+            return ValidationResult::Invalid {
+                message,
+                error_code,
+            };
+        }
+        let background = input.run_in_background.unwrap_or(false);
+        if !background && (input.ready_pattern.is_some() || input.ready_port.is_some()) {
+            return ValidationResult::invalid_code(
+                "ready_pattern and ready_port only apply with run_in_background: true",
+                1,
+            );
+        }
+        if let Some(p) = &input.ready_pattern
+            && let Err(e) = regex::Regex::new(p)
+        {
+            return ValidationResult::invalid_code(
+                format!("ready_pattern is not a valid regular expression: {e}"),
+                1,
+            );
+        }
+        if input.ready_port == Some(0) {
+            return ValidationResult::invalid_code("ready_port must be between 1 and 65535", 1);
+        }
+        ValidationResult::Valid
+    }
+
+    async fn check_permission(&self, input: &BashInput, ctx: &ToolContext) -> PermissionDecision {
+        let unsandboxed = input.dangerously_disable_sandbox.unwrap_or(false);
+        permissions::check_with(&input.command, ctx, "Bash", unsandboxed)
+    }
+
+    async fn call(
+        &self,
+        input: BashInput,
+        ctx: &ToolContext,
+    ) -> Result<ToolResult<BashOutput>, ToolError> {
+        let disable = input.dangerously_disable_sandbox.unwrap_or(false);
+        let settings = SandboxSettings::from_context(ctx)?;
+        let (cwd, mut notice) = start_dir(ctx);
+        let prepared = sandbox::prepare(&settings, &ctx.working_dirs(), &cwd, disable)?;
+        if input.run_in_background.unwrap_or(false) {
+            return background(input, ctx, cwd, prepared).await;
+        }
+        let dir = output_dir(ctx);
+        std::fs::create_dir_all(&dir).map_err(|e| ToolError::io(&dir, e))?;
+        let n = CALLS.fetch_add(1, Ordering::Relaxed);
+        let stem = format!("bash-{}-{n}", std::process::id());
+        let spec = RunSpec {
+            command: input.command.clone(),
+            cwd: cwd.clone(),
+            env: Vec::new(),
+            output: dir.join(format!("{stem}.output")),
+            cwd_file: Some(dir.join(format!("{stem}.cwd"))),
+        };
+        let timeout = clamp_ms(input.timeout, DEFAULT_TIMEOUT);
+        let mut running = process::spawn(&spec, &prepared.launch).await?;
+        let finished = running.wait(Some(timeout), ctx.cancel_token()).await;
+        drop(running);
+
+        let out_path = spec.output.clone();
+        let shown = tokio::task::spawn_blocking(move || read_head(&out_path, MAX_OUTPUT_CHARS))
+            .await
+            .map_err(|e| ToolError::fatal(format!("internal error reading the output: {e}")))?
+            .map_err(|e| ToolError::io(&spec.output, e))?;
+        let mut data = BashOutput {
+            stdout: shown.text.clone(),
+            exit_code: Some(finished.code),
+            interrupted: finished.ending == Ending::Cancelled,
+            timed_out: finished.ending == Ending::TimedOut,
+            sandbox: prepared.description.clone(),
+            dangerously_disable_sandbox: disable,
+            ..BashOutput::default()
+        };
+        let mut text = shown.text.clone();
+        if shown.truncated {
+            text.push_str(&truncation_marker(shown.lines_cut));
+            text.push_str(&format!(
+                "\n\nFull output ({}) saved to: {}",
+                format_size(shown.total_bytes as usize),
+                spec.output.display()
+            ));
+            data.persisted_output_path = Some(spec.output.display().to_string());
+            data.persisted_output_size = Some(shown.total_bytes);
+        } else {
+            let _ = std::fs::remove_file(&spec.output);
+        }
+
+        // The working directory the command ended in.
+        if let Some(file) = &spec.cwd_file {
+            if let Some(new_cwd) = process::read_cwd(file)
+                && new_cwd != cwd
+            {
+                if ctx.is_in_working_dirs(&new_cwd) {
+                    ctx.set_cwd(&new_cwd);
+                } else {
+                    let orig = ctx.original_cwd().to_path_buf();
+                    ctx.set_cwd(&orig);
+                    notice = Some(format!("Shell cwd was reset to {}", orig.display()));
+                }
+            }
+            let _ = std::fs::remove_file(file);
+        }
+        if let Some(n) = &prepared.notice {
+            text.push_str(&format!("\n{n}"));
+        }
+        if let Some(n) = notice {
+            text.push_str(&format!("\n{n}"));
+            data.stderr = n;
+        }
+
+        let last = parse(&input.command).ok().and_then(|s| s.last_command);
+        let error = match finished.ending {
+            Ending::Cancelled => {
+                Some("<error>Command was aborted before completion</error>".to_owned())
+            }
+            Ending::TimedOut => Some(format!(
+                "<error>Command timed out after {}: its process group got SIGTERM, then SIGKILL after {}s (exit code {})</error>",
+                format_duration(timeout),
+                process::KILL_GRACE.as_secs(),
+                finished.code
+            )),
+            Ending::Exited if finished.code == 0 => None,
+            Ending::Exited => match interpret_exit(last.as_deref(), finished.code) {
+                Some(meaning) => {
+                    data.return_code_interpretation = Some(meaning.to_owned());
+                    None
+                }
+                None => Some(format!("Exit code {}", finished.code)),
+            },
+        };
+        let text = text.trim_start_matches('\n').to_owned();
+        Ok(match error {
+            Some(err) => {
+                let message = if text.is_empty() {
+                    err
+                } else {
+                    format!("{err}\n{text}")
+                };
+                ToolResult::error(data, message)
+            }
+            None => {
+                let text = match (&data.return_code_interpretation, text.is_empty()) {
+                    (Some(m), true) => format!("({m})"),
+                    (None, true) => "(no output)".to_owned(),
+                    (_, false) => text,
+                };
+                ToolResult::ok(data).with_text(text)
+            }
+        })
+    }
+}
+
+/// `run_in_background`: starts the command as a task and returns its id and output file,
+/// after its readiness condition when one was given.
+async fn background(
+    input: BashInput,
+    ctx: &ToolContext,
+    cwd: PathBuf,
+    prepared: sandbox::Prepared,
+) -> Result<ToolResult<BashOutput>, ToolError> {
+    let Some(tasks) = ctx.services().get::<Arc<ShellTasks>>() else {
+        return Err(ToolError::respond(
+            "Background commands need the shell task manager, which this session does not have (build the session with the registry's `shell` feature); run the command in the foreground instead.",
+        ));
+    };
+    let readiness = Readiness::from_input(
+        input.ready_pattern.as_deref(),
+        input.ready_port,
+        clamp_ms(input.ready_timeout, DEFAULT_READY_TIMEOUT),
+    )?;
+    let description = input
+        .description
+        .clone()
+        .unwrap_or_else(|| input.command.chars().take(80).collect());
+    let info = tasks
+        .start_shell(ShellTaskSpec {
+            kind: TaskKind::LocalBash,
+            description,
+            command: input.command.clone(),
+            cwd,
+            launch: prepared.launch.clone(),
+            time_limit: None,
+            progress: None,
+        })
+        .await?;
+    let mut data = BashOutput {
+        background_task_id: Some(info.id.clone()),
+        persisted_output_path: Some(info.output_path.display().to_string()),
+        sandbox: prepared.description.clone(),
+        dangerously_disable_sandbox: input.dangerously_disable_sandbox.unwrap_or(false),
+        ..BashOutput::default()
+    };
+    let mut text = format!(
+        "Command running in background with ID: {}. Output is being written to: {}",
+        info.id,
+        info.output_path.display()
+    );
+    if let Some(readiness) = readiness {
+        let outcome = tasks
+            .wait_ready(&info.id, &readiness, ctx.cancel_token())
+            .await?;
+        data.ready = Some(outcome.ready);
+        text.push_str(&format!("\n{}", outcome.message));
+        if !outcome.output.is_empty() {
+            text.push_str(&format!("\nOutput so far:\n{}", outcome.output));
+        }
+        data.stdout = outcome.output;
+        if !outcome.ready {
+            return Ok(ToolResult::error(data, text));
+        }
+    }
+    Ok(ToolResult::ok(data).with_text(text))
+}

@@ -1,0 +1,285 @@
+//! Running one shell command: `bash -c COMMAND` in its own process group, stdin closed,
+//! stdout and stderr interleaved into one output file, the working directory read back at
+//! exit, and a time limit and cancellation that signal the whole group (TERM, a grace
+//! period, KILL) and reap it.
+
+use std::ffi::OsString;
+use std::fs::File;
+use std::path::{Path, PathBuf};
+use std::process::{ExitStatus, Stdio};
+use std::sync::OnceLock;
+use std::time::Duration;
+
+use rustix::process::{Pid, Signal, kill_process_group, test_kill_process_group};
+use tokio::process::{Child, Command};
+use tokio_util::sync::CancellationToken;
+use tool_core::ToolError;
+
+use crate::sandbox::Launch;
+
+/// After SIGTERM, the group has this long before SIGKILL.
+pub const KILL_GRACE: Duration = Duration::from_secs(2);
+
+/// The start-up file bash reads (through `BASH_ENV`) before the command: it records the
+/// working directory at exit, so `cd` persists across calls, without touching the command
+/// text itself (which is passed to `bash -c` as one argument, never quoted into a string).
+const STARTUP: &str = r#"__agent_tools_cwd_file=${AGENT_TOOLS_CWD_FILE-}
+unset BASH_ENV AGENT_TOOLS_CWD_FILE
+if [ -n "$__agent_tools_cwd_file" ]; then
+  trap 'builtin pwd -P >| "$__agent_tools_cwd_file" 2>/dev/null' EXIT
+fi
+"#;
+
+/// The environment every command gets on top of the inherited one: no editor, no pager.
+const ENV: &[(&str, &str)] = &[
+    ("GIT_EDITOR", "true"),
+    ("GIT_PAGER", "cat"),
+    ("PAGER", "cat"),
+    ("MANPAGER", "cat"),
+    ("SYSTEMD_PAGER", ""),
+    ("LESS", "-FRX"),
+    ("AGENT_TOOLS", "1"),
+];
+
+/// What to run.
+#[derive(Debug, Clone)]
+pub struct RunSpec {
+    /// The command, passed to `bash -c` as one argument
+    pub command: String,
+    /// The working directory
+    pub cwd: PathBuf,
+    /// Extra environment variables
+    pub env: Vec<(String, String)>,
+    /// Where stdout and stderr go (created or truncated)
+    pub output: PathBuf,
+    /// Where the working directory at exit is written, if wanted
+    pub cwd_file: Option<PathBuf>,
+}
+
+impl RunSpec {
+    fn writable_files(&self) -> Vec<PathBuf> {
+        let mut files = vec![self.output.clone()];
+        files.extend(self.cwd_file.clone());
+        files
+    }
+}
+
+/// How a command ended.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Ending {
+    /// It exited by itself
+    Exited,
+    /// The time limit passed and the group was killed
+    TimedOut,
+    /// The call was cancelled and the group was killed
+    Cancelled,
+}
+
+/// The end of a command.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Finished {
+    /// How it ended
+    pub ending: Ending,
+    /// The exit code; `128 + signal` when a signal ended it
+    pub code: i32,
+}
+
+/// A running command; dropping it kills its process group.
+#[derive(Debug)]
+pub struct Running {
+    child: Child,
+    pgid: Option<Pid>,
+    done: bool,
+}
+
+/// Writes the start-up file once per process, in the temporary directory.
+fn startup_file() -> Result<&'static Path, ToolError> {
+    static FILE: OnceLock<Result<PathBuf, String>> = OnceLock::new();
+    let made = FILE.get_or_init(|| {
+        let dir = std::env::temp_dir().join(format!("agent-tools-{}", std::process::id()));
+        let path = dir.join("bash-startup.sh");
+        std::fs::create_dir_all(&dir)
+            .and_then(|()| std::fs::write(&path, STARTUP))
+            .map(|()| path)
+            .map_err(|e| {
+                format!(
+                    "cannot write the shell start-up file in {}: {e}",
+                    dir.display()
+                )
+            })
+    });
+    match made {
+        Ok(p) => Ok(p.as_path()),
+        Err(e) => Err(ToolError::fatal(e.clone())),
+    }
+}
+
+/// Finds `bash`: `/bin/bash` or `/usr/bin/bash`, else the first on `PATH`.
+pub fn bash_path() -> PathBuf {
+    for p in ["/bin/bash", "/usr/bin/bash"] {
+        if Path::new(p).is_file() {
+            return PathBuf::from(p);
+        }
+    }
+    PathBuf::from("bash")
+}
+
+/// Builds the command line: the launcher's prefix (bubblewrap, or nothing), then
+/// `bash -c COMMAND`.
+fn command_line(spec: &RunSpec, launch: &Launch) -> Result<Command, ToolError> {
+    let startup = startup_file()?;
+    let mut argv: Vec<OsString> = launch.prefix(&spec.cwd, &spec.writable_files());
+    argv.push(bash_path().into_os_string());
+    argv.push("-c".into());
+    argv.push(spec.command.clone().into());
+    let mut cmd = Command::new(&argv[0]);
+    cmd.args(&argv[1..]);
+    cmd.current_dir(&spec.cwd);
+    cmd.stdin(Stdio::null());
+    let out = File::create(&spec.output).map_err(|e| ToolError::io(&spec.output, e))?;
+    let err = out
+        .try_clone()
+        .map_err(|e| ToolError::io(&spec.output, e))?;
+    cmd.stdout(Stdio::from(out));
+    cmd.stderr(Stdio::from(err));
+    for (k, v) in ENV {
+        cmd.env(k, v);
+    }
+    cmd.env("BASH_ENV", startup);
+    match &spec.cwd_file {
+        Some(f) => cmd.env("AGENT_TOOLS_CWD_FILE", f),
+        None => cmd.env_remove("AGENT_TOOLS_CWD_FILE"),
+    };
+    for (k, v) in &spec.env {
+        cmd.env(k, v);
+    }
+    cmd.process_group(0);
+    cmd.kill_on_drop(true);
+    Ok(cmd)
+}
+
+/// Starts a command.
+pub async fn spawn(spec: &RunSpec, launch: &Launch) -> Result<Running, ToolError> {
+    if let Some(f) = &spec.cwd_file {
+        // It exists (empty) before the command starts, so a sandbox can grant writing it.
+        File::create(f).map_err(|e| ToolError::io(f, e))?;
+    }
+    let cmd = command_line(spec, launch)?;
+    let child = launch.spawn(cmd, &spec.writable_files()).await?;
+    let pgid = child.id().and_then(|id| Pid::from_raw(id as i32));
+    Ok(Running {
+        child,
+        pgid,
+        done: false,
+    })
+}
+
+fn code_of(status: ExitStatus) -> i32 {
+    use std::os::unix::process::ExitStatusExt;
+    status
+        .code()
+        .or_else(|| status.signal().map(|s| 128 + s))
+        .unwrap_or(-1)
+}
+
+impl Running {
+    /// Waits for the command to exit, for `limit` to pass (then kills the group: TERM,
+    /// [`KILL_GRACE`], KILL) or for `cancel` (likewise). Whatever happens the group is gone
+    /// when this returns.
+    pub async fn wait(&mut self, limit: Option<Duration>, cancel: &CancellationToken) -> Finished {
+        let sleep = async {
+            match limit {
+                Some(d) => tokio::time::sleep(d).await,
+                None => std::future::pending::<()>().await,
+            }
+        };
+        let ending = tokio::select! {
+            status = self.child.wait() => {
+                let code = status.map(code_of).unwrap_or(-1);
+                self.done = true;
+                // Background jobs the command left in its group do not outlive the call.
+                self.kill_group().await;
+                return Finished { ending: Ending::Exited, code };
+            }
+            () = sleep => Ending::TimedOut,
+            () = cancel.cancelled() => Ending::Cancelled,
+        };
+        let code = self.kill_group().await.unwrap_or(128 + 15);
+        Finished { ending, code }
+    }
+
+    /// Stops the whole group: SIGTERM, up to [`KILL_GRACE`] for it to go, SIGKILL; reaps the
+    /// leader. Returns the leader's exit code if it had not been reaped before.
+    pub async fn kill_group(&mut self) -> Option<i32> {
+        let mut code = None;
+        let Some(pgid) = self.pgid else {
+            return code;
+        };
+        if test_kill_process_group(pgid).is_err() {
+            if !self.done {
+                code = self.child.wait().await.ok().map(code_of);
+                self.done = true;
+            }
+            return code;
+        }
+        let _ = kill_process_group(pgid, Signal::TERM);
+        let deadline = tokio::time::Instant::now() + KILL_GRACE;
+        loop {
+            if !self.done {
+                match tokio::time::timeout_at(deadline, self.child.wait()).await {
+                    Ok(status) => {
+                        code = status.ok().map(code_of);
+                        self.done = true;
+                    }
+                    Err(_) => break,
+                }
+            }
+            if test_kill_process_group(pgid).is_err() {
+                return code;
+            }
+            if tokio::time::Instant::now() >= deadline {
+                break;
+            }
+            tokio::time::sleep(Duration::from_millis(20)).await;
+        }
+        let _ = kill_process_group(pgid, Signal::KILL);
+        if !self.done {
+            code = self.child.wait().await.ok().map(code_of);
+            self.done = true;
+        }
+        // Members of the group other than the leader are reaped by their parents (or by
+        // init once orphaned); wait briefly until none is left so callers see a clean slate.
+        for _ in 0..50 {
+            if test_kill_process_group(pgid).is_err() {
+                break;
+            }
+            let _ = kill_process_group(pgid, Signal::KILL);
+            tokio::time::sleep(Duration::from_millis(10)).await;
+        }
+        code
+    }
+}
+
+impl Drop for Running {
+    fn drop(&mut self) {
+        // The call was abandoned (its future dropped): kill the group at once. The leader is
+        // reaped by tokio's orphan reaper (`kill_on_drop`).
+        if let Some(pgid) = self.pgid
+            && test_kill_process_group(pgid).is_ok()
+        {
+            let _ = kill_process_group(pgid, Signal::KILL);
+        }
+    }
+}
+
+/// Reads back the working directory the command ended in, if it wrote one.
+pub fn read_cwd(file: &Path) -> Option<PathBuf> {
+    let text = std::fs::read_to_string(file).ok()?;
+    let _ = std::fs::remove_file(file);
+    let line = text.trim_end_matches('\n');
+    if line.is_empty() {
+        return None;
+    }
+    let p = PathBuf::from(line);
+    p.is_dir().then_some(p)
+}

@@ -1,0 +1,626 @@
+//! The background task manager (tool-core's [`TaskManager`]): shell commands started with
+//! `run_in_background`, Monitor commands, and tasks of other kinds (background agents) that
+//! register a future. Each task has an id, a status, an exit code and an output file; stopping
+//! one kills its whole process tree.
+
+use std::collections::HashMap;
+use std::io::{Read, Seek, SeekFrom};
+use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use async_trait::async_trait;
+use regex::Regex;
+use tokio::sync::watch;
+use tokio_util::sync::CancellationToken;
+use tool_core::{
+    ProgressSink, TaskFinish, TaskInfo, TaskKind, TaskManager, TaskRun, TaskSpec, TaskStatus,
+    ToolError,
+};
+
+use crate::process::{self, Ending, RunSpec};
+use crate::sandbox::{self, Launch, SandboxSettings};
+
+/// A readiness condition for a background command.
+#[derive(Debug, Clone)]
+pub struct Readiness {
+    /// A line of output matches
+    pub pattern: Option<Regex>,
+    /// 127.0.0.1:port accepts a TCP connection
+    pub port: Option<u16>,
+    /// How long to wait
+    pub timeout: Duration,
+}
+
+impl Readiness {
+    /// A condition from Bash's input fields; `None` when neither is given.
+    pub fn from_input(
+        pattern: Option<&str>,
+        port: Option<u16>,
+        timeout: Duration,
+    ) -> Result<Option<Self>, ToolError> {
+        if pattern.is_none() && port.is_none() {
+            return Ok(None);
+        }
+        let pattern = pattern.map(Regex::new).transpose().map_err(|e| {
+            ToolError::respond(format!(
+                "ready_pattern is not a valid regular expression: {e}"
+            ))
+        })?;
+        Ok(Some(Readiness {
+            pattern,
+            port,
+            timeout,
+        }))
+    }
+}
+
+/// How waiting for readiness ended.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ReadyOutcome {
+    /// Whether the condition was met
+    pub ready: bool,
+    /// What happened, for the model
+    pub message: String,
+    /// The tail of the output so far
+    pub output: String,
+}
+
+/// A request to start a shell task with its sandbox.
+#[derive(Debug)]
+pub struct ShellTaskSpec {
+    /// LocalBash or Monitor
+    pub kind: TaskKind,
+    /// A short description
+    pub description: String,
+    /// The command
+    pub command: String,
+    /// Its working directory
+    pub cwd: PathBuf,
+    /// How to start it (sandbox)
+    pub launch: Launch,
+    /// A time limit (Monitor's 30 minutes), if any
+    pub time_limit: Option<Duration>,
+    /// Where new output lines go as progress events (Monitor)
+    pub progress: Option<ProgressSink>,
+}
+
+#[derive(Debug)]
+struct Entry {
+    info: Mutex<TaskInfo>,
+    done: watch::Sender<bool>,
+    cancel: CancellationToken,
+    /// How far TaskOutput has read a monitor's output
+    cursor: Mutex<u64>,
+}
+
+impl Entry {
+    fn snapshot(&self) -> TaskInfo {
+        match self.info.lock() {
+            Ok(i) => i.clone(),
+            Err(p) => p.into_inner().clone(),
+        }
+    }
+
+    fn finish(&self, status: TaskStatus, code: Option<i32>) {
+        if let Ok(mut i) = self.info.lock()
+            && !i.status.is_terminal()
+        {
+            i.status = status;
+            i.exit_code = code;
+        }
+        let _ = self.done.send(true);
+    }
+}
+
+/// The background task manager of one session.
+#[derive(Debug, Clone)]
+pub struct ShellTasks {
+    inner: Arc<Inner>,
+}
+
+#[derive(Debug)]
+struct Inner {
+    dir: PathBuf,
+    tasks: Mutex<HashMap<String, Arc<Entry>>>,
+    counter: AtomicU64,
+    /// The sandbox for shell tasks started through the generic trait
+    sandbox: SandboxSettings,
+    /// The working directories for that sandbox
+    dirs: Vec<PathBuf>,
+}
+
+static MANAGERS: AtomicU64 = AtomicU64::new(0);
+
+impl ShellTasks {
+    /// A manager whose task output files go under `state_dir/tasks/`. Shell tasks started
+    /// through the generic [`TaskManager::start`] run in the `sandbox` for `working_dirs`.
+    pub fn new(state_dir: &Path, sandbox: SandboxSettings, working_dirs: Vec<PathBuf>) -> Self {
+        let nanos = std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)
+            .map(|d| d.subsec_nanos())
+            .unwrap_or(0);
+        let unique = format!(
+            "{}-{}-{nanos:x}",
+            std::process::id(),
+            MANAGERS.fetch_add(1, Ordering::Relaxed)
+        );
+        ShellTasks {
+            inner: Arc::new(Inner {
+                dir: state_dir.join("tasks").join(unique),
+                tasks: Mutex::new(HashMap::new()),
+                counter: AtomicU64::new(0),
+                sandbox,
+                dirs: working_dirs,
+            }),
+        }
+    }
+
+    fn entry(&self, id: &str) -> Result<Arc<Entry>, ToolError> {
+        let tasks = self
+            .inner
+            .tasks
+            .lock()
+            .map_err(|_| ToolError::fatal("internal error: the task table is poisoned"))?;
+        tasks
+            .get(id.trim())
+            .cloned()
+            .ok_or_else(|| ToolError::respond(format!("No task found with ID: {}", id.trim())))
+    }
+
+    fn register(
+        &self,
+        kind: TaskKind,
+        description: String,
+        command: Option<String>,
+    ) -> Result<(Arc<Entry>, watch::Receiver<bool>), ToolError> {
+        let prefix = match kind {
+            TaskKind::LocalBash => "b",
+            TaskKind::LocalAgent => "a",
+            TaskKind::Monitor => "m",
+        };
+        let n = self.inner.counter.fetch_add(1, Ordering::Relaxed) + 1;
+        let id = format!("{prefix}{n}");
+        std::fs::create_dir_all(&self.inner.dir).map_err(|e| ToolError::io(&self.inner.dir, e))?;
+        let output_path = self.inner.dir.join(format!("{id}.output"));
+        let (tx, rx) = watch::channel(false);
+        let entry = Arc::new(Entry {
+            info: Mutex::new(TaskInfo {
+                id: id.clone(),
+                kind,
+                status: TaskStatus::Pending,
+                description,
+                command,
+                exit_code: None,
+                output_path,
+            }),
+            done: tx,
+            cancel: CancellationToken::new(),
+            cursor: Mutex::new(0),
+        });
+        self.inner
+            .tasks
+            .lock()
+            .map_err(|_| ToolError::fatal("internal error: the task table is poisoned"))?
+            .insert(id, Arc::clone(&entry));
+        Ok((entry, rx))
+    }
+
+    /// Starts a shell command as a task, in the given sandbox, and returns at once.
+    pub async fn start_shell(&self, spec: ShellTaskSpec) -> Result<TaskInfo, ToolError> {
+        let (entry, _rx) =
+            self.register(spec.kind, spec.description, Some(spec.command.clone()))?;
+        let info = entry.snapshot();
+        let run = RunSpec {
+            command: spec.command,
+            cwd: spec.cwd,
+            env: Vec::new(),
+            output: info.output_path.clone(),
+            cwd_file: None,
+        };
+        let mut running = match process::spawn(&run, &spec.launch).await {
+            Ok(r) => r,
+            Err(e) => {
+                entry.finish(TaskStatus::Failed, None);
+                return Err(e);
+            }
+        };
+        if let Ok(mut i) = entry.info.lock() {
+            i.status = TaskStatus::Running;
+        }
+        let task_entry = Arc::clone(&entry);
+        let limit = spec.time_limit;
+        let watcher = spec.progress.map(|sink| {
+            let path = info.output_path.clone();
+            let cancel = entry.cancel.clone();
+            let done = entry.done.subscribe();
+            tokio::spawn(report_lines(path, sink, cancel, done))
+        });
+        tokio::spawn(async move {
+            let finished = running.wait(limit, &task_entry.cancel).await;
+            drop(running);
+            let status = match finished.ending {
+                Ending::Cancelled => TaskStatus::Killed,
+                Ending::TimedOut => TaskStatus::Failed,
+                Ending::Exited if finished.code == 0 => TaskStatus::Completed,
+                Ending::Exited => TaskStatus::Failed,
+            };
+            task_entry.finish(status, Some(finished.code));
+            if let Some(w) = watcher {
+                let _ = w.await;
+            }
+        });
+        Ok(entry.snapshot())
+    }
+
+    /// Waits until a background command is ready (its output matches, its port accepts), it
+    /// ends, the condition's timeout passes or `cancel` fires.
+    pub async fn wait_ready(
+        &self,
+        id: &str,
+        readiness: &Readiness,
+        cancel: &CancellationToken,
+    ) -> Result<ReadyOutcome, ToolError> {
+        let entry = self.entry(id)?;
+        let path = entry.snapshot().output_path;
+        let mut done = entry.done.subscribe();
+        let deadline = tokio::time::Instant::now() + readiness.timeout;
+        let mut scanner = LineScanner::default();
+        loop {
+            if let Some(re) = &readiness.pattern {
+                let file = path.clone();
+                let mut s = std::mem::take(&mut scanner);
+                let re = re.clone();
+                let (s, hit) = tokio::task::spawn_blocking(move || {
+                    let hit = s.scan(&file, |line| re.is_match(line));
+                    (s, hit)
+                })
+                .await
+                .map_err(|e| ToolError::fatal(format!("internal error: {e}")))?;
+                scanner = s;
+                if let Some(line) = hit {
+                    return Ok(self.ready_outcome(
+                        &path,
+                        true,
+                        format!("Ready: a line matched ready_pattern: {}", line.trim_end()),
+                    ));
+                }
+            }
+            if let Some(port) = readiness.port {
+                let connect = tokio::net::TcpStream::connect(("127.0.0.1", port));
+                if let Ok(Ok(_)) = tokio::time::timeout(Duration::from_millis(200), connect).await {
+                    return Ok(self.ready_outcome(
+                        &path,
+                        true,
+                        format!("Ready: 127.0.0.1:{port} accepts connections"),
+                    ));
+                }
+            }
+            let info = entry.snapshot();
+            if info.status.is_terminal() {
+                let code = info
+                    .exit_code
+                    .map(|c| format!(" with exit code {c}"))
+                    .unwrap_or_default();
+                return Ok(self.ready_outcome(&path, false, format!(
+                    "Not ready: the command ended ({}){code} before its readiness condition was met",
+                    status_name(info.status)
+                )));
+            }
+            if tokio::time::Instant::now() >= deadline {
+                return Ok(self.ready_outcome(&path, false, format!(
+                    "Not ready: the readiness condition was not met within {:.1}s; the command is still running (stop it with TaskStop)",
+                    readiness.timeout.as_secs_f64()
+                )));
+            }
+            tokio::select! {
+                () = tokio::time::sleep(Duration::from_millis(50)) => {}
+                _ = done.changed() => {}
+                () = cancel.cancelled() => {
+                    return Ok(self.ready_outcome(&path, false, "Not ready: the call was cancelled while waiting; the command is still running".to_owned()));
+                }
+            }
+        }
+    }
+
+    fn ready_outcome(&self, path: &Path, ready: bool, message: String) -> ReadyOutcome {
+        let output = read_tail(path, 4_000).map(|(t, _)| t).unwrap_or_default();
+        ReadyOutcome {
+            ready,
+            message,
+            output: output.trim_end().to_owned(),
+        }
+    }
+
+    /// Output a monitor task wrote since the last call (at most `cap` bytes; the rest waits
+    /// for the next call), and whether anything was skipped.
+    pub fn read_new(&self, id: &str, cap: usize) -> Result<String, ToolError> {
+        let entry = self.entry(id)?;
+        let path = entry.snapshot().output_path;
+        let mut cursor = entry
+            .cursor
+            .lock()
+            .map_err(|_| ToolError::fatal("internal error: a task cursor is poisoned"))?;
+        let Ok(mut f) = std::fs::File::open(&path) else {
+            return Ok(String::new());
+        };
+        f.seek(SeekFrom::Start(*cursor))
+            .map_err(|e| ToolError::io(&path, e))?;
+        let mut buf = Vec::new();
+        (&mut f)
+            .take(cap as u64)
+            .read_to_end(&mut buf)
+            .map_err(|e| ToolError::io(&path, e))?;
+        // Only whole lines, unless one line alone is longer than the cap.
+        let keep = match buf.iter().rposition(|b| *b == b'\n') {
+            Some(i) => i + 1,
+            None if buf.len() >= cap => buf.len(),
+            None if entry.snapshot().status.is_terminal() => buf.len(),
+            None => 0,
+        };
+        *cursor += keep as u64;
+        Ok(String::from_utf8_lossy(&buf[..keep]).into_owned())
+    }
+}
+
+/// Scans a growing file for a line matching a predicate, remembering where it stopped.
+#[derive(Debug, Default)]
+struct LineScanner {
+    offset: u64,
+    partial: Vec<u8>,
+}
+
+impl LineScanner {
+    fn scan(&mut self, path: &Path, mut matches: impl FnMut(&str) -> bool) -> Option<String> {
+        let mut f = std::fs::File::open(path).ok()?;
+        f.seek(SeekFrom::Start(self.offset)).ok()?;
+        let mut buf = vec![0_u8; 64 * 1024];
+        loop {
+            let n = f.read(&mut buf).ok()?;
+            if n == 0 {
+                // The unterminated last line counts too (a prompt, "listening on ...").
+                let line = String::from_utf8_lossy(&self.partial).into_owned();
+                return (!line.is_empty() && matches(&line)).then_some(line);
+            }
+            self.offset += n as u64;
+            for &b in &buf[..n] {
+                if b == b'\n' {
+                    let line = String::from_utf8_lossy(&self.partial).into_owned();
+                    self.partial.clear();
+                    if matches(&line) {
+                        return Some(line);
+                    }
+                } else if self.partial.len() < 64 * 1024 {
+                    self.partial.push(b);
+                }
+            }
+        }
+    }
+}
+
+/// Reports each new line of a monitor's output as a progress event, about once a second,
+/// until the task ends.
+async fn report_lines(
+    path: PathBuf,
+    sink: ProgressSink,
+    cancel: CancellationToken,
+    mut done: watch::Receiver<bool>,
+) {
+    let mut offset = 0_u64;
+    let mut partial = String::new();
+    loop {
+        let finished = *done.borrow();
+        if let Ok(mut f) = std::fs::File::open(&path)
+            && f.seek(SeekFrom::Start(offset)).is_ok()
+        {
+            let mut buf = Vec::new();
+            if (&mut f).take(1 << 20).read_to_end(&mut buf).is_ok() {
+                offset += buf.len() as u64;
+                partial.push_str(&String::from_utf8_lossy(&buf));
+                while let Some(i) = partial.find('\n') {
+                    let line: String = partial.drain(..=i).collect();
+                    sink.report(line.trim_end_matches(['\n', '\r']).to_owned());
+                }
+            }
+        }
+        if finished {
+            if !partial.is_empty() {
+                sink.report(std::mem::take(&mut partial));
+            }
+            return;
+        }
+        tokio::select! {
+            () = tokio::time::sleep(Duration::from_secs(1)) => {}
+            _ = done.changed() => {}
+            () = cancel.cancelled() => {}
+        }
+    }
+}
+
+/// The last `cap` characters of a file (read in bounded memory) and whether it was cut.
+pub fn read_tail(path: &Path, cap: usize) -> std::io::Result<(String, bool)> {
+    let mut f = std::fs::File::open(path)?;
+    let len = f.metadata()?.len();
+    let want = (cap as u64).saturating_mul(4);
+    let start = len.saturating_sub(want);
+    f.seek(SeekFrom::Start(start))?;
+    let mut buf = Vec::new();
+    f.read_to_end(&mut buf)?;
+    let text = String::from_utf8_lossy(&buf);
+    let count = text.chars().count();
+    if count <= cap && start == 0 {
+        return Ok((text.into_owned(), false));
+    }
+    let skip = count.saturating_sub(cap);
+    Ok((text.chars().skip(skip).collect(), true))
+}
+
+/// The reference's name of a status.
+pub fn status_name(status: TaskStatus) -> &'static str {
+    match status {
+        TaskStatus::Pending => "pending",
+        TaskStatus::Running => "running",
+        TaskStatus::Completed => "completed",
+        TaskStatus::Failed => "failed",
+        TaskStatus::Killed => "killed",
+    }
+}
+
+#[async_trait]
+impl TaskManager for ShellTasks {
+    async fn start(&self, spec: TaskSpec) -> Result<TaskInfo, ToolError> {
+        match spec.run {
+            TaskRun::Shell { command, cwd, env } => {
+                let prepared =
+                    sandbox::prepare(&self.inner.sandbox, &self.inner.dirs, &cwd, false)?;
+                if !env.is_empty() {
+                    // Extra variables: prefix them the way a shell would, quoted.
+                    let mut prefixed = String::new();
+                    for (k, v) in &env {
+                        if !k.chars().all(|c| c.is_ascii_alphanumeric() || c == '_') || k.is_empty()
+                        {
+                            return Err(ToolError::respond(format!(
+                                "invalid environment variable name `{k}`"
+                            )));
+                        }
+                        prefixed.push_str(&format!("export {k}='{}'; ", v.replace('\'', r"'\''")));
+                    }
+                    prefixed.push_str(&command);
+                    return self
+                        .start_shell(ShellTaskSpec {
+                            kind: spec.kind,
+                            description: spec.description,
+                            command: prefixed,
+                            cwd,
+                            launch: prepared.launch,
+                            time_limit: None,
+                            progress: None,
+                        })
+                        .await;
+                }
+                self.start_shell(ShellTaskSpec {
+                    kind: spec.kind,
+                    description: spec.description,
+                    command,
+                    cwd,
+                    launch: prepared.launch,
+                    time_limit: None,
+                    progress: None,
+                })
+                .await
+            }
+            TaskRun::Future(start) => {
+                let (entry, _rx) = self.register(spec.kind, spec.description, None)?;
+                let path = entry.snapshot().output_path;
+                std::fs::File::create(&path).map_err(|e| ToolError::io(&path, e))?;
+                if let Ok(mut i) = entry.info.lock() {
+                    i.status = TaskStatus::Running;
+                }
+                let fut = start(entry.cancel.clone());
+                let task_entry = Arc::clone(&entry);
+                tokio::spawn(async move {
+                    let TaskFinish {
+                        status,
+                        exit_code,
+                        output,
+                    } = fut.await;
+                    if !output.is_empty() {
+                        use std::io::Write;
+                        if let Ok(mut f) = std::fs::OpenOptions::new().append(true).open(&path) {
+                            let _ = f.write_all(output.as_bytes());
+                        }
+                    }
+                    let status = if task_entry.cancel.is_cancelled() && !status.is_terminal() {
+                        TaskStatus::Killed
+                    } else if status.is_terminal() {
+                        status
+                    } else {
+                        TaskStatus::Completed
+                    };
+                    task_entry.finish(status, exit_code);
+                });
+                Ok(entry.snapshot())
+            }
+        }
+    }
+
+    async fn get(&self, id: &str) -> Result<TaskInfo, ToolError> {
+        Ok(self.entry(id)?.snapshot())
+    }
+
+    async fn list(&self) -> Result<Vec<TaskInfo>, ToolError> {
+        let tasks = self
+            .inner
+            .tasks
+            .lock()
+            .map_err(|_| ToolError::fatal("internal error: the task table is poisoned"))?;
+        let mut all: Vec<TaskInfo> = tasks.values().map(|e| e.snapshot()).collect();
+        all.sort_by_key(|i| {
+            i.id.trim_start_matches(|c: char| c.is_ascii_alphabetic())
+                .parse::<u64>()
+                .unwrap_or(0)
+        });
+        Ok(all)
+    }
+
+    async fn wait(
+        &self,
+        id: &str,
+        timeout: Duration,
+        cancel: &CancellationToken,
+    ) -> Result<TaskInfo, ToolError> {
+        let entry = self.entry(id)?;
+        let mut done = entry.done.subscribe();
+        let wait_done = async {
+            loop {
+                if *done.borrow_and_update() {
+                    return;
+                }
+                if done.changed().await.is_err() {
+                    return;
+                }
+            }
+        };
+        tokio::select! {
+            () = wait_done => {}
+            () = tokio::time::sleep(timeout) => {}
+            () = cancel.cancelled() => {}
+        }
+        Ok(entry.snapshot())
+    }
+
+    async fn stop(&self, id: &str) -> Result<TaskInfo, ToolError> {
+        let entry = self.entry(id)?;
+        let info = entry.snapshot();
+        if info.status.is_terminal() {
+            return Err(ToolError::respond(format!(
+                "Task {} is not running (status: {})",
+                info.id,
+                status_name(info.status)
+            )));
+        }
+        entry.cancel.cancel();
+        let never = CancellationToken::new();
+        let info = self
+            .wait(id, process::KILL_GRACE + Duration::from_secs(3), &never)
+            .await?;
+        if !info.status.is_terminal() {
+            // A future that ignores its token: mark it killed; it is abandoned.
+            entry.finish(TaskStatus::Killed, None);
+        }
+        Ok(entry.snapshot())
+    }
+}
+
+impl Drop for Inner {
+    fn drop(&mut self) {
+        // The session is over: stop every task still running (their process groups are
+        // killed by the runners' drop as well).
+        if let Ok(tasks) = self.tasks.lock() {
+            for e in tasks.values() {
+                e.cancel.cancel();
+            }
+        }
+    }
+}
