@@ -9,6 +9,7 @@ mod batch;
 mod call;
 mod cli;
 mod permissions;
+mod serve;
 
 use std::io::Write;
 use std::path::{Path, PathBuf};

@@ -1,4 +1,5 @@
-//! `agent-tools`: run any tool of the pool from a shell (`list`, `schema`, `call`, `batch`).
+//! `agent-tools`: run any tool of the pool from a shell (`list`, `schema`, `call`, `batch`),
+//! or serve the whole pool as an MCP server (`serve`).
 //!
 //! The binary is thin: it parses arguments, loads settings through the registry, runs calls
 //! through tool-core's one execution path and prints results as JSON lines. Exit status of
@@ -12,6 +13,8 @@ use anyhow::{Context, Result, anyhow};
 use clap::{Args, Parser, Subcommand};
 use registry::{SessionOptions, ToolRegistry, build_context};
 use serde_json::{Value, json};
+mod serve;
+
 use tool_core::{
     CallResult, Dialect, PermissionMode, ToolCall, ToolContext, ToolError, ToolPool, error_result,
     tool_declaration,
@@ -80,6 +83,16 @@ enum Command {
     /// Read calls as JSON lines {"tool": .., "input": ..} from standard input and print one
     /// result line per call; all calls share one session
     Batch,
+    /// Serve the pool as an MCP server: over stdio, or over streamable HTTP with --http
+    Serve {
+        /// Listen for streamable HTTP at ADDR (PORT, :PORT or HOST:PORT; a bare port listens
+        /// on 127.0.0.1 only); the endpoint is /mcp
+        #[arg(long, value_name = "ADDR")]
+        http: Option<String>,
+        /// Host names accepted in the HTTP Host header (repeatable; default: loopback names)
+        #[arg(long = "allowed-host", value_name = "HOST", requires = "http")]
+        allowed_hosts: Vec<String>,
+    },
 }
 
 fn parse_dialect(s: &str) -> std::result::Result<Dialect, String> {
@@ -98,7 +111,7 @@ impl std::fmt::Display for UsageError {
 
 impl std::error::Error for UsageError {}
 
-fn usage(message: impl Into<String>) -> anyhow::Error {
+pub(crate) fn usage(message: impl Into<String>) -> anyhow::Error {
     anyhow::Error::new(UsageError(message.into()))
 }
 
@@ -129,7 +142,7 @@ fn main() -> ExitCode {
     }
 }
 
-fn session(args: &SessionArgs) -> Result<(ToolContext, ToolPool)> {
+fn session(args: &SessionArgs) -> Result<(ToolContext, ToolPool, SessionOptions)> {
     let cwd = match &args.cwd {
         Some(dir) => dir.clone(),
         None => std::env::current_dir().context("cannot read the current directory")?,
@@ -148,16 +161,20 @@ fn session(args: &SessionArgs) -> Result<(ToolContext, ToolPool)> {
         other => anyhow::Error::new(other),
     })?;
     let pool = ToolRegistry::new().pool(ctx.permissions(), Vec::new());
-    Ok((ctx, pool))
+    Ok((ctx, pool, options))
 }
 
 async fn run(cli: Cli) -> Result<ExitCode> {
-    let (ctx, pool) = session(&cli.session)?;
+    let (ctx, pool, options) = session(&cli.session)?;
     match cli.command {
         Command::List { json } => list(&pool, json).await,
         Command::Schema { tools, dialect } => schema(&pool, &tools, dialect).await,
         Command::Call { tool, input } => call(&pool, &ctx, &tool, input.as_deref()).await,
         Command::Batch => batch(&pool, &ctx).await,
+        Command::Serve {
+            http,
+            allowed_hosts,
+        } => serve::serve(pool, ctx, options, http, allowed_hosts).await,
     }
 }
 

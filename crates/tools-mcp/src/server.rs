@@ -1,0 +1,366 @@
+//! The server adapter: any [`ToolPool`] as an MCP server, over stdio or streamable HTTP.
+//!
+//! Every MCP session gets one [`ToolContext`] (so Read then Edit works across calls); every
+//! `tools/call` goes through [`ToolPool::execute`] with a child of that context, whose token
+//! the client's `notifications/cancelled` cancels, and a [`ProgressSink`] that turns the
+//! tool's progress into `notifications/progress` when the client sent a progress token.
+
+use std::net::SocketAddr;
+use std::sync::Arc;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::time::Duration;
+
+use rmcp::model::{
+    CallToolRequestParams, CallToolResponse, CallToolResult, ContentBlock as McpBlock,
+    Implementation, InitializeRequestParams, InitializeResult, JsonObject, ListToolsResult,
+    PaginatedRequestParams, ProgressNotificationParam, ServerCapabilities, ServerConfig,
+    Tool as McpToolDecl, ToolAnnotations as McpAnnotations,
+};
+use rmcp::service::RequestContext;
+use rmcp::{ErrorData, RoleServer, ServerHandler, ServiceExt};
+use tokio::sync::{mpsc, oneshot};
+use tokio_util::sync::CancellationToken;
+use tool_core::{
+    CallResult, ContentBlock, PermissionPrompter, Progress, ProgressSink, Summariser, ToolCall,
+    ToolContext, ToolError, ToolPool,
+};
+
+use crate::prompts::{ElicitationPrompter, SamplingSummariser};
+
+/// Builds the context of a new MCP session (HTTP serves many sessions, stdio one).
+pub type SessionFactory = Arc<dyn Fn() -> Result<ToolContext, ToolError> + Send + Sync>;
+
+/// The pool's declarations as MCP tools: name, description, input schema and annotations.
+pub async fn mcp_tool_list(pool: &ToolPool) -> Vec<McpToolDecl> {
+    let mut out = Vec::with_capacity(pool.len());
+    for tool in pool.tools() {
+        let description = tool.description(None).await;
+        let schema: JsonObject = tool.input_schema().as_object().cloned().unwrap_or_default();
+        let hints = tool.annotations();
+        let annotations = McpAnnotations::new()
+            .read_only(hints.read_only)
+            .destructive(hints.destructive && !hints.read_only)
+            .idempotent(hints.idempotent)
+            .open_world(hints.open_world);
+        out.push(
+            McpToolDecl::new(tool.name().to_owned(), description, Arc::new(schema))
+                .with_annotations(annotations),
+        );
+    }
+    out
+}
+
+/// The MCP server of one session: the pool, the tool list, and the session's context.
+#[derive(Clone)]
+pub struct PoolServer {
+    pool: ToolPool,
+    tools: Arc<Vec<McpToolDecl>>,
+    ctx: ToolContext,
+}
+
+impl std::fmt::Debug for PoolServer {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("PoolServer")
+            .field("tools", &self.tools.len())
+            .field("session", &self.ctx.session_id())
+            .finish()
+    }
+}
+
+impl PoolServer {
+    /// A server for one session; `tools` is [`mcp_tool_list`] of `pool`, computed once.
+    pub fn new(pool: ToolPool, tools: Arc<Vec<McpToolDecl>>, ctx: ToolContext) -> Self {
+        PoolServer { pool, tools, ctx }
+    }
+}
+
+/// Converts a finished call into MCP content; `is_error` becomes `CallToolResult::error`.
+pub fn to_mcp_result(result: &CallResult) -> CallToolResult {
+    let content: Vec<McpBlock> = result
+        .content
+        .iter()
+        .map(|block| match block {
+            ContentBlock::Text { text } => McpBlock::text(text.clone()),
+            ContentBlock::Image { media_type, data } => McpBlock::image(data.clone(), media_type),
+        })
+        .collect();
+    if result.is_error {
+        CallToolResult::error(content)
+    } else {
+        CallToolResult::success(content)
+    }
+}
+
+/// Messages to the task that forwards progress in order.
+enum ProgressMsg {
+    Event(Progress),
+    Flush(oneshot::Sender<()>),
+}
+
+/// A sink that forwards progress as `notifications/progress` (in order, with a strictly
+/// increasing `progress`), plus the sender used to flush it before the result goes out.
+fn progress_forwarder(
+    context: &RequestContext<RoleServer>,
+) -> (ProgressSink, Option<mpsc::UnboundedSender<ProgressMsg>>) {
+    let Some(token) = context.meta.get_progress_token() else {
+        return (ProgressSink::default(), None);
+    };
+    let peer = context.peer.clone();
+    let (tx, mut rx) = mpsc::unbounded_channel::<ProgressMsg>();
+    tokio::spawn(async move {
+        let mut last = 0.0_f64;
+        while let Some(msg) = rx.recv().await {
+            match msg {
+                ProgressMsg::Event(event) => {
+                    let value = match event.progress {
+                        Some(p) if p > last => p,
+                        _ => last + 1.0,
+                    };
+                    last = value;
+                    let mut param = ProgressNotificationParam::new(token.clone(), value);
+                    param.total = event.total;
+                    if !event.message.is_empty() {
+                        param.message = Some(event.message);
+                    }
+                    // A client that went away cannot be told; the call goes on regardless.
+                    let _ = peer.notify_progress(param).await;
+                }
+                ProgressMsg::Flush(done) => {
+                    let _ = done.send(());
+                }
+            }
+        }
+    });
+    let sink_tx = tx.clone();
+    let sink = ProgressSink::new(move |event| {
+        let _ = sink_tx.send(ProgressMsg::Event(event));
+    });
+    (sink, Some(tx))
+}
+
+/// Installs the elicitation prompter and the sampling summariser when the client offers them.
+fn install_client_services(
+    ctx: &ToolContext,
+    request: &InitializeRequestParams,
+    context: &RequestContext<RoleServer>,
+) {
+    if request.capabilities.elicitation.is_some() {
+        let prompter: Arc<dyn PermissionPrompter> =
+            Arc::new(ElicitationPrompter::new(context.peer.clone()));
+        ctx.services().insert(prompter);
+    }
+    if request.capabilities.sampling.is_some() {
+        let summariser: Arc<dyn Summariser> =
+            Arc::new(SamplingSummariser::new(context.peer.clone()));
+        ctx.services().insert(summariser);
+    }
+}
+
+static CALL_IDS: AtomicU64 = AtomicU64::new(0);
+
+impl ServerHandler for PoolServer {
+    fn get_info(&self) -> ServerConfig {
+        ServerConfig::new(ServerCapabilities::builder().enable_tools().build())
+            .with_server_info(Implementation::new(
+                "agent-tools",
+                env!("CARGO_PKG_VERSION"),
+            ))
+            .with_instructions(
+                "The tool layer of a coding agent: read, edit and search files, run commands, \
+                 fetch the web. Paths are relative to the session's working directory.",
+            )
+    }
+
+    async fn initialize(
+        &self,
+        request: InitializeRequestParams,
+        context: RequestContext<RoleServer>,
+    ) -> Result<InitializeResult, ErrorData> {
+        context.peer.set_peer_info(request.clone());
+        install_client_services(&self.ctx, &request, &context);
+        self.negotiate_initialize(&request)
+    }
+
+    async fn list_tools(
+        &self,
+        _request: Option<PaginatedRequestParams>,
+        _context: RequestContext<RoleServer>,
+    ) -> Result<ListToolsResult, ErrorData> {
+        Ok(ListToolsResult::with_all_items(self.tools.as_ref().clone()))
+    }
+
+    fn get_tool(&self, name: &str) -> Option<McpToolDecl> {
+        self.tools.iter().find(|t| t.name == name).cloned()
+    }
+
+    async fn call_tool(
+        &self,
+        request: CallToolRequestParams,
+        context: RequestContext<RoleServer>,
+    ) -> Result<CallToolResponse, ErrorData> {
+        let name = request.name.to_string();
+        if self.pool.get(&name).is_none() {
+            return Err(ErrorData::invalid_params(
+                format!("Unknown tool: {name}; tools/list names the available tools"),
+                None,
+            ));
+        }
+        let input = request
+            .arguments
+            .map(serde_json::Value::Object)
+            .unwrap_or_else(|| serde_json::Value::Object(JsonObject::new()));
+        let id = format!("mcp-{}", CALL_IDS.fetch_add(1, Ordering::Relaxed));
+        let call = ToolCall {
+            tool: name,
+            input,
+            id: Some(id),
+        };
+        let call_ctx = self.ctx.child();
+        let (sink, flush) = progress_forwarder(&context);
+        let exec = self.pool.execute(call, &call_ctx, sink);
+        tokio::pin!(exec);
+        let result = tokio::select! {
+            result = &mut exec => result,
+            () = context.ct.cancelled() => {
+                call_ctx.cancel_token().cancel();
+                exec.await
+            }
+        };
+        if let Some(tx) = flush {
+            let (done_tx, done_rx) = oneshot::channel();
+            if tx.send(ProgressMsg::Flush(done_tx)).is_ok() {
+                let _ = tokio::time::timeout(Duration::from_secs(2), done_rx).await;
+            }
+        }
+        Ok(to_mcp_result(&result).into())
+    }
+}
+
+/// Serves `pool` over stdin/stdout until the client closes the connection.
+pub async fn serve_stdio(pool: ToolPool, ctx: ToolContext) -> Result<(), ToolError> {
+    let tools = Arc::new(mcp_tool_list(&pool).await);
+    let server = PoolServer::new(pool, tools, ctx.clone());
+    let running = server
+        .serve(rmcp::transport::stdio())
+        .await
+        .map_err(|e| ToolError::fatal(format!("MCP initialization over stdio failed: {e}")))?;
+    let outcome = running.waiting().await;
+    ctx.cancel_token().cancel();
+    outcome
+        .map(|_| ())
+        .map_err(|e| ToolError::fatal(format!("the MCP stdio session ended with an error: {e}")))
+}
+
+/// Options of the streamable HTTP server.
+#[derive(Debug, Clone)]
+pub struct HttpOptions {
+    /// Where to listen; a bare port or `:PORT` means 127.0.0.1
+    pub addr: SocketAddr,
+    /// Host names (or `host:port`) accepted in the `Host` header; empty means the loopback
+    /// names plus the address listened on
+    pub allowed_hosts: Vec<String>,
+}
+
+/// Reads `--http ADDR`: `PORT`, `:PORT`, `HOST:PORT` or `[V6]:PORT`. Without a host the
+/// server listens on 127.0.0.1 only.
+pub fn parse_listen_addr(text: &str) -> Result<SocketAddr, ToolError> {
+    let text = text.trim();
+    let port_only = text.strip_prefix(':').unwrap_or(text);
+    if let Ok(port) = port_only.parse::<u16>() {
+        return Ok(SocketAddr::from(([127, 0, 0, 1], port)));
+    }
+    let candidate = text.replace("localhost:", "127.0.0.1:");
+    candidate.parse::<SocketAddr>().map_err(|_| {
+        ToolError::respond(format!(
+            "--http {text}: expected PORT, :PORT or HOST:PORT with an IP address, such as 127.0.0.1:8080"
+        ))
+    })
+}
+
+/// Serves `pool` over streamable HTTP at `/mcp` until `shutdown` fires. Each MCP session gets
+/// a fresh context from `factory`. `on_bound` receives the address actually bound (useful
+/// with port 0).
+pub async fn serve_http(
+    pool: ToolPool,
+    factory: SessionFactory,
+    options: HttpOptions,
+    shutdown: CancellationToken,
+    on_bound: impl FnOnce(SocketAddr),
+) -> Result<(), ToolError> {
+    use rmcp::transport::streamable_http_server::{
+        StreamableHttpServerConfig, StreamableHttpService, session::local::LocalSessionManager,
+    };
+    let listener = tokio::net::TcpListener::bind(options.addr)
+        .await
+        .map_err(|e| ToolError::respond(format!("--http {}: cannot listen: {e}", options.addr)))?;
+    let bound = listener
+        .local_addr()
+        .map_err(|e| ToolError::fatal(format!("cannot read the bound address: {e}")))?;
+    let tools = Arc::new(mcp_tool_list(&pool).await);
+    let mut hosts = options.allowed_hosts.clone();
+    if hosts.is_empty() {
+        hosts = vec!["localhost".into(), "127.0.0.1".into(), "::1".into()];
+        if !bound.ip().is_loopback() && !bound.ip().is_unspecified() {
+            hosts.push(bound.ip().to_string());
+        }
+    }
+    let config = StreamableHttpServerConfig::default()
+        .with_allowed_hosts(hosts)
+        .with_cancellation_token(shutdown.child_token());
+    let service = StreamableHttpService::new(
+        move || {
+            let ctx = factory().map_err(|e| std::io::Error::other(e.to_string()))?;
+            Ok(PoolServer::new(pool.clone(), Arc::clone(&tools), ctx))
+        },
+        LocalSessionManager::default().into(),
+        config,
+    );
+    let router = axum::Router::new().nest_service("/mcp", service);
+    on_bound(bound);
+    axum::serve(listener, router)
+        .with_graceful_shutdown(async move { shutdown.cancelled().await })
+        .await
+        .map_err(|e| ToolError::fatal(format!("the MCP HTTP server failed: {e}")))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn listen_addresses_default_to_loopback() {
+        let check = |text: &str, expected: &str| {
+            assert_eq!(
+                parse_listen_addr(text)
+                    .map(|a| a.to_string())
+                    .ok()
+                    .as_deref(),
+                Some(expected),
+                "{text}"
+            );
+        };
+        check("8080", "127.0.0.1:8080");
+        check(":0", "127.0.0.1:0");
+        check("localhost:9", "127.0.0.1:9");
+        check("0.0.0.0:80", "0.0.0.0:80");
+        check("[::1]:7", "[::1]:7");
+        let err = parse_listen_addr("example.com:80")
+            .err()
+            .map(|e| e.to_string());
+        assert!(err.is_some_and(|e| e.contains("HOST:PORT")));
+    }
+
+    #[test]
+    fn errors_become_mcp_errors() {
+        let result = CallResult {
+            tool: "Read".into(),
+            is_error: true,
+            content: vec![ContentBlock::text("<tool_use_error>no</tool_use_error>")],
+            data: serde_json::Value::Null,
+            retryable: true,
+        };
+        let mcp = to_mcp_result(&result);
+        assert_eq!(mcp.is_error, Some(true));
+        assert_eq!(mcp.content.len(), 1);
+    }
+}

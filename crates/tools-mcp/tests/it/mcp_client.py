@@ -1,0 +1,102 @@
+"""Drives an MCP server with the Python `mcp` client for the tests.
+
+Usage: python3 mcp_client.py SCENARIO_JSON
+
+SCENARIO_JSON: {"transport": {"stdio": {"command": .., "args": [..], "env": {..}}} or
+{"http": "http://127.0.0.1:PORT/mcp"}, "elicit": "accept" | "decline" (optional),
+"steps": [{"op": "list"} | {"op": "call", "tool": .., "args": {..},
+"cancel_when_file": PATH (optional: cancel the call once PATH exists)}]}
+
+Prints one JSON line per step: {"tools": [{"name", "annotations"}]} for list, and
+{"is_error", "text", "progress": [..], "cancelled"} for call. Also prints {"elicited": [..]}
+at the end with the messages of every elicitation it answered.
+"""
+
+import json
+import os
+import sys
+
+import anyio
+
+from mcp import ClientSession, types
+from mcp.client.stdio import StdioServerParameters, stdio_client
+from mcp.client.streamable_http import streamable_http_client
+
+
+def out(value):
+    print(json.dumps(value), flush=True)
+
+
+async def run(scenario):
+    elicited = []
+
+    async def on_elicit(context, params):
+        elicited.append(params.message)
+        if scenario.get("elicit") == "accept":
+            return types.ElicitResult(action="accept", content={"allow": True, "always": False})
+        return types.ElicitResult(action="decline")
+
+    callback = on_elicit if "elicit" in scenario else None
+
+    async def steps(session):
+        await session.initialize()
+        for step in scenario["steps"]:
+            if step["op"] == "list":
+                listed = await session.list_tools()
+                out({"tools": [
+                    {"name": t.name,
+                     "annotations": t.annotations.model_dump(by_alias=True, exclude_none=True)
+                     if t.annotations else {}}
+                    for t in listed.tools
+                ]})
+            elif step["op"] == "call":
+                progress = []
+
+                async def on_progress(value, total, message):
+                    progress.append({"progress": value, "total": total, "message": message})
+
+                result = None
+                cancelled = False
+                async with anyio.create_task_group() as group:
+                    async def call():
+                        nonlocal result
+                        result = await session.call_tool(
+                            step["tool"], step.get("args", {}), progress_callback=on_progress)
+                        group.cancel_scope.cancel()
+
+                    async def watch(path):
+                        nonlocal cancelled
+                        while not os.path.exists(path):
+                            await anyio.sleep(0.05)
+                        cancelled = True
+                        group.cancel_scope.cancel()
+
+                    group.start_soon(call)
+                    if "cancel_when_file" in step:
+                        group.start_soon(watch, step["cancel_when_file"])
+                if result is None:
+                    out({"cancelled": cancelled, "progress": progress})
+                else:
+                    text = "\n".join(c.text for c in result.content if c.type == "text")
+                    out({"is_error": bool(result.is_error), "text": text,
+                         "progress": progress, "cancelled": False,
+                         "types": [c.type for c in result.content]})
+        out({"elicited": elicited})
+
+    transport = scenario["transport"]
+    if "stdio" in transport:
+        spec = transport["stdio"]
+        params = StdioServerParameters(command=spec["command"], args=spec.get("args", []),
+                                       env=spec.get("env"))
+        async with stdio_client(params) as (read, write):
+            async with ClientSession(read, write, elicitation_callback=callback) as session:
+                await steps(session)
+    else:
+        async with streamable_http_client(transport["http"]) as streams:
+            read, write = streams[0], streams[1]
+            async with ClientSession(read, write, elicitation_callback=callback) as session:
+                await steps(session)
+
+
+if __name__ == "__main__":
+    anyio.run(run, json.loads(sys.argv[1]))

@@ -1,0 +1,177 @@
+//! The server adapter in process, over streamable HTTP, driven by the Python client:
+//! progress notifications and cancellation reach the tool through the one execution path.
+
+use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::time::Duration;
+
+use async_trait::async_trait;
+use schemars::JsonSchema;
+use serde::Deserialize;
+use serde_json::json;
+use tool_core::{
+    CancellationToken, Progress, Tool, ToolAnnotations, ToolCategory, ToolContext, ToolError,
+    ToolPool, ToolResult, Typed, TypedTool,
+};
+use tools_mcp::{HttpOptions, SessionFactory, serve_http};
+
+use crate::peers::{peer, python};
+
+/// Input of the test tools
+#[derive(Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+struct Empty {}
+
+/// Reports three progress events, then returns.
+struct Tick;
+
+#[async_trait]
+impl TypedTool for Tick {
+    type Input = Empty;
+    type Output = String;
+    fn name(&self) -> &'static str {
+        "Tick"
+    }
+    fn annotations(&self) -> ToolAnnotations {
+        ToolAnnotations {
+            read_only: true,
+            ..ToolAnnotations::default()
+        }
+    }
+    fn category(&self) -> ToolCategory {
+        ToolCategory::Shell
+    }
+    fn is_concurrency_safe(&self, _: &Empty) -> bool {
+        true
+    }
+    fn is_read_only(&self, _: &Empty) -> bool {
+        true
+    }
+    async fn call(&self, _: Empty, ctx: &ToolContext) -> Result<ToolResult<String>, ToolError> {
+        for i in 1..=3 {
+            ctx.progress().report_progress(Progress {
+                message: format!("step {i}"),
+                progress: Some(f64::from(i)),
+                total: Some(3.0),
+            });
+        }
+        Ok(ToolResult::ok("ticked".to_owned()))
+    }
+}
+
+/// Writes a file so the client knows it started, then waits for cancellation and records it.
+struct Wait {
+    started: std::path::PathBuf,
+    cancelled: Arc<AtomicBool>,
+}
+
+#[async_trait]
+impl TypedTool for Wait {
+    type Input = Empty;
+    type Output = String;
+    fn name(&self) -> &'static str {
+        "Wait"
+    }
+    fn category(&self) -> ToolCategory {
+        ToolCategory::Shell
+    }
+    fn is_concurrency_safe(&self, _: &Empty) -> bool {
+        false
+    }
+    fn is_read_only(&self, _: &Empty) -> bool {
+        true
+    }
+    async fn call(&self, _: Empty, ctx: &ToolContext) -> Result<ToolResult<String>, ToolError> {
+        std::fs::write(&self.started, "").map_err(|e| ToolError::io(&self.started, e))?;
+        tokio::select! {
+            () = ctx.cancel_token().cancelled() => {
+                self.cancelled.store(true, Ordering::SeqCst);
+                Err(ToolError::Cancelled { tool: "Wait".into() })
+            }
+            () = tokio::time::sleep(Duration::from_secs(120)) => Ok(ToolResult::ok("waited".to_owned())),
+        }
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn progress_and_cancellation_reach_the_tool_over_http() {
+    let Some(peers) = peer("py/mcp") else {
+        return;
+    };
+    let dir = tempfile::tempdir().unwrap();
+    let root = dir.path().to_path_buf();
+    let started = root.join("started");
+    let cancelled = Arc::new(AtomicBool::new(false));
+    let tools: Vec<Arc<dyn Tool>> = vec![
+        Arc::new(Typed::new(Tick)),
+        Arc::new(Typed::new(Wait {
+            started: started.clone(),
+            cancelled: Arc::clone(&cancelled),
+        })),
+    ];
+    let pool = ToolPool::new(tools);
+    let state = root.join("state");
+    let factory_root = root.clone();
+    let factory: SessionFactory = Arc::new(move || {
+        Ok(ToolContext::builder(&factory_root)
+            .state_dir(&state)
+            .build())
+    });
+    let shutdown = CancellationToken::new();
+    let (tx, rx) = tokio::sync::oneshot::channel();
+    let server = tokio::spawn(serve_http(
+        pool,
+        factory,
+        HttpOptions {
+            addr: "127.0.0.1:0".parse().unwrap(),
+            allowed_hosts: Vec::new(),
+        },
+        shutdown.clone(),
+        move |addr| {
+            let _ = tx.send(addr);
+        },
+    ));
+    let addr = rx.await.unwrap();
+    let scenario = json!({
+        "transport": {"http": format!("http://{addr}/mcp")},
+        "steps": [
+            {"op": "list"},
+            {"op": "call", "tool": "Tick", "args": {}},
+            {"op": "call", "tool": "Wait", "args": {}, "cancel_when_file": started},
+            {"op": "call", "tool": "Tick", "args": {}},
+        ],
+    });
+    let lines = tokio::task::spawn_blocking(move || python(&peers, &scenario))
+        .await
+        .unwrap();
+    let names: Vec<&str> = lines[0]["tools"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter_map(|t| t["name"].as_str())
+        .collect();
+    assert_eq!(names, ["Tick", "Wait"]);
+    assert_eq!(lines[0]["tools"][0]["annotations"]["readOnlyHint"], true);
+    assert_eq!(lines[1]["text"], "ticked");
+    let progress = lines[1]["progress"].as_array().unwrap();
+    assert_eq!(progress.len(), 3, "{progress:#?}");
+    assert_eq!(progress[2]["message"], "step 3");
+    assert_eq!(progress[2]["total"], 3.0);
+    assert_eq!(lines[2]["cancelled"], true, "{lines:#?}");
+    assert_eq!(
+        lines[3]["text"], "ticked",
+        "the session goes on after a cancel"
+    );
+    // The cancellation reached the tool's token (polled: the notification is asynchronous).
+    let mut seen = false;
+    for _ in 0..200 {
+        if cancelled.load(Ordering::SeqCst) {
+            seen = true;
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+    assert!(seen, "the tool never saw the client's cancellation");
+    shutdown.cancel();
+    server.await.unwrap().unwrap();
+}

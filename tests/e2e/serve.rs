@@ -1,0 +1,419 @@
+//! `agent-tools serve` driven by real MCP clients: the Python `mcp` package and
+//! `@modelcontextprotocol/inspector --cli`, over stdio and streamable HTTP.
+//!
+//! The peers come from `AGENT_TOOLS_PEERS_DIR` (default `$HOME/.cache/agent-tools/peers`,
+//! installed by `cargo xtask peers`). A missing peer fails the test when
+//! `AGENT_TOOLS_REQUIRE_PEERS=1`, otherwise the test prints why it skipped.
+
+use std::io::{BufRead, BufReader, Read, Write};
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, Stdio};
+use std::time::Duration;
+
+use serde_json::{Value, json};
+
+use crate::{Project, binary};
+
+/// The peers directory, or `None` (after saying why) when `what` is not installed there.
+fn peer(what: &str) -> Option<PathBuf> {
+    let dir = std::env::var_os("AGENT_TOOLS_PEERS_DIR")
+        .map(PathBuf::from)
+        .or_else(|| {
+            std::env::var_os("HOME").map(|h| PathBuf::from(h).join(".cache/agent-tools/peers"))
+        })?;
+    let path = dir.join(what);
+    if path.exists() {
+        return Some(dir);
+    }
+    let message = format!(
+        "peer {} is missing; run `cargo xtask peers`",
+        path.display()
+    );
+    assert!(
+        std::env::var("AGENT_TOOLS_REQUIRE_PEERS").as_deref() != Ok("1"),
+        "{message}"
+    );
+    eprintln!("skipped: {message}");
+    None
+}
+
+fn python_client() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("../crates/tools-mcp/tests/it/mcp_client.py")
+}
+
+/// Runs the Python client on `scenario` and returns its output lines.
+fn python(peers: &Path, project: &Project, scenario: &Value) -> Vec<Value> {
+    let output = Command::new("python3")
+        .arg(python_client())
+        .arg(scenario.to_string())
+        .env("PYTHONPATH", peers.join("py"))
+        .env("HOME", project.home())
+        .env("AGENT_TOOLS_HOME", project.home())
+        .stdin(Stdio::null())
+        .output()
+        .expect("run python3");
+    let stdout = String::from_utf8_lossy(&output.stdout);
+    assert!(
+        output.status.success(),
+        "python client failed: {}\nstdout: {stdout}\nstderr: {}",
+        output.status,
+        String::from_utf8_lossy(&output.stderr)
+    );
+    stdout
+        .lines()
+        .map(|l| serde_json::from_str(l).unwrap_or_else(|e| panic!("not JSON ({e}): {l}")))
+        .collect()
+}
+
+/// The stdio transport of the Python client: `agent-tools --cwd ROOT serve ARGS`.
+fn stdio(project: &Project, args: &[&str]) -> Value {
+    let mut all = vec!["--cwd", project.root_str(), "serve"];
+    all.extend_from_slice(args);
+    let home = project.home().to_str().expect("UTF-8 home");
+    json!({"stdio": {
+        "command": binary(),
+        "args": all,
+        "env": {"AGENT_TOOLS_HOME": home, "HOME": home},
+    }})
+}
+
+/// Runs the inspector CLI with `args` and parses its JSON output.
+fn inspector(peers: &Path, project: &Project, args: &[&str]) -> Value {
+    let output = Command::new(peers.join("node_modules/.bin/mcp-inspector"))
+        .arg("--cli")
+        .args(args)
+        .env("HOME", project.home())
+        .env("AGENT_TOOLS_HOME", project.home())
+        .stdin(Stdio::null())
+        .output()
+        .expect("run mcp-inspector");
+    let stdout = String::from_utf8_lossy(&output.stdout);
+    assert!(
+        output.status.success(),
+        "inspector failed: {}\nstdout: {stdout}\nstderr: {}",
+        output.status,
+        String::from_utf8_lossy(&output.stderr)
+    );
+    serde_json::from_str(&stdout).unwrap_or_else(|e| panic!("not JSON ({e}): {stdout}"))
+}
+
+fn inspector_stdio_args<'a>(project: &'a Project, home_env: &'a str) -> Vec<&'a str> {
+    vec![
+        "-e",
+        home_env,
+        binary().to_str().expect("UTF-8 binary path"),
+        "--cwd",
+        project.root_str(),
+        "serve",
+    ]
+}
+
+/// A running `agent-tools serve --http 127.0.0.1:0`, killed on drop.
+struct HttpServer {
+    child: Child,
+    url: String,
+}
+
+impl HttpServer {
+    fn start(project: &Project, extra: &[&str]) -> Self {
+        let mut child = Command::new(binary())
+            .args([
+                "--cwd",
+                project.root_str(),
+                "serve",
+                "--http",
+                "127.0.0.1:0",
+            ])
+            .args(extra)
+            .env("AGENT_TOOLS_HOME", project.home())
+            .env("HOME", project.home())
+            .stdin(Stdio::null())
+            .stdout(Stdio::null())
+            .stderr(Stdio::piped())
+            .spawn()
+            .expect("spawn agent-tools serve --http");
+        let stderr = child.stderr.take().expect("stderr pipe");
+        let mut lines = BufReader::new(stderr).lines();
+        let line = lines
+            .next()
+            .expect("a line announcing the address")
+            .expect("readable stderr");
+        let url = line
+            .split_whitespace()
+            .find(|w| w.starts_with("http://"))
+            .unwrap_or_else(|| panic!("no URL in {line}"))
+            .to_owned();
+        // Keep draining stderr so the server never blocks on a full pipe.
+        std::thread::spawn(move || for _ in lines {});
+        HttpServer { child, url }
+    }
+}
+
+impl Drop for HttpServer {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+fn read_edit_read(project: &Project) -> Vec<Value> {
+    let file = project.root().join("notes.txt");
+    let file = file.to_str().expect("UTF-8 path");
+    vec![
+        json!({"op": "call", "tool": "Read", "args": {"file_path": file}}),
+        json!({"op": "call", "tool": "Edit", "args": {"file_path": file, "old_string": "alpha", "new_string": "omega"}}),
+        json!({"op": "call", "tool": "Read", "args": {"file_path": file}}),
+    ]
+}
+
+#[track_caller]
+fn assert_read_edit_read(lines: &[Value]) {
+    assert_eq!(lines.len(), 4, "{lines:#?}");
+    assert_eq!(lines[0]["is_error"], false, "{lines:#?}");
+    assert!(
+        lines[0]["text"].as_str().unwrap().contains("alpha"),
+        "{lines:#?}"
+    );
+    assert_eq!(
+        lines[1]["is_error"], false,
+        "Edit after Read in one session: {lines:#?}"
+    );
+    assert!(
+        lines[2]["text"].as_str().unwrap().contains("omega"),
+        "{lines:#?}"
+    );
+}
+
+#[test]
+fn inspector_lists_tools_with_schemas_and_hints_over_stdio() {
+    let Some(peers) = peer("node_modules/.bin/mcp-inspector") else {
+        return;
+    };
+    let project = Project::new(&["a.txt = hello\\n"]);
+    let home_env = format!("AGENT_TOOLS_HOME={}", project.home().display());
+    let mut args = inspector_stdio_args(&project, &home_env);
+    args.extend(["--method", "tools/list"]);
+    let listed = inspector(&peers, &project, &args);
+    let tools = listed["tools"].as_array().expect("tools");
+    let read = tools
+        .iter()
+        .find(|t| t["name"] == "Read")
+        .expect("Read is listed");
+    assert_eq!(read["annotations"]["readOnlyHint"], true, "{read:#}");
+    assert_eq!(read["inputSchema"]["type"], "object");
+    assert!(read["inputSchema"]["properties"]["file_path"].is_object());
+    let glob = tools
+        .iter()
+        .find(|t| t["name"] == "Glob")
+        .expect("Glob is listed");
+    assert_eq!(glob["annotations"]["readOnlyHint"], true);
+    if let Some(edit) = tools.iter().find(|t| t["name"] == "Edit") {
+        assert_eq!(edit["annotations"]["readOnlyHint"], false, "{edit:#}");
+    }
+}
+
+#[test]
+fn inspector_calls_read_over_stdio() {
+    let Some(peers) = peer("node_modules/.bin/mcp-inspector") else {
+        return;
+    };
+    let project = Project::new(&["a.txt = hello from a file\\n"]);
+    let home_env = format!("AGENT_TOOLS_HOME={}", project.home().display());
+    let file_arg = format!("file_path={}", project.root().join("a.txt").display());
+    let mut args = inspector_stdio_args(&project, &home_env);
+    args.extend([
+        "--method",
+        "tools/call",
+        "--tool-name",
+        "Read",
+        "--tool-arg",
+        &file_arg,
+    ]);
+    let result = inspector(&peers, &project, &args);
+    assert_eq!(result["isError"], false, "{result:#}");
+    let text = result["content"][0]["text"].as_str().expect("text");
+    assert!(text.contains("hello from a file"), "{text}");
+}
+
+#[test]
+fn python_client_reads_edits_and_reads_again_in_one_stdio_session() {
+    let Some(peers) = peer("py/mcp") else {
+        return;
+    };
+    let project = Project::new(&["notes.txt = alpha\\nbeta\\n"]);
+    let scenario = json!({
+        "transport": stdio(&project, &["--mode", "acceptEdits"]),
+        "steps": read_edit_read(&project),
+    });
+    assert_read_edit_read(&python(&peers, &project, &scenario));
+}
+
+#[test]
+fn python_client_approves_an_edit_through_elicitation() {
+    let Some(peers) = peer("py/mcp") else {
+        return;
+    };
+    let project = Project::new(&["notes.txt = alpha\\n"]);
+    let scenario = json!({
+        "transport": stdio(&project, &[]),
+        "elicit": "accept",
+        "steps": read_edit_read(&project),
+    });
+    let lines = python(&peers, &project, &scenario);
+    assert_read_edit_read(&lines);
+    let asked = lines[3]["elicited"].as_array().expect("elicited");
+    assert_eq!(asked.len(), 1, "{asked:#?}");
+    assert!(
+        asked[0].as_str().unwrap().contains("Allow Edit"),
+        "{asked:#?}"
+    );
+
+    // Declining refuses the call with a message the model can read.
+    let project = Project::new(&["notes.txt = alpha\\n"]);
+    let scenario = json!({
+        "transport": stdio(&project, &[]),
+        "elicit": "decline",
+        "steps": read_edit_read(&project),
+    });
+    let lines = python(&peers, &project, &scenario);
+    assert_eq!(lines[1]["is_error"], true, "{lines:#?}");
+    assert!(
+        lines[1]["text"].as_str().unwrap().contains("declined"),
+        "{lines:#?}"
+    );
+    let text = std::fs::read_to_string(project.root().join("notes.txt")).unwrap();
+    assert_eq!(text, "alpha\n");
+}
+
+#[test]
+fn without_elicitation_an_ask_is_a_headless_denial() {
+    let Some(peers) = peer("py/mcp") else {
+        return;
+    };
+    let project = Project::new(&["notes.txt = alpha\\n"]);
+    let scenario = json!({
+        "transport": stdio(&project, &[]),
+        "steps": read_edit_read(&project),
+    });
+    let lines = python(&peers, &project, &scenario);
+    assert_eq!(lines[1]["is_error"], true, "{lines:#?}");
+    let text = lines[1]["text"].as_str().unwrap();
+    assert!(
+        text.contains("acceptEdits") || text.contains("--allow"),
+        "{text}"
+    );
+}
+
+#[test]
+fn python_client_cancels_a_running_bash_call() {
+    let Some(peers) = peer("py/mcp") else {
+        return;
+    };
+    let project = Project::new(&["a.txt = x\\n"]);
+    let started = project.root().join("started");
+    let late = project.root().join("late");
+    let scenario = json!({
+        "transport": stdio(&project, &["--allow", "Bash", "--mode", "acceptEdits"]),
+        "steps": [
+            {"op": "call", "tool": "Bash",
+             "args": {"command": "(sleep 2; touch late) & touch started; wait"},
+             "cancel_when_file": started},
+            {"op": "call", "tool": "Read", "args": {"file_path": project.root().join("a.txt")}},
+        ],
+    });
+    let lines = python(&peers, &project, &scenario);
+    if lines[0].get("is_error").is_some() {
+        // The pool has no Bash in this build: nothing to cancel.
+        assert!(
+            lines[0]["text"].as_str().unwrap_or("").contains("Bash"),
+            "{lines:#?}"
+        );
+        return;
+    }
+    assert_eq!(lines[0]["cancelled"], true, "{lines:#?}");
+    assert_eq!(
+        lines[1]["is_error"], false,
+        "the session goes on: {lines:#?}"
+    );
+    // Had the command's process group survived the cancellation, its child would create
+    // `late` two seconds after `started`.
+    std::thread::sleep(Duration::from_secs(4));
+    assert!(!late.exists(), "the cancelled command's child kept running");
+}
+
+#[test]
+fn python_client_and_inspector_over_http() {
+    let (Some(peers), Some(_)) = (peer("py/mcp"), peer("node_modules/.bin/mcp-inspector")) else {
+        return;
+    };
+    let project = Project::new(&["notes.txt = alpha\\n"]);
+    let server = HttpServer::start(&project, &["--mode", "acceptEdits"]);
+    let scenario = json!({
+        "transport": {"http": server.url},
+        "steps": read_edit_read(&project),
+    });
+    assert_read_edit_read(&python(&peers, &project, &scenario));
+
+    let listed = inspector(
+        &peers,
+        &project,
+        &[&server.url, "--transport", "http", "--method", "tools/list"],
+    );
+    let names: Vec<&str> = listed["tools"]
+        .as_array()
+        .expect("tools")
+        .iter()
+        .filter_map(|t| t["name"].as_str())
+        .collect();
+    assert!(
+        names.contains(&"Read") && names.contains(&"Glob"),
+        "{names:?}"
+    );
+
+    // A second session starts fresh: the Edit needs its own Read first.
+    let file = project.root().join("notes.txt");
+    let scenario = json!({
+        "transport": {"http": server.url},
+        "steps": [{"op": "call", "tool": "Edit", "args": {"file_path": file, "old_string": "omega", "new_string": "x"}}],
+    });
+    let lines = python(&peers, &project, &scenario);
+    assert_eq!(lines[0]["is_error"], true, "{lines:#?}");
+}
+
+#[test]
+fn http_server_refuses_foreign_host_headers() {
+    let project = Project::new(&[]);
+    let server = HttpServer::start(&project, &[]);
+    let authority = server
+        .url
+        .trim_start_matches("http://")
+        .trim_end_matches("/mcp");
+    let status = |host: &str| -> String {
+        let mut stream = std::net::TcpStream::connect(authority).expect("connect");
+        let body = r#"{"jsonrpc":"2.0","id":1,"method":"ping"}"#;
+        write!(
+            stream,
+            "POST /mcp HTTP/1.1\r\nHost: {host}\r\nContent-Type: application/json\r\nAccept: application/json, text/event-stream\r\nContent-Length: {}\r\nConnection: close\r\n\r\n{body}",
+            body.len()
+        )
+        .expect("write");
+        let mut response = String::new();
+        let _ = stream.read_to_string(&mut response);
+        response.lines().next().unwrap_or("").to_owned()
+    };
+    let foreign = status("evil.example");
+    assert!(
+        foreign.contains(" 403") || foreign.contains(" 400"),
+        "{foreign}"
+    );
+    let local = status(authority);
+    assert!(!local.contains(" 403"), "{local}");
+}
+
+#[test]
+fn serve_rejects_a_bad_http_address() {
+    let project = Project::new(&[]);
+    let run = project.run(&["serve", "--http", "example.com:80"], None);
+    run.assert_code(2);
+    assert!(run.stderr.contains("--http example.com:80"), "{run:#?}");
+}
