@@ -15,14 +15,18 @@
 //!
 //! A value is a command line (split at spaces), an array `[command, args...]`, an object
 //! (`command`, `args`, `env`, `languageId`, `initializationOptions`, `settings` — what the
-//! server gets for `workspace/configuration` — and `rootMarkers`), or `null`/`false` to turn
-//! a default off. Later settings files override earlier ones, extension by extension.
+//! server gets for `workspace/configuration` —, `rootMarkers` and `requestTimeoutMs`), or
+//! `null`/`false` to turn a default off. Later settings files override earlier ones, extension by extension.
 
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
+use std::time::Duration;
 
 use serde_json::Value;
 use tool_core::{SettingsLayer, ToolError};
+
+/// How long a request may take unless the settings say otherwise.
+pub const DEFAULT_REQUEST_TIMEOUT: Duration = Duration::from_secs(30);
 
 /// How to run one language server.
 #[derive(Debug, Clone, PartialEq)]
@@ -41,6 +45,8 @@ pub struct ServerConfig {
     pub settings: Option<Value>,
     /// Files or folders that mark a workspace root, nearest first wins
     pub root_markers: Vec<String>,
+    /// How long a request may take before it is cancelled (default 30 s)
+    pub request_timeout: Duration,
 }
 
 impl ServerConfig {
@@ -54,6 +60,7 @@ impl ServerConfig {
             initialization_options: None,
             settings: None,
             root_markers: default_markers(&[]),
+            request_timeout: DEFAULT_REQUEST_TIMEOUT,
         }
     }
 
@@ -290,9 +297,15 @@ fn parse_server(value: &Value, key: &str) -> Result<Option<ServerConfig>, String
                     "rootMarkers" => {
                         server.root_markers = string_list(v, &format!("lsp.{key}.rootMarkers"))?;
                     }
+                    "requestTimeoutMs" => {
+                        let ms = v.as_u64().filter(|ms| *ms > 0).ok_or_else(|| {
+                            format!("lsp.{key}.requestTimeoutMs must be a positive number of milliseconds")
+                        })?;
+                        server.request_timeout = Duration::from_millis(ms);
+                    }
                     other => {
                         return Err(format!(
-                            "lsp.{key}: unknown field `{other}` (expected command, args, env, languageId, initializationOptions, settings, rootMarkers)"
+                            "lsp.{key}: unknown field `{other}` (expected command, args, env, languageId, initializationOptions, settings, rootMarkers, requestTimeoutMs)"
                         ));
                     }
                 }

@@ -33,7 +33,7 @@ mod transport;
 
 use std::sync::Arc;
 
-pub use config::{LspConfig, ServerConfig};
+pub use config::{DEFAULT_REQUEST_TIMEOUT, LspConfig, ServerConfig};
 pub use manager::{CHANGE_DIAGNOSTICS_WAIT, DIAGNOSTICS_WAIT, LanguageServers, ServerStatus};
 pub use tool::{Lsp, LspInput, LspOperation, LspOutput, MAX_LSP_FILE_BYTES};
 

@@ -29,8 +29,6 @@ use crate::transport::{Frame, MAX_MESSAGE_BYTES, read_frame, write_frame};
 
 /// How long `initialize` may take (pyright needs about 2 s on a small project).
 pub(crate) const INITIALIZE_TIMEOUT: Duration = Duration::from_secs(60);
-/// How long any other request may take.
-pub(crate) const REQUEST_TIMEOUT: Duration = Duration::from_secs(30);
 /// How long a write to the server's stdin may block before the server is declared stuck.
 const WRITE_TIMEOUT: Duration = Duration::from_secs(10);
 /// How long dropping a server waits for `shutdown`'s answer, then for the process to exit.
@@ -426,9 +424,9 @@ impl Server {
         .await
     }
 
-    /// Sends a request and waits for its answer, at most [`REQUEST_TIMEOUT`].
+    /// Sends a request and waits for its answer, at most the configured request timeout.
     pub(crate) async fn request(&self, method: &str, params: Value) -> Result<Value, ToolError> {
-        self.request_with_timeout(method, params, REQUEST_TIMEOUT)
+        self.request_with_timeout(method, params, self.config.request_timeout)
             .await
     }
 
@@ -465,9 +463,9 @@ impl Server {
             ))),
             Ok(Err(_)) => Err(self.shared.gone(method)),
             Err(_) => Err(ToolError::respond(format!(
-                "the language server {} did not answer {method} within {} s; the request was cancelled",
+                "the language server {} did not answer {method} within {:.1} s; the request was cancelled",
                 self.name(),
-                limit.as_secs()
+                limit.as_secs_f64()
             ))),
         }
     }

@@ -6,4 +6,5 @@
 mod common;
 mod input;
 mod manager;
+mod protocol;
 mod tool;

@@ -1,0 +1,216 @@
+//! The client's protocol against a scripted server (python3): the server's own requests
+//! answered, a request timeout followed by `$/cancelRequest`, a crash mid-request reported and
+//! the server restarted by the next call, `shutdown` and `exit` on drop.
+
+use std::path::{Path, PathBuf};
+use std::time::Duration;
+
+use serde_json::{Value, json};
+use tool_core::LspManager;
+use tools_lsp::{LanguageServers, LspConfig, ServerConfig};
+
+const FAKE_SERVER: &str = include_str!("fake_server.py");
+
+struct Fake {
+    servers: LanguageServers,
+    log: PathBuf,
+    file: PathBuf,
+    uri: String,
+    _dir: tempfile::TempDir,
+}
+
+fn fake() -> Option<Fake> {
+    let python = std::env::var_os("PATH").and_then(|path| {
+        std::env::split_paths(&path)
+            .map(|d| d.join("python3"))
+            .find(|p| p.is_file())
+    });
+    let Some(python) = python else {
+        if std::env::var("AGENT_TOOLS_REQUIRE_PEERS").as_deref() == Ok("1") {
+            panic!(
+                "python3 is needed for the scripted server; AGENT_TOOLS_REQUIRE_PEERS=1 requires it"
+            );
+        }
+        eprintln!("skipping: python3 is not installed");
+        return None;
+    };
+    let dir = tempfile::tempdir().unwrap_or_else(|e| panic!("{e}"));
+    let root = dir.path().canonicalize().unwrap_or_else(|e| panic!("{e}"));
+    let script = root.join("fake_server.py");
+    std::fs::write(&script, FAKE_SERVER).unwrap_or_else(|e| panic!("{e}"));
+    let log = root.join("received.jsonl");
+    let file = root.join("doc.fake");
+    std::fs::write(&file, "one\ntwo\nthree\nfour\n").unwrap_or_else(|e| panic!("{e}"));
+    let mut server = ServerConfig::new(python.display().to_string(), &[]);
+    server.args = vec![script.display().to_string(), log.display().to_string()];
+    server.settings = Some(json!({"fake": {"answer": 42}}));
+    server.request_timeout = Duration::from_millis(500);
+    let servers = LanguageServers::new(LspConfig::empty().with_server("fake", server), &root);
+    let uri = format!("file://{}", file.display());
+    Some(Fake {
+        servers,
+        log,
+        file,
+        uri,
+        _dir: dir,
+    })
+}
+
+fn received(log: &Path) -> Vec<Value> {
+    std::fs::read_to_string(log)
+        .unwrap_or_default()
+        .lines()
+        .filter_map(|l| serde_json::from_str(l).ok())
+        .collect()
+}
+
+fn reply_to(log: &[Value], id: &str) -> Value {
+    log.iter()
+        .find(|m| m["id"] == id && m.get("method").is_none())
+        .cloned()
+        .unwrap_or_else(|| panic!("no reply to {id} in {log:?}"))
+}
+
+impl Fake {
+    async fn hover(&self, line: u32) -> Result<Value, tool_core::ToolError> {
+        self.servers
+            .request(
+                &self.file,
+                "textDocument/hover",
+                json!({"textDocument": {"uri": self.uri}, "position": {"line": line, "character": 0}}),
+            )
+            .await
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_servers_requests_are_answered() {
+    let Some(f) = fake() else { return };
+    let hover = f.hover(0).await.unwrap_or_else(|e| panic!("{e}"));
+    assert_eq!(hover["contents"], "fake hover 0");
+    let log = received(&f.log);
+    assert_eq!(
+        reply_to(&log, "c1")["result"],
+        json!([{"answer": 42}, null])
+    );
+    assert_eq!(reply_to(&log, "c2")["result"], Value::Null);
+    assert_eq!(reply_to(&log, "c3")["result"], Value::Null);
+    let folders = reply_to(&log, "c4")["result"].clone();
+    let root_uri = format!(
+        "file://{}",
+        f.file
+            .parent()
+            .map(Path::display)
+            .map(|d| d.to_string())
+            .unwrap_or_default()
+    );
+    assert_eq!(folders[0]["uri"], json!(root_uri), "{folders}");
+    assert_eq!(reply_to(&log, "c5")["error"]["code"], -32601);
+    // initialize declared what typescript-language-server needs for diagnostics, and UTF-16.
+    let init = log
+        .iter()
+        .find(|m| m["method"] == "initialize")
+        .cloned()
+        .unwrap_or_default();
+    let caps = &init["params"]["capabilities"];
+    assert!(
+        caps["textDocument"]["publishDiagnostics"].is_object(),
+        "{caps}"
+    );
+    assert_eq!(caps["general"]["positionEncodings"], json!(["utf-16"]));
+    assert_eq!(init["params"]["rootUri"], json!(root_uri));
+    // didOpen came before the request, with version 1 and the text.
+    let open = log
+        .iter()
+        .find(|m| m["method"] == "textDocument/didOpen")
+        .cloned()
+        .unwrap_or_default();
+    assert_eq!(open["params"]["textDocument"]["version"], 1);
+    assert_eq!(
+        open["params"]["textDocument"]["text"],
+        "one\ntwo\nthree\nfour\n"
+    );
+    // A 2 MB notification (under the 64 MB cap) passes through the reader.
+    let hover = f.hover(3).await.unwrap_or_else(|e| panic!("{e}"));
+    assert_eq!(hover["contents"], "fake hover 3");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_silent_request_times_out_and_is_cancelled() {
+    let Some(f) = fake() else { return };
+    let err = f
+        .hover(1)
+        .await
+        .err()
+        .map(|e| e.to_string())
+        .unwrap_or_default();
+    assert!(
+        err.contains("did not answer textDocument/hover within 0.5 s; the request was cancelled"),
+        "{err}"
+    );
+    // The same server still answers, and it got $/cancelRequest for the silent request.
+    let hover = f.hover(0).await.unwrap_or_else(|e| panic!("{e}"));
+    assert_eq!(hover["contents"], "fake hover 0");
+    let log = received(&f.log);
+    let silent = log
+        .iter()
+        .find(|m| m["method"] == "textDocument/hover" && m["params"]["position"]["line"] == 1)
+        .map(|m| m["id"].clone())
+        .unwrap_or_default();
+    assert!(
+        log.iter()
+            .any(|m| m["method"] == "$/cancelRequest" && m["params"]["id"] == silent),
+        "{log:?}"
+    );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_crash_mid_request_is_reported_and_the_next_call_restarts() {
+    let Some(f) = fake() else { return };
+    f.hover(0).await.unwrap_or_else(|e| panic!("{e}"));
+    let pid = f.servers.running().await[0].pid;
+    let err = f
+        .hover(2)
+        .await
+        .err()
+        .map(|e| e.to_string())
+        .unwrap_or_default();
+    assert!(
+        err.contains("the language server python3 stopped while handling textDocument/hover; it will be restarted on the next call"),
+        "{err}"
+    );
+    let hover = f.hover(0).await.unwrap_or_else(|e| panic!("{e}"));
+    assert_eq!(hover["contents"], "fake hover 0");
+    let running = f.servers.running().await;
+    assert_eq!(running.len(), 1);
+    assert_ne!(running[0].pid, pid);
+    // Two initializes: one per process.
+    let log = received(&f.log);
+    assert_eq!(
+        log.iter().filter(|m| m["method"] == "initialize").count(),
+        2
+    );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn dropping_the_manager_sends_shutdown_then_exit() {
+    let Some(f) = fake() else { return };
+    f.hover(0).await.unwrap_or_else(|e| panic!("{e}"));
+    let pid = f.servers.running().await[0].pid;
+    let Fake {
+        servers, log, _dir, ..
+    } = f;
+    drop(servers);
+    let log = received(&log);
+    let methods: Vec<&str> = log.iter().filter_map(|m| m["method"].as_str()).collect();
+    let n = methods.len();
+    assert_eq!(
+        &methods[n.saturating_sub(2)..],
+        ["shutdown", "exit"],
+        "{methods:?}"
+    );
+    assert!(
+        !Path::new(&format!("/proc/{pid}")).exists(),
+        "server {pid} outlived its manager"
+    );
+}
