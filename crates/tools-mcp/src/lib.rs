@@ -11,6 +11,12 @@
 //!   ([`ElicitationPrompter`]); when it offers sampling, WebFetch's summariser uses it
 //!   ([`SamplingSummariser`]).
 //!
+//! - [`McpManager`] connects the servers of `.mcp.json` ([`load_project_config`]) and turns
+//!   each server tool into a pool tool named `mcp__<server>__<tool>` ([`qualified_name`]);
+//!   [`start_project_servers`] does both for a session and stores the manager in the
+//!   context's services, where [`ListMcpResourcesTool`] and [`ReadMcpResourceTool`] (from
+//!   [`tools`]) find it.
+//!
 //! # Example
 //!
 //! ```
@@ -24,11 +30,54 @@
 //! # }
 //! ```
 
+mod config;
+mod manager;
+mod naming;
 mod prompts;
+mod resources;
 mod server;
+mod tool;
 
+use std::sync::Arc;
+
+use tool_core::{Tool, ToolContext, ToolError, Typed};
+
+pub use config::{
+    DEFAULT_CALL_TIMEOUT, DEFAULT_STARTUP_TIMEOUT, ServerConfig, Transport, expand,
+    load_project_config, parse_config,
+};
+pub use manager::{McpManager, STDERR_CAP, ServerStatus, StderrTail};
+pub use naming::{
+    MAX_DESCRIPTION_CHARS, MAX_NAME_LEN, clean_description, qualified_name, sanitize,
+};
 pub use prompts::{ElicitationPrompter, SamplingSummariser};
+pub use resources::{ListMcpResourcesTool, ReadMcpResourceTool};
 pub use server::{
     HttpOptions, PoolServer, SessionFactory, mcp_tool_list, parse_listen_addr, serve_http,
     serve_stdio, to_mcp_result,
 };
+pub use tool::MAX_RESULT_CHARS;
+
+/// The tools this crate always contributes: ListMcpResourcesTool and ReadMcpResourceTool.
+pub fn tools() -> Vec<Arc<dyn Tool>> {
+    vec![
+        Arc::new(Typed::new(ListMcpResourcesTool)),
+        Arc::new(Typed::new(ReadMcpResourceTool)),
+    ]
+}
+
+/// Starts the MCP servers of `<cwd>/.mcp.json` for the session of `ctx`: the manager goes
+/// into the context's services (for the resource tools) and its tools are returned for
+/// the pool. Without a `.mcp.json` nothing starts and no tools are returned.
+pub async fn start_project_servers(
+    ctx: &ToolContext,
+) -> Result<(Option<Arc<McpManager>>, Vec<Arc<dyn Tool>>), ToolError> {
+    let configs = load_project_config(ctx.original_cwd())?;
+    if configs.is_empty() {
+        return Ok((None, Vec::new()));
+    }
+    let manager = McpManager::start(configs, ctx.original_cwd(), ctx.state_dir()).await;
+    ctx.services().insert(Arc::clone(&manager));
+    let tools = manager.tools();
+    Ok((Some(manager), tools))
+}

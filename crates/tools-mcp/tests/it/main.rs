@@ -2,5 +2,6 @@
 //! and the client manager against the reference MCP servers.
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
+mod client;
 mod peers;
 mod server;

@@ -1,0 +1,298 @@
+//! `.mcp.json`: the MCP servers of a project, in the format Claude Code and other clients use
+//! (`{"mcpServers": {name: {command, args, env} | {type: "http", url, headers}}}`).
+//!
+//! Strings may use `${VAR}` and `${VAR:-default}`; an HTTP server's bearer token comes from
+//! the environment variable named by `bearerTokenEnvVar` (never from the file itself).
+
+use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
+use std::time::Duration;
+
+use serde::Deserialize;
+use serde_json::Value;
+use tool_core::ToolError;
+
+/// How long a server may take to start and list its tools (the reference's `MCP_TIMEOUT`).
+pub const DEFAULT_STARTUP_TIMEOUT: Duration = Duration::from_secs(30);
+/// How long one `tools/call` may take before it is cancelled (`MCP_TOOL_TIMEOUT`).
+pub const DEFAULT_CALL_TIMEOUT: Duration = Duration::from_secs(600);
+
+/// How a server is reached.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Transport {
+    /// A child process speaking JSON-RPC over stdin/stdout
+    Stdio {
+        /// The program
+        command: String,
+        /// Its arguments
+        args: Vec<String>,
+        /// Environment added to the minimal inherited one
+        env: BTreeMap<String, String>,
+        /// Working directory (default: the project root)
+        cwd: Option<PathBuf>,
+    },
+    /// Streamable HTTP
+    Http {
+        /// The endpoint, such as `http://127.0.0.1:3000/mcp`
+        url: String,
+        /// Extra headers
+        headers: BTreeMap<String, String>,
+        /// The bearer token, read from the environment variable the config names
+        bearer_token: Option<String>,
+    },
+}
+
+/// One configured server.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ServerConfig {
+    /// The name under `mcpServers`
+    pub name: String,
+    /// How to reach it
+    pub transport: Transport,
+    /// Start-up limit
+    pub startup_timeout: Duration,
+    /// Per-call limit
+    pub call_timeout: Duration,
+}
+
+#[derive(Deserialize)]
+#[serde(rename_all = "camelCase")]
+struct RawFile {
+    #[serde(default)]
+    mcp_servers: BTreeMap<String, Value>,
+}
+
+#[derive(Deserialize)]
+#[serde(rename_all = "camelCase")]
+struct RawServer {
+    #[serde(rename = "type")]
+    kind: Option<String>,
+    command: Option<String>,
+    #[serde(default)]
+    args: Vec<String>,
+    #[serde(default)]
+    env: BTreeMap<String, String>,
+    cwd: Option<String>,
+    url: Option<String>,
+    #[serde(default)]
+    headers: BTreeMap<String, String>,
+    #[serde(alias = "bearer_token_env_var")]
+    bearer_token_env_var: Option<String>,
+    startup_timeout_ms: Option<u64>,
+    tool_timeout_ms: Option<u64>,
+}
+
+/// Expands `${VAR}` and `${VAR:-default}` from `lookup`; an unset variable without a default
+/// is an error naming it.
+pub fn expand(text: &str, lookup: &dyn Fn(&str) -> Option<String>) -> Result<String, String> {
+    let mut out = String::with_capacity(text.len());
+    let mut rest = text;
+    while let Some(start) = rest.find("${") {
+        out.push_str(&rest[..start]);
+        let after = &rest[start + 2..];
+        let Some(end) = after.find('}') else {
+            return Err(format!("unclosed `${{` in `{text}`"));
+        };
+        let inner = &after[..end];
+        let (name, default) = match inner.split_once(":-") {
+            Some((n, d)) => (n, Some(d)),
+            None => (inner, None),
+        };
+        match (lookup(name), default) {
+            (Some(value), _) => out.push_str(&value),
+            (None, Some(d)) => out.push_str(d),
+            (None, None) => {
+                return Err(format!("environment variable {name} is not set"));
+            }
+        }
+        rest = &after[end + 1..];
+    }
+    out.push_str(rest);
+    Ok(out)
+}
+
+fn env_duration(name: &str) -> Option<Duration> {
+    std::env::var(name)
+        .ok()?
+        .trim()
+        .parse::<u64>()
+        .ok()
+        .filter(|ms| *ms > 0)
+        .map(Duration::from_millis)
+}
+
+/// Parses the text of a `.mcp.json` (`path` only names it in errors). Servers come back
+/// sorted by name, so they load in a deterministic order.
+pub fn parse_config(
+    text: &str,
+    path: &Path,
+    root: &Path,
+    lookup: &dyn Fn(&str) -> Option<String>,
+) -> Result<Vec<ServerConfig>, ToolError> {
+    let bad = |message: String| ToolError::Settings {
+        path: path.to_path_buf(),
+        message,
+    };
+    let file: RawFile =
+        serde_json::from_str(text).map_err(|e| bad(format!("not a valid .mcp.json: {e}")))?;
+    let startup_default = env_duration("MCP_TIMEOUT").unwrap_or(DEFAULT_STARTUP_TIMEOUT);
+    let call_default = env_duration("MCP_TOOL_TIMEOUT").unwrap_or(DEFAULT_CALL_TIMEOUT);
+    let mut servers = Vec::new();
+    for (name, raw) in file.mcp_servers {
+        let at = |message: String| bad(format!("mcpServers.{name}: {message}"));
+        let raw: RawServer = serde_json::from_value(raw).map_err(|e| at(e.to_string()))?;
+        let ex = |s: &str| expand(s, lookup).map_err(&at);
+        let kind = raw
+            .kind
+            .as_deref()
+            .unwrap_or(if raw.url.is_some() { "http" } else { "stdio" });
+        let transport = match kind {
+            "stdio" => {
+                let command = raw
+                    .command
+                    .as_deref()
+                    .ok_or_else(|| at("a stdio server needs \"command\"".to_owned()))?;
+                let mut env = BTreeMap::new();
+                for (k, v) in &raw.env {
+                    env.insert(k.clone(), ex(v)?);
+                }
+                Transport::Stdio {
+                    command: ex(command)?,
+                    args: raw.args.iter().map(|a| ex(a)).collect::<Result<_, _>>()?,
+                    env,
+                    cwd: raw
+                        .cwd
+                        .as_deref()
+                        .map(|c| ex(c).map(|c| root.join(c)))
+                        .transpose()?,
+                }
+            }
+            "http" | "streamable-http" | "streamableHttp" => {
+                let url = raw
+                    .url
+                    .as_deref()
+                    .ok_or_else(|| at("an http server needs \"url\"".to_owned()))?;
+                let mut headers = BTreeMap::new();
+                for (k, v) in &raw.headers {
+                    headers.insert(k.clone(), ex(v)?);
+                }
+                let bearer_token = match &raw.bearer_token_env_var {
+                    Some(var) => Some(lookup(var).ok_or_else(|| {
+                        at(format!(
+                            "bearerTokenEnvVar names {var}, which is not set in the environment"
+                        ))
+                    })?),
+                    None => None,
+                };
+                Transport::Http {
+                    url: ex(url)?,
+                    headers,
+                    bearer_token,
+                }
+            }
+            other => {
+                return Err(at(format!(
+                    "transport type \"{other}\" is not supported; use \"stdio\" or \"http\""
+                )));
+            }
+        };
+        servers.push(ServerConfig {
+            name,
+            transport,
+            startup_timeout: raw
+                .startup_timeout_ms
+                .map(Duration::from_millis)
+                .unwrap_or(startup_default),
+            call_timeout: raw
+                .tool_timeout_ms
+                .map(Duration::from_millis)
+                .unwrap_or(call_default),
+        });
+    }
+    Ok(servers)
+}
+
+/// Reads `<root>/.mcp.json`; no file means no servers.
+pub fn load_project_config(root: &Path) -> Result<Vec<ServerConfig>, ToolError> {
+    let path = root.join(".mcp.json");
+    let text = match std::fs::read_to_string(&path) {
+        Ok(text) => text,
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(Vec::new()),
+        Err(e) => return Err(ToolError::io(&path, e)),
+    };
+    parse_config(&text, &path, root, &|name| std::env::var(name).ok())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn lookup(name: &str) -> Option<String> {
+        match name {
+            "TOKEN" => Some("s3cret".to_owned()),
+            "HOST" => Some("127.0.0.1".to_owned()),
+            _ => None,
+        }
+    }
+
+    fn parse(text: &str) -> Result<Vec<ServerConfig>, String> {
+        parse_config(text, Path::new(".mcp.json"), Path::new("/p"), &lookup)
+            .map_err(|e| e.to_string())
+    }
+
+    #[test]
+    fn expansion() {
+        let check = |input: &str, expected: Result<&str, &str>| {
+            let got = expand(input, &lookup);
+            assert_eq!(got.as_deref().map_err(String::as_str), expected, "{input}");
+        };
+        check("plain", Ok("plain"));
+        check("http://${HOST}:1/mcp", Ok("http://127.0.0.1:1/mcp"));
+        check("${NOPE:-x}", Ok("x"));
+        check("${NOPE}", Err("environment variable NOPE is not set"));
+        check("${HOST", Err("unclosed `${` in `${HOST`"));
+    }
+
+    #[test]
+    fn servers_of_both_kinds_sorted_by_name() {
+        let servers = parse(
+            r#"{"mcpServers": {
+                "web": {"type": "http", "url": "http://${HOST}:9/mcp", "headers": {"X-A": "b"}, "bearerTokenEnvVar": "TOKEN"},
+                "fs": {"command": "npx", "args": ["-y", "server"], "env": {"K": "${HOST}"}, "toolTimeoutMs": 500}
+            }}"#,
+        )
+        .unwrap();
+        assert_eq!(servers[0].name, "fs");
+        assert_eq!(servers[0].call_timeout, Duration::from_millis(500));
+        assert!(
+            matches!(&servers[0].transport, Transport::Stdio { env, .. } if env["K"] == "127.0.0.1")
+        );
+        assert!(matches!(&servers[1].transport,
+            Transport::Http { url, bearer_token: Some(t), .. } if url == "http://127.0.0.1:9/mcp" && t == "s3cret"));
+    }
+
+    #[test]
+    fn mistakes_name_the_server_and_field() {
+        let check = |text: &str, needle: &str| {
+            let err = parse(text).unwrap_err();
+            assert!(err.contains(needle), "{err}");
+        };
+        check("{", "not a valid .mcp.json");
+        check(
+            r#"{"mcpServers": {"a": {}}}"#,
+            "mcpServers.a: a stdio server needs \"command\"",
+        );
+        check(
+            r#"{"mcpServers": {"a": {"type": "http"}}}"#,
+            "needs \"url\"",
+        );
+        check(
+            r#"{"mcpServers": {"a": {"type": "ws", "url": "x"}}}"#,
+            "\"ws\" is not supported",
+        );
+        check(
+            r#"{"mcpServers": {"a": {"url": "x", "bearerTokenEnvVar": "MISSING"}}}"#,
+            "MISSING, which is not set",
+        );
+    }
+}

@@ -1,0 +1,702 @@
+//! The MCP client manager: connects the servers of `.mcp.json` (stdio children in their own
+//! process group with a minimal environment and a bounded stderr buffer; streamable HTTP with
+//! headers and a bearer token), concurrently and under a start-up timeout; reconnects after
+//! a failure; refreshes a server's tools on `tools/list_changed`. A server that fails stays
+//! listed with its error and never blocks the others.
+
+use std::collections::{BTreeMap, HashMap};
+use std::path::{Path, PathBuf};
+use std::process::Stdio;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::{Arc, Mutex, RwLock, Weak};
+
+use rmcp::model::{
+    CallToolRequest, CallToolRequestParams, CancelledNotificationParam, ClientCapabilities,
+    ClientConfig, ClientRequest, Implementation, JsonObject, ProgressNotificationParam,
+    ProgressToken, ReadResourceRequestParams, ReadResourceResult, Resource, ServerResult,
+    Tool as McpToolDecl,
+};
+use rmcp::service::{NotificationContext, Peer, PeerRequestOptions, RunningService, ServiceError};
+use rmcp::{ClientHandler, RoleClient, ServiceExt};
+use tokio::io::AsyncReadExt;
+use tool_core::{Progress, ProgressSink, Tool, ToolContext, ToolError};
+
+use crate::config::{ServerConfig, Transport};
+use crate::naming::{clean_description, invalid_tool_name, qualified_name};
+use crate::tool::McpTool;
+
+/// At most this much of a server's stderr is kept (the tail).
+pub const STDERR_CAP: usize = 64 * 1024;
+
+/// Environment variables a stdio server inherits; everything else must be configured in
+/// `env` (no inherited secrets by default).
+const INHERITED_ENV: &[&str] = &[
+    "PATH", "HOME", "USER", "LOGNAME", "SHELL", "LANG", "LC_ALL", "LC_CTYPE", "TERM", "TMPDIR",
+    "TZ",
+];
+
+/// The tail of a server's stderr, bounded by [`STDERR_CAP`].
+#[derive(Debug, Default)]
+pub struct StderrTail {
+    buf: Mutex<Vec<u8>>,
+    total: AtomicU64,
+}
+
+impl StderrTail {
+    fn push(&self, bytes: &[u8]) {
+        self.total.fetch_add(bytes.len() as u64, Ordering::Relaxed);
+        if let Ok(mut buf) = self.buf.lock() {
+            buf.extend_from_slice(bytes);
+            if buf.len() > STDERR_CAP {
+                let cut = buf.len() - STDERR_CAP;
+                buf.drain(..cut);
+            }
+        }
+    }
+
+    /// The kept tail, lossily decoded.
+    pub fn text(&self) -> String {
+        self.buf
+            .lock()
+            .map(|b| String::from_utf8_lossy(&b).into_owned())
+            .unwrap_or_default()
+    }
+
+    /// Bytes kept right now (never above [`STDERR_CAP`]).
+    pub fn kept(&self) -> usize {
+        self.buf.lock().map(|b| b.len()).unwrap_or(0)
+    }
+
+    /// Bytes the server wrote in all.
+    pub fn total(&self) -> u64 {
+        self.total.load(Ordering::Relaxed)
+    }
+
+    /// The last `n` characters, for error messages.
+    fn last(&self, n: usize) -> String {
+        let text = self.text();
+        let chars: Vec<char> = text.chars().collect();
+        let start = chars.len().saturating_sub(n);
+        chars[start..].iter().collect::<String>().trim().to_owned()
+    }
+}
+
+/// What a host may show about one server.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ServerStatus {
+    /// The configured name
+    pub name: String,
+    /// Whether it is connected now
+    pub connected: bool,
+    /// The last connection or listing error
+    pub error: Option<String>,
+    /// Tools it lists
+    pub tools: usize,
+    /// Problems with its tools (rejected names, collisions, cleaned descriptions)
+    pub warnings: Vec<String>,
+}
+
+/// Receives the server's notifications.
+#[derive(Clone)]
+pub(crate) struct Handler {
+    conn: Weak<ServerConn>,
+    progress: Arc<Mutex<HashMap<ProgressToken, ProgressSink>>>,
+}
+
+impl ClientHandler for Handler {
+    fn get_info(&self) -> ClientConfig {
+        ClientConfig::new(
+            ClientCapabilities::default(),
+            Implementation::new("agent-tools", env!("CARGO_PKG_VERSION")),
+        )
+    }
+
+    async fn on_progress(
+        &self,
+        params: ProgressNotificationParam,
+        _context: NotificationContext<RoleClient>,
+    ) {
+        let sink = self
+            .progress
+            .lock()
+            .ok()
+            .and_then(|m| m.get(&params.progress_token).cloned());
+        if let Some(sink) = sink {
+            sink.report_progress(Progress {
+                message: params.message.unwrap_or_default(),
+                progress: Some(params.progress),
+                total: params.total,
+            });
+        }
+    }
+
+    async fn on_tool_list_changed(&self, context: NotificationContext<RoleClient>) {
+        let Some(conn) = self.conn.upgrade() else {
+            return;
+        };
+        let peer = context.peer.clone();
+        // Listing is a request; run it outside the notification handler.
+        tokio::spawn(async move {
+            let listed =
+                tokio::time::timeout(conn.config.startup_timeout, peer.list_all_tools()).await;
+            if let Ok(Ok(tools)) = listed {
+                conn.set_tools(tools);
+                conn.list_changes.fetch_add(1, Ordering::Relaxed);
+            }
+        });
+    }
+}
+
+type Service = RunningService<RoleClient, Handler>;
+
+/// Kills the process group of a stdio server (its leader's pid is the group id).
+fn kill_group(pgid: Option<u32>) {
+    if let Some(pid) = pgid
+        .and_then(|p| i32::try_from(p).ok())
+        .and_then(rustix::process::Pid::from_raw)
+    {
+        let _ = rustix::process::kill_process_group(pid, rustix::process::Signal::KILL);
+    }
+}
+
+struct Connection {
+    service: Service,
+    /// The process group of a stdio server
+    pgid: Option<u32>,
+}
+
+impl Connection {
+    fn kill(self) {
+        kill_group(self.pgid);
+        let token = self.service.cancellation_token();
+        token.cancel();
+    }
+}
+
+/// One configured server and its connection.
+pub(crate) struct ServerConn {
+    pub(crate) config: ServerConfig,
+    root: PathBuf,
+    state_dir: PathBuf,
+    conn: tokio::sync::Mutex<Option<Connection>>,
+    tools: RwLock<Vec<McpToolDecl>>,
+    error: RwLock<Option<String>>,
+    warnings: RwLock<Vec<String>>,
+    stderr: Arc<StderrTail>,
+    progress: Arc<Mutex<HashMap<ProgressToken, ProgressSink>>>,
+    list_changes: AtomicU64,
+    has_resources: RwLock<bool>,
+}
+
+impl std::fmt::Debug for ServerConn {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("ServerConn")
+            .field("name", &self.config.name)
+            .finish_non_exhaustive()
+    }
+}
+
+fn minimal_env(configured: &BTreeMap<String, String>) -> Vec<(String, String)> {
+    let mut env: Vec<(String, String)> = INHERITED_ENV
+        .iter()
+        .filter_map(|k| std::env::var(k).ok().map(|v| ((*k).to_owned(), v)))
+        .collect();
+    env.extend(configured.iter().map(|(k, v)| (k.clone(), v.clone())));
+    env
+}
+
+impl ServerConn {
+    fn new(config: ServerConfig, root: &Path, state_dir: &Path) -> Arc<Self> {
+        Arc::new(ServerConn {
+            config,
+            root: root.to_path_buf(),
+            state_dir: state_dir.to_path_buf(),
+            conn: tokio::sync::Mutex::new(None),
+            tools: RwLock::new(Vec::new()),
+            error: RwLock::new(None),
+            warnings: RwLock::new(Vec::new()),
+            stderr: Arc::new(StderrTail::default()),
+            progress: Arc::new(Mutex::new(HashMap::new())),
+            list_changes: AtomicU64::new(0),
+            has_resources: RwLock::new(false),
+        })
+    }
+
+    pub(crate) fn name(&self) -> &str {
+        &self.config.name
+    }
+
+    pub(crate) fn state_dir(&self) -> &Path {
+        &self.state_dir
+    }
+
+    fn set_tools(&self, tools: Vec<McpToolDecl>) {
+        if let Ok(mut t) = self.tools.write() {
+            *t = tools;
+        }
+    }
+
+    pub(crate) fn listed_tools(&self) -> Vec<McpToolDecl> {
+        self.tools.read().map(|t| t.clone()).unwrap_or_default()
+    }
+
+    fn set_error(&self, error: Option<String>) {
+        if let Ok(mut e) = self.error.write() {
+            *e = error;
+        }
+    }
+
+    fn error(&self) -> Option<String> {
+        self.error.read().ok().and_then(|e| e.clone())
+    }
+
+    fn warn(&self, message: String) {
+        if let Ok(mut w) = self.warnings.write()
+            && !w.contains(&message)
+        {
+            w.push(message);
+        }
+    }
+
+    pub(crate) fn supports_resources(&self) -> bool {
+        self.has_resources.read().map(|r| *r).unwrap_or(false)
+    }
+
+    /// The stderr tail, for messages: "" or "\nstderr: …".
+    pub(crate) fn stderr_note(&self) -> String {
+        let tail = self.stderr.last(800);
+        if tail.is_empty() {
+            String::new()
+        } else {
+            format!("\nLast stderr of the server:\n{tail}")
+        }
+    }
+
+    /// The connected peer, connecting (again) when there is none or the old one closed.
+    pub(crate) async fn peer(self: &Arc<Self>) -> Result<Peer<RoleClient>, String> {
+        let mut guard = self.conn.lock().await;
+        if let Some(conn) = guard.as_ref()
+            && !conn.service.peer().is_transport_closed()
+            && !conn.service.is_closed()
+        {
+            return Ok(conn.service.peer().clone());
+        }
+        if let Some(old) = guard.take() {
+            old.kill();
+        }
+        let limit = self.config.startup_timeout;
+        let opened = tokio::time::timeout(limit, self.open()).await;
+        let outcome = match opened {
+            Ok(Ok((conn, tools))) => {
+                let peer = conn.service.peer().clone();
+                let resources = conn
+                    .service
+                    .peer_info()
+                    .is_some_and(|i| i.capabilities.resources.is_some());
+                if let Ok(mut r) = self.has_resources.write() {
+                    *r = resources;
+                }
+                self.set_tools(tools);
+                *guard = Some(conn);
+                Ok(peer)
+            }
+            Ok(Err(e)) => Err(e),
+            Err(_) => Err(format!(
+                "did not finish starting within {}s (raise startupTimeoutMs in .mcp.json or MCP_TIMEOUT)",
+                limit.as_secs_f64()
+            )),
+        };
+        match outcome {
+            Ok(peer) => {
+                self.set_error(None);
+                Ok(peer)
+            }
+            Err(e) => {
+                let message = format!(
+                    "MCP server \"{}\" failed to connect: {e}{}",
+                    self.config.name,
+                    self.stderr_note()
+                );
+                self.set_error(Some(message.clone()));
+                Err(message)
+            }
+        }
+    }
+
+    /// Drops the connection (killing a stdio server's process group); the next call
+    /// reconnects.
+    pub(crate) async fn disconnect(&self) {
+        if let Some(conn) = self.conn.lock().await.take() {
+            conn.kill();
+        }
+    }
+
+    async fn open(self: &Arc<Self>) -> Result<(Connection, Vec<McpToolDecl>), String> {
+        let handler = Handler {
+            conn: Arc::downgrade(self),
+            progress: Arc::clone(&self.progress),
+        };
+        let (service, pgid) = match &self.config.transport {
+            Transport::Stdio {
+                command,
+                args,
+                env,
+                cwd,
+            } => {
+                let mut cmd = tokio::process::Command::new(command);
+                cmd.args(args)
+                    .env_clear()
+                    .envs(minimal_env(env))
+                    .current_dir(cwd.as_deref().unwrap_or(&self.root));
+                let mut wrap = process_wrap::tokio::CommandWrap::from(cmd);
+                wrap.wrap(process_wrap::tokio::ProcessGroup::leader());
+                let (process, stderr) = rmcp::transport::TokioChildProcess::builder(wrap)
+                    .stderr(Stdio::piped())
+                    .spawn()
+                    .map_err(|e| format!("cannot start `{command}`: {e}"))?;
+                let pgid = process.id();
+                if let Some(mut stderr) = stderr {
+                    let tail = Arc::clone(&self.stderr);
+                    tokio::spawn(async move {
+                        let mut chunk = vec![0_u8; 8192];
+                        while let Ok(n) = stderr.read(&mut chunk).await {
+                            if n == 0 {
+                                break;
+                            }
+                            tail.push(&chunk[..n]);
+                        }
+                    });
+                }
+                let service = handler
+                    .serve(process)
+                    .await
+                    .map_err(|e| format!("the MCP handshake failed: {e}"));
+                match service {
+                    Ok(service) => (service, pgid),
+                    Err(e) => {
+                        kill_group(pgid);
+                        return Err(e);
+                    }
+                }
+            }
+            Transport::Http {
+                url,
+                headers,
+                bearer_token,
+            } => {
+                use rmcp::transport::StreamableHttpClientTransport;
+                use rmcp::transport::streamable_http_client::StreamableHttpClientTransportConfig;
+                let mut custom = HashMap::new();
+                for (k, v) in headers {
+                    let name = reqwest::header::HeaderName::from_bytes(k.as_bytes())
+                        .map_err(|e| format!("header name {k:?}: {e}"))?;
+                    let value = reqwest::header::HeaderValue::from_str(v)
+                        .map_err(|e| format!("header {k}: {e}"))?;
+                    custom.insert(name, value);
+                }
+                let mut config = StreamableHttpClientTransportConfig::with_uri(url.as_str())
+                    .custom_headers(custom);
+                if let Some(token) = bearer_token {
+                    config = config.auth_header(token.clone());
+                }
+                let client = reqwest::Client::builder()
+                    .build()
+                    .map_err(|e| format!("cannot build the HTTP client: {e}"))?;
+                let transport = StreamableHttpClientTransport::with_client(client, config);
+                let service = handler
+                    .serve(transport)
+                    .await
+                    .map_err(|e| format!("the MCP handshake with {url} failed: {e}"))?;
+                (service, None)
+            }
+        };
+        let has_tools = service
+            .peer_info()
+            .is_none_or(|i| i.capabilities.tools.is_some());
+        let tools = if has_tools {
+            service
+                .peer()
+                .list_all_tools()
+                .await
+                .map_err(|e| format!("tools/list failed: {e}"))?
+        } else {
+            Vec::new()
+        };
+        Ok((Connection { service, pgid }, tools))
+    }
+
+    /// Calls `tool` with the call timeout, reporting progress to the call's sink and sending
+    /// `notifications/cancelled` when the call is cancelled or times out.
+    pub(crate) async fn call_tool(
+        self: &Arc<Self>,
+        tool: &str,
+        arguments: JsonObject,
+        ctx: &ToolContext,
+        qualified: &str,
+    ) -> Result<rmcp::model::CallToolResult, ToolError> {
+        let peer = self.peer().await.map_err(ToolError::fatal)?;
+        let mut params = CallToolRequestParams::new(tool.to_owned());
+        params.arguments = Some(arguments);
+        let limit = self.config.call_timeout;
+        let request = ClientRequest::CallToolRequest(CallToolRequest::new(params));
+        let handle = match peer
+            .send_cancellable_request(request, PeerRequestOptions::with_timeout(limit))
+            .await
+        {
+            Ok(handle) => handle,
+            Err(e) => return Err(self.broken(e, qualified).await),
+        };
+        let id = handle.id.clone();
+        let token = handle.progress_token.clone();
+        if let Ok(mut map) = self.progress.lock() {
+            map.insert(token.clone(), ctx.progress().clone());
+        }
+        let outcome = tokio::select! {
+            response = handle.await_response() => Some(response),
+            () = ctx.cancel_token().cancelled() => None,
+        };
+        if let Ok(mut map) = self.progress.lock() {
+            map.remove(&token);
+        }
+        match outcome {
+            None => {
+                let note = CancelledNotificationParam::new(
+                    Some(id),
+                    Some("the call was cancelled".to_owned()),
+                );
+                let _ = peer.notify_cancelled(note).await;
+                Err(ToolError::Cancelled {
+                    tool: qualified.to_owned(),
+                })
+            }
+            Some(Ok(ServerResult::CallToolResult(result))) => Ok(result),
+            Some(Ok(_)) => Err(ToolError::fatal(format!(
+                "MCP server \"{}\" answered tools/call with something other than a tool result",
+                self.config.name
+            ))),
+            Some(Err(ServiceError::Timeout { .. })) => {
+                // notifications/cancelled went out with the timeout; a server that does not
+                // answer in time is restarted on the next call.
+                self.disconnect().await;
+                Err(ToolError::fatal(format!(
+                    "{qualified} timed out after {}s; the request was cancelled and the server \"{}\" will be restarted on the next call (raise toolTimeoutMs in .mcp.json or MCP_TOOL_TIMEOUT for slow tools){}",
+                    limit.as_secs_f64(),
+                    self.config.name,
+                    self.stderr_note()
+                )))
+            }
+            Some(Err(e)) => Err(self.broken(e, qualified).await),
+        }
+    }
+
+    /// The error of a call that failed because of the connection; the connection is dropped
+    /// so the next call reconnects.
+    async fn broken(&self, error: ServiceError, qualified: &str) -> ToolError {
+        match error {
+            ServiceError::McpError(e) => ToolError::respond(format!(
+                "MCP server \"{}\" refused {qualified}: {}",
+                self.config.name, e.message
+            )),
+            other => {
+                self.disconnect().await;
+                ToolError::fatal(format!(
+                    "MCP server \"{}\" lost the connection during {qualified} ({other}); it may have crashed. The next call reconnects.{}",
+                    self.config.name,
+                    self.stderr_note()
+                ))
+            }
+        }
+    }
+
+    pub(crate) async fn list_resources(self: &Arc<Self>) -> Result<Vec<Resource>, String> {
+        let peer = self.peer().await?;
+        if !self.supports_resources() {
+            return Ok(Vec::new());
+        }
+        let limit = self.config.call_timeout;
+        match tokio::time::timeout(limit, peer.list_all_resources()).await {
+            Ok(Ok(resources)) => Ok(resources),
+            Ok(Err(e)) => Err(format!("resources/list failed: {e}")),
+            Err(_) => Err(format!(
+                "resources/list timed out after {}s",
+                limit.as_secs_f64()
+            )),
+        }
+    }
+
+    pub(crate) async fn read_resource(
+        self: &Arc<Self>,
+        uri: &str,
+    ) -> Result<ReadResourceResult, String> {
+        let peer = self.peer().await?;
+        let limit = self.config.call_timeout;
+        let params = ReadResourceRequestParams::new(uri.to_owned());
+        match tokio::time::timeout(limit, peer.read_resource(params)).await {
+            Ok(Ok(result)) => Ok(result),
+            Ok(Err(ServiceError::McpError(e))) => Err(e.message.to_string()),
+            Ok(Err(e)) => Err(format!("resources/read failed: {e}")),
+            Err(_) => Err(format!(
+                "resources/read timed out after {}s",
+                limit.as_secs_f64()
+            )),
+        }
+    }
+}
+
+/// The MCP servers of a session.
+#[derive(Debug)]
+pub struct McpManager {
+    servers: Vec<Arc<ServerConn>>,
+}
+
+impl McpManager {
+    /// Connects every server concurrently (each under its start-up timeout). Failures are
+    /// kept as the server's status; they never stop the others.
+    pub async fn start(configs: Vec<ServerConfig>, root: &Path, state_dir: &Path) -> Arc<Self> {
+        let servers: Vec<Arc<ServerConn>> = configs
+            .into_iter()
+            .map(|c| ServerConn::new(c, root, state_dir))
+            .collect();
+        let mut set = tokio::task::JoinSet::new();
+        for server in &servers {
+            let server = Arc::clone(server);
+            set.spawn(async move {
+                let _ = server.peer().await;
+            });
+        }
+        while set.join_next().await.is_some() {}
+        Arc::new(McpManager { servers })
+    }
+
+    /// The configured server names, sorted.
+    pub fn server_names(&self) -> Vec<String> {
+        self.servers.iter().map(|s| s.name().to_owned()).collect()
+    }
+
+    pub(crate) fn server(&self, name: &str) -> Option<&Arc<ServerConn>> {
+        self.servers.iter().find(|s| s.name() == name)
+    }
+
+    pub(crate) fn servers(&self) -> &[Arc<ServerConn>] {
+        &self.servers
+    }
+
+    /// Each server's state.
+    pub fn statuses(&self) -> Vec<ServerStatus> {
+        self.servers
+            .iter()
+            .map(|s| ServerStatus {
+                name: s.name().to_owned(),
+                connected: s
+                    .conn
+                    .try_lock()
+                    .map(|c| c.as_ref().is_some_and(|c| !c.service.is_closed()))
+                    .unwrap_or(true),
+                error: s.error(),
+                tools: s.listed_tools().len(),
+                warnings: s.warnings.read().map(|w| w.clone()).unwrap_or_default(),
+            })
+            .collect()
+    }
+
+    /// How many `tools/list_changed` refreshes `server` has had.
+    pub fn list_changes(&self, server: &str) -> u64 {
+        self.server(server)
+            .map(|s| s.list_changes.load(Ordering::Relaxed))
+            .unwrap_or(0)
+    }
+
+    /// The stderr tail kept for `server`.
+    pub fn stderr(&self, server: &str) -> Option<Arc<StderrTail>> {
+        self.server(server).map(|s| Arc::clone(&s.stderr))
+    }
+
+    /// One pool tool per server tool, named `mcp__<server>__<tool>`. Tools with invalid
+    /// names are left out; names that collide after sanitising are all left out (fail
+    /// closed) with a warning naming both; descriptions are capped and cleaned.
+    pub fn tools(&self) -> Vec<Arc<dyn Tool>> {
+        let mut by_name: BTreeMap<String, Vec<(Arc<ServerConn>, McpToolDecl)>> = BTreeMap::new();
+        for server in &self.servers {
+            for decl in server.listed_tools() {
+                if let Some(why) = invalid_tool_name(&decl.name) {
+                    server.warn(format!(
+                        "tool {:?} of server \"{}\" was rejected: {why}",
+                        crate::tool::preview(&decl.name),
+                        server.name()
+                    ));
+                    continue;
+                }
+                let name = qualified_name(server.name(), &decl.name);
+                by_name
+                    .entry(name)
+                    .or_default()
+                    .push((Arc::clone(server), decl));
+            }
+        }
+        let mut tools: Vec<Arc<dyn Tool>> = Vec::new();
+        for (name, entries) in by_name {
+            if entries.len() > 1 {
+                let who: Vec<String> = entries
+                    .iter()
+                    .map(|(s, d)| format!("\"{}\" of server \"{}\"", d.name, s.name()))
+                    .collect();
+                for (server, _) in &entries {
+                    server.warn(format!(
+                        "{} all map to {name} after sanitising; none of them is offered",
+                        who.join(" and ")
+                    ));
+                }
+                continue;
+            }
+            for (server, decl) in entries {
+                let (description, warnings) =
+                    clean_description(decl.description.as_deref().unwrap_or(""));
+                for w in warnings {
+                    server.warn(format!("{name}: {w}"));
+                }
+                tools.push(Arc::new(McpTool::new(
+                    server,
+                    decl,
+                    name.clone(),
+                    description,
+                )));
+            }
+        }
+        tools
+    }
+
+    /// Disconnects every server, killing stdio servers' process groups.
+    pub async fn shutdown(&self) {
+        for server in &self.servers {
+            server.disconnect().await;
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn stderr_is_bounded_to_its_tail() {
+        let tail = StderrTail::default();
+        for i in 0..100 {
+            tail.push(format!("line {i} {}\n", "x".repeat(2000)).as_bytes());
+        }
+        assert!(tail.kept() <= STDERR_CAP);
+        assert!(tail.total() > 200_000);
+        assert!(tail.text().contains("line 99"));
+        assert!(!tail.text().contains("line 0 "));
+    }
+
+    #[test]
+    fn the_environment_is_minimal() {
+        let mut configured = BTreeMap::new();
+        configured.insert("API_KEY".to_owned(), "k".to_owned());
+        let env = minimal_env(&configured);
+        assert!(
+            env.iter()
+                .all(|(k, _)| INHERITED_ENV.contains(&k.as_str()) || k == "API_KEY")
+        );
+    }
+}

@@ -1,0 +1,265 @@
+//! ListMcpResourcesTool and ReadMcpResourceTool (reference §4.21): the resources of the
+//! session's MCP servers, found through the [`McpManager`] in the context's services.
+
+use std::sync::Arc;
+
+use async_trait::async_trait;
+use schemars::JsonSchema;
+use serde::{Deserialize, Serialize};
+use tool_core::{ToolAnnotations, ToolCategory, ToolContext, ToolError, ToolResult, TypedTool};
+
+use crate::manager::{McpManager, ServerConn};
+use crate::tool::save_blob;
+
+/// The manager of the session, or the error that says there is none.
+fn manager(ctx: &ToolContext) -> Result<Arc<McpManager>, ToolError> {
+    ctx.services()
+        .get::<Arc<McpManager>>()
+        .ok_or_else(|| ToolError::respond("No MCP servers are configured (add them to .mcp.json)."))
+}
+
+fn server<'a>(manager: &'a McpManager, name: &str) -> Result<&'a Arc<ServerConn>, ToolError> {
+    manager.server(name).ok_or_else(|| {
+        ToolError::respond(format!(
+            "Server \"{name}\" not found. Available servers: {}",
+            manager.server_names().join(", ")
+        ))
+    })
+}
+
+/// Input of ListMcpResourcesTool
+#[derive(Debug, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct ListInput {
+    /// Optional server name to filter resources by
+    #[serde(default)]
+    pub server: Option<String>,
+}
+
+/// One listed resource
+#[derive(Debug, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct ListedResource {
+    /// The resource's URI
+    pub uri: String,
+    /// Its name
+    pub name: String,
+    /// Its MIME type, when known
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub mime_type: Option<String>,
+    /// Its description
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub description: Option<String>,
+    /// The server offering it
+    pub server: String,
+}
+
+/// Lists the resources of the configured MCP servers.
+#[derive(Debug, Default)]
+pub struct ListMcpResourcesTool;
+
+const NO_RESOURCES: &str =
+    "No resources found. MCP servers may still provide tools even if they have no resources.";
+
+#[async_trait]
+impl TypedTool for ListMcpResourcesTool {
+    type Input = ListInput;
+    type Output = Vec<ListedResource>;
+
+    fn name(&self) -> &'static str {
+        "ListMcpResourcesTool"
+    }
+    fn category(&self) -> ToolCategory {
+        ToolCategory::Mcp
+    }
+    fn is_deferred(&self) -> bool {
+        true
+    }
+    fn search_hint(&self) -> Option<&'static str> {
+        Some("list resources offered by MCP servers")
+    }
+    fn annotations(&self) -> ToolAnnotations {
+        ToolAnnotations {
+            read_only: true,
+            ..ToolAnnotations::default()
+        }
+    }
+    async fn description(&self, _input: Option<&ListInput>) -> String {
+        "Lists the resources (files, documents, data) that the connected MCP servers offer. \
+         Give `server` to list one server's resources. Read one with ReadMcpResourceTool."
+            .to_owned()
+    }
+    fn is_concurrency_safe(&self, _: &ListInput) -> bool {
+        true
+    }
+    fn is_read_only(&self, _: &ListInput) -> bool {
+        true
+    }
+    async fn call(
+        &self,
+        input: ListInput,
+        ctx: &ToolContext,
+    ) -> Result<ToolResult<Vec<ListedResource>>, ToolError> {
+        let manager = manager(ctx)?;
+        let servers: Vec<Arc<ServerConn>> = match &input.server {
+            Some(name) => vec![Arc::clone(server(&manager, name)?)],
+            None => manager.servers().to_vec(),
+        };
+        let mut listed = Vec::new();
+        for server in servers {
+            // A server that cannot be reached is skipped, as the reference does.
+            let Ok(resources) = server.list_resources().await else {
+                continue;
+            };
+            for r in resources {
+                listed.push(ListedResource {
+                    uri: r.uri.clone(),
+                    name: r.name.clone(),
+                    mime_type: r.mime_type.clone(),
+                    description: r.description.clone(),
+                    server: server.name().to_owned(),
+                });
+            }
+        }
+        if listed.is_empty() {
+            return Ok(ToolResult::ok(listed).with_text(NO_RESOURCES));
+        }
+        Ok(ToolResult::ok(listed))
+    }
+}
+
+/// Input of ReadMcpResourceTool
+#[derive(Debug, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct ReadInput {
+    /// The MCP server name
+    pub server: String,
+    /// The resource URI to read
+    pub uri: String,
+}
+
+/// One part of a read resource
+#[derive(Debug, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct ReadContent {
+    /// The URI
+    pub uri: String,
+    /// The MIME type, when known
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub mime_type: Option<String>,
+    /// Text content, inline
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub text: Option<String>,
+    /// Where binary content was saved
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub blob_saved_to: Option<String>,
+}
+
+/// What ReadMcpResourceTool returns
+#[derive(Debug, Serialize)]
+pub struct ReadOutput {
+    /// The parts of the resource
+    pub contents: Vec<ReadContent>,
+}
+
+/// Reads one resource of an MCP server; binary content is saved to a file.
+#[derive(Debug, Default)]
+pub struct ReadMcpResourceTool;
+
+#[async_trait]
+impl TypedTool for ReadMcpResourceTool {
+    type Input = ReadInput;
+    type Output = ReadOutput;
+
+    fn name(&self) -> &'static str {
+        "ReadMcpResourceTool"
+    }
+    fn category(&self) -> ToolCategory {
+        ToolCategory::Mcp
+    }
+    fn is_deferred(&self) -> bool {
+        true
+    }
+    fn search_hint(&self) -> Option<&'static str> {
+        Some("read a resource of an MCP server by URI")
+    }
+    fn annotations(&self) -> ToolAnnotations {
+        ToolAnnotations {
+            read_only: true,
+            ..ToolAnnotations::default()
+        }
+    }
+    async fn description(&self, _input: Option<&ReadInput>) -> String {
+        "Reads a resource of an MCP server by its URI (see ListMcpResourcesTool). Text is \
+         returned inline; binary content is saved to a file whose path is returned."
+            .to_owned()
+    }
+    fn is_concurrency_safe(&self, _: &ReadInput) -> bool {
+        true
+    }
+    fn is_read_only(&self, _: &ReadInput) -> bool {
+        true
+    }
+    async fn call(
+        &self,
+        input: ReadInput,
+        ctx: &ToolContext,
+    ) -> Result<ToolResult<ReadOutput>, ToolError> {
+        let manager = manager(ctx)?;
+        let server = server(&manager, &input.server)?;
+        if server.peer().await.is_err() {
+            return Err(ToolError::respond(format!(
+                "Server \"{}\" is not connected",
+                input.server
+            )));
+        }
+        if !server.supports_resources() {
+            return Err(ToolError::respond(format!(
+                "Server \"{}\" does not support resources",
+                input.server
+            )));
+        }
+        let result = server
+            .read_resource(&input.uri)
+            .await
+            .map_err(|e| ToolError::respond(format!("Reading {}: {e}", input.uri)))?;
+        let mut contents = Vec::new();
+        for part in result.contents {
+            match part {
+                rmcp::model::ResourceContents::TextResourceContents {
+                    uri,
+                    mime_type,
+                    text,
+                    ..
+                } => contents.push(ReadContent {
+                    uri,
+                    mime_type,
+                    text: Some(text),
+                    blob_saved_to: None,
+                }),
+                rmcp::model::ResourceContents::BlobResourceContents {
+                    uri,
+                    mime_type,
+                    blob,
+                    ..
+                } => {
+                    let path = save_blob(server, &uri, mime_type.as_deref(), &blob)
+                        .map_err(ToolError::fatal)?;
+                    contents.push(ReadContent {
+                        uri,
+                        mime_type,
+                        text: None,
+                        blob_saved_to: Some(path.display().to_string()),
+                    });
+                }
+                _ => contents.push(ReadContent {
+                    uri: input.uri.clone(),
+                    mime_type: None,
+                    text: Some("[content of an unknown kind omitted]".to_owned()),
+                    blob_saved_to: None,
+                }),
+            }
+        }
+        Ok(ToolResult::ok(ReadOutput { contents }))
+    }
+}

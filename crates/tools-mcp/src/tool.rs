@@ -1,0 +1,282 @@
+//! One pool tool per MCP server tool: the server's schema passed through, its hints mapped
+//! to read-only and concurrency-safe, its results mapped to content blocks, every call asked
+//! about unless a rule (`mcp__server`, `mcp__server__*`, `mcp__server__tool`) allows it.
+
+use std::path::PathBuf;
+use std::sync::Arc;
+use std::sync::atomic::{AtomicU64, Ordering};
+
+use async_trait::async_trait;
+use base64::Engine;
+use rmcp::model::{
+    CallToolResult, ContentBlock as McpBlock, ResourceContents, Tool as McpToolDecl,
+};
+use serde_json::{Value, json};
+use tool_core::{
+    ContentBlock, ParsedInput, PermissionDecision, PermissionRule, Tool, ToolAnnotations,
+    ToolCategory, ToolContext, ToolError, ToolResult, ValidationResult,
+};
+
+use crate::manager::ServerConn;
+
+/// Results above this many characters are spilled to a file by the execution path
+/// (about 25,000 tokens, the reference's `MAX_MCP_OUTPUT_TOKENS`).
+pub const MAX_RESULT_CHARS: usize = 100_000;
+
+/// A name cut for messages.
+pub(crate) fn preview(text: &str) -> String {
+    if text.chars().count() <= 80 {
+        text.to_owned()
+    } else {
+        text.chars().take(80).collect::<String>() + "…"
+    }
+}
+
+/// An MCP server's tool in the pool.
+pub(crate) struct McpTool {
+    server: Arc<ServerConn>,
+    remote: String,
+    name: String,
+    description: String,
+    schema: Value,
+    hints: ToolAnnotations,
+    deferred: bool,
+}
+
+impl McpTool {
+    pub(crate) fn new(
+        server: Arc<ServerConn>,
+        decl: McpToolDecl,
+        name: String,
+        description: String,
+    ) -> Self {
+        let mut schema = Value::Object(decl.input_schema.as_ref().clone());
+        if schema.get("type").is_none()
+            && let Some(obj) = schema.as_object_mut()
+        {
+            obj.insert("type".into(), json!("object"));
+        }
+        let a = decl.annotations.clone().unwrap_or_default();
+        let read_only = a.read_only_hint == Some(true);
+        let hints = ToolAnnotations {
+            read_only,
+            // The MCP default for destructiveHint is true when the tool is not read-only.
+            destructive: !read_only && a.destructive_hint != Some(false),
+            idempotent: a.idempotent_hint == Some(true),
+            open_world: a.open_world_hint != Some(false),
+        };
+        let always_load = decl
+            .meta
+            .as_ref()
+            .and_then(|m| m.get("anthropic/alwaysLoad"))
+            .and_then(Value::as_bool)
+            .unwrap_or(false);
+        McpTool {
+            server,
+            remote: decl.name.to_string(),
+            name,
+            description,
+            schema,
+            hints,
+            deferred: !always_load,
+        }
+    }
+}
+
+static BLOBS: AtomicU64 = AtomicU64::new(0);
+
+/// Saves a base64 blob under `<state>/mcp-resources/<server>/` and returns its path.
+pub(crate) fn save_blob(
+    server: &ServerConn,
+    uri: &str,
+    mime: Option<&str>,
+    data: &str,
+) -> Result<PathBuf, String> {
+    let bytes = base64::engine::general_purpose::STANDARD
+        .decode(data.trim())
+        .map_err(|e| format!("the blob of {uri} is not valid base64: {e}"))?;
+    let dir = server
+        .state_dir()
+        .join("mcp-resources")
+        .join(crate::naming::sanitize(server.name()));
+    std::fs::create_dir_all(&dir).map_err(|e| format!("{}: {e}", dir.display()))?;
+    let stem: String = crate::naming::sanitize(uri.rsplit('/').next().unwrap_or("blob"))
+        .chars()
+        .take(60)
+        .collect();
+    let ext = match mime.unwrap_or("") {
+        "image/png" => ".png",
+        "image/jpeg" => ".jpg",
+        "image/gif" => ".gif",
+        "image/webp" => ".webp",
+        "application/pdf" => ".pdf",
+        "application/json" => ".json",
+        m if m.starts_with("text/") => ".txt",
+        _ => ".bin",
+    };
+    let n = BLOBS.fetch_add(1, Ordering::Relaxed);
+    let path = dir.join(format!("{stem}-{}-{n}{ext}", std::process::id()));
+    std::fs::write(&path, &bytes).map_err(|e| format!("{}: {e}", path.display()))?;
+    Ok(path)
+}
+
+/// Maps an MCP result to what the model reads: text and images as they are, embedded text
+/// resources inline, binary resources saved to a file, structured content as data (and as
+/// JSON text when there is no other content).
+pub(crate) fn map_result(server: &ServerConn, result: CallToolResult) -> ToolResult<Value> {
+    let mut blocks = Vec::new();
+    for block in result.content {
+        match block {
+            McpBlock::Text(t) => blocks.push(ContentBlock::text(t.text)),
+            McpBlock::Image(i) => blocks.push(ContentBlock::Image {
+                media_type: i.mime_type,
+                data: i.data,
+            }),
+            McpBlock::Audio(a) => blocks.push(ContentBlock::text(format!(
+                "[audio content ({}) of {} base64 characters omitted]",
+                a.mime_type,
+                a.data.len()
+            ))),
+            McpBlock::Resource(r) => match r.resource {
+                ResourceContents::TextResourceContents { uri, text, .. } => {
+                    blocks.push(ContentBlock::text(format!("[Resource {uri}]\n{text}")));
+                }
+                ResourceContents::BlobResourceContents {
+                    uri,
+                    mime_type,
+                    blob,
+                    ..
+                } => {
+                    let line = match save_blob(server, &uri, mime_type.as_deref(), &blob) {
+                        Ok(path) => format!(
+                            "[Binary resource {uri} ({}) saved to {}]",
+                            mime_type.as_deref().unwrap_or("unknown type"),
+                            path.display()
+                        ),
+                        Err(e) => format!("[Binary resource {uri} could not be saved: {e}]"),
+                    };
+                    blocks.push(ContentBlock::text(line));
+                }
+                _ => blocks.push(ContentBlock::text(
+                    "[a resource of an unknown kind omitted]",
+                )),
+            },
+            McpBlock::ResourceLink(link) => blocks.push(ContentBlock::text(format!(
+                "[Resource link: {} {}]",
+                link.name, link.uri
+            ))),
+            _ => blocks.push(ContentBlock::text("[content of an unknown type omitted]")),
+        }
+    }
+    let data = result.structured_content.unwrap_or(Value::Null);
+    if blocks.is_empty() && !data.is_null() {
+        blocks.push(ContentBlock::text(
+            serde_json::to_string_pretty(&data).unwrap_or_default(),
+        ));
+    }
+    let is_error = result.is_error == Some(true);
+    let message = if is_error {
+        let text: Vec<&str> = blocks.iter().filter_map(ContentBlock::as_text).collect();
+        Some(text.join("\n"))
+    } else {
+        None
+    };
+    ToolResult {
+        data,
+        is_error,
+        error_message: message,
+        side_messages: Vec::new(),
+        content: blocks,
+    }
+}
+
+#[async_trait]
+impl Tool for McpTool {
+    fn name(&self) -> &str {
+        &self.name
+    }
+    fn category(&self) -> ToolCategory {
+        ToolCategory::Mcp
+    }
+    fn is_deferred(&self) -> bool {
+        self.deferred
+    }
+    fn annotations(&self) -> ToolAnnotations {
+        self.hints
+    }
+    fn max_result_size_chars(&self) -> usize {
+        MAX_RESULT_CHARS
+    }
+    fn input_schema(&self) -> &Value {
+        &self.schema
+    }
+    async fn description(&self, _input: Option<&ParsedInput>) -> String {
+        self.description.clone()
+    }
+    fn parse_input(&self, raw: &Value) -> Result<ParsedInput, ToolError> {
+        match raw {
+            Value::Null => Ok(ParsedInput::from_json(json!({}))),
+            Value::Object(_) => Ok(ParsedInput::from_json(raw.clone())),
+            other => Err(ToolError::respond(format!(
+                "InputValidationError: {} expects a JSON object as input, not {}",
+                self.name,
+                match other {
+                    Value::Array(_) => "an array",
+                    Value::String(_) => "a string",
+                    Value::Number(_) => "a number",
+                    _ => "a boolean",
+                }
+            ))),
+        }
+    }
+    fn is_concurrency_safe(&self, _input: &ParsedInput) -> bool {
+        self.hints.read_only
+    }
+    fn is_read_only(&self, _input: &ParsedInput) -> bool {
+        self.hints.read_only
+    }
+    async fn validate(&self, _input: &ParsedInput, _ctx: &ToolContext) -> ValidationResult {
+        ValidationResult::Valid
+    }
+    async fn check_permission(
+        &self,
+        _input: &ParsedInput,
+        _ctx: &ToolContext,
+    ) -> PermissionDecision {
+        PermissionDecision::ask(
+            format!(
+                "{} is a tool of the MCP server \"{}\"; MCP tools need approval",
+                self.name,
+                self.server.name()
+            ),
+            Some(PermissionRule::tool(self.name.clone())),
+        )
+    }
+    async fn call(
+        &self,
+        input: ParsedInput,
+        ctx: &ToolContext,
+    ) -> Result<ToolResult<Value>, ToolError> {
+        let arguments = match input.json() {
+            Value::Object(map) => map.clone(),
+            _ => serde_json::Map::new(),
+        };
+        if !self
+            .server
+            .listed_tools()
+            .iter()
+            .any(|t| t.name == self.remote)
+        {
+            return Err(ToolError::respond(format!(
+                "{} is no longer offered by the MCP server \"{}\" (its tool list changed)",
+                self.name,
+                self.server.name()
+            )));
+        }
+        let result = self
+            .server
+            .call_tool(&self.remote, arguments, ctx, &self.name)
+            .await?;
+        Ok(map_result(&self.server, result))
+    }
+}

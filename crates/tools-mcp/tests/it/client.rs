@@ -1,0 +1,529 @@
+//! The client manager against real servers: `@modelcontextprotocol/server-everything` over
+//! stdio and streamable HTTP, `@modelcontextprotocol/server-filesystem`, and a deliberately
+//! misbehaving server (`fake_server.py`) for timeouts, crashes and stderr floods.
+
+use std::path::{Path, PathBuf};
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use serde_json::{Value, json};
+use tempfile::TempDir;
+use tool_core::{
+    CallResult, PermissionEngine, PermissionMode, PermissionRule, ProgressSink, RuleBehavior,
+    RuleSource, RuleSourceKind, SourcedRule, Tool, ToolCall, ToolContext, ToolPool,
+};
+use tools_mcp::{McpManager, STDERR_CAP, start_project_servers};
+
+use crate::peers::peer;
+
+/// A session with the servers of `mcp_json` started from `<root>/.mcp.json`.
+pub struct Session {
+    _dir: TempDir,
+    pub root: PathBuf,
+    pub ctx: ToolContext,
+    pub manager: Arc<McpManager>,
+    pub pool: ToolPool,
+}
+
+impl Session {
+    pub async fn start(mcp_json: Value, allow: &[&str], mode: PermissionMode) -> Session {
+        let dir = tempfile::tempdir().unwrap();
+        let root = dir.path().canonicalize().unwrap();
+        std::fs::write(root.join(".mcp.json"), mcp_json.to_string()).unwrap();
+        let source = RuleSource {
+            kind: RuleSourceKind::CliArg,
+            file: None,
+            root: root.clone(),
+        };
+        let rules = allow
+            .iter()
+            .map(|r| SourcedRule {
+                rule: PermissionRule::parse(r).unwrap(),
+                behavior: RuleBehavior::Allow,
+                source: source.clone(),
+            })
+            .collect();
+        let ctx = ToolContext::builder(&root)
+            .state_dir(root.join("state"))
+            .mode(mode)
+            .permissions(PermissionEngine::new(rules))
+            .build();
+        let (manager, mcp_tools) = start_project_servers(&ctx).await.unwrap();
+        let mut tools: Vec<Arc<dyn Tool>> = tools_mcp::tools();
+        tools.extend(mcp_tools);
+        Session {
+            _dir: dir,
+            root,
+            pool: ToolPool::new(tools),
+            manager: manager.unwrap(),
+            ctx,
+        }
+    }
+
+    pub async fn call(&self, tool: &str, input: Value) -> CallResult {
+        self.pool.call(tool, input, &self.ctx).await
+    }
+}
+
+fn bin(peers: &Path, name: &str) -> String {
+    peers
+        .join("node_modules/.bin")
+        .join(name)
+        .to_str()
+        .unwrap()
+        .to_owned()
+}
+
+fn fake_server(log: &Path, extra_tools: Value, timeout_ms: u64) -> Value {
+    let script = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/it/fake_server.py");
+    json!({"command": "python3", "args": [script, log], "toolTimeoutMs": timeout_ms,
+           "env": {"FAKE_TOOLS": extra_tools.to_string()}})
+}
+
+fn lines(path: &Path) -> Vec<String> {
+    std::fs::read_to_string(path)
+        .unwrap_or_default()
+        .lines()
+        .map(str::to_owned)
+        .collect()
+}
+
+/// Polls `check` for up to 20 s (notifications arrive asynchronously).
+async fn eventually(mut check: impl FnMut() -> bool) -> bool {
+    for _ in 0..400 {
+        if check() {
+            return true;
+        }
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+    false
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn everything_over_stdio_lists_calls_and_maps_results() {
+    let Some(peers) = peer("node_modules/.bin/mcp-server-everything") else {
+        return;
+    };
+    let s = Session::start(
+        json!({"mcpServers": {"everything": {"command": bin(&peers, "mcp-server-everything"), "args": ["stdio"]}}}),
+        &["mcp__everything"],
+        PermissionMode::Default,
+    )
+    .await;
+    let status = &s.manager.statuses()[0];
+    assert!(status.connected && status.error.is_none(), "{status:?}");
+    let names = s.pool.names();
+    for name in [
+        "mcp__everything__echo",
+        "mcp__everything__get-sum",
+        "mcp__everything__get-tiny-image",
+    ] {
+        assert!(names.contains(&name), "{name} missing from {names:?}");
+    }
+    let echo = s.pool.get("mcp__everything__echo").unwrap();
+    assert!(echo.annotations().read_only);
+    let schema = echo.input_schema();
+    assert_eq!(
+        schema["properties"]["message"]["type"], "string",
+        "{schema}"
+    );
+    let gzip = s
+        .pool
+        .get("mcp__everything__gzip-file-as-resource")
+        .unwrap();
+    assert!(!gzip.annotations().read_only);
+
+    let r = s
+        .call("mcp__everything__echo", json!({"message": "hi"}))
+        .await;
+    assert!(!r.is_error, "{r:?}");
+    assert!(r.text().contains("hi"), "{r:?}");
+
+    let r = s
+        .call(
+            "mcp__everything__get-structured-content",
+            json!({"location": "New York"}),
+        )
+        .await;
+    assert!(!r.is_error, "{r:?}");
+    assert!(r.data.is_object(), "structured content becomes data: {r:?}");
+
+    let r = s.call("mcp__everything__get-tiny-image", json!({})).await;
+    assert!(!r.is_error, "{r:?}");
+    assert!(
+        r.content.iter().any(|b| matches!(b, tool_core::ContentBlock::Image { media_type, .. } if media_type == "image/png")),
+        "{r:?}"
+    );
+
+    let r = s
+        .call(
+            "mcp__everything__get-resource-reference",
+            json!({"resourceType": "Text", "resourceId": 1}),
+        )
+        .await;
+    assert!(!r.is_error, "{r:?}");
+    assert!(
+        r.text().contains("[Resource "),
+        "embedded resources are shown inline: {r:?}"
+    );
+
+    // A server-side error is an error result the model can read.
+    let r = s.call("mcp__everything__get-sum", json!({"a": "x"})).await;
+    assert!(r.is_error, "{r:?}");
+
+    // Progress notifications reach the call's sink.
+    let events = Arc::new(Mutex::new(Vec::new()));
+    let seen = Arc::clone(&events);
+    let sink = ProgressSink::new(move |p| seen.lock().unwrap().push(p));
+    let call = ToolCall::new(
+        "mcp__everything__trigger-long-running-operation",
+        json!({"duration": 1, "steps": 3}),
+    );
+    let r = s.pool.execute(call, &s.ctx, sink).await;
+    assert!(!r.is_error, "{r:?}");
+    assert!(
+        !events.lock().unwrap().is_empty(),
+        "no progress was reported"
+    );
+
+    // server-everything announces tools/list_changed; the manager refreshes the list.
+    assert!(eventually(|| s.manager.list_changes("everything") >= 1).await);
+    s.manager.shutdown().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn mcp_tools_ask_unless_a_rule_allows_them() {
+    let Some(peers) = peer("node_modules/.bin/mcp-server-everything") else {
+        return;
+    };
+    let config = json!({"mcpServers": {"everything": {"command": bin(&peers, "mcp-server-everything"), "args": ["stdio"]}}});
+    let s = Session::start(config.clone(), &[], PermissionMode::Default).await;
+    let r = s
+        .call("mcp__everything__echo", json!({"message": "hi"}))
+        .await;
+    assert!(r.is_error, "{r:?}");
+    assert!(r.text().contains("mcp__everything__echo"), "{}", r.text());
+    s.manager.shutdown().await;
+    for rule in ["mcp__everything__*", "mcp__everything__echo"] {
+        let s = Session::start(config.clone(), &[rule], PermissionMode::Default).await;
+        let r = s
+            .call("mcp__everything__echo", json!({"message": "hi"}))
+            .await;
+        assert!(!r.is_error, "{rule}: {r:?}");
+        s.manager.shutdown().await;
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn resources_are_listed_and_read() {
+    let Some(peers) = peer("node_modules/.bin/mcp-server-everything") else {
+        return;
+    };
+    let s = Session::start(
+        json!({"mcpServers": {"everything": {"command": bin(&peers, "mcp-server-everything"), "args": ["stdio"]}}}),
+        &[],
+        PermissionMode::Default,
+    )
+    .await;
+    let r = s.call("ListMcpResourcesTool", json!({})).await;
+    assert!(!r.is_error, "{r:?}");
+    let listed = r.data.as_array().unwrap();
+    let text = listed
+        .iter()
+        .find(|res| res["mimeType"] == "text/markdown")
+        .expect("a markdown resource");
+    assert_eq!(text["server"], "everything");
+    let uri = text["uri"].as_str().unwrap();
+    let r = s
+        .call(
+            "ReadMcpResourceTool",
+            json!({"server": "everything", "uri": uri}),
+        )
+        .await;
+    assert!(!r.is_error, "{r:?}");
+    assert!(
+        r.data["contents"][0]["text"].as_str().unwrap().len() > 10,
+        "{r:?}"
+    );
+
+    // A binary resource is saved to a file.
+    let blob = listed
+        .iter()
+        .find(|res| res["uri"].as_str().is_some_and(|u| u.contains("blob")))
+        .map(|res| res["uri"].as_str().unwrap().to_owned());
+    if let Some(uri) = blob {
+        let r = s
+            .call(
+                "ReadMcpResourceTool",
+                json!({"server": "everything", "uri": uri}),
+            )
+            .await;
+        assert!(!r.is_error, "{r:?}");
+        let saved = r.data["contents"][0]["blobSavedTo"]
+            .as_str()
+            .expect("saved");
+        assert!(
+            Path::new(saved).starts_with(s.root.join("state")),
+            "{saved}"
+        );
+        assert!(std::fs::metadata(saved).unwrap().len() > 0);
+    }
+
+    let r = s
+        .call("ListMcpResourcesTool", json!({"server": "nope"}))
+        .await;
+    assert!(r.is_error);
+    assert!(
+        r.text()
+            .contains("Server \"nope\" not found. Available servers: everything"),
+        "{}",
+        r.text()
+    );
+    let r = s
+        .call(
+            "ReadMcpResourceTool",
+            json!({"server": "everything", "uri": "demo://nope"}),
+        )
+        .await;
+    assert!(r.is_error, "{r:?}");
+    s.manager.shutdown().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn filesystem_server_reads_a_file() {
+    let Some(peers) = peer("node_modules/.bin/mcp-server-filesystem") else {
+        return;
+    };
+    let dir = tempfile::tempdir().unwrap();
+    let allowed = dir.path().canonicalize().unwrap();
+    std::fs::write(
+        allowed.join("hello.txt"),
+        "hello from the filesystem server\n",
+    )
+    .unwrap();
+    let s = Session::start(
+        json!({"mcpServers": {"fs": {"command": bin(&peers, "mcp-server-filesystem"), "args": [allowed]}}}),
+        &["mcp__fs"],
+        PermissionMode::Default,
+    )
+    .await;
+    assert!(
+        s.pool.get("mcp__fs__read_text_file").is_some(),
+        "{:?}",
+        s.pool.names()
+    );
+    let r = s
+        .call(
+            "mcp__fs__read_text_file",
+            json!({"path": allowed.join("hello.txt")}),
+        )
+        .await;
+    assert!(!r.is_error, "{r:?}");
+    assert!(
+        r.text().contains("hello from the filesystem server"),
+        "{r:?}"
+    );
+    let r = s
+        .call("mcp__fs__read_text_file", json!({"path": "/etc/passwd"}))
+        .await;
+    assert!(r.is_error, "outside the allowed directory: {r:?}");
+    s.manager.shutdown().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn everything_over_streamable_http() {
+    let Some(peers) = peer("node_modules/.bin/mcp-server-everything") else {
+        return;
+    };
+    let port = std::net::TcpListener::bind("127.0.0.1:0")
+        .unwrap()
+        .local_addr()
+        .unwrap()
+        .port();
+    let mut child = tokio::process::Command::new(bin(&peers, "mcp-server-everything"))
+        .arg("streamableHttp")
+        .env("PORT", port.to_string())
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::null())
+        .kill_on_drop(true)
+        .spawn()
+        .unwrap();
+    let up = eventually(|| std::net::TcpStream::connect(("127.0.0.1", port)).is_ok()).await;
+    assert!(up, "server-everything did not listen on {port}");
+    let s = Session::start(
+        json!({"mcpServers": {"remote": {"type": "http", "url": format!("http://127.0.0.1:{port}/mcp"),
+               "headers": {"X-Test": "1"}}}}),
+        &["mcp__remote"],
+        PermissionMode::Default,
+    )
+    .await;
+    let status = &s.manager.statuses()[0];
+    assert!(status.error.is_none(), "{status:?}");
+    let r = s
+        .call("mcp__remote__echo", json!({"message": "over http"}))
+        .await;
+    assert!(!r.is_error, "{r:?}");
+    assert!(r.text().contains("over http"), "{r:?}");
+    let r = s
+        .call("ListMcpResourcesTool", json!({"server": "remote"}))
+        .await;
+    assert!(
+        !r.is_error && !r.data.as_array().unwrap().is_empty(),
+        "{r:?}"
+    );
+    s.manager.shutdown().await;
+    let _ = child.kill().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_server_that_never_answers_times_out_is_cancelled_and_restarted() {
+    let log = tempfile::tempdir().unwrap();
+    let s = Session::start(
+        json!({"mcpServers": {"fake": fake_server(log.path(), json!([]), 500)}}),
+        &["mcp__fake"],
+        PermissionMode::Default,
+    )
+    .await;
+    let r = s.call("mcp__fake__hang", json!({})).await;
+    assert!(r.is_error, "{r:?}");
+    assert!(r.text().contains("timed out"), "{}", r.text());
+    // notifications/cancelled reached the server before it was stopped.
+    assert!(eventually(|| !lines(&log.path().join("cancelled")).is_empty()).await);
+    // The next call starts the server again.
+    let r = s.call("mcp__fake__echo", json!({"x": 1})).await;
+    assert!(!r.is_error, "{r:?}");
+    assert_eq!(lines(&log.path().join("starts")).len(), 2);
+
+    // A cancelled call returns at once and tells the server.
+    let before = lines(&log.path().join("cancelled")).len();
+    let call_ctx = s.ctx.child();
+    let token = call_ctx.cancel_token().clone();
+    let pool = s.pool.clone();
+    let task =
+        tokio::spawn(async move { pool.call("mcp__fake__hang", json!({}), &call_ctx).await });
+    tokio::time::sleep(Duration::from_millis(100)).await;
+    token.cancel();
+    let r = task.await.unwrap();
+    assert!(r.is_error && r.text().contains("cancelled"), "{r:?}");
+    assert!(eventually(|| lines(&log.path().join("cancelled")).len() > before).await);
+    s.manager.shutdown().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_server_killed_mid_call_is_a_clear_error_then_reconnects() {
+    let log = tempfile::tempdir().unwrap();
+    let s = Session::start(
+        json!({"mcpServers": {"fake": fake_server(log.path(), json!([]), 10_000)}}),
+        &["mcp__fake"],
+        PermissionMode::Default,
+    )
+    .await;
+    let r = s.call("mcp__fake__die", json!({})).await;
+    assert!(r.is_error, "{r:?}");
+    assert!(r.text().contains("lost the connection"), "{}", r.text());
+    let r = s.call("mcp__fake__echo", json!({"again": true})).await;
+    assert!(!r.is_error, "{r:?}");
+    assert_eq!(lines(&log.path().join("starts")).len(), 2);
+    s.manager.shutdown().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_server_flooding_stderr_is_bounded() {
+    let log = tempfile::tempdir().unwrap();
+    let s = Session::start(
+        json!({"mcpServers": {"fake": fake_server(log.path(), json!([]), 30_000)}}),
+        &["mcp__fake"],
+        PermissionMode::Default,
+    )
+    .await;
+    let r = s.call("mcp__fake__flood", json!({})).await;
+    assert!(!r.is_error, "{r:?}");
+    let tail = s.manager.stderr("fake").unwrap();
+    assert!(
+        eventually(|| tail.total() >= 5 * 1024 * 1024).await,
+        "{}",
+        tail.total()
+    );
+    assert!(tail.kept() <= STDERR_CAP);
+    s.manager.shutdown().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn names_are_sanitised_collisions_rejected_and_descriptions_capped() {
+    let log = tempfile::tempdir().unwrap();
+    let extra = json!([
+        {"name": "read-file"}, {"name": "read_file"}, {"name": "read.file"},
+        {"name": "bad name"}, {"name": "caf\u{e9}"}, {"name": "x".repeat(500)},
+        {"name": "ns/long", "description": "Hidden\u{200B}", "pad": 200_000},
+        {"name": "a".repeat(100)},
+    ]);
+    let s = Session::start(
+        json!({"mcpServers": {"fake": fake_server(log.path(), extra, 10_000), "other": fake_server(log.path(), json!([]), 10_000)}}),
+        &[],
+        PermissionMode::Default,
+    )
+    .await;
+    let names = s.pool.names();
+    // Two servers with the same tool are both reachable under their own names.
+    assert!(names.contains(&"mcp__fake__echo") && names.contains(&"mcp__other__echo"));
+    // read-file and read.file collide after sanitising; both are refused, read_file too
+    // (read.file sanitises to read_file).
+    assert!(
+        names.contains(&"mcp__fake__read-file"),
+        "read-file alone is distinct: {names:?}"
+    );
+    assert!(!names.contains(&"mcp__fake__read_file"), "{names:?}");
+    assert!(
+        names
+            .iter()
+            .all(|n| !n.contains("bad") && !n.contains("caf"))
+    );
+    assert!(names.iter().all(|n| n.len() <= 64), "{names:?}");
+    assert!(names.iter().any(|n| n.starts_with("mcp__fake__aaaa")));
+    let long = s.pool.get("mcp__fake__ns_long").unwrap();
+    let description = long.description(None).await;
+    assert!(description.ends_with("… [truncated]") && !description.contains('\u{200B}'));
+    let warnings = s.manager.statuses()[0].warnings.join("\n");
+    assert!(
+        warnings.contains("\"read_file\" of server \"fake\" and \"read.file\" of server \"fake\""),
+        "{warnings}"
+    );
+    assert!(
+        warnings.contains("\"bad name\" of server \"fake\" was rejected"),
+        "{warnings}"
+    );
+    assert!(warnings.contains("invisible"), "{warnings}");
+    s.manager.shutdown().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_failing_server_is_listed_with_its_error_and_does_not_block_others() {
+    let log = tempfile::tempdir().unwrap();
+    let s = Session::start(
+        json!({"mcpServers": {
+            "broken": {"command": "/nonexistent/mcp-server"},
+            "silent": {"command": "sleep", "args": ["600"], "startupTimeoutMs": 500},
+            "fake": fake_server(log.path(), json!([]), 10_000)}}),
+        &["mcp__fake"],
+        PermissionMode::Default,
+    )
+    .await;
+    let statuses = s.manager.statuses();
+    let by_name = |n: &str| statuses.iter().find(|st| st.name == n).unwrap().clone();
+    assert!(
+        by_name("broken")
+            .error
+            .unwrap()
+            .contains("cannot start `/nonexistent/mcp-server`")
+    );
+    assert!(
+        by_name("silent")
+            .error
+            .unwrap()
+            .contains("did not finish starting within 0.5s")
+    );
+    assert!(by_name("fake").error.is_none());
+    let r = s.call("mcp__fake__echo", json!({})).await;
+    assert!(!r.is_error, "{r:?}");
+    s.manager.shutdown().await;
+}

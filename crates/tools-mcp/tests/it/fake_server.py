@@ -1,0 +1,76 @@
+"""A deliberately misbehaving MCP server over stdio, for fault tests.
+
+Usage: python3 fake_server.py LOGDIR
+
+Tools: echo (answers), hang (never answers), die (exits mid-call), flood (writes 5 MB to
+stderr, then answers). Extra tools come from the env var FAKE_TOOLS, a JSON list of
+{"name", "description", "pad"} (pad: that many
+"d" appended to the description). Every start appends the pid to LOGDIR/starts; every
+notifications/cancelled appends its requestId to LOGDIR/cancelled.
+"""
+
+import json
+import os
+import sys
+
+LOG = sys.argv[1]
+
+
+def log(name, text):
+    with open(os.path.join(LOG, name), "a") as f:
+        f.write(text + "\n")
+
+
+def send(message):
+    sys.stdout.write(json.dumps(message) + "\n")
+    sys.stdout.flush()
+
+
+TOOLS = [
+    {"name": "echo", "description": "Echoes", "inputSchema": {"type": "object"},
+     "annotations": {"readOnlyHint": True}},
+    {"name": "hang", "description": "Never answers", "inputSchema": {"type": "object"}},
+    {"name": "die", "description": "Exits mid-call", "inputSchema": {"type": "object"}},
+    {"name": "flood", "description": "Floods stderr", "inputSchema": {"type": "object"}},
+]
+for extra in json.loads(os.environ.get("FAKE_TOOLS", "[]")):
+    description = extra.get("description", "") + "d" * extra.get("pad", 0)
+    TOOLS.append({"name": extra["name"], "description": description,
+                  "inputSchema": {"type": "object"}})
+
+log("starts", str(os.getpid()))
+for line in sys.stdin:
+    message = json.loads(line)
+    method = message.get("method")
+    mid = message.get("id")
+    if method == "notifications/cancelled":
+        log("cancelled", json.dumps(message["params"].get("requestId")))
+        continue
+    if mid is None:
+        continue
+    if method == "initialize":
+        send({"jsonrpc": "2.0", "id": mid, "result": {
+            "protocolVersion": message["params"]["protocolVersion"],
+            "capabilities": {"tools": {}},
+            "serverInfo": {"name": "fake", "version": "1"}}})
+    elif method == "tools/list":
+        send({"jsonrpc": "2.0", "id": mid, "result": {"tools": TOOLS}})
+    elif method == "tools/call":
+        name = message["params"]["name"]
+        if name == "hang":
+            continue
+        if name == "die":
+            os._exit(3)
+        if name == "flood":
+            chunk = "e" * 1023 + "\n"
+            for _ in range(5 * 1024):
+                sys.stderr.write(chunk)
+            sys.stderr.flush()
+        text = json.dumps(message["params"].get("arguments") or {})
+        send({"jsonrpc": "2.0", "id": mid, "result": {
+            "content": [{"type": "text", "text": name + " " + text}]}})
+    elif method == "ping":
+        send({"jsonrpc": "2.0", "id": mid, "result": {}})
+    else:
+        send({"jsonrpc": "2.0", "id": mid,
+              "error": {"code": -32601, "message": "no such method " + str(method)}})
