@@ -7,7 +7,7 @@
 use std::collections::{BTreeMap, HashMap};
 use std::path::{Path, PathBuf};
 use std::process::Stdio;
-use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, RwLock, Weak};
 
 use rmcp::model::{
@@ -186,6 +186,9 @@ pub(crate) struct ServerConn {
     progress: Arc<Mutex<HashMap<ProgressToken, ProgressSink>>>,
     list_changes: AtomicU64,
     has_resources: RwLock<bool>,
+    /// Set when a call timed out: the next use restarts the server. (Not at once, so the
+    /// server can still read the `notifications/cancelled` that went out.)
+    restart: AtomicBool,
 }
 
 impl std::fmt::Debug for ServerConn {
@@ -219,6 +222,7 @@ impl ServerConn {
             progress: Arc::new(Mutex::new(HashMap::new())),
             list_changes: AtomicU64::new(0),
             has_resources: RwLock::new(false),
+            restart: AtomicBool::new(false),
         })
     }
 
@@ -275,6 +279,11 @@ impl ServerConn {
     /// The connected peer, connecting (again) when there is none or the old one closed.
     pub(crate) async fn peer(self: &Arc<Self>) -> Result<Peer<RoleClient>, String> {
         let mut guard = self.conn.lock().await;
+        if self.restart.swap(false, Ordering::SeqCst)
+            && let Some(old) = guard.take()
+        {
+            old.kill();
+        }
         if let Some(conn) = guard.as_ref()
             && !conn.service.peer().is_transport_closed()
             && !conn.service.is_closed()
@@ -477,7 +486,7 @@ impl ServerConn {
             Some(Err(ServiceError::Timeout { .. })) => {
                 // notifications/cancelled went out with the timeout; a server that does not
                 // answer in time is restarted on the next call.
-                self.disconnect().await;
+                self.restart.store(true, Ordering::SeqCst);
                 Err(ToolError::fatal(format!(
                     "{qualified} timed out after {}s; the request was cancelled and the server \"{}\" will be restarted on the next call (raise toolTimeoutMs in .mcp.json or MCP_TOOL_TIMEOUT for slow tools){}",
                     limit.as_secs_f64(),
