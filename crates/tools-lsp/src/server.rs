@@ -33,7 +33,9 @@ pub(crate) const INITIALIZE_TIMEOUT: Duration = Duration::from_secs(60);
 const WRITE_TIMEOUT: Duration = Duration::from_secs(10);
 /// How long dropping a server waits for `shutdown`'s answer, then for the process to exit.
 const SHUTDOWN_WAIT: Duration = Duration::from_millis(1500);
-const EXIT_WAIT: Duration = Duration::from_millis(500);
+const EXIT_WAIT: Duration = Duration::from_millis(1000);
+/// At most this many documents stay open in one server; the least recently used is closed.
+const MAX_OPEN_DOCUMENTS: usize = 200;
 /// Lines of the server's stderr kept for error messages.
 const STDERR_LINES: usize = 20;
 
@@ -239,6 +241,8 @@ pub(crate) struct OpenDoc {
     pub version: i32,
     /// The text last sent
     pub text: String,
+    /// When it was last used (a counter), to close the least recently used
+    pub used: u64,
 }
 
 /// How a document sync went.
@@ -261,6 +265,7 @@ pub(crate) struct Server {
     pid: u32,
     next_id: AtomicI64,
     docs: tokio::sync::Mutex<HashMap<PathBuf, OpenDoc>>,
+    tick: AtomicU64,
 }
 
 impl Server {
@@ -339,6 +344,7 @@ impl Server {
             pid,
             next_id: AtomicI64::new(1),
             docs: tokio::sync::Mutex::new(HashMap::new()),
+            tick: AtomicU64::new(0),
         };
         let params = initialize_params(config, root, &root_uri);
         server
@@ -477,18 +483,29 @@ impl Server {
         path: &Path,
         text: Option<&str>,
     ) -> Result<(Sync, i32), ToolError> {
+        let uri = path_to_uri(path)?;
         let text = match text {
             Some(t) => t.to_owned(),
-            None => tokio::fs::read(path)
-                .await
-                .map(|bytes| String::from_utf8_lossy(&bytes).into_owned())
-                .map_err(|e| ToolError::io(path, e))?,
+            None => match tokio::fs::read(path).await {
+                Ok(bytes) => String::from_utf8_lossy(&bytes).into_owned(),
+                Err(e) => {
+                    if e.kind() == std::io::ErrorKind::NotFound {
+                        // The file is gone: the server should forget it too.
+                        self.close_document(path).await?;
+                    }
+                    return Err(ToolError::io(path, e));
+                }
+            },
         };
-        let uri = path_to_uri(path)?;
         let mut docs = self.docs.lock().await;
+        let tick = self.tick.fetch_add(1, Ordering::SeqCst);
         match docs.get_mut(path) {
-            Some(doc) if doc.text == text => Ok((Sync::Unchanged, doc.version)),
+            Some(doc) if doc.text == text => {
+                doc.used = tick;
+                Ok((Sync::Unchanged, doc.version))
+            }
             Some(doc) => {
+                doc.used = tick;
                 let version = doc.version + 1;
                 self.notify(
                     "textDocument/didChange",
@@ -521,10 +538,47 @@ impl Server {
                     }}),
                 )
                 .await?;
-                docs.insert(path.to_path_buf(), OpenDoc { version: 1, text });
+                docs.insert(
+                    path.to_path_buf(),
+                    OpenDoc {
+                        version: 1,
+                        text,
+                        used: tick,
+                    },
+                );
+                // Keep the server's memory bounded: close the least recently used document.
+                if docs.len() > MAX_OPEN_DOCUMENTS
+                    && let Some(oldest) = docs
+                        .iter()
+                        .filter(|(p, _)| p.as_path() != path)
+                        .min_by_key(|(_, d)| d.used)
+                        .map(|(p, _)| p.clone())
+                {
+                    docs.remove(&oldest);
+                    lock(&self.shared.diagnostics).remove(&oldest);
+                    self.notify(
+                        "textDocument/didClose",
+                        json!({"textDocument": {"uri": path_to_uri(&oldest)?}}),
+                    )
+                    .await?;
+                }
                 Ok((Sync::Opened, 1))
             }
         }
+    }
+
+    /// `didClose` for `path` when it is open; its cached diagnostics are dropped.
+    pub(crate) async fn close_document(&self, path: &Path) -> Result<(), ToolError> {
+        let mut docs = self.docs.lock().await;
+        if docs.remove(path).is_some() {
+            lock(&self.shared.diagnostics).remove(path);
+            self.notify(
+                "textDocument/didClose",
+                json!({"textDocument": {"uri": path_to_uri(path)?}}),
+            )
+            .await?;
+        }
+        Ok(())
     }
 
     /// The text the server has for `path`, when it is open.
