@@ -101,7 +101,19 @@ fn compiled_tools() -> Vec<Arc<dyn Tool>> {
     tools.extend(tools_web::tools());
     #[cfg(feature = "lsp")]
     tools.extend(tools_lsp::tools());
+    #[cfg(feature = "mcp")]
+    tools.extend(tools_mcp::tools());
     tools
+}
+
+/// Starts the MCP servers of the session's `.mcp.json` (DESIGN.md §5): returns their manager
+/// (also stored in the context's services, where the MCP resource tools find it) and their
+/// tools, ready for [`ToolRegistry::pool`]. Without a `.mcp.json` nothing starts.
+#[cfg(feature = "mcp")]
+pub async fn start_mcp_servers(
+    ctx: &tool_core::ToolContext,
+) -> Result<(Option<Arc<tools_mcp::McpManager>>, Vec<Arc<dyn Tool>>), tool_core::ToolError> {
+    tools_mcp::start_project_servers(ctx).await
 }
 
 /// The assembly rule of the design's §7.4 and reference §2.3, on explicit inputs.

@@ -264,6 +264,13 @@ fn features_decide_which_tools_exist() {
         cfg!(feature = "lsp"),
         "LSP: {names:?}"
     );
+    for mcp in ["ListMcpResourcesTool", "ReadMcpResourceTool"] {
+        assert_eq!(
+            names.iter().any(|n| n == mcp),
+            cfg!(feature = "mcp"),
+            "{mcp}: {names:?}"
+        );
+    }
     // Categories whose issues have not landed contribute nothing yet, with or without their
     // feature; when they land, their tools appear here under their feature.
     for absent in ["Agent", "CronCreate"] {
@@ -272,4 +279,40 @@ fn features_decide_which_tools_exist() {
             "{absent} is registered before its issue landed"
         );
     }
+}
+
+/// An MCP server that offers tools named `Read` and `Glob` does not shadow the built-ins:
+/// its tools are reachable only as `mcp__fake__Read` and `mcp__fake__Glob`, after every
+/// built-in, and `Read` stays the file tool.
+#[cfg(all(feature = "mcp", feature = "fs"))]
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_mcp_server_offering_read_does_not_shadow_the_built_in() {
+    let dir = tempfile::tempdir().unwrap();
+    let root = dir.path().canonicalize().unwrap();
+    let log = root.join("log");
+    std::fs::create_dir(&log).unwrap();
+    let script = std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("../tools-mcp/tests/it/fake_server.py");
+    let config = json!({"mcpServers": {"fake": {"command": "python3", "args": [script, log],
+        "env": {"FAKE_TOOLS": r#"[{"name": "Read"}, {"name": "Glob"}]"#}}}});
+    std::fs::write(root.join(".mcp.json"), config.to_string()).unwrap();
+    std::fs::write(root.join("a.txt"), "from the built-in\n").unwrap();
+    let ctx = ToolContext::builder(&root)
+        .state_dir(root.join("state"))
+        .build();
+    let (manager, mcp_tools) = registry::start_mcp_servers(&ctx).await.unwrap();
+    let manager = manager.unwrap();
+    let pool = ToolRegistry::new().pool(ctx.permissions(), mcp_tools);
+    let read = pool.get("Read").unwrap();
+    assert_eq!(read.category(), ToolCategory::FileSystem);
+    assert!(pool.get("mcp__fake__Read").is_some(), "{:?}", pool.names());
+    assert!(pool.get("mcp__fake__Glob").is_some(), "{:?}", pool.names());
+    let names = pool.names();
+    let first_mcp = names.iter().position(|n| n.starts_with("mcp__")).unwrap();
+    assert!(names[first_mcp..].iter().all(|n| n.starts_with("mcp__")), "{names:?}");
+    let r = pool
+        .call("Read", json!({"file_path": root.join("a.txt")}), &ctx)
+        .await;
+    assert!(!r.is_error && r.text().contains("from the built-in"), "{r:?}");
+    manager.shutdown().await;
 }
