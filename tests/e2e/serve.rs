@@ -417,3 +417,101 @@ fn serve_rejects_a_bad_http_address() {
     run.assert_code(2);
     assert!(run.stderr.contains("--http example.com:80"), "{run:#?}");
 }
+
+/// A project whose `.mcp.json` starts the fake server of the tools-mcp tests.
+fn project_with_fake_server() -> (Project, PathBuf) {
+    let project = Project::new(&["log/"]);
+    let script =
+        Path::new(env!("CARGO_MANIFEST_DIR")).join("../crates/tools-mcp/tests/it/fake_server.py");
+    let log = project.root().join("log");
+    let config = json!({"mcpServers": {"fake": {"command": "python3", "args": [script, log],
+        "env": {"FAKE_TOOLS": r#"[{"name": "Read"}]"#}}}});
+    std::fs::write(project.root().join(".mcp.json"), config.to_string()).unwrap();
+    (project, log)
+}
+
+/// Whether process `pid` still runs (zombies count as gone).
+fn alive(pid: &str) -> bool {
+    std::fs::read_to_string(format!("/proc/{pid}/stat"))
+        .map(|s| !s.contains(") Z "))
+        .unwrap_or(false)
+}
+
+#[test]
+fn mcp_json_servers_join_the_pool_after_the_built_ins() {
+    let (project, log) = project_with_fake_server();
+    let run = project.run(&["list"], None);
+    run.assert_code(0);
+    let names: Vec<&str> = run.stdout.lines().collect();
+    let first_mcp = names.iter().position(|n| n.starts_with("mcp__")).unwrap();
+    assert!(names[..first_mcp].contains(&"Read"), "{names:?}");
+    assert!(names[first_mcp..].contains(&"mcp__fake__echo"), "{names:?}");
+    assert!(names[first_mcp..].contains(&"mcp__fake__Read"), "{names:?}");
+    assert!(
+        names[first_mcp..].iter().all(|n| n.starts_with("mcp__")),
+        "{names:?}"
+    );
+
+    // MCP tools ask by default; headless, that is a denial naming the rule to add.
+    let run = project.run(&["call", "mcp__fake__echo", r#"{"x": 1}"#], None);
+    run.assert_code(1);
+    assert!(
+        crate::text(&run.result()).contains("mcp__fake__echo"),
+        "{run:#?}"
+    );
+    let run = project.run(
+        &[
+            "call",
+            "mcp__fake__echo",
+            r#"{"x": 1}"#,
+            "--allow",
+            "mcp__fake",
+        ],
+        None,
+    );
+    run.assert_code(0);
+    assert_eq!(crate::text(&run.result()), r#"echo {"x": 1}"#);
+
+    // Every server started was stopped when its command ended.
+    let starts = std::fs::read_to_string(log.join("starts")).unwrap();
+    assert_eq!(starts.lines().count(), 3, "{starts}");
+    for pid in starts.lines() {
+        let mut tries = 0;
+        while alive(pid) && tries < 200 {
+            std::thread::sleep(Duration::from_millis(50));
+            tries += 1;
+        }
+        assert!(!alive(pid), "MCP server {pid} outlived agent-tools");
+    }
+}
+
+#[test]
+fn a_broken_mcp_json_is_reported_and_the_built_ins_still_work() {
+    let project = Project::new(&[".mcp.json = {\"mcpServers\": {\"x\": {}}}"]);
+    let run = project.run(&["list"], None);
+    run.assert_code(0);
+    assert!(run.stdout.lines().any(|n| n == "Glob"), "{run:#?}");
+    assert!(run.stderr.contains("mcpServers.x"), "{run:#?}");
+}
+
+#[test]
+fn serve_offers_the_mcp_json_tools_too() {
+    let Some(peers) = peer("node_modules/.bin/mcp-inspector") else {
+        return;
+    };
+    let (project, _log) = project_with_fake_server();
+    let home_env = format!("AGENT_TOOLS_HOME={}", project.home().display());
+    let mut args = inspector_stdio_args(&project, &home_env);
+    args.extend(["--method", "tools/list"]);
+    let listed = inspector(&peers, &project, &args);
+    let names: Vec<&str> = listed["tools"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter_map(|t| t["name"].as_str())
+        .collect();
+    assert!(
+        names.contains(&"mcp__fake__echo") && names.contains(&"ListMcpResourcesTool"),
+        "{names:?}"
+    );
+}

@@ -142,7 +142,16 @@ fn main() -> ExitCode {
     }
 }
 
-fn session(args: &SessionArgs) -> Result<(ToolContext, ToolPool, SessionOptions)> {
+/// What a command runs in: the context, the pool, the options it was built from, and the
+/// MCP servers of `.mcp.json` (shut down when the command ends).
+struct Session {
+    ctx: ToolContext,
+    pool: ToolPool,
+    options: SessionOptions,
+    mcp: Option<std::sync::Arc<tools_mcp::McpManager>>,
+}
+
+async fn session(args: &SessionArgs) -> Result<Session> {
     let cwd = match &args.cwd {
         Some(dir) => dir.clone(),
         None => std::env::current_dir().context("cannot read the current directory")?,
@@ -160,13 +169,40 @@ fn session(args: &SessionArgs) -> Result<(ToolContext, ToolPool, SessionOptions)
         ToolError::Io { path, source } => usage(format!("--cwd {}: {source}", path.display())),
         other => anyhow::Error::new(other),
     })?;
-    let pool = ToolRegistry::new().pool(ctx.permissions(), Vec::new());
-    Ok((ctx, pool, options))
+    let (mcp, mcp_tools) = match registry::start_mcp_servers(&ctx).await {
+        Ok(started) => started,
+        Err(e) => {
+            eprintln!("agent-tools: MCP servers not started: {e}");
+            (None, Vec::new())
+        }
+    };
+    if let Some(manager) = &mcp {
+        for status in manager.statuses() {
+            if let Some(error) = &status.error {
+                eprintln!("agent-tools: {error}");
+            }
+            for warning in &status.warnings {
+                eprintln!("agent-tools: MCP server \"{}\": {warning}", status.name);
+            }
+        }
+    }
+    let pool = ToolRegistry::new().pool(ctx.permissions(), mcp_tools);
+    Ok(Session {
+        ctx,
+        pool,
+        options,
+        mcp,
+    })
 }
 
 async fn run(cli: Cli) -> Result<ExitCode> {
-    let (ctx, pool, options) = session(&cli.session)?;
-    match cli.command {
+    let Session {
+        ctx,
+        pool,
+        options,
+        mcp,
+    } = session(&cli.session).await?;
+    let outcome = match cli.command {
         Command::List { json } => list(&pool, json).await,
         Command::Schema { tools, dialect } => schema(&pool, &tools, dialect).await,
         Command::Call { tool, input } => call(&pool, &ctx, &tool, input.as_deref()).await,
@@ -174,8 +210,12 @@ async fn run(cli: Cli) -> Result<ExitCode> {
         Command::Serve {
             http,
             allowed_hosts,
-        } => serve::serve(pool, ctx, options, http, allowed_hosts).await,
+        } => serve::serve(pool, ctx, options, mcp.clone(), http, allowed_hosts).await,
+    };
+    if let Some(manager) = mcp {
+        manager.shutdown().await;
     }
+    outcome
 }
 
 fn print_line(value: &impl serde::Serialize) -> Result<()> {

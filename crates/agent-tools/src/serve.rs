@@ -7,14 +7,18 @@ use std::sync::Arc;
 use anyhow::{Result, anyhow};
 use registry::{SessionOptions, build_context};
 use tool_core::{CancellationToken, ToolContext, ToolPool};
-use tools_mcp::{HttpOptions, SessionFactory, parse_listen_addr, serve_http, serve_stdio};
+use tools_mcp::{
+    HttpOptions, McpManager, SessionFactory, parse_listen_addr, serve_http, serve_stdio,
+};
 
 /// Serves `pool`: over stdio with `ctx` as the one session, or over HTTP at `http` with a
-/// fresh context per MCP session built from `options`.
+/// fresh context per MCP session built from `options` (sharing the `.mcp.json` servers of
+/// `mcp`).
 pub async fn serve(
     pool: ToolPool,
     ctx: ToolContext,
     options: SessionOptions,
+    mcp: Option<Arc<McpManager>>,
     http: Option<String>,
     allowed_hosts: Vec<String>,
 ) -> Result<ExitCode> {
@@ -23,7 +27,14 @@ pub async fn serve(
         return Ok(ExitCode::SUCCESS);
     };
     let addr = parse_listen_addr(&addr).map_err(|e| crate::usage(e.to_string()))?;
-    let factory: SessionFactory = Arc::new(move || build_context(&options));
+    // Every HTTP session gets its own context; the MCP servers of `.mcp.json` are shared.
+    let factory: SessionFactory = Arc::new(move || {
+        let ctx = build_context(&options)?;
+        if let Some(manager) = &mcp {
+            ctx.services().insert(Arc::clone(manager));
+        }
+        Ok(ctx)
+    });
     let shutdown = CancellationToken::new();
     let stop = shutdown.clone();
     tokio::spawn(async move {
