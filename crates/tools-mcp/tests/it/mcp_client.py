@@ -3,7 +3,8 @@
 Usage: python3 mcp_client.py SCENARIO_JSON
 
 SCENARIO_JSON: {"transport": {"stdio": {"command": .., "args": [..], "env": {..}}} or
-{"http": "http://127.0.0.1:PORT/mcp"}, "elicit": "accept" | "decline" (optional),
+{"http": "http://127.0.0.1:PORT/mcp"}, "elicit": "accept" | "decline" (optional), "sample": TEXT (optional: answer sampling
+requests with TEXT plus the length of the prompt it got),
 "steps": [{"op": "list"} | {"op": "call", "tool": .., "args": {..},
 "cancel_when_file": PATH (optional: cancel the call once PATH exists)}]}
 
@@ -37,6 +38,18 @@ async def run(scenario):
         return types.ElicitResult(action="decline")
 
     callback = on_elicit if "elicit" in scenario else None
+    sampled = []
+
+    async def on_sample(context, params):
+        prompt = "\n".join(m.content.text for m in params.messages if m.content.type == "text")
+        sampled.append({"system": params.system_prompt, "prompt_chars": len(prompt),
+                        "max_tokens": params.max_tokens})
+        return types.CreateMessageResult(
+            role="assistant",
+            content=types.TextContent(type="text", text=scenario["sample"]),
+            model="test-model")
+
+    sampling = on_sample if "sample" in scenario else None
 
     async def steps(session):
         await session.initialize()
@@ -81,7 +94,7 @@ async def run(scenario):
                     out({"is_error": bool(result.is_error), "text": text,
                          "progress": progress, "cancelled": False,
                          "types": [c.type for c in result.content]})
-        out({"elicited": elicited})
+        out({"elicited": elicited, "sampled": sampled})
 
     transport = scenario["transport"]
     if "stdio" in transport:
@@ -89,12 +102,14 @@ async def run(scenario):
         params = StdioServerParameters(command=spec["command"], args=spec.get("args", []),
                                        env=spec.get("env"))
         async with stdio_client(params) as (read, write):
-            async with ClientSession(read, write, elicitation_callback=callback) as session:
+            async with ClientSession(read, write, elicitation_callback=callback,
+                                     sampling_callback=sampling) as session:
                 await steps(session)
     else:
         async with streamable_http_client(transport["http"]) as streams:
             read, write = streams[0], streams[1]
-            async with ClientSession(read, write, elicitation_callback=callback) as session:
+            async with ClientSession(read, write, elicitation_callback=callback,
+                                     sampling_callback=sampling) as session:
                 await steps(session)
 
 

@@ -10,8 +10,8 @@ use schemars::JsonSchema;
 use serde::Deserialize;
 use serde_json::json;
 use tool_core::{
-    CancellationToken, Progress, Tool, ToolAnnotations, ToolCategory, ToolContext, ToolError,
-    ToolPool, ToolResult, Typed, TypedTool,
+    CancellationToken, Progress, Summariser, Tool, ToolAnnotations, ToolCategory, ToolContext,
+    ToolError, ToolPool, ToolResult, Typed, TypedTool,
 };
 use tools_mcp::{HttpOptions, SessionFactory, serve_http};
 
@@ -93,25 +93,49 @@ impl TypedTool for Wait {
     }
 }
 
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn progress_and_cancellation_reach_the_tool_over_http() {
-    let Some(peers) = peer("py/mcp") else {
-        return;
-    };
-    let dir = tempfile::tempdir().unwrap();
-    let root = dir.path().to_path_buf();
-    let started = root.join("started");
-    let cancelled = Arc::new(AtomicBool::new(false));
-    let tools: Vec<Arc<dyn Tool>> = vec![
-        Arc::new(Typed::new(Tick)),
-        Arc::new(Typed::new(Wait {
-            started: started.clone(),
-            cancelled: Arc::clone(&cancelled),
-        })),
-    ];
+/// Asks the host's summariser (the MCP client's sampling when it offers it).
+struct Summarise;
+
+#[async_trait]
+impl TypedTool for Summarise {
+    type Input = Empty;
+    type Output = String;
+    fn name(&self) -> &'static str {
+        "Summarise"
+    }
+    fn category(&self) -> ToolCategory {
+        ToolCategory::Web
+    }
+    fn is_concurrency_safe(&self, _: &Empty) -> bool {
+        true
+    }
+    fn is_read_only(&self, _: &Empty) -> bool {
+        true
+    }
+    async fn call(&self, _: Empty, ctx: &ToolContext) -> Result<ToolResult<String>, ToolError> {
+        let Some(summariser) = ctx.services().get::<Arc<dyn Summariser>>() else {
+            return Ok(ToolResult::ok("no summariser".to_owned()));
+        };
+        let text = summariser
+            .summarise("<html>page text</html>", "What does the page say?")
+            .await?;
+        Ok(ToolResult::ok(text))
+    }
+}
+
+/// Serves `tools` over HTTP on 127.0.0.1 in this process; returns the URL and the token
+/// that stops the server.
+async fn serve(
+    tools: Vec<Arc<dyn Tool>>,
+    root: &std::path::Path,
+) -> (
+    String,
+    CancellationToken,
+    tokio::task::JoinHandle<Result<(), ToolError>>,
+) {
     let pool = ToolPool::new(tools);
     let state = root.join("state");
-    let factory_root = root.clone();
+    let factory_root = root.to_path_buf();
     let factory: SessionFactory = Arc::new(move || {
         Ok(ToolContext::builder(&factory_root)
             .state_dir(&state)
@@ -132,8 +156,53 @@ async fn progress_and_cancellation_reach_the_tool_over_http() {
         },
     ));
     let addr = rx.await.unwrap();
+    (format!("http://{addr}/mcp"), shutdown, server)
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_summariser_uses_the_clients_sampling_when_offered() {
+    let Some(peers) = peer("py/mcp") else {
+        return;
+    };
+    let dir = tempfile::tempdir().unwrap();
+    let (url, shutdown, server) = serve(vec![Arc::new(Typed::new(Summarise))], dir.path()).await;
+    let steps = json!([{"op": "call", "tool": "Summarise", "args": {}}]);
+    let with = json!({"transport": {"http": url}, "sample": "It says hello.", "steps": steps});
+    let without = json!({"transport": {"http": url}, "steps": steps});
+    let lines =
+        tokio::task::spawn_blocking(move || (python(&peers, &with), python(&peers, &without)))
+            .await
+            .unwrap();
+    assert_eq!(lines.0[0]["text"], "It says hello.", "{:#?}", lines.0);
+    let sampled = &lines.0[1]["sampled"][0];
+    assert!(
+        sampled["system"].as_str().unwrap().contains("untrusted"),
+        "{sampled}"
+    );
+    assert_eq!(lines.1[0]["text"], "no summariser", "{:#?}", lines.1);
+    shutdown.cancel();
+    server.await.unwrap().unwrap();
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn progress_and_cancellation_reach_the_tool_over_http() {
+    let Some(peers) = peer("py/mcp") else {
+        return;
+    };
+    let dir = tempfile::tempdir().unwrap();
+    let root = dir.path().to_path_buf();
+    let started = root.join("started");
+    let cancelled = Arc::new(AtomicBool::new(false));
+    let tools: Vec<Arc<dyn Tool>> = vec![
+        Arc::new(Typed::new(Tick)),
+        Arc::new(Typed::new(Wait {
+            started: started.clone(),
+            cancelled: Arc::clone(&cancelled),
+        })),
+    ];
+    let (url, shutdown, server) = serve(tools, &root).await;
     let scenario = json!({
-        "transport": {"http": format!("http://{addr}/mcp")},
+        "transport": {"http": url},
         "steps": [
             {"op": "list"},
             {"op": "call", "tool": "Tick", "args": {}},
