@@ -233,9 +233,8 @@ impl ShellTasks {
         let limit = spec.time_limit;
         let watcher = spec.progress.map(|sink| {
             let path = info.output_path.clone();
-            let cancel = entry.cancel.clone();
             let done = entry.done.subscribe();
-            tokio::spawn(report_lines(path, sink, cancel, done))
+            tokio::spawn(report_lines(path, sink, done))
         });
         tokio::spawn(async move {
             let finished = running.wait(limit, &task_entry.cancel).await;
@@ -401,16 +400,12 @@ impl LineScanner {
 
 /// Reports each new line of a monitor's output as a progress event, about once a second,
 /// until the task ends.
-async fn report_lines(
-    path: PathBuf,
-    sink: ProgressSink,
-    cancel: CancellationToken,
-    mut done: watch::Receiver<bool>,
-) {
+async fn report_lines(path: PathBuf, sink: ProgressSink, mut done: watch::Receiver<bool>) {
     let mut offset = 0_u64;
     let mut partial = String::new();
+    let mut stop_after_next = false;
     loop {
-        let finished = *done.borrow();
+        let finished = stop_after_next || *done.borrow();
         if let Ok(mut f) = std::fs::File::open(&path)
             && f.seek(SeekFrom::Start(offset)).is_ok()
         {
@@ -430,10 +425,13 @@ async fn report_lines(
             }
             return;
         }
-        tokio::select! {
-            () = tokio::time::sleep(Duration::from_secs(1)) => {}
-            _ = done.changed() => {}
-            () = cancel.cancelled() => {}
+        // Wake every second, or when the task ends (a closed channel also means it ended).
+        let closed = tokio::select! {
+            () = tokio::time::sleep(Duration::from_secs(1)) => false,
+            changed = done.changed() => changed.is_err(),
+        };
+        if closed {
+            stop_after_next = true;
         }
     }
 }
