@@ -103,6 +103,8 @@ fn compiled_tools() -> Vec<Arc<dyn Tool>> {
     tools.extend(tools_lsp::tools());
     #[cfg(feature = "mcp")]
     tools.extend(tools_mcp::tools());
+    #[cfg(feature = "agent")]
+    tools.extend(tools_agent::tools());
     tools
 }
 

@@ -1,6 +1,88 @@
-//! Agent tools for agent-tools: sub-agents, skills, todos and task lists, questions, tool
-//! search, config, plan mode, worktrees, teams and (feature `cron`) scheduled triggers.
+//! Agent tools for agent-tools: todos, plan mode, questions to the user, messages to the
+//! user and project settings; with feature `v2-todo`, shared task lists.
 //!
-//! Nothing is implemented here yet: the tools arrive with the tools-agent issue. The crate
-//! exists so the workspace layout and the registry's `agent`, `agent-triggers` and `v2-todo`
-//! features are in place; it exports no tools, and the registry registers none from it.
+//! # Overview
+//!
+//! - [`TodoWrite`]: the session's todo list, replaced whole on every call and cleared when
+//!   every item is completed; kept in `<state>/todos/`.
+//! - [`EnterPlanMode`] / [`ExitPlanMode`]: switch the session's [`tool_core::PermissionMode`]
+//!   to plan and back (ExitPlanMode asks the user), with the plan in [`plan_file`].
+//! - [`AskUserQuestion`]: 1–4 multiple-choice questions, answered by the host's
+//!   [`QuestionPrompter`] (for example [`LinePrompter`] on a terminal) or by `answers` in the
+//!   input; refused clearly when nobody can answer.
+//! - [`SendUserMessage`] (alias `Brief`): a message with checked attachments, delivered to the
+//!   host's [`UserMessageSink`].
+//! - [`Config`]: reads and writes this project's `.agent-tools/settings.json` keys
+//!   ([`SETTINGS`]); reads are allowed, writes ask.
+//! - [`tools`] returns the tools ready for a pool.
+//!
+//! Host services are looked up in the context's [`tool_core::Services`] as
+//! `Arc<dyn QuestionPrompter>`, `Arc<dyn UserMessageSink>`; a sub-agent's context carries an
+//! `Arc<AgentIdentity>`.
+//!
+//! # Example
+//!
+//! ```
+//! use serde_json::json;
+//! use tool_core::{PermissionMode, ToolContext, ToolPool};
+//!
+//! # #[tokio::main(flavor = "current_thread")]
+//! # async fn main() -> std::io::Result<()> {
+//! let dir = tempfile::tempdir()?;
+//! let ctx = ToolContext::builder(dir.path()).state_dir(dir.path().join("state")).build();
+//! let pool = ToolPool::new(tools_agent::tools());
+//! let todos = json!({"todos": [{"content": "Run tests", "status": "in_progress", "activeForm": "Running tests"}]});
+//! let result = pool.call("TodoWrite", todos, &ctx).await;
+//! assert!(result.text().starts_with("Todos have been modified successfully."));
+//! let result = pool.call("EnterPlanMode", json!({}), &ctx).await;
+//! assert!(!result.is_error);
+//! assert_eq!(ctx.permission_mode(), PermissionMode::Plan);
+//! # Ok(())
+//! # }
+//! ```
+
+mod ask;
+mod brief;
+mod config;
+mod plan;
+mod store;
+mod todo;
+
+use std::sync::Arc;
+
+pub use ask::{
+    ASK_IN_AGENT, AskUserQuestion, AskUserQuestionInput, AskUserQuestionOutput, DECLINED,
+    LinePrompter, NOT_UNIQUE, Question, QuestionAnswers, QuestionMetadata, QuestionOption,
+    QuestionPrompter, render_answers,
+};
+pub use brief::{
+    Attachment, DELIVERED, MessageStatus, SendUserMessage, SendUserMessageInput, UserMessage,
+    UserMessageSink,
+};
+pub use config::{
+    Config, ConfigInput, ConfigOutput, ConfigValue, SETTINGS, SettingKind, SettingSpec, normalise,
+    project_settings_file,
+};
+pub use plan::{
+    AllowedPrompt, AllowedPromptTool, ENTERED_PLAN_MODE, EnterPlanMode, EnterPlanModeInput,
+    EnterPlanModeOutput, ExitPlanMode, ExitPlanModeInput, ExitPlanModeOutput, NOT_IN_PLAN_MODE,
+    PLAN_APPROVED, PLAN_MODE_IN_AGENT, plan_file,
+};
+pub use store::AgentIdentity;
+pub use todo::{
+    TODOS_MODIFIED, TodoItem, TodoStatus, TodoWrite, TodoWriteInput, TodoWriteOutput, current_todos,
+};
+
+/// Every finished tool of this crate compiled in, ready for a pool.
+pub fn tools() -> Vec<Arc<dyn tool_core::Tool>> {
+    #[allow(unused_mut)]
+    let mut tools: Vec<Arc<dyn tool_core::Tool>> = vec![
+        Arc::new(tool_core::Typed::new(TodoWrite)),
+        Arc::new(tool_core::Typed::new(EnterPlanMode)),
+        Arc::new(tool_core::Typed::new(ExitPlanMode)),
+        Arc::new(tool_core::Typed::new(AskUserQuestion)),
+        Arc::new(tool_core::Typed::new(SendUserMessage)),
+        Arc::new(tool_core::Typed::new(Config)),
+    ];
+    tools
+}

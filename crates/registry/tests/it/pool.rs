@@ -264,6 +264,20 @@ fn features_decide_which_tools_exist() {
         cfg!(feature = "lsp"),
         "LSP: {names:?}"
     );
+    for agent in [
+        "AskUserQuestion",
+        "Config",
+        "EnterPlanMode",
+        "ExitPlanMode",
+        "SendUserMessage",
+        "TodoWrite",
+    ] {
+        assert_eq!(
+            names.iter().any(|n| n == agent),
+            cfg!(feature = "agent"),
+            "{agent}: {names:?}"
+        );
+    }
     for mcp in ["ListMcpResourcesTool", "ReadMcpResourceTool"] {
         assert_eq!(
             names.iter().any(|n| n == mcp),

@@ -1,0 +1,375 @@
+//! AskUserQuestion: multiple-choice questions to the user, answered by a prompter the host
+//! provides, or by answers already in the input (reference §4.13).
+
+use std::collections::{BTreeMap, HashSet};
+use std::sync::Arc;
+
+use async_trait::async_trait;
+use schemars::JsonSchema;
+use serde::{Deserialize, Serialize};
+use serde_json::{Map, Value};
+use tool_core::{
+    AskKind, PermissionDecision, ToolCategory, ToolContext, ToolError, ToolResult, TypedTool,
+    ValidationResult,
+};
+
+use crate::store::agent_id;
+
+/// The validation message for repeated questions or option labels (the reference's text).
+pub const NOT_UNIQUE: &str =
+    "Question texts must be unique, option labels must be unique within each question";
+/// What the model reads when the user declines.
+pub const DECLINED: &str = "User declined to answer questions";
+/// Sub-agents may not ask the user.
+pub const ASK_IN_AGENT: &str = "AskUserQuestion cannot be used by sub-agents: return your question in your final answer instead";
+
+const DESCRIPTION: &str = "Use this tool when you need to ask the user questions during execution. This allows you to:
+1. Gather user preferences or requirements
+2. Clarify ambiguous instructions
+3. Get decisions on implementation choices as you work
+4. Offer choices to the user about what direction to take.
+
+Usage notes:
+- Ask 1 to 4 questions at a time, each with 2 to 4 options; every option has a short label (1-5 words) and a description of what it means
+- Users can always answer \"Other\" with their own text: do not add such an option yourself
+- Use `multiSelect: true` to allow several answers to one question
+- If you recommend a specific option, make it the first one and add \"(Recommended)\" at the end of its label
+- Question texts must be unique within a call, and option labels must be unique within each question
+- In plan mode, do not use this tool to ask whether the plan is okay: ExitPlanMode does that";
+
+/// One choice of a question.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct QuestionOption {
+    /// The display text of this option (1-5 words)
+    #[schemars(length(min = 1))]
+    pub label: String,
+    /// What this option means or what happens if it is chosen
+    pub description: String,
+    /// Optional preview shown when the option is focused (markdown); single-select only
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub preview: Option<String>,
+}
+
+/// One question.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields, rename_all = "camelCase")]
+pub struct Question {
+    /// The complete question, clear and specific, ending with a question mark
+    #[schemars(length(min = 1))]
+    pub question: String,
+    /// A very short label shown as a chip or tag (at most 12 characters), such as "Auth method"
+    #[schemars(length(min = 1, max = 12))]
+    pub header: String,
+    /// The available choices (2-4); "Other" is added automatically
+    #[schemars(length(min = 2, max = 4))]
+    pub options: Vec<QuestionOption>,
+    /// Whether the user may choose more than one option (default false)
+    #[serde(default)]
+    pub multi_select: bool,
+}
+
+/// Input of AskUserQuestion.
+#[derive(Debug, Clone, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct AskUserQuestionInput {
+    /// Questions to ask the user (1-4)
+    #[schemars(length(min = 1, max = 4))]
+    pub questions: Vec<Question>,
+    /// Answers already collected (by the host's dialog), question text → answer
+    #[serde(default)]
+    pub answers: Option<BTreeMap<String, String>>,
+    /// Per-question notes from the user, question text → {notes, preview}
+    #[serde(default)]
+    pub annotations: Option<Map<String, Value>>,
+    /// Where the questions come from, for analytics
+    #[serde(default)]
+    pub metadata: Option<QuestionMetadata>,
+}
+
+/// `metadata` of AskUserQuestion.
+#[derive(Debug, Clone, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct QuestionMetadata {
+    /// An identifier of the source of the questions
+    #[serde(default)]
+    pub source: Option<String>,
+}
+
+/// Output of AskUserQuestion.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct AskUserQuestionOutput {
+    /// The questions asked
+    pub questions: Vec<Question>,
+    /// question text → answer (multi-select answers comma-joined)
+    pub answers: BTreeMap<String, String>,
+}
+
+/// What a prompter got from the user.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum QuestionAnswers {
+    /// question text → answer (an option label, several comma-joined, or free text)
+    Answered(BTreeMap<String, String>),
+    /// The user did not want to answer
+    Declined,
+}
+
+/// Asks the user questions. Hosts put an `Arc<dyn QuestionPrompter>` in the context's
+/// services: the binary prompts on its terminal, the MCP server uses elicitation. Without
+/// one (and without answers in the input) the call is refused with a clear message.
+#[async_trait]
+pub trait QuestionPrompter: Send + Sync {
+    /// Asks `questions` and returns the answers.
+    async fn ask(&self, questions: &[Question]) -> Result<QuestionAnswers, ToolError>;
+}
+
+/// The AskUserQuestion tool.
+#[derive(Debug, Clone, Copy, Default)]
+pub struct AskUserQuestion;
+
+fn prompter(ctx: &ToolContext) -> Option<Arc<dyn QuestionPrompter>> {
+    ctx.services().get::<Arc<dyn QuestionPrompter>>()
+}
+
+fn answered_in_input(input: &AskUserQuestionInput) -> bool {
+    input.answers.as_ref().is_some_and(|answers| {
+        input
+            .questions
+            .iter()
+            .all(|q| answers.contains_key(&q.question))
+    })
+}
+
+/// The text the model reads for a set of answers.
+pub fn render_answers(
+    questions: &[Question],
+    answers: &BTreeMap<String, String>,
+    annotations: Option<&Map<String, Value>>,
+) -> String {
+    let parts: Vec<String> = questions
+        .iter()
+        .filter_map(|q| {
+            let answer = answers.get(&q.question)?;
+            let mut part = format!("\"{}\"=\"{}\"", q.question, answer);
+            if let Some(note) = annotations.and_then(|a| a.get(&q.question)) {
+                if let Some(preview) = note.get("preview").and_then(Value::as_str) {
+                    part.push_str(&format!(" selected preview:\n{preview}"));
+                }
+                if let Some(notes) = note.get("notes").and_then(Value::as_str) {
+                    part.push_str(&format!(" user notes: {notes}"));
+                }
+            }
+            Some(part)
+        })
+        .collect();
+    format!(
+        "User has answered your questions: {}. You can now continue with the user's answers in mind.",
+        parts.join(", ")
+    )
+}
+
+#[async_trait]
+impl TypedTool for AskUserQuestion {
+    type Input = AskUserQuestionInput;
+    type Output = AskUserQuestionOutput;
+
+    fn name(&self) -> &'static str {
+        "AskUserQuestion"
+    }
+    fn search_hint(&self) -> Option<&'static str> {
+        Some("ask the user a multiple choice question")
+    }
+    fn category(&self) -> ToolCategory {
+        ToolCategory::UserInteraction
+    }
+    fn is_deferred(&self) -> bool {
+        true
+    }
+    fn requires_user_interaction(&self) -> bool {
+        true
+    }
+    async fn description(&self, _input: Option<&AskUserQuestionInput>) -> String {
+        DESCRIPTION.to_owned()
+    }
+    fn is_concurrency_safe(&self, _input: &AskUserQuestionInput) -> bool {
+        true
+    }
+    fn is_read_only(&self, _input: &AskUserQuestionInput) -> bool {
+        true
+    }
+    async fn validate(&self, input: &AskUserQuestionInput, ctx: &ToolContext) -> ValidationResult {
+        if agent_id(ctx).is_some() {
+            return ValidationResult::invalid(ASK_IN_AGENT);
+        }
+        let mut texts = HashSet::new();
+        for q in &input.questions {
+            if !texts.insert(q.question.as_str()) {
+                return ValidationResult::invalid(NOT_UNIQUE);
+            }
+            let mut labels = HashSet::new();
+            if q.options.iter().any(|o| !labels.insert(o.label.as_str())) {
+                return ValidationResult::invalid(NOT_UNIQUE);
+            }
+        }
+        for q in &input.questions {
+            if q.multi_select && q.options.iter().any(|o| o.preview.is_some()) {
+                return ValidationResult::invalid(format!(
+                    "Question \"{}\": previews are only supported for single-select questions; remove `preview` or set multiSelect to false",
+                    q.question
+                ));
+            }
+            for o in &q.options {
+                if let Some(preview) = &o.preview
+                    && let Some(tag) = forbidden_tag(preview)
+                {
+                    return ValidationResult::invalid(format!(
+                        "Option \"{}\" of question \"{}\": a preview may not contain <{tag}> tags; use markdown or an HTML fragment",
+                        o.label, q.question
+                    ));
+                }
+            }
+        }
+        if let Some(answers) = &input.answers
+            && let Some(unknown) = answers.keys().find(|k| !texts.contains(k.as_str()))
+        {
+            return ValidationResult::invalid(format!(
+                "answers has a key that is not one of the questions: \"{unknown}\""
+            ));
+        }
+        ValidationResult::Valid
+    }
+    async fn check_permission(
+        &self,
+        input: &AskUserQuestionInput,
+        ctx: &ToolContext,
+    ) -> PermissionDecision {
+        // The answers are the user's: either already in the input, or collected by the
+        // host's prompter during the call. Without either, a person must be asked.
+        if answered_in_input(input) || prompter(ctx).is_some() {
+            return PermissionDecision::Allow;
+        }
+        PermissionDecision::Ask {
+            reason: "Answer questions?".to_owned(),
+            suggestions: Vec::new(),
+            kind: AskKind::Interaction,
+        }
+    }
+    async fn call(
+        &self,
+        input: AskUserQuestionInput,
+        ctx: &ToolContext,
+    ) -> Result<ToolResult<AskUserQuestionOutput>, ToolError> {
+        let answers = if answered_in_input(&input) {
+            input.answers.clone().unwrap_or_default()
+        } else {
+            let Some(prompter) = prompter(ctx) else {
+                return Err(ToolError::respond(
+                    "No one is available to answer questions: this session has no question prompter (run interactively, or pass the answers in `answers`). Continue with your best judgment and state your assumptions.",
+                ));
+            };
+            match prompter.ask(&input.questions).await? {
+                QuestionAnswers::Answered(answers) => answers,
+                QuestionAnswers::Declined => {
+                    return Ok(ToolResult::error(
+                        AskUserQuestionOutput {
+                            questions: input.questions,
+                            answers: BTreeMap::new(),
+                        },
+                        DECLINED,
+                    ));
+                }
+            }
+        };
+        let text = render_answers(&input.questions, &answers, input.annotations.as_ref());
+        Ok(ToolResult::ok(AskUserQuestionOutput {
+            questions: input.questions,
+            answers,
+        })
+        .with_text(text))
+    }
+}
+
+/// The first of `html`, `body` or `script` that appears as a tag in `preview`.
+fn forbidden_tag(preview: &str) -> Option<&'static str> {
+    let lower = preview.to_ascii_lowercase();
+    ["html", "body", "script"]
+        .into_iter()
+        .find(|tag| lower.contains(&format!("<{tag}")) || lower.contains(&format!("</{tag}")))
+}
+
+/// A [`QuestionPrompter`] over a text terminal: prints each question with numbered options
+/// to `output` and reads a line per question from `input` (numbers, comma-separated for
+/// multi-select, or free text for "Other"; an empty line or end of input declines).
+pub struct LinePrompter<R, W> {
+    io: std::sync::Mutex<(R, W)>,
+}
+
+impl<R, W> LinePrompter<R, W> {
+    /// A prompter reading from `input` and writing to `output`.
+    pub fn new(input: R, output: W) -> Self {
+        LinePrompter {
+            io: std::sync::Mutex::new((input, output)),
+        }
+    }
+}
+
+#[async_trait]
+impl<R, W> QuestionPrompter for LinePrompter<R, W>
+where
+    R: std::io::BufRead + Send + 'static,
+    W: std::io::Write + Send + 'static,
+{
+    async fn ask(&self, questions: &[Question]) -> Result<QuestionAnswers, ToolError> {
+        let mut guard = self
+            .io
+            .lock()
+            .map_err(|_| ToolError::fatal("the terminal prompter is unusable after a panic"))?;
+        let (input, output) = &mut *guard;
+        let io_err = |e: std::io::Error| ToolError::io("terminal", e);
+        let mut answers = BTreeMap::new();
+        for q in questions {
+            writeln!(output, "\n[{}] {}", q.header, q.question).map_err(io_err)?;
+            for (i, o) in q.options.iter().enumerate() {
+                writeln!(output, "  {}. {} — {}", i + 1, o.label, o.description).map_err(io_err)?;
+            }
+            let hint = if q.multi_select {
+                "numbers separated by commas"
+            } else {
+                "a number"
+            };
+            write!(
+                output,
+                "Answer ({hint}, or type your own; empty line to decline): "
+            )
+            .map_err(io_err)?;
+            output.flush().map_err(io_err)?;
+            let mut line = String::new();
+            if input.read_line(&mut line).map_err(io_err)? == 0 || line.trim().is_empty() {
+                return Ok(QuestionAnswers::Declined);
+            }
+            answers.insert(q.question.clone(), parse_choice(q, line.trim()));
+        }
+        Ok(QuestionAnswers::Answered(answers))
+    }
+}
+
+/// Maps "1,3" to the option labels; anything else is free text.
+fn parse_choice(q: &Question, line: &str) -> String {
+    let picks: Option<Vec<&str>> = line
+        .split(',')
+        .map(|p| {
+            p.trim()
+                .parse::<usize>()
+                .ok()
+                .and_then(|n| n.checked_sub(1))
+                .and_then(|i| q.options.get(i))
+                .map(|o| o.label.as_str())
+        })
+        .collect();
+    match picks {
+        Some(labels) if !labels.is_empty() && (q.multi_select || labels.len() == 1) => {
+            labels.join(", ")
+        }
+        _ => line.to_owned(),
+    }
+}

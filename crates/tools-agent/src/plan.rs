@@ -1,0 +1,279 @@
+//! EnterPlanMode and ExitPlanMode: switch the session to plan mode and back, with the plan
+//! kept in a file under the state directory (reference §4.26).
+
+use std::path::PathBuf;
+
+use async_trait::async_trait;
+use schemars::JsonSchema;
+use serde::{Deserialize, Serialize};
+use serde_json::{Map, Value};
+use tool_core::{
+    AskKind, PermissionDecision, PermissionMode, ToolCategory, ToolContext, ToolError, ToolResult,
+    TypedTool, ValidationResult,
+};
+
+use crate::store::{agent_id, safe_component, session};
+
+/// The first line of EnterPlanMode's result.
+pub const ENTERED_PLAN_MODE: &str = "Entered plan mode. You should now focus on exploring the codebase and designing an implementation approach.";
+/// ExitPlanMode's validation message outside plan mode (reference code 1).
+pub const NOT_IN_PLAN_MODE: &str = "You are not in plan mode. This tool is only for exiting plan mode after writing a plan. If your plan was already approved, continue with implementation.";
+/// EnterPlanMode inside a sub-agent.
+pub const PLAN_MODE_IN_AGENT: &str = "EnterPlanMode tool cannot be used in agent contexts";
+/// The first line of ExitPlanMode's result.
+pub const PLAN_APPROVED: &str = "User has approved your plan. You can now start coding. Start with updating your todo list if applicable";
+
+const ENTER_DESCRIPTION: &str = "Use this tool proactively before starting a non-trivial implementation task: it switches the session to plan mode, where you explore the codebase read-only and write a plan for the user to approve before any file is changed.
+
+Use it when the task has several valid approaches, touches many files, needs architectural decisions, or the requirements are unclear. Skip it for small fixes, one-line changes, or pure research.
+
+In plan mode you may only read and search; the one file you may write is the plan file named in this tool's result. When the plan is ready, call ExitPlanMode to ask the user to approve it.";
+
+const EXIT_DESCRIPTION: &str = "Use this tool when you are in plan mode and have finished writing your plan to the plan file: it asks the user to approve the plan and, on approval, leaves plan mode so you can start implementing.
+
+The plan is read from the plan file EnterPlanMode named; write it there first. Only use this tool for tasks that need code to be written, not for research. Do not use AskUserQuestion to ask \"is this plan okay?\": that is what this tool does.";
+
+/// The plan file of this context's session (or sub-agent):
+/// `<state>/plans/<session>.md` or `<state>/plans/<session>-agent-<id>.md`.
+pub fn plan_file(ctx: &ToolContext) -> PathBuf {
+    let session_id = safe_component(ctx.session_id());
+    let name = match agent_id(ctx) {
+        Some(agent) => format!("{session_id}-agent-{}.md", safe_component(&agent)),
+        None => format!("{session_id}.md"),
+    };
+    ctx.state_dir().join("plans").join(name)
+}
+
+/// Input of EnterPlanMode (none).
+#[derive(Debug, Clone, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct EnterPlanModeInput {}
+
+/// Output of EnterPlanMode.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct EnterPlanModeOutput {
+    /// The mode the session was in (restored by ExitPlanMode)
+    pub previous_mode: PermissionMode,
+    /// Where to write the plan
+    pub plan_file: PathBuf,
+}
+
+/// The EnterPlanMode tool.
+#[derive(Debug, Clone, Copy, Default)]
+pub struct EnterPlanMode;
+
+#[async_trait]
+impl TypedTool for EnterPlanMode {
+    type Input = EnterPlanModeInput;
+    type Output = EnterPlanModeOutput;
+
+    fn name(&self) -> &'static str {
+        "EnterPlanMode"
+    }
+    fn search_hint(&self) -> Option<&'static str> {
+        Some("switch to read-only planning before implementing")
+    }
+    fn category(&self) -> ToolCategory {
+        ToolCategory::PlanMode
+    }
+    fn is_deferred(&self) -> bool {
+        true
+    }
+    async fn description(&self, _input: Option<&EnterPlanModeInput>) -> String {
+        ENTER_DESCRIPTION.to_owned()
+    }
+    fn is_concurrency_safe(&self, _input: &EnterPlanModeInput) -> bool {
+        true
+    }
+    fn is_read_only(&self, _input: &EnterPlanModeInput) -> bool {
+        true
+    }
+    async fn validate(&self, _input: &EnterPlanModeInput, ctx: &ToolContext) -> ValidationResult {
+        if agent_id(ctx).is_some() {
+            return ValidationResult::invalid(PLAN_MODE_IN_AGENT);
+        }
+        // The reference re-enters silently and so loses the mode to restore; refuse instead.
+        if ctx.permission_mode() == PermissionMode::Plan {
+            return ValidationResult::invalid(format!(
+                "You are already in plan mode. Write your plan to {} and call ExitPlanMode when it is ready.",
+                plan_file(ctx).display()
+            ));
+        }
+        ValidationResult::Valid
+    }
+    async fn call(
+        &self,
+        _input: EnterPlanModeInput,
+        ctx: &ToolContext,
+    ) -> Result<ToolResult<EnterPlanModeOutput>, ToolError> {
+        let previous_mode = ctx.permission_mode();
+        let state = session(ctx);
+        if let Ok(mut pre) = state.pre_plan_mode.lock() {
+            *pre = Some(previous_mode);
+        }
+        ctx.set_permission_mode(PermissionMode::Plan);
+        let plan_file = plan_file(ctx);
+        let text = format!(
+            "{ENTERED_PLAN_MODE}
+
+In plan mode, you should:
+1. Thoroughly explore the codebase to understand existing patterns
+2. Identify similar features and architectural approaches
+3. Consider multiple approaches and their trade-offs
+4. Use AskUserQuestion if you need to clarify the approach
+5. Design a concrete implementation strategy and write it to the plan file: {}
+6. When ready, use ExitPlanMode to present your plan for approval
+
+Remember: DO NOT write or edit any files yet, except the plan file. This is a read-only exploration and planning phase.",
+            plan_file.display()
+        );
+        Ok(ToolResult::ok(EnterPlanModeOutput {
+            previous_mode,
+            plan_file,
+        })
+        .with_text(text))
+    }
+}
+
+/// A permission the plan needs, described by its effect.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct AllowedPrompt {
+    /// The tool the permission applies to
+    pub tool: AllowedPromptTool,
+    /// A semantic description of the action, such as "run tests" or "install dependencies"
+    pub prompt: String,
+}
+
+/// Tools an [`AllowedPrompt`] may name.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+pub enum AllowedPromptTool {
+    /// Shell commands
+    Bash,
+}
+
+/// Input of ExitPlanMode. Other keys are accepted and passed through, as the reference does.
+#[derive(Debug, Clone, Deserialize, JsonSchema)]
+pub struct ExitPlanModeInput {
+    /// Prompt-based permissions the plan needs to be carried out
+    #[serde(default, rename = "allowedPrompts")]
+    pub allowed_prompts: Option<Vec<AllowedPrompt>>,
+    /// Other keys (passed through)
+    #[serde(flatten)]
+    #[schemars(skip)]
+    pub other: Map<String, Value>,
+}
+
+/// Output of ExitPlanMode.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct ExitPlanModeOutput {
+    /// The approved plan
+    pub plan: String,
+    /// The plan file
+    pub file_path: PathBuf,
+    /// The mode restored
+    pub mode: PermissionMode,
+    /// Permissions the plan asked for
+    pub allowed_prompts: Vec<AllowedPrompt>,
+}
+
+/// The ExitPlanMode tool.
+#[derive(Debug, Clone, Copy, Default)]
+pub struct ExitPlanMode;
+
+#[async_trait]
+impl TypedTool for ExitPlanMode {
+    type Input = ExitPlanModeInput;
+    type Output = ExitPlanModeOutput;
+
+    fn name(&self) -> &'static str {
+        "ExitPlanMode"
+    }
+    fn search_hint(&self) -> Option<&'static str> {
+        Some("present the plan for approval and start coding")
+    }
+    fn category(&self) -> ToolCategory {
+        ToolCategory::PlanMode
+    }
+    fn requires_user_interaction(&self) -> bool {
+        true
+    }
+    async fn description(&self, _input: Option<&ExitPlanModeInput>) -> String {
+        EXIT_DESCRIPTION.to_owned()
+    }
+    fn is_concurrency_safe(&self, _input: &ExitPlanModeInput) -> bool {
+        true
+    }
+    fn is_read_only(&self, _input: &ExitPlanModeInput) -> bool {
+        false
+    }
+    async fn validate(&self, _input: &ExitPlanModeInput, ctx: &ToolContext) -> ValidationResult {
+        if ctx.permission_mode() != PermissionMode::Plan {
+            return ValidationResult::invalid_code(NOT_IN_PLAN_MODE, 1);
+        }
+        // The reference approves an empty plan; asking the user to approve nothing helps no
+        // one, so the plan file must exist and say something.
+        let path = plan_file(ctx);
+        match std::fs::read_to_string(&path) {
+            Ok(text) if !text.trim().is_empty() => ValidationResult::Valid,
+            _ => ValidationResult::invalid(format!(
+                "No plan found at {}. Write your plan to that file, then call ExitPlanMode again.",
+                path.display()
+            )),
+        }
+    }
+    async fn check_permission(
+        &self,
+        _input: &ExitPlanModeInput,
+        _ctx: &ToolContext,
+    ) -> PermissionDecision {
+        PermissionDecision::Ask {
+            reason: "Exit plan mode?".to_owned(),
+            suggestions: Vec::new(),
+            kind: AskKind::Interaction,
+        }
+    }
+    async fn call(
+        &self,
+        input: ExitPlanModeInput,
+        ctx: &ToolContext,
+    ) -> Result<ToolResult<ExitPlanModeOutput>, ToolError> {
+        let path = plan_file(ctx);
+        let plan = std::fs::read_to_string(&path).map_err(|e| ToolError::io(&path, e))?;
+        let state = session(ctx);
+        let previous = state
+            .pre_plan_mode
+            .lock()
+            .ok()
+            .and_then(|mut p| p.take())
+            .unwrap_or_default();
+        // Never restore plan itself (a session that started in plan mode goes to default).
+        let mode = if previous == PermissionMode::Plan {
+            PermissionMode::Default
+        } else {
+            previous
+        };
+        ctx.set_permission_mode(mode);
+        let allowed_prompts = input.allowed_prompts.unwrap_or_default();
+        let mut text = format!(
+            "{PLAN_APPROVED}\n\nYour plan has been saved to: {}\nYou can refer back to it if needed during implementation.\n\n## Approved Plan:\n{}",
+            path.display(),
+            plan.trim_end()
+        );
+        if !allowed_prompts.is_empty() {
+            text.push_str("\n\nPermissions requested for this plan:");
+            for p in &allowed_prompts {
+                text.push_str(&format!("\n- {:?}: {}", p.tool, p.prompt));
+            }
+        }
+        Ok(ToolResult::ok(ExitPlanModeOutput {
+            plan,
+            file_path: path,
+            mode,
+            allowed_prompts,
+        })
+        .with_text(text))
+    }
+}

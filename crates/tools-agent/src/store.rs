@@ -1,0 +1,164 @@
+//! Small file helpers shared by the tools: atomic JSON writes, per-session state, safe names.
+
+use std::io::Write as _;
+use std::path::{Path, PathBuf};
+use std::sync::{Arc, Mutex};
+
+use serde::Serialize;
+use serde::de::DeserializeOwned;
+use tool_core::{PermissionMode, ToolContext, ToolError};
+
+/// Writes `bytes` to `path` atomically: a temporary file in the same directory, fsync, rename.
+/// Readers see the old content or the new one, never a half-written file.
+pub(crate) fn write_atomic(path: &Path, bytes: &[u8]) -> Result<(), ToolError> {
+    let dir = path.parent().unwrap_or(Path::new("."));
+    std::fs::create_dir_all(dir).map_err(|e| ToolError::io(dir, e))?;
+    let name = path
+        .file_name()
+        .map(|n| n.to_string_lossy().into_owned())
+        .unwrap_or_else(|| "file".to_owned());
+    let tmp = dir.join(format!(
+        ".{name}.agent-tools-{}-{}.tmp",
+        std::process::id(),
+        next_counter()
+    ));
+    let result = (|| {
+        let mut file = std::fs::File::create(&tmp)?;
+        file.write_all(bytes)?;
+        file.sync_all()?;
+        if let Ok(meta) = std::fs::metadata(path) {
+            std::fs::set_permissions(&tmp, meta.permissions())?;
+        }
+        std::fs::rename(&tmp, path)
+    })();
+    if let Err(e) = result {
+        let _ = std::fs::remove_file(&tmp);
+        return Err(ToolError::io(path, e));
+    }
+    Ok(())
+}
+
+fn next_counter() -> u64 {
+    use std::sync::atomic::{AtomicU64, Ordering};
+    static COUNTER: AtomicU64 = AtomicU64::new(0);
+    COUNTER.fetch_add(1, Ordering::Relaxed)
+}
+
+/// Serialises `value` as pretty JSON and writes it atomically.
+pub(crate) fn write_json<T: Serialize>(path: &Path, value: &T) -> Result<(), ToolError> {
+    let mut text = serde_json::to_string_pretty(value)
+        .map_err(|e| ToolError::fatal(format!("internal error: cannot serialise state: {e}")))?;
+    text.push('\n');
+    write_atomic(path, text.as_bytes())
+}
+
+/// Reads a JSON file; `Ok(None)` when it does not exist.
+pub(crate) fn read_json<T: DeserializeOwned>(path: &Path) -> Result<Option<T>, ToolError> {
+    match std::fs::read_to_string(path) {
+        Ok(text) => serde_json::from_str(&text).map(Some).map_err(|e| {
+            ToolError::respond(format!(
+                "{} is not valid: {e}. Fix or delete the file.",
+                path.display()
+            ))
+        }),
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(None),
+        Err(e) => Err(ToolError::io(path, e)),
+    }
+}
+
+/// A name safe to use as one path component: `[A-Za-z0-9._-]`, others become `_`.
+pub(crate) fn safe_component(name: &str) -> String {
+    let cleaned: String = name
+        .chars()
+        .map(|c| {
+            if c.is_ascii_alphanumeric() || matches!(c, '.' | '_' | '-') {
+                c
+            } else {
+                '_'
+            }
+        })
+        .collect();
+    match cleaned.as_str() {
+        "" | "." | ".." => "_".to_owned(),
+        _ => cleaned,
+    }
+}
+
+/// Marks a context as a sub-agent's: hosts (and the Agent tool) put an `Arc<AgentIdentity>`
+/// in the services of a sub-agent's context. Tools that only the main session may use
+/// (EnterPlanMode, AskUserQuestion) refuse when it is present.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct AgentIdentity {
+    /// The sub-agent's id
+    pub agent_id: String,
+}
+
+/// The sub-agent id of this context, if it is a sub-agent's.
+pub(crate) fn agent_id(ctx: &ToolContext) -> Option<String> {
+    ctx.services()
+        .get::<Arc<AgentIdentity>>()
+        .map(|a| a.agent_id.clone())
+}
+
+/// Session state of this crate's tools (kept in the context's services, so it lives exactly
+/// as long as the session).
+#[derive(Debug, Default)]
+pub(crate) struct AgentSession {
+    /// The mode before EnterPlanMode
+    pub pre_plan_mode: Mutex<Option<PermissionMode>>,
+}
+
+/// The session state, created on first use.
+pub(crate) fn session(ctx: &ToolContext) -> Arc<AgentSession> {
+    static INIT: Mutex<()> = Mutex::new(());
+    if let Some(s) = ctx.services().get::<Arc<AgentSession>>() {
+        return s;
+    }
+    let _guard = INIT.lock();
+    if let Some(s) = ctx.services().get::<Arc<AgentSession>>() {
+        return s;
+    }
+    let s = Arc::new(AgentSession::default());
+    ctx.services().insert(Arc::clone(&s));
+    s
+}
+
+/// `<state>/<kind>/<session or agent id>.json`: per-session files of a tool.
+pub(crate) fn session_file(ctx: &ToolContext, kind: &str, ext: &str) -> PathBuf {
+    let key = agent_id(ctx).unwrap_or_else(|| ctx.session_id().to_owned());
+    ctx.state_dir()
+        .join(kind)
+        .join(format!("{}.{ext}", safe_component(&key)))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn atomic_write_replaces_and_leaves_no_temp() {
+        let dir = tempfile::tempdir().unwrap();
+        let p = dir.path().join("sub/a.json");
+        write_json(&p, &serde_json::json!({"a": 1})).unwrap();
+        write_json(&p, &serde_json::json!({"a": 2})).unwrap();
+        let v: serde_json::Value = read_json(&p).unwrap().unwrap();
+        assert_eq!(v["a"], 2);
+        let names: Vec<_> = std::fs::read_dir(dir.path().join("sub"))
+            .unwrap()
+            .map(|e| e.unwrap().file_name())
+            .collect();
+        assert_eq!(names.len(), 1);
+        assert!(
+            read_json::<serde_json::Value>(&dir.path().join("none"))
+                .unwrap()
+                .is_none()
+        );
+    }
+
+    #[test]
+    fn components_are_safe() {
+        assert_eq!(safe_component("a/b c"), "a_b_c");
+        assert_eq!(safe_component(".."), "_");
+        assert_eq!(safe_component("s1-2.x"), "s1-2.x");
+    }
+}
