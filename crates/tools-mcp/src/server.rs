@@ -10,13 +10,14 @@ use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::Duration;
 
+use rmcp::model::ClientCapabilities;
 use rmcp::model::{
     CallToolRequestParams, CallToolResponse, CallToolResult, ContentBlock as McpBlock,
     Implementation, InitializeRequestParams, InitializeResult, JsonObject, ListToolsResult,
     PaginatedRequestParams, ProgressNotificationParam, ServerCapabilities, ServerConfig,
     Tool as McpToolDecl, ToolAnnotations as McpAnnotations,
 };
-use rmcp::service::RequestContext;
+use rmcp::service::{Peer, RequestContext};
 use rmcp::{ErrorData, RoleServer, ServerHandler, ServiceExt};
 use tokio::sync::{mpsc, oneshot};
 use tokio_util::sync::CancellationToken;
@@ -29,6 +30,22 @@ use crate::prompts::{ElicitationPrompter, SamplingSummariser};
 
 /// Builds the context of a new MCP session (HTTP serves many sessions, stdio one).
 pub type SessionFactory = Arc<dyn Fn() -> Result<ToolContext, ToolError> + Send + Sync>;
+
+/// A host's hook, called when a client initializes a session, to install services that talk
+/// to that client (for example an AskUserQuestion prompter over elicitation, which lives
+/// with the host because its trait belongs to another category crate). Put it in the
+/// session context's services as a `ClientHook`.
+#[derive(Clone)]
+pub struct ClientHook(
+    /// Receives the session's context, the client and its capabilities
+    pub Arc<dyn Fn(&ToolContext, &Peer<RoleServer>, &ClientCapabilities) + Send + Sync>,
+);
+
+impl std::fmt::Debug for ClientHook {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("ClientHook(..)")
+    }
+}
 
 /// The pool's declarations as MCP tools: name, description, input schema and annotations.
 pub async fn mcp_tool_list(pool: &ToolPool) -> Vec<McpToolDecl> {
@@ -153,6 +170,9 @@ fn install_client_services(
         let summariser: Arc<dyn Summariser> =
             Arc::new(SamplingSummariser::new(context.peer.clone()));
         ctx.services().insert(summariser);
+    }
+    if let Some(hook) = ctx.services().get::<ClientHook>() {
+        (hook.0)(ctx, &context.peer, &request.capabilities);
     }
 }
 

@@ -13,7 +13,7 @@ use tool_core::{
     CancellationToken, Progress, Summariser, Tool, ToolAnnotations, ToolCategory, ToolContext,
     ToolError, ToolPool, ToolResult, Typed, TypedTool,
 };
-use tools_mcp::{HttpOptions, SessionFactory, serve_http};
+use tools_mcp::{ClientHook, HttpOptions, SessionFactory, serve_http};
 
 use crate::peers::{peer, python};
 
@@ -141,6 +141,17 @@ async fn serve(
             .state_dir(&state)
             .build())
     });
+    serve_with(factory, pool).await
+}
+
+async fn serve_with(
+    factory: SessionFactory,
+    pool: ToolPool,
+) -> (
+    String,
+    CancellationToken,
+    tokio::task::JoinHandle<Result<(), ToolError>>,
+) {
     let shutdown = CancellationToken::new();
     let (tx, rx) = tokio::sync::oneshot::channel();
     let server = tokio::spawn(serve_http(
@@ -241,6 +252,44 @@ async fn progress_and_cancellation_reach_the_tool_over_http() {
         tokio::time::sleep(Duration::from_millis(50)).await;
     }
     assert!(seen, "the tool never saw the client's cancellation");
+    shutdown.cancel();
+    server.await.unwrap().unwrap();
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_host_hook_sees_each_session_and_its_client_capabilities() {
+    let Some(peers) = peer("py/mcp") else {
+        return;
+    };
+    let dir = tempfile::tempdir().unwrap();
+    let root = dir.path().to_path_buf();
+    let seen: Arc<std::sync::Mutex<Vec<(String, bool)>>> = Arc::default();
+    let record = Arc::clone(&seen);
+    let hook = ClientHook(Arc::new(move |ctx: &ToolContext, _peer, caps| {
+        record
+            .lock()
+            .unwrap()
+            .push((ctx.session_id().to_owned(), caps.elicitation.is_some()));
+    }));
+    let factory: SessionFactory = Arc::new(move || {
+        let ctx = ToolContext::builder(&root)
+            .state_dir(root.join("state"))
+            .build();
+        ctx.services().insert(hook.clone());
+        Ok(ctx)
+    });
+    let pool = ToolPool::new(vec![Arc::new(Typed::new(Tick))]);
+    let (url, shutdown, server) = serve_with(factory, pool).await;
+    let steps = json!([{"op": "call", "tool": "Tick", "args": {}}]);
+    let with = json!({"transport": {"http": url}, "elicit": "accept", "steps": steps});
+    let without = json!({"transport": {"http": url}, "steps": steps});
+    tokio::task::spawn_blocking(move || (python(&peers, &with), python(&peers, &without)))
+        .await
+        .unwrap();
+    let seen = seen.lock().unwrap().clone();
+    assert_eq!(seen.len(), 2, "{seen:?}");
+    assert_ne!(seen[0].0, seen[1].0, "each MCP session has its own context");
+    assert_eq!((seen[0].1, seen[1].1), (true, false));
     shutdown.cancel();
     server.await.unwrap().unwrap();
 }
