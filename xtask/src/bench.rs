@@ -19,6 +19,8 @@ use anyhow::{Context, Result, bail};
 
 use crate::cmd::{Cmd, target_dir};
 
+mod shell;
+
 /// Options of `cargo xtask bench`.
 #[derive(Debug, PartialEq, Eq)]
 pub struct Options {
@@ -83,11 +85,23 @@ struct Bench {
 }
 
 /// Every benchmark, in the order they run. Adding one is one function plus one line here.
-const BENCHES: &[Bench] = &[Bench {
-    name: "glob",
-    about: "Glob `**/*.rs` over ~30,000 files in ~1,500 dirs vs `find -name '*.rs'`",
-    run: glob,
-}];
+const BENCHES: &[Bench] = &[
+    Bench {
+        name: "glob",
+        about: "Glob `**/*.rs` over ~30,000 files in ~1,500 dirs vs `find -name '*.rs'`",
+        run: glob,
+    },
+    Bench {
+        name: "bash-200",
+        about: "200 sequential Bash calls of `true` in one `agent-tools batch` (per sandbox) vs 200 `bash -c true` in a shell loop",
+        run: shell::bash_200,
+    },
+    Bench {
+        name: "bash-1g",
+        about: "Bash `yes | head -c 1G` (capped inline, whole GiB spilled) vs `yes | head -c 1G > /dev/null`; peak memory",
+        run: shell::bash_1g,
+    },
+];
 
 impl Ctx {
     /// Measures `ours` against `baseline`: one warm-up each, then `runs` alternating timed runs

@@ -1,0 +1,184 @@
+//! The shell benchmarks.
+//!
+//! - `bash-200`: 200 sequential Bash calls of `true` through one `agent-tools batch`, against
+//!   200 `bash -c true` from a shell loop; once per sandbox mechanism (bubblewrap, Landlock
+//!   with seccomp, none), since the sandbox's start-up is most of a call's cost.
+//! - `bash-1g`: `agent-tools call Bash` of `yes | head -c 1G` (the model reads 30,000
+//!   characters, the whole GiB goes to the spill file) against `yes | head -c 1G > /dev/null`;
+//!   it also checks the spill file's size and reports our peak resident memory.
+
+use std::fs;
+use std::path::{Path, PathBuf};
+
+use anyhow::{Context, Result, bail};
+
+use super::{Comparison, Ctx};
+use crate::cmd::{Cmd, shell_quote};
+
+const CALLS: usize = 200;
+const GIB: u64 = 1 << 30;
+
+/// Writes a settings file selecting a sandbox, returns its path.
+fn settings(ctx: &Ctx, name: &str, sandbox: &str) -> Result<PathBuf> {
+    let path = ctx.scratch.join(format!("shell-{name}-settings.json"));
+    fs::write(&path, format!(r#"{{"sandbox": {sandbox}}}"#))
+        .with_context(|| format!("writing {}", path.display()))?;
+    Ok(path)
+}
+
+fn workdir(ctx: &Ctx) -> Result<(PathBuf, PathBuf)> {
+    let work = ctx.scratch.join("shell-work");
+    let home = ctx.scratch.join("shell-home");
+    for d in [&work, &home] {
+        fs::create_dir_all(d).with_context(|| format!("creating {}", d.display()))?;
+    }
+    Ok((work, home))
+}
+
+fn quote(p: &Path) -> String {
+    shell_quote(p.as_os_str())
+}
+
+/// 200 Bash calls of `true` in one batch, per sandbox mechanism.
+pub fn bash_200(ctx: &Ctx) -> Result<Vec<Comparison>> {
+    let (work, home) = workdir(ctx)?;
+    let calls = ctx.scratch.join("shell-200-calls.jsonl");
+    let line = r#"{"tool": "Bash", "input": {"command": "true"}}"#;
+    fs::write(&calls, format!("{}\n", vec![line; CALLS].join("\n")))
+        .with_context(|| format!("writing {}", calls.display()))?;
+    let baseline = Cmd::new("sh").arg("-c").arg(format!(
+        "i=0; while [ $i -lt {CALLS} ]; do bash -c true; i=$((i+1)); done"
+    ));
+    let mut results = Vec::new();
+    for (name, sandbox, usable) in [
+        (
+            "bubblewrap",
+            r#"{"mechanism": "bubblewrap"}"#,
+            Path::new("/usr/bin/bwrap").is_file(),
+        ),
+        ("landlock", r#"{"mechanism": "landlock"}"#, true),
+        ("none", r#"{"enabled": false}"#, true),
+    ] {
+        if !usable {
+            println!("bash-200: skipping the {name} sandbox (not installed)");
+            continue;
+        }
+        let settings = settings(ctx, name, sandbox)?;
+        let ours = Cmd::new("sh")
+            .arg("-c")
+            .arg(format!(
+                "exec {} batch --cwd {} --mode bypassPermissions --settings {} < {}",
+                quote(&ctx.bin),
+                quote(&work),
+                quote(&settings),
+                quote(&calls)
+            ))
+            .env("AGENT_TOOLS_HOME", &home);
+        // One check run: every call succeeded.
+        let out = ours.stdout_string()?;
+        let ok = out
+            .lines()
+            .filter(|l| l.contains(r#""is_error":false"#))
+            .count();
+        if ok != CALLS {
+            bail!(
+                "bash-200 ({name}): {ok} of {CALLS} calls succeeded:\n{}",
+                out.lines()
+                    .find(|l| l.contains(r#""is_error":true"#))
+                    .unwrap_or("")
+            );
+        }
+        results.push(ctx.compare(
+            &format!("{CALLS} × `true`, sandbox {name}"),
+            &ours,
+            &baseline,
+            "bash -c true loop",
+        )?);
+    }
+    Ok(results)
+}
+
+/// `yes | head -c 1G` through Bash, with the spill file checked and peak memory reported.
+pub fn bash_1g(ctx: &Ctx) -> Result<Vec<Comparison>> {
+    let (work, home) = workdir(ctx)?;
+    let settings = settings(ctx, "default", "{}")?;
+    let spill_root = home.join("tool-results");
+    let input = r#"{"command": "yes | head -c 1G"}"#;
+    // Each run leaves a 1 GiB spill file; ours removes it after the call (included in the
+    // time) so the runs do not fill the disk.
+    let call = format!(
+        "{} call Bash {} --cwd {} --mode bypassPermissions --settings {}",
+        quote(&ctx.bin),
+        shell_quote(std::ffi::OsStr::new(input)),
+        quote(&work),
+        quote(&settings)
+    );
+    // The check run: the whole GiB is in the spill file, the result names it.
+    let check = Cmd::new("sh")
+        .arg("-c")
+        .arg(&call)
+        .env("AGENT_TOOLS_HOME", &home);
+    let out = check.stdout_string()?;
+    let key = r#""persistedOutputPath":""#;
+    let path = out
+        .find(key)
+        .map(|i| &out[i + key.len()..])
+        .and_then(|rest| rest.split('"').next())
+        .context("bash-1g: the result names no spill file")?;
+    let size = fs::metadata(path)
+        .with_context(|| format!("bash-1g: spill file {path}"))?
+        .len();
+    if size != GIB {
+        bail!("bash-1g: the spill file holds {size} bytes, not 1 GiB");
+    }
+    if !out.contains("lines truncated]") {
+        bail!("bash-1g: the inline output has no truncation marker");
+    }
+    let peak = peak_rss_kb(&call, &home, &ctx.scratch);
+    let _ = fs::remove_dir_all(&spill_root);
+    let ours = Cmd::new("sh")
+        .arg("-c")
+        .arg(format!("{call} > /dev/null; rm -rf {}", quote(&spill_root)))
+        .env("AGENT_TOOLS_HOME", &home);
+    let baseline = Cmd::new("sh").args(["-c", "yes | head -c 1G > /dev/null"]);
+    let memory = match peak {
+        Some(kb) => format!("peak RSS {:.1} MB", kb as f64 / 1024.0),
+        None => "peak RSS not measured".to_owned(),
+    };
+    println!("bash-1g: spill file {size} bytes, {memory}");
+    Ok(vec![ctx.compare(
+        &format!("yes | head -c 1G, 1 GiB spilled, {memory}"),
+        &ours,
+        &baseline,
+        "> /dev/null",
+    )?])
+}
+
+/// Peak resident memory of `agent-tools` in one run of the shell command `call`, in KB,
+/// through `/usr/bin/time -f %M` wrapped around the binary itself.
+fn peak_rss_kb(call: &str, home: &Path, scratch: &Path) -> Option<u64> {
+    let time = Path::new("/usr/bin/time");
+    if !time.is_file() {
+        return None;
+    }
+    let out = scratch.join("shell-rss.txt");
+    let status = std::process::Command::new("sh")
+        .arg("-c")
+        .arg(format!("{} -f %M -o {} {call}", quote(time), quote(&out)))
+        .env("AGENT_TOOLS_HOME", home)
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::null())
+        .status()
+        .ok()?;
+    if !status.success() {
+        return None;
+    }
+    fs::read_to_string(&out)
+        .ok()?
+        .trim()
+        .lines()
+        .last()?
+        .trim()
+        .parse()
+        .ok()
+}
