@@ -53,8 +53,8 @@ pub use naming::{
 pub use prompts::{ElicitationPrompter, SamplingSummariser};
 pub use resources::{ListMcpResourcesTool, ReadMcpResourceTool};
 pub use server::{
-    ClientHook, HttpOptions, PoolServer, SessionFactory, mcp_tool_list, parse_listen_addr,
-    serve_http, serve_stdio, to_mcp_result,
+    ClientHook, ClientHookFn, HttpOptions, PoolServer, SessionFactory, mcp_tool_list,
+    parse_listen_addr, serve_http, serve_stdio, to_mcp_result,
 };
 pub use tool::MAX_RESULT_CHARS;
 

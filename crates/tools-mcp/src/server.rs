@@ -38,8 +38,11 @@ pub type SessionFactory = Arc<dyn Fn() -> Result<ToolContext, ToolError> + Send 
 #[derive(Clone)]
 pub struct ClientHook(
     /// Receives the session's context, the client and its capabilities
-    pub Arc<dyn Fn(&ToolContext, &Peer<RoleServer>, &ClientCapabilities) + Send + Sync>,
+    pub Arc<ClientHookFn>,
 );
+
+/// The function inside a [`ClientHook`].
+pub type ClientHookFn = dyn Fn(&ToolContext, &Peer<RoleServer>, &ClientCapabilities) + Send + Sync;
 
 impl std::fmt::Debug for ClientHook {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
