@@ -428,7 +428,7 @@ async fn a_server_killed_mid_call_is_a_clear_error_then_reconnects() {
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn a_server_flooding_stderr_is_bounded() {
+async fn a_server_flooding_stderr_or_answering_10_mb_is_bounded() {
     let log = tempfile::tempdir().unwrap();
     let s = Session::start(
         json!({"mcpServers": {"fake": fake_server(log.path(), json!([]), 30_000)}}),
@@ -439,6 +439,12 @@ async fn a_server_flooding_stderr_is_bounded() {
     let r = s.call("mcp__fake__flood", json!({})).await;
     assert!(!r.is_error, "{r:?}");
     let tail = s.manager.stderr("fake").unwrap();
+    // A 10 MB result is spilled to a file with a preview.
+    let r = s.call("mcp__fake__big", json!({})).await;
+    assert!(!r.is_error, "{}", r.text().len());
+    let text = r.text();
+    assert!(text.len() < 10_000, "{}", text.len());
+    assert!(text.contains("Full output saved to:"), "{text}");
     assert!(
         eventually(|| tail.total() >= 5 * 1024 * 1024).await,
         "{}",

@@ -3,7 +3,7 @@
 Usage: python3 fake_server.py LOGDIR
 
 Tools: echo (answers), hang (never answers), die (exits mid-call), flood (writes 5 MB to
-stderr, then answers). Extra tools come from the env var FAKE_TOOLS, a JSON list of
+stderr, then answers), big (answers 10 MB of text). Extra tools come from the env var FAKE_TOOLS, a JSON list of
 {"name", "description", "pad"} (pad: that many
 "d" appended to the description). Every start appends the pid to LOGDIR/starts; every
 notifications/cancelled appends its requestId to LOGDIR/cancelled.
@@ -32,6 +32,7 @@ TOOLS = [
     {"name": "hang", "description": "Never answers", "inputSchema": {"type": "object"}},
     {"name": "die", "description": "Exits mid-call", "inputSchema": {"type": "object"}},
     {"name": "flood", "description": "Floods stderr", "inputSchema": {"type": "object"}},
+    {"name": "big", "description": "Answers 10 MB", "inputSchema": {"type": "object"}},
 ]
 for extra in json.loads(os.environ.get("FAKE_TOOLS", "[]")):
     description = extra.get("description", "") + "d" * extra.get("pad", 0)
@@ -67,6 +68,8 @@ for line in sys.stdin:
                 sys.stderr.write(chunk)
             sys.stderr.flush()
         text = json.dumps(message["params"].get("arguments") or {})
+        if name == "big":
+            text = "x" * (10 * 1024 * 1024)
         send({"jsonrpc": "2.0", "id": mid, "result": {
             "content": [{"type": "text", "text": name + " " + text}]}})
     elif method == "ping":
