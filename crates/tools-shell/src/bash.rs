@@ -342,7 +342,7 @@ impl TypedTool for Bash {
                 Some("<error>Command was aborted before completion</error>".to_owned())
             }
             Ending::TimedOut => Some(format!(
-                "<error>Command timed out after {}: its process group got SIGTERM, then SIGKILL after {}s (exit code {})</error>",
+                "<error>Command timed out after {}: its process group was terminated (SIGTERM, then SIGKILL after {}s for anything left; exit code {})</error>",
                 format_duration(timeout),
                 process::KILL_GRACE.as_secs(),
                 finished.code
