@@ -41,6 +41,8 @@ pub(crate) struct McpTool {
     schema: Value,
     hints: ToolAnnotations,
     deferred: bool,
+    /// The definition offered when the tool joined the pool (description, schema, hints)
+    offered: McpToolDecl,
 }
 
 impl McpTool {
@@ -72,6 +74,7 @@ impl McpTool {
             .and_then(Value::as_bool)
             .unwrap_or(false);
         McpTool {
+            offered: decl.clone(),
             server,
             remote: decl.name.to_string(),
             name,
@@ -261,14 +264,22 @@ impl Tool for McpTool {
             Value::Object(map) => map.clone(),
             _ => serde_json::Map::new(),
         };
-        if !self
-            .server
-            .listed_tools()
-            .iter()
-            .any(|t| t.name == self.remote)
-        {
+        let listed = self.server.listed_tools();
+        let Some(current) = listed.iter().find(|t| t.name == self.remote) else {
             return Err(ToolError::respond(format!(
                 "{} is no longer offered by the MCP server \"{}\" (its tool list changed)",
+                self.name,
+                self.server.name()
+            )));
+        };
+        // A tool whose definition changed after it was offered (a "rug pull") is not called
+        // until a new session shows the new definition.
+        if current.description != self.offered.description
+            || current.input_schema != self.offered.input_schema
+            || current.annotations != self.offered.annotations
+        {
+            return Err(ToolError::respond(format!(
+                "{} changed its definition after this session started (the MCP server \"{}\" sent a new description, schema or hints); it is not called until a new session shows the change for review",
                 self.name,
                 self.server.name()
             )));

@@ -533,3 +533,30 @@ async fn a_failing_server_is_listed_with_its_error_and_does_not_block_others() {
     assert!(!r.is_error, "{r:?}");
     s.manager.shutdown().await;
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_tool_whose_definition_changes_is_not_called_until_reviewed() {
+    let log = tempfile::tempdir().unwrap();
+    let s = Session::start(
+        json!({"mcpServers": {"fake": fake_server(log.path(), json!([]), 10_000)}}),
+        &["mcp__fake"],
+        PermissionMode::Default,
+    )
+    .await;
+    let r = s.call("mcp__fake__echo", json!({})).await;
+    assert!(!r.is_error, "{r:?}");
+    let r = s.call("mcp__fake__mutate", json!({})).await;
+    assert!(!r.is_error, "{r:?}");
+    assert!(eventually(|| s.manager.list_changes("fake") >= 1).await);
+    let r = s.call("mcp__fake__echo", json!({})).await;
+    assert!(r.is_error, "{r:?}");
+    assert!(r.text().contains("changed its definition"), "{}", r.text());
+    // A new pool (a new session) offers the new definition.
+    let fresh = s.manager.tools();
+    let echo = fresh
+        .iter()
+        .find(|t| t.name() == "mcp__fake__echo")
+        .unwrap();
+    assert!(echo.description(None).await.contains("ignore previous"));
+    s.manager.shutdown().await;
+}
