@@ -39,61 +39,67 @@ fn quote(p: &Path) -> String {
     shell_quote(p.as_os_str())
 }
 
-/// 200 Bash calls of `true` in one batch, per sandbox mechanism.
+/// 200 Bash calls of `true` in one batch, per sandbox mechanism. `true` is read-only, so the
+/// batch runner may run up to 10 at once; `exec true` is not, so those run strictly one after
+/// the other.
 pub fn bash_200(ctx: &Ctx) -> Result<Vec<Comparison>> {
     let (work, home) = workdir(ctx)?;
-    let calls = ctx.scratch.join("shell-200-calls.jsonl");
-    let line = r#"{"tool": "Bash", "input": {"command": "true"}}"#;
-    fs::write(&calls, format!("{}\n", vec![line; CALLS].join("\n")))
-        .with_context(|| format!("writing {}", calls.display()))?;
     let baseline = Cmd::new("sh").arg("-c").arg(format!(
         "i=0; while [ $i -lt {CALLS} ]; do bash -c true; i=$((i+1)); done"
     ));
     let mut results = Vec::new();
-    for (name, sandbox, usable) in [
-        (
-            "bubblewrap",
-            r#"{"mechanism": "bubblewrap"}"#,
-            Path::new("/usr/bin/bwrap").is_file(),
-        ),
-        ("landlock", r#"{"mechanism": "landlock"}"#, true),
-        ("none", r#"{"enabled": false}"#, true),
-    ] {
-        if !usable {
-            println!("bash-200: skipping the {name} sandbox (not installed)");
-            continue;
+    for (command, how) in [("exec true", "sequential"), ("true", "read-only, batched")] {
+        let calls = ctx
+            .scratch
+            .join(format!("shell-200-{}.jsonl", command.replace(' ', "-")));
+        let line = format!(r#"{{"tool": "Bash", "input": {{"command": "{command}"}}}}"#);
+        fs::write(&calls, format!("{}\n", vec![line; CALLS].join("\n")))
+            .with_context(|| format!("writing {}", calls.display()))?;
+        for (name, sandbox, usable) in [
+            (
+                "bubblewrap",
+                r#"{"mechanism": "bubblewrap"}"#,
+                Path::new("/usr/bin/bwrap").is_file(),
+            ),
+            ("landlock", r#"{"mechanism": "landlock"}"#, true),
+            ("none", r#"{"enabled": false}"#, true),
+        ] {
+            if !usable {
+                println!("bash-200: skipping the {name} sandbox (not installed)");
+                continue;
+            }
+            let settings = settings(ctx, name, sandbox)?;
+            let ours = Cmd::new("sh")
+                .arg("-c")
+                .arg(format!(
+                    "exec {} batch --cwd {} --mode bypassPermissions --settings {} < {}",
+                    quote(&ctx.bin),
+                    quote(&work),
+                    quote(&settings),
+                    quote(&calls)
+                ))
+                .env("AGENT_TOOLS_HOME", &home);
+            // One check run: every call succeeded.
+            let out = ours.stdout_string()?;
+            let ok = out
+                .lines()
+                .filter(|l| l.contains(r#""is_error":false"#))
+                .count();
+            if ok != CALLS {
+                bail!(
+                    "bash-200 ({name}): {ok} of {CALLS} calls succeeded:\n{}",
+                    out.lines()
+                        .find(|l| l.contains(r#""is_error":true"#))
+                        .unwrap_or("")
+                );
+            }
+            results.push(ctx.compare(
+                &format!("{CALLS} × `{command}` ({how}), sandbox {name}"),
+                &ours,
+                &baseline,
+                "bash -c true loop",
+            )?);
         }
-        let settings = settings(ctx, name, sandbox)?;
-        let ours = Cmd::new("sh")
-            .arg("-c")
-            .arg(format!(
-                "exec {} batch --cwd {} --mode bypassPermissions --settings {} < {}",
-                quote(&ctx.bin),
-                quote(&work),
-                quote(&settings),
-                quote(&calls)
-            ))
-            .env("AGENT_TOOLS_HOME", &home);
-        // One check run: every call succeeded.
-        let out = ours.stdout_string()?;
-        let ok = out
-            .lines()
-            .filter(|l| l.contains(r#""is_error":false"#))
-            .count();
-        if ok != CALLS {
-            bail!(
-                "bash-200 ({name}): {ok} of {CALLS} calls succeeded:\n{}",
-                out.lines()
-                    .find(|l| l.contains(r#""is_error":true"#))
-                    .unwrap_or("")
-            );
-        }
-        results.push(ctx.compare(
-            &format!("{CALLS} × `true`, sandbox {name}"),
-            &ours,
-            &baseline,
-            "bash -c true loop",
-        )?);
     }
     Ok(results)
 }
