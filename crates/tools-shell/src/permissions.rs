@@ -402,7 +402,12 @@ fn dangerous_rm(cmd: &SimpleCommand, cwd: &Path) -> Option<String> {
         // `dir/*` is as bad as `dir`.
         let trimmed = expanded.trim_end_matches("/*").trim_end_matches('*');
         let target = if trimmed.is_empty() {
-            PathBuf::from("/")
+            // `/*` is the root; a bare `*` is everything in the working directory.
+            if expanded.starts_with('/') {
+                PathBuf::from("/")
+            } else {
+                cwd.to_path_buf()
+            }
         } else {
             path::resolve(cwd, trimmed)
         };

@@ -247,6 +247,7 @@ async fn row10_suggestions_are_exact_per_subcommand() {
         "rm -rf ~",
         "rm -rf /usr",
         "rm -rf /*",
+        "rm -rf *",
         "rm -rf ..",
         "rm -rf .",
         "rmdir /home",
