@@ -180,5 +180,14 @@ pub fn build_context(options: &SessionOptions) -> Result<ToolContext, ToolError>
             .service(tasks)
             .service(Arc::new(sandbox));
     }
+    #[cfg(feature = "agent")]
+    {
+        // ToolSearch (and sub-agents) find the session's tools here; a host whose pool also
+        // holds MCP tools replaces this with `ToolCatalog::from_pool` over its whole pool.
+        let registry = Arc::new(crate::ToolRegistry::new());
+        builder = builder.service(tools_agent::ToolCatalog::new(move || {
+            registry.base_tools().to_vec()
+        }));
+    }
     Ok(builder.service(Arc::new(layers)).build())
 }

@@ -1,5 +1,5 @@
 //! Agent tools for agent-tools: todos, plan mode, questions to the user, messages to the
-//! user and project settings; with feature `v2-todo`, shared task lists.
+//! user, project settings and tool search; with feature `v2-todo`, shared task lists.
 //!
 //! # Overview
 //!
@@ -14,10 +14,15 @@
 //!   host's [`UserMessageSink`].
 //! - [`Config`]: reads and writes this project's `.agent-tools/settings.json` keys
 //!   ([`SETTINGS`]); reads are allowed, writes ask.
+//! - [`ToolSearch`]: finds deferred tools in the session's [`ToolCatalog`] by `select:`,
+//!   keywords with the reference's scores, `+required` words or an `mcp__server` prefix.
+//! - With feature `v2-todo`: `TaskCreate`, `TaskGet`, `TaskUpdate`, `TaskList` over a
+//!   `TaskStore`, one JSON file per task with a high-water mark and a lock file, so several
+//!   processes share one list; dependencies (blocks / blockedBy) and owners.
 //! - [`tools`] returns the tools ready for a pool.
 //!
 //! Host services are looked up in the context's [`tool_core::Services`] as
-//! `Arc<dyn QuestionPrompter>`, `Arc<dyn UserMessageSink>`; a sub-agent's context carries an
+//! `Arc<dyn QuestionPrompter>`, `Arc<dyn UserMessageSink>`, [`ToolCatalog`]; a sub-agent's context carries an
 //! `Arc<AgentIdentity>`.
 //!
 //! # Example
@@ -45,7 +50,10 @@ mod ask;
 mod brief;
 mod config;
 mod plan;
+mod search;
 mod store;
+#[cfg(feature = "v2-todo")]
+mod tasks;
 mod todo;
 
 use std::sync::Arc;
@@ -68,7 +76,17 @@ pub use plan::{
     EnterPlanModeOutput, ExitPlanMode, ExitPlanModeInput, ExitPlanModeOutput, NOT_IN_PLAN_MODE,
     PLAN_APPROVED, PLAN_MODE_IN_AGENT, plan_file,
 };
+pub use search::{
+    NO_MATCH, ToolCatalog, ToolSearch, ToolSearchInput, ToolSearchOutput, is_deferred_tool,
+    name_parts, score_term,
+};
 pub use store::AgentIdentity;
+#[cfg(feature = "v2-todo")]
+pub use tasks::{
+    HIGH_WATER_MARK, TASK_LIST_ENV, TaskCreate, TaskCreateInput, TaskGet, TaskGetInput, TaskList,
+    TaskListId, TaskListInput, TaskRecord, TaskState, TaskStore, TaskUpdate, TaskUpdateInput,
+    UpdateOutcome, UpdateStatus,
+};
 pub use todo::{
     TODOS_MODIFIED, TodoItem, TodoStatus, TodoWrite, TodoWriteInput, TodoWriteOutput, current_todos,
 };
@@ -83,6 +101,14 @@ pub fn tools() -> Vec<Arc<dyn tool_core::Tool>> {
         Arc::new(tool_core::Typed::new(AskUserQuestion)),
         Arc::new(tool_core::Typed::new(SendUserMessage)),
         Arc::new(tool_core::Typed::new(Config)),
+        Arc::new(tool_core::Typed::new(ToolSearch)),
     ];
+    #[cfg(feature = "v2-todo")]
+    tools.extend([
+        Arc::new(tool_core::Typed::new(TaskCreate)) as Arc<dyn tool_core::Tool>,
+        Arc::new(tool_core::Typed::new(TaskGet)),
+        Arc::new(tool_core::Typed::new(TaskList)),
+        Arc::new(tool_core::Typed::new(TaskUpdate)),
+    ]);
     tools
 }

@@ -271,11 +271,19 @@ fn features_decide_which_tools_exist() {
         "ExitPlanMode",
         "SendUserMessage",
         "TodoWrite",
+        "ToolSearch",
     ] {
         assert_eq!(
             names.iter().any(|n| n == agent),
             cfg!(feature = "agent"),
             "{agent}: {names:?}"
+        );
+    }
+    for task in ["TaskCreate", "TaskGet", "TaskList", "TaskUpdate"] {
+        assert_eq!(
+            names.iter().any(|n| n == task),
+            cfg!(all(feature = "agent", feature = "v2-todo")),
+            "{task}: {names:?}"
         );
     }
     for mcp in ["ListMcpResourcesTool", "ReadMcpResourceTool"] {

@@ -2,7 +2,9 @@
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
 mod group1;
+mod search;
 mod snapshots;
+mod tasks;
 
 use std::path::PathBuf;
 use std::sync::Arc;

@@ -1,0 +1,753 @@
+//! TaskCreate, TaskGet, TaskUpdate and TaskList ("Todo V2", reference §4.23): a task list
+//! shared by every process that names the same list, one JSON file per task under
+//! `<state>/tasks/<list>/`, ids from a high-water mark, writes under a file lock.
+
+use std::collections::BTreeMap;
+use std::fs::File;
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+
+use async_trait::async_trait;
+use schemars::JsonSchema;
+use serde::{Deserialize, Serialize};
+use serde_json::{Map, Value};
+use tool_core::{ToolCategory, ToolContext, ToolError, ToolResult, TypedTool, ValidationResult};
+
+use crate::store::{read_json, safe_component, write_json};
+
+/// The environment variable that names the task list, so separate sessions share one.
+pub const TASK_LIST_ENV: &str = "AGENT_TOOLS_TASK_LIST_ID";
+/// The file holding the highest id ever given out, so ids are never reused.
+pub const HIGH_WATER_MARK: &str = ".highwatermark";
+const LOCK_FILE: &str = ".lock";
+
+/// Names the task list of a session; a host (or a team) puts one in the context's services.
+/// Without it the list is [`TASK_LIST_ENV`], else the session id.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct TaskListId(pub String);
+
+/// Where a task is.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "snake_case")]
+pub enum TaskState {
+    /// Not started
+    Pending,
+    /// Being worked on
+    InProgress,
+    /// Done
+    Completed,
+}
+
+impl TaskState {
+    fn as_str(self) -> &'static str {
+        match self {
+            TaskState::Pending => "pending",
+            TaskState::InProgress => "in_progress",
+            TaskState::Completed => "completed",
+        }
+    }
+}
+
+/// One task as stored in `<id>.json`.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct TaskRecord {
+    /// Numeric id, as a string
+    pub id: String,
+    /// A short title
+    pub subject: String,
+    /// What needs to be done
+    pub description: String,
+    /// Present continuous form shown while in progress
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub active_form: Option<String>,
+    /// Where it is
+    pub status: TaskState,
+    /// Who works on it
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub owner: Option<String>,
+    /// Tasks that cannot start before this one is completed
+    #[serde(default)]
+    pub blocks: Vec<String>,
+    /// Tasks that must be completed before this one
+    #[serde(default)]
+    pub blocked_by: Vec<String>,
+    /// Free-form data
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub metadata: Option<Map<String, Value>>,
+}
+
+/// A task list on disk. Every operation takes the list's lock file (shared for reads,
+/// exclusive for writes), so processes sharing the directory never lose an update.
+#[derive(Debug, Clone)]
+pub struct TaskStore {
+    dir: PathBuf,
+}
+
+fn id_number(id: &str) -> Option<u64> {
+    id.trim().trim_start_matches('#').parse().ok()
+}
+
+fn sort_ids(ids: &mut [String]) {
+    ids.sort_by_key(|id| id_number(id).unwrap_or(u64::MAX));
+}
+
+impl TaskStore {
+    /// The store in `dir`.
+    pub fn open(dir: impl Into<PathBuf>) -> Self {
+        TaskStore { dir: dir.into() }
+    }
+
+    /// The list of this context: `<state>/tasks/<list id>/`.
+    pub fn for_context(ctx: &ToolContext) -> Self {
+        let id = ctx
+            .services()
+            .get::<Arc<TaskListId>>()
+            .map(|t| t.0.clone())
+            .or_else(|| {
+                std::env::var(TASK_LIST_ENV)
+                    .ok()
+                    .filter(|s| !s.trim().is_empty())
+            })
+            .unwrap_or_else(|| ctx.session_id().to_owned());
+        TaskStore::open(ctx.state_dir().join("tasks").join(safe_component(&id)))
+    }
+
+    /// The directory.
+    pub fn dir(&self) -> &Path {
+        &self.dir
+    }
+
+    fn lock(&self, exclusive: bool) -> Result<File, ToolError> {
+        std::fs::create_dir_all(&self.dir).map_err(|e| ToolError::io(&self.dir, e))?;
+        let path = self.dir.join(LOCK_FILE);
+        let file = File::options()
+            .create(true)
+            .truncate(false)
+            .write(true)
+            .open(&path)
+            .map_err(|e| ToolError::io(&path, e))?;
+        let locked = if exclusive {
+            file.lock()
+        } else {
+            file.lock_shared()
+        };
+        locked.map_err(|e| ToolError::io(&path, e))?;
+        Ok(file)
+    }
+
+    fn task_path(&self, id: &str) -> PathBuf {
+        self.dir.join(format!("{id}.json"))
+    }
+
+    fn load_all(&self) -> Result<BTreeMap<u64, TaskRecord>, ToolError> {
+        let mut out = BTreeMap::new();
+        let entries = match std::fs::read_dir(&self.dir) {
+            Ok(e) => e,
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(out),
+            Err(e) => return Err(ToolError::io(&self.dir, e)),
+        };
+        for entry in entries.flatten() {
+            let name = entry.file_name().to_string_lossy().into_owned();
+            let Some(n) = name.strip_suffix(".json").and_then(id_number) else {
+                continue;
+            };
+            if let Some(task) = read_json::<TaskRecord>(&entry.path())? {
+                out.insert(n, task);
+            }
+        }
+        Ok(out)
+    }
+
+    fn high_water_mark(&self) -> u64 {
+        std::fs::read_to_string(self.dir.join(HIGH_WATER_MARK))
+            .ok()
+            .and_then(|t| t.trim().parse().ok())
+            .unwrap_or(0)
+    }
+
+    /// Creates a task with the next id.
+    pub fn create(
+        &self,
+        subject: String,
+        description: String,
+        active_form: Option<String>,
+        metadata: Option<Map<String, Value>>,
+    ) -> Result<TaskRecord, ToolError> {
+        let _lock = self.lock(true)?;
+        let existing = self.load_all()?;
+        let max = existing.keys().next_back().copied().unwrap_or(0);
+        let id = self.high_water_mark().max(max) + 1;
+        let task = TaskRecord {
+            id: id.to_string(),
+            subject,
+            description,
+            active_form,
+            status: TaskState::Pending,
+            owner: None,
+            blocks: Vec::new(),
+            blocked_by: Vec::new(),
+            metadata,
+        };
+        write_json(&self.task_path(&task.id), &task)?;
+        crate::store::write_atomic(&self.dir.join(HIGH_WATER_MARK), id.to_string().as_bytes())?;
+        Ok(task)
+    }
+
+    /// One task.
+    pub fn get(&self, id: &str) -> Result<Option<TaskRecord>, ToolError> {
+        let Some(n) = id_number(id) else {
+            return Ok(None);
+        };
+        let _lock = self.lock(false)?;
+        read_json(&self.task_path(&n.to_string()))
+    }
+
+    /// Every task, by id.
+    pub fn list(&self) -> Result<Vec<TaskRecord>, ToolError> {
+        let _lock = self.lock(false)?;
+        Ok(self.load_all()?.into_values().collect())
+    }
+
+    /// Applies an update under the exclusive lock. `Ok(None)` when the task does not exist.
+    pub fn update(&self, update: &TaskUpdateInput) -> Result<Option<UpdateOutcome>, ToolError> {
+        let Some(n) = id_number(&update.task_id) else {
+            return Ok(None);
+        };
+        let _lock = self.lock(true)?;
+        let mut all = self.load_all()?;
+        let Some(before) = all.get(&n).cloned() else {
+            return Ok(None);
+        };
+        let id = before.id.clone();
+        let mut changed_fields: Vec<&'static str> = Vec::new();
+        let mut touched: Vec<u64> = vec![n];
+
+        if update.status == Some(UpdateStatus::Deleted) {
+            all.remove(&n);
+            for (k, t) in all.iter_mut() {
+                let len = t.blocks.len() + t.blocked_by.len();
+                t.blocks.retain(|b| b != &id);
+                t.blocked_by.retain(|b| b != &id);
+                if t.blocks.len() + t.blocked_by.len() != len {
+                    touched.push(*k);
+                }
+            }
+            for k in touched.iter().filter(|k| **k != n) {
+                if let Some(t) = all.get(k) {
+                    write_json(&self.task_path(&t.id), t)?;
+                }
+            }
+            let path = self.task_path(&id);
+            std::fs::remove_file(&path).map_err(|e| ToolError::io(&path, e))?;
+            return Ok(Some(UpdateOutcome {
+                task: None,
+                deleted: true,
+                fields: vec!["deleted"],
+            }));
+        }
+
+        // Check the dependency edits before changing anything: no partial writes.
+        let mut edges: Vec<(u64, u64)> = Vec::new(); // (blocker, blocked)
+        for (field, list, outgoing) in [
+            ("addBlocks", &update.add_blocks, true),
+            ("addBlockedBy", &update.add_blocked_by, false),
+        ] {
+            for other in list.iter().flatten() {
+                let Some(m) = id_number(other).filter(|m| all.contains_key(m)) else {
+                    return Err(ToolError::respond(format!(
+                        "{field}: task #{} does not exist. Use TaskList to see the task ids.",
+                        other.trim_start_matches('#')
+                    )));
+                };
+                if m == n {
+                    return Err(ToolError::respond(format!(
+                        "{field}: task #{id} cannot depend on itself"
+                    )));
+                }
+                edges.push(if outgoing { (n, m) } else { (m, n) });
+            }
+        }
+        for &(blocker, blocked) in &edges {
+            if reaches(&all, &edges, blocked, blocker) {
+                return Err(ToolError::respond(format!(
+                    "Making task #{blocker} block task #{blocked} would create a dependency cycle"
+                )));
+            }
+        }
+
+        let task = all
+            .get_mut(&n)
+            .ok_or_else(|| ToolError::fatal("internal error: task vanished"))?;
+        if let Some(s) = &update.subject
+            && *s != task.subject
+        {
+            task.subject = s.clone();
+            changed_fields.push("subject");
+        }
+        if let Some(d) = &update.description
+            && *d != task.description
+        {
+            task.description = d.clone();
+            changed_fields.push("description");
+        }
+        if let Some(a) = &update.active_form
+            && Some(a) != task.active_form.as_ref()
+        {
+            task.active_form = Some(a.clone());
+            changed_fields.push("activeForm");
+        }
+        if let Some(status) = update.status.and_then(UpdateStatus::state)
+            && status != task.status
+        {
+            task.status = status;
+            changed_fields.push("status");
+        }
+        if let Some(owner) = &update.owner {
+            let owner = Some(owner.trim().to_owned()).filter(|o| !o.is_empty());
+            if owner != task.owner {
+                task.owner = owner;
+                changed_fields.push("owner");
+            }
+        }
+        if let Some(meta) = &update.metadata {
+            let target = task.metadata.get_or_insert_with(Map::new);
+            for (k, v) in meta {
+                if v.is_null() {
+                    target.remove(k);
+                } else {
+                    target.insert(k.clone(), v.clone());
+                }
+            }
+            if target.is_empty() {
+                task.metadata = None;
+            }
+            changed_fields.push("metadata");
+        }
+        let mut deps_changed = (false, false);
+        for (blocker, blocked) in edges {
+            let blocked_id = blocked.to_string();
+            let blocker_id = blocker.to_string();
+            if let Some(t) = all.get_mut(&blocker)
+                && !t.blocks.contains(&blocked_id)
+            {
+                t.blocks.push(blocked_id.clone());
+                sort_ids(&mut t.blocks);
+                touched.push(blocker);
+                if blocker == n {
+                    deps_changed.0 = true;
+                }
+            }
+            if let Some(t) = all.get_mut(&blocked)
+                && !t.blocked_by.contains(&blocker_id)
+            {
+                t.blocked_by.push(blocker_id);
+                sort_ids(&mut t.blocked_by);
+                touched.push(blocked);
+                if blocked == n {
+                    deps_changed.1 = true;
+                }
+            }
+        }
+        if deps_changed.0 {
+            changed_fields.push("blocks");
+        }
+        if deps_changed.1 {
+            changed_fields.push("blockedBy");
+        }
+        touched.sort_unstable();
+        touched.dedup();
+        for k in touched {
+            if let Some(t) = all.get(&k) {
+                write_json(&self.task_path(&t.id), t)?;
+            }
+        }
+        Ok(Some(UpdateOutcome {
+            task: all.get(&n).cloned(),
+            deleted: false,
+            fields: changed_fields,
+        }))
+    }
+}
+
+/// Whether `from` reaches `to` following "blocks" edges (stored plus `extra`).
+fn reaches(all: &BTreeMap<u64, TaskRecord>, extra: &[(u64, u64)], from: u64, to: u64) -> bool {
+    let mut stack = vec![from];
+    let mut seen = std::collections::HashSet::new();
+    while let Some(cur) = stack.pop() {
+        if cur == to {
+            return true;
+        }
+        if !seen.insert(cur) {
+            continue;
+        }
+        if let Some(t) = all.get(&cur) {
+            stack.extend(t.blocks.iter().filter_map(|b| id_number(b)));
+        }
+        stack.extend(extra.iter().filter(|(a, _)| *a == cur).map(|(_, b)| *b));
+    }
+    false
+}
+
+/// What an update did.
+#[derive(Debug, Clone, PartialEq)]
+pub struct UpdateOutcome {
+    /// The task after the update (none when deleted)
+    pub task: Option<TaskRecord>,
+    /// Whether it was deleted
+    pub deleted: bool,
+    /// The fields that changed
+    pub fields: Vec<&'static str>,
+}
+
+fn blocker_ids(task: &TaskRecord, all: &[TaskRecord]) -> Vec<String> {
+    task.blocked_by
+        .iter()
+        .filter(|b| {
+            all.iter()
+                .find(|t| &t.id == *b)
+                .is_some_and(|t| t.status != TaskState::Completed)
+        })
+        .map(|b| format!("#{b}"))
+        .collect()
+}
+
+fn hashes(ids: &[String]) -> String {
+    ids.iter()
+        .map(|i| format!("#{i}"))
+        .collect::<Vec<_>>()
+        .join(", ")
+}
+
+/// Input of TaskCreate.
+#[derive(Debug, Clone, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields, rename_all = "camelCase")]
+pub struct TaskCreateInput {
+    /// A brief title for the task, in the imperative form ("Fix login bug")
+    #[schemars(length(min = 1))]
+    pub subject: String,
+    /// What needs to be done, with the detail another agent would need
+    pub description: String,
+    /// Present continuous form shown while the task is in progress ("Fixing login bug")
+    #[serde(default)]
+    pub active_form: Option<String>,
+    /// Arbitrary data to attach to the task
+    #[serde(default)]
+    pub metadata: Option<Map<String, Value>>,
+}
+
+/// Input of TaskGet.
+#[derive(Debug, Clone, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields, rename_all = "camelCase")]
+pub struct TaskGetInput {
+    /// The id of the task
+    #[schemars(length(min = 1))]
+    pub task_id: String,
+}
+
+/// Input of TaskList (none).
+#[derive(Debug, Clone, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct TaskListInput {}
+
+/// A status TaskUpdate may set.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize, JsonSchema)]
+#[serde(rename_all = "snake_case")]
+pub enum UpdateStatus {
+    /// Not started
+    Pending,
+    /// Being worked on
+    InProgress,
+    /// Done
+    Completed,
+    /// Remove the task
+    Deleted,
+}
+
+impl UpdateStatus {
+    fn state(self) -> Option<TaskState> {
+        match self {
+            UpdateStatus::Pending => Some(TaskState::Pending),
+            UpdateStatus::InProgress => Some(TaskState::InProgress),
+            UpdateStatus::Completed => Some(TaskState::Completed),
+            UpdateStatus::Deleted => None,
+        }
+    }
+}
+
+/// Input of TaskUpdate.
+#[derive(Debug, Clone, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields, rename_all = "camelCase")]
+pub struct TaskUpdateInput {
+    /// The id of the task to update
+    #[schemars(length(min = 1))]
+    pub task_id: String,
+    /// New subject
+    #[serde(default)]
+    pub subject: Option<String>,
+    /// New description
+    #[serde(default)]
+    pub description: Option<String>,
+    /// New present continuous form
+    #[serde(default)]
+    pub active_form: Option<String>,
+    /// New status; "deleted" removes the task
+    #[serde(default)]
+    pub status: Option<UpdateStatus>,
+    /// Ids of tasks that cannot start until this one is completed
+    #[serde(default)]
+    pub add_blocks: Option<Vec<String>>,
+    /// Ids of tasks that must be completed before this one can start
+    #[serde(default)]
+    pub add_blocked_by: Option<Vec<String>>,
+    /// New owner (an agent name); an empty string clears it
+    #[serde(default)]
+    pub owner: Option<String>,
+    /// Keys to merge into the task's metadata; a null value removes the key
+    #[serde(default)]
+    pub metadata: Option<Map<String, Value>>,
+}
+
+/// The TaskCreate tool.
+#[derive(Debug, Clone, Copy, Default)]
+pub struct TaskCreate;
+/// The TaskGet tool.
+#[derive(Debug, Clone, Copy, Default)]
+pub struct TaskGet;
+/// The TaskList tool.
+#[derive(Debug, Clone, Copy, Default)]
+pub struct TaskList;
+/// The TaskUpdate tool.
+#[derive(Debug, Clone, Copy, Default)]
+pub struct TaskUpdate;
+
+async fn blocking<T: Send + 'static>(
+    f: impl FnOnce() -> Result<T, ToolError> + Send + 'static,
+) -> Result<T, ToolError> {
+    tokio::task::spawn_blocking(f)
+        .await
+        .map_err(|e| ToolError::fatal(format!("internal error: task list worker failed: {e}")))?
+}
+
+#[async_trait]
+impl TypedTool for TaskCreate {
+    type Input = TaskCreateInput;
+    type Output = TaskRecord;
+
+    fn name(&self) -> &'static str {
+        "TaskCreate"
+    }
+    fn search_hint(&self) -> Option<&'static str> {
+        Some("create a task in the shared task list")
+    }
+    fn category(&self) -> ToolCategory {
+        ToolCategory::Task
+    }
+    fn is_deferred(&self) -> bool {
+        true
+    }
+    async fn description(&self, _input: Option<&TaskCreateInput>) -> String {
+        "Create a task in the task list shared by this session and its agents. Use it to plan and track multi-step work: give a short imperative `subject`, a `description` with what needs to be done, and optionally `activeForm` (\"Running tests\") shown while it is in progress. New tasks start as pending with no owner; use TaskUpdate to set dependencies, the owner and the status.".to_owned()
+    }
+    fn is_concurrency_safe(&self, _input: &TaskCreateInput) -> bool {
+        true
+    }
+    fn is_read_only(&self, _input: &TaskCreateInput) -> bool {
+        false
+    }
+    async fn validate(&self, input: &TaskCreateInput, _ctx: &ToolContext) -> ValidationResult {
+        if input.subject.trim().is_empty() {
+            return ValidationResult::invalid(
+                "subject must not be empty: give the task a short title",
+            );
+        }
+        ValidationResult::Valid
+    }
+    async fn call(
+        &self,
+        input: TaskCreateInput,
+        ctx: &ToolContext,
+    ) -> Result<ToolResult<TaskRecord>, ToolError> {
+        let store = TaskStore::for_context(ctx);
+        let task = blocking(move || {
+            store.create(
+                input.subject.trim().to_owned(),
+                input.description,
+                input.active_form,
+                input.metadata,
+            )
+        })
+        .await?;
+        let text = format!("Task #{} created successfully: {}", task.id, task.subject);
+        Ok(ToolResult::ok(task).with_text(text))
+    }
+}
+
+#[async_trait]
+impl TypedTool for TaskGet {
+    type Input = TaskGetInput;
+    type Output = Option<TaskRecord>;
+
+    fn name(&self) -> &'static str {
+        "TaskGet"
+    }
+    fn search_hint(&self) -> Option<&'static str> {
+        Some("read one task of the task list")
+    }
+    fn category(&self) -> ToolCategory {
+        ToolCategory::Task
+    }
+    fn is_deferred(&self) -> bool {
+        true
+    }
+    async fn description(&self, _input: Option<&TaskGetInput>) -> String {
+        "Get a task from the task list by id: its subject, status, description, owner and dependencies (the tasks blocking it and the tasks it blocks). Read a task before starting work on it.".to_owned()
+    }
+    fn is_concurrency_safe(&self, _input: &TaskGetInput) -> bool {
+        true
+    }
+    fn is_read_only(&self, _input: &TaskGetInput) -> bool {
+        true
+    }
+    async fn call(
+        &self,
+        input: TaskGetInput,
+        ctx: &ToolContext,
+    ) -> Result<ToolResult<Option<TaskRecord>>, ToolError> {
+        let store = TaskStore::for_context(ctx);
+        let id = input.task_id.clone();
+        let task = blocking(move || store.get(&id)).await?;
+        let Some(task) = task else {
+            return Ok(ToolResult::ok(None).with_text("Task not found"));
+        };
+        let mut text = format!(
+            "Task #{}: {}\nStatus: {}\nDescription: {}",
+            task.id,
+            task.subject,
+            task.status.as_str(),
+            task.description
+        );
+        if let Some(owner) = &task.owner {
+            text.push_str(&format!("\nOwner: {owner}"));
+        }
+        if !task.blocked_by.is_empty() {
+            text.push_str(&format!("\nBlocked by: {}", hashes(&task.blocked_by)));
+        }
+        if !task.blocks.is_empty() {
+            text.push_str(&format!("\nBlocks: {}", hashes(&task.blocks)));
+        }
+        Ok(ToolResult::ok(Some(task)).with_text(text))
+    }
+}
+
+#[async_trait]
+impl TypedTool for TaskList {
+    type Input = TaskListInput;
+    type Output = Vec<TaskRecord>;
+
+    fn name(&self) -> &'static str {
+        "TaskList"
+    }
+    fn search_hint(&self) -> Option<&'static str> {
+        Some("list the tasks of the task list")
+    }
+    fn category(&self) -> ToolCategory {
+        ToolCategory::Task
+    }
+    fn is_deferred(&self) -> bool {
+        true
+    }
+    async fn description(&self, _input: Option<&TaskListInput>) -> String {
+        "List every task of the task list: id, status, subject, owner and the unfinished tasks blocking it. Use it to find the next task to work on (pending, no owner, not blocked) and to check overall progress.".to_owned()
+    }
+    fn is_concurrency_safe(&self, _input: &TaskListInput) -> bool {
+        true
+    }
+    fn is_read_only(&self, _input: &TaskListInput) -> bool {
+        true
+    }
+    async fn call(
+        &self,
+        _input: TaskListInput,
+        ctx: &ToolContext,
+    ) -> Result<ToolResult<Vec<TaskRecord>>, ToolError> {
+        let store = TaskStore::for_context(ctx);
+        let tasks = blocking(move || store.list()).await?;
+        if tasks.is_empty() {
+            return Ok(ToolResult::ok(tasks).with_text("No tasks found"));
+        }
+        let lines: Vec<String> = tasks
+            .iter()
+            .map(|t| {
+                let mut line = format!("#{} [{}] {}", t.id, t.status.as_str(), t.subject);
+                if let Some(owner) = &t.owner {
+                    line.push_str(&format!(" ({owner})"));
+                }
+                let blockers = blocker_ids(t, &tasks);
+                if !blockers.is_empty() {
+                    line.push_str(&format!(" [blocked by {}]", blockers.join(", ")));
+                }
+                line
+            })
+            .collect();
+        Ok(ToolResult::ok(tasks).with_text(lines.join("\n")))
+    }
+}
+
+#[async_trait]
+impl TypedTool for TaskUpdate {
+    type Input = TaskUpdateInput;
+    type Output = Option<TaskRecord>;
+
+    fn name(&self) -> &'static str {
+        "TaskUpdate"
+    }
+    fn search_hint(&self) -> Option<&'static str> {
+        Some("update a task's status, owner or dependencies")
+    }
+    fn category(&self) -> ToolCategory {
+        ToolCategory::Task
+    }
+    fn is_deferred(&self) -> bool {
+        true
+    }
+    async fn description(&self, _input: Option<&TaskUpdateInput>) -> String {
+        "Update a task of the task list: mark it in_progress when you start it and completed when it is fully done (not when tests fail or work is partial), change its subject or description, set its owner, merge metadata (a null value removes a key), or add dependencies: `addBlocks` lists tasks that cannot start until this one is completed, `addBlockedBy` tasks that must be completed first. Status \"deleted\" removes the task.".to_owned()
+    }
+    fn is_concurrency_safe(&self, _input: &TaskUpdateInput) -> bool {
+        true
+    }
+    fn is_read_only(&self, _input: &TaskUpdateInput) -> bool {
+        false
+    }
+    async fn validate(&self, input: &TaskUpdateInput, _ctx: &ToolContext) -> ValidationResult {
+        if let Some(s) = &input.subject
+            && s.trim().is_empty()
+        {
+            return ValidationResult::invalid("subject must not be empty when given");
+        }
+        ValidationResult::Valid
+    }
+    async fn call(
+        &self,
+        input: TaskUpdateInput,
+        ctx: &ToolContext,
+    ) -> Result<ToolResult<Option<TaskRecord>>, ToolError> {
+        let store = TaskStore::for_context(ctx);
+        let shown = input.task_id.trim().trim_start_matches('#').to_owned();
+        let outcome = blocking(move || store.update(&input)).await?;
+        // A missing task is an ordinary result, as in the reference, so it never reads as a
+        // failure of sibling calls.
+        let Some(outcome) = outcome else {
+            return Ok(ToolResult::ok(None).with_text(format!("Task #{shown} not found")));
+        };
+        let text = if outcome.deleted {
+            format!("Task #{shown} deleted")
+        } else if outcome.fields.is_empty() {
+            format!("Task #{shown} unchanged: the values given are the current ones")
+        } else {
+            format!("Updated task #{shown} {}", outcome.fields.join(", "))
+        };
+        Ok(ToolResult::ok(outcome.task).with_text(text))
+    }
+}
