@@ -6,7 +6,15 @@
 //!   It speaks JSON-RPC over the server's stdio with a small client of its own, answers the
 //!   server's requests, keeps documents in sync with versions, caches diagnostics, restarts a
 //!   crashed server on the next call, and stops every server (`shutdown`, `exit`, process
-//!   group killed) when dropped.
+//!   group killed) when dropped. Hosts install it with `ToolContextBuilder::lsp`.
+//! - [`Lsp`] is the tool: goToDefinition, findReferences, hover, documentSymbol,
+//!   workspaceSymbol, goToImplementation, prepareCallHierarchy, incomingCalls and
+//!   outgoingCalls at a 1-based position, plus `diagnostics` of a file or of every open
+//!   file; results are readable text with paths relative to the working directory, and
+//!   locations in gitignored files are left out.
+//! - Edit and Write report the diagnostics their change introduced through
+//!   `LspManager::did_change_diagnostics`, which waits a bounded time
+//!   ([`CHANGE_DIAGNOSTICS_WAIT`]) and only when a server for the file already runs.
 //!
 //! # Example
 //!
