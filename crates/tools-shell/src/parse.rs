@@ -111,17 +111,28 @@ pub fn parse(command: &str) -> Result<Script, ParseError> {
             "the command contains a NUL byte, which bash cannot pass; remove it".to_owned(),
         ));
     }
-    let mut parser = Parser::new();
-    parser
-        .set_language(&tree_sitter_bash::LANGUAGE.into())
-        .map_err(|e| {
-            ParseError(format!(
-                "internal error: the bash grammar did not load: {e}"
-            ))
-        })?;
-    let tree = parser
-        .parse(command, None)
-        .ok_or_else(|| ParseError("the command could not be parsed".to_owned()))?;
+    thread_local! {
+        // One parser per thread: creating one and loading the grammar is most of the cost
+        // of parsing a short command.
+        static PARSER: std::cell::RefCell<Option<Parser>> = const { std::cell::RefCell::new(None) };
+    }
+    let tree = PARSER.with(|cell| {
+        let mut slot = cell.borrow_mut();
+        if slot.is_none() {
+            let mut parser = Parser::new();
+            parser
+                .set_language(&tree_sitter_bash::LANGUAGE.into())
+                .map_err(|e| {
+                    ParseError(format!(
+                        "internal error: the bash grammar did not load: {e}"
+                    ))
+                })?;
+            *slot = Some(parser);
+        }
+        slot.as_mut()
+            .and_then(|p| p.parse(command, None))
+            .ok_or_else(|| ParseError("the command could not be parsed".to_owned()))
+    })?;
     let root = tree.root_node();
     if root.has_error() {
         return Err(ParseError(syntax_error(root, command)));

@@ -222,6 +222,13 @@ impl Running {
             }
             return code;
         }
+        // Children of the leader that left its group (bubblewrap's sandbox init, in a new
+        // session and pid namespace) die with it; note them to wait until they are gone.
+        let detached = if self.done {
+            Vec::new()
+        } else {
+            children_outside_group(pgid)
+        };
         let _ = kill_process_group(pgid, Signal::TERM);
         let deadline = tokio::time::Instant::now() + KILL_GRACE;
         loop {
@@ -256,8 +263,44 @@ impl Running {
             let _ = kill_process_group(pgid, Signal::KILL);
             tokio::time::sleep(Duration::from_millis(10)).await;
         }
+        for _ in 0..200 {
+            if detached.iter().all(|p| !is_alive(*p)) {
+                break;
+            }
+            tokio::time::sleep(Duration::from_millis(10)).await;
+        }
         code
     }
+}
+
+/// The fields of `/proc/PID/stat` after the command name: state, ppid, pgrp, ...
+fn stat_fields(pid: i32) -> Option<Vec<String>> {
+    let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).ok()?;
+    let rest = stat.rsplit_once(')')?.1;
+    Some(rest.split_whitespace().map(str::to_owned).collect())
+}
+
+/// Whether a process exists and is not a zombie.
+fn is_alive(pid: i32) -> bool {
+    stat_fields(pid).is_some_and(|f| f.first().is_some_and(|s| s != "Z" && s != "X"))
+}
+
+/// Direct children of the group leader `pgid` that are in another process group.
+fn children_outside_group(pgid: Pid) -> Vec<i32> {
+    let leader = pgid.as_raw_nonzero().get();
+    let Ok(entries) = std::fs::read_dir("/proc") else {
+        return Vec::new();
+    };
+    entries
+        .flatten()
+        .filter_map(|e| e.file_name().to_str()?.parse::<i32>().ok())
+        .filter(|pid| {
+            stat_fields(*pid).is_some_and(|f| {
+                f.get(1).and_then(|p| p.parse::<i32>().ok()) == Some(leader)
+                    && f.get(2).and_then(|g| g.parse::<i32>().ok()) != Some(leader)
+            })
+        })
+        .collect()
 }
 
 impl Drop for Running {

@@ -139,6 +139,10 @@ async fn readiness_port_and_its_failures() {
     );
     assert_eq!(r.data["ready"], false);
     // The condition times out; the command keeps running.
+    let port = {
+        let l = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+        l.local_addr().unwrap().port()
+    };
     let r = f
         .call(
             "Bash",
