@@ -19,6 +19,15 @@
 //! - With feature `v2-todo`: `TaskCreate`, `TaskGet`, `TaskUpdate`, `TaskList` over a
 //!   `TaskStore`, one JSON file per task with a high-water mark and a lock file, so several
 //!   processes share one list; dependencies (blocks / blockedBy) and owners.
+//! - [`Skill`]: skills from `.agent-tools/skills/<name>/SKILL.md` and
+//!   `<state dir>/skills/` (front matter name, description, allowed-tools, model,
+//!   disable-model-invocation); the result carries the instructions for the host to inject,
+//!   and the skill's allowed-tools become session allow rules. [`skill_listing`] gives hosts
+//!   the budgeted listing.
+//! - [`EnterWorktree`] / [`ExitWorktree`]: a real `git worktree add` under
+//!   `.agent-tools/worktrees/<name>` on branch `worktree-<name>`, the session's working
+//!   directory switched; `keep` or `remove`, refusing to remove uncommitted or new commits
+//!   unless `discard_changes`.
 //! - [`tools`] returns the tools ready for a pool.
 //!
 //! Host services are looked up in the context's [`tool_core::Services`] as
@@ -49,12 +58,15 @@
 mod ask;
 mod brief;
 mod config;
+mod frontmatter;
 mod plan;
 mod search;
+mod skill;
 mod store;
 #[cfg(feature = "v2-todo")]
 mod tasks;
 mod todo;
+mod worktree;
 
 use std::sync::Arc;
 
@@ -71,6 +83,7 @@ pub use config::{
     Config, ConfigInput, ConfigOutput, ConfigValue, SETTINGS, SettingKind, SettingSpec, normalise,
     project_settings_file,
 };
+pub use frontmatter::{FrontMatter, FrontValue, parse as parse_front_matter};
 pub use plan::{
     AllowedPrompt, AllowedPromptTool, ENTERED_PLAN_MODE, EnterPlanMode, EnterPlanModeInput,
     EnterPlanModeOutput, ExitPlanMode, ExitPlanModeInput, ExitPlanModeOutput, NOT_IN_PLAN_MODE,
@@ -79,6 +92,10 @@ pub use plan::{
 pub use search::{
     NO_MATCH, ToolCatalog, ToolSearch, ToolSearchInput, ToolSearchOutput, is_deferred_tool,
     name_parts, score_term,
+};
+pub use skill::{
+    SKILL_DESCRIPTION_CAP, SKILL_LISTING_BUDGET, Skill, SkillInfo, SkillInput, SkillOutput,
+    SkillSource, list_skills, skill_listing,
 };
 pub use store::AgentIdentity;
 #[cfg(feature = "v2-todo")]
@@ -89,6 +106,11 @@ pub use tasks::{
 };
 pub use todo::{
     TODOS_MODIFIED, TodoItem, TodoStatus, TodoWrite, TodoWriteInput, TodoWriteOutput, current_todos,
+};
+pub use worktree::{
+    ALREADY_IN_WORKTREE, ActiveWorktree, EnterWorktree, EnterWorktreeInput, ExitAction,
+    ExitWorktree, ExitWorktreeInput, ExitWorktreeOutput, MAX_WORKTREE_NAME, NO_WORKTREE_SESSION,
+    check_worktree_name,
 };
 
 /// Every finished tool of this crate compiled in, ready for a pool.
@@ -102,6 +124,9 @@ pub fn tools() -> Vec<Arc<dyn tool_core::Tool>> {
         Arc::new(tool_core::Typed::new(SendUserMessage)),
         Arc::new(tool_core::Typed::new(Config)),
         Arc::new(tool_core::Typed::new(ToolSearch)),
+        Arc::new(tool_core::Typed::new(Skill)),
+        Arc::new(tool_core::Typed::new(EnterWorktree)),
+        Arc::new(tool_core::Typed::new(ExitWorktree)),
     ];
     #[cfg(feature = "v2-todo")]
     tools.extend([

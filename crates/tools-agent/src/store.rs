@@ -106,6 +106,8 @@ pub(crate) fn agent_id(ctx: &ToolContext) -> Option<String> {
 pub(crate) struct AgentSession {
     /// The mode before EnterPlanMode
     pub pre_plan_mode: Mutex<Option<PermissionMode>>,
+    /// The worktree EnterWorktree created in this session
+    pub worktree: Mutex<Option<crate::worktree::ActiveWorktree>>,
 }
 
 /// The session state, created on first use.

@@ -268,8 +268,11 @@ fn features_decide_which_tools_exist() {
         "AskUserQuestion",
         "Config",
         "EnterPlanMode",
+        "EnterWorktree",
         "ExitPlanMode",
+        "ExitWorktree",
         "SendUserMessage",
+        "Skill",
         "TodoWrite",
         "ToolSearch",
     ] {

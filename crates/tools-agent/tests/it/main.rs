@@ -3,8 +3,10 @@
 
 mod group1;
 mod search;
+mod skill;
 mod snapshots;
 mod tasks;
+mod worktree;
 
 use std::path::PathBuf;
 use std::sync::Arc;

@@ -1,0 +1,151 @@
+//! EnterWorktree and ExitWorktree in a temporary git repository.
+
+use std::path::Path;
+use std::process::Command;
+
+use serde_json::json;
+
+use crate::{Fixture, approver, assert_error, call, with_prompter};
+
+fn git(dir: &Path, args: &[&str]) -> String {
+    let out = Command::new("git")
+        .arg("-C")
+        .arg(dir)
+        .args(args)
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "git {args:?}: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    String::from_utf8_lossy(&out.stdout).trim().to_owned()
+}
+
+fn repo() -> Fixture {
+    let f = Fixture::new();
+    git(&f.root, &["init", "-q", "-b", "main"]);
+    git(&f.root, &["config", "user.email", "t@example.com"]);
+    git(&f.root, &["config", "user.name", "T"]);
+    std::fs::write(f.path("a.txt"), "a\n").unwrap();
+    git(&f.root, &["add", "."]);
+    git(&f.root, &["commit", "-q", "-m", "init"]);
+    f
+}
+
+#[tokio::test]
+async fn enter_keep_and_remove() {
+    let f = repo();
+    let ctx = f.ctx();
+    assert_error(
+        &call(&ctx, "ExitWorktree", json!({"action": "keep"})).await,
+        tools_agent::NO_WORKTREE_SESSION,
+    );
+    let r = call(&ctx, "EnterWorktree", json!({"name": "feature/x"})).await;
+    assert!(!r.is_error, "{}", r.text());
+    let wt = f.root.join(".agent-tools/worktrees/feature/x");
+    assert_eq!(
+        r.text(),
+        format!(
+            "Created worktree at {} on branch worktree-feature/x. The session is now working in the worktree. Use ExitWorktree to leave mid-session, or stay in it until the work is done.",
+            wt.display()
+        )
+    );
+    assert_eq!(ctx.cwd(), wt);
+    assert!(wt.join("a.txt").is_file());
+    assert_eq!(
+        git(&wt, &["branch", "--show-current"]),
+        "worktree-feature/x"
+    );
+    assert_error(
+        &call(&ctx, "EnterWorktree", json!({})).await,
+        tools_agent::ALREADY_IN_WORKTREE,
+    );
+    // Keep: the worktree stays, the session goes back.
+    let r = call(&ctx, "ExitWorktree", json!({"action": "keep"})).await;
+    assert!(
+        r.text().starts_with(&format!(
+            "Exited worktree. Your work is preserved at {}",
+            wt.display()
+        )),
+        "{}",
+        r.text()
+    );
+    assert_eq!(ctx.cwd(), f.root);
+    assert!(wt.is_dir());
+    // A fresh one without a name, clean, removed.
+    let r = call(&ctx, "EnterWorktree", json!({})).await;
+    assert!(!r.is_error, "{}", r.text());
+    let path = std::path::PathBuf::from(r.data["path"].as_str().unwrap());
+    let branch = r.data["branch"].as_str().unwrap().to_owned();
+    assert!(branch.starts_with("worktree-wt-"), "{branch}");
+    let r = call(&ctx, "ExitWorktree", json!({"action": "remove"})).await;
+    assert!(!r.is_error, "{}", r.text());
+    assert!(r.text().starts_with(&format!(
+        "Exited and removed worktree at {}",
+        path.display()
+    )));
+    assert!(!path.exists());
+    assert_eq!(git(&f.root, &["branch", "--list", &branch]), "");
+    assert_eq!(ctx.cwd(), f.root);
+}
+
+#[tokio::test]
+async fn remove_refuses_unsaved_work_unless_discarded() {
+    let f = repo();
+    let prompter = approver(true);
+    let ctx = with_prompter(&f, prompter.clone(), tool_core::PermissionMode::Default);
+    call(&ctx, "EnterWorktree", json!({"name": "w"})).await;
+    let wt = ctx.cwd();
+    std::fs::write(wt.join("new.txt"), "n").unwrap();
+    std::fs::write(wt.join("b.txt"), "b").unwrap();
+    git(&wt, &["add", "b.txt"]);
+    git(&wt, &["commit", "-q", "-m", "b"]);
+    let r = call(&ctx, "ExitWorktree", json!({"action": "remove"})).await;
+    assert_error(
+        &r,
+        "Worktree has 1 uncommitted file(s) and 1 commit(s) on worktree-w that are not in the starting commit.",
+    );
+    assert!(wt.is_dir());
+    assert_eq!(ctx.cwd(), wt);
+    let r = call(
+        &ctx,
+        "ExitWorktree",
+        json!({"action": "remove", "discard_changes": true}),
+    )
+    .await;
+    assert!(!r.is_error, "{}", r.text());
+    assert!(
+        r.text()
+            .ends_with("Discarded 1 uncommitted file(s) and 1 commit(s)."),
+        "{}",
+        r.text()
+    );
+    assert_eq!(prompter.asked.lock().unwrap().len(), 1);
+    assert!(!wt.exists());
+}
+
+#[tokio::test]
+async fn bad_names_and_no_repository() {
+    let f = Fixture::new();
+    let ctx = f.ctx();
+    let check = |name: &'static str, needle: &'static str| {
+        let ctx = ctx.clone();
+        async move {
+            assert_error(
+                &call(&ctx, "EnterWorktree", json!({"name": name})).await,
+                needle,
+            )
+        }
+    };
+    check("a/../b", "each \"/\"-separated part must be").await;
+    check("a b", "Invalid worktree name \"a b\"").await;
+    check("", "Invalid worktree name").await;
+    let long: &'static str = Box::leak("x".repeat(65).into_boxed_str());
+    check(long, "at most 64 characters").await;
+    check("ok", "EnterWorktree needs a git repository").await;
+    assert_error(
+        &call(&ctx, "ExitWorktree", json!({"action": "delete"})).await,
+        "action",
+    );
+}
