@@ -39,7 +39,7 @@ const DESCRIPTION: &str = "Executes a bash command with an optional timeout and 
 - Timeout: default 120000 ms, at most 600000 ms. On timeout the whole process group gets SIGTERM, then SIGKILL; the output so far is returned.
 - Output longer than 30000 characters is cut, and the full output is saved to a file whose path is given; read it with Read.
 - Exit status 1 of grep, rg, find, diff and test is not an error.
-- Use run_in_background for long-running commands (servers, watchers); you get a task id and an output file at once. Add ready_pattern (a regular expression matched against output lines) or ready_port (a TCP port on 127.0.0.1) to return as soon as the command is ready. Read the output with TaskOutput or Read, stop it with TaskStop.
+- Use run_in_background for long-running commands (servers, watchers); you get a task id and an output file at once. Jobs a foreground command leaves running with `&` are stopped when it returns. Add ready_pattern (a regular expression matched against output lines) or ready_port (a TCP port on 127.0.0.1) to return as soon as the command is ready. Read the output with TaskOutput or Read, stop it with TaskStop.
 - Prefer the dedicated tools over shell equivalents: Glob (not find or ls), Grep (not grep or rg), Read (not cat, head or tail), Edit (not sed or awk), Write (not echo > file).
 - Quote paths that contain spaces. Chain dependent commands with &&; run independent ones as separate parallel calls.
 - Git: never change git config, never skip hooks (--no-verify), never force-push to main, prefer new commits over --amend; pass commit messages with a here-document.";
