@@ -20,6 +20,7 @@ use anyhow::{Context, Result, bail};
 use crate::cmd::{Cmd, target_dir};
 
 mod shell;
+mod web;
 
 /// Options of `cargo xtask bench`.
 #[derive(Debug, PartialEq, Eq)]
@@ -100,6 +101,11 @@ const BENCHES: &[Bench] = &[
         name: "bash-1g",
         about: "Bash `yes | head -c 1G` (capped inline, whole GiB spilled) vs `yes | head -c 1G > /dev/null`; peak memory",
         run: shell::bash_1g,
+    },
+    Bench {
+        name: "webfetch",
+        about: "WebFetch of a 2 MB HTML page from 127.0.0.1, converted to Markdown, vs curl and python3",
+        run: web::webfetch,
     },
 ];
 

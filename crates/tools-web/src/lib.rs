@@ -26,8 +26,10 @@
 //! reference does. Only `http` and `https`; no credentials in URLs; URLs of at most 2,000
 //! characters; http upgraded to https. Bodies: 10 MB of *decoded* bytes read while
 //! streaming (a gzip bomb stops there), a 60 s total deadline, a connect limit and an
-//! idle-read limit; content truncated at 100,000 characters. Pages are cached per session
-//! for 15 minutes (50 MB, least recently used out).
+//! idle-read limit; content truncated at 100,000 characters. HTML is converted on a thread
+//! with a 64 MB stack, and a page nesting elements more than 400 deep becomes plain text
+//! (the converters recurse; a hostile page could otherwise overflow the stack). Pages are
+//! cached per session for 15 minutes (50 MB, least recently used out).
 //!
 //! # Permissions
 //!
@@ -108,7 +110,7 @@ mod web_search;
 use std::sync::Arc;
 
 pub use cache::{CachedPage, FetchCache};
-pub use convert::{MAX_CONTENT_CHARS, TRUNCATION_MARKER};
+pub use convert::{MAX_CONTENT_CHARS, MAX_NESTING, TRUNCATION_MARKER};
 pub use fetch::{MAX_BODY_BYTES, MAX_REDIRECTS, MAX_URL_CHARS};
 pub use guard::{Blocked, HostLookup, SystemLookup, non_public_reason};
 pub use preapproved::{PREAPPROVED, is_preapproved};
