@@ -171,7 +171,36 @@ pub fn html_to_markdown(html: &str, url: &str) -> String {
     if let Some(md) = readable_markdown(html, url) {
         return md;
     }
-    whole_page_markdown(html)
+    let md = whole_page_markdown(html);
+    match url::Url::parse(url) {
+        Ok(base) => absolutize_links(&md, &base),
+        Err(_) => md,
+    }
+}
+
+/// Makes the relative targets of Markdown links and images (`](/docs)`) absolute against
+/// `base`, as readability does, so the model can fetch them. Fragments (`](#top)`) stay.
+pub fn absolutize_links(md: &str, base: &url::Url) -> String {
+    let mut out = String::with_capacity(md.len());
+    let mut rest = md;
+    while let Some(at) = rest.find("](") {
+        let (before, after) = rest.split_at(at + 2);
+        out.push_str(before);
+        let end = after
+            .find(|c: char| c == ')' || c.is_whitespace())
+            .unwrap_or(after.len());
+        let target = &after[..end];
+        let relative = !target.is_empty()
+            && !target.starts_with('#')
+            && url::Url::parse(target) == Err(url::ParseError::RelativeUrlWithoutBase);
+        match base.join(target) {
+            Ok(absolute) if relative => out.push_str(absolute.as_str()),
+            _ => out.push_str(target),
+        }
+        rest = &after[end..];
+    }
+    out.push_str(rest);
+    out
 }
 
 /// The stack size of the conversion thread.
@@ -422,10 +451,22 @@ mod tests {
         let html = "<html><head><title>T</title><style>p{color:red}</style></head><body><script>alert(1)</script><h1>Hello</h1><p>World <a href=\"/x\">link</a></p></body></html>";
         let md = html_to_markdown(html, "https://example.com/");
         assert!(md.contains("# Hello"), "{md}");
-        assert!(md.contains("World [link](/x)"), "{md}");
+        assert!(md.contains("World [link](https://example.com/x)"), "{md}");
         assert!(!md.contains("alert"), "{md}");
         assert!(!md.contains("color:red"), "{md}");
         assert!(!md.starts_with('T'), "{md}");
+    }
+
+    #[test]
+    fn relative_links_become_absolute() {
+        let base = url::Url::parse("https://example.com/docs/page.html").unwrap();
+        assert_eq!(
+            absolutize_links(
+                "[a](/x) [b](y.html \"t\") ![i](../img.png) [c](#top) [d](https://other.org/) [e]() x](",
+                &base
+            ),
+            "[a](https://example.com/x) [b](https://example.com/docs/y.html \"t\") ![i](https://example.com/img.png) [c](#top) [d](https://other.org/) [e]() x]("
+        );
     }
 
     #[test]
