@@ -771,7 +771,9 @@ async fn http_is_upgraded_unless_allowed() {
     let server = page_server().await;
     // Allowed past the guard but not for plain http: the fetch speaks TLS to a plain server
     // and fails; the server saw no HTTP request line it could log as a path.
-    let session = Session::new(json!({"webFetch": {"allowPrivateHosts": ["127.0.0.1"]}}));
+    let session = Session::new(
+        json!({"webFetch": {"allowPrivateHosts": ["127.0.0.1"], "connectTimeoutSeconds": 1}}),
+    );
     let result = session.fetch(&server.url("/plain")).await;
     assert_refused(
         &result,
@@ -798,4 +800,23 @@ async fn a_hostile_deeply_nested_page_cannot_crash_the_process() {
         "{}",
         result.text()
     );
+}
+
+#[tokio::test]
+async fn cancelling_a_fetch_stops_it_promptly() {
+    let server = Server::start(|_| Reply::Drip {
+        content_type: "text/plain",
+        chunk: b"z".to_vec(),
+        every: Duration::from_millis(100),
+        count: 10_000,
+    })
+    .await;
+    let session = Session::local();
+    let token = session.ctx.cancel_token().clone();
+    tokio::spawn(async move {
+        tokio::time::sleep(Duration::from_millis(300)).await;
+        token.cancel();
+    });
+    let result = session.fetch(&server.url("/slow")).await;
+    assert_refused(&result, "WebFetch was cancelled before it completed");
 }
