@@ -20,6 +20,7 @@ use anyhow::{Context, Result, bail};
 use crate::cmd::{Cmd, target_dir};
 
 mod shell;
+mod lsp;
 mod web;
 
 /// Options of `cargo xtask bench`.
@@ -106,6 +107,11 @@ const BENCHES: &[Bench] = &[
         name: "webfetch",
         about: "WebFetch of a 2 MB HTML page from 127.0.0.1, converted to Markdown, vs curl and python3",
         run: web::webfetch,
+    },
+    Bench {
+        name: "lsp",
+        about: "LSP hover, first (server start included) and warm, for pyright and typescript-language-server vs a minimal python3 LSP client",
+        run: lsp::lsp,
     },
 ];
 
