@@ -188,6 +188,10 @@ pub fn build_context(options: &SessionOptions) -> Result<ToolContext, ToolError>
         builder = builder.service(tools_agent::ToolCatalog::new(move || {
             registry.base_tools().to_vec()
         }));
+        // The sub-agent runner: `agent.command` in the settings, else ANTHROPIC_API_KEY.
+        if let Some(runner) = tools_agent::runner_from_settings(&layers)? {
+            builder = builder.service(runner);
+        }
     }
     Ok(builder.service(Arc::new(layers)).build())
 }

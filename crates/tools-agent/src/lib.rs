@@ -1,5 +1,6 @@
-//! Agent tools for agent-tools: todos, plan mode, questions to the user, messages to the
-//! user, project settings and tool search; with feature `v2-todo`, shared task lists.
+//! Agent tools for agent-tools: sub-agents, skills, todos, plan mode, worktrees, questions
+//! to the user, messages to the user, project settings and tool search; with feature
+//! `v2-todo`, shared task lists.
 //!
 //! # Overview
 //!
@@ -28,10 +29,17 @@
 //!   `.agent-tools/worktrees/<name>` on branch `worktree-<name>`, the session's working
 //!   directory switched; `keep` or `remove`, refusing to remove uncommitted or new commits
 //!   unless `discard_changes`.
+//! - [`Agent`] (alias `Task`): runs a sub-agent through the session's [`AgentRunner`]:
+//!   [`ApiRunner`] (an Anthropic Messages API tool-use loop over the session's tools, filtered
+//!   by the reference's sub-agent rules) or [`CommandRunner`] (a configured command);
+//!   built-in types general-purpose, Explore and Plan plus `.agent-tools/agents/*.md`;
+//!   `run_in_background` through the context's task manager. [`runner_from_settings`] picks
+//!   the runner from the `agent` settings section and `ANTHROPIC_API_KEY`.
 //! - [`tools`] returns the tools ready for a pool.
 //!
 //! Host services are looked up in the context's [`tool_core::Services`] as
-//! `Arc<dyn QuestionPrompter>`, `Arc<dyn UserMessageSink>`, [`ToolCatalog`]; a sub-agent's context carries an
+//! `Arc<dyn QuestionPrompter>`, `Arc<dyn UserMessageSink>`, `Arc<dyn AgentRunner>`,
+//! [`ToolCatalog`]; a sub-agent's context carries an
 //! `Arc<AgentIdentity>`.
 //!
 //! # Example
@@ -55,6 +63,7 @@
 //! # }
 //! ```
 
+mod agent;
 mod ask;
 mod brief;
 mod config;
@@ -70,6 +79,12 @@ mod worktree;
 
 use std::sync::Arc;
 
+pub use agent::{
+    AGENT_DISALLOWED_TOOLS, ASYNC_AGENT_ALLOWED_TOOLS, Agent, AgentDefinition, AgentInput,
+    AgentModel, AgentOutcome, AgentOutput, AgentRequest, AgentRunner, AgentSettings, ApiRunner,
+    CommandRunner, MAX_COMMAND_OUTPUT, MAX_TURNS, NO_OUTPUT, builtin_agents, load_agents,
+    runner_from_settings, subagent_context, tools_for_agent,
+};
 pub use ask::{
     ASK_IN_AGENT, AskUserQuestion, AskUserQuestionInput, AskUserQuestionOutput, DECLINED,
     LinePrompter, NOT_UNIQUE, Question, QuestionAnswers, QuestionMetadata, QuestionOption,
@@ -127,6 +142,7 @@ pub fn tools() -> Vec<Arc<dyn tool_core::Tool>> {
         Arc::new(tool_core::Typed::new(Skill)),
         Arc::new(tool_core::Typed::new(EnterWorktree)),
         Arc::new(tool_core::Typed::new(ExitWorktree)),
+        Arc::new(tool_core::Typed::new(Agent)),
     ];
     #[cfg(feature = "v2-todo")]
     tools.extend([

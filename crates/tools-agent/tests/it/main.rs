@@ -1,6 +1,7 @@
 //! Integration tests of tools-agent through tool-core's execution path (`ToolPool`).
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
+mod agent;
 mod group1;
 mod search;
 mod skill;

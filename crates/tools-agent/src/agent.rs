@@ -1,0 +1,917 @@
+//! Agent (alias Task): runs a sub-agent through a runner service — the Anthropic Messages
+//! API runner (a tool-use loop over the session's tools) or a command runner — in the
+//! foreground or as a background task (reference §4.14).
+
+use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use async_trait::async_trait;
+use schemars::JsonSchema;
+use serde::{Deserialize, Serialize};
+use serde_json::{Value, json};
+use tool_core::{
+    CancellationToken, PermissionMode, PermissionPrompter, RuleBehavior, SettingsLayer, TaskFinish,
+    TaskKind, TaskRun, TaskSpec, TaskStatus, Tool, ToolCall, ToolCategory, ToolContext, ToolError,
+    ToolPool, ToolResult, TypedTool, ValidationResult,
+};
+
+use crate::search::ToolCatalog;
+use crate::store::AgentIdentity;
+use crate::{frontmatter, store};
+
+/// Tools no sub-agent gets (the reference's `ALL_AGENT_DISALLOWED_TOOLS`; no nesting).
+pub const AGENT_DISALLOWED_TOOLS: &[&str] = &[
+    "TaskOutput",
+    "ExitPlanMode",
+    "EnterPlanMode",
+    "AskUserQuestion",
+    "TaskStop",
+    "Agent",
+];
+/// The only built-in tools a background sub-agent gets (MCP tools are always allowed).
+pub const ASYNC_AGENT_ALLOWED_TOOLS: &[&str] = &[
+    "Read",
+    "WebSearch",
+    "TodoWrite",
+    "Grep",
+    "WebFetch",
+    "Glob",
+    "Bash",
+    "Edit",
+    "Write",
+    "MultiEdit",
+    "NotebookEdit",
+    "Skill",
+    "ToolSearch",
+    "EnterWorktree",
+    "ExitWorktree",
+];
+/// What a sub-agent that said nothing returns.
+pub const NO_OUTPUT: &str = "(Subagent completed but returned no output.)";
+/// The most model turns of one API sub-agent run.
+pub const MAX_TURNS: usize = 100;
+/// A command runner's output is cut to this many characters (head and tail).
+pub const MAX_COMMAND_OUTPUT: usize = 100_000;
+
+/// A kind of sub-agent: built in, or from a markdown file with front matter.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct AgentDefinition {
+    /// The `subagent_type` that selects it
+    pub name: String,
+    /// When to use it
+    pub description: String,
+    /// Tools it may use (`None`: every tool)
+    pub tools: Option<Vec<String>>,
+    /// Tools it may not use
+    pub disallowed_tools: Vec<String>,
+    /// `sonnet`, `opus`, `haiku` or a model id; `None` inherits
+    pub model: Option<String>,
+    /// The permission mode its tools run in (`None`: the session's)
+    pub permission_mode: Option<PermissionMode>,
+    /// Its system prompt
+    pub system_prompt: String,
+    /// One-shot agents (Explore, Plan) get no agentId/usage trailer
+    pub one_shot: bool,
+    /// Where it came from: `built-in` or the file
+    pub source: String,
+}
+
+const READ_ONLY_DISALLOWED: &[&str] = &[
+    "Agent",
+    "ExitPlanMode",
+    "Edit",
+    "Write",
+    "NotebookEdit",
+    "MultiEdit",
+];
+
+/// The built-in agents: general-purpose, Explore and Plan.
+pub fn builtin_agents() -> Vec<AgentDefinition> {
+    let builtin = |name: &str,
+                   description: &str,
+                   disallowed: &[&str],
+                   model: Option<&str>,
+                   prompt: &str,
+                   one_shot: bool| AgentDefinition {
+        name: name.to_owned(),
+        description: description.to_owned(),
+        tools: None,
+        disallowed_tools: disallowed.iter().map(|s| (*s).to_owned()).collect(),
+        model: model.map(str::to_owned),
+        permission_mode: None,
+        system_prompt: prompt.to_owned(),
+        one_shot,
+        source: "built-in".to_owned(),
+    };
+    vec![
+        builtin(
+            "general-purpose",
+            "General-purpose agent for researching complex questions, searching for code, and executing multi-step tasks.",
+            &[],
+            None,
+            "You are an agent for a coding assistant. Given the user's message, use the tools available to complete the task fully: do what has been asked, nothing more and nothing less. When you are done, reply with a concise report of what you did and found; the caller relays it to the user. Use absolute file paths in your report.",
+            false,
+        ),
+        builtin(
+            "Explore",
+            "Fast agent specialised in exploring codebases: find files by patterns, search code for keywords, answer questions about the codebase. Read-only.",
+            READ_ONLY_DISALLOWED,
+            Some("haiku"),
+            "You are a file search specialist. Explore the codebase with Glob, Grep and Read to answer the question you are given. You are read-only: never create, modify or delete files. Be fast: run searches in parallel where you can. Reply with your findings and the absolute paths of the relevant files.",
+            true,
+        ),
+        builtin(
+            "Plan",
+            "Software architect agent for designing implementation plans: explores the codebase read-only and returns a step-by-step plan, the critical files and the trade-offs.",
+            READ_ONLY_DISALLOWED,
+            None,
+            "You are a software architect. Explore the codebase read-only (never modify files) and design an implementation plan for the task you are given: the steps in order, the files to change, the risks and trade-offs. End with the list of the files most critical to the plan.",
+            true,
+        ),
+    ]
+}
+
+fn read_agent_file(path: &Path) -> Result<AgentDefinition, String> {
+    let text = std::fs::read_to_string(path).map_err(|e| format!("{}: {e}", path.display()))?;
+    let doc = frontmatter::parse(&text).map_err(|e| format!("{}: {e}", path.display()))?;
+    let name = doc
+        .get("name")
+        .filter(|n| !n.trim().is_empty())
+        .or_else(|| path.file_stem().map(|s| s.to_string_lossy().into_owned()))
+        .unwrap_or_default();
+    let tools = doc
+        .keys
+        .get("tools")
+        .map(|v| v.list())
+        .filter(|t| !(t.len() == 1 && t[0] == "*"));
+    let permission_mode = match doc.get("permissionMode") {
+        Some(m) if !m.is_empty() => Some(
+            m.parse::<PermissionMode>()
+                .map_err(|e| format!("{}: permissionMode: {e}", path.display()))?,
+        ),
+        _ => None,
+    };
+    Ok(AgentDefinition {
+        name,
+        description: doc.get("description").unwrap_or_default(),
+        tools,
+        disallowed_tools: doc
+            .keys
+            .get("disallowedTools")
+            .map(|v| v.list())
+            .unwrap_or_default(),
+        model: doc.get("model").filter(|m| !m.is_empty() && m != "inherit"),
+        permission_mode,
+        system_prompt: doc.body.trim().to_owned(),
+        one_shot: false,
+        source: path.display().to_string(),
+    })
+}
+
+/// Every agent of the session: built-ins, then user agents (`<state>/agents/*.md`), then
+/// project agents (`.agent-tools/agents/*.md`); a later one replaces an earlier one of the
+/// same name. Files that cannot be read are returned as errors beside the list.
+pub fn load_agents(ctx: &ToolContext) -> (Vec<AgentDefinition>, Vec<String>) {
+    let mut agents = builtin_agents();
+    let mut errors = Vec::new();
+    for dir in [
+        ctx.state_dir().join("agents"),
+        ctx.original_cwd().join(".agent-tools").join("agents"),
+    ] {
+        let Ok(entries) = std::fs::read_dir(&dir) else {
+            continue;
+        };
+        let mut files: Vec<PathBuf> = entries
+            .flatten()
+            .map(|e| e.path())
+            .filter(|p| p.extension().is_some_and(|x| x == "md"))
+            .collect();
+        files.sort();
+        for file in files {
+            match read_agent_file(&file) {
+                Ok(def) => {
+                    agents.retain(|a| a.name != def.name);
+                    agents.push(def);
+                }
+                Err(e) => errors.push(e),
+            }
+        }
+    }
+    (agents, errors)
+}
+
+/// The tools a sub-agent gets from `all`: never the ones in [`AGENT_DISALLOWED_TOOLS`];
+/// in the background only [`ASYNC_AGENT_ALLOWED_TOOLS`]; then the definition's `tools` and
+/// `disallowedTools`. MCP tools pass the first two filters.
+pub fn tools_for_agent(
+    def: &AgentDefinition,
+    all: &[Arc<dyn Tool>],
+    background: bool,
+) -> Vec<Arc<dyn Tool>> {
+    let named = |list: &[String], t: &dyn Tool| {
+        list.iter().any(|n| {
+            n == t.name()
+                || t.aliases().contains(&n.as_str())
+                || n.split('(').next() == Some(t.name())
+        })
+    };
+    all.iter()
+        .filter(|t| {
+            let mcp = t.name().starts_with("mcp__") || t.category() == ToolCategory::Mcp;
+            if AGENT_DISALLOWED_TOOLS.contains(&t.name()) {
+                return false;
+            }
+            if background && !mcp && !ASYNC_AGENT_ALLOWED_TOOLS.contains(&t.name()) {
+                return false;
+            }
+            if let Some(allowed) = &def.tools
+                && !named(allowed, t.as_ref())
+            {
+                return false;
+            }
+            !named(&def.disallowed_tools, t.as_ref())
+        })
+        .cloned()
+        .collect()
+}
+
+/// What a runner is asked to do.
+#[derive(Clone)]
+pub struct AgentRequest {
+    /// The sub-agent's id
+    pub agent_id: String,
+    /// Its definition
+    pub definition: AgentDefinition,
+    /// The task
+    pub prompt: String,
+    /// The model name asked for (`sonnet`, `opus`, `haiku` or an id), if any
+    pub model: Option<String>,
+    /// The tools it may use
+    pub tools: Vec<Arc<dyn Tool>>,
+    /// The context its tools run in (its own session state, the parent's rules)
+    pub context: ToolContext,
+    /// Fires when the run must stop
+    pub cancel: CancellationToken,
+}
+
+impl std::fmt::Debug for AgentRequest {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("AgentRequest")
+            .field("agent_id", &self.agent_id)
+            .field("definition", &self.definition.name)
+            .finish_non_exhaustive()
+    }
+}
+
+/// What a run produced.
+#[derive(Debug, Clone, PartialEq, Eq, Default, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct AgentOutcome {
+    /// The final answer
+    pub output: String,
+    /// Input plus output tokens, when the runner knows them
+    pub total_tokens: u64,
+    /// How many tool calls the sub-agent made
+    pub tool_uses: u64,
+}
+
+/// Runs sub-agents. Hosts put an `Arc<dyn AgentRunner>` in the context's services;
+/// [`runner_from_settings`] builds one of the two real runners.
+#[async_trait]
+pub trait AgentRunner: Send + Sync {
+    /// Runs one sub-agent to its final answer.
+    async fn run(&self, request: AgentRequest) -> Result<AgentOutcome, ToolError>;
+}
+
+/// The `agent` settings section: `{"command": [...], "models": {"sonnet": "..."},
+/// "model": "...", "maxTokens": N}`.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Deserialize)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub struct AgentSettings {
+    /// A command that takes the prompt on standard input and prints the answer
+    #[serde(default)]
+    pub command: Option<Vec<String>>,
+    /// Model names to ids
+    #[serde(default)]
+    pub models: BTreeMap<String, String>,
+    /// The default model
+    #[serde(default)]
+    pub model: Option<String>,
+    /// The most tokens per response
+    #[serde(default)]
+    pub max_tokens: Option<u32>,
+}
+
+impl AgentSettings {
+    /// Merges the `agent` sections (and the top-level `model`) of the layers, lowest first.
+    pub fn from_layers(layers: &[SettingsLayer]) -> Result<Self, ToolError> {
+        let mut out = AgentSettings::default();
+        for layer in layers {
+            if let Some(Value::String(m)) = layer.settings.other.get("model") {
+                out.model = Some(m.clone());
+            }
+            let Some(section) = layer.settings.other.get("agent") else {
+                continue;
+            };
+            let s: AgentSettings =
+                serde_json::from_value(section.clone()).map_err(|e| ToolError::Settings {
+                    path: layer.path.clone(),
+                    message: format!("invalid `agent` section: {e}"),
+                })?;
+            if s.command.is_some() {
+                out.command = s.command;
+            }
+            out.models.extend(s.models);
+            if s.model.is_some() {
+                out.model = s.model;
+            }
+            if s.max_tokens.is_some() {
+                out.max_tokens = s.max_tokens;
+            }
+        }
+        if out.command.as_ref().is_some_and(|c| c.is_empty()) {
+            return Err(ToolError::respond(
+                "agent.command must name a program: [\"program\", \"arg\", ...]",
+            ));
+        }
+        Ok(out)
+    }
+
+    /// The model id for a name: the settings' map, else the built-in aliases.
+    pub fn model_id(&self, name: &str) -> String {
+        if let Some(id) = self.models.get(name) {
+            return id.clone();
+        }
+        match name {
+            "sonnet" => "claude-sonnet-4-5".to_owned(),
+            "opus" => "claude-opus-4-1".to_owned(),
+            "haiku" => "claude-haiku-4-5".to_owned(),
+            other => other.to_owned(),
+        }
+    }
+}
+
+/// The runner the settings and environment ask for: the command runner when
+/// `agent.command` is set, else the Messages API runner when `ANTHROPIC_API_KEY` is set
+/// (with `ANTHROPIC_BASE_URL`), else none.
+pub fn runner_from_settings(
+    layers: &[SettingsLayer],
+) -> Result<Option<Arc<dyn AgentRunner>>, ToolError> {
+    let settings = AgentSettings::from_layers(layers)?;
+    if let Some(command) = settings.command.clone() {
+        return Ok(Some(Arc::new(CommandRunner::new(command))));
+    }
+    match std::env::var("ANTHROPIC_API_KEY") {
+        Ok(key) if !key.trim().is_empty() => {
+            let base = std::env::var("ANTHROPIC_BASE_URL")
+                .ok()
+                .filter(|b| !b.trim().is_empty())
+                .unwrap_or_else(|| "https://api.anthropic.com".to_owned());
+            Ok(Some(Arc::new(ApiRunner::new(base, key, settings)?)))
+        }
+        _ => Ok(None),
+    }
+}
+
+/// The Anthropic Messages API runner: a tool-use loop over the request's tools.
+#[derive(Debug, Clone)]
+pub struct ApiRunner {
+    client: reqwest::Client,
+    base_url: String,
+    api_key: String,
+    settings: AgentSettings,
+}
+
+impl ApiRunner {
+    /// A runner for `base_url` (such as `https://api.anthropic.com`) with `api_key`.
+    pub fn new(
+        base_url: impl Into<String>,
+        api_key: impl Into<String>,
+        settings: AgentSettings,
+    ) -> Result<Self, ToolError> {
+        let client = reqwest::Client::builder()
+            .timeout(Duration::from_secs(600))
+            .build()
+            .map_err(|e| ToolError::fatal(format!("cannot build the HTTP client: {e}")))?;
+        Ok(ApiRunner {
+            client,
+            base_url: base_url.into().trim_end_matches('/').to_owned(),
+            api_key: api_key.into(),
+            settings,
+        })
+    }
+
+    async fn send(&self, body: &Value) -> Result<Value, ToolError> {
+        let url = format!("{}/v1/messages", self.base_url);
+        let response = self
+            .client
+            .post(&url)
+            .header("x-api-key", &self.api_key)
+            .header("anthropic-version", "2023-06-01")
+            .json(body)
+            .send()
+            .await
+            .map_err(|e| {
+                ToolError::respond(format!("The sub-agent's request to {url} failed: {e}"))
+            })?;
+        let status = response.status();
+        let value: Value = response.json().await.map_err(|e| {
+            ToolError::respond(format!(
+                "The Messages API at {url} answered {status} with a body that is not JSON: {e}"
+            ))
+        })?;
+        if !status.is_success() {
+            let message = value["error"]["message"].as_str().unwrap_or("no message");
+            return Err(ToolError::respond(format!(
+                "The Messages API answered {status}: {message}"
+            )));
+        }
+        Ok(value)
+    }
+}
+
+#[async_trait]
+impl AgentRunner for ApiRunner {
+    async fn run(&self, request: AgentRequest) -> Result<AgentOutcome, ToolError> {
+        let model_name = request
+            .model
+            .clone()
+            .or_else(|| request.definition.model.clone())
+            .or_else(|| self.settings.model.clone())
+            .unwrap_or_else(|| "sonnet".to_owned());
+        let model = self.settings.model_id(&model_name);
+        let mut declarations = Vec::new();
+        for tool in &request.tools {
+            declarations.push(json!({"name": tool.name(), "description": tool.description(None).await, "input_schema": tool.input_schema()}));
+        }
+        let pool = ToolPool::new(request.tools.clone());
+        let system = format!(
+            "{}\n\nWorking directory: {}",
+            request.definition.system_prompt,
+            request.context.cwd().display()
+        );
+        let mut messages = vec![json!({"role": "user", "content": request.prompt})];
+        let mut outcome = AgentOutcome::default();
+        for _ in 0..MAX_TURNS {
+            let body = json!({
+                "model": model,
+                "max_tokens": self.settings.max_tokens.unwrap_or(8192),
+                "system": system,
+                "messages": messages,
+                "tools": declarations,
+            });
+            let reply = tokio::select! {
+                r = self.send(&body) => r?,
+                () = request.cancel.cancelled() => return Err(ToolError::Cancelled { tool: "Agent".to_owned() }),
+            };
+            outcome.total_tokens += reply["usage"]["input_tokens"].as_u64().unwrap_or(0)
+                + reply["usage"]["output_tokens"].as_u64().unwrap_or(0);
+            let content = reply["content"].as_array().cloned().unwrap_or_default();
+            let calls: Vec<ToolCall> = content
+                .iter()
+                .filter(|b| b["type"] == "tool_use")
+                .map(|b| ToolCall {
+                    tool: b["name"].as_str().unwrap_or_default().to_owned(),
+                    input: b["input"].clone(),
+                    id: b["id"].as_str().map(str::to_owned),
+                })
+                .collect();
+            let text: Vec<&str> = content
+                .iter()
+                .filter(|b| b["type"] == "text")
+                .filter_map(|b| b["text"].as_str())
+                .collect();
+            if calls.is_empty() || reply["stop_reason"] != "tool_use" {
+                outcome.output = text.join("\n").trim().to_owned();
+                return Ok(outcome);
+            }
+            messages.push(json!({"role": "assistant", "content": content}));
+            outcome.tool_uses += calls.len() as u64;
+            let ids: Vec<Option<String>> = calls.iter().map(|c| c.id.clone()).collect();
+            let results = tokio::select! {
+                r = pool.batch(calls, &request.context) => r,
+                () = request.cancel.cancelled() => {
+                    request.context.cancel_token().cancel();
+                    return Err(ToolError::Cancelled { tool: "Agent".to_owned() });
+                }
+            };
+            let blocks: Vec<Value> = results
+                .iter()
+                .zip(ids)
+                .map(|(r, id)| json!({"type": "tool_result", "tool_use_id": id, "content": r.text(), "is_error": r.is_error}))
+                .collect();
+            messages.push(json!({"role": "user", "content": blocks}));
+        }
+        Err(ToolError::respond(format!(
+            "The sub-agent did not finish within {MAX_TURNS} turns"
+        )))
+    }
+}
+
+/// The command runner: hands the prompt (with the agent's system prompt) to a configured
+/// command on standard input and returns what it prints.
+#[derive(Debug, Clone)]
+pub struct CommandRunner {
+    argv: Vec<String>,
+}
+
+impl CommandRunner {
+    /// A runner for `argv` (program and arguments).
+    pub fn new(argv: Vec<String>) -> Self {
+        CommandRunner { argv }
+    }
+}
+
+#[async_trait]
+impl AgentRunner for CommandRunner {
+    async fn run(&self, request: AgentRequest) -> Result<AgentOutcome, ToolError> {
+        use tokio::io::AsyncWriteExt;
+        let Some((program, args)) = self.argv.split_first() else {
+            return Err(ToolError::respond("agent.command is empty"));
+        };
+        let mut command = tokio::process::Command::new(program);
+        command
+            .args(args)
+            .current_dir(request.context.cwd())
+            .env("AGENT_TOOLS_AGENT_ID", &request.agent_id)
+            .env("AGENT_TOOLS_AGENT_TYPE", &request.definition.name)
+            .stdin(std::process::Stdio::piped())
+            .stdout(std::process::Stdio::piped())
+            .stderr(std::process::Stdio::piped())
+            .kill_on_drop(true)
+            .process_group(0);
+        if let Some(model) = request
+            .model
+            .clone()
+            .or_else(|| request.definition.model.clone())
+        {
+            command.env("AGENT_TOOLS_AGENT_MODEL", model);
+        }
+        let mut child = command.spawn().map_err(|e| {
+            ToolError::respond(format!("Cannot start the agent command `{program}`: {e}"))
+        })?;
+        let input = format!("{}\n\n{}", request.definition.system_prompt, request.prompt);
+        if let Some(mut stdin) = child.stdin.take() {
+            // A command that does not read its input is not an error.
+            let _ = stdin.write_all(input.as_bytes()).await;
+        }
+        let pid = child.id();
+        let waited = tokio::select! {
+            out = child.wait_with_output() => out.map_err(|e| ToolError::respond(format!("The agent command `{program}` failed: {e}")))?,
+            () = request.cancel.cancelled() => {
+                if let Some(pid) = pid {
+                    // The whole process group: the command and anything it started.
+                    let _ = std::process::Command::new("kill").args(["-KILL", &format!("-{pid}")]).status();
+                }
+                return Err(ToolError::Cancelled { tool: "Agent".to_owned() });
+            }
+        };
+        let stdout = String::from_utf8_lossy(&waited.stdout).trim().to_owned();
+        if !waited.status.success() {
+            let stderr = String::from_utf8_lossy(&waited.stderr);
+            return Err(ToolError::respond(format!(
+                "The agent command `{program}` exited with {}: {}",
+                waited.status,
+                tool_core::cut_middle(stderr.trim(), 4_000)
+            )));
+        }
+        Ok(AgentOutcome {
+            output: tool_core::cut_middle(&stdout, MAX_COMMAND_OUTPUT),
+            total_tokens: 0,
+            tool_uses: 0,
+        })
+    }
+}
+
+/// Input of Agent.
+#[derive(Debug, Clone, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct AgentInput {
+    /// A short (3-5 word) description of the task
+    #[schemars(length(min = 1))]
+    pub description: String,
+    /// The task for the agent to perform
+    #[schemars(length(min = 1))]
+    pub prompt: String,
+    /// The type of agent to use (default "general-purpose")
+    #[serde(default)]
+    pub subagent_type: Option<String>,
+    /// The model for this agent; overrides the agent definition's
+    #[serde(default)]
+    pub model: Option<AgentModel>,
+    /// Run the agent in the background; you will be notified when it completes
+    #[serde(default)]
+    pub run_in_background: Option<bool>,
+}
+
+/// Model names Agent accepts.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize, JsonSchema)]
+#[serde(rename_all = "lowercase")]
+pub enum AgentModel {
+    /// Balanced
+    Sonnet,
+    /// Most capable
+    Opus,
+    /// Fastest
+    Haiku,
+}
+
+impl AgentModel {
+    fn as_str(self) -> &'static str {
+        match self {
+            AgentModel::Sonnet => "sonnet",
+            AgentModel::Opus => "opus",
+            AgentModel::Haiku => "haiku",
+        }
+    }
+}
+
+/// Output of Agent.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct AgentOutput {
+    /// The sub-agent's id (the task id when in the background)
+    pub agent_id: String,
+    /// The agent type
+    pub agent_type: String,
+    /// "completed" or "async_launched"
+    pub status: String,
+    /// The final answer (empty when launched in the background)
+    pub content: String,
+    /// Tokens used
+    pub total_tokens: u64,
+    /// Tool calls made
+    pub tool_uses: u64,
+    /// How long it ran
+    pub duration_ms: u64,
+    /// The background task's output file
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub output_file: Option<PathBuf>,
+}
+
+/// The Agent tool.
+#[derive(Debug, Clone, Copy, Default)]
+pub struct Agent;
+
+fn agent_type(input: &AgentInput) -> String {
+    input
+        .subagent_type
+        .as_deref()
+        .map(str::trim)
+        .filter(|s| !s.is_empty())
+        .unwrap_or("general-purpose")
+        .to_owned()
+}
+
+fn new_agent_id() -> String {
+    use std::sync::atomic::{AtomicU64, Ordering};
+    static N: AtomicU64 = AtomicU64::new(0);
+    let nanos = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map(|d| d.subsec_nanos())
+        .unwrap_or(0);
+    format!(
+        "a{:x}{:x}{}",
+        std::process::id(),
+        nanos,
+        N.fetch_add(1, Ordering::Relaxed)
+    )
+}
+
+/// The context a sub-agent's tools run in: the parent's working directory, rules, managers,
+/// state directory and host services (permission prompter, settings, catalog), its own
+/// session (todos, plan file, mode), and an [`AgentIdentity`].
+pub fn subagent_context(
+    ctx: &ToolContext,
+    agent_id: &str,
+    mode: Option<PermissionMode>,
+) -> ToolContext {
+    let mut builder = ToolContext::builder(ctx.cwd())
+        .mode(mode.unwrap_or_else(|| ctx.permission_mode()))
+        .additional_dirs(ctx.additional_dirs())
+        .permissions(tool_core::PermissionEngine::new(ctx.permissions().rules()))
+        .lsp(Arc::clone(ctx.lsp()))
+        .tasks(Arc::clone(ctx.tasks()))
+        .state_dir(ctx.state_dir())
+        .session_id(format!(
+            "{}-{}",
+            ctx.session_id(),
+            store::safe_component(agent_id)
+        ))
+        .call_timeout(ctx.call_timeout())
+        .service(Arc::new(AgentIdentity {
+            agent_id: agent_id.to_owned(),
+        }));
+    if let Some(p) = ctx.services().get::<Arc<dyn PermissionPrompter>>() {
+        builder = builder.service(p);
+    }
+    if let Some(layers) = ctx.services().get::<Arc<Vec<SettingsLayer>>>() {
+        builder = builder.service(layers);
+    }
+    if let Some(catalog) = ctx.services().get::<ToolCatalog>() {
+        builder = builder.service(catalog);
+    }
+    builder.build()
+}
+
+#[async_trait]
+impl TypedTool for Agent {
+    type Input = AgentInput;
+    type Output = AgentOutput;
+
+    fn name(&self) -> &'static str {
+        "Agent"
+    }
+    fn aliases(&self) -> &'static [&'static str] {
+        &["Task"]
+    }
+    fn search_hint(&self) -> Option<&'static str> {
+        Some("delegate a task to a sub-agent")
+    }
+    fn category(&self) -> ToolCategory {
+        ToolCategory::Agent
+    }
+    async fn description(&self, _input: Option<&AgentInput>) -> String {
+        let mut text = String::from(
+            "Launch a new agent to handle complex, multi-step tasks autonomously. The agent works with its own context and tools and returns one final report, which the user does not see: summarise it for them.\n\nAvailable agent types (subagent_type):",
+        );
+        for a in builtin_agents() {
+            text.push_str(&format!("\n- {}: {}", a.name, a.description));
+        }
+        text.push_str("\nCustom agents from .agent-tools/agents/*.md are available by their name too.\n\nUsage notes:\n- Give the agent a complete, self-contained task: it does not see this conversation. Say exactly what it should return.\n- Launch several agents at once (several calls in one message) when the tasks are independent.\n- Set run_in_background to true to keep working while it runs; you will be notified when it completes.\n- Do not use it for a task you can do with one or two direct tool calls.");
+        text
+    }
+    fn is_concurrency_safe(&self, _input: &AgentInput) -> bool {
+        true
+    }
+    // Read-only: the sub-agent's tools go through the permission engine themselves.
+    fn is_read_only(&self, _input: &AgentInput) -> bool {
+        true
+    }
+    async fn validate(&self, input: &AgentInput, ctx: &ToolContext) -> ValidationResult {
+        if store::agent_id(ctx).is_some() {
+            return ValidationResult::invalid(
+                "Sub-agents cannot launch other agents: do the work yourself or return to the caller",
+            );
+        }
+        let wanted = agent_type(input);
+        let (agents, errors) = load_agents(ctx);
+        if !agents.iter().any(|a| a.name == wanted) {
+            let names: Vec<&str> = agents.iter().map(|a| a.name.as_str()).collect();
+            let mut message = format!(
+                "Agent type '{wanted}' not found. Available agents: {}",
+                names.join(", ")
+            );
+            if !errors.is_empty() {
+                message.push_str(&format!(
+                    " (agent files with errors: {})",
+                    errors.join("; ")
+                ));
+            }
+            return ValidationResult::invalid(message);
+        }
+        if let Some(rule) = ctx.permissions().match_content("Agent", |content, r| {
+            r.behavior == RuleBehavior::Deny && content == wanted
+        }) {
+            return ValidationResult::invalid(format!(
+                "Agent type '{wanted}' has been denied by permission rule 'Agent({wanted})' from {}.",
+                rule.source
+            ));
+        }
+        if ctx.services().get::<Arc<dyn AgentRunner>>().is_none() {
+            return ValidationResult::invalid(
+                "No sub-agent runner is configured: set ANTHROPIC_API_KEY (and ANTHROPIC_BASE_URL for another endpoint), or set `agent.command` in .agent-tools/settings.json to a command that reads the prompt on standard input.",
+            );
+        }
+        ValidationResult::Valid
+    }
+    async fn call(
+        &self,
+        input: AgentInput,
+        ctx: &ToolContext,
+    ) -> Result<ToolResult<AgentOutput>, ToolError> {
+        let runner = ctx
+            .services()
+            .get::<Arc<dyn AgentRunner>>()
+            .ok_or_else(|| ToolError::respond("No sub-agent runner is configured"))?;
+        let wanted = agent_type(&input);
+        let (agents, _) = load_agents(ctx);
+        let definition = agents
+            .into_iter()
+            .find(|a| a.name == wanted)
+            .ok_or_else(|| ToolError::respond(format!("Agent type '{wanted}' not found")))?;
+        let background = input.run_in_background.unwrap_or(false);
+        let all = ctx
+            .services()
+            .get::<ToolCatalog>()
+            .map(|c| c.tools())
+            .unwrap_or_default();
+        let all: Vec<Arc<dyn Tool>> = all
+            .into_iter()
+            .filter(|t| t.is_enabled() && !ctx.permissions().is_hidden(t.as_ref()))
+            .collect();
+        let tools = tools_for_agent(&definition, &all, background);
+        let agent_id = new_agent_id();
+        let sub_ctx = subagent_context(ctx, &agent_id, definition.permission_mode);
+        let request = AgentRequest {
+            agent_id: agent_id.clone(),
+            definition: definition.clone(),
+            prompt: input.prompt.clone(),
+            model: input.model.map(|m| m.as_str().to_owned()),
+            tools,
+            context: sub_ctx,
+            cancel: ctx.cancel_token().child_token(),
+        };
+        if background {
+            let started = Instant::now();
+            let spec = TaskSpec {
+                kind: TaskKind::LocalAgent,
+                description: input.description.clone(),
+                run: TaskRun::Future(Box::new(move |token: CancellationToken| {
+                    Box::pin(async move {
+                        let request = AgentRequest {
+                            cancel: token.clone(),
+                            ..request
+                        };
+                        let result = runner.run(request).await;
+                        let duration = started.elapsed().as_millis();
+                        match result {
+                            Ok(o) => TaskFinish {
+                                status: TaskStatus::Completed,
+                                exit_code: Some(0),
+                                output: format!(
+                                    "{}\n<usage>total_tokens: {}\ntool_uses: {}\nduration_ms: {duration}</usage>\n",
+                                    if o.output.is_empty() {
+                                        NO_OUTPUT
+                                    } else {
+                                        &o.output
+                                    },
+                                    o.total_tokens,
+                                    o.tool_uses
+                                ),
+                            },
+                            Err(ToolError::Cancelled { .. }) => TaskFinish {
+                                status: TaskStatus::Killed,
+                                exit_code: None,
+                                output: "The agent was stopped.\n".to_owned(),
+                            },
+                            Err(e) => TaskFinish {
+                                status: TaskStatus::Failed,
+                                exit_code: Some(1),
+                                output: format!("The agent failed: {e}\n"),
+                            },
+                        }
+                    })
+                })),
+            };
+            let info = ctx.tasks().start(spec).await?;
+            let text = format!(
+                "Async agent launched successfully.\nagentId: {} (an internal id: use it with TaskOutput or TaskStop, do not mention it to the user)\nThe agent is working in the background. You will be notified automatically when it completes.\noutput_file: {}\nIf asked, you can check its progress by reading the output file or with TaskOutput.",
+                info.id,
+                info.output_path.display()
+            );
+            return Ok(ToolResult::ok(AgentOutput {
+                agent_id: info.id,
+                agent_type: definition.name,
+                status: "async_launched".to_owned(),
+                content: String::new(),
+                total_tokens: 0,
+                tool_uses: 0,
+                duration_ms: 0,
+                output_file: Some(info.output_path),
+            })
+            .with_text(text));
+        }
+        let started = Instant::now();
+        let outcome = runner.run(request).await?;
+        let duration_ms = started.elapsed().as_millis() as u64;
+        let content = if outcome.output.is_empty() {
+            NO_OUTPUT.to_owned()
+        } else {
+            outcome.output.clone()
+        };
+        let mut text = content.clone();
+        if !definition.one_shot {
+            // The reference also offers SendMessage to continue the agent; that tool is not
+            // part of this crate yet, so the trailer does not promise it.
+            text.push_str(&format!(
+                "\n\nagentId: {agent_id}\n<usage>total_tokens: {}\ntool_uses: {}\nduration_ms: {duration_ms}</usage>",
+                outcome.total_tokens, outcome.tool_uses
+            ));
+        }
+        Ok(ToolResult::ok(AgentOutput {
+            agent_id,
+            agent_type: definition.name,
+            status: "completed".to_owned(),
+            content,
+            total_tokens: outcome.total_tokens,
+            tool_uses: outcome.tool_uses,
+            duration_ms,
+            output_file: None,
+        })
+        .with_text(text))
+    }
+}

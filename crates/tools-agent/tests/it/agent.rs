@@ -1,0 +1,424 @@
+//! Agent: a scripted conversation from an in-process server speaking the Messages API wire
+//! format, in which the sub-agent calls Read and Grep; the command runner; a background
+//! agent read through TaskOutput; agent types, filters and errors.
+
+use std::sync::{Arc, Mutex};
+
+use serde_json::{Value, json};
+use tokio::io::{AsyncReadExt, AsyncWriteExt};
+use tool_core::{Tool, ToolContext, ToolPool};
+use tools_agent::{
+    AgentRunner, AgentSettings, ApiRunner, CommandRunner, ToolCatalog, builtin_agents,
+    tools_for_agent,
+};
+
+use crate::{Fixture, assert_error};
+
+/// A tiny HTTP/1.1 server on 127.0.0.1 that answers each request with the next scripted
+/// Messages API response and records the request bodies.
+struct Script {
+    base: String,
+    requests: Arc<Mutex<Vec<(String, Value)>>>,
+}
+
+async fn serve(responses: Vec<Value>) -> Script {
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let base = format!("http://{}", listener.local_addr().unwrap());
+    let requests = Arc::new(Mutex::new(Vec::new()));
+    let queue = Arc::new(Mutex::new(
+        responses
+            .into_iter()
+            .collect::<std::collections::VecDeque<_>>(),
+    ));
+    let recorded = Arc::clone(&requests);
+    tokio::spawn(async move {
+        loop {
+            let Ok((mut socket, _)) = listener.accept().await else {
+                return;
+            };
+            let queue = Arc::clone(&queue);
+            let recorded = Arc::clone(&recorded);
+            tokio::spawn(async move {
+                let mut buf = Vec::new();
+                loop {
+                    // Headers.
+                    let end = loop {
+                        if let Some(p) = buf.windows(4).position(|w| w == b"\r\n\r\n") {
+                            break p + 4;
+                        }
+                        let mut chunk = [0u8; 4096];
+                        let n = socket.read(&mut chunk).await.unwrap_or(0);
+                        if n == 0 {
+                            return;
+                        }
+                        buf.extend_from_slice(&chunk[..n]);
+                    };
+                    let head = String::from_utf8_lossy(&buf[..end]).to_string();
+                    let len: usize = head
+                        .lines()
+                        .find_map(|l| {
+                            l.to_ascii_lowercase()
+                                .strip_prefix("content-length:")
+                                .map(|v| v.trim().parse().unwrap())
+                        })
+                        .unwrap_or(0);
+                    while buf.len() < end + len {
+                        let mut chunk = [0u8; 4096];
+                        let n = socket.read(&mut chunk).await.unwrap_or(0);
+                        if n == 0 {
+                            return;
+                        }
+                        buf.extend_from_slice(&chunk[..n]);
+                    }
+                    let body: Value =
+                        serde_json::from_slice(&buf[end..end + len]).unwrap_or(Value::Null);
+                    buf.drain(..end + len);
+                    recorded.lock().unwrap().push((head, body));
+                    let reply = queue.lock().unwrap().pop_front().unwrap_or_else(|| json!({"type": "error", "error": {"type": "invalid_request_error", "message": "script exhausted"}}));
+                    let status = if reply["type"] == "error" {
+                        "400 Bad Request"
+                    } else {
+                        "200 OK"
+                    };
+                    let text = reply.to_string();
+                    let response = format!(
+                        "HTTP/1.1 {status}\r\ncontent-type: application/json\r\ncontent-length: {}\r\n\r\n{text}",
+                        text.len()
+                    );
+                    if socket.write_all(response.as_bytes()).await.is_err() {
+                        return;
+                    }
+                }
+            });
+        }
+    });
+    Script { base, requests }
+}
+
+fn message(content: Value, stop: &str) -> Value {
+    json!({
+        "id": "msg_01", "type": "message", "role": "assistant", "model": "claude-haiku-4-5",
+        "content": content, "stop_reason": stop, "stop_sequence": null,
+        "usage": {"input_tokens": 100, "output_tokens": 20}
+    })
+}
+
+fn all_tools() -> Vec<Arc<dyn Tool>> {
+    let mut tools = tools_fs::tools();
+    tools.extend(tools_shell::tools());
+    tools.extend(tools_agent::tools());
+    tools
+}
+
+fn ctx_with_runner(f: &Fixture, runner: Arc<dyn AgentRunner>) -> ToolContext {
+    let tasks = Arc::new(tools_shell::ShellTasks::new(
+        &f.state,
+        tools_shell::SandboxSettings::default(),
+        vec![f.root.clone()],
+    ));
+    f.builder()
+        .tasks(tasks as Arc<dyn tool_core::TaskManager>)
+        .service(runner)
+        .service(ToolCatalog::new(all_tools))
+        .build()
+}
+
+fn pool() -> ToolPool {
+    ToolPool::new(all_tools())
+}
+
+#[tokio::test]
+async fn api_runner_scripted_conversation_uses_read_and_grep() {
+    let f = Fixture::new();
+    std::fs::write(f.path("notes.txt"), "the answer is 42\n").unwrap();
+    std::fs::write(f.path("code.rs"), "fn main() { let needle = 1; }\n").unwrap();
+    let read_path = f.path("notes.txt").display().to_string();
+    let server = serve(vec![
+        message(json!([
+            {"type": "text", "text": "Let me look."},
+            {"type": "tool_use", "id": "toolu_1", "name": "Read", "input": {"file_path": read_path}},
+            {"type": "tool_use", "id": "toolu_2", "name": "Grep", "input": {"pattern": "needle"}}
+        ]), "tool_use"),
+        message(json!([{"type": "text", "text": "The answer is 42, and needle is in code.rs."}]), "end_turn"),
+    ])
+    .await;
+    let settings = AgentSettings {
+        models: [("haiku".to_owned(), "claude-haiku-test".to_owned())].into(),
+        ..AgentSettings::default()
+    };
+    let runner: Arc<dyn AgentRunner> =
+        Arc::new(ApiRunner::new(&server.base, "sk-test", settings).unwrap());
+    let ctx = ctx_with_runner(&f, runner);
+    let r = pool().call("Task", json!({"description": "find the answer", "prompt": "What is the answer?", "subagent_type": "Explore"}), &ctx).await;
+    assert!(!r.is_error, "{}", r.text());
+    assert_eq!(r.tool, "Agent");
+    // Explore is one-shot: no trailer.
+    assert_eq!(r.text(), "The answer is 42, and needle is in code.rs.");
+    assert_eq!(r.data["toolUses"], 2);
+    assert_eq!(r.data["totalTokens"], 240);
+    let requests = server.requests.lock().unwrap().clone();
+    assert_eq!(requests.len(), 2);
+    let (head, first) = &requests[0];
+    assert!(head.starts_with("POST /v1/messages HTTP/1.1"), "{head}");
+    assert!(head.to_ascii_lowercase().contains("x-api-key: sk-test"));
+    assert!(
+        head.to_ascii_lowercase()
+            .contains("anthropic-version: 2023-06-01")
+    );
+    assert_eq!(first["model"], "claude-haiku-test");
+    assert_eq!(
+        first["messages"][0],
+        json!({"role": "user", "content": "What is the answer?"})
+    );
+    let names: Vec<&str> = first["tools"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|t| t["name"].as_str().unwrap())
+        .collect();
+    assert!(
+        names.contains(&"Read") && names.contains(&"Grep") && names.contains(&"Bash"),
+        "{names:?}"
+    );
+    for forbidden in [
+        "Edit",
+        "Write",
+        "Agent",
+        "AskUserQuestion",
+        "TaskOutput",
+        "ExitPlanMode",
+    ] {
+        assert!(
+            !names.contains(&forbidden),
+            "Explore must not get {forbidden}"
+        );
+    }
+    let (_, second) = &requests[1];
+    assert_eq!(second["messages"][1]["role"], "assistant");
+    let results = &second["messages"][2]["content"];
+    assert_eq!(results[0]["type"], "tool_result");
+    assert_eq!(results[0]["tool_use_id"], "toolu_1");
+    assert!(
+        results[0]["content"]
+            .as_str()
+            .unwrap()
+            .contains("the answer is 42"),
+        "{results}"
+    );
+    assert_eq!(results[1]["tool_use_id"], "toolu_2");
+    assert!(
+        results[1]["content"].as_str().unwrap().contains("code.rs"),
+        "{results}"
+    );
+    assert_eq!(results[1]["is_error"], false);
+}
+
+#[tokio::test]
+async fn general_purpose_result_has_the_trailer_and_api_errors_are_reported() {
+    let f = Fixture::new();
+    let server = serve(vec![message(
+        json!([{"type": "text", "text": "done"}]),
+        "end_turn",
+    )])
+    .await;
+    let runner: Arc<dyn AgentRunner> =
+        Arc::new(ApiRunner::new(&server.base, "k", AgentSettings::default()).unwrap());
+    let ctx = ctx_with_runner(&f, runner);
+    let r = pool()
+        .call(
+            "Agent",
+            json!({"description": "d", "prompt": "p", "model": "opus"}),
+            &ctx,
+        )
+        .await;
+    assert!(!r.is_error, "{}", r.text());
+    let text = r.text();
+    assert!(text.starts_with("done\n\nagentId: "), "{text}");
+    assert!(
+        text.contains("<usage>total_tokens: 120\ntool_uses: 0\nduration_ms: "),
+        "{text}"
+    );
+    assert_eq!(
+        server.requests.lock().unwrap()[0].1["model"],
+        "claude-opus-4-1"
+    );
+    // The script is exhausted: the API's error message is reported.
+    let r = pool()
+        .call("Agent", json!({"description": "d", "prompt": "p"}), &ctx)
+        .await;
+    assert_error(
+        &r,
+        "The Messages API answered 400 Bad Request: script exhausted",
+    );
+}
+
+#[tokio::test]
+async fn command_runner_and_background_agent_through_task_output() {
+    let f = Fixture::new();
+    let runner: Arc<dyn AgentRunner> = Arc::new(CommandRunner::new(vec![
+        "sh".into(),
+        "-c".into(),
+        "echo \"agent $AGENT_TOOLS_AGENT_TYPE read: $(tail -n 1)\"".into(),
+    ]));
+    let ctx = ctx_with_runner(&f, runner);
+    let r = pool()
+        .call(
+            "Agent",
+            json!({"description": "d", "prompt": "hello there", "subagent_type": "Plan"}),
+            &ctx,
+        )
+        .await;
+    assert!(!r.is_error, "{}", r.text());
+    assert_eq!(r.text(), "agent Plan read: hello there");
+    let r = pool()
+        .call(
+            "Agent",
+            json!({"description": "bg", "prompt": "in background", "run_in_background": true}),
+            &ctx,
+        )
+        .await;
+    assert!(!r.is_error, "{}", r.text());
+    assert!(
+        r.text()
+            .starts_with("Async agent launched successfully.\nagentId: "),
+        "{}",
+        r.text()
+    );
+    let id = r.data["agentId"].as_str().unwrap().to_owned();
+    let out = pool()
+        .call(
+            "TaskOutput",
+            json!({"task_id": id, "block": true, "timeout": 60000}),
+            &ctx,
+        )
+        .await;
+    assert!(!out.is_error, "{}", out.text());
+    let text = out.text();
+    assert!(text.contains("<status>completed</status>"), "{text}");
+    assert!(
+        text.contains("agent general-purpose read: in background"),
+        "{text}"
+    );
+    assert!(
+        text.contains("<task_type>local_agent</task_type>"),
+        "{text}"
+    );
+    // A failing command is reported with its stderr.
+    let failing: Arc<dyn AgentRunner> = Arc::new(CommandRunner::new(vec![
+        "sh".into(),
+        "-c".into(),
+        "echo broken >&2; exit 3".into(),
+    ]));
+    let ctx = ctx_with_runner(&f, failing);
+    let r = pool()
+        .call("Agent", json!({"description": "d", "prompt": "p"}), &ctx)
+        .await;
+    assert_error(&r, "exited with exit status: 3: broken");
+}
+
+#[tokio::test]
+async fn agent_types_rules_and_errors() {
+    let f = Fixture::new();
+    std::fs::create_dir_all(f.path(".agent-tools/agents")).unwrap();
+    std::fs::write(f.path(".agent-tools/agents/reviewer.md"), "---\nname: reviewer\ndescription: Reviews code\ntools: Read, Grep\nmodel: haiku\n---\nYou review code.\n").unwrap();
+    std::fs::write(
+        f.path(".agent-tools/agents/bad.md"),
+        "---\nname: bad\npermissionMode: yolo\n---\nx\n",
+    )
+    .unwrap();
+    let runner: Arc<dyn AgentRunner> = Arc::new(CommandRunner::new(vec!["cat".into()]));
+    let ctx = ctx_with_runner(&f, runner);
+    let (agents, errors) = tools_agent::load_agents(&ctx);
+    let reviewer = agents.iter().find(|a| a.name == "reviewer").unwrap();
+    assert_eq!(
+        reviewer.tools.as_deref(),
+        Some(&["Read".to_owned(), "Grep".to_owned()][..])
+    );
+    assert_eq!(reviewer.system_prompt, "You review code.");
+    assert!(
+        errors[0].contains("permissionMode: unknown permission mode `yolo`"),
+        "{errors:?}"
+    );
+    let names: Vec<String> = tools_for_agent(reviewer, &all_tools(), false)
+        .iter()
+        .map(|t| t.name().to_owned())
+        .collect();
+    assert_eq!(names, ["Read", "Grep"]);
+    // Background agents get only the async allow-list.
+    let gp = &builtin_agents()[0];
+    let bg: Vec<String> = tools_for_agent(gp, &all_tools(), true)
+        .iter()
+        .map(|t| t.name().to_owned())
+        .collect();
+    assert!(
+        bg.contains(&"Bash".to_owned())
+            && !bg.contains(&"Config".to_owned())
+            && !bg.contains(&"TaskOutput".to_owned()),
+        "{bg:?}"
+    );
+    let r = pool()
+        .call(
+            "Agent",
+            json!({"description": "d", "prompt": "review this", "subagent_type": "reviewer"}),
+            &ctx,
+        )
+        .await;
+    assert!(
+        r.text().starts_with("You review code.\n\nreview this"),
+        "{}",
+        r.text()
+    );
+    let r = pool()
+        .call(
+            "Agent",
+            json!({"description": "d", "prompt": "p", "subagent_type": "nope"}),
+            &ctx,
+        )
+        .await;
+    assert_error(
+        &r,
+        "Agent type 'nope' not found. Available agents: general-purpose, Explore, Plan, reviewer",
+    );
+    // Denied by rule.
+    let rule = tool_core::SourcedRule {
+        rule: tool_core::PermissionRule::parse("Agent(Explore)").unwrap(),
+        behavior: tool_core::RuleBehavior::Deny,
+        source: tool_core::RuleSource {
+            kind: tool_core::RuleSourceKind::CliArg,
+            file: None,
+            root: f.root.clone(),
+        },
+    };
+    let denied = f
+        .builder()
+        .permissions(tool_core::PermissionEngine::new(vec![rule]))
+        .service(Arc::new(CommandRunner::new(vec!["cat".into()])) as Arc<dyn AgentRunner>)
+        .build();
+    let r = pool()
+        .call(
+            "Agent",
+            json!({"description": "d", "prompt": "p", "subagent_type": "Explore"}),
+            &denied,
+        )
+        .await;
+    assert_error(
+        &r,
+        "Agent type 'Explore' has been denied by permission rule 'Agent(Explore)' from",
+    );
+    // No runner.
+    let bare = f.ctx();
+    assert_error(
+        &pool()
+            .call("Agent", json!({"description": "d", "prompt": "p"}), &bare)
+            .await,
+        "No sub-agent runner is configured",
+    );
+    // Sub-agents cannot nest.
+    let sub = tools_agent::subagent_context(&ctx, "a1", None);
+    assert_error(
+        &pool()
+            .call("Agent", json!({"description": "d", "prompt": "p"}), &sub)
+            .await,
+        "Sub-agents cannot launch other agents",
+    );
+}
