@@ -157,13 +157,14 @@ async fn row41_a_name_with_any_private_address_is_refused() {
 async fn row42_rebinding_cannot_redirect_the_connection() {
     let server = page_server().await;
     let port = server.addr.port();
-    // 192.88.99.1 is public (formerly 6to4 relay anycast) and unused: connecting fails.
+    // The first answer is a vetted address (127.0.0.2, allowed for this host by settings)
+    // where nothing listens; the second would be the server's 127.0.0.1. All traffic stays
+    // on loopback: tests never connect anywhere else.
     let dns = Arc::new(
-        FakeDns::new(&[("rebind.example", &["192.88.99.1"])])
-            .then("rebind.example", &["127.0.0.1"]),
+        FakeDns::new(&[("rebind.example", &["127.0.0.2"])]).then("rebind.example", &["127.0.0.1"]),
     );
     let session = session_with_dns(
-        json!({"webFetch": {"allowHttpHosts": ["rebind.example"], "connectTimeoutSeconds": 1, "timeoutSeconds": 3}}),
+        json!({"webFetch": {"allowHttpHosts": ["rebind.example"], "allowPrivateHosts": ["rebind.example"], "connectTimeoutSeconds": 1, "timeoutSeconds": 3}}),
         Arc::clone(&dns),
     );
     let result = session
