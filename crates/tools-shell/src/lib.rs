@@ -18,6 +18,19 @@
 //! - The [`SandboxSettings`] (the settings' `sandbox` section) select a policy enforced with
 //!   bubblewrap, or Landlock and seccomp when bubblewrap is missing; see [`prepare_sandbox`].
 //!
+//! # Deviations from the reference and known limits
+//!
+//! - The timeout is clamped to 600 s (the reference does not clamp), and a timed-out command
+//!   is killed, not moved to the background.
+//! - Commands tree-sitter-bash cannot parse are refused, not run; this includes the rare
+//!   read-write redirection `<>`.
+//! - Under Landlock (no bubblewrap), a writable root that holds protected paths (`.git`,
+//!   shell start-up files) is granted entry by entry, because Landlock rules only add access:
+//!   new entries can be created in its subdirectories but not directly in it.
+//! - With the network off, a background server's port lives in the sandbox's own network
+//!   namespace (bubblewrap) or cannot be bound (Landlock), so `ready_port` needs
+//!   `sandbox.network: true`.
+//!
 //! # Example
 //!
 //! ```
