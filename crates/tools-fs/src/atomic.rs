@@ -147,7 +147,7 @@ fn write_temp_and_rename(
             .map_err(|e| ToolError::io(temp, e))?;
         keep_owner(&file, meta);
     }
-    file.sync_all().map_err(|e| ToolError::io(temp, e))?;
+    file.sync_data().map_err(|e| ToolError::io(temp, e))?;
     drop(file);
     match check()? {
         BeforeRename::Proceed => {}

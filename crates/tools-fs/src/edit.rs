@@ -15,7 +15,7 @@ use crate::atomic::write_atomic;
 use crate::common::{self, create_parents, existing_file, unchanged_since, write_target};
 use crate::diff::{Hunk, Span, hunks_for_spans, unified};
 use crate::matching::{MatchKind, apply_edit};
-use crate::text::{TextFile, decode};
+use crate::text::{TextFile, decode_vec};
 
 /// Files larger than this are not edited.
 pub const MAX_EDIT_FILE: u64 = 1024 * 1024 * 1024;
@@ -179,7 +179,15 @@ fn run_edits(
                 )));
             }
             let bytes = std::fs::read(&target).map_err(|e| ToolError::io(&target, e))?;
-            let file = decode(&bytes).map_err(|e| ToolError::respond(e.message(&shown)))?;
+            if crate::text::looks_binary(&bytes) {
+                return Err(ToolError::respond(
+                    crate::text::DecodeError::Binary.message(&shown),
+                ));
+            }
+            if !creating_first {
+                common::check_fresh(ctx, &key, meta, &bytes)?;
+            }
+            let mut file = decode_vec(bytes).map_err(|e| ToolError::respond(e.message(&shown)))?;
             if creating_first && !file.text.trim().is_empty() {
                 return Err(fail(
                     0,
@@ -187,14 +195,11 @@ fn run_edits(
                 ));
             }
             // Filling an empty file needs no read: there is nothing to overwrite.
-            if !creating_first {
-                common::check_fresh(ctx, &key, meta, &bytes)?;
-            }
-            let text = file.text.clone();
+            let text = std::mem::take(&mut file.text);
             (file, text, false)
         }
     };
-    let mut text = original.clone();
+    let mut current: Option<String> = None;
     let mut applied = Vec::with_capacity(n);
     let mut spans: Vec<Span> = Vec::new();
     for (i, edit) in req.edits.iter().enumerate() {
@@ -222,7 +227,8 @@ fn run_edits(
             ));
         }
         let replace_all = edit.replace_all.unwrap_or(false);
-        let result = apply_edit(&text, &edit.old_string, &edit.new_string, replace_all)
+        let before = current.as_deref().unwrap_or(&original);
+        let result = apply_edit(before, &edit.old_string, &edit.new_string, replace_all)
             .map_err(|m| fail(i, m))?;
         applied.push(AppliedEdit {
             old_string: result.actual_old.clone(),
@@ -234,8 +240,9 @@ fn run_edits(
         if i == 0 {
             spans = result.spans;
         }
-        text = result.text;
+        current = Some(result.text);
     }
+    let text = current.unwrap_or_else(|| original.clone());
     if !created && text == original {
         return Err(ToolError::respond(
             "Original and edited file match exactly. Failed to apply edit.",

@@ -28,6 +28,8 @@ pub const DEFAULT_HEAD_LIMIT: usize = 250;
 pub const MAX_COLUMNS: usize = 500;
 /// The search gives up after this long.
 pub const GREP_TIMEOUT: Duration = Duration::from_secs(20);
+/// Above this many directories, skipped paths are counted only when nothing matched.
+pub const COUNT_IGNORED_MAX_DIRS: usize = 2000;
 /// Memory a multiline search may use for one file.
 const MULTILINE_HEAP_LIMIT: usize = 256 * 1024 * 1024;
 
@@ -145,8 +147,10 @@ pub struct GrepOutput {
     #[serde(skip_serializing_if = "Option::is_none")]
     pub applied_offset: Option<usize>,
     /// Files and directories the ignore rules and the hidden-file rule skipped (a skipped
-    /// directory counts once)
-    pub ignored_entries: u64,
+    /// directory counts once); counted when nothing matched or the tree has at most
+    /// [`COUNT_IGNORED_MAX_DIRS`] directories
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub ignored_entries: Option<u64>,
 }
 
 /// The Grep tool.
@@ -446,7 +450,7 @@ fn search_tree(
     glob_hint: &str,
     cancel: &tool_core::CancellationToken,
     started: Instant,
-) -> Result<(Vec<FileHits>, u64), ToolError> {
+) -> Result<(Vec<FileHits>, Option<u64>), ToolError> {
     let mut builder = WalkBuilder::new(root);
     policy.configure(&mut builder, glob_hint);
     let shared: Shared = Arc::default();
@@ -486,8 +490,7 @@ fn search_tree(
                 return WalkState::Continue;
             };
             if ft.is_dir() {
-                let n = count_children(entry.path());
-                tally.listed.insert(entry.path().to_path_buf(), n);
+                tally.listed.insert(entry.path().to_path_buf(), 0);
                 return WalkState::Continue;
             }
             // Regular files only: a symlink is not followed out of the tree.
@@ -515,10 +518,14 @@ fn search_tree(
         .lock()
         .map_err(|_| ToolError::fatal("internal error: Grep results lock poisoned"))?;
     let (listed, yielded, hits) = &mut *shared;
-    let ignored = listed
-        .iter()
-        .map(|(dir, n)| n.saturating_sub(yielded.get(dir).copied().unwrap_or(0)))
-        .sum();
+    // Listing every directory again costs a pass over the tree's metadata, so the count is
+    // made when it matters most (nothing matched) or when the tree is small.
+    let ignored = (hits.is_empty() || listed.len() <= COUNT_IGNORED_MAX_DIRS).then(|| {
+        listed
+            .keys()
+            .map(|dir| count_children(dir).saturating_sub(yielded.get(dir).copied().unwrap_or(0)))
+            .sum()
+    });
     Ok((std::mem::take(hits), ignored))
 }
 
@@ -623,7 +630,7 @@ impl TypedTool for Grep {
                     plan.search(&mut searcher, &search_root)
                         .into_iter()
                         .collect(),
-                    0,
+                    Some(0),
                 )
             } else {
                 search_tree(&search_root, &plan, policy, &glob_hint, &cancel, started)?
@@ -680,7 +687,7 @@ fn render(
     input: &GrepInput,
     ctx: &ToolContext,
     hits: &[FileHits],
-    ignored: u64,
+    ignored: Option<u64>,
     single: bool,
 ) -> ToolResult<GrepOutput> {
     let cwd = ctx.cwd();
@@ -817,7 +824,7 @@ fn render(
         }
     };
     let mut text = text;
-    if ignored > 0 {
+    if let Some(ignored) = ignored.filter(|n| *n > 0) {
         text.push_str(&format!(
             "\n\n({} skipped by .gitignore/.ignore rules or as hidden; set include_ignored: true to search them.)",
             plural(usize::try_from(ignored).unwrap_or(usize::MAX), "path was", "paths were")

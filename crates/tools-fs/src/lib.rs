@@ -1,32 +1,50 @@
-//! File tools for agent-tools.
-//!
-//! This crate will hold Read, Edit, MultiEdit, Write, Glob, Grep and NotebookEdit; today it
-//! provides [`Glob`], the tool that proves tool-core's contracts end to end, and the
-//! [`IgnorePolicy`] that Glob and (later) Grep share.
+//! File tools for agent-tools: Read, Edit, MultiEdit, Write, Glob, Grep and NotebookEdit.
 //!
 //! # Overview
 //!
-//! - [`Glob`] (a [`tool_core::TypedTool`]) finds files by glob pattern, newest first, at
-//!   most [`MAX_RESULTS`], under the shared [`IgnorePolicy`].
-//! - [`tools`] returns this crate's tools ready for a pool.
+//! - [`Read`] pages through text files as `N<TAB>line` (2000 lines by default, with a hint
+//!   where to continue; long lines cut; streamed, so a huge file is never held in memory),
+//!   and reads images (as image blocks, scaled to 2000 px), PDFs (text by page) and
+//!   notebooks (cells with outputs). It refuses binary files, devices and FIFOs.
+//! - [`Edit`] and [`MultiEdit`] replace strings in a file read earlier in the session:
+//!   exactly, else modulo line endings, curly quotes, or indentation style and trailing
+//!   whitespace (unique candidates only); staleness is decided by content through the
+//!   context's read ledger; the encoding (UTF-8, UTF-16 with BOM), BOM, line endings and mode
+//!   are kept and the write is atomic. The output carries a unified diff ([`Hunk`]).
+//! - [`Write`] creates files, or replaces files read earlier, keeping their encoding, BOM,
+//!   CRLF and mode.
+//! - [`Glob`] and [`Grep`] walk with `ignore`'s parallel walker under one [`IgnorePolicy`]
+//!   (gitignore and hidden files respected unless `include_ignored`); Grep searches in
+//!   process with ripgrep's `grep` crates.
+//! - [`NotebookEdit`] replaces, inserts or deletes one notebook cell.
+//! - [`tools`] returns every tool ready for a pool.
 //!
-//! It depends only on `tool-core`; permission checks go through the context's
-//! `PermissionEngine` (`check_read_path`).
+//! It depends only on `tool-core`: permission checks go through the context's
+//! `PermissionEngine` (`check_read_path`, `check_write_path`), the read ledger is
+//! `ToolContext::ledger`, and changes are announced to `ToolContext::lsp`.
 //!
 //! # Example
 //!
 //! ```
 //! use serde_json::json;
-//! use tool_core::{ToolContext, ToolPool};
+//! use tool_core::{PermissionMode, ToolContext, ToolPool};
 //!
 //! # #[tokio::main(flavor = "current_thread")]
 //! # async fn main() -> std::io::Result<()> {
 //! let dir = tempfile::tempdir()?;
-//! std::fs::write(dir.path().join("a.rs"), "fn main() {}")?;
-//! let ctx = ToolContext::builder(dir.path()).build();
+//! std::fs::write(dir.path().join("a.rs"), "fn main() {}\n")?;
+//! let ctx = ToolContext::builder(dir.path())
+//!     .mode(PermissionMode::AcceptEdits)
+//!     .state_dir(dir.path().join(".state"))
+//!     .build();
 //! let pool = ToolPool::new(tools_fs::tools());
-//! let result = pool.call("Glob", json!({"pattern": "*.rs"}), &ctx).await;
-//! assert_eq!(result.text(), "a.rs");
+//! let found = pool.call("Glob", json!({"pattern": "*.rs"}), &ctx).await;
+//! assert_eq!(found.text(), "a.rs");
+//! let read = pool.call("Read", json!({"file_path": "a.rs"}), &ctx).await;
+//! assert_eq!(read.text(), "1\tfn main() {}");
+//! let edit = json!({"file_path": "a.rs", "old_string": "main", "new_string": "start"});
+//! assert!(!pool.call("Edit", edit, &ctx).await.is_error);
+//! assert_eq!(std::fs::read_to_string(dir.path().join("a.rs"))?, "fn start() {}\n");
 //! # Ok(())
 //! # }
 //! ```
@@ -54,7 +72,10 @@ pub use edit::{
     MultiEditInput,
 };
 pub use glob::{Glob, GlobInput, GlobOutput, MAX_RESULTS, TIMEOUT};
-pub use grep::{DEFAULT_HEAD_LIMIT, Grep, GrepInput, GrepOutput, MAX_COLUMNS, OutputMode};
+pub use grep::{
+    COUNT_IGNORED_MAX_DIRS, DEFAULT_HEAD_LIMIT, Grep, GrepInput, GrepOutput, MAX_COLUMNS,
+    OutputMode,
+};
 pub use ignore_policy::{IgnorePolicy, VCS_DIRS, suggest_similar};
 pub use image_read::{MAX_IMAGE_BYTES, MAX_IMAGE_SIDE};
 pub use matching::MatchKind;

@@ -100,6 +100,30 @@ pub(crate) fn decode(bytes: &[u8]) -> Result<TextFile, DecodeError> {
     }
 }
 
+/// Like [`decode`], taking the bytes: a UTF-8 file without a BOM becomes its text without
+/// a copy.
+pub(crate) fn decode_vec(bytes: Vec<u8>) -> Result<TextFile, DecodeError> {
+    if bytes.starts_with(b"\xFF\xFE")
+        || bytes.starts_with(b"\xFE\xFF")
+        || bytes.starts_with(UTF8_BOM)
+    {
+        return decode(&bytes);
+    }
+    if looks_binary(&bytes) {
+        return Err(DecodeError::Binary);
+    }
+    String::from_utf8(bytes)
+        .map(|text| TextFile {
+            encoding: Encoding::Utf8,
+            bom: false,
+            text,
+        })
+        .map_err(|e| DecodeError::Invalid {
+            encoding: Encoding::Utf8,
+            offset: e.utf8_error().valid_up_to(),
+        })
+}
+
 fn decode_utf16(body: &[u8], encoding: Encoding) -> Result<TextFile, DecodeError> {
     if !body.len().is_multiple_of(2) {
         return Err(DecodeError::Invalid {
@@ -150,8 +174,16 @@ impl TextFile {
         }
     }
 
-    /// The bytes to write for `text` in this file's encoding and BOM.
-    pub(crate) fn encode(&self, text: &str) -> Vec<u8> {
+    /// The bytes to write for `text` in this file's encoding and BOM (borrowed when they
+    /// are the text itself).
+    pub(crate) fn encode<'a>(&self, text: &'a str) -> std::borrow::Cow<'a, [u8]> {
+        if self.encoding == Encoding::Utf8 && !self.bom {
+            return std::borrow::Cow::Borrowed(text.as_bytes());
+        }
+        std::borrow::Cow::Owned(self.encode_owned(text))
+    }
+
+    fn encode_owned(&self, text: &str) -> Vec<u8> {
         match self.encoding {
             Encoding::Utf8 => {
                 let mut out = Vec::with_capacity(text.len() + 3);
@@ -289,7 +321,8 @@ mod tests {
             b"\xFE\xFF\0h\0i".to_vec(),
         ] {
             let file = decode(&bytes).unwrap();
-            assert_eq!(file.encode(&file.text), bytes);
+            assert_eq!(file.encode(&file.text).as_ref(), bytes.as_slice());
+            assert_eq!(decode_vec(bytes.clone()).unwrap(), file);
         }
         assert_eq!(decode(b"\xFF\xFEh\0i\0").unwrap().text, "hi");
         assert_eq!(decode(b"a\0b"), Err(DecodeError::Binary));

@@ -91,7 +91,7 @@ fn run(
             {
                 text = with_ending(&text, LineEnding::CrLf);
             }
-            (file.encode(&text), text, old)
+            (file.encode(&text).into_owned(), text, old)
         }
     };
     write_atomic(&target, &bytes, meta.as_ref(), || {
