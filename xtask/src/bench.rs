@@ -20,6 +20,7 @@ use anyhow::{Context, Result, bail};
 use crate::cmd::{Cmd, target_dir};
 
 mod shell;
+mod files;
 mod lsp;
 mod web;
 
@@ -107,6 +108,26 @@ const BENCHES: &[Bench] = &[
         name: "webfetch",
         about: "WebFetch of a 2 MB HTML page from 127.0.0.1, converted to Markdown, vs curl and python3",
         run: web::webfetch,
+    },
+    Bench {
+        name: "grep-linux",
+        about: "Grep over the Linux 6.1 tree (5 modes) vs `rg` with the same flags",
+        run: files::grep_linux,
+    },
+    Bench {
+        name: "glob-linux",
+        about: "Glob `**/*.c` over the Linux 6.1 tree vs `rg --files -g '*.c'`",
+        run: files::glob_linux,
+    },
+    Bench {
+        name: "read-1g",
+        about: "Read 2000 lines at line 5,000,000 of a 1 GB file vs `sed -n 'A,Bp;Bq'`",
+        run: files::read_1g,
+    },
+    Bench {
+        name: "edit-100m",
+        about: "Read + Edit one line of a 100 MB file vs `cp` of the file",
+        run: files::edit_100m,
     },
     Bench {
         name: "lsp",

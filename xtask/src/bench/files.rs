@@ -1,0 +1,284 @@
+//! The file-tool benchmarks of issue 3, against the baselines it names:
+//! - `grep-linux`: Grep over the Linux 6.1 source tree (Debian's `linux-source-6.1`,
+//!   ripgrep's own benchmark corpus) in five modes against `rg` with the same flags;
+//! - `glob-linux`: Glob `**/*.c` over that tree against `rg --files -g '*.c'`;
+//! - `read-1g`: Read 2000 lines at line 5,000,000 of a generated 1 GB file against
+//!   `sed -n 'A,Bp;Bq'`;
+//! - `edit-100m`: Read then Edit one line of a 100 MB file against a `cp` of the file.
+//!
+//! `rg` is the one `cargo xtask peers` installs (`<peers>/cargo/bin/rg`), else the one on
+//! `PATH`. The corpus is installed with apt-get when `/usr/src/linux-source-6.1.tar.xz` is
+//! missing, and unpacked once under the scratch directory.
+
+use std::fs;
+use std::io::{BufWriter, Write as _};
+use std::path::{Path, PathBuf};
+
+use anyhow::{Context, Result, bail};
+
+use super::{Comparison, Ctx, median, time_once};
+use crate::cmd::Cmd;
+
+/// Debian's tarball of the kernel source.
+const LINUX_TARBALL: &str = "/usr/src/linux-source-6.1.tar.xz";
+
+/// The ripgrep binary to compare with.
+fn rg() -> Result<PathBuf> {
+    let peers = crate::peers::peers_dir()?.join("cargo/bin/rg");
+    if peers.is_file() {
+        return Ok(peers);
+    }
+    crate::peers::which("rg").context("ripgrep is needed as the baseline: run `cargo xtask peers`")
+}
+
+/// The Linux tree, unpacked once under the scratch dir (a marker written last tells a
+/// complete tree from an interrupted one).
+fn linux_tree(scratch: &Path) -> Result<PathBuf> {
+    let dir = scratch.join("linux-6.1");
+    let tree = dir.join("linux-source-6.1");
+    let done = scratch.join("linux-6.1.done");
+    if done.is_file() && tree.is_dir() {
+        return Ok(tree);
+    }
+    if !Path::new(LINUX_TARBALL).is_file() {
+        println!("bench: {LINUX_TARBALL} is missing; installing linux-source-6.1 with apt-get");
+        let install = Cmd::new("apt-get")
+            .args(["install", "-y", "linux-source-6.1"])
+            .env("DEBIAN_FRONTEND", "noninteractive");
+        if install.run().is_err() {
+            Cmd::new("apt-get").arg("update").run()?;
+            install
+                .run()
+                .context("apt-get install linux-source-6.1 failed (root is needed)")?;
+        }
+    }
+    if dir.exists() {
+        fs::remove_dir_all(&dir).with_context(|| format!("cannot remove {}", dir.display()))?;
+    }
+    fs::create_dir_all(&dir).with_context(|| format!("cannot create {}", dir.display()))?;
+    println!(
+        "bench: unpacking {LINUX_TARBALL} into {} (once)",
+        dir.display()
+    );
+    Cmd::new("tar")
+        .args(["-xJf", LINUX_TARBALL, "-C"])
+        .arg(&dir)
+        .run()
+        .context("unpacking the Linux source failed")?;
+    if !tree.is_dir() {
+        bail!("{LINUX_TARBALL} did not unpack to {}", tree.display());
+    }
+    fs::write(&done, "unpacked\n").with_context(|| format!("cannot write {}", done.display()))?;
+    Ok(tree)
+}
+
+/// `agent-tools call TOOL INPUT` in `cwd`, with its state under the scratch dir.
+fn call(ctx: &Ctx, tool: &str, input: &str, cwd: &Path) -> Cmd {
+    Cmd::new(&ctx.bin)
+        .args(["call", tool, input, "--cwd"])
+        .arg(cwd)
+        .env("AGENT_TOOLS_HOME", ctx.scratch.join("agent-tools-home"))
+}
+
+/// Grep over the Linux tree in five modes against rg with the equivalent flags.
+pub fn grep_linux(ctx: &Ctx) -> Result<Vec<Comparison>> {
+    let tree = linux_tree(&ctx.scratch)?;
+    let rg = rg()?;
+    let cases: [(&str, &str, &[&str]); 5] = [
+        (
+            "files_with_matches PM_RESUME",
+            r#"{"pattern":"PM_RESUME","head_limit":0}"#,
+            &["-l", "PM_RESUME"],
+        ),
+        (
+            "content -n PM_RESUME",
+            r#"{"pattern":"PM_RESUME","output_mode":"content","head_limit":0}"#,
+            &["-n", "PM_RESUME"],
+        ),
+        (
+            "count PM_RESUME",
+            r#"{"pattern":"PM_RESUME","output_mode":"count","head_limit":0}"#,
+            &["-c", "PM_RESUME"],
+        ),
+        (
+            "-i content pm_resume",
+            r#"{"pattern":"pm_resume","-i":true,"output_mode":"content","head_limit":0}"#,
+            &["-n", "-i", "pm_resume"],
+        ),
+        (
+            "alternation content",
+            r#"{"pattern":"ERR_SYS|PME_TURN_OFF|LINK_REQ_RST|CFG_BME_EVT","output_mode":"content","head_limit":0}"#,
+            &["-n", "ERR_SYS|PME_TURN_OFF|LINK_REQ_RST|CFG_BME_EVT"],
+        ),
+    ];
+    let mut out = Vec::new();
+    for (case, input, args) in cases {
+        let ours = call(ctx, "Grep", input, &tree);
+        let baseline = Cmd::new(&rg).args(args).cwd(&tree);
+        out.push(ctx.compare(&format!("linux: {case}"), &ours, &baseline, "rg")?);
+    }
+    Ok(out)
+}
+
+/// Glob `**/*.c` over the Linux tree against `rg --files -g '*.c'`.
+pub fn glob_linux(ctx: &Ctx) -> Result<Vec<Comparison>> {
+    let tree = linux_tree(&ctx.scratch)?;
+    let ours = call(ctx, "Glob", r#"{"pattern":"**/*.c"}"#, &tree);
+    let baseline = Cmd::new(rg()?).args(["--files", "-g", "*.c"]).cwd(&tree);
+    Ok(vec![ctx.compare(
+        "linux: **/*.c",
+        &ours,
+        &baseline,
+        "rg --files",
+    )?])
+}
+
+/// Lines of the generated 1 GB file.
+const BIG_LINES: u64 = 5_300_000;
+/// Where Read starts in it.
+const READ_AT: u64 = 5_000_000;
+
+/// A generated text file of about 1 GB (lines of 150 to 250 bytes), cached.
+fn big_file(scratch: &Path) -> Result<PathBuf> {
+    let path = scratch.join("read-1g.txt");
+    let done = scratch.join("read-1g.done");
+    if done.is_file() && path.is_file() {
+        return Ok(path);
+    }
+    println!("bench: generating {} (once)", path.display());
+    fs::create_dir_all(scratch)?;
+    let file =
+        fs::File::create(&path).with_context(|| format!("cannot write {}", path.display()))?;
+    let mut w = BufWriter::with_capacity(1 << 20, file);
+    let filler =
+        "lorem ipsum dolor sit amet consectetur adipiscing elit sed do eiusmod tempor ".repeat(4);
+    for n in 1..=BIG_LINES {
+        let extra = usize::try_from(n % 100).unwrap_or(0);
+        writeln!(w, "{n:08} {}", &filler[..140 + extra])?;
+    }
+    w.flush()?;
+    fs::write(&done, "generated\n")?;
+    Ok(path)
+}
+
+/// Read 2000 lines at line 5,000,000 of a 1 GB file against sed.
+pub fn read_1g(ctx: &Ctx) -> Result<Vec<Comparison>> {
+    let path = big_file(&ctx.scratch)?;
+    let dir = path.parent().context("the file has a directory")?;
+    let input = format!(
+        r#"{{"file_path":"{}","offset":{READ_AT},"limit":2000}}"#,
+        path.display()
+    );
+    let ours = call(ctx, "Read", &input, dir);
+    let last = READ_AT + 1999;
+    let baseline = Cmd::new("sed")
+        .arg("-n")
+        .arg(format!("{READ_AT},{last}p;{last}q"))
+        .arg(&path);
+    Ok(vec![ctx.compare(
+        "2000 lines at line 5,000,000 of 1 GB",
+        &ours,
+        &baseline,
+        "sed -n",
+    )?])
+}
+
+/// Read then Edit one line of a 100 MB file against `cp` of it; the file is restored before
+/// every run (untimed).
+pub fn edit_100m(ctx: &Ctx) -> Result<Vec<Comparison>> {
+    let dir = ctx.scratch.join("edit-100m");
+    fs::create_dir_all(&dir)?;
+    let pristine = dir.join("pristine.txt");
+    let work = dir.join("work.txt");
+    if !pristine.is_file() {
+        let file = fs::File::create(&pristine)?;
+        let mut w = BufWriter::with_capacity(1 << 20, file);
+        let mut n = 0_u64;
+        let mut written = 0_usize;
+        while written < 100 * 1024 * 1024 {
+            n += 1;
+            let line = if n == 250_000 {
+                "    let marker = \"EDIT ME\";\n".to_owned()
+            } else {
+                format!("    let value_{n} = compute({n}, \"some text to make it longer\");\n")
+            };
+            written += line.len();
+            w.write_all(line.as_bytes())?;
+        }
+        w.flush()?;
+    }
+    let calls = dir.join("calls.jsonl");
+    fs::write(
+        &calls,
+        format!(
+            "{}\n{}\n",
+            serde_line(
+                "Read",
+                &format!(r#"{{"file_path":"{}","limit":1}}"#, work.display())
+            ),
+            serde_line(
+                "Edit",
+                &format!(
+                    r#"{{"file_path":"{}","old_string":"let marker = \"EDIT ME\";","new_string":"let marker = \"EDITED\";"}}"#,
+                    work.display()
+                )
+            )
+        ),
+    )?;
+    let ours = Cmd::new("sh")
+        .arg("-c")
+        .arg(format!(
+            "exec '{}' batch --mode acceptEdits --cwd '{}' < '{}'",
+            ctx.bin.display(),
+            dir.display(),
+            calls.display()
+        ))
+        .env("AGENT_TOOLS_HOME", ctx.scratch.join("agent-tools-home"));
+    let copy = dir.join("copy.txt");
+    let baseline = Cmd::new("cp").arg(&pristine).arg(&copy);
+    let restore = || -> Result<()> {
+        fs::copy(&pristine, &work).context("restoring the file to edit")?;
+        Ok(())
+    };
+    let check = || -> Result<()> {
+        let text = fs::read_to_string(&work)?;
+        if !text.contains("let marker = \"EDITED\";") {
+            bail!("the Edit did not change {}", work.display());
+        }
+        Ok(())
+    };
+    restore()?;
+    time_once(&ours)?;
+    check()?;
+    time_once(&baseline)?;
+    let mut ours_times = Vec::new();
+    let mut base_times = Vec::new();
+    for _ in 0..ctx.runs {
+        restore()?;
+        ours_times.push(time_once(&ours)?);
+        check()?;
+        base_times.push(time_once(&baseline)?);
+    }
+    Ok(vec![Comparison {
+        case: "Read + Edit one line of 100 MB (atomic, fsync)".to_owned(),
+        ours: median(ours_times),
+        baseline: median(base_times),
+        baseline_label: "cp".to_owned(),
+    }])
+}
+
+/// One line of `agent-tools batch` input.
+fn serde_line(tool: &str, input: &str) -> String {
+    format!(r#"{{"tool":"{tool}","input":{input}}}"#)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn batch_lines_are_json() {
+        let line = serde_line("Read", r#"{"file_path":"/x"}"#);
+        assert_eq!(line, r#"{"tool":"Read","input":{"file_path":"/x"}}"#);
+    }
+}
