@@ -209,7 +209,7 @@ fn minimal_env(configured: &BTreeMap<String, String>) -> Vec<(String, String)> {
 }
 
 impl ServerConn {
-    fn new(config: ServerConfig, root: &Path, state_dir: &Path) -> Arc<Self> {
+    pub(crate) fn new(config: ServerConfig, root: &Path, state_dir: &Path) -> Arc<Self> {
         Arc::new(ServerConn {
             config,
             root: root.to_path_buf(),

@@ -291,3 +291,75 @@ impl Tool for McpTool {
         Ok(map_result(&self.server, result))
     }
 }
+
+#[cfg(test)]
+mod tests {
+    #![allow(clippy::unwrap_used)]
+
+    use std::time::Duration;
+
+    use rmcp::model::{Resource, ResourceContents};
+
+    use super::*;
+    use crate::config::{ServerConfig, Transport};
+
+    fn server(state: &std::path::Path) -> Arc<ServerConn> {
+        let config = ServerConfig {
+            name: "demo".into(),
+            transport: Transport::Stdio {
+                command: "true".into(),
+                args: Vec::new(),
+                env: Default::default(),
+                cwd: None,
+            },
+            startup_timeout: Duration::from_secs(1),
+            call_timeout: Duration::from_secs(1),
+        };
+        ServerConn::new(config, state, state)
+    }
+
+    #[test]
+    fn every_kind_of_content_is_mapped_for_the_model() {
+        let dir = tempfile::tempdir().unwrap();
+        let server = server(dir.path());
+        let mut result = CallToolResult::success(vec![
+            McpBlock::text("plain text"),
+            McpBlock::image("iVBORw0KGgo=", "image/png"),
+            McpBlock::audio("AAAA", "audio/wav"),
+            McpBlock::resource(ResourceContents::text("inline body", "demo://doc")),
+            McpBlock::resource(
+                ResourceContents::blob("AAECAw==", "demo://bin/data")
+                    .with_mime_type("application/pdf"),
+            ),
+            McpBlock::resource_link(Resource::new("demo://linked", "linked")),
+        ]);
+        result.structured_content = Some(json!({"temperature": 21}));
+        let mapped = map_result(&server, result);
+        assert!(!mapped.is_error);
+        assert_eq!(mapped.data, json!({"temperature": 21}));
+        let saved = dir.path().join("mcp-resources/demo");
+        let blob = std::fs::read_dir(&saved)
+            .unwrap()
+            .next()
+            .unwrap()
+            .unwrap()
+            .path();
+        assert_eq!(std::fs::read(&blob).unwrap(), [0, 1, 2, 3]);
+        let shown = serde_json::to_string_pretty(&mapped.content)
+            .unwrap()
+            .replace(&blob.display().to_string(), "[BLOB]");
+        insta::assert_snapshot!(shown);
+
+        let only_structured = map_result(&server, CallToolResult::structured(json!({"a": 1})));
+        assert_eq!(
+            only_structured.content,
+            vec![ContentBlock::text("{\n  \"a\": 1\n}")]
+        );
+        let error = map_result(
+            &server,
+            CallToolResult::error(vec![McpBlock::text("bad input")]),
+        );
+        assert!(error.is_error);
+        assert_eq!(error.error_message.as_deref(), Some("bad input"));
+    }
+}
