@@ -351,10 +351,12 @@ mod tests {
         insta::assert_snapshot!(shown);
 
         let only_structured = map_result(&server, CallToolResult::structured(json!({"a": 1})));
+        // rmcp adds the JSON as text for older clients; the data is the structured value.
         assert_eq!(
             only_structured.content,
-            vec![ContentBlock::text("{\n  \"a\": 1\n}")]
+            vec![ContentBlock::text("{\"a\":1}")]
         );
+        assert_eq!(only_structured.data, json!({"a": 1}));
         let error = map_result(
             &server,
             CallToolResult::error(vec![McpBlock::text("bad input")]),
