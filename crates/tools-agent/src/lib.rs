@@ -35,6 +35,10 @@
 //!   built-in types general-purpose, Explore and Plan plus `.agent-tools/agents/*.md`;
 //!   `run_in_background` through the context's task manager. [`runner_from_settings`] picks
 //!   the runner from the `agent` settings section and `ANTHROPIC_API_KEY`.
+//! - With feature `cron`: `CronCreate`, `CronDelete`, `CronList` (5-field expressions checked
+//!   with `croner`, one-shot and recurring, at most 50 jobs, 7-day expiry, durable jobs in
+//!   `.agent-tools/scheduled_tasks.json`) and the `CronScheduler` that hands due prompts to a
+//!   callback of the host.
 //! - [`tools`] returns the tools ready for a pool.
 //!
 //! Host services are looked up in the context's [`tool_core::Services`] as
@@ -67,6 +71,8 @@ mod agent;
 mod ask;
 mod brief;
 mod config;
+#[cfg(feature = "cron")]
+mod cron;
 mod frontmatter;
 mod plan;
 mod search;
@@ -97,6 +103,12 @@ pub use brief::{
 pub use config::{
     Config, ConfigInput, ConfigOutput, ConfigValue, SETTINGS, SettingKind, SettingSpec, normalise,
     project_settings_file,
+};
+#[cfg(feature = "cron")]
+pub use cron::{
+    CronCreate, CronCreateInput, CronDelete, CronDeleteInput, CronFire, CronJob, CronList,
+    CronListEntry, CronListInput, CronScheduler, MAX_CRON_JOBS, RECURRING_EXPIRY, TOO_MANY_JOBS,
+    cron_scheduler, next_fire, parse_cron,
 };
 pub use frontmatter::{FrontMatter, FrontValue, parse as parse_front_matter};
 pub use plan::{
@@ -144,6 +156,12 @@ pub fn tools() -> Vec<Arc<dyn tool_core::Tool>> {
         Arc::new(tool_core::Typed::new(ExitWorktree)),
         Arc::new(tool_core::Typed::new(Agent)),
     ];
+    #[cfg(feature = "cron")]
+    tools.extend([
+        Arc::new(tool_core::Typed::new(CronCreate)) as Arc<dyn tool_core::Tool>,
+        Arc::new(tool_core::Typed::new(CronDelete)),
+        Arc::new(tool_core::Typed::new(CronList)),
+    ]);
     #[cfg(feature = "v2-todo")]
     tools.extend([
         Arc::new(tool_core::Typed::new(TaskCreate)) as Arc<dyn tool_core::Tool>,

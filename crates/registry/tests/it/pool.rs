@@ -297,9 +297,16 @@ fn features_decide_which_tools_exist() {
             "{mcp}: {names:?}"
         );
     }
-    // Tools not built yet (the Cron tools, SendMessage and the team tools of tools-agent)
-    // are registered under no feature; when they land, they appear here under theirs.
-    for absent in ["CronCreate", "SendMessage", "TeamCreate"] {
+    for cron in ["CronCreate", "CronDelete", "CronList"] {
+        assert_eq!(
+            names.iter().any(|n| n == cron),
+            cfg!(feature = "agent-triggers"),
+            "{cron}: {names:?}"
+        );
+    }
+    // Tools not built yet (SendMessage and the team tools of tools-agent) are registered
+    // under no feature; when they land, they appear here under theirs.
+    for absent in ["SendMessage", "TeamCreate"] {
         assert!(
             !names.iter().any(|n| n == absent),
             "{absent} is registered before it is built"

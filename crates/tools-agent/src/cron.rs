@@ -1,0 +1,517 @@
+//! CronCreate, CronDelete and CronList (feature `cron`, reference §4.22), and the
+//! [`CronScheduler`] that hands due prompts to a callback of the host.
+//!
+//! Expressions are 5-field local-time cron ("M H DoM Mon DoW"), parsed and evaluated by the
+//! `croner` crate. One-shot jobs fire once and are deleted; recurring jobs expire after 7
+//! days, firing one last time. Durable jobs are kept in `.agent-tools/scheduled_tasks.json`
+//! of the project; the others live as long as the session's scheduler.
+
+use std::path::PathBuf;
+use std::str::FromStr;
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use async_trait::async_trait;
+use chrono::{DateTime, Local, TimeZone};
+use croner::Cron;
+use schemars::JsonSchema;
+use serde::{Deserialize, Serialize};
+use tool_core::{ToolCategory, ToolContext, ToolError, ToolResult, TypedTool, ValidationResult};
+
+use crate::store::{read_json, write_json};
+
+/// At most this many jobs per scheduler.
+pub const MAX_CRON_JOBS: usize = 50;
+/// Recurring jobs expire this long after they were created.
+pub const RECURRING_EXPIRY: Duration = Duration::from_secs(7 * 24 * 3600);
+/// The message for too many jobs (reference code 3).
+pub const TOO_MANY_JOBS: &str = "Too many scheduled jobs (max 50). Cancel one first.";
+
+/// One scheduled job.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct CronJob {
+    /// Identifier for CronDelete
+    pub id: String,
+    /// The 5-field expression
+    pub cron: String,
+    /// The prompt to enqueue when it fires
+    pub prompt: String,
+    /// Fires repeatedly (until it expires) rather than once
+    pub recurring: bool,
+    /// Kept in the project's scheduled_tasks.json
+    pub durable: bool,
+    /// Creation time, Unix milliseconds
+    pub created_at: i64,
+    /// The last time it fired, Unix milliseconds
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub last_fired_at: Option<i64>,
+}
+
+impl CronJob {
+    /// A readable form of the schedule.
+    pub fn human_schedule(&self) -> String {
+        parse_cron(&self.cron)
+            .map(|c| c.describe())
+            .unwrap_or_else(|_| self.cron.clone())
+    }
+}
+
+/// Parses a 5-field expression; the error is the reference's message.
+pub fn parse_cron(expr: &str) -> Result<Cron, String> {
+    let invalid =
+        || format!("Invalid cron expression '{expr}'. Expected 5 fields: M H DoM Mon DoW.");
+    if expr.split_whitespace().count() != 5 {
+        return Err(invalid());
+    }
+    Cron::from_str(expr.trim()).map_err(|_| invalid())
+}
+
+/// The next time `expr` fires strictly after `after`, if within a year.
+pub fn next_fire<Tz: TimeZone>(cron: &Cron, after: &DateTime<Tz>) -> Option<DateTime<Tz>> {
+    let next = cron.find_next_occurrence(after, false).ok()?;
+    let limit = after.clone() + chrono::Duration::days(366);
+    (next <= limit).then_some(next)
+}
+
+fn millis(t: &DateTime<Local>) -> i64 {
+    t.timestamp_millis()
+}
+
+fn from_millis(ms: i64) -> DateTime<Local> {
+    Local
+        .timestamp_millis_opt(ms)
+        .single()
+        .unwrap_or_else(Local::now)
+}
+
+/// A due job handed to the host.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct CronFire {
+    /// The job (as it was before firing)
+    pub job: CronJob,
+    /// Whether this was its last firing (one-shot, or an expired recurring job)
+    pub last: bool,
+}
+
+/// The session's scheduled jobs plus the durable file. Hosts get it with [`cron_scheduler`]
+/// and either call [`CronScheduler::take_due`] from their own loop or [`CronScheduler::run`].
+#[derive(Debug)]
+pub struct CronScheduler {
+    jobs: Mutex<Vec<CronJob>>,
+    durable_file: PathBuf,
+}
+
+impl CronScheduler {
+    /// A scheduler whose durable jobs live in `durable_file` (loaded now).
+    pub fn new(durable_file: PathBuf) -> Result<Self, ToolError> {
+        let jobs: Vec<CronJob> = read_json(&durable_file)?.unwrap_or_default();
+        Ok(CronScheduler {
+            jobs: Mutex::new(jobs),
+            durable_file,
+        })
+    }
+
+    /// The durable file.
+    pub fn durable_file(&self) -> &std::path::Path {
+        &self.durable_file
+    }
+
+    fn lock(&self) -> Result<std::sync::MutexGuard<'_, Vec<CronJob>>, ToolError> {
+        self.jobs
+            .lock()
+            .map_err(|_| ToolError::fatal("the cron scheduler is unusable after a panic"))
+    }
+
+    fn save(&self, jobs: &[CronJob]) -> Result<(), ToolError> {
+        let durable: Vec<&CronJob> = jobs.iter().filter(|j| j.durable).collect();
+        if durable.is_empty() && !self.durable_file.exists() {
+            return Ok(());
+        }
+        write_json(&self.durable_file, &durable)
+    }
+
+    /// Every job.
+    pub fn list(&self) -> Result<Vec<CronJob>, ToolError> {
+        Ok(self.lock()?.clone())
+    }
+
+    /// Adds a job (checked: valid, fires within a year, at most [`MAX_CRON_JOBS`]).
+    pub fn add(
+        &self,
+        cron: &str,
+        prompt: &str,
+        recurring: bool,
+        durable: bool,
+        now: DateTime<Local>,
+    ) -> Result<CronJob, ToolError> {
+        let parsed = parse_cron(cron).map_err(ToolError::respond)?;
+        if next_fire(&parsed, &now).is_none() {
+            return Err(ToolError::respond(format!(
+                "Cron expression '{cron}' does not match any date in the next year."
+            )));
+        }
+        let mut jobs = self.lock()?;
+        if jobs.len() >= MAX_CRON_JOBS {
+            return Err(ToolError::respond(TOO_MANY_JOBS));
+        }
+        let job = CronJob {
+            id: new_id(&jobs),
+            cron: cron.trim().to_owned(),
+            prompt: prompt.to_owned(),
+            recurring,
+            durable,
+            created_at: millis(&now),
+            last_fired_at: None,
+        };
+        jobs.push(job.clone());
+        if durable {
+            self.save(&jobs)?;
+        }
+        Ok(job)
+    }
+
+    /// Removes a job; `Ok(None)` when there is none with that id.
+    pub fn remove(&self, id: &str) -> Result<Option<CronJob>, ToolError> {
+        let mut jobs = self.lock()?;
+        let Some(i) = jobs.iter().position(|j| j.id == id.trim()) else {
+            return Ok(None);
+        };
+        let job = jobs.remove(i);
+        if job.durable {
+            self.save(&jobs)?;
+        }
+        Ok(Some(job))
+    }
+
+    /// The jobs due at `now`, updated (fired recurring jobs remember the time; one-shot and
+    /// expired jobs are removed).
+    pub fn take_due(&self, now: DateTime<Local>) -> Result<Vec<CronFire>, ToolError> {
+        let mut jobs = self.lock()?;
+        let mut fired = Vec::new();
+        let mut keep = Vec::new();
+        let mut durable_changed = false;
+        for mut job in jobs.drain(..) {
+            let after = from_millis(job.last_fired_at.unwrap_or(job.created_at));
+            let due = parse_cron(&job.cron)
+                .ok()
+                .and_then(|c| next_fire(&c, &after))
+                .is_some_and(|t| t <= now);
+            if !due {
+                keep.push(job);
+                continue;
+            }
+            let expired = job.recurring
+                && now.timestamp_millis() - job.created_at >= RECURRING_EXPIRY.as_millis() as i64;
+            let last = !job.recurring || expired;
+            durable_changed |= job.durable;
+            fired.push(CronFire {
+                job: job.clone(),
+                last,
+            });
+            if !last {
+                job.last_fired_at = Some(millis(&now));
+                keep.push(job);
+            }
+        }
+        *jobs = keep;
+        if durable_changed {
+            self.save(&jobs)?;
+        }
+        Ok(fired)
+    }
+
+    /// Checks for due jobs every second and hands each to `on_fire` until `cancel` fires.
+    pub async fn run(
+        self: Arc<Self>,
+        cancel: tool_core::CancellationToken,
+        on_fire: impl Fn(CronFire) + Send + Sync + 'static,
+    ) {
+        let mut tick = tokio::time::interval(Duration::from_secs(1));
+        loop {
+            tokio::select! {
+                _ = tick.tick() => {}
+                () = cancel.cancelled() => return,
+            }
+            if let Ok(due) = self.take_due(Local::now()) {
+                for fire in due {
+                    on_fire(fire);
+                }
+            }
+        }
+    }
+}
+
+fn new_id(jobs: &[CronJob]) -> String {
+    let mut seed = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map(|d| d.as_nanos() as u64)
+        .unwrap_or(0)
+        ^ u64::from(std::process::id());
+    loop {
+        seed = seed
+            .wrapping_mul(6364136223846793005)
+            .wrapping_add(1442695040888963407);
+        let id = format!("{:08x}", (seed >> 32) as u32);
+        if !jobs.iter().any(|j| j.id == id) {
+            return id;
+        }
+    }
+}
+
+/// The session's scheduler (created on first use; durable jobs from
+/// `<project>/.agent-tools/scheduled_tasks.json`). A host may install its own
+/// `Arc<CronScheduler>` service first.
+pub fn cron_scheduler(ctx: &ToolContext) -> Result<Arc<CronScheduler>, ToolError> {
+    static INIT: Mutex<()> = Mutex::new(());
+    if let Some(s) = ctx.services().get::<Arc<CronScheduler>>() {
+        return Ok(s);
+    }
+    let _guard = INIT.lock();
+    if let Some(s) = ctx.services().get::<Arc<CronScheduler>>() {
+        return Ok(s);
+    }
+    let file = ctx
+        .original_cwd()
+        .join(".agent-tools")
+        .join("scheduled_tasks.json");
+    let s = Arc::new(CronScheduler::new(file)?);
+    ctx.services().insert(Arc::clone(&s));
+    Ok(s)
+}
+
+/// Input of CronCreate.
+#[derive(Debug, Clone, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct CronCreateInput {
+    /// Standard 5-field cron expression in local time: "M H DoM Mon DoW" (e.g. "*/5 * * * *" = every 5 minutes, "30 14 * * *" = every day at 14:30)
+    pub cron: String,
+    /// The prompt to enqueue at each fire time
+    #[schemars(length(min = 1))]
+    pub prompt: String,
+    /// true (default) = fire on every match until deleted or expired after 7 days; false = fire once at the next match, then delete
+    #[serde(default)]
+    pub recurring: Option<bool>,
+    /// true = persist to .agent-tools/scheduled_tasks.json and survive restarts; false (default) = this session only
+    #[serde(default)]
+    pub durable: Option<bool>,
+}
+
+/// Input of CronDelete.
+#[derive(Debug, Clone, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct CronDeleteInput {
+    /// Job id returned by CronCreate
+    pub id: String,
+}
+
+/// Input of CronList (none).
+#[derive(Debug, Clone, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct CronListInput {}
+
+/// A job as CronList shows it.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct CronListEntry {
+    /// Id
+    pub id: String,
+    /// Expression
+    pub cron: String,
+    /// Readable schedule
+    pub human_schedule: String,
+    /// Prompt
+    pub prompt: String,
+    /// Recurring
+    pub recurring: bool,
+    /// Durable
+    pub durable: bool,
+}
+
+/// The CronCreate tool.
+#[derive(Debug, Clone, Copy, Default)]
+pub struct CronCreate;
+/// The CronDelete tool.
+#[derive(Debug, Clone, Copy, Default)]
+pub struct CronDelete;
+/// The CronList tool.
+#[derive(Debug, Clone, Copy, Default)]
+pub struct CronList;
+
+#[async_trait]
+impl TypedTool for CronCreate {
+    type Input = CronCreateInput;
+    type Output = CronJob;
+
+    fn name(&self) -> &'static str {
+        "CronCreate"
+    }
+    fn search_hint(&self) -> Option<&'static str> {
+        Some("schedule a recurring or one-shot prompt")
+    }
+    fn category(&self) -> ToolCategory {
+        ToolCategory::Agent
+    }
+    fn is_deferred(&self) -> bool {
+        true
+    }
+    async fn description(&self, _input: Option<&CronCreateInput>) -> String {
+        "Schedule a prompt to be enqueued later, on a 5-field cron schedule in local time. Recurring jobs (the default) fire on every match and expire after 7 days; one-shot jobs (recurring: false) fire once at the next match and are deleted. durable: true keeps the job in the project's .agent-tools/scheduled_tasks.json across restarts. At most 50 jobs. Returns a job id for CronDelete.".to_owned()
+    }
+    fn is_concurrency_safe(&self, _input: &CronCreateInput) -> bool {
+        false
+    }
+    fn is_read_only(&self, _input: &CronCreateInput) -> bool {
+        false
+    }
+    async fn validate(&self, input: &CronCreateInput, _ctx: &ToolContext) -> ValidationResult {
+        let parsed = match parse_cron(&input.cron) {
+            Ok(p) => p,
+            Err(message) => return ValidationResult::invalid_code(message, 1),
+        };
+        if next_fire(&parsed, &Local::now()).is_none() {
+            return ValidationResult::invalid_code(
+                format!(
+                    "Cron expression '{}' does not match any date in the next year.",
+                    input.cron
+                ),
+                2,
+            );
+        }
+        ValidationResult::Valid
+    }
+    async fn call(
+        &self,
+        input: CronCreateInput,
+        ctx: &ToolContext,
+    ) -> Result<ToolResult<CronJob>, ToolError> {
+        let scheduler = cron_scheduler(ctx)?;
+        let recurring = input.recurring.unwrap_or(true);
+        let durable = input.durable.unwrap_or(false);
+        let job = scheduler.add(&input.cron, &input.prompt, recurring, durable, Local::now())?;
+        let persisted = if durable {
+            format!("Persisted to {}", scheduler.durable_file().display())
+        } else {
+            "Session-only (not written to disk, ends with this session)".to_owned()
+        };
+        let text = if recurring {
+            format!(
+                "Scheduled recurring job {} ({}). {persisted}. Auto-expires after 7 days. Use CronDelete to cancel sooner.",
+                job.id,
+                job.human_schedule()
+            )
+        } else {
+            format!(
+                "Scheduled one-shot task {} ({}). {persisted}. It will fire once then auto-delete.",
+                job.id,
+                job.human_schedule()
+            )
+        };
+        Ok(ToolResult::ok(job).with_text(text))
+    }
+}
+
+#[async_trait]
+impl TypedTool for CronDelete {
+    type Input = CronDeleteInput;
+    type Output = CronJob;
+
+    fn name(&self) -> &'static str {
+        "CronDelete"
+    }
+    fn search_hint(&self) -> Option<&'static str> {
+        Some("cancel a scheduled cron job")
+    }
+    fn category(&self) -> ToolCategory {
+        ToolCategory::Agent
+    }
+    fn is_deferred(&self) -> bool {
+        true
+    }
+    async fn description(&self, _input: Option<&CronDeleteInput>) -> String {
+        "Cancel a job scheduled with CronCreate, by the id CronCreate returned (see CronList)."
+            .to_owned()
+    }
+    fn is_concurrency_safe(&self, _input: &CronDeleteInput) -> bool {
+        false
+    }
+    fn is_read_only(&self, _input: &CronDeleteInput) -> bool {
+        false
+    }
+    async fn call(
+        &self,
+        input: CronDeleteInput,
+        ctx: &ToolContext,
+    ) -> Result<ToolResult<CronJob>, ToolError> {
+        let scheduler = cron_scheduler(ctx)?;
+        let job = scheduler.remove(&input.id)?.ok_or_else(|| {
+            ToolError::respond(format!("No scheduled job with id '{}'", input.id.trim()))
+        })?;
+        let text = format!("Cancelled job {}.", job.id);
+        Ok(ToolResult::ok(job).with_text(text))
+    }
+}
+
+#[async_trait]
+impl TypedTool for CronList {
+    type Input = CronListInput;
+    type Output = Vec<CronListEntry>;
+
+    fn name(&self) -> &'static str {
+        "CronList"
+    }
+    fn search_hint(&self) -> Option<&'static str> {
+        Some("list scheduled cron jobs")
+    }
+    fn category(&self) -> ToolCategory {
+        ToolCategory::Agent
+    }
+    fn is_deferred(&self) -> bool {
+        true
+    }
+    async fn description(&self, _input: Option<&CronListInput>) -> String {
+        "List the jobs scheduled with CronCreate: id, schedule, prompt, whether recurring and durable.".to_owned()
+    }
+    fn is_concurrency_safe(&self, _input: &CronListInput) -> bool {
+        true
+    }
+    fn is_read_only(&self, _input: &CronListInput) -> bool {
+        true
+    }
+    async fn call(
+        &self,
+        _input: CronListInput,
+        ctx: &ToolContext,
+    ) -> Result<ToolResult<Vec<CronListEntry>>, ToolError> {
+        let jobs = cron_scheduler(ctx)?.list()?;
+        let entries: Vec<CronListEntry> = jobs
+            .iter()
+            .map(|j| CronListEntry {
+                id: j.id.clone(),
+                cron: j.cron.clone(),
+                human_schedule: j.human_schedule(),
+                prompt: j.prompt.clone(),
+                recurring: j.recurring,
+                durable: j.durable,
+            })
+            .collect();
+        if entries.is_empty() {
+            return Ok(ToolResult::ok(entries).with_text("No scheduled jobs."));
+        }
+        let lines: Vec<String> = entries
+            .iter()
+            .map(|e| {
+                format!(
+                    "{} — {} ({}) {}{}: {}",
+                    e.id,
+                    e.human_schedule,
+                    e.cron,
+                    if e.recurring { "recurring" } else { "one-shot" },
+                    if e.durable { ", durable" } else { "" },
+                    e.prompt
+                )
+            })
+            .collect();
+        Ok(ToolResult::ok(entries).with_text(lines.join("\n")))
+    }
+}
