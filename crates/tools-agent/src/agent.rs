@@ -555,8 +555,11 @@ impl AgentRunner for CommandRunner {
         })?;
         let input = format!("{}\n\n{}", request.definition.system_prompt, request.prompt);
         if let Some(mut stdin) = child.stdin.take() {
-            // A command that does not read its input is not an error.
-            let _ = stdin.write_all(input.as_bytes()).await;
+            // Written from its own task, so a command that prints before reading all of a
+            // long prompt cannot deadlock against us; one that never reads it is no error.
+            tokio::spawn(async move {
+                let _ = stdin.write_all(input.as_bytes()).await;
+            });
         }
         let pid = child.id();
         let waited = tokio::select! {

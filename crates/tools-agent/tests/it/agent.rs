@@ -422,3 +422,26 @@ async fn agent_types_rules_and_errors() {
         "Sub-agents cannot launch other agents",
     );
 }
+
+#[tokio::test]
+async fn command_runner_streams_long_prompts_and_caps_output() {
+    let f = Fixture::new();
+    // `cat` echoes while it reads: writing the whole prompt before reading would deadlock.
+    let runner: Arc<dyn AgentRunner> = Arc::new(CommandRunner::new(vec!["cat".into()]));
+    let ctx = ctx_with_runner(&f, runner);
+    let prompt = "x".repeat(300_000);
+    let r = pool()
+        .call(
+            "Agent",
+            json!({"description": "d", "prompt": prompt, "subagent_type": "Plan"}),
+            &ctx,
+        )
+        .await;
+    assert!(!r.is_error, "{}", r.text());
+    let content = r.data["content"].as_str().unwrap();
+    assert!(content.chars().count() < 101_000, "{}", content.len());
+    assert!(
+        content.contains("characters truncated"),
+        "cut in the middle"
+    );
+}
