@@ -234,6 +234,20 @@ impl TypedTool for Glob {
     }
 }
 
+/// One worker's matches, merged into the shared list when the worker ends.
+struct Local {
+    items: Vec<(PathBuf, SystemTime)>,
+    shared: Arc<Mutex<Vec<(PathBuf, SystemTime)>>>,
+}
+
+impl Drop for Local {
+    fn drop(&mut self) {
+        if let Ok(mut all) = self.shared.lock() {
+            all.append(&mut self.items);
+        }
+    }
+}
+
 /// Walks `root` in parallel and returns every file matching `pattern` with its mtime.
 fn walk_matches(
     root: &Path,
@@ -252,7 +266,11 @@ fn walk_matches(
     let found: Arc<Mutex<Vec<(PathBuf, SystemTime)>>> = Arc::default();
     let timed_out = Arc::new(AtomicBool::new(false));
     builder.build_parallel().run(|| {
-        let found = Arc::clone(&found);
+        // Each worker collects alone and hands its list over when it ends.
+        let mut local = Local {
+            items: Vec::new(),
+            shared: Arc::clone(&found),
+        };
         let timed_out = Arc::clone(&timed_out);
         let cancel = cancel.clone();
         let overrides = overrides.clone();
@@ -284,9 +302,7 @@ fn walk_matches(
                     .ok()
                     .and_then(|m| m.modified().ok())
                     .unwrap_or(SystemTime::UNIX_EPOCH);
-                if let Ok(mut all) = found.lock() {
-                    all.push((entry.into_path(), mtime));
-                }
+                local.items.push((entry.into_path(), mtime));
             }
             WalkState::Continue
         })
