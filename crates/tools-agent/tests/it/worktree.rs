@@ -149,3 +149,24 @@ async fn bad_names_and_no_repository() {
         "action",
     );
 }
+
+#[tokio::test]
+async fn remove_refuses_when_the_state_cannot_be_verified() {
+    let f = repo();
+    let ctx = f.ctx();
+    call(&ctx, "EnterWorktree", json!({"name": "gone"})).await;
+    let wt = ctx.cwd();
+    std::fs::remove_dir_all(&wt).unwrap();
+    let r = call(&ctx, "ExitWorktree", json!({"action": "remove"})).await;
+    assert_error(
+        &r,
+        &format!(
+            "Could not verify the state of the worktree at {}",
+            wt.display()
+        ),
+    );
+    // Keeping it still returns the session to where it was.
+    let r = call(&ctx, "ExitWorktree", json!({"action": "keep"})).await;
+    assert!(!r.is_error, "{}", r.text());
+    assert_eq!(ctx.cwd(), f.root);
+}
