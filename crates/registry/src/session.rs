@@ -192,6 +192,15 @@ pub fn build_context(options: &SessionOptions) -> Result<ToolContext, ToolError>
         if let Some(runner) = tools_agent::runner_from_settings(&layers)? {
             builder = builder.service(runner);
         }
+        // AskUserQuestion asks the person at the terminal when there is one (a host such
+        // as the MCP server may replace this with its own prompter).
+        if std::io::IsTerminal::is_terminal(&std::io::stdin()) {
+            let prompter = tools_agent::LinePrompter::new(
+                std::io::BufReader::new(std::io::stdin()),
+                std::io::stderr(),
+            );
+            builder = builder.service(Arc::new(prompter) as Arc<dyn tools_agent::QuestionPrompter>);
+        }
     }
     Ok(builder.service(Arc::new(layers)).build())
 }
