@@ -22,6 +22,7 @@ use crate::cmd::{Cmd, target_dir};
 mod shell;
 mod files;
 mod lsp;
+mod mcp;
 mod web;
 
 /// Options of `cargo xtask bench`.
@@ -133,6 +134,11 @@ const BENCHES: &[Bench] = &[
         name: "lsp",
         about: "LSP hover, first (server start included) and warm, for pyright and typescript-language-server vs a minimal python3 LSP client",
         run: lsp::lsp,
+    },
+    Bench {
+        name: "mcp-read",
+        about: "tools/call round trip of Read via `agent-tools serve` vs server-filesystem's read_text_file, same file, same raw client",
+        run: mcp::mcp_read,
     },
 ];
 
