@@ -515,3 +515,27 @@ fn serve_offers_the_mcp_json_tools_too() {
         "{names:?}"
     );
 }
+
+#[test]
+fn ask_user_question_is_answered_through_elicitation() {
+    let Some(peers) = peer("py/mcp") else {
+        return;
+    };
+    let project = Project::new(&[]);
+    let question = json!({"questions": [{"question": "Which colour?", "header": "Colour",
+        "options": [{"label": "Blue", "description": "cool"}, {"label": "Red", "description": "warm"}]}]});
+    let scenario = json!({
+        "transport": stdio(&project, &[]),
+        "elicit": "accept",
+        "elicit_content": {"q1": "Blue"},
+        "steps": [{"op": "call", "tool": "AskUserQuestion", "args": question}],
+    });
+    let lines = python(&peers, &project, &scenario);
+    assert_eq!(lines[0]["is_error"], false, "{lines:#?}");
+    assert!(
+        lines[0]["text"].as_str().unwrap().contains("Blue"),
+        "{lines:#?}"
+    );
+    let asked = lines[1]["elicited"].as_array().unwrap();
+    assert_eq!(asked.len(), 1, "{asked:#?}");
+}

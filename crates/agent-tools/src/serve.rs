@@ -5,10 +5,15 @@ use std::process::ExitCode;
 use std::sync::Arc;
 
 use anyhow::{Result, anyhow};
+use async_trait::async_trait;
 use registry::{SessionOptions, build_context};
-use tool_core::{CancellationToken, ToolContext, ToolPool};
+use rmcp::RoleServer;
+use rmcp::model::{ElicitRequestParams, ElicitationAction, ElicitationSchema};
+use rmcp::service::Peer;
+use tool_core::{CancellationToken, ToolContext, ToolError, ToolPool};
+use tools_agent::{Question, QuestionAnswers, QuestionPrompter};
 use tools_mcp::{
-    HttpOptions, McpManager, SessionFactory, parse_listen_addr, serve_http, serve_stdio,
+    ClientHook, HttpOptions, McpManager, SessionFactory, parse_listen_addr, serve_http, serve_stdio,
 };
 
 /// Serves `pool`: over stdio with `ctx` as the one session, or over HTTP at `http` with a
@@ -23,6 +28,7 @@ pub async fn serve(
     allowed_hosts: Vec<String>,
 ) -> Result<ExitCode> {
     let Some(addr) = http else {
+        ctx.services().insert(question_hook());
         serve_stdio(pool, ctx).await?;
         return Ok(ExitCode::SUCCESS);
     };
@@ -30,6 +36,7 @@ pub async fn serve(
     // Every HTTP session gets its own context; the MCP servers of `.mcp.json` are shared.
     let factory: SessionFactory = Arc::new(move || {
         let ctx = build_context(&options)?;
+        ctx.services().insert(question_hook());
         if let Some(manager) = &mcp {
             ctx.services().insert(Arc::clone(manager));
         }
@@ -55,4 +62,62 @@ pub async fn serve(
     .await
     .map_err(|e| anyhow!(e))?;
     Ok(ExitCode::SUCCESS)
+}
+
+/// Installs an AskUserQuestion prompter for clients that offer elicitation.
+fn question_hook() -> ClientHook {
+    ClientHook(Arc::new(|ctx, peer, capabilities| {
+        if capabilities.elicitation.is_some() {
+            let prompter: Arc<dyn QuestionPrompter> = Arc::new(ElicitQuestions(peer.clone()));
+            ctx.services().insert(prompter);
+        }
+    }))
+}
+
+/// Asks AskUserQuestion's questions through MCP elicitation: one text field per question,
+/// its options listed in the field's description.
+struct ElicitQuestions(Peer<RoleServer>);
+
+#[async_trait]
+impl QuestionPrompter for ElicitQuestions {
+    async fn ask(&self, questions: &[Question]) -> Result<QuestionAnswers, ToolError> {
+        let mut builder = ElicitationSchema::builder();
+        for (i, q) in questions.iter().enumerate() {
+            let options: Vec<String> = q
+                .options
+                .iter()
+                .map(|o| format!("- {}: {}", o.label, o.description))
+                .collect();
+            let how = if q.multi_select {
+                "Answer with one or more option labels, comma-separated, or your own text."
+            } else {
+                "Answer with one option label, or your own text."
+            };
+            let description = format!("{}\n{}\n{how}", q.question, options.join("\n"));
+            builder = builder.required_string_property(format!("q{}", i + 1), |s| {
+                s.title(q.header.clone()).description(description)
+            });
+        }
+        let params = ElicitRequestParams::FormElicitationParams {
+            meta: None,
+            message: "The agent has questions for you.".to_owned(),
+            requested_schema: builder.build_unchecked(),
+        };
+        let result = self
+            .0
+            .create_elicitation(params)
+            .await
+            .map_err(|e| ToolError::fatal(format!("the MCP client did not answer: {e}")))?;
+        if result.action != ElicitationAction::Accept {
+            return Ok(QuestionAnswers::Declined);
+        }
+        let content = result.content.unwrap_or_default();
+        let mut answers = std::collections::BTreeMap::new();
+        for (i, q) in questions.iter().enumerate() {
+            if let Some(answer) = content.get(format!("q{}", i + 1)).and_then(|v| v.as_str()) {
+                answers.insert(q.question.clone(), answer.to_owned());
+            }
+        }
+        Ok(QuestionAnswers::Answered(answers))
+    }
 }

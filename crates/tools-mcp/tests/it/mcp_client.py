@@ -34,7 +34,8 @@ async def run(scenario):
     async def on_elicit(context, params):
         elicited.append(params.message)
         if scenario.get("elicit") == "accept":
-            return types.ElicitResult(action="accept", content={"allow": True, "always": False})
+            content = scenario.get("elicit_content", {"allow": True, "always": False})
+            return types.ElicitResult(action="accept", content=content)
         return types.ElicitResult(action="decline")
 
     callback = on_elicit if "elicit" in scenario else None
