@@ -601,6 +601,13 @@ pub fn check_with(
     if unsandboxed {
         reason = format!("Run outside of the sandbox (dangerouslyDisableSandbox): {reason}");
     }
+    // The rules for the parts that need approval come first (a headless denial names the
+    // first one).
+    let needed: Vec<String> = parts.iter().map(|p| exact_content(p)).collect();
+    let (mut suggestions, rest): (Vec<PermissionRule>, Vec<PermissionRule>) = suggestions
+        .into_iter()
+        .partition(|r| r.content.as_ref().is_some_and(|c| needed.contains(c)));
+    suggestions.extend(rest);
     PermissionDecision::Ask {
         reason,
         suggestions,

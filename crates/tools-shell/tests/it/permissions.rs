@@ -228,8 +228,8 @@ async fn row10_suggestions_are_exact_per_subcommand() {
     assert_eq!(
         suggestions,
         vec![
-            PermissionRule::with_content("Bash", "git status"),
             PermissionRule::with_content("Bash", "rm -rf ./tmp"),
+            PermissionRule::with_content("Bash", "git status"),
         ]
     );
     // Once those are stored, a later `rm -rf /` still asks (a safety check, even in bypass).
