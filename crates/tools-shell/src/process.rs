@@ -23,10 +23,12 @@ pub const KILL_GRACE: Duration = Duration::from_secs(2);
 /// The start-up file bash reads (through `BASH_ENV`) before the command: it records the
 /// working directory at exit, so `cd` persists across calls, without touching the command
 /// text itself (which is passed to `bash -c` as one argument, never quoted into a string).
+/// The directory is written only when it changed, which keeps the common call cheap.
 const STARTUP: &str = r#"__agent_tools_cwd_file=${AGENT_TOOLS_CWD_FILE-}
+__agent_tools_start=$PWD
 unset BASH_ENV AGENT_TOOLS_CWD_FILE
 if [ -n "$__agent_tools_cwd_file" ]; then
-  trap 'builtin pwd -P >| "$__agent_tools_cwd_file" 2>/dev/null' EXIT
+  trap '[ "$PWD" = "$__agent_tools_start" ] || builtin pwd -P >| "$__agent_tools_cwd_file" 2>/dev/null' EXIT
 fi
 "#;
 
