@@ -385,10 +385,10 @@ impl LineBuf {
     }
 }
 
-/// Newlines in `bytes` (a plain loop the compiler vectorises; faster than searching for
-/// each newline when lines are short).
+/// Newlines in `bytes` (memchr's vectorised search; measured faster than a plain counting
+/// loop on 200-byte lines).
 fn count_newlines(bytes: &[u8]) -> u64 {
-    bytes.iter().filter(|&&b| b == b'\n').count() as u64
+    memchr::memchr_iter(b'\n', bytes).count() as u64
 }
 
 /// Streams `file` once: counts every line, keeps lines `start..start + limit` (0-based),
