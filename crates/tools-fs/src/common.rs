@@ -119,10 +119,41 @@ pub(crate) fn record_write(ctx: &ToolContext, key: &Path, bytes: &[u8]) {
 
 /// Tells the language server, if one handles this file, about its new content. The default
 /// manager is unconfigured, so errors are ignored.
-pub(crate) async fn notify_lsp(ctx: &ToolContext, path: &Path, text: &str) {
-    if ctx.lsp().has_server_for(path) {
-        let _ = ctx.lsp().did_change(path, text).await;
+pub(crate) async fn notify_lsp(ctx: &ToolContext, path: &Path, text: &str) -> String {
+    if !ctx.lsp().has_server_for(path) {
+        return String::new();
     }
+    // The manager waits a bounded time for the server's verdict; an error (no server could
+    // start, a crash) must not fail a write that already happened.
+    let diagnostics = ctx
+        .lsp()
+        .did_change_diagnostics(path, text)
+        .await
+        .unwrap_or_default();
+    render_diagnostics(&diagnostics, &ctx.cwd())
+}
+
+/// At most this many new diagnostics are listed after a write.
+const MAX_DIAGNOSTICS: usize = 20;
+
+/// The diagnostics a change introduced, as a note appended to the tool's message; empty when
+/// there are none.
+pub(crate) fn render_diagnostics(diagnostics: &[tool_core::FileDiagnostic], cwd: &Path) -> String {
+    if diagnostics.is_empty() {
+        return String::new();
+    }
+    let mut out = String::from("\n\nNew diagnostics after this change:");
+    for d in diagnostics.iter().take(MAX_DIAGNOSTICS) {
+        out.push('\n');
+        out.push_str(&d.display(cwd));
+    }
+    if diagnostics.len() > MAX_DIAGNOSTICS {
+        out.push_str(&format!(
+            "\n... and {} more: call LSP with operation diagnostics to see them all",
+            diagnostics.len() - MAX_DIAGNOSTICS
+        ));
+    }
+    out
 }
 
 /// Where a write of `path` goes: the file itself, or the target of a symlink (written

@@ -363,8 +363,8 @@ async fn execute(
         tokio::task::spawn_blocking(move || run_edits(&ctx2, &file_path, &req))
             .await
             .map_err(|e| ToolError::fatal(format!("internal error: the edit failed: {e}")))??;
-    common::notify_lsp(ctx, &target, &text).await;
-    let text = summary(&output, multi);
+    let diagnostics = common::notify_lsp(ctx, &target, &text).await;
+    let text = summary(&output, multi) + &diagnostics;
     Ok(ToolResult::ok(output).with_text(text))
 }
 

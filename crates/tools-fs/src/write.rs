@@ -161,8 +161,8 @@ impl TypedTool for Write {
         let (output, target, text) = tokio::task::spawn_blocking(move || run(&ctx2, &input))
             .await
             .map_err(|e| ToolError::fatal(format!("internal error: Write failed: {e}")))??;
-        common::notify_lsp(ctx, &target, &text).await;
-        let message = if output.kind == "create" {
+        let diagnostics = common::notify_lsp(ctx, &target, &text).await;
+        let mut message = if output.kind == "create" {
             format!("File created successfully at: {}", output.file_path)
         } else {
             format!(
@@ -170,6 +170,7 @@ impl TypedTool for Write {
                 output.file_path
             )
         };
+        message.push_str(&diagnostics);
         Ok(ToolResult::ok(output).with_text(message))
     }
 }

@@ -625,3 +625,87 @@ fn the_language_server_hears_about_changes() {
         ]
     );
 }
+
+/// A language server that reports one new error per change, as the LSP manager's
+/// `did_change_diagnostics` does after a bounded wait.
+#[derive(Debug)]
+struct Diagnosing;
+
+#[async_trait]
+impl LspManager for Diagnosing {
+    fn has_server_for(&self, file: &Path) -> bool {
+        file.extension().is_some_and(|e| e == "rs")
+    }
+    async fn request(&self, _f: &Path, _m: &str, _p: Value) -> Result<Value, ToolError> {
+        Ok(Value::Null)
+    }
+    async fn did_change(&self, _file: &Path, _text: &str) -> Result<(), ToolError> {
+        Ok(())
+    }
+    async fn did_change_diagnostics(
+        &self,
+        file: &Path,
+        _text: &str,
+    ) -> Result<Vec<FileDiagnostic>, ToolError> {
+        Ok((1..=22)
+            .map(|i| FileDiagnostic {
+                path: file.to_path_buf(),
+                line: i,
+                character: 4,
+                severity: "error".to_owned(),
+                message: format!("problem {i}"),
+                source: Some("fake".to_owned()),
+            })
+            .collect())
+    }
+    async fn diagnostics(&self, _f: Option<&Path>) -> Result<Vec<FileDiagnostic>, ToolError> {
+        Ok(Vec::new())
+    }
+}
+
+#[test]
+fn writes_report_the_diagnostics_they_introduced() {
+    let f = Fixture::new(&[]);
+    f.write("l.rs", "fn a() {}\n");
+    f.write("notes.txt", "x\n");
+    let c = ToolContext::builder(f.root())
+        .mode(PermissionMode::AcceptEdits)
+        .permissions(PermissionEngine::default())
+        .state_dir(f.root().join(".state"))
+        .lsp(Arc::new(Diagnosing))
+        .build();
+    read(&f, &c, "l.rs");
+    let r = edit(&f, &c, "l.rs", "a()", "b()");
+    let text = r.text();
+    assert!(!r.is_error, "{text}");
+    assert!(
+        text.contains(
+            "\n\nNew diagnostics after this change:\nl.rs:1:4: error: problem 1 [fake]\n"
+        ),
+        "{text}"
+    );
+    assert!(
+        text.contains("l.rs:20:4: error: problem 20 [fake]"),
+        "{text}"
+    );
+    assert!(!text.contains("problem 21"), "{text}");
+    assert!(
+        text.ends_with("... and 2 more: call LSP with operation diagnostics to see them all"),
+        "{text}"
+    );
+    let w = f.call_tool(
+        &c,
+        "Write",
+        &json!({"file_path": "{root}/m.rs", "content": "x"}),
+    );
+    assert!(
+        w.text()
+            .contains("New diagnostics after this change:\nm.rs:1:4"),
+        "{}",
+        w.text()
+    );
+    // No server for the file type: nothing is added.
+    read(&f, &c, "notes.txt");
+    let plain = edit(&f, &c, "notes.txt", "x", "y");
+    assert!(!plain.text().contains("diagnostics"), "{}", plain.text());
+}
