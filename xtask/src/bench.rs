@@ -19,10 +19,10 @@ use anyhow::{Context, Result, bail};
 
 use crate::cmd::{Cmd, target_dir};
 
-mod shell;
 mod files;
 mod lsp;
 mod mcp;
+mod shell;
 mod web;
 
 /// Options of `cargo xtask bench`.
@@ -96,16 +96,6 @@ const BENCHES: &[Bench] = &[
         run: glob,
     },
     Bench {
-        name: "bash-200",
-        about: "200 sequential Bash calls of `true` in one `agent-tools batch` (per sandbox) vs 200 `bash -c true` in a shell loop",
-        run: shell::bash_200,
-    },
-    Bench {
-        name: "bash-1g",
-        about: "Bash `yes | head -c 1G` (capped inline, whole GiB spilled) vs `yes | head -c 1G > /dev/null`; peak memory",
-        run: shell::bash_1g,
-    },
-    Bench {
         name: "webfetch",
         about: "WebFetch of a 2 MB HTML page from 127.0.0.1, converted to Markdown, vs curl and python3",
         run: web::webfetch,
@@ -139,6 +129,16 @@ const BENCHES: &[Bench] = &[
         name: "mcp-read",
         about: "tools/call round trip of Read via `agent-tools serve` vs server-filesystem's read_text_file, same file, same raw client",
         run: mcp::mcp_read,
+    },
+    Bench {
+        name: "bash-200",
+        about: "200 sequential Bash calls of `true` in one `agent-tools batch` (per sandbox) vs 200 `bash -c true` in a shell loop",
+        run: shell::bash_200,
+    },
+    Bench {
+        name: "bash-1g",
+        about: "Bash `yes | head -c 1G` (capped inline, whole GiB spilled) vs `yes | head -c 1G > /dev/null`; peak memory",
+        run: shell::bash_1g,
     },
 ];
 

@@ -159,7 +159,9 @@ fn hover_json(case: &Case) -> String {
 
 /// `agent-tools batch` with `count` hovers, fed from a file through `sh`.
 fn ours_batch(ctx: &Ctx, case: &Case, root: &Path, home: &Path, count: u32) -> Result<Cmd> {
-    let input = ctx.scratch.join(format!("lsp-{}-{count}.jsonl", case.label));
+    let input = ctx
+        .scratch
+        .join(format!("lsp-{}-{count}.jsonl", case.label));
     let line = format!("{{\"tool\":\"LSP\",\"input\":{}}}\n", hover_json(case));
     fs::write(&input, line.repeat(count as usize)).context("cannot write the batch input")?;
     Ok(Cmd::new("sh")
@@ -235,7 +237,10 @@ pub fn lsp(ctx: &Ctx) -> Result<Vec<Comparison>> {
             "raw client",
         )?;
         out.push(Comparison {
-            case: format!("{}: warm hover (per hover, {WARM_HOVERS} after the first)", case.label),
+            case: format!(
+                "{}: warm hover (per hover, {WARM_HOVERS} after the first)",
+                case.label
+            ),
             ours: per_extra(many.ours, one.ours),
             baseline: per_extra(many.baseline, one.baseline),
             baseline_label: "raw client".to_owned(),

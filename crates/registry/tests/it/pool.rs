@@ -342,10 +342,16 @@ async fn an_mcp_server_offering_read_does_not_shadow_the_built_in() {
     assert!(pool.get("mcp__fake__Glob").is_some(), "{:?}", pool.names());
     let names = pool.names();
     let first_mcp = names.iter().position(|n| n.starts_with("mcp__")).unwrap();
-    assert!(names[first_mcp..].iter().all(|n| n.starts_with("mcp__")), "{names:?}");
+    assert!(
+        names[first_mcp..].iter().all(|n| n.starts_with("mcp__")),
+        "{names:?}"
+    );
     let r = pool
         .call("Read", json!({"file_path": root.join("a.txt")}), &ctx)
         .await;
-    assert!(!r.is_error && r.text().contains("from the built-in"), "{r:?}");
+    assert!(
+        !r.is_error && r.text().contains("from the built-in"),
+        "{r:?}"
+    );
     manager.shutdown().await;
 }
