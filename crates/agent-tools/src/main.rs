@@ -187,6 +187,10 @@ async fn session(args: &SessionArgs) -> Result<Session> {
         }
     }
     let pool = ToolRegistry::new().pool(ctx.permissions(), mcp_tools);
+    // ToolSearch and sub-agents see the whole pool, MCP tools included (the registry's
+    // default catalog only knows the built-ins).
+    ctx.services()
+        .insert(tools_agent::ToolCatalog::from_pool(pool.clone()));
     Ok(Session {
         ctx,
         pool,
