@@ -33,10 +33,14 @@ pub async fn serve(
         return Ok(ExitCode::SUCCESS);
     };
     let addr = parse_listen_addr(&addr).map_err(|e| crate::usage(e.to_string()))?;
-    // Every HTTP session gets its own context; the MCP servers of `.mcp.json` are shared.
+    // Every HTTP session gets its own context; the MCP servers of `.mcp.json` are shared,
+    // and ToolSearch sees the whole pool, as on stdio.
+    let catalog_pool = pool.clone();
     let factory: SessionFactory = Arc::new(move || {
         let ctx = build_context(&options)?;
         ctx.services().insert(question_hook());
+        ctx.services()
+            .insert(tools_agent::ToolCatalog::from_pool(catalog_pool.clone()));
         if let Some(manager) = &mcp {
             ctx.services().insert(Arc::clone(manager));
         }
