@@ -1,7 +1,6 @@
 //! Glob: find files by name pattern, newest first, with one ignore policy shared with Grep.
 
 use std::path::{Path, PathBuf};
-use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant, SystemTime};
 
@@ -14,7 +13,7 @@ use tool_core::{
     ToolResult, TypedTool, ValidationResult, path,
 };
 
-use crate::ignore_policy::{IgnorePolicy, suggest_similar};
+use crate::ignore_policy::{IgnorePolicy, WalkDeadline, suggest_similar};
 
 /// At most this many paths are returned (the reference's `globLimits.maxResults`).
 pub const MAX_RESULTS: usize = 100;
@@ -264,27 +263,18 @@ fn walk_matches(
     // precedence over ignore rules (as `rg -g` does), which would list ignored and hidden
     // files whenever their names match.
     let found: Arc<Mutex<Vec<(PathBuf, SystemTime)>>> = Arc::default();
-    let timed_out = Arc::new(AtomicBool::new(false));
+    let deadline = WalkDeadline::new("Glob", cancel, started, TIMEOUT);
     builder.build_parallel().run(|| {
         // Each worker collects alone and hands its list over when it ends.
         let mut local = Local {
             items: Vec::new(),
             shared: Arc::clone(&found),
         };
-        let timed_out = Arc::clone(&timed_out);
-        let cancel = cancel.clone();
+        let mut check = deadline.worker(256);
         let overrides = overrides.clone();
-        let mut visited = 0_u32;
         Box::new(move |entry| {
-            visited = visited.wrapping_add(1);
-            if visited.is_multiple_of(256) {
-                if cancel.is_cancelled() {
-                    return WalkState::Quit;
-                }
-                if started.elapsed() > TIMEOUT {
-                    timed_out.store(true, Ordering::Relaxed);
-                    return WalkState::Quit;
-                }
+            if check.should_quit() {
+                return WalkState::Quit;
             }
             let Ok(entry) = entry else {
                 return WalkState::Continue;
@@ -307,17 +297,7 @@ fn walk_matches(
             WalkState::Continue
         })
     });
-    if timed_out.load(Ordering::Relaxed) {
-        return Err(ToolError::respond(format!(
-            "Glob timed out after {} seconds. Try searching a more specific path or pattern.",
-            TIMEOUT.as_secs()
-        )));
-    }
-    if cancel.is_cancelled() {
-        return Err(ToolError::Cancelled {
-            tool: "Glob".to_owned(),
-        });
-    }
+    deadline.outcome()?;
     let found = std::mem::take(
         &mut *found
             .lock()

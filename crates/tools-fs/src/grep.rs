@@ -3,7 +3,6 @@
 
 use std::collections::HashMap;
 use std::path::{Path, PathBuf};
-use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant, SystemTime};
 
@@ -20,7 +19,7 @@ use tool_core::{
     ToolResult, TypedTool, ValidationResult, path,
 };
 
-use crate::ignore_policy::{IgnorePolicy, VCS_DIRS, suggest_similar};
+use crate::ignore_policy::{IgnorePolicy, VCS_DIRS, WalkDeadline, suggest_similar};
 
 /// Results shown when `head_limit` is not given.
 pub const DEFAULT_HEAD_LIMIT: usize = 250;
@@ -454,29 +453,20 @@ fn search_tree(
     let mut builder = WalkBuilder::new(root);
     policy.configure(&mut builder, glob_hint);
     let shared: Shared = Arc::default();
-    let timed_out = Arc::new(AtomicBool::new(false));
+    let deadline = WalkDeadline::new("Grep", cancel, started, GREP_TIMEOUT);
     builder.build_parallel().run(|| {
         let plan = plan.clone();
         let mut searcher = plan.searcher();
-        let cancel = cancel.clone();
-        let timed_out = Arc::clone(&timed_out);
+        let mut check = deadline.worker(128);
         let mut tally = Tally {
             listed: HashMap::new(),
             yielded: HashMap::new(),
             hits: Vec::new(),
             shared: Arc::clone(&shared),
         };
-        let mut visited = 0_u32;
         Box::new(move |entry| {
-            visited = visited.wrapping_add(1);
-            if visited.is_multiple_of(128) {
-                if cancel.is_cancelled() {
-                    return WalkState::Quit;
-                }
-                if started.elapsed() > GREP_TIMEOUT {
-                    timed_out.store(true, Ordering::Relaxed);
-                    return WalkState::Quit;
-                }
+            if check.should_quit() {
+                return WalkState::Quit;
             }
             let Ok(entry) = entry else {
                 return WalkState::Continue;
@@ -503,17 +493,7 @@ fn search_tree(
             WalkState::Continue
         })
     });
-    if timed_out.load(Ordering::Relaxed) {
-        return Err(ToolError::respond(format!(
-            "Grep timed out after {} seconds. Try searching a more specific path or pattern.",
-            GREP_TIMEOUT.as_secs()
-        )));
-    }
-    if cancel.is_cancelled() {
-        return Err(ToolError::Cancelled {
-            tool: "Grep".to_owned(),
-        });
-    }
+    deadline.outcome()?;
     let mut shared = shared
         .lock()
         .map_err(|_| ToolError::fatal("internal error: Grep results lock poisoned"))?;

@@ -2,9 +2,13 @@
 //! paths.
 
 use std::path::{Path, PathBuf};
+use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::time::{Duration, Instant};
 
 use ignore::WalkBuilder;
 use ignore::overrides::{Override, OverrideBuilder};
+use tool_core::{CancellationToken, ToolError};
 
 /// Version-control folders that are never searched.
 pub const VCS_DIRS: &[&str] = &[".git", ".svn", ".hg", ".bzr", ".jj", ".sl"];
@@ -55,6 +59,88 @@ impl IgnorePolicy {
         let mut builder = OverrideBuilder::new(root);
         builder.add(pattern)?;
         builder.build()
+    }
+}
+
+/// Stops a parallel walk when the call is cancelled or runs past its time limit. Each
+/// worker takes a [`WalkCheck`]; after the walk, [`WalkDeadline::outcome`] says why it
+/// stopped early, if it did.
+#[derive(Debug, Clone)]
+pub(crate) struct WalkDeadline {
+    tool: &'static str,
+    cancel: CancellationToken,
+    started: Instant,
+    limit: Duration,
+    timed_out: Arc<AtomicBool>,
+}
+
+/// One worker's view of a [`WalkDeadline`]: looks at the clock and the token every `every`
+/// entries, so the check stays off the hot path.
+#[derive(Debug)]
+pub(crate) struct WalkCheck {
+    deadline: WalkDeadline,
+    every: u32,
+    visited: u32,
+}
+
+impl WalkDeadline {
+    pub(crate) fn new(
+        tool: &'static str,
+        cancel: &CancellationToken,
+        started: Instant,
+        limit: Duration,
+    ) -> Self {
+        WalkDeadline {
+            tool,
+            cancel: cancel.clone(),
+            started,
+            limit,
+            timed_out: Arc::default(),
+        }
+    }
+
+    /// A check for one worker thread.
+    pub(crate) fn worker(&self, every: u32) -> WalkCheck {
+        WalkCheck {
+            deadline: self.clone(),
+            every,
+            visited: 0,
+        }
+    }
+
+    /// After the walk: an error when it stopped for the time limit or a cancellation.
+    pub(crate) fn outcome(&self) -> Result<(), ToolError> {
+        if self.timed_out.load(Ordering::Relaxed) {
+            return Err(ToolError::respond(format!(
+                "{} timed out after {} seconds. Try searching a more specific path or pattern.",
+                self.tool,
+                self.limit.as_secs()
+            )));
+        }
+        if self.cancel.is_cancelled() {
+            return Err(ToolError::Cancelled {
+                tool: self.tool.to_owned(),
+            });
+        }
+        Ok(())
+    }
+}
+
+impl WalkCheck {
+    /// Counts one entry; true when the walk must stop.
+    pub(crate) fn should_quit(&mut self) -> bool {
+        self.visited = self.visited.wrapping_add(1);
+        if !self.visited.is_multiple_of(self.every) {
+            return false;
+        }
+        if self.deadline.cancel.is_cancelled() {
+            return true;
+        }
+        if self.deadline.started.elapsed() > self.deadline.limit {
+            self.deadline.timed_out.store(true, Ordering::Relaxed);
+            return true;
+        }
+        false
     }
 }
 
