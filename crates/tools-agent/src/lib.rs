@@ -35,6 +35,16 @@
 //!   built-in types general-purpose, Explore and Plan plus `.agent-tools/agents/*.md`;
 //!   `run_in_background` through the context's task manager. [`runner_from_settings`] picks
 //!   the runner from the `agent` settings section and `ANTHROPIC_API_KEY`.
+//! - [`SendMessage`], [`TeamCreate`], [`TeamDelete`] (deferred): teams and mailboxes in
+//!   [`TeamStore`] — `<state>/teams/<team>/config.json` and one `inboxes/<name>.json` per
+//!   member, written atomically under file locks so several processes share them. A session
+//!   leads at most one team (its members start with `team-lead`); SendMessage goes to a
+//!   member's name or agent id, `*` (every member but the sender), with plain text and a
+//!   `summary`, or structured `shutdown_request` / `shutdown_response` / `plan_approval_response`
+//!   messages. **The lead's inbox:** a host calls [`take_inbox`] between turns (and renders
+//!   the messages with [`render_messages`]); the team tools also attach the lead's unread
+//!   messages to their own results as a side message. TeamDelete refuses while a teammate
+//!   runs (a member whose process is gone no longer counts).
 //! - With feature `cron`: `CronCreate`, `CronDelete`, `CronList` (5-field expressions checked
 //!   with `croner`, one-shot and recurring, at most 50 jobs, 7-day expiry, durable jobs in
 //!   `.agent-tools/scheduled_tasks.json`) and the `CronScheduler` that hands due prompts to a
@@ -43,8 +53,8 @@
 //!
 //! Host services are looked up in the context's [`tool_core::Services`] as
 //! `Arc<dyn QuestionPrompter>`, `Arc<dyn UserMessageSink>`, `Arc<dyn AgentRunner>`,
-//! [`ToolCatalog`]; a sub-agent's context carries an
-//! `Arc<AgentIdentity>`.
+//! [`ToolCatalog`]; a sub-agent's context carries an `Arc<AgentIdentity>`, a teammate's also
+//! an `Arc<TeammateIdentity>`.
 //!
 //! # Example
 //!
@@ -80,6 +90,7 @@ mod skill;
 mod store;
 #[cfg(feature = "v2-todo")]
 mod tasks;
+mod team;
 mod todo;
 mod worktree;
 
@@ -131,6 +142,13 @@ pub use tasks::{
     TaskListId, TaskListInput, TaskRecord, TaskState, TaskStore, TaskUpdate, TaskUpdateInput,
     UpdateOutcome, UpdateStatus,
 };
+pub use team::{
+    EMPTY_RECIPIENT, InboxMessage, MessageBody, NO_STRUCTURED_BROADCAST, REJECTION_NEEDS_REASON,
+    SHUTDOWN_RESPONSE_TO_LEAD, SUMMARY_REQUIRED, SendMessage, SendMessageInput, SendMessageOutput,
+    StructuredMessage, TEAM_LEAD_NAME, TeamCreate, TeamCreateInput, TeamCreateOutput, TeamDelete,
+    TeamDeleteInput, TeamDeleteOutput, TeamFile, TeamMember, TeamStore, TeammateIdentity,
+    render_messages, take_inbox,
+};
 pub use todo::{
     TODOS_MODIFIED, TodoItem, TodoStatus, TodoWrite, TodoWriteInput, TodoWriteOutput, current_todos,
 };
@@ -155,6 +173,9 @@ pub fn tools() -> Vec<Arc<dyn tool_core::Tool>> {
         Arc::new(tool_core::Typed::new(EnterWorktree)),
         Arc::new(tool_core::Typed::new(ExitWorktree)),
         Arc::new(tool_core::Typed::new(Agent)),
+        Arc::new(tool_core::Typed::new(SendMessage)),
+        Arc::new(tool_core::Typed::new(TeamCreate)),
+        Arc::new(tool_core::Typed::new(TeamDelete)),
     ];
     #[cfg(feature = "cron")]
     tools.extend([

@@ -304,12 +304,11 @@ fn features_decide_which_tools_exist() {
             "{cron}: {names:?}"
         );
     }
-    // Tools not built yet (SendMessage and the team tools of tools-agent) are registered
-    // under no feature; when they land, they appear here under theirs.
-    for absent in ["SendMessage", "TeamCreate"] {
-        assert!(
-            !names.iter().any(|n| n == absent),
-            "{absent} is registered before it is built"
+    for team in ["SendMessage", "TeamCreate", "TeamDelete"] {
+        assert_eq!(
+            names.iter().any(|n| n == team),
+            cfg!(feature = "agent"),
+            "{team}: {names:?}"
         );
     }
 }

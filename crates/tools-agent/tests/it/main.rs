@@ -8,6 +8,7 @@ mod search;
 mod skill;
 mod snapshots;
 mod tasks;
+mod team;
 mod worktree;
 
 use std::path::PathBuf;
