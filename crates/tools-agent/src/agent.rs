@@ -19,7 +19,9 @@ use tool_core::{
 
 use crate::search::ToolCatalog;
 use crate::store::AgentIdentity;
-use crate::{frontmatter, store};
+use crate::team::{InboxMessage, TeamFile, TeamMember, TeamStore, TeammateIdentity};
+use crate::worktree::ActiveWorktree;
+use crate::{frontmatter, store, team};
 
 /// Tools no sub-agent gets (the reference's `ALL_AGENT_DISALLOWED_TOOLS`; no nesting).
 pub const AGENT_DISALLOWED_TOOLS: &[&str] = &[
@@ -448,14 +450,36 @@ impl AgentRunner for ApiRunner {
             declarations.push(json!({"name": tool.name(), "description": tool.description(None).await, "input_schema": tool.input_schema()}));
         }
         let pool = ToolPool::new(request.tools.clone());
-        let system = format!(
+        let mut system = format!(
             "{}\n\nWorking directory: {}",
             request.definition.system_prompt,
             request.context.cwd().display()
         );
+        let mate = team::teammate(&request.context);
+        if let Some(m) = &mate {
+            system.push_str(&format!(
+                "\n\nYou are \"{}\", a teammate in team \"{}\" led by \"{}\". Nobody sees your plain text: use SendMessage to reach the lead or another teammate. Messages from your team arrive as <teammate-message> blocks. When you have nothing left to do, end your turn: a new message wakes you up. Answer a shutdown_request with SendMessage to \"{}\" and message {{\"type\": \"shutdown_response\", \"request_id\": ..., \"approve\": true}} when your work is done (approving ends you), or approve: false with a reason.",
+                m.name,
+                m.team_name,
+                team::TEAM_LEAD_NAME,
+                team::TEAM_LEAD_NAME
+            ));
+        }
         let mut messages = vec![json!({"role": "user", "content": request.prompt})];
+        if let Some(m) = &mate {
+            // Messages that arrived before the teammate started.
+            let mail = take_mail(&request.context, m).await?;
+            push_user(&mut messages, mail_blocks(&mail));
+        }
         let mut outcome = AgentOutcome::default();
-        for _ in 0..MAX_TURNS {
+        let mut turns = 0;
+        loop {
+            if turns == MAX_TURNS {
+                return Err(ToolError::respond(format!(
+                    "The sub-agent did not finish within {MAX_TURNS} turns"
+                )));
+            }
+            turns += 1;
             let body = json!({
                 "model": model,
                 "max_tokens": self.settings.max_tokens.unwrap_or(8192),
@@ -484,9 +508,27 @@ impl AgentRunner for ApiRunner {
                 .filter(|b| b["type"] == "text")
                 .filter_map(|b| b["text"].as_str())
                 .collect();
+            let text = text.join("\n").trim().to_owned();
             if calls.is_empty() || reply["stop_reason"] != "tool_use" {
-                outcome.output = text.join("\n").trim().to_owned();
-                return Ok(outcome);
+                outcome.output = text;
+                let Some(m) = &mate else {
+                    return Ok(outcome);
+                };
+                if m.exit.is_cancelled() {
+                    return Ok(outcome);
+                }
+                // A teammate idles until a message wakes it, it is shut down or stopped.
+                if !content.is_empty() {
+                    messages.push(json!({"role": "assistant", "content": content}));
+                }
+                notify_idle(&request.context, m, &outcome.output).await;
+                match wait_for_mail(&request.context, m, &request.cancel).await? {
+                    Some(mail) => {
+                        push_user(&mut messages, mail_blocks(&mail));
+                        continue;
+                    }
+                    None => return Ok(outcome),
+                }
             }
             messages.push(json!({"role": "assistant", "content": content}));
             outcome.tool_uses += calls.len() as u64;
@@ -503,12 +545,103 @@ impl AgentRunner for ApiRunner {
                 .zip(ids)
                 .map(|(r, id)| json!({"type": "tool_result", "tool_use_id": id, "content": r.text(), "is_error": r.is_error}))
                 .collect();
-            messages.push(json!({"role": "user", "content": blocks}));
+            push_user(&mut messages, blocks);
+            if let Some(m) = &mate {
+                if m.exit.is_cancelled() {
+                    // It approved a shutdown request.
+                    outcome.output = text;
+                    return Ok(outcome);
+                }
+                let mail = take_mail(&request.context, m).await?;
+                push_user(&mut messages, mail_blocks(&mail));
+            }
         }
-        Err(ToolError::respond(format!(
-            "The sub-agent did not finish within {MAX_TURNS} turns"
-        )))
     }
+}
+
+/// Appends content blocks to the conversation as the user: to the last message when it is
+/// the user's already (the API wants roles to alternate).
+fn push_user(messages: &mut Vec<Value>, blocks: Vec<Value>) {
+    if blocks.is_empty() {
+        return;
+    }
+    if let Some(last) = messages.last_mut()
+        && last["role"] == "user"
+    {
+        let mut content = match last["content"].take() {
+            Value::String(s) => vec![json!({"type": "text", "text": s})],
+            Value::Array(a) => a,
+            _ => Vec::new(),
+        };
+        content.extend(blocks);
+        last["content"] = Value::Array(content);
+        return;
+    }
+    messages.push(json!({"role": "user", "content": blocks}));
+}
+
+fn mail_blocks(mail: &[InboxMessage]) -> Vec<Value> {
+    if mail.is_empty() {
+        return Vec::new();
+    }
+    vec![json!({"type": "text", "text": team::render_messages(mail)})]
+}
+
+/// Takes a teammate's unread messages. An approved plan takes it out of plan mode.
+async fn take_mail(
+    ctx: &ToolContext,
+    mate: &TeammateIdentity,
+) -> Result<Vec<InboxMessage>, ToolError> {
+    let store = TeamStore::for_context(ctx);
+    let (team_name, name) = (mate.team_name.clone(), mate.name.clone());
+    let mail = tokio::task::spawn_blocking(move || store.take_unread(&team_name, &name))
+        .await
+        .map_err(|e| ToolError::fatal(format!("internal error: mailbox worker failed: {e}")))??;
+    if ctx.permission_mode() == PermissionMode::Plan
+        && mail
+            .iter()
+            .any(|m| m.kind() == Some("plan_approval_response") && m.message["approve"] == true)
+    {
+        ctx.set_permission_mode(PermissionMode::Default);
+    }
+    Ok(mail)
+}
+
+/// Waits for a teammate's next messages; `None` when it was shut down meanwhile.
+async fn wait_for_mail(
+    ctx: &ToolContext,
+    mate: &TeammateIdentity,
+    cancel: &CancellationToken,
+) -> Result<Option<Vec<InboxMessage>>, ToolError> {
+    loop {
+        let mail = take_mail(ctx, mate).await?;
+        if !mail.is_empty() {
+            return Ok(Some(mail));
+        }
+        tokio::select! {
+            () = tokio::time::sleep(MAIL_POLL) => {}
+            () = mate.exit.cancelled() => return Ok(None),
+            () = cancel.cancelled() => return Err(ToolError::Cancelled { tool: "Agent".to_owned() }),
+        }
+    }
+}
+
+/// How often an idle teammate looks at its inbox (other processes may write it).
+const MAIL_POLL: Duration = Duration::from_millis(100);
+
+/// Tells the lead that a teammate ended its turn, with the turn's last words.
+async fn notify_idle(ctx: &ToolContext, mate: &TeammateIdentity, last: &str) {
+    let store = TeamStore::for_context(ctx);
+    let (team_name, name) = (mate.team_name.clone(), mate.name.clone());
+    let body = json!({"type": "idle_notification", "idle_reason": "available", "summary": tool_core::cut_middle(last, 500)});
+    let _ = tokio::task::spawn_blocking(move || {
+        store.deliver(
+            &team_name,
+            team::TEAM_LEAD_NAME,
+            InboxMessage::new(name, body, None),
+        )
+    })
+    .await;
 }
 
 /// The command runner: hands the prompt (with the agent's system prompt) to a configured
@@ -538,6 +671,17 @@ impl AgentRunner for CommandRunner {
             .current_dir(request.context.cwd())
             .env("AGENT_TOOLS_AGENT_ID", &request.agent_id)
             .env("AGENT_TOOLS_AGENT_TYPE", &request.definition.name)
+            .envs(
+                team::teammate(&request.context)
+                    .map(|m| {
+                        [
+                            ("AGENT_TOOLS_TEAM_NAME", m.team_name.clone()),
+                            ("AGENT_TOOLS_AGENT_NAME", m.name.clone()),
+                        ]
+                    })
+                    .into_iter()
+                    .flatten(),
+            )
             .stdin(std::process::Stdio::piped())
             .stdout(std::process::Stdio::piped())
             .stderr(std::process::Stdio::piped())
@@ -608,6 +752,70 @@ pub struct AgentInput {
     /// Run the agent in the background; you will be notified when it completes
     #[serde(default)]
     pub run_in_background: Option<bool>,
+    /// A name for the agent. With team_name (or inside the team you lead) it is spawned as a
+    /// teammate that others reach with SendMessage
+    #[serde(default)]
+    pub name: Option<String>,
+    /// The team to spawn the agent into as a teammate (default: the team you lead)
+    #[serde(default)]
+    pub team_name: Option<String>,
+    /// The permission mode the agent's tools run in (no more permissive than yours)
+    #[serde(default)]
+    pub mode: Option<AgentMode>,
+    /// "worktree": the agent works in a fresh git worktree of the repository; kept (and
+    /// reported) when it changed something, removed otherwise
+    #[serde(default)]
+    pub isolation: Option<Isolation>,
+    /// The agent's working directory (absolute, or relative to yours); not with isolation
+    #[serde(default)]
+    pub cwd: Option<String>,
+}
+
+/// Permission modes a sub-agent may be given.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub enum AgentMode {
+    /// Ask on first use of anything not allowed by a rule
+    Default,
+    /// File writes inside the working directories are allowed
+    AcceptEdits,
+    /// Read-only exploration
+    Plan,
+    /// Everything allowed except deny rules and protected paths
+    BypassPermissions,
+    /// Anything that would ask is denied
+    DontAsk,
+}
+
+impl AgentMode {
+    /// The permission mode.
+    pub fn permission_mode(self) -> PermissionMode {
+        match self {
+            AgentMode::Default => PermissionMode::Default,
+            AgentMode::AcceptEdits => PermissionMode::AcceptEdits,
+            AgentMode::Plan => PermissionMode::Plan,
+            AgentMode::BypassPermissions => PermissionMode::BypassPermissions,
+            AgentMode::DontAsk => PermissionMode::DontAsk,
+        }
+    }
+}
+
+/// How much a mode allows without asking: plan and dontAsk least, bypassPermissions most.
+fn permissiveness(mode: PermissionMode) -> u8 {
+    match mode {
+        PermissionMode::Plan | PermissionMode::DontAsk => 0,
+        PermissionMode::Default => 1,
+        PermissionMode::AcceptEdits => 2,
+        PermissionMode::BypassPermissions => 3,
+    }
+}
+
+/// Where a sub-agent works.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize, JsonSchema)]
+#[serde(rename_all = "lowercase")]
+pub enum Isolation {
+    /// A fresh git worktree on its own branch
+    Worktree,
 }
 
 /// Model names Agent accepts.
@@ -653,6 +861,9 @@ pub struct AgentOutput {
     /// The background task's output file
     #[serde(skip_serializing_if = "Option::is_none")]
     pub output_file: Option<PathBuf>,
+    /// The worktree the agent changed (kept for you to review or merge)
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub worktree: Option<PathBuf>,
 }
 
 /// The Agent tool.
@@ -692,7 +903,17 @@ pub fn subagent_context(
     agent_id: &str,
     mode: Option<PermissionMode>,
 ) -> ToolContext {
-    let mut builder = ToolContext::builder(ctx.cwd())
+    subagent_context_in(ctx, agent_id, mode, &ctx.cwd())
+}
+
+/// [`subagent_context`] rooted in another working directory (`cwd`, or a worktree).
+pub fn subagent_context_in(
+    ctx: &ToolContext,
+    agent_id: &str,
+    mode: Option<PermissionMode>,
+    cwd: &Path,
+) -> ToolContext {
+    let mut builder = ToolContext::builder(cwd)
         .mode(mode.unwrap_or_else(|| ctx.permission_mode()))
         .additional_dirs(ctx.additional_dirs())
         .permissions(tool_core::PermissionEngine::new(ctx.permissions().rules()))
@@ -744,7 +965,7 @@ impl TypedTool for Agent {
         for a in builtin_agents() {
             text.push_str(&format!("\n- {}: {}", a.name, a.description));
         }
-        text.push_str("\nCustom agents from .agent-tools/agents/*.md are available by their name too.\n\nUsage notes:\n- Give the agent a complete, self-contained task: it does not see this conversation. Say exactly what it should return.\n- Launch several agents at once (several calls in one message) when the tasks are independent.\n- Set run_in_background to true to keep working while it runs; you will be notified when it completes.\n- Do not use it for a task you can do with one or two direct tool calls.");
+        text.push_str("\nCustom agents from .agent-tools/agents/*.md are available by their name too.\n\nUsage notes:\n- Give the agent a complete, self-contained task: it does not see this conversation. Say exactly what it should return.\n- Launch several agents at once (several calls in one message) when the tasks are independent.\n- Set run_in_background to true to keep working while it runs; you will be notified when it completes.\n- Do not use it for a task you can do with one or two direct tool calls.\n- isolation: \"worktree\" runs the agent in a new git worktree (kept and reported only if it changed something); cwd runs it in another directory; mode gives it a stricter permission mode.\n- With name (and team_name, after TeamCreate) the agent joins your team as a teammate: it runs in the background, talks through SendMessage, and stays until you send it a shutdown_request.");
         text
     }
     fn is_concurrency_safe(&self, _input: &AgentInput) -> bool {
@@ -755,10 +976,37 @@ impl TypedTool for Agent {
         true
     }
     async fn validate(&self, input: &AgentInput, ctx: &ToolContext) -> ValidationResult {
+        let wants_teammate = input.name.is_some() || input.team_name.is_some();
+        if team::teammate(ctx).is_some() && wants_teammate {
+            return ValidationResult::invalid(TEAMMATES_CANNOT_SPAWN);
+        }
         if store::agent_id(ctx).is_some() {
             return ValidationResult::invalid(
                 "Sub-agents cannot launch other agents: do the work yourself or return to the caller",
             );
+        }
+        if input.cwd.is_some() && input.isolation.is_some() {
+            return ValidationResult::invalid(CWD_WITH_ISOLATION);
+        }
+        if let Some(dir) = &input.cwd {
+            let path = ctx.resolve_path(dir);
+            if !path.is_dir() {
+                return ValidationResult::invalid(format!(
+                    "cwd: {} is not a directory: give an existing directory for the agent to work in",
+                    path.display()
+                ));
+            }
+        }
+        if let Some(mode) = input.mode {
+            let (asked, own) = (mode.permission_mode(), ctx.permission_mode());
+            if permissiveness(asked) > permissiveness(own) {
+                return ValidationResult::invalid(format!(
+                    "mode: \"{asked}\" allows more than this session's mode \"{own}\": a sub-agent cannot get more permissions than its caller. Leave mode out, or choose {own} or a stricter mode."
+                ));
+            }
+        }
+        if wants_teammate && let Err(message) = resolve_team(input, ctx) {
+            return ValidationResult::invalid(message);
         }
         let wanted = agent_type(input);
         let (agents, errors) = load_agents(ctx);
@@ -806,7 +1054,8 @@ impl TypedTool for Agent {
             .into_iter()
             .find(|a| a.name == wanted)
             .ok_or_else(|| ToolError::respond(format!("Agent type '{wanted}' not found")))?;
-        let background = input.run_in_background.unwrap_or(false);
+        let team = resolve_team(&input, ctx).map_err(ToolError::respond)?;
+        let background = input.run_in_background.unwrap_or(false) || team.is_some();
         let all = ctx
             .services()
             .get::<ToolCatalog>()
@@ -816,9 +1065,51 @@ impl TypedTool for Agent {
             .into_iter()
             .filter(|t| t.is_enabled() && !ctx.permissions().is_hidden(t.as_ref()))
             .collect();
-        let tools = tools_for_agent(&definition, &all, background);
-        let agent_id = new_agent_id();
-        let sub_ctx = subagent_context(ctx, &agent_id, definition.permission_mode);
+        let mut tools = tools_for_agent(&definition, &all, background);
+        if team.is_some() {
+            // Teammates also talk to the team and share its task list.
+            let extra: Vec<Arc<dyn Tool>> = all
+                .iter()
+                .filter(|t| TEAMMATE_TOOLS.contains(&t.name()))
+                .filter(|t| !tools.iter().any(|have| have.name() == t.name()))
+                .filter(|t| !definition.disallowed_tools.iter().any(|d| d == t.name()))
+                .cloned()
+                .collect();
+            tools.extend(extra);
+        }
+        let agent_id = match &team {
+            Some((t, name)) => format!("{name}@{}", t.name),
+            None => new_agent_id(),
+        };
+        let worktree = match input.isolation {
+            Some(Isolation::Worktree) => {
+                let (cwd, name) = (
+                    ctx.cwd(),
+                    format!("agent-{}", store::safe_component(&agent_id)),
+                );
+                Some(
+                    tokio::task::spawn_blocking(move || {
+                        crate::worktree::create_worktree(&cwd, &name, "isolation: \"worktree\"")
+                    })
+                    .await
+                    .map_err(|e| {
+                        ToolError::fatal(format!("internal error: git worker failed: {e}"))
+                    })?
+                    .map_err(ToolError::respond)?,
+                )
+            }
+            None => None,
+        };
+        let cwd = match (&worktree, &input.cwd) {
+            (Some(wt), _) => wt.path.clone(),
+            (None, Some(dir)) => tool_core::path::canonicalize_lenient(&ctx.resolve_path(dir)),
+            (None, None) => ctx.cwd(),
+        };
+        let mode = input
+            .mode
+            .map(AgentMode::permission_mode)
+            .or(definition.permission_mode);
+        let sub_ctx = subagent_context_in(ctx, &agent_id, mode, &cwd);
         let request = AgentRequest {
             agent_id: agent_id.clone(),
             definition: definition.clone(),
@@ -828,6 +1119,9 @@ impl TypedTool for Agent {
             context: sub_ctx,
             cancel: ctx.cancel_token().child_token(),
         };
+        if let Some((team, name)) = team {
+            return spawn_teammate(runner, request, team, name, worktree, &input, ctx).await;
+        }
         if background {
             let started = Instant::now();
             let spec = TaskSpec {
@@ -840,33 +1134,8 @@ impl TypedTool for Agent {
                             ..request
                         };
                         let result = runner.run(request).await;
-                        let duration = started.elapsed().as_millis();
-                        match result {
-                            Ok(o) => TaskFinish {
-                                status: TaskStatus::Completed,
-                                exit_code: Some(0),
-                                output: format!(
-                                    "{}\n<usage>total_tokens: {}\ntool_uses: {}\nduration_ms: {duration}</usage>\n",
-                                    if o.output.is_empty() {
-                                        NO_OUTPUT
-                                    } else {
-                                        &o.output
-                                    },
-                                    o.total_tokens,
-                                    o.tool_uses
-                                ),
-                            },
-                            Err(ToolError::Cancelled { .. }) => TaskFinish {
-                                status: TaskStatus::Killed,
-                                exit_code: None,
-                                output: "The agent was stopped.\n".to_owned(),
-                            },
-                            Err(e) => TaskFinish {
-                                status: TaskStatus::Failed,
-                                exit_code: Some(1),
-                                output: format!("The agent failed: {e}\n"),
-                            },
-                        }
+                        let trailer = finish_worktree(worktree).await;
+                        finish_task(result, started, &trailer)
                     })
                 })),
             };
@@ -885,11 +1154,14 @@ impl TypedTool for Agent {
                 tool_uses: 0,
                 duration_ms: 0,
                 output_file: Some(info.output_path),
+                worktree: None,
             })
             .with_text(text));
         }
         let started = Instant::now();
-        let outcome = runner.run(request).await?;
+        let result = runner.run(request).await;
+        let worktree_trailer = finish_worktree(worktree).await;
+        let outcome = result?;
         let duration_ms = started.elapsed().as_millis() as u64;
         let content = if outcome.output.is_empty() {
             NO_OUTPUT.to_owned()
@@ -897,11 +1169,23 @@ impl TypedTool for Agent {
             outcome.output.clone()
         };
         let mut text = content.clone();
+        if !definition.one_shot || worktree_trailer.is_some() {
+            text.push('\n');
+        }
         if !definition.one_shot {
-            // The reference also offers SendMessage to continue the agent; that tool is not
-            // part of this crate yet, so the trailer does not promise it.
+            // The reference also offers SendMessage to continue the agent; that needs the
+            // agent's transcript, which this layer does not keep yet.
+            text.push_str(&format!("\nagentId: {agent_id}"));
+        }
+        if let Some((path, branch)) = &worktree_trailer {
             text.push_str(&format!(
-                "\n\nagentId: {agent_id}\n<usage>total_tokens: {}\ntool_uses: {}\nduration_ms: {duration_ms}</usage>",
+                "\nworktreePath: {}\nworktreeBranch: {branch}",
+                path.display()
+            ));
+        }
+        if !definition.one_shot {
+            text.push_str(&format!(
+                "\n<usage>total_tokens: {}\ntool_uses: {}\nduration_ms: {duration_ms}</usage>",
                 outcome.total_tokens, outcome.tool_uses
             ));
         }
@@ -914,7 +1198,270 @@ impl TypedTool for Agent {
             tool_uses: outcome.tool_uses,
             duration_ms,
             output_file: None,
+            worktree: worktree_trailer.map(|(path, _)| path),
         })
         .with_text(text))
     }
+}
+
+/// The error of a teammate that tries to spawn one (the reference's rule: the roster is flat).
+pub const TEAMMATES_CANNOT_SPAWN: &str = "Teammates cannot spawn other teammates: the team roster is flat. Leave out name and team_name, or ask the team lead to spawn one.";
+/// Agent with both `cwd` and `isolation`.
+pub const CWD_WITH_ISOLATION: &str = "cwd and isolation cannot be used together: with isolation: \"worktree\" the agent works in a new worktree. Leave out cwd or isolation.";
+/// Tools a teammate gets beyond a background agent's.
+pub const TEAMMATE_TOOLS: &[&str] = &[
+    "SendMessage",
+    "TaskCreate",
+    "TaskGet",
+    "TaskList",
+    "TaskUpdate",
+];
+
+/// The team and name an Agent call spawns a teammate as, `None` for a plain sub-agent.
+fn resolve_team(
+    input: &AgentInput,
+    ctx: &ToolContext,
+) -> Result<Option<(TeamFile, String)>, String> {
+    if input.name.is_none() && input.team_name.is_none() {
+        return Ok(None);
+    }
+    let store = TeamStore::for_context(ctx);
+    let team = match input.team_name.as_deref().map(str::trim) {
+        Some(wanted) => {
+            let loaded = match store.load(wanted).map_err(|e| e.to_string())? {
+                Some(t) => Some(t),
+                None => store
+                    .load(&team::team_slug(wanted))
+                    .map_err(|e| e.to_string())?,
+            };
+            let Some(team) = loaded else {
+                return Err(format!(
+                    "team_name: team \"{wanted}\" does not exist: create it with TeamCreate first"
+                ));
+            };
+            if team.lead_session_id != ctx.session_id() {
+                return Err(format!(
+                    "team_name: team \"{}\" is led by another session: only its lead spawns teammates into it",
+                    team.name
+                ));
+            }
+            team
+        }
+        None => store.led_by(ctx.session_id()).ok_or_else(|| {
+            "name makes the agent a teammate, and this session leads no team: create one with TeamCreate first (or leave out name)".to_owned()
+        })?,
+    };
+    let Some(name) = input
+        .name
+        .as_deref()
+        .map(str::trim)
+        .filter(|n| !n.is_empty())
+    else {
+        return Err(
+            "name is required to spawn a teammate: it is how SendMessage reaches the teammate"
+                .to_owned(),
+        );
+    };
+    if name == team::TEAM_LEAD_NAME
+        || name.len() > 64
+        || !name
+            .chars()
+            .all(|c| c.is_ascii_alphanumeric() || c == '-' || c == '_')
+    {
+        return Err(format!(
+            "name: \"{name}\" is not a valid teammate name: use up to 64 letters, digits, \"-\" and \"_\" (and not \"{}\")",
+            team::TEAM_LEAD_NAME
+        ));
+    }
+    if team.member(name).is_some_and(|m| m.is_running()) {
+        return Err(format!(
+            "name: a teammate named \"{name}\" is already running in team \"{}\": choose another name",
+            team.name
+        ));
+    }
+    Ok(Some((team, name.to_owned())))
+}
+
+/// Removes an agent's worktree when it changed nothing; otherwise keeps it and returns its
+/// path and branch for the result.
+async fn finish_worktree(wt: Option<ActiveWorktree>) -> Option<(PathBuf, String)> {
+    let wt = wt?;
+    tokio::task::spawn_blocking(move || {
+        match crate::worktree::pending_work(&wt) {
+            Ok((0, 0)) if crate::worktree::remove_worktree(&wt).is_ok() => None,
+            // Changes, or a state that cannot be verified: keep it.
+            _ => Some((wt.path.clone(), wt.branch.clone())),
+        }
+    })
+    .await
+    .ok()
+    .flatten()
+}
+
+/// The background task's end: the answer with the usage trailer, or why it stopped.
+fn finish_task(
+    result: Result<AgentOutcome, ToolError>,
+    started: Instant,
+    worktree: &Option<(PathBuf, String)>,
+) -> TaskFinish {
+    let duration = started.elapsed().as_millis();
+    let worktree = match worktree {
+        Some((path, branch)) => format!(
+            "worktreePath: {}\nworktreeBranch: {branch}\n",
+            path.display()
+        ),
+        None => String::new(),
+    };
+    match result {
+        Ok(o) => TaskFinish {
+            status: TaskStatus::Completed,
+            exit_code: Some(0),
+            output: format!(
+                "{}\n{worktree}<usage>total_tokens: {}\ntool_uses: {}\nduration_ms: {duration}</usage>\n",
+                if o.output.is_empty() {
+                    NO_OUTPUT
+                } else {
+                    &o.output
+                },
+                o.total_tokens,
+                o.tool_uses
+            ),
+        },
+        Err(ToolError::Cancelled { .. }) => TaskFinish {
+            status: TaskStatus::Killed,
+            exit_code: None,
+            output: format!("The agent was stopped.\n{worktree}"),
+        },
+        Err(e) => TaskFinish {
+            status: TaskStatus::Failed,
+            exit_code: Some(1),
+            output: format!("The agent failed: {e}\n{worktree}"),
+        },
+    }
+}
+
+/// Registers a teammate as an active member of its team and runs it in the background; when
+/// it ends (its run finished, failed, was stopped, or it approved a shutdown request) it is
+/// marked inactive and the lead is told.
+async fn spawn_teammate(
+    runner: Arc<dyn AgentRunner>,
+    request: AgentRequest,
+    team: TeamFile,
+    name: String,
+    worktree: Option<ActiveWorktree>,
+    input: &AgentInput,
+    ctx: &ToolContext,
+) -> Result<ToolResult<AgentOutput>, ToolError> {
+    let store = TeamStore::for_context(ctx);
+    let team_name = team.name.clone();
+    let identity = Arc::new(TeammateIdentity {
+        team_name: team_name.clone(),
+        name: name.clone(),
+        agent_id: request.agent_id.clone(),
+        exit: CancellationToken::new(),
+    });
+    request.context.services().insert(Arc::clone(&identity));
+    let member = TeamMember {
+        agent_id: request.agent_id.clone(),
+        name: name.clone(),
+        agent_type: request.definition.name.clone(),
+        joined_at: std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)
+            .map(|d| d.as_millis() as u64)
+            .unwrap_or(0),
+        cwd: request.context.cwd(),
+        is_active: true,
+        pid: Some(std::process::id()),
+        task_id: None,
+    };
+    {
+        let (store, team_name, name) = (store.clone(), team_name.clone(), name.clone());
+        tokio::task::spawn_blocking(move || {
+            store.update(&team_name, |t| {
+                if t.member(&name).is_some_and(TeamMember::is_running) {
+                    return Err(ToolError::respond(format!(
+                        "name: a teammate named \"{name}\" is already running in team \"{team_name}\": choose another name"
+                    )));
+                }
+                t.members.retain(|m| m.name != name);
+                t.members.push(member);
+                Ok(())
+            })
+        })
+        .await
+        .map_err(|e| ToolError::fatal(format!("internal error: team worker failed: {e}")))??;
+    }
+    let started = Instant::now();
+    let agent_type = request.definition.name.clone();
+    let agent_id = request.agent_id.clone();
+    let (end_store, end_team, end_name) = (store.clone(), team_name.clone(), name.clone());
+    let spec = TaskSpec {
+        kind: TaskKind::LocalAgent,
+        description: input.description.clone(),
+        run: TaskRun::Future(Box::new(move |token: CancellationToken| {
+            Box::pin(async move {
+                let request = AgentRequest {
+                    cancel: token.clone(),
+                    ..request
+                };
+                let result = runner.run(request).await;
+                let trailer = finish_worktree(worktree).await;
+                let notice = match &result {
+                    Ok(_) => "finished".to_owned(),
+                    Err(ToolError::Cancelled { .. }) => "was stopped".to_owned(),
+                    Err(e) => format!("failed: {e}"),
+                };
+                let _ = tokio::task::spawn_blocking(move || {
+                    let _ = end_store.set_active(&end_team, &end_name, false);
+                    let _ = end_store.deliver(
+                        &end_team,
+                        team::TEAM_LEAD_NAME,
+                        InboxMessage::new(
+                            end_name.clone(),
+                            json!({"type": "teammate_terminated", "message": format!("{end_name} {notice}")}),
+                            None,
+                        ),
+                    );
+                })
+                .await;
+                finish_task(result, started, &trailer)
+            })
+        })),
+    };
+    let info = match ctx.tasks().start(spec).await {
+        Ok(info) => info,
+        Err(e) => {
+            let _ = store.set_active(&team_name, &name, false);
+            return Err(e);
+        }
+    };
+    {
+        let (store, team_name, name, id) =
+            (store, team_name.clone(), name.clone(), info.id.clone());
+        let _ = tokio::task::spawn_blocking(move || {
+            store.update(&team_name, |t| {
+                if let Some(m) = t.members.iter_mut().find(|m| m.name == name) {
+                    m.task_id = Some(id);
+                }
+                Ok(())
+            })
+        })
+        .await;
+    }
+    let text = format!(
+        "Spawned successfully.\nagent_id: {agent_id}\nname: {name}\nteam_name: {team_name}\nThe agent is now running in the background (task {}) and will receive instructions via its mailbox: use SendMessage to talk to it, and send it a shutdown_request when its work is done.",
+        info.id
+    );
+    Ok(ToolResult::ok(AgentOutput {
+        agent_id,
+        agent_type,
+        status: "teammate_spawned".to_owned(),
+        content: String::new(),
+        total_tokens: 0,
+        tool_uses: 0,
+        duration_ms: 0,
+        output_file: Some(info.output_path),
+        worktree: None,
+    })
+    .with_text(text))
 }

@@ -34,7 +34,16 @@
 //!   by the reference's sub-agent rules) or [`CommandRunner`] (a configured command);
 //!   built-in types general-purpose, Explore and Plan plus `.agent-tools/agents/*.md`;
 //!   `run_in_background` through the context's task manager. [`runner_from_settings`] picks
-//!   the runner from the `agent` settings section and `ANTHROPIC_API_KEY`.
+//!   the runner from the `agent` settings section and `ANTHROPIC_API_KEY`. `isolation:
+//!   "worktree"` runs the agent in a fresh worktree (removed when it changed nothing, else
+//!   named in the result), `cwd` elsewhere, `mode` in a permission mode no more permissive
+//!   than the caller's. With `name` (and `team_name`) the agent is spawned as a **teammate**:
+//!   an active member of the team, run in the background with a [`TeammateIdentity`] in its
+//!   context; the API runner hands it its mailbox between turns (as user messages), lets it
+//!   idle until a message arrives when it ends a turn (telling the lead with an
+//!   `idle_notification`), and ends it after it approves a `shutdown_request`; it is then
+//!   marked inactive and the lead gets a `teammate_terminated` message. Teammates cannot
+//!   spawn teammates.
 //! - [`SendMessage`], [`TeamCreate`], [`TeamDelete`] (deferred): teams and mailboxes in
 //!   [`TeamStore`] — `<state>/teams/<team>/config.json` and one `inboxes/<name>.json` per
 //!   member, written atomically under file locks so several processes share them. A session
@@ -98,9 +107,10 @@ use std::sync::Arc;
 
 pub use agent::{
     AGENT_DISALLOWED_TOOLS, ASYNC_AGENT_ALLOWED_TOOLS, Agent, AgentDefinition, AgentInput,
-    AgentModel, AgentOutcome, AgentOutput, AgentRequest, AgentRunner, AgentSettings, ApiRunner,
-    CommandRunner, MAX_COMMAND_OUTPUT, MAX_TURNS, NO_OUTPUT, builtin_agents, load_agents,
-    runner_from_settings, subagent_context, tools_for_agent,
+    AgentMode, AgentModel, AgentOutcome, AgentOutput, AgentRequest, AgentRunner, AgentSettings,
+    ApiRunner, CWD_WITH_ISOLATION, CommandRunner, Isolation, MAX_COMMAND_OUTPUT, MAX_TURNS,
+    NO_OUTPUT, TEAMMATE_TOOLS, TEAMMATES_CANNOT_SPAWN, builtin_agents, load_agents,
+    runner_from_settings, subagent_context, subagent_context_in, tools_for_agent,
 };
 pub use ask::{
     ASK_IN_AGENT, AskUserQuestion, AskUserQuestionInput, AskUserQuestionOutput, DECLINED,

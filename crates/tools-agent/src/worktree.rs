@@ -98,6 +98,48 @@ fn random_name() -> String {
     format!("wt-{:08x}", nanos ^ std::process::id().rotate_left(16))
 }
 
+/// Creates `<repo>/.agent-tools/worktrees/<name>` on a new branch `worktree-<name>` from
+/// the commit `cwd` is at (blocking: it runs git); `who` names the caller in errors.
+pub(crate) fn create_worktree(cwd: &Path, name: &str, who: &str) -> Result<ActiveWorktree, String> {
+    let branch = format!("worktree-{name}");
+    let repo = PathBuf::from(git(cwd, &["rev-parse", "--show-toplevel"]).map_err(|_| {
+        format!(
+            "{who} needs a git repository, and {} is not inside one",
+            cwd.display()
+        )
+    })?);
+    let base_commit = git(&repo, &["rev-parse", "HEAD"]).map_err(|_| {
+        "The repository has no commit yet: commit something before creating a worktree".to_owned()
+    })?;
+    let path = repo.join(".agent-tools").join("worktrees").join(name);
+    if path.exists() {
+        return Err(format!(
+            "{} already exists: choose another name, or remove it with `git worktree remove`",
+            path.display()
+        ));
+    }
+    let shown = path.to_string_lossy().into_owned();
+    git(
+        &repo,
+        &["worktree", "add", "-b", &branch, &shown, &base_commit],
+    )?;
+    Ok(ActiveWorktree {
+        path: tool_core::path::canonicalize_lenient(&path),
+        branch,
+        repo,
+        base_commit,
+        original_cwd: cwd.to_path_buf(),
+    })
+}
+
+/// Deletes a worktree and its branch (blocking: it runs git).
+pub(crate) fn remove_worktree(wt: &ActiveWorktree) -> Result<(), String> {
+    let path = wt.path.to_string_lossy().into_owned();
+    git(&wt.repo, &["worktree", "remove", "--force", &path])?;
+    git(&wt.repo, &["branch", "-D", &wt.branch])?;
+    Ok(())
+}
+
 /// Input of EnterWorktree.
 #[derive(Debug, Clone, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
@@ -156,38 +198,9 @@ impl TypedTool for EnterWorktree {
     ) -> Result<ToolResult<ActiveWorktree>, ToolError> {
         let name = input.name.unwrap_or_else(random_name);
         let cwd = ctx.cwd();
-        let branch = format!("worktree-{name}");
-        let created = {
-            let branch = branch.clone();
-            let name = name.clone();
-            let cwd = cwd.clone();
-            blocking(move || -> Result<ActiveWorktree, String> {
-                let repo = PathBuf::from(git(&cwd, &["rev-parse", "--show-toplevel"]).map_err(|_| {
-                    format!("EnterWorktree needs a git repository, and {} is not inside one", cwd.display())
-                })?);
-                let base_commit = git(&repo, &["rev-parse", "HEAD"]).map_err(|_| {
-                    "The repository has no commit yet: commit something before creating a worktree".to_owned()
-                })?;
-                let path = repo.join(".agent-tools").join("worktrees").join(&name);
-                if path.exists() {
-                    return Err(format!(
-                        "{} already exists: choose another name, or remove it with `git worktree remove`",
-                        path.display()
-                    ));
-                }
-                let shown = path.to_string_lossy().into_owned();
-                git(&repo, &["worktree", "add", "-b", &branch, &shown, &base_commit])?;
-                Ok(ActiveWorktree {
-                    path: tool_core::path::canonicalize_lenient(&path),
-                    branch,
-                    repo,
-                    base_commit,
-                    original_cwd: cwd,
-                })
-            })
+        let created = blocking(move || create_worktree(&cwd, &name, "EnterWorktree"))
             .await?
-            .map_err(ToolError::respond)?
-        };
+            .map_err(ToolError::respond)?;
         let state = session(ctx);
         if let Ok(mut slot) = state.worktree.lock() {
             *slot = Some(created.clone());
@@ -246,7 +259,7 @@ fn active(ctx: &ToolContext) -> Option<ActiveWorktree> {
 }
 
 /// Uncommitted files and commits since the start, or why they cannot be counted.
-fn pending_work(wt: &ActiveWorktree) -> Result<(usize, usize), String> {
+pub(crate) fn pending_work(wt: &ActiveWorktree) -> Result<(usize, usize), String> {
     let status = git(&wt.path, &["status", "--porcelain"])?;
     let files = status.lines().filter(|l| !l.trim().is_empty()).count();
     let range = format!("{}..HEAD", wt.base_commit);
@@ -329,14 +342,9 @@ impl TypedTool for ExitWorktree {
                 )));
             }
             let w = wt.clone();
-            blocking(move || -> Result<(), String> {
-                let path = w.path.to_string_lossy().into_owned();
-                git(&w.repo, &["worktree", "remove", "--force", &path])?;
-                git(&w.repo, &["branch", "-D", &w.branch])?;
-                Ok(())
-            })
-            .await?
-            .map_err(ToolError::respond)?;
+            blocking(move || remove_worktree(&w))
+                .await?
+                .map_err(ToolError::respond)?;
             (files, commits)
         } else {
             (0, 0)

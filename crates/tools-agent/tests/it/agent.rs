@@ -14,29 +14,37 @@ use tools_agent::{
 
 use crate::{Fixture, assert_error};
 
-/// A tiny HTTP/1.1 server on 127.0.0.1 that answers each request with the next scripted
-/// Messages API response and records the request bodies.
-struct Script {
-    base: String,
-    requests: Arc<Mutex<Vec<(String, Value)>>>,
+/// A tiny HTTP/1.1 server on 127.0.0.1 that answers each request with what `reply` makes of
+/// it (given how many requests came before) and records the request bodies.
+pub(crate) struct Script {
+    pub(crate) base: String,
+    pub(crate) requests: Arc<Mutex<Vec<(String, Value)>>>,
 }
 
-async fn serve(responses: Vec<Value>) -> Script {
+type Reply = dyn Fn(usize, &Value) -> Value + Send + Sync;
+
+/// Answers with the scripted responses in order, then with an API error.
+pub(crate) async fn serve(responses: Vec<Value>) -> Script {
+    serve_with(move |n, _| {
+        responses.get(n).cloned().unwrap_or_else(|| json!({"type": "error", "error": {"type": "invalid_request_error", "message": "script exhausted"}}))
+    })
+    .await
+}
+
+pub(crate) async fn serve_with(
+    reply: impl Fn(usize, &Value) -> Value + Send + Sync + 'static,
+) -> Script {
     let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
     let base = format!("http://{}", listener.local_addr().unwrap());
     let requests = Arc::new(Mutex::new(Vec::new()));
-    let queue = Arc::new(Mutex::new(
-        responses
-            .into_iter()
-            .collect::<std::collections::VecDeque<_>>(),
-    ));
+    let reply: Arc<Reply> = Arc::new(reply);
     let recorded = Arc::clone(&requests);
     tokio::spawn(async move {
         loop {
             let Ok((mut socket, _)) = listener.accept().await else {
                 return;
             };
-            let queue = Arc::clone(&queue);
+            let reply = Arc::clone(&reply);
             let recorded = Arc::clone(&recorded);
             tokio::spawn(async move {
                 let mut buf = Vec::new();
@@ -73,14 +81,18 @@ async fn serve(responses: Vec<Value>) -> Script {
                     let body: Value =
                         serde_json::from_slice(&buf[end..end + len]).unwrap_or(Value::Null);
                     buf.drain(..end + len);
-                    recorded.lock().unwrap().push((head, body));
-                    let reply = queue.lock().unwrap().pop_front().unwrap_or_else(|| json!({"type": "error", "error": {"type": "invalid_request_error", "message": "script exhausted"}}));
-                    let status = if reply["type"] == "error" {
+                    let answer = {
+                        let mut recorded = recorded.lock().unwrap();
+                        let answer = reply(recorded.len(), &body);
+                        recorded.push((head, body));
+                        answer
+                    };
+                    let status = if answer["type"] == "error" {
                         "400 Bad Request"
                     } else {
                         "200 OK"
                     };
-                    let text = reply.to_string();
+                    let text = answer.to_string();
                     let response = format!(
                         "HTTP/1.1 {status}\r\ncontent-type: application/json\r\ncontent-length: {}\r\n\r\n{text}",
                         text.len()
@@ -95,7 +107,7 @@ async fn serve(responses: Vec<Value>) -> Script {
     Script { base, requests }
 }
 
-fn message(content: Value, stop: &str) -> Value {
+pub(crate) fn message(content: Value, stop: &str) -> Value {
     json!({
         "id": "msg_01", "type": "message", "role": "assistant", "model": "claude-haiku-4-5",
         "content": content, "stop_reason": stop, "stop_sequence": null,
@@ -103,14 +115,14 @@ fn message(content: Value, stop: &str) -> Value {
     })
 }
 
-fn all_tools() -> Vec<Arc<dyn Tool>> {
+pub(crate) fn all_tools() -> Vec<Arc<dyn Tool>> {
     let mut tools = tools_fs::tools();
     tools.extend(tools_shell::tools());
     tools.extend(tools_agent::tools());
     tools
 }
 
-fn ctx_with_runner(f: &Fixture, runner: Arc<dyn AgentRunner>) -> ToolContext {
+pub(crate) fn ctx_with_runner(f: &Fixture, runner: Arc<dyn AgentRunner>) -> ToolContext {
     let tasks = Arc::new(tools_shell::ShellTasks::new(
         &f.state,
         tools_shell::SandboxSettings::default(),
@@ -123,7 +135,7 @@ fn ctx_with_runner(f: &Fixture, runner: Arc<dyn AgentRunner>) -> ToolContext {
         .build()
 }
 
-fn pool() -> ToolPool {
+pub(crate) fn pool() -> ToolPool {
     ToolPool::new(all_tools())
 }
 

@@ -9,6 +9,7 @@ mod skill;
 mod snapshots;
 mod tasks;
 mod team;
+mod teammates;
 mod worktree;
 
 use std::path::PathBuf;

@@ -1,0 +1,488 @@
+//! Agent's swarm parameters: a scripted teammate (through the in-process Messages API
+//! server) that receives a message, replies to the lead with SendMessage, gets a
+//! shutdown_request and approves it; the errors of name, team_name, mode, isolation and cwd;
+//! a sub-agent in its own worktree; a sub-agent in another permission mode.
+
+use std::path::Path;
+use std::sync::Arc;
+use std::time::Duration;
+
+use serde_json::{Value, json};
+use tool_core::{PermissionMode, ToolContext};
+use tools_agent::{
+    AgentRunner, AgentSettings, ApiRunner, CWD_WITH_ISOLATION, CommandRunner, InboxMessage,
+    TEAMMATES_CANNOT_SPAWN, TeamStore,
+};
+
+use crate::agent::{ctx_with_runner, message, pool, serve, serve_with};
+use crate::{Fixture, assert_error};
+
+/// Waits (bounded) until the lead's inbox of `team` holds a message matching `pred`.
+async fn wait_for_lead_mail(
+    ctx: &ToolContext,
+    team: &str,
+    pred: impl Fn(&InboxMessage) -> bool,
+) -> Vec<InboxMessage> {
+    let store = TeamStore::for_context(ctx);
+    for _ in 0..600 {
+        let inbox = store.inbox(team, "team-lead").unwrap();
+        if inbox.iter().any(&pred) {
+            return inbox;
+        }
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+    panic!(
+        "the lead never got the expected message: {:?}",
+        store.inbox(team, "team-lead").unwrap()
+    );
+}
+
+fn send(id: &str, input: Value) -> Value {
+    message(
+        json!([{"type": "tool_use", "id": id, "name": "SendMessage", "input": input}]),
+        "tool_use",
+    )
+}
+
+/// The request id of the shutdown request in the last user message of a request.
+fn shutdown_request_id(body: &Value) -> String {
+    let last = body["messages"]
+        .as_array()
+        .unwrap()
+        .last()
+        .unwrap()
+        .to_string();
+    let start = last.find("shutdown-").unwrap();
+    last[start..]
+        .split(['"', '\\'])
+        .next()
+        .unwrap()
+        .to_owned()
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn scripted_teammate_talks_to_the_lead_and_shuts_down() {
+    let f = Fixture::new();
+    let server = serve_with(|n, body| match n {
+        0 => send(
+            "t1",
+            json!({"to": "team-lead", "summary": "started", "message": "Started on the task"}),
+        ),
+        1 => message(json!([{"type": "text", "text": "Waiting for instructions."}]), "end_turn"),
+        2 => send(
+            "t2",
+            json!({"to": "team-lead", "summary": "report", "message": "Report: all good"}),
+        ),
+        3 => message(json!([{"type": "text", "text": "Done reporting."}]), "end_turn"),
+        4 => send(
+            "t3",
+            json!({"to": "team-lead", "message": {"type": "shutdown_response", "request_id": shutdown_request_id(body), "approve": true}}),
+        ),
+        _ => json!({"type": "error", "error": {"type": "invalid_request_error", "message": "a teammate that approved its shutdown made another request"}}),
+    })
+    .await;
+    let runner: Arc<dyn AgentRunner> =
+        Arc::new(ApiRunner::new(&server.base, "k", AgentSettings::default()).unwrap());
+    let lead = ctx_with_runner(&f, runner);
+    let r = pool()
+        .call("TeamCreate", json!({"team_name": "crew"}), &lead)
+        .await;
+    assert!(!r.is_error, "{}", r.text());
+
+    let r = pool()
+        .call(
+            "Agent",
+            json!({"description": "work", "prompt": "Work on the parser", "name": "alice", "team_name": "crew"}),
+            &lead,
+        )
+        .await;
+    assert!(!r.is_error, "{}", r.text());
+    let text = r.text();
+    assert!(
+        text.starts_with(
+            "Spawned successfully.\nagent_id: alice@crew\nname: alice\nteam_name: crew\n"
+        ),
+        "{text}"
+    );
+    assert_eq!(r.data["status"], "teammate_spawned");
+    let store = TeamStore::for_context(&lead);
+    let team = store.load("crew").unwrap().unwrap();
+    let alice = team.member("alice").unwrap();
+    assert!(alice.is_running());
+    let task_id = alice.task_id.clone().expect("task id recorded");
+    // A second alice cannot join while the first runs.
+    let r = pool()
+        .call(
+            "Agent",
+            json!({"description": "d", "prompt": "p", "name": "alice", "team_name": "crew"}),
+            &lead,
+        )
+        .await;
+    assert_error(
+        &r,
+        "name: a teammate named \"alice\" is already running in team \"crew\"",
+    );
+
+    // The teammate reports in, then idles.
+    wait_for_lead_mail(&lead, "crew", |m| m.kind() == Some("idle_notification")).await;
+    let inbox = store.inbox("crew", "team-lead").unwrap();
+    assert_eq!(inbox[0].from, "alice");
+    assert_eq!(inbox[0].message, json!("Started on the task"));
+    assert_eq!(inbox[1].message["summary"], "Waiting for instructions.");
+
+    // A message from the lead wakes it between turns; it answers.
+    let r = pool()
+        .call(
+            "SendMessage",
+            json!({"to": "alice", "summary": "report please", "message": "Please report"}),
+            &lead,
+        )
+        .await;
+    assert!(
+        r.text().starts_with("Message sent to alice's inbox"),
+        "{}",
+        r.text()
+    );
+    wait_for_lead_mail(&lead, "crew", |m| m.message == json!("Report: all good")).await;
+    wait_for_lead_mail(&lead, "crew", |m| {
+        m.kind() == Some("idle_notification") && m.message["summary"] == "Done reporting."
+    })
+    .await;
+
+    // TeamDelete refuses while alice runs.
+    let r = pool().call("TeamDelete", json!({}), &lead).await;
+    assert_error(
+        &r,
+        "Cannot cleanup team with 1 active member(s): alice. Use requestShutdown to gracefully terminate teammates first.",
+    );
+
+    // A shutdown request: alice approves and ends.
+    let r = pool()
+        .call(
+            "SendMessage",
+            json!({"to": "alice", "message": {"type": "shutdown_request", "reason": "work is done"}}),
+            &lead,
+        )
+        .await;
+    let request_id = r.data["requestId"].as_str().unwrap().to_owned();
+    let out = pool()
+        .call(
+            "TaskOutput",
+            json!({"task_id": task_id, "block": true, "timeout": 60000}),
+            &lead,
+        )
+        .await;
+    assert!(
+        out.text().contains("<status>completed</status>"),
+        "{}",
+        out.text()
+    );
+    let inbox =
+        wait_for_lead_mail(&lead, "crew", |m| m.kind() == Some("teammate_terminated")).await;
+    let response = inbox
+        .iter()
+        .find(|m| m.kind() == Some("shutdown_response"))
+        .unwrap();
+    assert_eq!(response.from, "alice");
+    assert_eq!(response.message["approve"], true);
+    assert_eq!(response.message["request_id"], request_id.as_str());
+    let team = store.load("crew").unwrap().unwrap();
+    assert!(!team.member("alice").unwrap().is_active);
+
+    // What the teammate's model saw.
+    let requests = server.requests.lock().unwrap().clone();
+    assert_eq!(requests.len(), 5, "no request after the approved shutdown");
+    let first = &requests[0].1;
+    assert!(
+        first["system"]
+            .as_str()
+            .unwrap()
+            .contains("You are \"alice\", a teammate in team \"crew\""),
+        "{}",
+        first["system"]
+    );
+    let names: Vec<&str> = first["tools"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|t| t["name"].as_str().unwrap())
+        .collect();
+    assert!(
+        names.contains(&"SendMessage") && !names.contains(&"Agent"),
+        "{names:?}"
+    );
+    assert_eq!(first["messages"][0]["content"], "Work on the parser");
+    let woken = requests[2].1["messages"]
+        .as_array()
+        .unwrap()
+        .last()
+        .unwrap()
+        .to_string();
+    assert!(
+        woken.contains(r#"<teammate-message teammate_id=\"team-lead\" summary=\"report please\">\nPlease report\n</teammate-message>"#),
+        "{woken}"
+    );
+    let results = requests[1].1["messages"]
+        .as_array()
+        .unwrap()
+        .last()
+        .unwrap()
+        .clone();
+    assert_eq!(
+        results["content"][0]["content"],
+        "Message sent to team-lead's inbox"
+    );
+
+    // Now the team can go.
+    let r = pool().call("TeamDelete", json!({}), &lead).await;
+    assert!(!r.is_error, "{}", r.text());
+}
+
+#[tokio::test]
+async fn swarm_parameter_errors() {
+    let f = Fixture::new();
+    std::fs::create_dir_all(f.path("sub")).unwrap();
+    let runner: Arc<dyn AgentRunner> = Arc::new(CommandRunner::new(vec!["pwd".into()]));
+    let ctx = ctx_with_runner(&f, runner);
+    let check = |input: Value, expected: &'static str| {
+        let ctx = ctx.clone();
+        async move {
+            let mut full = json!({"description": "d", "prompt": "p"});
+            full.as_object_mut()
+                .unwrap()
+                .extend(input.as_object().unwrap().clone());
+            assert_error(&pool().call("Agent", full, &ctx).await, expected);
+        }
+    };
+    check(json!({"name": "bob"}), "name makes the agent a teammate, and this session leads no team: create one with TeamCreate first").await;
+    check(
+        json!({"name": "bob", "team_name": "ghost"}),
+        "team_name: team \"ghost\" does not exist: create it with TeamCreate first",
+    )
+    .await;
+    check(
+        json!({"cwd": "sub", "isolation": "worktree"}),
+        CWD_WITH_ISOLATION,
+    )
+    .await;
+    check(json!({"cwd": "nope"}), "cwd: ").await;
+    check(json!({"cwd": "nope"}), "nope is not a directory").await;
+    check(json!({"isolation": "remote"}), "isolation").await;
+    check(
+        json!({"mode": "bypassPermissions"}),
+        "mode: \"bypassPermissions\" allows more than this session's mode \"default\": a sub-agent cannot get more permissions than its caller.",
+    )
+    .await;
+    assert!(
+        !pool()
+            .call("TeamCreate", json!({"team_name": "t"}), &ctx)
+            .await
+            .is_error
+    );
+    check(
+        json!({"team_name": "t"}),
+        "name is required to spawn a teammate",
+    )
+    .await;
+    check(
+        json!({"name": "team-lead"}),
+        "name: \"team-lead\" is not a valid teammate name",
+    )
+    .await;
+    check(json!({"name": "a b"}), "is not a valid teammate name").await;
+    // Another session's team.
+    let other = f.builder().session_id("other").build();
+    assert!(
+        !pool()
+            .call("TeamCreate", json!({"team_name": "theirs"}), &other)
+            .await
+            .is_error
+    );
+    check(
+        json!({"name": "x", "team_name": "theirs"}),
+        "team_name: team \"theirs\" is led by another session",
+    )
+    .await;
+    // Teammates cannot spawn teammates.
+    let (mate, _) = crate::team::join(&ctx, "t", "carol");
+    let r = pool()
+        .call(
+            "Agent",
+            json!({"description": "d", "prompt": "p", "name": "dave"}),
+            &mate,
+        )
+        .await;
+    assert_error(&r, TEAMMATES_CANNOT_SPAWN);
+
+    // cwd: the agent works there.
+    let r = pool()
+        .call(
+            "Agent",
+            json!({"description": "d", "prompt": "p", "cwd": "sub", "subagent_type": "Plan"}),
+            &ctx,
+        )
+        .await;
+    assert!(!r.is_error, "{}", r.text());
+    assert_eq!(r.text(), f.path("sub").display().to_string());
+}
+
+fn git(dir: &Path, args: &[&str]) -> String {
+    let out = std::process::Command::new("git")
+        .arg("-C")
+        .arg(dir)
+        .args(args)
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "git {args:?}: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    String::from_utf8_lossy(&out.stdout).trim().to_owned()
+}
+
+#[tokio::test]
+async fn isolation_worktree_kept_only_when_changed() {
+    let f = Fixture::new();
+    git(&f.root, &["init", "-q", "-b", "main"]);
+    git(&f.root, &["config", "user.email", "t@example.com"]);
+    git(&f.root, &["config", "user.name", "T"]);
+    std::fs::write(f.path("a.txt"), "a\n").unwrap();
+    git(&f.root, &["add", "."]);
+    git(&f.root, &["commit", "-q", "-m", "init"]);
+
+    // An agent that changes nothing: its worktree is removed, the result names none.
+    let runner: Arc<dyn AgentRunner> = Arc::new(CommandRunner::new(vec!["pwd".into()]));
+    let ctx = ctx_with_runner(&f, runner);
+    let r = pool()
+        .call(
+            "Agent",
+            json!({"description": "d", "prompt": "p", "isolation": "worktree"}),
+            &ctx,
+        )
+        .await;
+    assert!(!r.is_error, "{}", r.text());
+    let ran_in = r.data["content"].as_str().unwrap().to_owned();
+    assert!(
+        ran_in.starts_with(
+            &f.path(".agent-tools/worktrees/agent-")
+                .display()
+                .to_string()
+        ),
+        "{ran_in}"
+    );
+    assert!(!Path::new(&ran_in).exists(), "removed: nothing changed");
+    assert!(!r.text().contains("worktreePath"), "{}", r.text());
+    assert_eq!(git(&f.root, &["branch", "--list", "worktree-agent-*"]), "");
+
+    // An agent that writes a file: its worktree and branch stay, and the trailer says where.
+    let runner: Arc<dyn AgentRunner> = Arc::new(CommandRunner::new(vec![
+        "sh".into(),
+        "-c".into(),
+        "echo made > made.txt; pwd".into(),
+    ]));
+    let ctx = ctx_with_runner(&f, runner);
+    let r = pool()
+        .call(
+            "Agent",
+            json!({"description": "d", "prompt": "p", "isolation": "worktree"}),
+            &ctx,
+        )
+        .await;
+    assert!(!r.is_error, "{}", r.text());
+    let ran_in = r.data["content"].as_str().unwrap().to_owned();
+    let id = r.data["agentId"].as_str().unwrap().to_owned();
+    let text = r.text();
+    assert!(
+        text.contains(&format!(
+            "\n\nagentId: {id}\nworktreePath: {ran_in}\nworktreeBranch: worktree-agent-{id}\n<usage>"
+        )),
+        "{text}"
+    );
+    assert_eq!(r.data["worktree"], ran_in.as_str());
+    assert_eq!(
+        std::fs::read_to_string(Path::new(&ran_in).join("made.txt")).unwrap(),
+        "made\n"
+    );
+    assert!(!f.path("made.txt").exists(), "the user's tree is untouched");
+    assert_eq!(
+        git(
+            &f.root,
+            &[
+                "branch",
+                "--list",
+                "worktree-agent-*",
+                "--format=%(refname:short)"
+            ]
+        ),
+        format!("worktree-agent-{id}")
+    );
+
+    // Outside a repository: a clear error naming the field.
+    let plain = Fixture::new();
+    let runner: Arc<dyn AgentRunner> = Arc::new(CommandRunner::new(vec!["pwd".into()]));
+    let ctx = ctx_with_runner(&plain, runner);
+    let r = pool()
+        .call(
+            "Agent",
+            json!({"description": "d", "prompt": "p", "isolation": "worktree"}),
+            &ctx,
+        )
+        .await;
+    assert_error(&r, "isolation: \"worktree\" needs a git repository");
+}
+
+#[tokio::test]
+async fn mode_sets_the_sub_agents_permission_mode() {
+    let f = Fixture::new();
+    let target = f.path("out.txt").display().to_string();
+    let write = |id: &str| {
+        message(
+            json!([{"type": "tool_use", "id": id, "name": "Write", "input": {"file_path": target, "content": "x\n"}}]),
+            "tool_use",
+        )
+    };
+    let server = serve(vec![
+        write("w1"),
+        message(json!([{"type": "text", "text": "tried"}]), "end_turn"),
+        write("w2"),
+        message(json!([{"type": "text", "text": "wrote"}]), "end_turn"),
+    ])
+    .await;
+    let runner: Arc<dyn AgentRunner> =
+        Arc::new(ApiRunner::new(&server.base, "k", AgentSettings::default()).unwrap());
+    let tasks = Arc::new(tools_shell::ShellTasks::new(
+        &f.state,
+        tools_shell::SandboxSettings::default(),
+        vec![f.root.clone()],
+    ));
+    let ctx = f
+        .builder()
+        .mode(PermissionMode::AcceptEdits)
+        .tasks(tasks as Arc<dyn tool_core::TaskManager>)
+        .service(runner)
+        .service(tools_agent::ToolCatalog::new(crate::agent::all_tools))
+        .build();
+    // In plan mode the sub-agent's Write is refused...
+    let r = pool()
+        .call(
+            "Agent",
+            json!({"description": "d", "prompt": "write", "mode": "plan"}),
+            &ctx,
+        )
+        .await;
+    assert!(!r.is_error, "{}", r.text());
+    assert!(!f.path("out.txt").exists());
+    let requests = server.requests.lock().unwrap().clone();
+    assert_eq!(requests[1].1["messages"][2]["content"][0]["is_error"], true);
+    // ...while without mode it inherits acceptEdits and writes.
+    let r = pool()
+        .call(
+            "Agent",
+            json!({"description": "d", "prompt": "write"}),
+            &ctx,
+        )
+        .await;
+    assert!(!r.is_error, "{}", r.text());
+    assert_eq!(std::fs::read_to_string(f.path("out.txt")).unwrap(), "x\n");
+}
