@@ -17,6 +17,7 @@ use tool_core::{
     ToolPool, ToolResult, TypedTool, ValidationResult,
 };
 
+use crate::runs::RunStore;
 use crate::search::ToolCatalog;
 use crate::store::AgentIdentity;
 use crate::team::{InboxMessage, TeamFile, TeamMember, TeamStore, TeammateIdentity};
@@ -257,6 +258,11 @@ pub struct AgentRequest {
     pub context: ToolContext,
     /// Fires when the run must stop
     pub cancel: CancellationToken,
+    /// The conversation to continue (Messages API form); empty for a new agent. The prompt
+    /// is added to it as the next user message.
+    pub history: Vec<Value>,
+    /// The session that launched the agent (only it may continue the agent)
+    pub parent_session_id: String,
 }
 
 impl std::fmt::Debug for AgentRequest {
@@ -465,11 +471,107 @@ impl AgentRunner for ApiRunner {
                 team::TEAM_LEAD_NAME
             ));
         }
-        let mut messages = vec![json!({"role": "user", "content": request.prompt})];
-        if let Some(m) = &mate {
+        let mut messages = if request.history.is_empty() {
+            vec![json!({"role": "user", "content": request.prompt})]
+        } else {
+            let mut m = request.history.clone();
+            push_user(
+                &mut m,
+                vec![json!({"type": "text", "text": request.prompt})],
+            );
+            m
+        };
+        // Teammates are continued through their mailbox; other agents keep a transcript.
+        let runs = mate
+            .is_none()
+            .then(|| RunStore::for_context(&request.context));
+        if let Some(runs) = &runs {
+            let (runs, request2, m) = (runs.clone(), request.clone(), messages.clone());
+            blocking(move || runs.begin(&request2, &m)).await?;
+        }
+        let turn = Turn {
+            model: &model,
+            system: &system,
+            declarations: &declarations,
+            pool: &pool,
+            mate: mate.as_deref(),
+            runs: runs.as_ref(),
+        };
+        let result = self.run_loop(&request, &mut messages, turn).await;
+        if result.is_err()
+            && let Some(runs) = runs
+        {
+            let id = request.agent_id.clone();
+            let _ = blocking(move || runs.stop(&id, &messages)).await;
+        }
+        result
+    }
+}
+
+/// What one run's loop needs besides the request.
+struct Turn<'a> {
+    model: &'a str,
+    system: &'a str,
+    declarations: &'a [Value],
+    pool: &'a ToolPool,
+    mate: Option<&'a TeammateIdentity>,
+    runs: Option<&'a RunStore>,
+}
+
+async fn blocking<T: Send + 'static>(
+    f: impl FnOnce() -> Result<T, ToolError> + Send + 'static,
+) -> Result<T, ToolError> {
+    tokio::task::spawn_blocking(f)
+        .await
+        .map_err(|e| ToolError::fatal(format!("internal error: agent worker failed: {e}")))?
+}
+
+/// Messages sent to a running sub-agent, as user content.
+fn queued_blocks(queued: Vec<String>) -> Vec<Value> {
+    queued
+        .into_iter()
+        .map(|text| json!({"type": "text", "text": format!("Message from the agent that launched you:\n{text}")}))
+        .collect()
+}
+
+impl ApiRunner {
+    async fn run_loop(
+        &self,
+        request: &AgentRequest,
+        messages: &mut Vec<Value>,
+        turn: Turn<'_>,
+    ) -> Result<AgentOutcome, ToolError> {
+        let Turn {
+            model,
+            system,
+            declarations,
+            pool,
+            mate,
+            runs,
+        } = turn;
+        let save = |messages: &Vec<Value>, finish: bool| {
+            let runs = runs.cloned();
+            let (id, m) = (request.agent_id.clone(), messages.clone());
+            async move {
+                match runs {
+                    Some(runs) => {
+                        blocking(move || {
+                            if finish {
+                                runs.finish_or_take(&id, &m)
+                            } else {
+                                runs.save_and_take(&id, &m)
+                            }
+                        })
+                        .await
+                    }
+                    None => Ok(Vec::new()),
+                }
+            }
+        };
+        if let Some(m) = mate {
             // Messages that arrived before the teammate started.
             let mail = take_mail(&request.context, m).await?;
-            push_user(&mut messages, mail_blocks(&mail));
+            push_user(messages, mail_blocks(&mail));
         }
         let mut outcome = AgentOutcome::default();
         let mut turns = 0;
@@ -511,20 +613,26 @@ impl AgentRunner for ApiRunner {
             let text = text.join("\n").trim().to_owned();
             if calls.is_empty() || reply["stop_reason"] != "tool_use" {
                 outcome.output = text;
-                let Some(m) = &mate else {
-                    return Ok(outcome);
+                if !content.is_empty() {
+                    messages.push(json!({"role": "assistant", "content": content.clone()}));
+                }
+                let Some(m) = mate else {
+                    // Messages sent while it ran keep it going; otherwise it is done.
+                    let queued = save(messages, true).await?;
+                    if queued.is_empty() {
+                        return Ok(outcome);
+                    }
+                    push_user(messages, queued_blocks(queued));
+                    continue;
                 };
                 if m.exit.is_cancelled() {
                     return Ok(outcome);
                 }
                 // A teammate idles until a message wakes it, it is shut down or stopped.
-                if !content.is_empty() {
-                    messages.push(json!({"role": "assistant", "content": content}));
-                }
                 notify_idle(&request.context, m, &outcome.output).await;
                 match wait_for_mail(&request.context, m, &request.cancel).await? {
                     Some(mail) => {
-                        push_user(&mut messages, mail_blocks(&mail));
+                        push_user(messages, mail_blocks(&mail));
                         continue;
                     }
                     None => return Ok(outcome),
@@ -545,15 +653,17 @@ impl AgentRunner for ApiRunner {
                 .zip(ids)
                 .map(|(r, id)| json!({"type": "tool_result", "tool_use_id": id, "content": r.text(), "is_error": r.is_error}))
                 .collect();
-            push_user(&mut messages, blocks);
-            if let Some(m) = &mate {
+            push_user(messages, blocks);
+            let queued = save(messages, false).await?;
+            push_user(messages, queued_blocks(queued));
+            if let Some(m) = mate {
                 if m.exit.is_cancelled() {
                     // It approved a shutdown request.
                     outcome.output = text;
                     return Ok(outcome);
                 }
                 let mail = take_mail(&request.context, m).await?;
-                push_user(&mut messages, mail_blocks(&mail));
+                push_user(messages, mail_blocks(&mail));
             }
         }
     }
@@ -1118,6 +1228,8 @@ impl TypedTool for Agent {
             tools,
             context: sub_ctx,
             cancel: ctx.cancel_token().child_token(),
+            history: Vec::new(),
+            parent_session_id: ctx.session_id().to_owned(),
         };
         if let Some((team, name)) = team {
             return spawn_teammate(runner, request, team, name, worktree, &input, ctx).await;
@@ -1140,6 +1252,9 @@ impl TypedTool for Agent {
                 })),
             };
             let info = ctx.tasks().start(spec).await?;
+            let runs = RunStore::for_context(ctx);
+            let (task_id, id) = (info.id.clone(), agent_id.clone());
+            blocking(move || runs.alias(&task_id, &id)).await?;
             let text = format!(
                 "Async agent launched successfully.\nagentId: {} (an internal id: use it with TaskOutput or TaskStop, do not mention it to the user)\nThe agent is working in the background. You will be notified automatically when it completes.\noutput_file: {}\nIf asked, you can check its progress by reading the output file or with TaskOutput.",
                 info.id,
@@ -1173,9 +1288,15 @@ impl TypedTool for Agent {
             text.push('\n');
         }
         if !definition.one_shot {
-            // The reference also offers SendMessage to continue the agent; that needs the
-            // agent's transcript, which this layer does not keep yet.
-            text.push_str(&format!("\nagentId: {agent_id}"));
+            // SendMessage continues an agent whose runner kept its transcript (the API
+            // runner); the trailer offers it only then.
+            if RunStore::for_context(ctx).exists(&agent_id) {
+                text.push_str(&format!(
+                    "\nagentId: {agent_id} (use SendMessage with to: '{agent_id}' to continue this agent)"
+                ));
+            } else {
+                text.push_str(&format!("\nagentId: {agent_id}"));
+            }
         }
         if let Some((path, branch)) = &worktree_trailer {
             text.push_str(&format!(
@@ -1299,7 +1420,7 @@ async fn finish_worktree(wt: Option<ActiveWorktree>) -> Option<(PathBuf, String)
 }
 
 /// The background task's end: the answer with the usage trailer, or why it stopped.
-fn finish_task(
+pub(crate) fn finish_task(
     result: Result<AgentOutcome, ToolError>,
     started: Instant,
     worktree: &Option<(PathBuf, String)>,

@@ -44,6 +44,12 @@
 //!   `idle_notification`), and ends it after it approves a `shutdown_request`; it is then
 //!   marked inactive and the lead gets a `teammate_terminated` message. Teammates cannot
 //!   spawn teammates.
+//! - **Continuation:** the API runner keeps every other sub-agent's conversation in
+//!   `<state>/agent-runs/<agentId>.json` ([`AgentRun`]); SendMessage to that id (or to a
+//!   background agent's task id) queues the message for the agent's next tool round while it
+//!   runs, and resumes a stopped agent in the background from its transcript plus the
+//!   message. The sync result's `agentId: X (use SendMessage with to: 'X' to continue this
+//!   agent)` is offered only when a transcript exists (not with the command runner).
 //! - [`SendMessage`], [`TeamCreate`], [`TeamDelete`] (deferred): teams and mailboxes in
 //!   [`TeamStore`] — `<state>/teams/<team>/config.json` and one `inboxes/<name>.json` per
 //!   member, written atomically under file locks so several processes share them. A session
@@ -94,6 +100,7 @@ mod config;
 mod cron;
 mod frontmatter;
 mod plan;
+mod runs;
 mod search;
 mod skill;
 mod store;
@@ -137,6 +144,7 @@ pub use plan::{
     EnterPlanModeOutput, ExitPlanMode, ExitPlanModeInput, ExitPlanModeOutput, NOT_IN_PLAN_MODE,
     PLAN_APPROVED, PLAN_MODE_IN_AGENT, plan_file,
 };
+pub use runs::AgentRun;
 pub use search::{
     NO_MATCH, ToolCatalog, ToolSearch, ToolSearchInput, ToolSearchOutput, is_deferred_tool,
     name_parts, score_term,

@@ -671,6 +671,9 @@ impl TypedTool for SendMessage {
             .as_ref()
             .is_some_and(|t| to == "*" || t.member(&to).is_some());
         if !is_member {
+            if let Some(result) = crate::runs::send_to_agent(&to, &input, ctx).await? {
+                return Ok(with_inbox(result, ctx).await);
+            }
             return Err(ToolError::respond(match &team {
                 Some(t) => format!(
                     "\"{to}\" is not a member of team \"{}\" nor an agent id of this session. Members: {}",

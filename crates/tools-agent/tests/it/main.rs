@@ -2,6 +2,7 @@
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
 mod agent;
+mod continuation;
 mod cron;
 mod group1;
 mod search;

@@ -1,0 +1,406 @@
+//! Sub-agent transcripts and continuation (reference §4.14 Continuation, §4.24): the
+//! Messages API runner keeps each sub-agent's conversation in `<state>/agent-runs/<id>.json`;
+//! SendMessage to a sub-agent's id queues the message for its next tool round while it runs,
+//! or resumes it in the background from its transcript once it has stopped.
+
+use std::fs::File;
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+use std::time::Instant;
+
+use serde::{Deserialize, Serialize};
+use serde_json::{Value, json};
+use tool_core::{
+    CancellationToken, PermissionMode, TaskKind, TaskRun, TaskSpec, Tool, ToolContext, ToolError,
+    ToolResult,
+};
+
+use crate::agent::{
+    AgentRequest, AgentRunner, finish_task, load_agents, subagent_context_in, tools_for_agent,
+};
+use crate::search::ToolCatalog;
+use crate::store::{read_json, safe_component, write_json};
+use crate::team::{MessageBody, SendMessageInput, SendMessageOutput, process_alive};
+
+/// One sub-agent's run as the runner records it.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct AgentRun {
+    /// The sub-agent's id
+    pub agent_id: String,
+    /// Its agent type
+    pub agent_type: String,
+    /// The model name it was asked to use
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub model: Option<String>,
+    /// The session that launched it (only that session continues it)
+    pub parent_session_id: String,
+    /// Its working directory
+    pub cwd: PathBuf,
+    /// Its permission mode
+    pub mode: PermissionMode,
+    /// Whether a run is under way
+    pub running: bool,
+    /// The process running it
+    pub pid: u32,
+    /// The conversation in the Messages API's form
+    pub messages: Vec<Value>,
+    /// Messages sent to it while it runs, for its next tool round
+    #[serde(default)]
+    pub queued: Vec<String>,
+}
+
+impl AgentRun {
+    /// Running, in a process that is still alive.
+    pub fn is_running(&self) -> bool {
+        self.running && process_alive(self.pid)
+    }
+}
+
+/// The transcripts of a state directory, `<state>/agent-runs/`; every change is a
+/// read-modify-write under the agent's lock file.
+#[derive(Debug, Clone)]
+pub(crate) struct RunStore {
+    dir: PathBuf,
+}
+
+impl RunStore {
+    pub(crate) fn for_context(ctx: &ToolContext) -> Self {
+        RunStore {
+            dir: ctx.state_dir().join("agent-runs"),
+        }
+    }
+
+    fn path(&self, id: &str) -> PathBuf {
+        self.dir.join(format!("{}.json", safe_component(id)))
+    }
+
+    fn lock(&self, id: &str) -> Result<File, ToolError> {
+        let path = self.dir.join(format!(".{}.lock", safe_component(id)));
+        std::fs::create_dir_all(&self.dir).map_err(|e| ToolError::io(&self.dir, e))?;
+        let file = File::options()
+            .create(true)
+            .truncate(false)
+            .write(true)
+            .open(&path)
+            .map_err(|e| ToolError::io(&path, e))?;
+        file.lock().map_err(|e| ToolError::io(&path, e))?;
+        Ok(file)
+    }
+
+    /// Whether the agent has a transcript (so SendMessage can continue it).
+    pub(crate) fn exists(&self, id: &str) -> bool {
+        self.path(id).is_file()
+    }
+
+    /// Records that background task `task_id` runs agent `agent_id`, so SendMessage accepts
+    /// the task id the launch result gave.
+    pub(crate) fn alias(&self, task_id: &str, agent_id: &str) -> Result<(), ToolError> {
+        crate::store::write_atomic(
+            &self.dir.join(format!("{}.alias", safe_component(task_id))),
+            agent_id.as_bytes(),
+        )
+    }
+
+    /// The agent id of `id`, which may be an agent id or a background task's id.
+    pub(crate) fn resolve(&self, id: &str) -> Option<String> {
+        if self.exists(id) {
+            return Some(id.to_owned());
+        }
+        std::fs::read_to_string(self.dir.join(format!("{}.alias", safe_component(id))))
+            .ok()
+            .map(|a| a.trim().to_owned())
+            .filter(|a| self.exists(a))
+    }
+
+    pub(crate) fn load(&self, id: &str) -> Result<Option<AgentRun>, ToolError> {
+        let _lock = self.lock(id)?;
+        read_json(&self.path(id))
+    }
+
+    /// Changes a run under its lock; `f` gets `None` when there is no record yet.
+    pub(crate) fn update<T>(
+        &self,
+        id: &str,
+        f: impl FnOnce(&mut Option<AgentRun>) -> T,
+    ) -> Result<T, ToolError> {
+        let _lock = self.lock(id)?;
+        let path = self.path(id);
+        let mut run: Option<AgentRun> = read_json(&path)?;
+        let out = f(&mut run);
+        if let Some(run) = &run {
+            write_json(&path, run)?;
+        }
+        Ok(out)
+    }
+
+    /// Records the start of a run (keeping messages already queued for it).
+    pub(crate) fn begin(
+        &self,
+        request: &AgentRequest,
+        messages: &[Value],
+    ) -> Result<(), ToolError> {
+        self.update(&request.agent_id, |run| {
+            let queued = run.take().map(|r| r.queued).unwrap_or_default();
+            *run = Some(AgentRun {
+                agent_id: request.agent_id.clone(),
+                agent_type: request.definition.name.clone(),
+                model: request.model.clone(),
+                parent_session_id: request.parent_session_id.clone(),
+                cwd: request.context.cwd(),
+                mode: request.context.permission_mode(),
+                running: true,
+                pid: std::process::id(),
+                messages: messages.to_vec(),
+                queued,
+            });
+        })
+    }
+
+    /// Saves the conversation so far and takes the messages queued for the agent.
+    pub(crate) fn save_and_take(
+        &self,
+        id: &str,
+        messages: &[Value],
+    ) -> Result<Vec<String>, ToolError> {
+        self.update(id, |run| match run {
+            Some(r) => {
+                r.messages = messages.to_vec();
+                std::mem::take(&mut r.queued)
+            }
+            None => Vec::new(),
+        })
+    }
+
+    /// Ends a run with its conversation — unless messages were queued meanwhile: then they
+    /// are returned and the run goes on (so no message sent while it ran is lost).
+    pub(crate) fn finish_or_take(
+        &self,
+        id: &str,
+        messages: &[Value],
+    ) -> Result<Vec<String>, ToolError> {
+        self.update(id, |run| match run {
+            Some(r) => {
+                r.messages = messages.to_vec();
+                let queued = std::mem::take(&mut r.queued);
+                if queued.is_empty() {
+                    r.running = false;
+                }
+                queued
+            }
+            None => Vec::new(),
+        })
+    }
+
+    /// Marks a run stopped (failed or cancelled) with its conversation so far.
+    pub(crate) fn stop(&self, id: &str, messages: &[Value]) -> Result<(), ToolError> {
+        self.update(id, |run| {
+            if let Some(r) = run {
+                r.messages = messages.to_vec();
+                r.running = false;
+            }
+        })
+    }
+}
+
+/// The conversation of a stopped run made valid to continue: a last assistant turn whose
+/// tool calls never got results (the run was stopped in the middle) gets error results.
+pub(crate) fn resumable(mut messages: Vec<Value>) -> Vec<Value> {
+    let pending: Vec<Value> = match messages.last() {
+        Some(last) if last["role"] == "assistant" => last["content"]
+            .as_array()
+            .map(|blocks| {
+                blocks
+                    .iter()
+                    .filter(|b| b["type"] == "tool_use")
+                    .map(|b| json!({"type": "tool_result", "tool_use_id": b["id"], "content": "The agent was stopped before this tool call finished.", "is_error": true}))
+                    .collect()
+            })
+            .unwrap_or_default(),
+        _ => Vec::new(),
+    };
+    if !pending.is_empty() {
+        messages.push(json!({"role": "user", "content": pending}));
+    }
+    messages
+}
+
+/// SendMessage to a sub-agent's id (or its background task's id): queues the message while
+/// it runs, resumes it in the background when it has stopped. `Ok(None)` when `to` is not
+/// a sub-agent this session launched with a transcript.
+pub(crate) async fn send_to_agent(
+    to: &str,
+    input: &SendMessageInput,
+    ctx: &ToolContext,
+) -> Result<Option<ToolResult<SendMessageOutput>>, ToolError> {
+    let runs = RunStore::for_context(ctx);
+    let session = ctx.session_id().to_owned();
+    let lookup = {
+        let (runs, to) = (runs.clone(), to.to_owned());
+        tokio::task::spawn_blocking(move || -> Result<Option<AgentRun>, ToolError> {
+            match runs.resolve(&to) {
+                Some(id) => runs.load(&id),
+                None => Ok(None),
+            }
+        })
+        .await
+        .map_err(|e| ToolError::fatal(format!("internal error: transcript worker failed: {e}")))??
+    };
+    let Some(found) = lookup.filter(|r| r.parent_session_id == session) else {
+        return Ok(None);
+    };
+    let MessageBody::Text(text) = &input.message else {
+        return Err(ToolError::respond(format!(
+            "{to} is a sub-agent, not a teammate: structured messages go to teammates. Send it plain text to continue it."
+        )));
+    };
+    let id = found.agent_id.clone();
+    // Under the run's lock: queue to a running agent, or claim a stopped one for resuming.
+    let claimed = {
+        let (runs, id, text) = (runs.clone(), id.clone(), text.clone());
+        tokio::task::spawn_blocking(move || {
+            runs.update(&id, |run| match run {
+                Some(r) if r.is_running() => {
+                    r.queued.push(text);
+                    None
+                }
+                Some(r) => {
+                    r.running = true;
+                    r.pid = std::process::id();
+                    Some(r.clone())
+                }
+                None => None,
+            })
+        })
+        .await
+        .map_err(|e| ToolError::fatal(format!("internal error: transcript worker failed: {e}")))??
+    };
+    let Some(run) = claimed else {
+        let message = format!("Message queued for delivery to {to} at its next tool round.");
+        return Ok(Some(
+            ToolResult::ok(SendMessageOutput {
+                success: true,
+                message: message.clone(),
+                recipients: vec![id],
+                request_id: None,
+            })
+            .with_text(message),
+        ));
+    };
+    match resume(run, text.clone(), ctx).await {
+        Ok(result) => Ok(Some(result)),
+        Err(e) => {
+            let runs2 = runs.clone();
+            let _ = tokio::task::spawn_blocking(move || {
+                runs2.update(&id, |run| {
+                    if let Some(r) = run {
+                        r.running = false;
+                    }
+                })
+            })
+            .await;
+            Err(e)
+        }
+    }
+}
+
+async fn resume(
+    run: AgentRun,
+    text: String,
+    ctx: &ToolContext,
+) -> Result<ToolResult<SendMessageOutput>, ToolError> {
+    let runner = ctx
+        .services()
+        .get::<Arc<dyn AgentRunner>>()
+        .ok_or_else(|| {
+            ToolError::respond(
+                "No sub-agent runner is configured, so the agent cannot be continued",
+            )
+        })?;
+    let (agents, _) = load_agents(ctx);
+    let definition = agents
+        .into_iter()
+        .find(|a| a.name == run.agent_type)
+        .ok_or_else(|| {
+            ToolError::respond(format!(
+                "The agent's type '{}' no longer exists, so it cannot be continued",
+                run.agent_type
+            ))
+        })?;
+    if !Path::new(&run.cwd).is_dir() {
+        return Err(ToolError::respond(format!(
+            "The agent's working directory {} no longer exists, so it cannot be continued: launch a new agent",
+            run.cwd.display()
+        )));
+    }
+    let all: Vec<Arc<dyn Tool>> = ctx
+        .services()
+        .get::<ToolCatalog>()
+        .map(|c| c.tools())
+        .unwrap_or_default()
+        .into_iter()
+        .filter(|t| t.is_enabled() && !ctx.permissions().is_hidden(t.as_ref()))
+        .collect();
+    // It goes on in the background, with a background agent's tools.
+    let tools = tools_for_agent(&definition, &all, true);
+    let context = subagent_context_in(ctx, &run.agent_id, Some(run.mode), &run.cwd);
+    let request = AgentRequest {
+        agent_id: run.agent_id.clone(),
+        definition,
+        prompt: text,
+        model: run.model.clone(),
+        tools,
+        context,
+        cancel: CancellationToken::new(),
+        history: resumable(run.messages.clone()),
+        parent_session_id: run.parent_session_id.clone(),
+    };
+    let started = Instant::now();
+    let spec = TaskSpec {
+        kind: TaskKind::LocalAgent,
+        description: format!("continue agent {}", run.agent_id),
+        run: TaskRun::Future(Box::new(move |token: CancellationToken| {
+            Box::pin(async move {
+                let request = AgentRequest {
+                    cancel: token,
+                    ..request
+                };
+                let result = runner.run(request).await;
+                finish_task(result, started, &None)
+            })
+        })),
+    };
+    let info = ctx.tasks().start(spec).await?;
+    let message = format!(
+        "Agent \"{}\" had stopped; resumed it in the background with your message. You will be notified when it finishes.\ntask_id: {}\noutput_file: {}",
+        run.agent_id,
+        info.id,
+        info.output_path.display()
+    );
+    Ok(ToolResult::ok(SendMessageOutput {
+        success: true,
+        message: message.clone(),
+        recipients: vec![run.agent_id],
+        request_id: None,
+    })
+    .with_text(message))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn interrupted_tool_calls_get_results() {
+        let messages = vec![
+            json!({"role": "user", "content": "go"}),
+            json!({"role": "assistant", "content": [{"type": "tool_use", "id": "t1", "name": "Read", "input": {}}]}),
+        ];
+        let fixed = resumable(messages.clone());
+        assert_eq!(fixed.len(), 3);
+        assert_eq!(fixed[2]["content"][0]["tool_use_id"], "t1");
+        assert_eq!(fixed[2]["content"][0]["is_error"], true);
+        let done = vec![json!({"role": "user", "content": "go"})];
+        assert_eq!(resumable(done.clone()), done);
+    }
+}
