@@ -5,6 +5,12 @@
 //! `croner` crate. One-shot jobs fire once and are deleted; recurring jobs expire after 7
 //! days, firing one last time. Durable jobs are kept in `.agent-tools/scheduled_tasks.json`
 //! of the project; the others live as long as the session's scheduler.
+//!
+//! Firing times are jittered (reference §4.22), so the many sessions that schedule
+//! "0 9 * * *" do not all start at the same second: a recurring job fires up to 10% of its
+//! period late (at most 15 minutes), a one-shot job scheduled on the hour or half hour up to
+//! 90 seconds early (never before it was created). The offset is a hash of the job's id —
+//! the same for every firing of a job, different across jobs — see [`jitter`].
 
 use std::path::PathBuf;
 use std::str::FromStr;
@@ -26,6 +32,62 @@ pub const MAX_CRON_JOBS: usize = 50;
 pub const RECURRING_EXPIRY: Duration = Duration::from_secs(7 * 24 * 3600);
 /// The message for too many jobs (reference code 3).
 pub const TOO_MANY_JOBS: &str = "Too many scheduled jobs (max 50). Cancel one first.";
+
+/// The largest delay of a recurring job, as a fraction of its period.
+pub const RECURRING_JITTER_FRACTION: f64 = 0.1;
+/// The largest delay of a recurring job.
+pub const MAX_RECURRING_JITTER: Duration = Duration::from_secs(15 * 60);
+/// How early at most a one-shot job on :00 or :30 fires.
+pub const ONE_SHOT_EARLY: Duration = Duration::from_secs(90);
+
+/// A number in [0, 1) fixed by the job id (FNV-1a, then mixed).
+fn id_fraction(id: &str) -> f64 {
+    let mut hash: u64 = 0xcbf2_9ce4_8422_2325;
+    for b in id.bytes() {
+        hash ^= u64::from(b);
+        hash = hash.wrapping_mul(0x0000_0100_0000_01b3);
+    }
+    // FNV mixes short inputs poorly into the high bits: finish with splitmix64's mixer.
+    hash ^= hash >> 30;
+    hash = hash.wrapping_mul(0xbf58_476d_1ce4_e5b9);
+    hash ^= hash >> 27;
+    hash = hash.wrapping_mul(0x94d0_49bb_1331_11eb);
+    hash ^= hash >> 31;
+    (hash >> 11) as f64 / (1u64 << 53) as f64
+}
+
+/// The offset of a job's firing from its scheduled time `scheduled`: positive (late) for a
+/// recurring job, up to [`RECURRING_JITTER_FRACTION`] of the time to its following
+/// occurrence and at most [`MAX_RECURRING_JITTER`]; negative (early) for a one-shot job on
+/// minute 0 or 30, at most [`ONE_SHOT_EARLY`]; zero otherwise. Deterministic per job id.
+pub fn jitter(
+    id: &str,
+    cron: &Cron,
+    recurring: bool,
+    scheduled: &DateTime<Local>,
+) -> chrono::Duration {
+    use chrono::Timelike;
+    let f = id_fraction(id);
+    if recurring {
+        let Some(following) = next_fire(cron, scheduled) else {
+            return chrono::Duration::zero();
+        };
+        let period = (following - *scheduled).num_milliseconds().max(0) as f64;
+        let max = (period * RECURRING_JITTER_FRACTION).min(MAX_RECURRING_JITTER.as_millis() as f64);
+        chrono::Duration::milliseconds((max * f) as i64)
+    } else if scheduled.minute().is_multiple_of(30) {
+        -chrono::Duration::milliseconds((ONE_SHOT_EARLY.as_millis() as f64 * f) as i64)
+    } else {
+        chrono::Duration::zero()
+    }
+}
+
+/// When a job next fires after `after`, jitter included (never before `after`).
+pub fn fire_time(job: &CronJob, after: &DateTime<Local>) -> Option<DateTime<Local>> {
+    let cron = parse_cron(&job.cron).ok()?;
+    let scheduled = next_fire(&cron, after)?;
+    Some((scheduled + jitter(&job.id, &cron, job.recurring, &scheduled)).max(*after))
+}
 
 /// One scheduled job.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
@@ -193,10 +255,7 @@ impl CronScheduler {
         let mut durable_changed = false;
         for mut job in jobs.drain(..) {
             let after = from_millis(job.last_fired_at.unwrap_or(job.created_at));
-            let due = parse_cron(&job.cron)
-                .ok()
-                .and_then(|c| next_fire(&c, &after))
-                .is_some_and(|t| t <= now);
+            let due = fire_time(&job, &after).is_some_and(|t| t <= now);
             if !due {
                 keep.push(job);
                 continue;

@@ -62,8 +62,8 @@
 //!   runs (a member whose process is gone no longer counts).
 //! - With feature `cron`: `CronCreate`, `CronDelete`, `CronList` (5-field expressions checked
 //!   with `croner`, one-shot and recurring, at most 50 jobs, 7-day expiry, durable jobs in
-//!   `.agent-tools/scheduled_tasks.json`) and the `CronScheduler` that hands due prompts to a
-//!   callback of the host.
+//!   `.agent-tools/scheduled_tasks.json`, firing times jittered per job id) and the
+//!   `CronScheduler` that hands due prompts to a callback of the host.
 //! - [`tools`] returns the tools ready for a pool.
 //!
 //! Host services are looked up in the context's [`tool_core::Services`] as
@@ -135,8 +135,9 @@ pub use config::{
 #[cfg(feature = "cron")]
 pub use cron::{
     CronCreate, CronCreateInput, CronDelete, CronDeleteInput, CronFire, CronJob, CronList,
-    CronListEntry, CronListInput, CronScheduler, MAX_CRON_JOBS, RECURRING_EXPIRY, TOO_MANY_JOBS,
-    cron_scheduler, next_fire, parse_cron,
+    CronListEntry, CronListInput, CronScheduler, MAX_CRON_JOBS, MAX_RECURRING_JITTER,
+    ONE_SHOT_EARLY, RECURRING_EXPIRY, RECURRING_JITTER_FRACTION, TOO_MANY_JOBS, cron_scheduler,
+    fire_time, jitter, next_fire, parse_cron,
 };
 pub use frontmatter::{FrontMatter, FrontValue, parse as parse_front_matter};
 pub use plan::{

@@ -144,7 +144,9 @@ fn scheduler_fires_one_shot_and_recurring_jobs_and_expires_them() {
     assert_eq!(due[0].job.id, once.id);
     assert!(due[0].last);
     assert_eq!(s.list().unwrap().len(), 1, "the one-shot job is gone");
-    let due = s.take_due(at(10, 5)).unwrap();
+    // The recurring job fires up to 10% of its 5-minute period (30 s) late.
+    let jittered = |t: chrono::DateTime<Local>| t + chrono::Duration::seconds(30);
+    let due = s.take_due(jittered(at(10, 5))).unwrap();
     assert_eq!(due.len(), 1);
     assert_eq!(due[0].job.id, every5.id);
     assert!(!due[0].last);
@@ -152,9 +154,9 @@ fn scheduler_fires_one_shot_and_recurring_jobs_and_expires_them() {
         s.take_due(at(10, 7)).unwrap().is_empty(),
         "fired already for 10:05"
     );
-    assert_eq!(s.take_due(at(10, 10)).unwrap().len(), 1);
+    assert_eq!(s.take_due(jittered(at(10, 10))).unwrap().len(), 1);
     // Past seven days it fires one last time and is removed.
-    let late = Local.with_ymd_and_hms(2026, 3, 10, 10, 5, 0).unwrap();
+    let late = Local.with_ymd_and_hms(2026, 3, 10, 10, 5, 30).unwrap();
     let due = s.take_due(late).unwrap();
     assert_eq!(due.len(), 1);
     assert!(due[0].last);
@@ -182,4 +184,75 @@ async fn run_hands_due_prompts_to_the_callback() {
     assert_eq!(rx.recv().await.as_deref(), Some("ping"));
     cancel.cancel();
     handle.await.unwrap();
+}
+
+/// Jitter: deterministic per job id, bounded (10% of the period and 15 minutes late for
+/// recurring jobs; 90 s early for one-shot jobs on :00 or :30, none otherwise), spread
+/// across ids, and applied by the scheduler.
+#[test]
+fn firing_times_are_jittered_per_job() {
+    use tools_agent::{MAX_RECURRING_JITTER, ONE_SHOT_EARLY, fire_time, jitter, parse_cron};
+    let at = |h, m| Local.with_ymd_and_hms(2026, 3, 2, h, m, 0).unwrap();
+    let hourly = parse_cron("0 * * * *").unwrap();
+    let daily = parse_cron("0 9 * * *").unwrap();
+    let ids: Vec<String> = (0..200).map(|i| format!("{i:08x}")).collect();
+    let mut distinct = std::collections::BTreeSet::new();
+    for id in &ids {
+        let j = jitter(id, &hourly, true, &at(10, 0));
+        assert_eq!(j, jitter(id, &hourly, true, &at(10, 0)), "deterministic");
+        assert_eq!(
+            j,
+            jitter(id, &hourly, true, &at(14, 0)),
+            "the same for every firing"
+        );
+        assert!(
+            j >= chrono::Duration::zero() && j <= chrono::Duration::minutes(6),
+            "{j}"
+        );
+        distinct.insert(j.num_milliseconds());
+        let d = jitter(id, &daily, true, &at(9, 0));
+        assert!(
+            d >= chrono::Duration::zero()
+                && d <= chrono::Duration::from_std(MAX_RECURRING_JITTER).unwrap(),
+            "{d}"
+        );
+        let early = jitter(id, &daily, false, &at(9, 0));
+        assert!(
+            early <= chrono::Duration::zero()
+                && -early <= chrono::Duration::from_std(ONE_SHOT_EARLY).unwrap(),
+            "{early}"
+        );
+        let odd = parse_cron("7 9 * * *").unwrap();
+        assert_eq!(jitter(id, &odd, false, &at(9, 7)), chrono::Duration::zero());
+    }
+    assert!(
+        distinct.len() > 150,
+        "spread across ids: {}",
+        distinct.len()
+    );
+    // The largest daily delays reach well past a minute (the cap is 15 minutes).
+    assert!(
+        ids.iter()
+            .any(|id| jitter(id, &daily, true, &at(9, 0)) > chrono::Duration::minutes(10))
+    );
+
+    // The scheduler fires at the jittered time, not before.
+    let dir = tempfile::tempdir().unwrap();
+    let s = CronScheduler::new(dir.path().join("jobs.json")).unwrap();
+    let t0 = at(8, 0);
+    let job = s.add("0 * * * *", "hourly", true, false, t0).unwrap();
+    let when = fire_time(&job, &t0).unwrap();
+    assert_eq!(when, at(9, 0) + jitter(&job.id, &hourly, true, &at(9, 0)));
+    if when > at(9, 0) {
+        assert!(
+            s.take_due(when - chrono::Duration::milliseconds(1))
+                .unwrap()
+                .is_empty()
+        );
+    }
+    assert_eq!(s.take_due(when).unwrap().len(), 1);
+    // A one-shot job never fires before it was created.
+    let created = at(8, 59) + chrono::Duration::seconds(50);
+    let once = s.add("0 9 * * *", "once", false, false, created).unwrap();
+    assert!(fire_time(&once, &created).unwrap() >= created);
 }
