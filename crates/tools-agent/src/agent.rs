@@ -815,17 +815,17 @@ impl AgentRunner for CommandRunner {
                 let _ = stdin.write_all(input.as_bytes()).await;
             });
         }
-        let pid = child.id();
+        // The command runs in its own process group; stopping it (cancelled, or this future
+        // dropped) kills the whole group, so nothing it started survives.
+        let mut group = GroupGuard(child.id());
         let waited = tokio::select! {
             out = child.wait_with_output() => out.map_err(|e| ToolError::respond(format!("The agent command `{program}` failed: {e}")))?,
             () = request.cancel.cancelled() => {
-                if let Some(pid) = pid {
-                    // The whole process group: the command and anything it started.
-                    let _ = std::process::Command::new("kill").args(["-KILL", &format!("-{pid}")]).status();
-                }
+                group.kill();
                 return Err(ToolError::Cancelled { tool: "Agent".to_owned() });
             }
         };
+        group.disarm();
         let stdout = String::from_utf8_lossy(&waited.stdout).trim().to_owned();
         if !waited.status.success() {
             let stderr = String::from_utf8_lossy(&waited.stderr);
@@ -840,6 +840,31 @@ impl AgentRunner for CommandRunner {
             total_tokens: 0,
             tool_uses: 0,
         })
+    }
+}
+
+/// Kills a process group when dropped, unless disarmed (its leader exited by itself).
+struct GroupGuard(Option<u32>);
+
+impl GroupGuard {
+    fn kill(&mut self) {
+        if let Some(pgid) = self.0.take() {
+            let _ = std::process::Command::new("kill")
+                .args(["-KILL", "--", &format!("-{pgid}")])
+                .stdout(std::process::Stdio::null())
+                .stderr(std::process::Stdio::null())
+                .status();
+        }
+    }
+
+    fn disarm(&mut self) {
+        self.0 = None;
+    }
+}
+
+impl Drop for GroupGuard {
+    fn drop(&mut self) {
+        self.kill();
     }
 }
 

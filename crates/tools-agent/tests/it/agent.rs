@@ -457,3 +457,85 @@ async fn command_runner_streams_long_prompts_and_caps_output() {
         "cut in the middle"
     );
 }
+
+/// Whether a process is gone (a zombie waiting for a reaper counts as gone).
+fn gone(pid: u32) -> bool {
+    match std::fs::read_to_string(format!("/proc/{pid}/stat")) {
+        Err(_) => true,
+        Ok(stat) => stat
+            .rsplit_once(") ")
+            .is_some_and(|(_, rest)| rest.starts_with('Z') || rest.starts_with('X')),
+    }
+}
+
+async fn wait_until(mut ready: impl FnMut() -> bool) {
+    for _ in 0..600 {
+        if ready() {
+            return;
+        }
+        tokio::time::sleep(std::time::Duration::from_millis(50)).await;
+    }
+    panic!("condition never became true");
+}
+
+/// An aborted foreground Agent with the command runner kills the runner's whole process
+/// group: the grandchild the command started does not survive — whether the call is
+/// cancelled or its future dropped.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn aborting_a_command_agent_kills_its_grandchildren() {
+    if !std::path::Path::new("/proc/self/stat").exists() {
+        return;
+    }
+    for drop_future in [false, true] {
+        let f = Fixture::new();
+        let pid_file = f.path("grandchild.pid");
+        let runner: Arc<dyn AgentRunner> = Arc::new(CommandRunner::new(vec![
+            "sh".into(),
+            "-c".into(),
+            format!("sleep 300 & echo $! > '{}'; wait", pid_file.display()),
+        ]));
+        let ctx = ctx_with_runner(&f, runner);
+        let tools = pool();
+        let call = tools.call("Agent", json!({"description": "d", "prompt": "p"}), &ctx);
+        let started = async {
+            wait_until(|| {
+                std::fs::read_to_string(&pid_file).is_ok_and(|t| t.trim().parse::<u32>().is_ok())
+            })
+            .await;
+        };
+        let grandchild: u32;
+        if drop_future {
+            tokio::select! {
+                r = call => panic!("the agent finished: {}", r.text()),
+                () = started => {}
+            }
+            grandchild = std::fs::read_to_string(&pid_file)
+                .unwrap()
+                .trim()
+                .parse()
+                .unwrap();
+            // The call's future is dropped here.
+        } else {
+            let cancel = ctx.cancel_token().clone();
+            let pid_file = pid_file.clone();
+            let aborter = tokio::spawn(async move {
+                wait_until(|| {
+                    std::fs::read_to_string(&pid_file)
+                        .is_ok_and(|t| t.trim().parse::<u32>().is_ok())
+                })
+                .await;
+                cancel.cancel();
+            });
+            let r = call.await;
+            aborter.await.unwrap();
+            assert!(r.is_error, "{}", r.text());
+            grandchild = std::fs::read_to_string(f.path("grandchild.pid"))
+                .unwrap()
+                .trim()
+                .parse()
+                .unwrap();
+        }
+        // A bounded wait for SIGKILL to take effect: it panics if the grandchild lives on.
+        wait_until(|| gone(grandchild)).await;
+    }
+}
