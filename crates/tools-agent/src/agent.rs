@@ -697,7 +697,8 @@ fn mail_blocks(mail: &[InboxMessage]) -> Vec<Value> {
     vec![json!({"type": "text", "text": team::render_messages(mail)})]
 }
 
-/// Takes a teammate's unread messages. An approved plan takes it out of plan mode.
+/// Takes a teammate's unread messages. An approved plan takes it out of plan mode (into
+/// [`TeammateIdentity::after_plan`]).
 async fn take_mail(
     ctx: &ToolContext,
     mate: &TeammateIdentity,
@@ -712,7 +713,7 @@ async fn take_mail(
             .iter()
             .any(|m| m.kind() == Some("plan_approval_response") && m.message["approve"] == true)
     {
-        ctx.set_permission_mode(PermissionMode::Default);
+        ctx.set_permission_mode(mate.after_plan);
     }
     Ok(mail)
 }
@@ -1505,6 +1506,10 @@ async fn spawn_teammate(
         name: name.clone(),
         agent_id: request.agent_id.clone(),
         exit: CancellationToken::new(),
+        after_plan: match ctx.permission_mode() {
+            PermissionMode::Plan => PermissionMode::Default,
+            mode => mode,
+        },
     });
     request.context.services().insert(Arc::clone(&identity));
     let member = TeamMember {

@@ -98,7 +98,9 @@ impl TaskStore {
         TaskStore { dir: dir.into() }
     }
 
-    /// The list of this context: `<state>/tasks/<list id>/`.
+    /// The list of this context: `<state>/tasks/<list id>/`, the id being the context's
+    /// [`TaskListId`], else [`TASK_LIST_ENV`], else the team the context is in (lead or
+    /// teammate), else the session id.
     pub fn for_context(ctx: &ToolContext) -> Self {
         let id = ctx
             .services()
@@ -109,6 +111,8 @@ impl TaskStore {
                     .ok()
                     .filter(|s| !s.trim().is_empty())
             })
+            // A team's lead and teammates share the team's list.
+            .or_else(|| crate::team::sender(ctx).map(|(team, _)| team))
             .unwrap_or_else(|| ctx.session_id().to_owned());
         TaskStore::open(ctx.state_dir().join("tasks").join(safe_component(&id)))
     }

@@ -446,6 +446,9 @@ pub struct TeammateIdentity {
     /// Fired when the teammate approved a shutdown request: its run ends after the current
     /// tool round
     pub exit: CancellationToken,
+    /// The mode a teammate in plan mode switches to when the lead approves its plan (the
+    /// lead's mode when it spawned the teammate; default when that was plan)
+    pub after_plan: tool_core::PermissionMode,
 }
 
 pub(crate) fn teammate(ctx: &ToolContext) -> Option<Arc<TeammateIdentity>> {
@@ -1026,9 +1029,21 @@ impl TypedTool for TeamDelete {
             blocking(move || take_inbox(&ctx)).await.unwrap_or_default()
         };
         let name = team.name.clone();
-        let inboxes = blocking(move || store.delete(&name)).await?;
+        let tasks = ctx
+            .state_dir()
+            .join("tasks")
+            .join(safe_component(&team.name));
+        let inboxes = blocking(move || {
+            let inboxes = store.delete(&name)?;
+            // The team's shared task list goes with it.
+            if tasks.is_dir() {
+                std::fs::remove_dir_all(&tasks).map_err(|e| ToolError::io(&tasks, e))?;
+            }
+            Ok(inboxes)
+        })
+        .await?;
         let message = format!(
-            "Cleaned up team \"{}\": its team file and {inboxes} mailbox(es) were deleted.",
+            "Cleaned up team \"{}\": its team file, {inboxes} mailbox(es) and its task list were deleted.",
             team.name
         );
         let mut result = ToolResult::ok(TeamDeleteOutput {

@@ -6,7 +6,7 @@ use std::sync::Arc;
 
 use serde_json::{Value, json};
 use tool_core::ToolContext;
-use tools_agent::{TaskListId, TaskStore};
+use tools_agent::{TaskListId, TaskStore, TeamStore};
 
 use crate::{Fixture, assert_error, call};
 
@@ -249,4 +249,33 @@ async fn two_processes_share_one_list() {
     assert_eq!(seed.metadata.unwrap().len(), 2 * PER_WORKER);
     let hwm = std::fs::read_to_string(store.dir().join(tools_agent::HIGH_WATER_MARK)).unwrap();
     assert_eq!(hwm.trim(), (1 + 2 * PER_WORKER).to_string());
+}
+
+/// A team's lead and teammates share the team's task list, and TeamDelete removes it.
+#[tokio::test]
+async fn a_team_shares_one_list() {
+    let f = Fixture::new();
+    let lead = f.ctx();
+    let r = call(&lead, "TeamCreate", json!({"team_name": "squad"})).await;
+    assert!(!r.is_error, "{}", r.text());
+    assert_eq!(create(&lead, "shared work").await, "1");
+    let (mate, _) = crate::team::join(&lead, "squad", "ann");
+    assert_eq!(
+        call(&mate, "TaskList", json!({})).await.text(),
+        "#1 [pending] shared work"
+    );
+    assert_eq!(create(&mate, "ann's part").await, "2");
+    assert!(f.state.join("tasks/squad/2.json").exists());
+    // Outside the team, the session's own list.
+    let other = f.builder().session_id("loner").build();
+    assert_eq!(
+        call(&other, "TaskList", json!({})).await.text(),
+        "No tasks found"
+    );
+    TeamStore::for_context(&lead)
+        .set_active("squad", "ann", false)
+        .unwrap();
+    let r = call(&lead, "TeamDelete", json!({})).await;
+    assert!(!r.is_error, "{}", r.text());
+    assert!(!f.state.join("tasks/squad").exists());
 }

@@ -42,6 +42,7 @@ pub(crate) fn join(
         name: name.to_owned(),
         agent_id: format!("{name}@{team}"),
         exit: CancellationToken::new(),
+        after_plan: tool_core::PermissionMode::Default,
     });
     ctx.services().insert(Arc::clone(&identity));
     (ctx, identity)
@@ -194,7 +195,7 @@ async fn team_create_one_per_leader_collisions_and_delete() {
     let text = r.text();
     assert!(
         text.starts_with(
-            "Cleaned up team \"build-crew\": its team file and 1 mailbox(es) were deleted."
+            "Cleaned up team \"build-crew\": its team file, 1 mailbox(es) and its task list were deleted."
         ),
         "{text}"
     );

@@ -53,11 +53,7 @@ fn shutdown_request_id(body: &Value) -> String {
         .unwrap()
         .to_string();
     let start = last.find("shutdown-").unwrap();
-    last[start..]
-        .split(['"', '\\'])
-        .next()
-        .unwrap()
-        .to_owned()
+    last[start..].split(['"', '\\']).next().unwrap().to_owned()
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -485,4 +481,91 @@ async fn mode_sets_the_sub_agents_permission_mode() {
         .await;
     assert!(!r.is_error, "{}", r.text());
     assert_eq!(std::fs::read_to_string(f.path("out.txt")).unwrap(), "x\n");
+}
+
+/// A teammate spawned in plan mode cannot write; once the lead approves its plan
+/// (plan_approval_response) it works in the lead's mode and can.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_approved_plan_takes_a_teammate_out_of_plan_mode() {
+    let f = Fixture::new();
+    let target = f.path("out.txt").display().to_string();
+    let write = move |id: &str| {
+        message(
+            json!([{"type": "tool_use", "id": id, "name": "Write", "input": {"file_path": target, "content": "x\n"}}]),
+            "tool_use",
+        )
+    };
+    let server = serve_with(move |n, body| match n {
+        0 => write("w1"),
+        1 => message(json!([{"type": "text", "text": "Plan: write out.txt"}]), "end_turn"),
+        2 => write("w2"),
+        3 => message(json!([{"type": "text", "text": "Wrote it."}]), "end_turn"),
+        _ => send(
+            "s1",
+            json!({"to": "team-lead", "message": {"type": "shutdown_response", "request_id": shutdown_request_id(body), "approve": true}}),
+        ),
+    })
+    .await;
+    let runner: Arc<dyn AgentRunner> =
+        Arc::new(ApiRunner::new(&server.base, "k", AgentSettings::default()).unwrap());
+    let tasks = Arc::new(tools_shell::ShellTasks::new(
+        &f.state,
+        tools_shell::SandboxSettings::default(),
+        vec![f.root.clone()],
+    ));
+    let lead = f
+        .builder()
+        .mode(PermissionMode::AcceptEdits)
+        .tasks(tasks as Arc<dyn tool_core::TaskManager>)
+        .service(runner)
+        .service(tools_agent::ToolCatalog::new(crate::agent::all_tools))
+        .build();
+    assert!(
+        !pool()
+            .call("TeamCreate", json!({"team_name": "p"}), &lead)
+            .await
+            .is_error
+    );
+    let r = pool()
+        .call(
+            "Agent",
+            json!({"description": "d", "prompt": "Plan, then write", "name": "pat", "team_name": "p", "mode": "plan"}),
+            &lead,
+        )
+        .await;
+    assert!(!r.is_error, "{}", r.text());
+    wait_for_lead_mail(&lead, "p", |m| m.kind() == Some("idle_notification")).await;
+    assert!(!f.path("out.txt").exists(), "refused in plan mode");
+    let r = pool()
+        .call(
+            "SendMessage",
+            json!({"to": "pat", "message": {"type": "plan_approval_response", "request_id": "plan-1", "approve": true}}),
+            &lead,
+        )
+        .await;
+    assert!(
+        r.text().starts_with("Plan approved for pat."),
+        "{}",
+        r.text()
+    );
+    wait_for_lead_mail(&lead, "p", |m| m.message["summary"] == "Wrote it.").await;
+    assert_eq!(std::fs::read_to_string(f.path("out.txt")).unwrap(), "x\n");
+    let requests = server.requests.lock().unwrap().clone();
+    assert_eq!(requests[1].1["messages"][2]["content"][0]["is_error"], true);
+    let after = requests[3].1["messages"]
+        .as_array()
+        .unwrap()
+        .last()
+        .unwrap()
+        .clone();
+    assert_eq!(after["content"][0]["is_error"], false, "{after}");
+    // Shut it down so nothing outlives the test.
+    pool()
+        .call(
+            "SendMessage",
+            json!({"to": "pat", "message": {"type": "shutdown_request"}}),
+            &lead,
+        )
+        .await;
+    wait_for_lead_mail(&lead, "p", |m| m.kind() == Some("teammate_terminated")).await;
 }
