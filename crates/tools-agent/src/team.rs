@@ -756,11 +756,17 @@ async fn deliver(
                 InboxMessage::new(from, Value::String(text), summary),
             )
             .await?;
-            Ok(sent(
-                format!("Message sent to {name}'s inbox"),
-                vec![name],
-                None,
-            ))
+            let stopped = team
+                .member(&name)
+                .is_some_and(|m| m.name != TEAM_LEAD_NAME && !m.is_running());
+            let text = if stopped {
+                format!(
+                    "Message sent to {name}'s inbox. {name} is not running: it reads the message only if you spawn it again with the same name and team."
+                )
+            } else {
+                format!("Message sent to {name}'s inbox")
+            };
+            Ok(sent(text, vec![name], None))
         }
         MessageBody::Structured(structured) => {
             let name = recipient.unwrap_or_else(|| to.to_owned());

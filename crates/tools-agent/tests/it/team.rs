@@ -308,6 +308,18 @@ async fn messages_broadcasts_and_the_lead_inbox() {
     );
     // A teammate reads its own inbox the same way.
     assert_eq!(tools_agent::take_inbox(&alice).unwrap().len(), 3);
+    // A stopped teammate's inbox still takes messages, and the lead is told.
+    store.set_active("t", "bob", false).unwrap();
+    let r = call(
+        &lead,
+        "SendMessage",
+        json!({"to": "bob", "summary": "s", "message": "later"}),
+    )
+    .await;
+    assert_eq!(
+        r.text(),
+        "Message sent to bob's inbox. bob is not running: it reads the message only if you spawn it again with the same name and team."
+    );
 }
 
 #[tokio::test]
@@ -461,4 +473,33 @@ fn concurrent_senders_to_one_inbox_lose_nothing() {
             "{sender} in order"
         );
     }
+}
+
+/// What the lead's model reads when teammates wrote: plain and structured messages.
+#[tokio::test]
+async fn the_lead_reads_its_teammates_messages() {
+    let f = Fixture::new();
+    let lead = f.ctx();
+    create(&lead, "snap").await;
+    let (alice, _) = join(&lead, "snap", "alice");
+    call(&alice, "SendMessage", json!({"to": "team-lead", "summary": "found the bug", "message": "The bug is in parse.rs line 40."})).await;
+    let store = TeamStore::for_context(&lead);
+    store
+        .deliver(
+            "snap",
+            "team-lead",
+            InboxMessage::new(
+                "alice",
+                json!({"type": "idle_notification", "idle_reason": "available", "summary": "Waiting."}),
+                None,
+            ),
+        )
+        .unwrap();
+    let r = call(
+        &lead,
+        "SendMessage",
+        json!({"to": "alice", "summary": "thanks", "message": "Fix it."}),
+    )
+    .await;
+    insta::assert_snapshot!("lead_reads_teammates", r.text());
 }
