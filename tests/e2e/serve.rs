@@ -539,3 +539,150 @@ fn ask_user_question_is_answered_through_elicitation() {
     let asked = lines[1]["elicited"].as_array().unwrap();
     assert_eq!(asked.len(), 1, "{asked:#?}");
 }
+
+/// A project whose `.mcp.json` starts `dynamic_server.py` (the Python SDK's MCPServer, whose
+/// `add_tool` adds a tool at run time and announces it with `tools/list_changed`).
+fn project_with_dynamic_server(peers: &Path) -> Project {
+    let project = Project::new(&[]);
+    let script = Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("../crates/tools-mcp/tests/it/dynamic_server.py");
+    let config = json!({"mcpServers": {"dyn": {"command": "python3", "args": [script, "stdio"],
+        "env": {"PYTHONPATH": peers.join("py")}}}});
+    std::fs::write(project.root().join(".mcp.json"), config.to_string()).unwrap();
+    project
+}
+
+/// Adds a tool upstream, waits for the notification, lists, calls the new tool and finds it
+/// with ToolSearch.
+fn list_changed_steps() -> Vec<Value> {
+    vec![
+        json!({"op": "list"}),
+        json!({"op": "call", "tool": "mcp__dyn__add_tool", "args": {"name": "fresh"}}),
+        json!({"op": "wait_list_changed"}),
+        json!({"op": "list"}),
+        json!({"op": "call", "tool": "mcp__dyn__fresh"}),
+        json!({"op": "call", "tool": "ToolSearch", "args": {"query": "select:mcp__dyn__fresh"}}),
+    ]
+}
+
+#[track_caller]
+fn assert_list_changed(lines: &[Value]) {
+    let names = |line: &Value| -> Vec<String> {
+        line["tools"]
+            .as_array()
+            .unwrap_or_else(|| panic!("a tool list: {lines:#?}"))
+            .iter()
+            .filter_map(|t| t["name"].as_str().map(str::to_owned))
+            .collect()
+    };
+    assert_eq!(
+        lines[0]["capabilities"]["tools"]["listChanged"], true,
+        "{lines:#?}"
+    );
+    let before = names(&lines[1]);
+    assert!(before.contains(&"mcp__dyn__greet".to_owned()), "{before:?}");
+    assert!(
+        !before.contains(&"mcp__dyn__fresh".to_owned()),
+        "{before:?}"
+    );
+    assert_eq!(lines[2]["is_error"], false, "{lines:#?}");
+    assert_eq!(
+        lines[3]["list_changed"], 1,
+        "the client was told: {lines:#?}"
+    );
+    let after = names(&lines[4]);
+    assert!(after.contains(&"mcp__dyn__fresh".to_owned()), "{after:?}");
+    // Built-ins first, then the MCP tools sorted by name, as when the pool was built.
+    let first_mcp = after.iter().position(|n| n.starts_with("mcp__")).unwrap();
+    let mut mcp = after[first_mcp..].to_vec();
+    mcp.sort();
+    assert_eq!(mcp, after[first_mcp..], "{after:?}");
+    assert!(after[..first_mcp].contains(&"Read".to_owned()), "{after:?}");
+    assert_eq!(lines[5]["is_error"], false, "{lines:#?}");
+    assert_eq!(lines[5]["text"], "fresh was added", "{lines:#?}");
+    if lines[6]["is_error"] == false {
+        assert!(
+            lines[6]["text"]
+                .as_str()
+                .unwrap()
+                .contains("mcp__dyn__fresh"),
+            "ToolSearch sees the new tool: {lines:#?}"
+        );
+    } else {
+        // A build without ToolSearch.
+        assert!(
+            lines[6]["text"].as_str().unwrap().contains("ToolSearch"),
+            "{lines:#?}"
+        );
+    }
+}
+
+#[test]
+fn a_tool_added_upstream_reaches_the_stdio_client() {
+    let Some(peers) = peer("py/mcp") else {
+        return;
+    };
+    let project = project_with_dynamic_server(&peers);
+    let scenario = json!({
+        "transport": stdio(&project, &["--allow", "mcp__dyn"]),
+        "capabilities": true,
+        "steps": list_changed_steps(),
+    });
+    assert_list_changed(&python(&peers, &project, &scenario));
+}
+
+#[test]
+fn a_tool_added_upstream_reaches_every_http_client() {
+    let Some(peers) = peer("py/mcp") else {
+        return;
+    };
+    let project = project_with_dynamic_server(&peers);
+    let server = HttpServer::start(&project, &["--allow", "mcp__dyn"]);
+    let scenario = json!({
+        "transport": {"http": server.url},
+        "capabilities": true,
+        "steps": list_changed_steps(),
+    });
+    assert_list_changed(&python(&peers, &project, &scenario));
+    // A later session sees the tool from the start; adding another one tells it too.
+    let scenario = json!({
+        "transport": {"http": server.url},
+        "steps": [
+            {"op": "call", "tool": "mcp__dyn__fresh"},
+            {"op": "call", "tool": "mcp__dyn__add_tool", "args": {"name": "second"}},
+            {"op": "wait_list_changed"},
+            {"op": "call", "tool": "mcp__dyn__second"},
+        ],
+    });
+    let lines = python(&peers, &project, &scenario);
+    assert_eq!(lines[0]["is_error"], false, "{lines:#?}");
+    assert_eq!(lines[2]["list_changed"], 1, "{lines:#?}");
+    assert_eq!(lines[3]["text"], "second was added", "{lines:#?}");
+}
+
+#[test]
+fn batch_sees_a_tool_added_by_an_earlier_call() {
+    let Some(peers) = peer("py/mcp") else {
+        return;
+    };
+    let project = project_with_dynamic_server(&peers);
+    let stdin = [
+        json!({"tool": "mcp__dyn__add_tool", "input": {"name": "fresh"}}),
+        json!({"tool": "mcp__dyn__fresh", "input": {}}),
+        json!({"tool": "mcp__dyn__reword_greet", "input": {}}),
+        json!({"tool": "mcp__dyn__greet", "input": {"name": "x"}}),
+    ]
+    .map(|l| l.to_string())
+    .join("\n");
+    let run = project.run(&["batch", "--allow", "mcp__dyn"], Some(&stdin));
+    let lines = run.lines();
+    assert_eq!(lines.len(), 4, "{run:#?}");
+    assert_eq!(lines[0]["is_error"], false, "{run:#?}");
+    assert_eq!(crate::text(&lines[1]), "fresh was added", "{run:#?}");
+    // A tool whose definition changed after it was offered stays refused.
+    assert_eq!(lines[3]["is_error"], true, "{run:#?}");
+    assert!(
+        crate::text(&lines[3]).contains("changed its definition"),
+        "{run:#?}"
+    );
+}

@@ -19,6 +19,7 @@ use tool_core::{
     CallResult, Dialect, PermissionMode, ToolCall, ToolContext, ToolError, ToolPool, error_result,
     tool_declaration,
 };
+use tools_mcp::LivePool;
 
 /// Run agent tools from a shell.
 #[derive(Debug, Parser)]
@@ -142,11 +143,12 @@ fn main() -> ExitCode {
     }
 }
 
-/// What a command runs in: the context, the pool, the options it was built from, and the
-/// MCP servers of `.mcp.json` (shut down when the command ends).
+/// What a command runs in: the context, the pool (which follows the tool lists of the MCP
+/// servers), the options it was built from, and the MCP servers of `.mcp.json` (shut down
+/// when the command ends).
 struct Session {
     ctx: ToolContext,
-    pool: ToolPool,
+    pool: LivePool,
     options: SessionOptions,
     mcp: Option<std::sync::Arc<tools_mcp::McpManager>>,
 }
@@ -169,7 +171,7 @@ async fn session(args: &SessionArgs) -> Result<Session> {
         ToolError::Io { path, source } => usage(format!("--cwd {}: {source}", path.display())),
         other => anyhow::Error::new(other),
     })?;
-    let (mcp, mcp_tools) = match registry::start_mcp_servers(&ctx).await {
+    let (mcp, _mcp_tools) = match registry::start_mcp_servers(&ctx).await {
         Ok(started) => started,
         Err(e) => {
             eprintln!("agent-tools: MCP servers not started: {e}");
@@ -186,17 +188,23 @@ async fn session(args: &SessionArgs) -> Result<Session> {
             }
         }
     }
-    let pool = ToolRegistry::new().pool(ctx.permissions(), mcp_tools);
-    // ToolSearch and sub-agents see the whole pool, MCP tools included (the registry's
-    // default catalog only knows the built-ins).
-    ctx.services()
-        .insert(tools_agent::ToolCatalog::from_pool(pool.clone()));
+    // The pool is assembled again whenever an MCP server's tool list changes.
+    let pool = ToolRegistry::new().live_pool(&ctx, mcp.clone());
+    // ToolSearch and sub-agents see the whole pool as it is now, MCP tools included (the
+    // registry's default catalog only knows the built-ins).
+    ctx.services().insert(catalog(&pool));
     Ok(Session {
         ctx,
         pool,
         options,
         mcp,
     })
+}
+
+/// The ToolSearch catalogue of a session: the live pool's tools at the time of the search.
+pub(crate) fn catalog(pool: &LivePool) -> tools_agent::ToolCatalog {
+    let pools = pool.subscribe();
+    tools_agent::ToolCatalog::new(move || pools.borrow().tools().to_vec())
 }
 
 async fn run(cli: Cli) -> Result<ExitCode> {
@@ -207,9 +215,9 @@ async fn run(cli: Cli) -> Result<ExitCode> {
         mcp,
     } = session(&cli.session).await?;
     let outcome = match cli.command {
-        Command::List { json } => list(&pool, json).await,
-        Command::Schema { tools, dialect } => schema(&pool, &tools, dialect).await,
-        Command::Call { tool, input } => call(&pool, &ctx, &tool, input.as_deref()).await,
+        Command::List { json } => list(&pool.current(), json).await,
+        Command::Schema { tools, dialect } => schema(&pool.current(), &tools, dialect).await,
+        Command::Call { tool, input } => call(&pool.current(), &ctx, &tool, input.as_deref()).await,
         Command::Batch => batch(&pool, &ctx).await,
         Command::Serve {
             http,
@@ -370,7 +378,34 @@ fn parse_batch_line(number: usize, line: &str) -> std::result::Result<ToolCall, 
     Ok(ToolCall { tool, input, id })
 }
 
-async fn batch(pool: &ToolPool, ctx: &ToolContext) -> Result<ExitCode> {
+/// Runs `calls` in order under the pool's concurrency rule (consecutive concurrency-safe
+/// calls together, every other call alone), taking the pool afresh before each group: a
+/// call that changed an MCP server's tool list is followed by calls that see the new list.
+async fn run_calls(pool: &LivePool, calls: Vec<ToolCall>, ctx: &ToolContext) -> Vec<CallResult> {
+    let mut results = Vec::with_capacity(calls.len());
+    let mut calls = calls.into_iter().peekable();
+    while calls.peek().is_some() {
+        let current = pool.settled().await;
+        let safe = |call: &ToolCall| {
+            current.get(&call.tool).is_some_and(|tool| {
+                tool.parse_input(&call.input)
+                    .is_ok_and(|input| tool.is_concurrency_safe(&input))
+            })
+        };
+        let mut group = Vec::new();
+        while let Some(call) = calls.next_if(|c| group.is_empty() || safe(c)) {
+            let alone = !safe(&call);
+            group.push(call);
+            if alone {
+                break;
+            }
+        }
+        results.extend(current.batch(group, ctx).await);
+    }
+    results
+}
+
+async fn batch(pool: &LivePool, ctx: &ToolContext) -> Result<ExitCode> {
     if std::io::stdin().is_terminal() {
         eprintln!("agent-tools batch: reading JSON lines from standard input; end with Ctrl-D");
     }
@@ -395,14 +430,14 @@ async fn batch(pool: &ToolPool, ctx: &ToolContext) -> Result<ExitCode> {
         match slot {
             Ok(call) => pending.push(call),
             Err(result) => {
-                for r in pool.batch(std::mem::take(&mut pending), ctx).await {
+                for r in run_calls(pool, std::mem::take(&mut pending), ctx).await {
                     emit(&r)?;
                 }
                 emit(&result)?;
             }
         }
     }
-    for r in pool.batch(pending, ctx).await {
+    for r in run_calls(pool, pending, ctx).await {
         emit(&r)?;
     }
     Ok(if any_error {

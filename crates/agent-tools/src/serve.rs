@@ -10,17 +10,19 @@ use registry::{SessionOptions, build_context};
 use rmcp::RoleServer;
 use rmcp::model::{ElicitRequestParams, ElicitationAction, ElicitationSchema};
 use rmcp::service::Peer;
-use tool_core::{CancellationToken, ToolContext, ToolError, ToolPool};
+use tool_core::{CancellationToken, ToolContext, ToolError};
 use tools_agent::{Question, QuestionAnswers, QuestionPrompter};
 use tools_mcp::{
-    ClientHook, HttpOptions, McpManager, SessionFactory, parse_listen_addr, serve_http, serve_stdio,
+    ClientHook, HttpOptions, LivePool, McpManager, SessionFactory, parse_listen_addr, serve_http,
+    serve_stdio,
 };
 
 /// Serves `pool`: over stdio with `ctx` as the one session, or over HTTP at `http` with a
 /// fresh context per MCP session built from `options` (sharing the `.mcp.json` servers of
-/// `mcp`).
+/// `mcp`). When an MCP server's tool list changes, the pool is assembled again and every
+/// client is told (`notifications/tools/list_changed`).
 pub async fn serve(
-    pool: ToolPool,
+    pool: LivePool,
     ctx: ToolContext,
     options: SessionOptions,
     mcp: Option<Arc<McpManager>>,
@@ -34,13 +36,12 @@ pub async fn serve(
     };
     let addr = parse_listen_addr(&addr).map_err(|e| crate::usage(e.to_string()))?;
     // Every HTTP session gets its own context; the MCP servers of `.mcp.json` are shared,
-    // and ToolSearch sees the whole pool, as on stdio.
+    // and ToolSearch sees the whole pool as it is now, as on stdio.
     let catalog_pool = pool.clone();
     let factory: SessionFactory = Arc::new(move || {
         let ctx = build_context(&options)?;
         ctx.services().insert(question_hook());
-        ctx.services()
-            .insert(tools_agent::ToolCatalog::from_pool(catalog_pool.clone()));
+        ctx.services().insert(crate::catalog(&catalog_pool));
         if let Some(manager) = &mcp {
             ctx.services().insert(Arc::clone(manager));
         }

@@ -118,6 +118,31 @@ pub async fn start_mcp_servers(
     tools_mcp::start_project_servers(ctx).await
 }
 
+#[cfg(feature = "mcp")]
+impl ToolRegistry {
+    /// The pool of a session that follows its MCP servers: assembled now by the rule of
+    /// [`ToolRegistry::pool`], and assembled again by the same rule (built-ins win,
+    /// blanket-denied and disabled tools hidden, MCP tools sorted) whenever a server's tool
+    /// list changes; `ctx` supplies the permission rules. Without a manager the pool never
+    /// changes.
+    pub fn live_pool(
+        &self,
+        ctx: &tool_core::ToolContext,
+        manager: Option<Arc<tools_mcp::McpManager>>,
+    ) -> tools_mcp::LivePool {
+        let base = self.base_tools().to_vec();
+        match manager {
+            None => tools_mcp::LivePool::fixed(assemble_pool(&base, Vec::new(), ctx.permissions())),
+            Some(manager) => {
+                let ctx = ctx.clone();
+                tools_mcp::LivePool::following(manager, move |mcp_tools| {
+                    assemble_pool(&base, mcp_tools, ctx.permissions())
+                })
+            }
+        }
+    }
+}
+
 /// The assembly rule of the design's §7.4 and reference §2.3, on explicit inputs.
 pub fn assemble_pool(
     base: &[Arc<dyn Tool>],

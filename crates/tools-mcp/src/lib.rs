@@ -17,6 +17,12 @@
 //!   context's services, where [`ListMcpResourcesTool`] and [`ReadMcpResourceTool`] (from
 //!   [`tools`]) find it.
 //!
+//! - [`LivePool`] keeps a session's pool current with its MCP servers: when a server sends
+//!   `tools/list_changed`, the manager lists its tools again and announces the change
+//!   ([`McpManager::subscribe`]); the live pool rebuilds itself with the host's assembly
+//!   rule, and the MCP server adapter tells its own clients. A tool whose definition changed
+//!   after it was offered keeps its first definition and refuses calls; new tools join.
+//!
 //! # Example
 //!
 //! ```
@@ -31,6 +37,7 @@
 //! ```
 
 mod config;
+mod live;
 mod manager;
 mod naming;
 mod prompts;
@@ -46,6 +53,7 @@ pub use config::{
     DEFAULT_CALL_TIMEOUT, DEFAULT_STARTUP_TIMEOUT, ServerConfig, Transport, expand,
     load_project_config, parse_config,
 };
+pub use live::LivePool;
 pub use manager::{McpManager, STDERR_CAP, ServerStatus, StderrTail};
 pub use naming::{
     MAX_DESCRIPTION_CHARS, MAX_NAME_LEN, clean_description, qualified_name, sanitize,
@@ -53,8 +61,8 @@ pub use naming::{
 pub use prompts::{ElicitationPrompter, SamplingSummariser};
 pub use resources::{ListMcpResourcesTool, ReadMcpResourceTool};
 pub use server::{
-    ClientHook, ClientHookFn, HttpOptions, PoolServer, SessionFactory, mcp_tool_list,
-    parse_listen_addr, serve_http, serve_stdio, to_mcp_result,
+    ClientHook, ClientHookFn, HttpOptions, SessionFactory, mcp_tool_list, parse_listen_addr,
+    serve_http, serve_stdio, to_mcp_result,
 };
 pub use tool::MAX_RESULT_CHARS;
 

@@ -1,24 +1,30 @@
 //! The MCP client manager: connects the servers of `.mcp.json` (stdio children in their own
 //! process group with a minimal environment and a bounded stderr buffer; streamable HTTP with
 //! headers and a bearer token), concurrently and under a start-up timeout; reconnects after
-//! a failure; refreshes a server's tools on `tools/list_changed`. A server that fails stays
-//! listed with its error and never blocks the others.
+//! a failure; refreshes a server's tools on `tools/list_changed` and announces the change to
+//! whoever follows the manager ([`McpManager::subscribe`], used by [`crate::LivePool`]). A
+//! server that fails stays listed with its error and never blocks the others.
 
 use std::collections::{BTreeMap, HashMap};
 use std::path::{Path, PathBuf};
 use std::process::Stdio;
-use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex, RwLock, Weak};
 
 use rmcp::model::{
     CallToolRequest, CallToolRequestParams, CancelledNotificationParam, ClientCapabilities,
-    ClientConfig, ClientRequest, Implementation, JsonObject, ProgressNotificationParam,
-    ProgressToken, ReadResourceRequestParams, ReadResourceResult, Resource, ServerResult,
-    Tool as McpToolDecl,
+    ClientConfig, ClientRequest, Implementation, JsonObject, JsonRpcMessage,
+    ProgressNotificationParam, ProgressToken, ReadResourceRequestParams, ReadResourceResult,
+    Resource, ServerNotification, ServerResult, Tool as McpToolDecl,
 };
-use rmcp::service::{NotificationContext, Peer, PeerRequestOptions, RunningService, ServiceError};
+use rmcp::service::{
+    NotificationContext, Peer, PeerRequestOptions, RunningService, RxJsonRpcMessage, ServiceError,
+    TxJsonRpcMessage,
+};
+use rmcp::transport::Transport as McpTransport;
 use rmcp::{ClientHandler, RoleClient, ServiceExt};
 use tokio::io::AsyncReadExt;
+use tokio::sync::{Notify, watch};
 use tool_core::{Progress, ProgressSink, Tool, ToolContext, ToolError};
 
 use crate::config::{ServerConfig, Transport};
@@ -96,6 +102,62 @@ pub struct ServerStatus {
     pub warnings: Vec<String>,
 }
 
+/// How the servers of one manager tell it (and its followers) that their tools changed.
+#[derive(Debug)]
+pub(crate) struct Signals {
+    /// Bumped whenever a server's listed tools change
+    generation: watch::Sender<u64>,
+    /// Woken whenever a refresh in flight ends
+    settled: Notify,
+}
+
+impl Default for Signals {
+    fn default() -> Self {
+        Signals {
+            generation: watch::Sender::new(0),
+            settled: Notify::new(),
+        }
+    }
+}
+
+/// A client transport that notices `notifications/tools/list_changed` as it arrives, before
+/// rmcp hands it to the handler on another task: the refresh counts as in flight from that
+/// moment, so a caller that got the response of the call that changed the list can wait for
+/// the new list ([`McpManager::settle`]).
+struct Watched<T> {
+    inner: T,
+    server: Weak<ServerConn>,
+}
+
+impl<T: McpTransport<RoleClient>> McpTransport<RoleClient> for Watched<T> {
+    type Error = T::Error;
+
+    fn send(
+        &mut self,
+        item: TxJsonRpcMessage<RoleClient>,
+    ) -> impl Future<Output = Result<(), Self::Error>> + Send + 'static {
+        self.inner.send(item)
+    }
+
+    async fn receive(&mut self) -> Option<RxJsonRpcMessage<RoleClient>> {
+        let message = self.inner.receive().await;
+        if let Some(JsonRpcMessage::Notification(n)) = &message
+            && matches!(
+                n.notification,
+                ServerNotification::ToolListChangedNotification(_)
+            )
+            && let Some(server) = self.server.upgrade()
+        {
+            server.refreshing.fetch_add(1, Ordering::SeqCst);
+        }
+        message
+    }
+
+    fn close(&mut self) -> impl Future<Output = Result<(), Self::Error>> + Send {
+        self.inner.close()
+    }
+}
+
 /// Receives the server's notifications.
 #[derive(Clone)]
 pub(crate) struct Handler {
@@ -143,6 +205,7 @@ impl ClientHandler for Handler {
                 conn.set_tools(tools);
                 conn.list_changes.fetch_add(1, Ordering::Relaxed);
             }
+            conn.refresh_done();
         });
     }
 }
@@ -185,6 +248,9 @@ pub(crate) struct ServerConn {
     stderr: Arc<StderrTail>,
     progress: Arc<Mutex<HashMap<ProgressToken, ProgressSink>>>,
     list_changes: AtomicU64,
+    /// `tools/list_changed` notifications received whose refresh has not finished
+    refreshing: AtomicUsize,
+    signals: Arc<Signals>,
     has_resources: RwLock<bool>,
     /// Set when a call timed out: the next use restarts the server. (Not at once, so the
     /// server can still read the `notifications/cancelled` that went out.)
@@ -209,7 +275,12 @@ fn minimal_env(configured: &BTreeMap<String, String>) -> Vec<(String, String)> {
 }
 
 impl ServerConn {
-    pub(crate) fn new(config: ServerConfig, root: &Path, state_dir: &Path) -> Arc<Self> {
+    pub(crate) fn new(
+        config: ServerConfig,
+        root: &Path,
+        state_dir: &Path,
+        signals: Arc<Signals>,
+    ) -> Arc<Self> {
         Arc::new(ServerConn {
             config,
             root: root.to_path_buf(),
@@ -221,6 +292,8 @@ impl ServerConn {
             stderr: Arc::new(StderrTail::default()),
             progress: Arc::new(Mutex::new(HashMap::new())),
             list_changes: AtomicU64::new(0),
+            refreshing: AtomicUsize::new(0),
+            signals,
             has_resources: RwLock::new(false),
             restart: AtomicBool::new(false),
         })
@@ -234,10 +307,26 @@ impl ServerConn {
         &self.state_dir
     }
 
+    /// Stores the listed tools; a change is announced to the manager's followers.
     fn set_tools(&self, tools: Vec<McpToolDecl>) {
-        if let Ok(mut t) = self.tools.write() {
-            *t = tools;
+        let changed = match self.tools.write() {
+            Ok(mut t) if *t != tools => {
+                *t = tools;
+                true
+            }
+            _ => false,
+        };
+        if changed {
+            self.signals.generation.send_modify(|g| *g += 1);
         }
+    }
+
+    /// A refresh announced by `tools/list_changed` has ended (with or without a new list).
+    fn refresh_done(&self) {
+        let _ = self
+            .refreshing
+            .fetch_update(Ordering::SeqCst, Ordering::SeqCst, |n| n.checked_sub(1));
+        self.signals.settled.notify_waiters();
     }
 
     pub(crate) fn listed_tools(&self) -> Vec<McpToolDecl> {
@@ -338,6 +427,9 @@ impl ServerConn {
         if let Some(conn) = self.conn.lock().await.take() {
             conn.kill();
         }
+        // Refreshes of the old connection will never finish.
+        self.refreshing.store(0, Ordering::SeqCst);
+        self.signals.settled.notify_waiters();
     }
 
     async fn open(self: &Arc<Self>) -> Result<(Connection, Vec<McpToolDecl>), String> {
@@ -376,8 +468,12 @@ impl ServerConn {
                         }
                     });
                 }
+                let watched = Watched {
+                    inner: process,
+                    server: Arc::downgrade(self),
+                };
                 let service = handler
-                    .serve(process)
+                    .serve(watched)
                     .await
                     .map_err(|e| format!("the MCP handshake failed: {e}"));
                 match service {
@@ -411,7 +507,10 @@ impl ServerConn {
                 let client = reqwest::Client::builder()
                     .build()
                     .map_err(|e| format!("cannot build the HTTP client: {e}"))?;
-                let transport = StreamableHttpClientTransport::with_client(client, config);
+                let transport = Watched {
+                    inner: StreamableHttpClientTransport::with_client(client, config),
+                    server: Arc::downgrade(self),
+                };
                 let service = handler
                     .serve(transport)
                     .await
@@ -556,15 +655,20 @@ impl ServerConn {
 #[derive(Debug)]
 pub struct McpManager {
     servers: Vec<Arc<ServerConn>>,
+    signals: Arc<Signals>,
+    /// Every pool tool handed out, by name: a tool keeps the definition it was first offered
+    /// with, so a definition that changes later is refused rather than silently accepted.
+    offered: Mutex<HashMap<String, Arc<McpTool>>>,
 }
 
 impl McpManager {
     /// Connects every server concurrently (each under its start-up timeout). Failures are
     /// kept as the server's status; they never stop the others.
     pub async fn start(configs: Vec<ServerConfig>, root: &Path, state_dir: &Path) -> Arc<Self> {
+        let signals = Arc::new(Signals::default());
         let servers: Vec<Arc<ServerConn>> = configs
             .into_iter()
-            .map(|c| ServerConn::new(c, root, state_dir))
+            .map(|c| ServerConn::new(c, root, state_dir, Arc::clone(&signals)))
             .collect();
         let mut set = tokio::task::JoinSet::new();
         for server in &servers {
@@ -574,7 +678,41 @@ impl McpManager {
             });
         }
         while set.join_next().await.is_some() {}
-        Arc::new(McpManager { servers })
+        Arc::new(McpManager {
+            servers,
+            signals,
+            offered: Mutex::new(HashMap::new()),
+        })
+    }
+
+    /// A receiver that wakes whenever a server's listed tools change (after a
+    /// `tools/list_changed` refresh or a reconnect); the value is [`Self::generation`].
+    pub fn subscribe(&self) -> watch::Receiver<u64> {
+        self.signals.generation.subscribe()
+    }
+
+    /// Counts the changes of the servers' tool lists so far.
+    pub fn generation(&self) -> u64 {
+        *self.signals.generation.borrow()
+    }
+
+    /// Waits until every `tools/list_changed` received so far has been followed by a fresh
+    /// `tools/list` (or has failed), each server for at most its start-up timeout. A batch
+    /// host calls this between calls, so a call that changed the tool list is followed by a
+    /// call that sees the new list.
+    pub async fn settle(&self) {
+        for server in &self.servers {
+            let deadline = tokio::time::Instant::now() + server.config.startup_timeout;
+            loop {
+                let woken = self.signals.settled.notified();
+                if server.refreshing.load(Ordering::SeqCst) == 0 {
+                    break;
+                }
+                if tokio::time::timeout_at(deadline, woken).await.is_err() {
+                    break;
+                }
+            }
+        }
     }
 
     /// The configured server names, sorted.
@@ -623,6 +761,11 @@ impl McpManager {
     /// One pool tool per server tool, named `mcp__<server>__<tool>`. Tools with invalid
     /// names are left out; names that collide after sanitising are all left out (fail
     /// closed) with a warning naming both; descriptions are capped and cleaned.
+    ///
+    /// A tool this manager handed out before comes back as the same tool, with the
+    /// definition it was first offered with: when the server changed that definition
+    /// since, the tool refuses its calls (a "rug pull"); only tools new to the session
+    /// join with their current definition.
     pub fn tools(&self) -> Vec<Arc<dyn Tool>> {
         let mut by_name: BTreeMap<String, Vec<(Arc<ServerConn>, McpToolDecl)>> = BTreeMap::new();
         for server in &self.servers {
@@ -658,17 +801,23 @@ impl McpManager {
                 continue;
             }
             for (server, decl) in entries {
+                let Ok(mut offered) = self.offered.lock() else {
+                    continue;
+                };
+                if let Some(known) = offered.get(&name)
+                    && known.is_of(&server, &decl.name)
+                {
+                    tools.push(Arc::clone(known) as Arc<dyn Tool>);
+                    continue;
+                }
                 let (description, warnings) =
                     clean_description(decl.description.as_deref().unwrap_or(""));
                 for w in warnings {
                     server.warn(format!("{name}: {w}"));
                 }
-                tools.push(Arc::new(McpTool::new(
-                    server,
-                    decl,
-                    name.clone(),
-                    description,
-                )));
+                let tool = Arc::new(McpTool::new(server, decl, name.clone(), description));
+                offered.insert(name.clone(), Arc::clone(&tool));
+                tools.push(tool);
             }
         }
         tools

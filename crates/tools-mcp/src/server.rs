@@ -4,6 +4,11 @@
 //! `tools/call` goes through [`ToolPool::execute`] with a child of that context, whose token
 //! the client's `notifications/cancelled` cancels, and a [`ProgressSink`] that turns the
 //! tool's progress into `notifications/progress` when the client sent a progress token.
+//!
+//! The pool may change while the server runs ([`LivePool::following`]): the server then
+//! advertises `tools.listChanged`, sends `notifications/tools/list_changed` to every client
+//! once the new list is ready, and answers later `tools/list` and `tools/call` requests from
+//! the new pool.
 
 use std::net::SocketAddr;
 use std::sync::Arc;
@@ -17,15 +22,16 @@ use rmcp::model::{
     PaginatedRequestParams, ProgressNotificationParam, ServerCapabilities, ServerConfig,
     Tool as McpToolDecl, ToolAnnotations as McpAnnotations,
 };
-use rmcp::service::{Peer, RequestContext};
+use rmcp::service::{NotificationContext, Peer, RequestContext};
 use rmcp::{ErrorData, RoleServer, ServerHandler, ServiceExt};
-use tokio::sync::{mpsc, oneshot};
-use tokio_util::sync::CancellationToken;
+use tokio::sync::{mpsc, oneshot, watch};
+use tokio_util::sync::{CancellationToken, DropGuard};
 use tool_core::{
     CallResult, ContentBlock, PermissionPrompter, Progress, ProgressSink, Summariser, ToolCall,
     ToolContext, ToolError, ToolPool,
 };
 
+use crate::live::LivePool;
 use crate::prompts::{ElicitationPrompter, SamplingSummariser};
 
 /// Builds the context of a new MCP session (HTTP serves many sessions, stdio one).
@@ -70,27 +76,83 @@ pub async fn mcp_tool_list(pool: &ToolPool) -> Vec<McpToolDecl> {
     out
 }
 
-/// The MCP server of one session: the pool, the tool list, and the session's context.
-#[derive(Clone)]
-pub struct PoolServer {
+/// A pool and its MCP tool list, computed once per pool.
+struct Catalog {
     pool: ToolPool,
     tools: Arc<Vec<McpToolDecl>>,
+}
+
+impl Catalog {
+    async fn of(pool: ToolPool) -> Self {
+        let tools = Arc::new(mcp_tool_list(&pool).await);
+        Catalog { pool, tools }
+    }
+}
+
+/// The catalogue of `live` now, and a task that publishes a new one whenever the pool
+/// changes (until every receiver is gone). Sessions watch it to tell their clients.
+async fn follow_catalog(live: LivePool) -> watch::Receiver<Arc<Catalog>> {
+    let mut pools = live.subscribe();
+    let first = pools.borrow_and_update().clone();
+    let (tx, rx) = watch::channel(Arc::new(Catalog::of(first).await));
+    if live.follows_changes() {
+        tokio::spawn(async move {
+            // `live` stays alive with the task, so its pools keep coming.
+            let _live = live;
+            loop {
+                tokio::select! {
+                    changed = pools.changed() => if changed.is_err() { break },
+                    () = tx.closed() => break,
+                }
+                let pool = pools.borrow_and_update().clone();
+                let catalog = Catalog::of(pool).await;
+                if tx.send(Arc::new(catalog)).is_err() {
+                    break;
+                }
+            }
+        });
+    }
+    rx
+}
+
+/// The MCP server of one session: the pool's catalogue (which may change), and the
+/// session's context.
+#[derive(Clone)]
+pub struct PoolServer {
+    catalog: watch::Receiver<Arc<Catalog>>,
+    /// Whether the pool can change (then `tools.listChanged` is advertised)
+    live: bool,
     ctx: ToolContext,
+    /// Cancelled when the last clone of this session's server is dropped, which ends the
+    /// task that forwards list changes to the client
+    closed: CancellationToken,
+    _guard: Arc<DropGuard>,
 }
 
 impl std::fmt::Debug for PoolServer {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("PoolServer")
-            .field("tools", &self.tools.len())
+            .field("tools", &self.catalog.borrow().tools.len())
+            .field("live", &self.live)
             .field("session", &self.ctx.session_id())
             .finish()
     }
 }
 
 impl PoolServer {
-    /// A server for one session; `tools` is [`mcp_tool_list`] of `pool`, computed once.
-    pub fn new(pool: ToolPool, tools: Arc<Vec<McpToolDecl>>, ctx: ToolContext) -> Self {
-        PoolServer { pool, tools, ctx }
+    fn new(catalog: watch::Receiver<Arc<Catalog>>, live: bool, ctx: ToolContext) -> Self {
+        let closed = CancellationToken::new();
+        PoolServer {
+            catalog,
+            live,
+            ctx,
+            _guard: Arc::new(closed.clone().drop_guard()),
+            closed,
+        }
+    }
+
+    fn pool(&self) -> ToolPool {
+        self.catalog.borrow().pool.clone()
     }
 }
 
@@ -183,7 +245,15 @@ static CALL_IDS: AtomicU64 = AtomicU64::new(0);
 
 impl ServerHandler for PoolServer {
     fn get_info(&self) -> ServerConfig {
-        ServerConfig::new(ServerCapabilities::builder().enable_tools().build())
+        let capabilities = if self.live {
+            ServerCapabilities::builder()
+                .enable_tools()
+                .enable_tool_list_changed()
+                .build()
+        } else {
+            ServerCapabilities::builder().enable_tools().build()
+        };
+        ServerConfig::new(capabilities)
             .with_server_info(Implementation::new(
                 "agent-tools",
                 env!("CARGO_PKG_VERSION"),
@@ -204,16 +274,47 @@ impl ServerHandler for PoolServer {
         self.negotiate_initialize(&request)
     }
 
+    async fn on_initialized(&self, context: NotificationContext<RoleServer>) {
+        if !self.live {
+            return;
+        }
+        // Tell the client whenever the tool list changes, from now until the session ends.
+        let mut catalog = self.catalog.clone();
+        catalog.borrow_and_update();
+        let closed = self.closed.clone();
+        let stop = self.ctx.cancel_token().clone();
+        let peer = context.peer;
+        tokio::spawn(async move {
+            loop {
+                tokio::select! {
+                    () = closed.cancelled() => break,
+                    () = stop.cancelled() => break,
+                    changed = catalog.changed() => if changed.is_err() { break },
+                }
+                catalog.borrow_and_update();
+                if peer.is_transport_closed() || peer.notify_tool_list_changed().await.is_err() {
+                    break;
+                }
+            }
+        });
+    }
+
     async fn list_tools(
         &self,
         _request: Option<PaginatedRequestParams>,
         _context: RequestContext<RoleServer>,
     ) -> Result<ListToolsResult, ErrorData> {
-        Ok(ListToolsResult::with_all_items(self.tools.as_ref().clone()))
+        let tools = Arc::clone(&self.catalog.borrow().tools);
+        Ok(ListToolsResult::with_all_items(tools.as_ref().clone()))
     }
 
     fn get_tool(&self, name: &str) -> Option<McpToolDecl> {
-        self.tools.iter().find(|t| t.name == name).cloned()
+        self.catalog
+            .borrow()
+            .tools
+            .iter()
+            .find(|t| t.name == name)
+            .cloned()
     }
 
     async fn call_tool(
@@ -222,7 +323,8 @@ impl ServerHandler for PoolServer {
         context: RequestContext<RoleServer>,
     ) -> Result<CallToolResponse, ErrorData> {
         let name = request.name.to_string();
-        if self.pool.get(&name).is_none() {
+        let pool = self.pool();
+        if pool.get(&name).is_none() {
             return Err(ErrorData::invalid_params(
                 format!("Unknown tool: {name}; tools/list names the available tools"),
                 None,
@@ -240,7 +342,7 @@ impl ServerHandler for PoolServer {
         };
         let call_ctx = self.ctx.child();
         let (sink, flush) = progress_forwarder(&context);
-        let exec = self.pool.execute(call, &call_ctx, sink);
+        let exec = pool.execute(call, &call_ctx, sink);
         tokio::pin!(exec);
         let result = tokio::select! {
             result = &mut exec => result,
@@ -259,10 +361,13 @@ impl ServerHandler for PoolServer {
     }
 }
 
-/// Serves `pool` over stdin/stdout until the client closes the connection.
-pub async fn serve_stdio(pool: ToolPool, ctx: ToolContext) -> Result<(), ToolError> {
-    let tools = Arc::new(mcp_tool_list(&pool).await);
-    let server = PoolServer::new(pool, tools, ctx.clone());
+/// Serves `pool` (a [`ToolPool`] or a [`LivePool`]) over stdin/stdout until the client
+/// closes the connection.
+pub async fn serve_stdio(pool: impl Into<LivePool>, ctx: ToolContext) -> Result<(), ToolError> {
+    let live: LivePool = pool.into();
+    let follows = live.follows_changes();
+    let catalog = follow_catalog(live).await;
+    let server = PoolServer::new(catalog, follows, ctx.clone());
     let running = server
         .serve(rmcp::transport::stdio())
         .await
@@ -300,11 +405,11 @@ pub fn parse_listen_addr(text: &str) -> Result<SocketAddr, ToolError> {
     })
 }
 
-/// Serves `pool` over streamable HTTP at `/mcp` until `shutdown` fires. Each MCP session gets
-/// a fresh context from `factory`. `on_bound` receives the address actually bound (useful
-/// with port 0).
+/// Serves `pool` (a [`ToolPool`] or a [`LivePool`]) over streamable HTTP at `/mcp` until
+/// `shutdown` fires. Each MCP session gets a fresh context from `factory`. `on_bound`
+/// receives the address actually bound (useful with port 0).
 pub async fn serve_http(
-    pool: ToolPool,
+    pool: impl Into<LivePool>,
     factory: SessionFactory,
     options: HttpOptions,
     shutdown: CancellationToken,
@@ -319,7 +424,9 @@ pub async fn serve_http(
     let bound = listener
         .local_addr()
         .map_err(|e| ToolError::fatal(format!("cannot read the bound address: {e}")))?;
-    let tools = Arc::new(mcp_tool_list(&pool).await);
+    let live: LivePool = pool.into();
+    let follows = live.follows_changes();
+    let catalog = follow_catalog(live).await;
     let mut hosts = options.allowed_hosts.clone();
     if hosts.is_empty() {
         hosts = vec!["localhost".into(), "127.0.0.1".into(), "::1".into()];
@@ -333,7 +440,7 @@ pub async fn serve_http(
     let service = StreamableHttpService::new(
         move || {
             let ctx = factory().map_err(|e| std::io::Error::other(e.to_string()))?;
-            Ok(PoolServer::new(pool.clone(), Arc::clone(&tools), ctx))
+            Ok(PoolServer::new(catalog.clone(), follows, ctx))
         },
         LocalSessionManager::default().into(),
         config,

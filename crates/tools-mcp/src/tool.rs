@@ -86,6 +86,21 @@ impl McpTool {
     }
 }
 
+impl std::fmt::Debug for McpTool {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("McpTool")
+            .field("name", &self.name)
+            .finish_non_exhaustive()
+    }
+}
+
+impl McpTool {
+    /// Whether this is `remote` of `server` (the same connection, the same server tool).
+    pub(crate) fn is_of(&self, server: &Arc<ServerConn>, remote: &str) -> bool {
+        Arc::ptr_eq(&self.server, server) && self.remote == remote
+    }
+}
+
 static BLOBS: AtomicU64 = AtomicU64::new(0);
 
 /// Saves a base64 blob under `<state>/mcp-resources/<server>/` and returns its path.
@@ -315,7 +330,7 @@ mod tests {
             startup_timeout: Duration::from_secs(1),
             call_timeout: Duration::from_secs(1),
         };
-        ServerConn::new(config, state, state)
+        ServerConn::new(config, state, state, Arc::default())
     }
 
     #[test]

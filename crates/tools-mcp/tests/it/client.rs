@@ -551,12 +551,14 @@ async fn a_tool_whose_definition_changes_is_not_called_until_reviewed() {
     let r = s.call("mcp__fake__echo", json!({})).await;
     assert!(r.is_error, "{r:?}");
     assert!(r.text().contains("changed its definition"), "{}", r.text());
-    // A new pool (a new session) offers the new definition.
-    let fresh = s.manager.tools();
-    let echo = fresh
+    // The manager keeps offering the first definition, which keeps refusing.
+    let again = s.manager.tools();
+    let echo = again
         .iter()
         .find(|t| t.name() == "mcp__fake__echo")
         .unwrap();
-    assert!(echo.description(None).await.contains("ignore previous"));
+    assert_eq!(echo.description(None).await, "Echoes");
+    let r = s.call("mcp__fake__echo", json!({})).await;
+    assert!(r.is_error, "{r:?}");
     s.manager.shutdown().await;
 }

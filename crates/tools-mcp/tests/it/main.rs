@@ -3,5 +3,6 @@
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
 mod client;
+mod live;
 mod peers;
 mod server;

@@ -6,11 +6,15 @@ SCENARIO_JSON: {"transport": {"stdio": {"command": .., "args": [..], "env": {..}
 {"http": "http://127.0.0.1:PORT/mcp"}, "elicit": "accept" | "decline" (optional), "sample": TEXT (optional: answer sampling
 requests with TEXT plus the length of the prompt it got),
 "steps": [{"op": "list"} | {"op": "call", "tool": .., "args": {..},
-"cancel_when_file": PATH (optional: cancel the call once PATH exists)}]}
+"cancel_when_file": PATH (optional: cancel the call once PATH exists)} |
+{"op": "wait_list_changed", "seconds": N (default 20)}],
+"capabilities": true (optional: print the server's capabilities first)}
 
-Prints one JSON line per step: {"tools": [{"name", "annotations"}]} for list, and
-{"is_error", "text", "progress": [..], "cancelled"} for call. Also prints {"elicited": [..]}
-at the end with the messages of every elicitation it answered.
+Prints one JSON line per step: {"tools": [{"name", "annotations", "description"}]} for list,
+{"is_error", "text", "progress": [..], "cancelled"} for call, and {"list_changed": COUNT} for
+wait_list_changed (how many notifications/tools/list_changed arrived so far; it waits for
+one more than the previous wait saw). Also prints {"elicited": [..]} at the end with the
+messages of every elicitation it answered.
 """
 
 import json
@@ -51,18 +55,31 @@ async def run(scenario):
             model="test-model")
 
     sampling = on_sample if "sample" in scenario else None
+    list_changes = {"seen": 0, "waited": 0}
+
+    async def on_message(message):
+        if isinstance(message, types.ToolListChangedNotification):
+            list_changes["seen"] += 1
 
     async def steps(session):
-        await session.initialize()
+        initialized = await session.initialize()
+        if scenario.get("capabilities"):
+            out({"capabilities": initialized.capabilities.model_dump(by_alias=True, exclude_none=True)})
         for step in scenario["steps"]:
             if step["op"] == "list":
                 listed = await session.list_tools()
                 out({"tools": [
-                    {"name": t.name,
+                    {"name": t.name, "description": t.description,
                      "annotations": t.annotations.model_dump(by_alias=True, exclude_none=True)
                      if t.annotations else {}}
                     for t in listed.tools
                 ]})
+            elif step["op"] == "wait_list_changed":
+                with anyio.move_on_after(step.get("seconds", 20)):
+                    while list_changes["seen"] <= list_changes["waited"]:
+                        await anyio.sleep(0.02)
+                list_changes["waited"] = list_changes["seen"]
+                out({"list_changed": list_changes["seen"]})
             elif step["op"] == "call":
                 progress = []
 
@@ -104,13 +121,15 @@ async def run(scenario):
                                        env=spec.get("env"))
         async with stdio_client(params) as (read, write):
             async with ClientSession(read, write, elicitation_callback=callback,
-                                     sampling_callback=sampling) as session:
+                                     sampling_callback=sampling,
+                                     message_handler=on_message) as session:
                 await steps(session)
     else:
         async with streamable_http_client(transport["http"]) as streams:
             read, write = streams[0], streams[1]
             async with ClientSession(read, write, elicitation_callback=callback,
-                                     sampling_callback=sampling) as session:
+                                     sampling_callback=sampling,
+                                     message_handler=on_message) as session:
                 await steps(session)
 
 

@@ -1,0 +1,153 @@
+//! `tools/list_changed` reaching a pool that is already built: a real MCP server (the Python
+//! SDK's MCPServer in `dynamic_server.py`) adds a tool at run time; the live pool offers it,
+//! a changed definition stays refused, and the server adapter tells its own client.
+
+use std::path::Path;
+use std::sync::Arc;
+
+use serde_json::{Value, json};
+use tool_core::{PermissionMode, Tool, ToolContext, ToolPool};
+use tools_mcp::{HttpOptions, LivePool, SessionFactory, serve_http};
+
+use crate::client::Session;
+use crate::peers::{peer, python};
+
+/// The `.mcp.json` entry of `dynamic_server.py` over stdio.
+pub fn dynamic_server(peers: &Path) -> Value {
+    let script = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/it/dynamic_server.py");
+    json!({"command": "python3", "args": [script, "stdio"],
+           "env": {"PYTHONPATH": peers.join("py")}})
+}
+
+/// The pool of the tests: the resource tools (built once, as a registry does), then the MCP
+/// tools.
+fn assembler() -> impl Fn(Vec<Arc<dyn Tool>>) -> ToolPool + Send + Sync + 'static {
+    let base = tools_mcp::tools();
+    move |mcp| {
+        let mut tools = base.clone();
+        tools.extend(mcp);
+        ToolPool::new(tools)
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_tool_added_by_the_server_joins_the_live_pool_and_a_changed_one_stays_refused() {
+    let Some(peers) = peer("py/mcp") else {
+        return;
+    };
+    let s = Session::start(
+        json!({"mcpServers": {"dyn": dynamic_server(&peers)}}),
+        &["mcp__dyn"],
+        PermissionMode::Default,
+    )
+    .await;
+    assert!(
+        s.manager.statuses()[0].error.is_none(),
+        "{:?}",
+        s.manager.statuses()
+    );
+    let live = LivePool::following(Arc::clone(&s.manager), assembler());
+    let mut changes = live.subscribe();
+    let before = live.current();
+    assert!(before.get("mcp__dyn__greet").is_some(), "{before:?}");
+    assert!(before.get("mcp__dyn__fresh").is_none());
+
+    let r = before
+        .call("mcp__dyn__add_tool", json!({"name": "fresh"}), &s.ctx)
+        .await;
+    assert!(!r.is_error, "{r:?}");
+    // The call's response may come before the new list; a host waits for it between calls.
+    let after = live.settled().await;
+    assert!(after.get("mcp__dyn__fresh").is_some(), "{after:?}");
+    assert!(changes.has_changed().unwrap(), "subscribers are woken");
+    changes.borrow_and_update();
+    // The tools that were there are the same tools (same first definitions).
+    assert!(Arc::ptr_eq(
+        before.get("mcp__dyn__greet").unwrap(),
+        after.get("mcp__dyn__greet").unwrap()
+    ));
+    let r = after.call("mcp__dyn__fresh", json!({}), &s.ctx).await;
+    assert!(!r.is_error, "{r:?}");
+    assert_eq!(r.text(), "fresh was added");
+
+    // A changed definition is a rug pull: the pool keeps the first one, which refuses.
+    let r = after
+        .call("mcp__dyn__reword_greet", json!({}), &s.ctx)
+        .await;
+    assert!(!r.is_error, "{r:?}");
+    let latest = live.settled().await;
+    let greet = latest.get("mcp__dyn__greet").unwrap();
+    assert_eq!(greet.description(None).await, "Greets someone");
+    let r = latest
+        .call("mcp__dyn__greet", json!({"name": "x"}), &s.ctx)
+        .await;
+    assert!(r.is_error, "{r:?}");
+    assert!(r.text().contains("changed its definition"), "{}", r.text());
+    assert!(
+        !changes.has_changed().unwrap(),
+        "a changed definition does not change the pool"
+    );
+    s.manager.shutdown().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_server_adapter_tells_its_client_and_offers_the_new_tool() {
+    let Some(peers) = peer("py/mcp") else {
+        return;
+    };
+    let s = Session::start(
+        json!({"mcpServers": {"dyn": dynamic_server(&peers)}}),
+        &["mcp__dyn"],
+        PermissionMode::Default,
+    )
+    .await;
+    let live = LivePool::following(Arc::clone(&s.manager), assembler());
+    let ctx = s.ctx.clone();
+    let factory: SessionFactory = Arc::new(move || Ok::<ToolContext, _>(ctx.clone()));
+    let (tx, rx) = tokio::sync::oneshot::channel();
+    let shutdown = tool_core::CancellationToken::new();
+    let server = tokio::spawn(serve_http(
+        live,
+        factory,
+        HttpOptions {
+            addr: "127.0.0.1:0".parse().unwrap(),
+            allowed_hosts: Vec::new(),
+        },
+        shutdown.clone(),
+        move |bound| {
+            let _ = tx.send(bound);
+        },
+    ));
+    let bound = rx.await.unwrap();
+    let scenario = json!({
+        "transport": {"http": format!("http://{bound}/mcp")},
+        "capabilities": true,
+        "steps": [
+            {"op": "call", "tool": "mcp__dyn__add_tool", "args": {"name": "fresh"}},
+            {"op": "wait_list_changed"},
+            {"op": "list"},
+            {"op": "call", "tool": "mcp__dyn__fresh"},
+        ],
+    });
+    let lines = tokio::task::spawn_blocking(move || python(&peers, &scenario))
+        .await
+        .unwrap();
+    assert_eq!(
+        lines[0]["capabilities"]["tools"]["listChanged"], true,
+        "{lines:#?}"
+    );
+    assert_eq!(lines[1]["is_error"], false, "{lines:#?}");
+    assert_eq!(lines[2]["list_changed"], 1, "{lines:#?}");
+    let names: Vec<&str> = lines[3]["tools"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter_map(|t| t["name"].as_str())
+        .collect();
+    assert!(names.contains(&"mcp__dyn__fresh"), "{names:?}");
+    assert_eq!(lines[4]["is_error"], false, "{lines:#?}");
+    assert_eq!(lines[4]["text"], "fresh was added", "{lines:#?}");
+    shutdown.cancel();
+    let _ = server.await;
+    s.manager.shutdown().await;
+}
