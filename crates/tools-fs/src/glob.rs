@@ -13,7 +13,7 @@ use tool_core::{
     ToolResult, TypedTool, ValidationResult, path,
 };
 
-use crate::ignore_policy::{IgnorePolicy, WalkDeadline, suggest_similar};
+use crate::ignore_policy::{IgnorePolicy, Mtimes, WalkDeadline, newest_first, suggest_similar};
 
 /// At most this many paths are returned (the reference's `globLimits.maxResults`).
 pub const MAX_RESULTS: usize = 100;
@@ -201,13 +201,14 @@ impl TypedTool for Glob {
                 .collect();
             // Newest first, then by name: the reference sorted oldest first while its prompt
             // promised "sorted by modification time"; we do what the prompt says.
-            found.sort_by(|a, b| b.1.cmp(&a.1).then_with(|| a.0.cmp(&b.0)));
-            Ok::<_, ToolError>(found)
+            let total = found.len();
+            newest_first(&mut found, MAX_RESULTS, |(p, t)| (*t, p.as_path()));
+            Ok::<_, ToolError>((found, total))
         });
-        let found = walk.await.map_err(|e| {
+        let (found, total) = walk.await.map_err(|e| {
             ToolError::fatal(format!("internal error: the Glob walk failed: {e}"))
         })??;
-        let truncated = found.len() > MAX_RESULTS;
+        let truncated = total > MAX_RESULTS;
         let filenames: Vec<String> = found
             .iter()
             .take(MAX_RESULTS)
@@ -272,6 +273,7 @@ fn walk_matches(
         };
         let mut check = deadline.worker(256);
         let overrides = overrides.clone();
+        let mut mtimes = Mtimes::default();
         Box::new(move |entry| {
             if check.should_quit() {
                 return WalkState::Quit;
@@ -287,11 +289,7 @@ fn walk_matches(
                         && std::fs::metadata(entry.path()).is_ok_and(|m| m.is_file()))
             });
             if is_file && overrides.matched(entry.path(), false).is_whitelist() {
-                let mtime = entry
-                    .metadata()
-                    .ok()
-                    .and_then(|m| m.modified().ok())
-                    .unwrap_or(SystemTime::UNIX_EPOCH);
+                let mtime = mtimes.of(entry.path());
                 local.items.push((entry.into_path(), mtime));
             }
             WalkState::Continue

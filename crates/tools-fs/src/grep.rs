@@ -1,7 +1,6 @@
 //! Grep: regex search in process with ripgrep's crates (`grep` for matching and searching,
 //! `ignore`'s parallel walker for the files), under the ignore policy Glob uses.
 
-use std::collections::HashMap;
 use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant, SystemTime};
@@ -19,7 +18,7 @@ use tool_core::{
     ToolResult, TypedTool, ValidationResult, path,
 };
 
-use crate::ignore_policy::{IgnorePolicy, VCS_DIRS, WalkDeadline, suggest_similar};
+use crate::ignore_policy::{IgnorePolicy, VCS_DIRS, WalkDeadline, newest_first, suggest_similar};
 
 /// Results shown when `head_limit` is not given.
 pub const DEFAULT_HEAD_LIMIT: usize = 250;
@@ -264,7 +263,8 @@ struct Plan {
 impl Plan {
     fn searcher(&self) -> Searcher {
         let mut b = SearcherBuilder::new();
-        b.line_number(true)
+        // Line numbers cost a count of every newline; only content lines show them.
+        b.line_number(self.mode == OutputMode::Content)
             .binary_detection(BinaryDetection::quit(0))
             .multi_line(self.multiline);
         if self.mode == OutputMode::Content {
@@ -401,13 +401,16 @@ fn build_plan(input: &GrepInput, root: &Path) -> Result<Plan, String> {
     })
 }
 
-/// Per directory: entries listed, entries the walk yielded; and the files with hits.
-type Shared = Arc<Mutex<(HashMap<PathBuf, u64>, HashMap<PathBuf, u64>, Vec<FileHits>)>>;
+/// Directories listed, entries the walk yielded below the root, and the files with hits.
+type Shared = Arc<Mutex<(Vec<PathBuf>, u64, Vec<FileHits>)>>;
 
 /// Per-thread tallies for the count of ignored entries, merged when the worker ends.
+///
+/// Skipped entries = every listed directory's children − the entries the walk yielded
+/// below the root; summing over the whole tree needs one counter, not a map per directory.
 struct Tally {
-    listed: HashMap<PathBuf, u64>,
-    yielded: HashMap<PathBuf, u64>,
+    listed: Vec<PathBuf>,
+    yielded: u64,
     hits: Vec<FileHits>,
     shared: Shared,
 }
@@ -415,12 +418,8 @@ struct Tally {
 impl Drop for Tally {
     fn drop(&mut self) {
         if let Ok(mut shared) = self.shared.lock() {
-            for (k, v) in self.listed.drain() {
-                *shared.0.entry(k).or_default() += v;
-            }
-            for (k, v) in self.yielded.drain() {
-                *shared.1.entry(k).or_default() += v;
-            }
+            shared.0.append(&mut self.listed);
+            shared.1 += self.yielded;
             shared.2.append(&mut self.hits);
         }
     }
@@ -459,8 +458,8 @@ fn search_tree(
         let mut searcher = plan.searcher();
         let mut check = deadline.worker(128);
         let mut tally = Tally {
-            listed: HashMap::new(),
-            yielded: HashMap::new(),
+            listed: Vec::new(),
+            yielded: 0,
             hits: Vec::new(),
             shared: Arc::clone(&shared),
         };
@@ -471,16 +470,14 @@ fn search_tree(
             let Ok(entry) = entry else {
                 return WalkState::Continue;
             };
-            if entry.depth() > 0
-                && let Some(parent) = entry.path().parent()
-            {
-                *tally.yielded.entry(parent.to_path_buf()).or_default() += 1;
+            if entry.depth() > 0 {
+                tally.yielded += 1;
             }
             let Some(ft) = entry.file_type() else {
                 return WalkState::Continue;
             };
             if ft.is_dir() {
-                tally.listed.insert(entry.path().to_path_buf(), 0);
+                tally.listed.push(entry.path().to_path_buf());
                 return WalkState::Continue;
             }
             // Regular files only: a symlink is not followed out of the tree.
@@ -502,9 +499,10 @@ fn search_tree(
     // made when it matters most (nothing matched) or when the tree is small.
     let ignored = (hits.is_empty() || listed.len() <= COUNT_IGNORED_MAX_DIRS).then(|| {
         listed
-            .keys()
-            .map(|dir| count_children(dir).saturating_sub(yielded.get(dir).copied().unwrap_or(0)))
-            .sum()
+            .iter()
+            .map(|dir| count_children(dir))
+            .sum::<u64>()
+            .saturating_sub(*yielded)
     });
     Ok((std::mem::take(hits), ignored))
 }
@@ -627,7 +625,7 @@ impl TypedTool for Grep {
                     )
                 });
             }
-            hits.sort_by(|a, b| b.mtime.cmp(&a.mtime).then_with(|| a.path.cmp(&b.path)));
+            newest_first(&mut hits, usize::MAX, |h| (h.mtime, h.path.as_path()));
             Ok::<_, ToolError>((hits, ignored))
         });
         let (hits, ignored) = searched.await.map_err(|e| {
