@@ -245,6 +245,36 @@ pub fn edit_100m(ctx: &Ctx) -> Result<Vec<Comparison>> {
         .env("AGENT_TOOLS_HOME", ctx.scratch.join("agent-tools-home"));
     let copy = dir.join("copy.txt");
     let baseline = Cmd::new("cp").arg(&pristine).arg(&copy);
+    // The floor of any atomic replacement, with the standard tools: copy to a temporary file,
+    // fsync it (`sync FILE`), rename it over the target. DESIGN.md §4 requires all three.
+    let staged = dir.join(".copy.txt.tmp");
+    let atomic = Cmd::new("sh").arg("-c").arg(format!(
+        "cp '{p}' '{t}' && sync '{t}' && mv '{t}' '{c}'",
+        p = pristine.display(),
+        t = staged.display(),
+        c = copy.display()
+    ));
+    // The Read alone, to show what the Edit itself costs.
+    let read_calls = dir.join("read.jsonl");
+    fs::write(
+        &read_calls,
+        format!(
+            "{}\n",
+            serde_line(
+                "Read",
+                &format!(r#"{{"file_path":"{}","limit":1}}"#, work.display())
+            )
+        ),
+    )?;
+    let read_only = Cmd::new("sh")
+        .arg("-c")
+        .arg(format!(
+            "exec '{}' batch --mode acceptEdits --cwd '{}' < '{}'",
+            ctx.bin.display(),
+            dir.display(),
+            read_calls.display()
+        ))
+        .env("AGENT_TOOLS_HOME", ctx.scratch.join("agent-tools-home"));
     let restore = || -> Result<()> {
         fs::copy(&pristine, &work).context("restoring the file to edit")?;
         Ok(())
@@ -262,18 +292,40 @@ pub fn edit_100m(ctx: &Ctx) -> Result<Vec<Comparison>> {
     time_once(&baseline)?;
     let mut ours_times = Vec::new();
     let mut base_times = Vec::new();
+    let mut atomic_times = Vec::new();
+    let mut read_times = Vec::new();
     for _ in 0..ctx.runs {
         restore()?;
         ours_times.push(time_once(&ours)?);
         check()?;
         base_times.push(time_once(&baseline)?);
+        atomic_times.push(time_once(&atomic)?);
+        read_times.push(time_once(&read_only)?);
     }
-    Ok(vec![Comparison {
-        case: "Read + Edit one line of 100 MB (atomic, fsync)".to_owned(),
-        ours: median(ours_times),
-        baseline: median(base_times),
-        baseline_label: "cp".to_owned(),
-    }])
+    let ours = median(ours_times);
+    let read = median(read_times);
+    let atomic = median(atomic_times);
+    let cp = median(base_times);
+    Ok(vec![
+        Comparison {
+            case: "Read + Edit one line of 100 MB (atomic, fsync)".to_owned(),
+            ours,
+            baseline: cp,
+            baseline_label: "cp".to_owned(),
+        },
+        Comparison {
+            case: "Read + Edit one line of 100 MB (atomic, fsync)".to_owned(),
+            ours,
+            baseline: atomic,
+            baseline_label: "cp + sync FILE + mv".to_owned(),
+        },
+        Comparison {
+            case: "Edit alone (Read + Edit − Read)".to_owned(),
+            ours: ours.saturating_sub(read),
+            baseline: cp,
+            baseline_label: "cp".to_owned(),
+        },
+    ])
 }
 
 /// One line of `agent-tools batch` input.
