@@ -686,3 +686,63 @@ fn batch_sees_a_tool_added_by_an_earlier_call() {
         "{run:#?}"
     );
 }
+
+/// One raw HTTP/1.1 exchange with `agent-tools serve --http`: the status line, and the
+/// value of the `mcp-session-id` header when there is one.
+fn exchange(
+    server: &HttpServer,
+    method: &str,
+    session: Option<&str>,
+    body: &str,
+) -> (String, Option<String>) {
+    let authority = server
+        .url
+        .trim_start_matches("http://")
+        .trim_end_matches("/mcp");
+    let mut stream = std::net::TcpStream::connect(authority).expect("connect");
+    let session = session
+        .map(|s| format!("Mcp-Session-Id: {s}\r\n"))
+        .unwrap_or_default();
+    write!(
+        stream,
+        "{method} /mcp HTTP/1.1\r\nHost: {authority}\r\nContent-Type: application/json\r\nAccept: application/json, text/event-stream\r\nMcp-Protocol-Version: 2025-06-18\r\n{session}Content-Length: {}\r\nConnection: close\r\n\r\n{body}",
+        body.len()
+    )
+    .expect("write");
+    let mut response = String::new();
+    let _ = stream.read_to_string(&mut response);
+    let status = response.lines().next().unwrap_or("").to_owned();
+    let id = response
+        .lines()
+        .take_while(|l| !l.is_empty())
+        .find_map(|l| {
+            l.split_once(':')
+                .filter(|(k, _)| k.eq_ignore_ascii_case("mcp-session-id"))
+                .map(|(_, v)| v.trim().to_owned())
+        });
+    (status, id)
+}
+
+#[test]
+fn an_unknown_or_ended_http_session_is_answered_404_so_clients_start_again() {
+    let project = Project::new(&[]);
+    let server = HttpServer::start(&project, &[]);
+    let list = r#"{"jsonrpc":"2.0","id":2,"method":"tools/list"}"#;
+    let (status, _) = exchange(&server, "POST", Some("no-such-session"), list);
+    assert!(status.contains(" 404"), "{status}");
+
+    // A session that existed and was ended is unknown too.
+    let init = r#"{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-06-18","capabilities":{},"clientInfo":{"name":"raw","version":"1"}}}"#;
+    let (status, id) = exchange(&server, "POST", None, init);
+    assert!(status.contains(" 200"), "{status}");
+    let id = id.expect("initialize names the session");
+    let initialized = r#"{"jsonrpc":"2.0","method":"notifications/initialized"}"#;
+    let (status, _) = exchange(&server, "POST", Some(&id), initialized);
+    assert!(status.contains(" 202"), "{status}");
+    let (status, _) = exchange(&server, "POST", Some(&id), list);
+    assert!(status.contains(" 200"), "{status}");
+    let (status, _) = exchange(&server, "DELETE", Some(&id), "");
+    assert!(status.contains(" 20"), "{status}");
+    let (status, _) = exchange(&server, "POST", Some(&id), list);
+    assert!(status.contains(" 404"), "{status}");
+}

@@ -1,9 +1,12 @@
 //! The MCP client manager: connects the servers of `.mcp.json` (stdio children in their own
 //! process group with a minimal environment and a bounded stderr buffer; streamable HTTP with
 //! headers and a bearer token), concurrently and under a start-up timeout; reconnects after
-//! a failure; refreshes a server's tools on `tools/list_changed` and announces the change to
-//! whoever follows the manager ([`McpManager::subscribe`], used by [`crate::LivePool`]). A
-//! server that fails stays listed with its error and never blocks the others.
+//! a failure; starts a new session when an HTTP server no longer knows the old one (the
+//! spec's HTTP 404, or server-everything's HTTP 400 with an error naming no request) and
+//! sends the call again, with a note for the model; refreshes a server's tools on
+//! `tools/list_changed` and announces the change to whoever follows the manager
+//! ([`McpManager::subscribe`], used by [`crate::LivePool`]). A server that fails stays listed
+//! with its error and never blocks the others.
 
 use std::collections::{BTreeMap, HashMap};
 use std::path::{Path, PathBuf};
@@ -124,9 +127,24 @@ impl Default for Signals {
 /// rmcp hands it to the handler on another task: the refresh counts as in flight from that
 /// moment, so a caller that got the response of the call that changed the list can wait for
 /// the new list ([`McpManager::settle`]).
+///
+/// It also ends the connection on a JSON-RPC error that names no request: rmcp cannot route
+/// it, so the request it answers would wait for its timeout. server-everything answers
+/// that way (HTTP 400, "No valid session ID provided") when it no longer knows the session.
 struct Watched<T> {
     inner: T,
     server: Weak<ServerConn>,
+    ended: bool,
+}
+
+impl<T> Watched<T> {
+    fn new(inner: T, server: &Arc<ServerConn>) -> Self {
+        Watched {
+            inner,
+            server: Arc::downgrade(server),
+            ended: false,
+        }
+    }
 }
 
 impl<T: McpTransport<RoleClient>> McpTransport<RoleClient> for Watched<T> {
@@ -140,7 +158,21 @@ impl<T: McpTransport<RoleClient>> McpTransport<RoleClient> for Watched<T> {
     }
 
     async fn receive(&mut self) -> Option<RxJsonRpcMessage<RoleClient>> {
+        if self.ended {
+            return None;
+        }
         let message = self.inner.receive().await;
+        if let Some(JsonRpcMessage::Error(e)) = &message
+            && e.id.is_none()
+        {
+            if let Some(server) = self.server.upgrade()
+                && let Ok(mut lost) = server.lost.lock()
+            {
+                *lost = Some(e.error.message.to_string());
+            }
+            self.ended = true;
+            return None;
+        }
         if let Some(JsonRpcMessage::Notification(n)) = &message
             && matches!(
                 n.notification,
@@ -212,6 +244,20 @@ impl ClientHandler for Handler {
 
 type Service = RunningService<RoleClient, Handler>;
 
+/// Why one attempt of a call failed.
+pub(crate) enum Failure {
+    /// The server no longer knows the session, so it did not run the call
+    Expired(String),
+    /// Anything else, as the model reads it
+    Error(ToolError),
+}
+
+impl From<ToolError> for Failure {
+    fn from(error: ToolError) -> Self {
+        Failure::Error(error)
+    }
+}
+
 /// Kills the process group of a stdio server (its leader's pid is the group id).
 fn kill_group(pgid: Option<u32>) {
     if let Some(pid) = pgid
@@ -251,6 +297,8 @@ pub(crate) struct ServerConn {
     /// `tools/list_changed` notifications received whose refresh has not finished
     refreshing: AtomicUsize,
     signals: Arc<Signals>,
+    /// The message of an error naming no request, which ended the connection
+    lost: Mutex<Option<String>>,
     has_resources: RwLock<bool>,
     /// Set when a call timed out: the next use restarts the server. (Not at once, so the
     /// server can still read the `notifications/cancelled` that went out.)
@@ -294,6 +342,7 @@ impl ServerConn {
             list_changes: AtomicU64::new(0),
             refreshing: AtomicUsize::new(0),
             signals,
+            lost: Mutex::new(None),
             has_resources: RwLock::new(false),
             restart: AtomicBool::new(false),
         })
@@ -429,6 +478,9 @@ impl ServerConn {
         }
         // Refreshes of the old connection will never finish.
         self.refreshing.store(0, Ordering::SeqCst);
+        if let Ok(mut lost) = self.lost.lock() {
+            *lost = None;
+        }
         self.signals.settled.notify_waiters();
     }
 
@@ -468,10 +520,7 @@ impl ServerConn {
                         }
                     });
                 }
-                let watched = Watched {
-                    inner: process,
-                    server: Arc::downgrade(self),
-                };
+                let watched = Watched::new(process, self);
                 let service = handler
                     .serve(watched)
                     .await
@@ -499,18 +548,22 @@ impl ServerConn {
                         .map_err(|e| format!("header {k}: {e}"))?;
                     custom.insert(name, value);
                 }
+                // rmcp would renew an expired session by itself, silently: the manager does
+                // it instead (see `call_tool`), so the tool list is fetched again for the new
+                // session and the model is told that the server's session state is gone.
                 let mut config = StreamableHttpClientTransportConfig::with_uri(url.as_str())
-                    .custom_headers(custom);
+                    .custom_headers(custom)
+                    .reinit_on_expired_session(false);
                 if let Some(token) = bearer_token {
                     config = config.auth_header(token.clone());
                 }
                 let client = reqwest::Client::builder()
                     .build()
                     .map_err(|e| format!("cannot build the HTTP client: {e}"))?;
-                let transport = Watched {
-                    inner: StreamableHttpClientTransport::with_client(client, config),
-                    server: Arc::downgrade(self),
-                };
+                let transport = Watched::new(
+                    StreamableHttpClientTransport::with_client(client, config),
+                    self,
+                );
                 let service = handler
                     .serve(transport)
                     .await
@@ -535,13 +588,70 @@ impl ServerConn {
 
     /// Calls `tool` with the call timeout, reporting progress to the call's sink and sending
     /// `notifications/cancelled` when the call is cancelled or times out.
+    ///
+    /// When the server no longer knows the session (it restarted, or expired the session),
+    /// it has not run the call: the manager starts a new session, which lists the tools
+    /// again, and sends the call once more. The result then carries a note saying so.
     pub(crate) async fn call_tool(
         self: &Arc<Self>,
         tool: &str,
         arguments: JsonObject,
         ctx: &ToolContext,
         qualified: &str,
-    ) -> Result<rmcp::model::CallToolResult, ToolError> {
+    ) -> Result<(rmcp::model::CallToolResult, Option<String>), ToolError> {
+        let why = match self
+            .call_once(tool, arguments.clone(), ctx, qualified)
+            .await
+        {
+            Ok(result) => return Ok((result, None)),
+            Err(Failure::Error(e)) => return Err(e),
+            Err(Failure::Expired(why)) => why,
+        };
+        self.disconnect().await;
+        match self.call_once(tool, arguments, ctx, qualified).await {
+            Ok(result) => Ok((
+                result,
+                Some(format!(
+                    "Note: the MCP server \"{}\" no longer knew agent-tools' session ({why}); it may have restarted. agent-tools started a new session and sent the call again, so anything the server kept for the old session is gone.",
+                    self.config.name
+                )),
+            )),
+            Err(Failure::Error(e)) => Err(e),
+            Err(Failure::Expired(again)) => {
+                self.disconnect().await;
+                Err(ToolError::fatal(format!(
+                    "MCP server \"{}\" ended its session again right after agent-tools started a new one ({again}); {qualified} was not run. The next call starts another session.",
+                    self.config.name
+                )))
+            }
+        }
+    }
+
+    /// Why `error` means the server no longer knows the session (so it did not run the
+    /// request): HTTP 404 for the session id, as the spec says, or the error naming no
+    /// request that ended the connection when it mentions the session.
+    fn expired(&self, error: &ServiceError) -> Option<String> {
+        use rmcp::transport::streamable_http_client::StreamableHttpError;
+        if let ServiceError::TransportSend(e) = error
+            && let Some(StreamableHttpError::SessionExpired) = e
+                .error
+                .downcast_ref::<StreamableHttpError<reqwest::Error>>()
+        {
+            return Some("HTTP 404 for the session id".to_owned());
+        }
+        let lost = self.lost.lock().ok()?.take()?;
+        lost.to_lowercase()
+            .contains("session")
+            .then(|| format!("the server answered \"{lost}\""))
+    }
+
+    async fn call_once(
+        self: &Arc<Self>,
+        tool: &str,
+        arguments: JsonObject,
+        ctx: &ToolContext,
+        qualified: &str,
+    ) -> Result<rmcp::model::CallToolResult, Failure> {
         let peer = self.peer().await.map_err(ToolError::fatal)?;
         let mut params = CallToolRequestParams::new(tool.to_owned());
         params.arguments = Some(arguments);
@@ -552,7 +662,7 @@ impl ServerConn {
             .await
         {
             Ok(handle) => handle,
-            Err(e) => return Err(self.broken(e, qualified).await),
+            Err(e) => return Err(self.failure(e, qualified).await),
         };
         let id = handle.id.clone();
         let token = handle.progress_token.clone();
@@ -575,13 +685,15 @@ impl ServerConn {
                 let _ = peer.notify_cancelled(note).await;
                 Err(ToolError::Cancelled {
                     tool: qualified.to_owned(),
-                })
+                }
+                .into())
             }
             Some(Ok(ServerResult::CallToolResult(result))) => Ok(result),
             Some(Ok(_)) => Err(ToolError::fatal(format!(
                 "MCP server \"{}\" answered tools/call with something other than a tool result",
                 self.config.name
-            ))),
+            ))
+            .into()),
             Some(Err(ServiceError::Timeout { .. })) => {
                 // notifications/cancelled went out with the timeout; a server that does not
                 // answer in time is restarted on the next call.
@@ -591,9 +703,17 @@ impl ServerConn {
                     limit.as_secs_f64(),
                     self.config.name,
                     self.stderr_note()
-                )))
+                ))
+                .into())
             }
-            Some(Err(e)) => Err(self.broken(e, qualified).await),
+            Some(Err(e)) => Err(self.failure(e, qualified).await),
+        }
+    }
+
+    async fn failure(&self, error: ServiceError, qualified: &str) -> Failure {
+        match self.expired(&error) {
+            Some(why) => Failure::Expired(why),
+            None => Failure::Error(self.broken(error, qualified).await),
         }
     }
 
@@ -606,9 +726,16 @@ impl ServerConn {
                 self.config.name, e.message
             )),
             other => {
+                let lost = self.lost.lock().ok().and_then(|mut l| l.take());
                 self.disconnect().await;
+                let what = match lost {
+                    Some(message) => {
+                        format!("it answered with an error that names no request: \"{message}\"")
+                    }
+                    None => format!("{other}; it may have crashed"),
+                };
                 ToolError::fatal(format!(
-                    "MCP server \"{}\" lost the connection during {qualified} ({other}); it may have crashed. The next call reconnects.{}",
+                    "MCP server \"{}\" lost the connection during {qualified} ({what}). The next call reconnects.{}",
                     self.config.name,
                     self.stderr_note()
                 ))
@@ -616,38 +743,57 @@ impl ServerConn {
         }
     }
 
+    /// Runs a resources request, once more in a new session when the server no longer
+    /// knows the old one (resources requests read, so repeating them is harmless).
+    async fn resources_request<T, F, Fut>(self: &Arc<Self>, what: &str, op: F) -> Result<T, String>
+    where
+        F: Fn(Peer<RoleClient>) -> Fut,
+        Fut: Future<Output = Result<T, ServiceError>>,
+    {
+        let limit = self.config.call_timeout;
+        let mut renewed = false;
+        loop {
+            let peer = self.peer().await?;
+            match tokio::time::timeout(limit, op(peer)).await {
+                Ok(Ok(value)) => return Ok(value),
+                Ok(Err(ServiceError::McpError(e))) => return Err(e.message.to_string()),
+                Ok(Err(e)) => {
+                    let expired = self.expired(&e);
+                    self.disconnect().await;
+                    match expired {
+                        Some(_) if !renewed => renewed = true,
+                        _ => {
+                            return Err(format!("{what} failed: {e}; the next request reconnects"));
+                        }
+                    }
+                }
+                Err(_) => {
+                    return Err(format!("{what} timed out after {}s", limit.as_secs_f64()));
+                }
+            }
+        }
+    }
+
     pub(crate) async fn list_resources(self: &Arc<Self>) -> Result<Vec<Resource>, String> {
-        let peer = self.peer().await?;
+        self.peer().await?;
         if !self.supports_resources() {
             return Ok(Vec::new());
         }
-        let limit = self.config.call_timeout;
-        match tokio::time::timeout(limit, peer.list_all_resources()).await {
-            Ok(Ok(resources)) => Ok(resources),
-            Ok(Err(e)) => Err(format!("resources/list failed: {e}")),
-            Err(_) => Err(format!(
-                "resources/list timed out after {}s",
-                limit.as_secs_f64()
-            )),
-        }
+        self.resources_request("resources/list", |peer| async move {
+            peer.list_all_resources().await
+        })
+        .await
     }
 
     pub(crate) async fn read_resource(
         self: &Arc<Self>,
         uri: &str,
     ) -> Result<ReadResourceResult, String> {
-        let peer = self.peer().await?;
-        let limit = self.config.call_timeout;
-        let params = ReadResourceRequestParams::new(uri.to_owned());
-        match tokio::time::timeout(limit, peer.read_resource(params)).await {
-            Ok(Ok(result)) => Ok(result),
-            Ok(Err(ServiceError::McpError(e))) => Err(e.message.to_string()),
-            Ok(Err(e)) => Err(format!("resources/read failed: {e}")),
-            Err(_) => Err(format!(
-                "resources/read timed out after {}s",
-                limit.as_secs_f64()
-            )),
-        }
+        self.resources_request("resources/read", |peer| async move {
+            peer.read_resource(ReadResourceRequestParams::new(uri.to_owned()))
+                .await
+        })
+        .await
     }
 }
 

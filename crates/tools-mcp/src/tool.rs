@@ -299,11 +299,15 @@ impl Tool for McpTool {
                 self.server.name()
             )));
         }
-        let result = self
+        let (result, note) = self
             .server
             .call_tool(&self.remote, arguments, ctx, &self.name)
             .await?;
-        Ok(map_result(&self.server, result))
+        let mapped = map_result(&self.server, result);
+        Ok(match note {
+            Some(note) => mapped.with_side_message(note),
+            None => mapped,
+        })
     }
 }
 

@@ -12,7 +12,7 @@ use tool_core::{
     CallResult, PermissionEngine, PermissionMode, PermissionRule, ProgressSink, RuleBehavior,
     RuleSource, RuleSourceKind, SourcedRule, Tool, ToolCall, ToolContext, ToolPool,
 };
-use tools_mcp::{McpManager, STDERR_CAP, start_project_servers};
+use tools_mcp::{LivePool, McpManager, STDERR_CAP, start_project_servers};
 
 use crate::peers::peer;
 
@@ -330,17 +330,9 @@ async fn filesystem_server_reads_a_file() {
     s.manager.shutdown().await;
 }
 
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn everything_over_streamable_http() {
-    let Some(peers) = peer("node_modules/.bin/mcp-server-everything") else {
-        return;
-    };
-    let port = std::net::TcpListener::bind("127.0.0.1:0")
-        .unwrap()
-        .local_addr()
-        .unwrap()
-        .port();
-    let mut child = tokio::process::Command::new(bin(&peers, "mcp-server-everything"))
+/// server-everything over streamable HTTP on `port`, killed on drop.
+async fn everything_http(peers: &Path, port: u16) -> tokio::process::Child {
+    let child = tokio::process::Command::new(bin(peers, "mcp-server-everything"))
         .arg("streamableHttp")
         .env("PORT", port.to_string())
         .stdout(std::process::Stdio::null())
@@ -350,6 +342,24 @@ async fn everything_over_streamable_http() {
         .unwrap();
     let up = eventually(|| std::net::TcpStream::connect(("127.0.0.1", port)).is_ok()).await;
     assert!(up, "server-everything did not listen on {port}");
+    child
+}
+
+fn free_port() -> u16 {
+    std::net::TcpListener::bind("127.0.0.1:0")
+        .unwrap()
+        .local_addr()
+        .unwrap()
+        .port()
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn everything_over_streamable_http() {
+    let Some(peers) = peer("node_modules/.bin/mcp-server-everything") else {
+        return;
+    };
+    let port = free_port();
+    let mut child = everything_http(&peers, port).await;
     let s = Session::start(
         json!({"mcpServers": {"remote": {"type": "http", "url": format!("http://127.0.0.1:{port}/mcp"),
                "headers": {"X-Test": "1"}}}}),
@@ -371,6 +381,115 @@ async fn everything_over_streamable_http() {
         !r.is_error && !r.data.as_array().unwrap().is_empty(),
         "{r:?}"
     );
+    s.manager.shutdown().await;
+    let _ = child.kill().await;
+}
+
+/// `dynamic_server.py` (the Python SDK) over streamable HTTP on `port`, killed on drop.
+async fn python_http(peers: &Path, port: u16) -> tokio::process::Child {
+    let script = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/it/dynamic_server.py");
+    let child = tokio::process::Command::new("python3")
+        .arg(script)
+        .args(["http", &port.to_string()])
+        .env("PYTHONPATH", peers.join("py"))
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::null())
+        .kill_on_drop(true)
+        .spawn()
+        .unwrap();
+    let up = eventually(|| std::net::TcpStream::connect(("127.0.0.1", port)).is_ok()).await;
+    assert!(up, "dynamic_server.py did not listen on {port}");
+    child
+}
+
+/// The note a call gets when its session had to be started again.
+const RENEWED: &str = "no longer knew agent-tools' session";
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_python_server_restarted_on_its_port_answers_404_and_gets_a_new_session() {
+    let Some(peers) = peer("py/mcp") else {
+        return;
+    };
+    let port = free_port();
+    let mut child = python_http(&peers, port).await;
+    let s = Session::start(
+        json!({"mcpServers": {"remote": {"type": "http", "url": format!("http://127.0.0.1:{port}/mcp")}}}),
+        &["mcp__remote"],
+        PermissionMode::Default,
+    )
+    .await;
+    let base = tools_mcp::tools();
+    let live = LivePool::following(Arc::clone(&s.manager), move |mcp| {
+        let mut tools = base.clone();
+        tools.extend(mcp);
+        ToolPool::new(tools)
+    });
+    let r = s
+        .call("mcp__remote__add_tool", json!({"name": "fresh"}))
+        .await;
+    assert!(!r.is_error, "{r:?}");
+    assert!(eventually(|| live.current().get("mcp__remote__fresh").is_some()).await);
+
+    // The server restarts on the same port: it answers the old session id with HTTP 404.
+    let _ = child.kill().await;
+    let _ = child.wait().await;
+    let mut child = python_http(&peers, port).await;
+    let r = s.call("mcp__remote__greet", json!({"name": "again"})).await;
+    assert!(!r.is_error, "{r:?}");
+    let text = r.text();
+    assert!(text.contains("hello again"), "{text}");
+    assert!(
+        text.contains(RENEWED) && text.contains("HTTP 404"),
+        "{text}"
+    );
+    // The new session lists the tools again: the restarted server has no `fresh`.
+    assert!(live.settled().await.get("mcp__remote__fresh").is_none());
+    let r = s.call("mcp__remote__greet", json!({"name": "later"})).await;
+    assert!(!r.is_error && !r.text().contains(RENEWED), "{r:?}");
+    s.manager.shutdown().await;
+    let _ = child.kill().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn server_everything_restarted_on_its_port_gets_a_new_session() {
+    let Some(peers) = peer("node_modules/.bin/mcp-server-everything") else {
+        return;
+    };
+    let port = free_port();
+    let mut child = everything_http(&peers, port).await;
+    let s = Session::start(
+        json!({"mcpServers": {"remote": {"type": "http", "url": format!("http://127.0.0.1:{port}/mcp")}}}),
+        &["mcp__remote"],
+        PermissionMode::Default,
+    )
+    .await;
+    let r = s
+        .call("mcp__remote__echo", json!({"message": "first"}))
+        .await;
+    assert!(!r.is_error, "{r:?}");
+    // server-everything answers an unknown session with HTTP 400 and a JSON-RPC error
+    // without an id (not the spec's 404); the call must not wait for its timeout.
+    let _ = child.kill().await;
+    let _ = child.wait().await;
+    let mut child = everything_http(&peers, port).await;
+    let r = s
+        .call("mcp__remote__echo", json!({"message": "second"}))
+        .await;
+    assert!(!r.is_error, "{r:?}");
+    let text = r.text();
+    assert!(text.contains("second"), "{text}");
+    assert!(
+        text.contains(RENEWED) && text.contains("No valid session ID"),
+        "{text}"
+    );
+    // Resources work in the new session too.
+    let _ = child.kill().await;
+    let _ = child.wait().await;
+    let mut child = everything_http(&peers, port).await;
+    let r = s
+        .call("ListMcpResourcesTool", json!({"server": "remote"}))
+        .await;
+    assert!(!r.is_error, "{r:?}");
     s.manager.shutdown().await;
     let _ = child.kill().await;
 }
