@@ -3,6 +3,12 @@
 //!
 //! Strings may use `${VAR}` and `${VAR:-default}`; an HTTP server's bearer token comes from
 //! the environment variable named by `bearerTokenEnvVar` (never from the file itself).
+//!
+//! An `https` server is checked against the system's trusted certificate authorities (on
+//! Linux the system store, which `SSL_CERT_FILE` and `SSL_CERT_DIR` replace for the whole
+//! process). One whose certificate a private CA signed names that CA in `caCertFile`: a PEM
+//! file (one or more certificates; a relative path starts at the project root) trusted in
+//! addition to the system ones, for that server only.
 
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
@@ -39,6 +45,8 @@ pub enum Transport {
         headers: BTreeMap<String, String>,
         /// The bearer token, read from the environment variable the config names
         bearer_token: Option<String>,
+        /// `caCertFile`: PEM certificates of extra authorities trusted for this server
+        ca_cert_file: Option<PathBuf>,
     },
 }
 
@@ -78,6 +86,8 @@ struct RawServer {
     headers: BTreeMap<String, String>,
     #[serde(alias = "bearer_token_env_var")]
     bearer_token_env_var: Option<String>,
+    #[serde(alias = "ca_cert_file")]
+    ca_cert_file: Option<String>,
     startup_timeout_ms: Option<u64>,
     tool_timeout_ms: Option<u64>,
 }
@@ -148,6 +158,11 @@ pub fn parse_config(
             .unwrap_or(if raw.url.is_some() { "http" } else { "stdio" });
         let transport = match kind {
             "stdio" => {
+                if raw.ca_cert_file.is_some() {
+                    return Err(at(
+                        "\"caCertFile\" applies to http servers only; remove it".to_owned()
+                    ));
+                }
                 let command = raw
                     .command
                     .as_deref()
@@ -184,10 +199,22 @@ pub fn parse_config(
                     })?),
                     None => None,
                 };
+                let url = ex(url)?;
+                let ca_cert_file = raw
+                    .ca_cert_file
+                    .as_deref()
+                    .map(|c| ex(c).map(|c| root.join(c)))
+                    .transpose()?;
+                if ca_cert_file.is_some() && !url.starts_with("https://") {
+                    return Err(at(format!(
+                        "\"caCertFile\" is for https servers, but the url is {url}"
+                    )));
+                }
                 Transport::Http {
-                    url: ex(url)?,
+                    url,
                     headers,
                     bearer_token,
+                    ca_cert_file,
                 }
             }
             other => {
@@ -268,7 +295,12 @@ mod tests {
             matches!(&servers[0].transport, Transport::Stdio { env, .. } if env["K"] == "127.0.0.1")
         );
         assert!(matches!(&servers[1].transport,
-            Transport::Http { url, bearer_token: Some(t), .. } if url == "http://127.0.0.1:9/mcp" && t == "s3cret"));
+            Transport::Http { url, bearer_token: Some(t), ca_cert_file: None, .. } if url == "http://127.0.0.1:9/mcp" && t == "s3cret"));
+        let servers =
+            parse(r#"{"mcpServers": {"tls": {"url": "https://${HOST}/mcp", "caCertFile": "certs/ca.pem"}}}"#)
+                .unwrap();
+        assert!(matches!(&servers[0].transport,
+            Transport::Http { ca_cert_file: Some(p), .. } if p == Path::new("/p/certs/ca.pem")));
     }
 
     #[test]
@@ -293,6 +325,14 @@ mod tests {
         check(
             r#"{"mcpServers": {"a": {"url": "x", "bearerTokenEnvVar": "MISSING"}}}"#,
             "MISSING, which is not set",
+        );
+        check(
+            r#"{"mcpServers": {"a": {"command": "x", "caCertFile": "ca.pem"}}}"#,
+            "mcpServers.a: \"caCertFile\" applies to http servers only",
+        );
+        check(
+            r#"{"mcpServers": {"a": {"url": "http://127.0.0.1:1/mcp", "caCertFile": "ca.pem"}}}"#,
+            "\"caCertFile\" is for https servers, but the url is http://127.0.0.1:1/mcp",
         );
     }
 }

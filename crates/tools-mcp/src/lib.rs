@@ -23,6 +23,17 @@
 //!   rule, and the MCP server adapter tells its own clients. A tool whose definition changed
 //!   after it was offered keeps its first definition and refuses calls; new tools join.
 //!
+//! # `.mcp.json`
+//!
+//! `{"mcpServers": {NAME: SERVER}}` in the project root, where SERVER is
+//! `{"command", "args", "env", "cwd"}` for a stdio server or `{"type": "http", "url",
+//! "headers", "bearerTokenEnvVar", "caCertFile"}` for a streamable-HTTP one, plus
+//! `startupTimeoutMs` and `toolTimeoutMs` for either. Strings expand `${VAR}` and
+//! `${VAR:-default}`. An `https` server must have a certificate the system trusts, or one
+//! signed by the CA whose PEM file `caCertFile` names (trusted for that server only); a
+//! certificate that is not trusted is a connection error naming the server, the TLS problem
+//! and `caCertFile`. See [`parse_config`].
+//!
 //! # Example
 //!
 //! ```

@@ -313,6 +313,61 @@ impl std::fmt::Debug for ServerConn {
     }
 }
 
+/// An error and its sources, "outer: inner: innermost" (TLS problems are in the sources).
+fn chain(error: &dyn std::error::Error) -> String {
+    let mut text = error.to_string();
+    let mut source = error.source();
+    while let Some(e) = source {
+        let next = e.to_string();
+        if !text.contains(&next) {
+            text.push_str(": ");
+            text.push_str(&next);
+        }
+        source = e.source();
+    }
+    text
+}
+
+/// Why an HTTP handshake failed, down to the HTTP client's own error (rmcp keeps that one
+/// out of its error's sources, and with it any TLS problem).
+fn handshake_failure(error: &rmcp::service::ClientInitializeError) -> String {
+    use rmcp::service::ClientInitializeError;
+    use rmcp::transport::streamable_http_client::StreamableHttpError;
+    if let ClientInitializeError::TransportError { error, context } = error
+        && let Some(StreamableHttpError::Client(inner)) = error
+            .error
+            .downcast_ref::<StreamableHttpError<reqwest::Error>>()
+    {
+        return format!("{} (when it had to {context})", chain(inner));
+    }
+    chain(error)
+}
+
+/// What to do about a certificate the client does not trust, when `why` is about one.
+fn tls_hint(why: &str) -> &'static str {
+    let lower = why.to_lowercase();
+    if lower.contains("certificate") || lower.contains("unknownissuer") {
+        " (the server's TLS certificate is not trusted: if a private CA signed it, name that CA's PEM file in \"caCertFile\" for this server in .mcp.json)"
+    } else {
+        ""
+    }
+}
+
+/// The certificates of a `caCertFile`.
+fn read_ca_certs(path: &Path) -> Result<Vec<reqwest::Certificate>, String> {
+    let pem = std::fs::read(path)
+        .map_err(|e| format!("caCertFile {}: cannot read it: {e}", path.display()))?;
+    let certs = reqwest::Certificate::from_pem_bundle(&pem)
+        .map_err(|e| format!("caCertFile {}: {}", path.display(), chain(&e)))?;
+    if certs.is_empty() {
+        return Err(format!(
+            "caCertFile {}: no certificate in it (expected PEM blocks \"-----BEGIN CERTIFICATE-----\")",
+            path.display()
+        ));
+    }
+    Ok(certs)
+}
+
 fn minimal_env(configured: &BTreeMap<String, String>) -> Vec<(String, String)> {
     let mut env: Vec<(String, String)> = INHERITED_ENV
         .iter()
@@ -537,6 +592,7 @@ impl ServerConn {
                 url,
                 headers,
                 bearer_token,
+                ca_cert_file,
             } => {
                 use rmcp::transport::StreamableHttpClientTransport;
                 use rmcp::transport::streamable_http_client::StreamableHttpClientTransportConfig;
@@ -557,17 +613,24 @@ impl ServerConn {
                 if let Some(token) = bearer_token {
                     config = config.auth_header(token.clone());
                 }
-                let client = reqwest::Client::builder()
+                let mut builder = reqwest::Client::builder();
+                if let Some(path) = ca_cert_file {
+                    builder = builder.tls_certs_merge(read_ca_certs(path)?);
+                }
+                let client = builder
                     .build()
-                    .map_err(|e| format!("cannot build the HTTP client: {e}"))?;
+                    .map_err(|e| format!("cannot build the HTTP client: {}", chain(&e)))?;
                 let transport = Watched::new(
                     StreamableHttpClientTransport::with_client(client, config),
                     self,
                 );
-                let service = handler
-                    .serve(transport)
-                    .await
-                    .map_err(|e| format!("the MCP handshake with {url} failed: {e}"))?;
+                let service = handler.serve(transport).await.map_err(|e| {
+                    let why = handshake_failure(&e);
+                    format!(
+                        "the MCP handshake with {url} failed: {why}{}",
+                        tls_hint(&why)
+                    )
+                })?;
                 (service, None)
             }
         };

@@ -387,10 +387,20 @@ async fn everything_over_streamable_http() {
 
 /// `dynamic_server.py` (the Python SDK) over streamable HTTP on `port`, killed on drop.
 async fn python_http(peers: &Path, port: u16) -> tokio::process::Child {
+    python_server(peers, port, None).await
+}
+
+/// `dynamic_server.py` over HTTP, or over https with the certificate and key in `tls`.
+async fn python_server(peers: &Path, port: u16, tls: Option<&Path>) -> tokio::process::Child {
     let script = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/it/dynamic_server.py");
-    let child = tokio::process::Command::new("python3")
-        .arg(script)
-        .args(["http", &port.to_string()])
+    let mut command = tokio::process::Command::new("python3");
+    command.arg(script).args(["http", &port.to_string()]);
+    if let Some(dir) = tls {
+        command
+            .arg(dir.join("server.pem"))
+            .arg(dir.join("server.key"));
+    }
+    let mut child = command
         .env("PYTHONPATH", peers.join("py"))
         .stdout(std::process::Stdio::null())
         .stderr(std::process::Stdio::null())
@@ -399,7 +409,90 @@ async fn python_http(peers: &Path, port: u16) -> tokio::process::Child {
         .unwrap();
     let up = eventually(|| std::net::TcpStream::connect(("127.0.0.1", port)).is_ok()).await;
     assert!(up, "dynamic_server.py did not listen on {port}");
+    // Another process could have taken the port meanwhile: then ours has exited.
+    assert!(
+        child.try_wait().unwrap().is_none(),
+        "dynamic_server.py could not listen on {port}"
+    );
     child
+}
+
+/// A test CA and a certificate it signed for 127.0.0.1 (`tls_certs.py`), in a new directory.
+fn test_certificates(peers: &Path) -> TempDir {
+    let dir = tempfile::tempdir().unwrap();
+    let script = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/it/tls_certs.py");
+    let status = std::process::Command::new("python3")
+        .arg(script)
+        .arg(dir.path())
+        .env("PYTHONPATH", peers.join("py"))
+        .status()
+        .unwrap();
+    assert!(status.success(), "tls_certs.py failed");
+    dir
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_https_server_signed_by_the_ca_of_ca_cert_file_is_trusted() {
+    let Some(peers) = peer("py/cryptography") else {
+        return;
+    };
+    let certs = test_certificates(&peers);
+    let port = free_port();
+    let mut child = python_server(&peers, port, Some(certs.path())).await;
+    let url = format!("https://127.0.0.1:{port}/mcp");
+    let s = Session::start(
+        json!({"mcpServers": {"secure": {"type": "http", "url": url, "caCertFile": certs.path().join("ca.pem")}}}),
+        &["mcp__secure"],
+        PermissionMode::Default,
+    )
+    .await;
+    let status = &s.manager.statuses()[0];
+    assert!(status.error.is_none(), "{status:?}");
+    let r = s
+        .call("mcp__secure__greet", json!({"name": "over tls"}))
+        .await;
+    assert!(!r.is_error, "{r:?}");
+    assert_eq!(r.text(), "hello over tls");
+    s.manager.shutdown().await;
+
+    // Without caCertFile the certificate is not trusted: the error names the server, the
+    // TLS problem and the setting that fixes it.
+    let s = Session::start(
+        json!({"mcpServers": {"secure": {"type": "http", "url": url}}}),
+        &["mcp__secure"],
+        PermissionMode::Default,
+    )
+    .await;
+    let error = s.manager.statuses()[0].error.clone().expect("an error");
+    assert!(
+        error.contains("MCP server \"secure\" failed to connect"),
+        "{error}"
+    );
+    assert!(error.contains(&url), "{error}");
+    assert!(error.to_lowercase().contains("certificate"), "{error}");
+    assert!(error.contains("caCertFile"), "{error}");
+    assert!(s.pool.get("mcp__secure__greet").is_none());
+    s.manager.shutdown().await;
+
+    // A caCertFile that holds no certificate is named in the error.
+    let bogus = certs.path().join("not-a-cert.pem");
+    std::fs::write(&bogus, "hello").unwrap();
+    let s = Session::start(
+        json!({"mcpServers": {"secure": {"type": "http", "url": url, "caCertFile": bogus}}}),
+        &[],
+        PermissionMode::Default,
+    )
+    .await;
+    let error = s.manager.statuses()[0].error.clone().expect("an error");
+    assert!(
+        error.contains(&format!(
+            "caCertFile {}: no certificate in it",
+            bogus.display()
+        )),
+        "{error}"
+    );
+    s.manager.shutdown().await;
+    let _ = child.kill().await;
 }
 
 /// The note a call gets when its session had to be started again.
