@@ -685,6 +685,25 @@ fn batch_sees_a_tool_added_by_an_earlier_call() {
         crate::text(&lines[3]).contains("changed its definition"),
         "{run:#?}"
     );
+
+    // The rebuilt pool follows the same rules: a blanket deny hides the new tool.
+    let stdin = [
+        json!({"tool": "mcp__dyn__add_tool", "input": {"name": "fresh"}}),
+        json!({"tool": "mcp__dyn__fresh", "input": {}}),
+    ]
+    .map(|l| l.to_string())
+    .join("\n");
+    let run = project.run(
+        &["batch", "--allow", "mcp__dyn", "--deny", "mcp__dyn__fresh"],
+        Some(&stdin),
+    );
+    let lines = run.lines();
+    assert_eq!(lines[0]["is_error"], false, "{run:#?}");
+    assert_eq!(lines[1]["is_error"], true, "{run:#?}");
+    assert!(
+        crate::text(&lines[1]).contains("No such tool available: mcp__dyn__fresh"),
+        "{run:#?}"
+    );
 }
 
 /// One raw HTTP/1.1 exchange with `agent-tools serve --http`: the status line, and the

@@ -294,7 +294,7 @@ impl Tool for McpTool {
             || current.annotations != self.offered.annotations
         {
             return Err(ToolError::respond(format!(
-                "{} changed its definition after this session started (the MCP server \"{}\" sent a new description, schema or hints); it is not called until a new session shows the change for review",
+                "{} changed its definition after it was offered to this session (the MCP server \"{}\" sent a new description, schema or hints); it is not called until a new session (agent-tools started again) shows the change for review",
                 self.name,
                 self.server.name()
             )));
