@@ -5,7 +5,7 @@
 
 use std::collections::HashSet;
 use std::fs::{self, File, Metadata, OpenOptions};
-use std::io::Write;
+use std::io::{Read, Seek, SeekFrom, Write};
 use std::os::unix::fs::{MetadataExt, OpenOptionsExt};
 use std::path::{Path, PathBuf};
 use std::sync::Mutex;
@@ -13,6 +13,8 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::{Duration, SystemTime};
 
 use tool_core::ToolError;
+
+use crate::diff::Span;
 
 /// The marker in temporary file names: `.<name>.agent-tools-<pid>-<n>.tmp`.
 const MARKER: &str = ".agent-tools-";
@@ -105,6 +107,30 @@ pub(crate) fn write_atomic(
     existing: Option<&Metadata>,
     check: impl FnOnce() -> Result<BeforeRename, ToolError>,
 ) -> Result<(), ToolError> {
+    write_atomic_content(target, Content::Bytes(bytes), existing, check)
+}
+
+/// What the temporary file receives.
+pub(crate) enum Content<'a> {
+    /// These bytes
+    Bytes(&'a [u8]),
+    /// The first `len` bytes of `source` with `spans` (sorted, disjoint byte ranges of it)
+    /// replaced: the unchanged ranges are copied file to file by the kernel
+    /// (`copy_file_range`), so a one-line edit of a large file never holds its new text.
+    Spliced {
+        source: &'a File,
+        len: u64,
+        spans: &'a [Span],
+    },
+}
+
+/// Like [`write_atomic`], for any [`Content`].
+pub(crate) fn write_atomic_content(
+    target: &Path,
+    content: Content<'_>,
+    existing: Option<&Metadata>,
+    check: impl FnOnce() -> Result<BeforeRename, ToolError>,
+) -> Result<(), ToolError> {
     clean_stray_temps(target);
     let temp = temp_name(target).ok_or_else(|| {
         ToolError::respond(format!(
@@ -113,7 +139,7 @@ pub(crate) fn write_atomic(
         ))
     })?;
     in_flight(&temp, true);
-    let result = write_temp_and_rename(target, &temp, bytes, existing, check);
+    let result = write_temp_and_rename(target, &temp, content, existing, check);
     in_flight(&temp, false);
     match result {
         Ok(true) => Ok(()),
@@ -129,7 +155,7 @@ pub(crate) fn write_atomic(
 fn write_temp_and_rename(
     target: &Path,
     temp: &Path,
-    bytes: &[u8],
+    content: Content<'_>,
     existing: Option<&Metadata>,
     check: impl FnOnce() -> Result<BeforeRename, ToolError>,
 ) -> Result<bool, ToolError> {
@@ -140,7 +166,11 @@ fn write_temp_and_rename(
         .mode(mode)
         .open(temp)
         .map_err(|e| ToolError::io(temp, e))?;
-    file.write_all(bytes).map_err(|e| ToolError::io(temp, e))?;
+    match content {
+        Content::Bytes(bytes) => file.write_all(bytes),
+        Content::Spliced { source, len, spans } => write_spliced(&mut file, source, len, spans),
+    }
+    .map_err(|e| ToolError::io(temp, e))?;
     if let Some(meta) = existing {
         // The open applied the umask; set the exact bits (setuid, sticky, group write).
         file.set_permissions(meta.permissions())
@@ -160,6 +190,33 @@ fn write_temp_and_rename(
         let _ = dir.sync_all();
     }
     Ok(true)
+}
+
+/// Writes `source[..len]` with `spans` replaced into `out`.
+fn write_spliced(out: &mut File, source: &File, len: u64, spans: &[Span]) -> std::io::Result<()> {
+    let mut at = 0_u64;
+    for span in spans {
+        copy_range(source, at, span.start as u64, out)?;
+        out.write_all(span.replacement.as_bytes())?;
+        at = span.end as u64;
+    }
+    copy_range(source, at, len, out)
+}
+
+/// Copies `source[from..to]` to the end of `out` (std uses `copy_file_range` for files).
+fn copy_range(source: &File, from: u64, to: u64, out: &mut File) -> std::io::Result<()> {
+    let want = to.saturating_sub(from);
+    let mut reader = source;
+    reader.seek(SeekFrom::Start(from))?;
+    let got = std::io::copy(&mut reader.take(want), out)?;
+    if got == want {
+        Ok(())
+    } else {
+        Err(std::io::Error::new(
+            std::io::ErrorKind::UnexpectedEof,
+            "the file shrank while it was being edited",
+        ))
+    }
 }
 
 /// Gives the temporary file the original's owner and group; only root may, so a failure is
@@ -224,6 +281,45 @@ mod tests {
         .unwrap();
         assert_eq!(fs::read_to_string(&target).unwrap(), "new content");
         assert_eq!(temps(dir.path()), vec![".other.agent-tools-1-0.tmp"]);
+    }
+
+    #[test]
+    fn a_spliced_write_copies_the_unchanged_ranges() {
+        let dir = tempfile::tempdir().unwrap();
+        let target = dir.path().join("big.txt");
+        let original = "alpha\nbeta\ngamma\ndelta\n";
+        fs::write(&target, original).unwrap();
+        let meta = fs::metadata(&target).unwrap();
+        let source = File::open(&target).unwrap();
+        let span = |start: usize, end: usize, with: &str| Span {
+            start,
+            end,
+            replacement: with.to_owned(),
+        };
+        let spans = [span(0, 5, "ALPHA"), span(11, 16, "G"), span(23, 23, "!")];
+        let content = Content::Spliced {
+            source: &source,
+            len: original.len() as u64,
+            spans: &spans,
+        };
+        write_atomic_content(&target, content, Some(&meta), || Ok(BeforeRename::Proceed)).unwrap();
+        assert_eq!(
+            fs::read_to_string(&target).unwrap(),
+            "ALPHA\nbeta\nG\ndelta\n!"
+        );
+        // A source shorter than promised fails and keeps the file.
+        let before = fs::read_to_string(&target).unwrap();
+        let source = File::open(&target).unwrap();
+        let content = Content::Spliced {
+            source: &source,
+            len: 1000,
+            spans: &[],
+        };
+        let err =
+            write_atomic_content(&target, content, None, || Ok(BeforeRename::Proceed)).unwrap_err();
+        assert!(err.to_string().contains("shrank"), "{err}");
+        assert_eq!(fs::read_to_string(&target).unwrap(), before);
+        assert!(temps(dir.path()).is_empty());
     }
 
     #[test]

@@ -99,16 +99,17 @@ impl StreamHash {
     }
 }
 
-/// Records a write of `key` (whose new content is `bytes`) in the ledger; a later Read of the
-/// file is not answered with "unchanged" on the strength of it.
-pub(crate) fn record_write(ctx: &ToolContext, key: &Path, bytes: &[u8]) {
+/// Records a write of `key` in the ledger with the new content's [`ledger_hash`] (none for
+/// content over [`HASH_LIMIT`], decided by time and size); a later Read of the file is not
+/// answered with "unchanged" on the strength of it.
+pub(crate) fn record_write(ctx: &ToolContext, key: &Path, content_hash: Option<u64>) {
     let meta = std::fs::metadata(key).ok();
     ctx.ledger().record(
         key,
         ReadRecord {
-            content_hash: ledger_hash(bytes),
+            content_hash,
             mtime: meta.as_ref().and_then(|m| m.modified().ok()),
-            len: meta.as_ref().map_or(bytes.len() as u64, Metadata::len),
+            len: meta.as_ref().map_or(0, Metadata::len),
             offset: None,
             limit: None,
             partial_view: false,

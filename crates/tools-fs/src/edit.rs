@@ -1,6 +1,7 @@
 //! Edit and MultiEdit: string replacement in a file read earlier in the session, decided by
 //! content, written atomically in the file's own encoding, BOM, line endings and mode.
 
+use std::io::Read;
 use std::path::{Path, PathBuf};
 
 use async_trait::async_trait;
@@ -11,10 +12,10 @@ use tool_core::{
     TypedTool, ValidationResult,
 };
 
-use crate::atomic::write_atomic;
+use crate::atomic::{Content, write_atomic, write_atomic_content};
 use crate::common::{self, create_parents, existing_file, unchanged_since, write_target};
 use crate::diff::{Hunk, Span, hunks_for_spans, unified};
-use crate::matching::{MatchKind, apply_edit};
+use crate::matching::{MatchKind, apply_edit, locate_edit};
 use crate::text::{TextFile, decode_vec};
 
 /// Files larger than this are not edited.
@@ -168,8 +169,8 @@ fn run_edits(
     };
     let meta = existing_file(&target)?;
     let creating_first = req.edits.first().is_some_and(|e| e.old_string.is_empty());
-    let (file, original, created) = match &meta {
-        None if creating_first => (TextFile::utf8(String::new()), String::new(), true),
+    let (file, original, created, source) = match &meta {
+        None if creating_first => (TextFile::utf8(String::new()), String::new(), true, None),
         None => return Err(common::not_found(ctx, &given)),
         Some(meta) => {
             if meta.len() > MAX_EDIT_FILE {
@@ -178,7 +179,12 @@ fn run_edits(
                     meta.len()
                 )));
             }
-            let bytes = std::fs::read(&target).map_err(|e| ToolError::io(&target, e))?;
+            // The handle stays open: a large file's unchanged ranges are copied from it.
+            let mut source = std::fs::File::open(&target).map_err(|e| ToolError::io(&target, e))?;
+            let mut bytes = Vec::with_capacity(usize::try_from(meta.len()).unwrap_or(0));
+            source
+                .read_to_end(&mut bytes)
+                .map_err(|e| ToolError::io(&target, e))?;
             if crate::text::looks_binary(&bytes) {
                 return Err(ToolError::respond(
                     crate::text::DecodeError::Binary.message(&shown),
@@ -196,9 +202,16 @@ fn run_edits(
             }
             // Filling an empty file needs no read: there is nothing to overwrite.
             let text = std::mem::take(&mut file.text);
-            (file, text, false)
+            (file, text, false, Some(source))
         }
     };
+    // A large UTF-8 file edited once is written as the original file with the replacement
+    // spliced in (the unchanged ranges copied by the kernel): its new text is never built.
+    let spliced = n == 1
+        && !created
+        && matches!(file.encode(""), std::borrow::Cow::Borrowed(_))
+        && original.len() as u64 > SPLICE_FROM
+        && !ctx.lsp().has_server_for(&target);
     let mut current: Option<String> = None;
     let mut applied = Vec::with_capacity(n);
     let mut spans: Vec<Span> = Vec::new();
@@ -228,6 +241,19 @@ fn run_edits(
         }
         let replace_all = edit.replace_all.unwrap_or(false);
         let before = current.as_deref().unwrap_or(&original);
+        if spliced {
+            let located = locate_edit(before, &edit.old_string, &edit.new_string, replace_all)
+                .map_err(|m| fail(i, m))?;
+            applied.push(AppliedEdit {
+                old_string: located.actual_old.clone(),
+                new_string: edit.new_string.clone(),
+                replace_all,
+                matched_by: located.kind,
+                replacements: located.spans.len(),
+            });
+            spans = located.spans;
+            continue;
+        }
         let result = apply_edit(before, &edit.old_string, &edit.new_string, replace_all)
             .map_err(|m| fail(i, m))?;
         applied.push(AppliedEdit {
@@ -242,11 +268,34 @@ fn run_edits(
         }
         current = Some(result.text);
     }
+    if let (true, Some(source)) = (spliced, &source) {
+        if spans
+            .iter()
+            .all(|s| original.get(s.start..s.end) == Some(s.replacement.as_str()))
+        {
+            return Err(ToolError::respond(UNCHANGED));
+        }
+        let content = Content::Spliced {
+            source,
+            len: original.len() as u64,
+            spans: &spans,
+        };
+        write_atomic_content(&target, content, meta.as_ref(), || {
+            unchanged_since(&target, meta.as_ref())
+        })?;
+        common::record_write(ctx, &key, spliced_hash(&original, &spans));
+        let structured_patch = hunks_for_spans(&original, &spans);
+        let diff = unified(&shown, &structured_patch);
+        // No language server handles the file (checked above): no text to hand over.
+        return Ok((
+            edit_output(shown, applied, structured_patch, diff, false),
+            target,
+            String::new(),
+        ));
+    }
     let text = current.unwrap_or_else(|| original.clone());
     if !created && text == original {
-        return Err(ToolError::respond(
-            "Original and edited file match exactly. Failed to apply edit.",
-        ));
+        return Err(ToolError::respond(UNCHANGED));
     }
     // The diff: the first edit's spans when it is the only one, else the one region
     // between the common prefix and suffix of the old and new text.
@@ -260,11 +309,45 @@ fn run_edits(
     write_atomic(&target, &bytes, meta.as_ref(), || {
         unchanged_since(&target, meta.as_ref())
     })?;
-    common::record_write(ctx, &key, &bytes);
+    common::record_write(ctx, &key, common::ledger_hash(&bytes));
     let structured_patch = hunks_for_spans(&original, &spans);
     let diff = unified(&shown, &structured_patch);
+    let output = edit_output(shown, applied, structured_patch, diff, created);
+    Ok((output, target, text))
+}
+
+/// Files at least this large that are edited once are written by [`Content::Spliced`].
+const SPLICE_FROM: u64 = 1024 * 1024;
+
+/// The ledger hash of `original` with `spans` replaced, without building that text.
+fn spliced_hash(original: &str, spans: &[Span]) -> Option<u64> {
+    let replaced: usize = spans.iter().map(|s| s.end - s.start).sum();
+    let added: usize = spans.iter().map(|s| s.replacement.len()).sum();
+    if (original.len() - replaced + added) as u64 > common::HASH_LIMIT {
+        return None;
+    }
+    let mut hash = common::StreamHash::default();
+    let mut at = 0;
+    for span in spans {
+        hash.update(&original.as_bytes()[at..span.start]);
+        hash.update(span.replacement.as_bytes());
+        at = span.end;
+    }
+    hash.update(&original.as_bytes()[at..]);
+    Some(hash.finish())
+}
+
+const UNCHANGED: &str = "Original and edited file match exactly. Failed to apply edit.";
+
+fn edit_output(
+    shown: String,
+    applied: Vec<AppliedEdit>,
+    structured_patch: Vec<Hunk>,
+    diff: String,
+    created: bool,
+) -> EditOutput {
     let first = applied.first().cloned();
-    let output = EditOutput {
+    EditOutput {
         file_path: shown,
         old_string: first
             .as_ref()
@@ -280,8 +363,7 @@ fn run_edits(
         diff,
         created,
         user_modified: false,
-    };
-    Ok((output, target, text))
+    }
 }
 
 /// The single span that turns `old` into `new`: between their common prefix and suffix.

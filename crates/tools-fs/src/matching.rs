@@ -272,12 +272,53 @@ pub(crate) fn apply_edit(
     new: &str,
     replace_all: bool,
 ) -> Result<Applied, String> {
+    let located = locate_edit(text, old, new, replace_all)?;
+    Ok(Applied {
+        text: splice(text, &located.spans),
+        spans: located.spans,
+        kind: located.kind,
+        actual_old: located.actual_old,
+    })
+}
+
+/// Where an edit applies, without building the new text.
+#[derive(Debug, Clone)]
+pub(crate) struct Located {
+    /// What is replaced, in the text before the edit
+    pub spans: Vec<Span>,
+    /// How the match was found
+    pub kind: MatchKind,
+    /// The original text of the first match
+    pub actual_old: String,
+}
+
+/// `text` with `spans` (sorted, disjoint) replaced.
+pub(crate) fn splice(text: &str, spans: &[Span]) -> String {
+    let mut out = String::with_capacity(
+        text.len() + spans.iter().map(|s| s.replacement.len()).sum::<usize>(),
+    );
+    let mut at = 0;
+    for span in spans {
+        out.push_str(&text[at..span.start]);
+        out.push_str(&span.replacement);
+        at = span.end;
+    }
+    out.push_str(&text[at..]);
+    out
+}
+
+/// Finds where `old` → `new` applies in `text`: the match rules of [`apply_edit`].
+pub(crate) fn locate_edit(
+    text: &str,
+    old: &str,
+    new: &str,
+    replace_all: bool,
+) -> Result<Located, String> {
     if old.is_empty() {
         if !text.trim().is_empty() {
             return Err("Cannot create new file - file already exists.".to_owned());
         }
-        return Ok(Applied {
-            text: new.to_owned(),
+        return Ok(Located {
             spans: vec![Span {
                 start: 0,
                 end: text.len(),
@@ -371,18 +412,7 @@ pub(crate) fn apply_edit(
             replacement,
         });
     }
-    let mut out = String::with_capacity(
-        text.len() + spans.iter().map(|s| s.replacement.len()).sum::<usize>(),
-    );
-    let mut at = 0;
-    for span in &spans {
-        out.push_str(&text[at..span.start]);
-        out.push_str(&span.replacement);
-        at = span.end;
-    }
-    out.push_str(&text[at..]);
-    Ok(Applied {
-        text: out,
+    Ok(Located {
         spans,
         kind,
         actual_old,

@@ -472,7 +472,7 @@ fn edit_notebook(
     write_atomic(&target, &out, Some(&meta), || {
         common::unchanged_since(&target, Some(&meta))
     })?;
-    common::record_write(ctx, &key, &out);
+    common::record_write(ctx, &key, common::ledger_hash(&out));
     Ok(NotebookEditOutput {
         notebook_path: shown,
         cell_id,

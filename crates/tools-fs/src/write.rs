@@ -97,7 +97,7 @@ fn run(
     write_atomic(&target, &bytes, meta.as_ref(), || {
         unchanged_since(&target, meta.as_ref())
     })?;
-    common::record_write(ctx, &key, &bytes);
+    common::record_write(ctx, &key, common::ledger_hash(&bytes));
     let structured_patch = old_text
         .as_deref()
         .map(|old| hunks_whole(old, &text))

@@ -292,6 +292,79 @@ fn line_endings_of_untouched_lines_are_kept() {
 }
 
 #[test]
+fn large_files_are_spliced_with_every_other_byte_kept() {
+    // Over 1 MiB, one edit is written as the original file with the replacement spliced in.
+    let mut body = Vec::new();
+    for i in 0..60_000 {
+        let ending: &[u8] = if i % 3 == 0 { b"\r\n" } else { b"\n" };
+        body.extend_from_slice(format!("line {i} with some text").as_bytes());
+        body.extend_from_slice(ending);
+    }
+    assert!(body.len() > 1024 * 1024);
+    let replace = |from: &[u8], to: &[u8]| {
+        let at = body.windows(from.len()).position(|w| w == from).unwrap();
+        [&body[..at], to, &body[at + from.len()..]].concat()
+    };
+    // A CRLF region: the replacement's line breaks follow it.
+    check(
+        &body,
+        "line 30000 with some text\nline 30001",
+        "changed\nlines",
+        &replace(
+            b"line 30000 with some text\r\nline 30001",
+            b"changed\r\nlines",
+        ),
+    );
+    // A deletion takes its line break; the last line, too.
+    check(
+        &body,
+        "line 20 with some text",
+        "",
+        &replace(b"line 20 with some text\n", b""),
+    );
+    check(
+        &body,
+        "line 59999 with some text",
+        "end",
+        &replace(b"line 59999 with some text", b"end"),
+    );
+    // replace_all across the file, the mode kept, the ledger updated: a second edit needs no
+    // new read, and a no-op edit is refused.
+    let f = Fixture::new(&[]);
+    f.write("big.txt", &body);
+    std::fs::set_permissions(f.path("big.txt"), std::fs::Permissions::from_mode(0o751)).unwrap();
+    let c = ctx(&f);
+    read(&f, &c, "big.txt");
+    let r = f.call_tool(
+        &c,
+        "Edit",
+        &json!({"file_path": "{root}/big.txt", "old_string": "some text", "new_string": "words", "replace_all": true}),
+    );
+    assert!(!r.is_error, "{r:#?}");
+    let after = f.read("big.txt");
+    assert_eq!(
+        after,
+        String::from_utf8(body.clone())
+            .unwrap()
+            .replace("some text", "words")
+            .into_bytes()
+    );
+    let meta = std::fs::metadata(f.path("big.txt")).unwrap();
+    assert_eq!(meta.permissions().mode() & 0o7777, 0o751);
+    assert!(!edit(&f, &c, "big.txt", "line 7 with", "line seven with").is_error);
+    let r = edit(&f, &c, "big.txt", "line seven", "line seven");
+    assert!(r.is_error);
+    // Changed behind our back after the read: refused, their change kept.
+    f.write("big.txt", &body);
+    let r = edit(&f, &c, "big.txt", "line 8 with", "line eight with");
+    assert!(
+        r.text().contains("File has been modified since read"),
+        "{r:#?}"
+    );
+    assert_eq!(f.read("big.txt"), body);
+}
+
+#[test]
 fn mode_is_kept() {
     // Row 31.
     let f = Fixture::new(&[]);
