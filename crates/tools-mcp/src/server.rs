@@ -127,6 +127,9 @@ pub struct PoolServer {
     /// task that forwards list changes to the client
     closed: CancellationToken,
     _guard: Arc<DropGuard>,
+    /// The catalogue as of `initialize`, until `notifications/initialized` starts the task
+    /// that announces changes
+    seen: Arc<std::sync::Mutex<Option<watch::Receiver<Arc<Catalog>>>>>,
 }
 
 impl std::fmt::Debug for PoolServer {
@@ -148,6 +151,7 @@ impl PoolServer {
             ctx,
             _guard: Arc::new(closed.clone().drop_guard()),
             closed,
+            seen: Arc::default(),
         }
     }
 
@@ -271,6 +275,13 @@ impl ServerHandler for PoolServer {
     ) -> Result<InitializeResult, ErrorData> {
         context.peer.set_peer_info(request.clone());
         install_client_services(&self.ctx, &request, &context);
+        // The tool list the client is about to learn: changes from here on are announced
+        // once it has sent `notifications/initialized`.
+        let mut seen = self.catalog.clone();
+        seen.borrow_and_update();
+        if let Ok(mut slot) = self.seen.lock() {
+            *slot = Some(seen);
+        }
         self.negotiate_initialize(&request)
     }
 
@@ -278,9 +289,14 @@ impl ServerHandler for PoolServer {
         if !self.live {
             return;
         }
-        // Tell the client whenever the tool list changes, from now until the session ends.
-        let mut catalog = self.catalog.clone();
-        catalog.borrow_and_update();
+        // Tell the client whenever the tool list changes after `initialize`, until the
+        // session ends.
+        let seen = self.seen.lock().ok().and_then(|mut s| s.take());
+        let mut catalog = seen.unwrap_or_else(|| {
+            let mut fresh = self.catalog.clone();
+            fresh.borrow_and_update();
+            fresh
+        });
         let closed = self.closed.clone();
         let stop = self.ctx.cancel_token().clone();
         let peer = context.peer;

@@ -7,7 +7,8 @@ SCENARIO_JSON: {"transport": {"stdio": {"command": .., "args": [..], "env": {..}
 requests with TEXT plus the length of the prompt it got),
 "steps": [{"op": "list"} | {"op": "call", "tool": .., "args": {..},
 "cancel_when_file": PATH (optional: cancel the call once PATH exists)} |
-{"op": "wait_list_changed", "seconds": N (default 20)}],
+{"op": "wait_list_changed", "seconds": N (default 20)} |
+{"op": "touch", "path": PATH (creates PATH, to tell a test this client is ready)}],
 "capabilities": true (optional: print the server's capabilities first)}
 
 Prints one JSON line per step: {"tools": [{"name", "annotations", "description"}]} for list,
@@ -74,6 +75,8 @@ async def run(scenario):
                      if t.annotations else {}}
                     for t in listed.tools
                 ]})
+            elif step["op"] == "touch":
+                open(step["path"], "w").close()
             elif step["op"] == "wait_list_changed":
                 with anyio.move_on_after(step.get("seconds", 20)):
                     while list_changes["seen"] <= list_changes["waited"]:
