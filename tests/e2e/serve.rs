@@ -822,3 +822,101 @@ fn an_unknown_or_ended_http_session_is_answered_404_so_clients_start_again() {
     let (status, _) = exchange(&server, "POST", Some(&id), list);
     assert!(status.contains(" 404"), "{status}");
 }
+
+/// `dynamic_server.py` over https on a free port with a certificate from a test CA (in
+/// `certs`, with `ca.pem`), killed on drop.
+struct TlsServer {
+    child: Child,
+    url: String,
+    certs: tempfile::TempDir,
+}
+
+impl TlsServer {
+    fn start(peers: &Path) -> Self {
+        let fixtures = Path::new(env!("CARGO_MANIFEST_DIR")).join("../crates/tools-mcp/tests/it");
+        let certs = tempfile::tempdir().expect("a temporary directory");
+        let status = Command::new("python3")
+            .arg(fixtures.join("tls_certs.py"))
+            .arg(certs.path())
+            .env("PYTHONPATH", peers.join("py"))
+            .status()
+            .expect("run tls_certs.py");
+        assert!(status.success(), "tls_certs.py failed");
+        let port = std::net::TcpListener::bind("127.0.0.1:0")
+            .and_then(|l| l.local_addr())
+            .expect("a free port")
+            .port();
+        let mut child = Command::new("python3")
+            .arg(fixtures.join("dynamic_server.py"))
+            .args(["http", &port.to_string()])
+            .arg(certs.path().join("server.pem"))
+            .arg(certs.path().join("server.key"))
+            .env("PYTHONPATH", peers.join("py"))
+            .stdout(Stdio::null())
+            .stderr(Stdio::null())
+            .spawn()
+            .expect("run dynamic_server.py");
+        let mut tries = 0;
+        while std::net::TcpStream::connect(("127.0.0.1", port)).is_err() && tries < 400 {
+            std::thread::sleep(Duration::from_millis(50));
+            tries += 1;
+        }
+        assert!(
+            child.try_wait().expect("status").is_none(),
+            "dynamic_server.py could not listen on {port}"
+        );
+        TlsServer {
+            child,
+            url: format!("https://127.0.0.1:{port}/mcp"),
+            certs,
+        }
+    }
+}
+
+impl Drop for TlsServer {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+#[test]
+fn an_https_server_is_trusted_through_ca_cert_file_only() {
+    let Some(peers) = peer("py/cryptography") else {
+        return;
+    };
+    let server = TlsServer::start(&peers);
+    let project = Project::new(&[]);
+    let ca = server.certs.path().join("ca.pem");
+    let config =
+        json!({"mcpServers": {"secure": {"type": "http", "url": server.url, "caCertFile": ca}}});
+    std::fs::write(project.root().join(".mcp.json"), config.to_string()).unwrap();
+    let run = project.run(
+        &[
+            "call",
+            "mcp__secure__greet",
+            r#"{"name": "tls"}"#,
+            "--allow",
+            "mcp__secure",
+        ],
+        None,
+    );
+    run.assert_code(0);
+    assert_eq!(crate::text(&run.result()), "hello tls", "{run:#?}");
+
+    // Without caCertFile: the built-ins still work, and stderr says which server failed,
+    // why, and what to set.
+    let config = json!({"mcpServers": {"secure": {"type": "http", "url": server.url}}});
+    std::fs::write(project.root().join(".mcp.json"), config.to_string()).unwrap();
+    let run = project.run(&["list"], None);
+    run.assert_code(0);
+    assert!(run.stdout.lines().any(|n| n == "Read"), "{run:#?}");
+    assert!(!run.stdout.contains("mcp__secure"), "{run:#?}");
+    assert!(
+        run.stderr
+            .contains("MCP server \"secure\" failed to connect")
+            && run.stderr.contains("invalid peer certificate")
+            && run.stderr.contains("caCertFile"),
+        "{run:#?}"
+    );
+}
