@@ -571,7 +571,7 @@ impl ApiRunner {
         if let Some(m) = mate {
             // Messages that arrived before the teammate started.
             let mail = take_mail(&request.context, m).await?;
-            push_user(messages, mail_blocks(&mail));
+            push_user(messages, mail_blocks(&request.context, &mail));
         }
         let mut outcome = AgentOutcome::default();
         let mut turns = 0;
@@ -632,7 +632,7 @@ impl ApiRunner {
                 notify_idle(&request.context, m, &outcome.output).await;
                 match wait_for_mail(&request.context, m, &request.cancel).await? {
                     Some(mail) => {
-                        push_user(messages, mail_blocks(&mail));
+                        push_user(messages, mail_blocks(&request.context, &mail));
                         continue;
                     }
                     None => return Ok(outcome),
@@ -663,7 +663,7 @@ impl ApiRunner {
                     return Ok(outcome);
                 }
                 let mail = take_mail(&request.context, m).await?;
-                push_user(messages, mail_blocks(&mail));
+                push_user(messages, mail_blocks(&request.context, &mail));
             }
         }
     }
@@ -690,11 +690,33 @@ fn push_user(messages: &mut Vec<Value>, blocks: Vec<Value>) {
     messages.push(json!({"role": "user", "content": blocks}));
 }
 
-fn mail_blocks(mail: &[InboxMessage]) -> Vec<Value> {
+/// A teammate's messages as user content: the messages, then what the lead's answers to its
+/// plan mean for it (taken out of plan mode, or still planning with feedback).
+fn mail_blocks(ctx: &ToolContext, mail: &[InboxMessage]) -> Vec<Value> {
     if mail.is_empty() {
         return Vec::new();
     }
-    vec![json!({"type": "text", "text": team::render_messages(mail)})]
+    let mut blocks = vec![json!({"type": "text", "text": team::render_messages(mail)})];
+    for m in mail
+        .iter()
+        .filter(|m| m.kind() == Some("plan_approval_response"))
+    {
+        let id = m.message["request_id"].as_str().unwrap_or_default();
+        let text = if m.message["approve"] == true {
+            format!(
+                "The team lead approved your plan ({id}). You are out of plan mode (permission mode: {}): implement the plan now.",
+                ctx.permission_mode()
+            )
+        } else {
+            format!(
+                "The team lead rejected your plan ({id}). Feedback: {}\nYou are still in plan mode: revise the plan in {} and call ExitPlanMode again.",
+                m.message["feedback"].as_str().unwrap_or("(none)"),
+                crate::plan::plan_file(ctx).display()
+            )
+        };
+        blocks.push(json!({"type": "text", "text": text}));
+    }
+    blocks
 }
 
 /// Takes a teammate's unread messages. An approved plan takes it out of plan mode (into
@@ -1202,11 +1224,19 @@ impl TypedTool for Agent {
             .filter(|t| t.is_enabled() && !ctx.permissions().is_hidden(t.as_ref()))
             .collect();
         let mut tools = tools_for_agent(&definition, &all, background);
+        let mode = input
+            .mode
+            .map(AgentMode::permission_mode)
+            .or(definition.permission_mode);
         if team.is_some() {
-            // Teammates also talk to the team and share its task list.
+            // Teammates also talk to the team and share its task list; one that starts in
+            // plan mode sends its plan to the lead with ExitPlanMode.
+            let plans = mode.unwrap_or_else(|| ctx.permission_mode()) == PermissionMode::Plan;
             let extra: Vec<Arc<dyn Tool>> = all
                 .iter()
-                .filter(|t| TEAMMATE_TOOLS.contains(&t.name()))
+                .filter(|t| {
+                    TEAMMATE_TOOLS.contains(&t.name()) || (plans && t.name() == "ExitPlanMode")
+                })
                 .filter(|t| !tools.iter().any(|have| have.name() == t.name()))
                 .filter(|t| !definition.disallowed_tools.iter().any(|d| d == t.name()))
                 .cloned()
@@ -1241,10 +1271,6 @@ impl TypedTool for Agent {
             (None, Some(dir)) => tool_core::path::canonicalize_lenient(&ctx.resolve_path(dir)),
             (None, None) => ctx.cwd(),
         };
-        let mode = input
-            .mode
-            .map(AgentMode::permission_mode)
-            .or(definition.permission_mode);
         let sub_ctx = subagent_context_in(ctx, &agent_id, mode, &cwd);
         let request = AgentRequest {
             agent_id: agent_id.clone(),

@@ -60,6 +60,10 @@
 //!   the messages with [`render_messages`]); the team tools also attach the lead's unread
 //!   messages to their own results as a side message. TeamDelete refuses while a teammate
 //!   runs (a member whose process is gone no longer counts).
+//! - **Plan approval:** a teammate in plan mode calling ExitPlanMode sends its plan to the lead as
+//!   a `plan_approval_request` ([`PlanRequest`], pending in `plan_requests.json`) and stays in plan
+//!   mode; the lead's `plan_approval_response` must name a pending request_id, rejecting needs
+//!   feedback, and approval switches the teammate to the mode it should have.
 //! - With feature `cron`: `CronCreate`, `CronDelete`, `CronList` (5-field expressions checked
 //!   with `croner`, one-shot and recurring, at most 50 jobs, 7-day expiry, durable jobs in
 //!   `.agent-tools/scheduled_tasks.json`, firing times jittered per job id) and the
@@ -162,11 +166,12 @@ pub use tasks::{
     UpdateOutcome, UpdateStatus,
 };
 pub use team::{
-    EMPTY_RECIPIENT, InboxMessage, MessageBody, NO_STRUCTURED_BROADCAST, REJECTION_NEEDS_REASON,
-    SHUTDOWN_RESPONSE_TO_LEAD, SUMMARY_REQUIRED, SendMessage, SendMessageInput, SendMessageOutput,
-    StructuredMessage, TEAM_LEAD_NAME, TeamCreate, TeamCreateInput, TeamCreateOutput, TeamDelete,
-    TeamDeleteInput, TeamDeleteOutput, TeamFile, TeamMember, TeamStore, TeammateIdentity,
-    render_messages, take_inbox,
+    EMPTY_RECIPIENT, InboxMessage, MessageBody, NO_STRUCTURED_BROADCAST,
+    PLAN_REJECTION_NEEDS_FEEDBACK, PLAN_REQUEST_ID_REQUIRED, PLAN_SUBMITTED, PlanRequest,
+    REJECTION_NEEDS_REASON, SHUTDOWN_RESPONSE_TO_LEAD, SUMMARY_REQUIRED, SendMessage,
+    SendMessageInput, SendMessageOutput, StructuredMessage, TEAM_LEAD_NAME, TeamCreate,
+    TeamCreateInput, TeamCreateOutput, TeamDelete, TeamDeleteInput, TeamDeleteOutput, TeamFile,
+    TeamMember, TeamStore, TeammateIdentity, render_messages, take_inbox,
 };
 pub use todo::{
     TODOS_MODIFIED, TodoItem, TodoStatus, TodoWrite, TodoWriteInput, TodoWriteOutput, current_todos,

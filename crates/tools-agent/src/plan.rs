@@ -1,5 +1,6 @@
 //! EnterPlanMode and ExitPlanMode: switch the session to plan mode and back, with the plan
-//! kept in a file under the state directory (reference §4.26).
+//! kept in a file under the state directory (reference §4.26). A teammate in plan mode asks
+//! its team lead to approve the plan through the lead's mailbox instead of asking a person.
 
 use std::path::PathBuf;
 
@@ -13,6 +14,7 @@ use tool_core::{
 };
 
 use crate::store::{agent_id, safe_component, session};
+use crate::team::{PLAN_SUBMITTED, TeamStore, TeammateIdentity, teammate};
 
 /// The first line of EnterPlanMode's result.
 pub const ENTERED_PLAN_MODE: &str = "Entered plan mode. You should now focus on exploring the codebase and designing an implementation approach.";
@@ -31,7 +33,7 @@ In plan mode you may only read and search; the one file you may write is the pla
 
 const EXIT_DESCRIPTION: &str = "Use this tool when you are in plan mode and have finished writing your plan to the plan file: it asks the user to approve the plan and, on approval, leaves plan mode so you can start implementing.
 
-The plan is read from the plan file EnterPlanMode named; write it there first. Only use this tool for tasks that need code to be written, not for research. Do not use AskUserQuestion to ask \"is this plan okay?\": that is what this tool does.";
+The plan is read from the plan file EnterPlanMode named; write it there first. A teammate in plan mode sends the plan to its team lead instead and stays in plan mode until the lead's answer arrives as a message. Only use this tool for tasks that need code to be written, not for research. Do not use AskUserQuestion to ask \"is this plan okay?\": that is what this tool does.";
 
 /// The plan file of this context's session (or sub-agent):
 /// `<state>/plans/<session>.md` or `<state>/plans/<session>-agent-<id>.md`.
@@ -177,6 +179,10 @@ pub struct ExitPlanModeOutput {
     pub mode: PermissionMode,
     /// Permissions the plan asked for
     pub allowed_prompts: Vec<AllowedPrompt>,
+    /// For a teammate: the plan_approval_request sent to the team lead (it stays in plan
+    /// mode until the lead approves)
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub request_id: Option<String>,
 }
 
 /// The ExitPlanMode tool.
@@ -227,8 +233,12 @@ impl TypedTool for ExitPlanMode {
     async fn check_permission(
         &self,
         _input: &ExitPlanModeInput,
-        _ctx: &ToolContext,
+        ctx: &ToolContext,
     ) -> PermissionDecision {
+        // A teammate asks its lead, through the mailbox, not a person (reference §4.26).
+        if teammate(ctx).is_some() {
+            return PermissionDecision::Allow;
+        }
         PermissionDecision::Ask {
             reason: "Exit plan mode?".to_owned(),
             suggestions: Vec::new(),
@@ -242,6 +252,9 @@ impl TypedTool for ExitPlanMode {
     ) -> Result<ToolResult<ExitPlanModeOutput>, ToolError> {
         let path = plan_file(ctx);
         let plan = std::fs::read_to_string(&path).map_err(|e| ToolError::io(&path, e))?;
+        if let Some(mate) = teammate(ctx) {
+            return submit_to_lead(&mate, plan, path, input, ctx).await;
+        }
         let state = session(ctx);
         let previous = state
             .pre_plan_mode
@@ -273,7 +286,50 @@ impl TypedTool for ExitPlanMode {
             file_path: path,
             mode,
             allowed_prompts,
+            request_id: None,
         })
         .with_text(text))
     }
+}
+
+/// A teammate's ExitPlanMode: the plan goes to the team lead's inbox as a
+/// `plan_approval_request`; the teammate stays in plan mode until the lead's
+/// plan_approval_response arrives (its runner switches the mode on approval).
+async fn submit_to_lead(
+    mate: &TeammateIdentity,
+    plan: String,
+    path: PathBuf,
+    input: ExitPlanModeInput,
+    ctx: &ToolContext,
+) -> Result<ToolResult<ExitPlanModeOutput>, ToolError> {
+    let allowed_prompts = input.allowed_prompts.unwrap_or_default();
+    let prompts = if allowed_prompts.is_empty() {
+        None
+    } else {
+        serde_json::to_value(&allowed_prompts).ok()
+    };
+    let store = TeamStore::for_context(ctx);
+    let (team, name, text, file) = (
+        mate.team_name.clone(),
+        mate.name.clone(),
+        plan.clone(),
+        path.clone(),
+    );
+    let request_id = tokio::task::spawn_blocking(move || {
+        store.request_plan_approval(&team, &name, &text, &file, prompts)
+    })
+    .await
+    .map_err(|e| ToolError::fatal(format!("internal error: mailbox worker failed: {e}")))??;
+    let text = format!(
+        "{PLAN_SUBMITTED}\n\nRequest ID: {request_id}\nPlan file: {}\n\nYou are still in plan mode: do not change any file except the plan file. End your turn and wait: the lead's plan_approval_response arrives as a message. If it approves, you leave plan mode and can implement the plan; if it rejects, revise the plan with its feedback and call ExitPlanMode again.",
+        path.display()
+    );
+    Ok(ToolResult::ok(ExitPlanModeOutput {
+        plan,
+        file_path: path,
+        mode: PermissionMode::Plan,
+        allowed_prompts,
+        request_id: Some(request_id),
+    })
+    .with_text(text))
 }

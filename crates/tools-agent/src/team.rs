@@ -32,6 +32,14 @@ pub const NO_STRUCTURED_BROADCAST: &str =
 pub const SHUTDOWN_RESPONSE_TO_LEAD: &str = "shutdown_response must be sent to \"team-lead\"";
 /// A shutdown_response rejecting without a reason.
 pub const REJECTION_NEEDS_REASON: &str = "reason is required when rejecting a shutdown request";
+/// A plan_approval_response rejecting without feedback.
+pub const PLAN_REJECTION_NEEDS_FEEDBACK: &str =
+    "feedback is required when rejecting a plan: say what the teammate should change";
+/// A plan_approval_response with an empty request_id.
+pub const PLAN_REQUEST_ID_REQUIRED: &str =
+    "request_id must not be empty: copy it from the teammate's plan_approval_request";
+/// The first line of a teammate's ExitPlanMode result (reference §4.26).
+pub const PLAN_SUBMITTED: &str = "Your plan has been submitted to the team lead for approval.";
 const LOCK_FILE: &str = ".lock";
 
 fn now_ms() -> u64 {
@@ -158,16 +166,47 @@ impl InboxMessage {
     }
 }
 
+/// A teammate's plan waiting for the lead's answer, kept in the team's
+/// `plan_requests.json` until the lead sends a plan_approval_response for it.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct PlanRequest {
+    /// `plan-<ms>@<teammate>`
+    pub request_id: String,
+    /// The teammate that asked
+    pub from: String,
+    /// Its plan file
+    pub plan_file_path: PathBuf,
+    /// When it asked (ms since the epoch)
+    pub timestamp: u64,
+}
+
+/// The body of a message as the model reads it. A plan approval request shows the plan as
+/// text and how to answer it, rather than as one line of escaped JSON.
+fn message_body(m: &InboxMessage) -> String {
+    if m.kind() == Some("plan_approval_request") {
+        let field = |k: &str| m.message.get(k).and_then(Value::as_str).unwrap_or_default();
+        let id = field("request_id");
+        return format!(
+            "Plan approval request {id} from {from} (plan file: {file}):\n\n{plan}\n\nAnswer with SendMessage {{\"to\": \"{from}\", \"message\": {{\"type\": \"plan_approval_response\", \"request_id\": \"{id}\", \"approve\": true}}}} to let {from} start implementing, or with \"approve\": false and \"feedback\" saying what to change.",
+            from = m.from,
+            file = field("plan_file_path"),
+            plan = field("plan").trim_end(),
+        );
+    }
+    match &m.message {
+        Value::String(s) => s.clone(),
+        other => other.to_string(),
+    }
+}
+
 /// Renders messages the way a model reads them: one
 /// `<teammate-message teammate_id="..." summary="...">` block per message.
 pub fn render_messages(messages: &[InboxMessage]) -> String {
     messages
         .iter()
         .map(|m| {
-            let body = match &m.message {
-                Value::String(s) => s.clone(),
-                other => other.to_string(),
-            };
+            let body = message_body(m);
             match &m.summary {
                 Some(s) => format!(
                     "<teammate-message teammate_id=\"{}\" summary=\"{}\">\n{body}\n</teammate-message>",
@@ -402,6 +441,103 @@ impl TeamStore {
         Ok(unread)
     }
 
+    fn plan_requests_file(&self, team: &str) -> PathBuf {
+        self.team_dir(team).join("plan_requests.json")
+    }
+
+    fn plan_requests_lock(&self, team: &str) -> Result<File, ToolError> {
+        lock_file(&self.team_dir(team).join(".plan_requests.lock"))
+    }
+
+    /// The plans waiting for the lead's answer.
+    pub fn pending_plan_requests(&self, team: &str) -> Result<Vec<PlanRequest>, ToolError> {
+        let _lock = self.plan_requests_lock(team)?;
+        Ok(read_json(&self.plan_requests_file(team))?.unwrap_or_default())
+    }
+
+    /// Records a plan approval request of teammate `from` and delivers it to the lead's
+    /// inbox as a `plan_approval_request` message; returns its id. An earlier request of
+    /// the same teammate still waiting is replaced (its plan changed since).
+    pub fn request_plan_approval(
+        &self,
+        team: &str,
+        from: &str,
+        plan: &str,
+        plan_file: &Path,
+        allowed_prompts: Option<Value>,
+    ) -> Result<String, ToolError> {
+        let _lock = self.plan_requests_lock(team)?;
+        let path = self.plan_requests_file(team);
+        let mut pending: Vec<PlanRequest> = read_json(&path)?.unwrap_or_default();
+        let mut timestamp = now_ms();
+        let mut request_id = format!("plan-{timestamp}@{from}");
+        while pending.iter().any(|p| p.request_id == request_id) {
+            timestamp += 1;
+            request_id = format!("plan-{timestamp}@{from}");
+        }
+        pending.retain(|p| p.from != from);
+        pending.push(PlanRequest {
+            request_id: request_id.clone(),
+            from: from.to_owned(),
+            plan_file_path: plan_file.to_path_buf(),
+            timestamp,
+        });
+        let body = json!({
+            "type": "plan_approval_request",
+            "request_id": request_id,
+            "from": from,
+            "plan_file_path": plan_file,
+            "plan": plan,
+            "allowed_prompts": allowed_prompts,
+        });
+        // The request is recorded only once the lead can read it.
+        self.deliver(team, TEAM_LEAD_NAME, InboxMessage::new(from, body, None))?;
+        write_json(&path, &pending)?;
+        Ok(request_id)
+    }
+
+    /// Delivers the lead's answer to the plan approval request `request_id` of teammate
+    /// `to` and removes the request; refuses, naming the id, when `to` has no such request
+    /// waiting (an unknown id, another teammate's, or one already answered or replaced).
+    pub fn answer_plan_request(
+        &self,
+        team: &str,
+        to: &str,
+        request_id: &str,
+        message: InboxMessage,
+    ) -> Result<(), ToolError> {
+        let _lock = self.plan_requests_lock(team)?;
+        let path = self.plan_requests_file(team);
+        let mut pending: Vec<PlanRequest> = read_json(&path)?.unwrap_or_default();
+        let Some(index) = pending
+            .iter()
+            .position(|p| p.request_id == request_id && p.from == to)
+        else {
+            let hint = match (
+                pending.iter().find(|p| p.request_id == request_id),
+                pending.iter().find(|p| p.from == to),
+            ) {
+                (Some(other), _) => format!(
+                    "it is {}'s request, not {to}'s: send the response to {}",
+                    other.from, other.from
+                ),
+                (None, Some(theirs)) => format!(
+                    "{to}'s plan waiting for approval is \"{}\": answer that one",
+                    theirs.request_id
+                ),
+                (None, None) => format!(
+                    "{to} has no plan waiting for approval (it was answered already, or {to} has not called ExitPlanMode)"
+                ),
+            };
+            return Err(ToolError::respond(format!(
+                "request_id \"{request_id}\" does not match a pending plan approval request: {hint}"
+            )));
+        };
+        self.deliver(team, to, message)?;
+        pending.remove(index);
+        write_json(&path, &pending)
+    }
+
     /// Deletes a team and its mailboxes; refuses while teammates run.
     pub fn delete(&self, team: &str) -> Result<usize, ToolError> {
         let _root = lock_file(&self.dir.join(LOCK_FILE))?;
@@ -527,11 +663,11 @@ pub enum StructuredMessage {
     },
     /// The lead's answer to a teammate's plan approval request
     PlanApprovalResponse {
-        /// The request's id
+        /// The request_id of the teammate's plan_approval_request
         request_id: String,
-        /// true to approve the plan
+        /// true to approve the plan (the teammate leaves plan mode)
         approve: bool,
-        /// What to change, when rejecting
+        /// What to change; required when rejecting
         #[serde(default, skip_serializing_if = "Option::is_none")]
         feedback: Option<String>,
     },
@@ -614,7 +750,7 @@ impl TypedTool for SendMessage {
         true
     }
     async fn description(&self, _input: Option<&SendMessageInput>) -> String {
-        "Send a message to a teammate of your team, or to an agent you launched.\n\n- `to`: a teammate's name, \"*\" to broadcast to every teammate (not yourself; use it sparingly: it costs every teammate a turn), or the agentId an Agent result gave (the agent continues with your message, in the background if it had finished).\n- `message`: plain text with a short `summary` (5-10 words, shown as a preview), or a structured message: {\"type\": \"shutdown_request\", \"reason\"} asks a teammate to finish; a teammate answers {\"type\": \"shutdown_response\", \"request_id\", \"approve\", \"reason\"} to \"team-lead\" (approving ends it; rejecting needs a reason); the lead answers a plan approval request with {\"type\": \"plan_approval_response\", \"request_id\", \"approve\", \"feedback\"}.\n\nYour plain text output is not visible to your teammates: to reach them you must call this tool. Messages from teammates arrive automatically; you do not need to poll.".to_owned()
+        "Send a message to a teammate of your team, or to an agent you launched.\n\n- `to`: a teammate's name, \"*\" to broadcast to every teammate (not yourself; use it sparingly: it costs every teammate a turn), or the agentId an Agent result gave (the agent continues with your message, in the background if it had finished).\n- `message`: plain text with a short `summary` (5-10 words, shown as a preview), or a structured message: {\"type\": \"shutdown_request\", \"reason\"} asks a teammate to finish; a teammate answers {\"type\": \"shutdown_response\", \"request_id\", \"approve\", \"reason\"} to \"team-lead\" (approving ends it; rejecting needs a reason); a teammate in plan mode asks the lead to approve its plan (a plan_approval_request in the lead's messages), and the lead answers {\"type\": \"plan_approval_response\", \"request_id\", \"approve\", \"feedback\"} to that teammate (approving lets it implement; rejecting needs feedback and keeps it planning).\n\nYour plain text output is not visible to your teammates: to reach them you must call this tool. Messages from teammates arrive automatically; you do not need to poll.".to_owned()
     }
     fn is_concurrency_safe(&self, input: &SendMessageInput) -> bool {
         matches!(input.message, MessageBody::Text(_))
@@ -637,16 +773,33 @@ impl TypedTool for SendMessage {
                 if to == "*" {
                     return ValidationResult::invalid_code(NO_STRUCTURED_BROADCAST, 9);
                 }
-                if let StructuredMessage::ShutdownResponse {
-                    approve, reason, ..
-                } = structured
-                {
-                    if to != TEAM_LEAD_NAME {
-                        return ValidationResult::invalid_code(SHUTDOWN_RESPONSE_TO_LEAD, 9);
+                match structured {
+                    StructuredMessage::ShutdownResponse {
+                        approve, reason, ..
+                    } => {
+                        if to != TEAM_LEAD_NAME {
+                            return ValidationResult::invalid_code(SHUTDOWN_RESPONSE_TO_LEAD, 9);
+                        }
+                        if !approve && reason.as_deref().is_none_or(|r| r.trim().is_empty()) {
+                            return ValidationResult::invalid_code(REJECTION_NEEDS_REASON, 9);
+                        }
                     }
-                    if !approve && reason.as_deref().is_none_or(|r| r.trim().is_empty()) {
-                        return ValidationResult::invalid_code(REJECTION_NEEDS_REASON, 9);
+                    StructuredMessage::PlanApprovalResponse {
+                        request_id,
+                        approve,
+                        feedback,
+                    } => {
+                        if request_id.trim().is_empty() {
+                            return ValidationResult::invalid_code(PLAN_REQUEST_ID_REQUIRED, 9);
+                        }
+                        if !approve && feedback.as_deref().is_none_or(|f| f.trim().is_empty()) {
+                            return ValidationResult::invalid_code(
+                                PLAN_REJECTION_NEEDS_FEEDBACK,
+                                9,
+                            );
+                        }
                     }
+                    StructuredMessage::ShutdownRequest { .. } => {}
                 }
             }
         }
@@ -837,17 +990,33 @@ async fn deliver(
                             "A plan_approval_response goes to the teammate that asked for approval",
                         ));
                     }
+                    let request_id = request_id.trim().to_owned();
+                    let feedback = feedback
+                        .map(|f| f.trim().to_owned())
+                        .filter(|f| !f.is_empty());
                     let body = json!({"type": "plan_approval_response", "request_id": request_id, "approve": approve, "feedback": feedback, "from": from});
-                    send(name.clone(), InboxMessage::new(from, body, None)).await?;
+                    {
+                        let (store, team_name, name, id) = (
+                            store.clone(),
+                            team_name.clone(),
+                            name.clone(),
+                            request_id.clone(),
+                        );
+                        let message = InboxMessage::new(from, body, None);
+                        blocking(move || {
+                            store.answer_plan_request(&team_name, &name, &id, message)
+                        })
+                        .await?;
+                    }
                     let text = if approve {
                         format!(
                             "Plan approved for {name}. They will receive the approval and can proceed with implementation."
                         )
                     } else {
-                        match feedback.as_deref().map(str::trim).filter(|f| !f.is_empty()) {
-                            Some(f) => format!("Plan rejected for {name} with feedback: \"{f}\""),
-                            None => format!("Plan rejected for {name}."),
-                        }
+                        format!(
+                            "Plan rejected for {name} with feedback: \"{}\". They stay in plan mode, revise the plan and send a new request.",
+                            feedback.unwrap_or_default()
+                        )
                     };
                     Ok(sent(text, vec![name], Some(request_id)))
                 }
@@ -1110,6 +1279,59 @@ mod tests {
         assert_eq!(store.inbox("alpha", "team-lead").unwrap().len(), 1);
         assert_eq!(store.delete("alpha").unwrap(), 1);
         assert!(!store.team_dir("alpha").exists());
+    }
+
+    #[test]
+    fn plan_requests_are_answered_once_and_replaced_by_newer_ones() {
+        let dir = tempfile::tempdir().unwrap();
+        let store = TeamStore::open(dir.path());
+        store.create("t", None, "s", "lead", dir.path()).unwrap();
+        let file = Path::new("/plans/a.md");
+        let answer = |id: &str| {
+            store.answer_plan_request(
+                "t",
+                "a",
+                id,
+                InboxMessage::new(
+                    TEAM_LEAD_NAME,
+                    json!({"type": "plan_approval_response"}),
+                    None,
+                ),
+            )
+        };
+        let check = |id: &str, expected: &str| {
+            let err = answer(id).unwrap_err().to_string();
+            assert!(
+                err.contains(&format!(
+                    "request_id \"{id}\" does not match a pending plan approval request: {expected}"
+                )),
+                "{err}"
+            );
+        };
+        check("plan-0@a", "a has no plan waiting for approval");
+        let first = store
+            .request_plan_approval("t", "a", "p1", file, None)
+            .unwrap();
+        let second = store
+            .request_plan_approval("t", "a", "p2", file, None)
+            .unwrap();
+        assert_ne!(first, second);
+        // The newer request replaces the older one; the lead got both messages.
+        assert_eq!(store.pending_plan_requests("t").unwrap().len(), 1);
+        assert_eq!(store.inbox("t", TEAM_LEAD_NAME).unwrap().len(), 2);
+        check(
+            &first,
+            &format!("a's plan waiting for approval is \"{second}\""),
+        );
+        let b = store
+            .request_plan_approval("t", "b", "pb", file, None)
+            .unwrap();
+        check(&b, "it is b's request, not a's: send the response to b");
+        assert!(store.inbox("t", "a").unwrap().is_empty());
+        answer(&second).unwrap();
+        assert_eq!(store.inbox("t", "a").unwrap().len(), 1);
+        check(&second, "a has no plan waiting for approval");
+        assert_eq!(store.pending_plan_requests("t").unwrap()[0].from, "b");
     }
 
     #[test]

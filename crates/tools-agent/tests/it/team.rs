@@ -5,11 +5,11 @@ use std::path::PathBuf;
 use std::sync::Arc;
 
 use serde_json::{Value, json};
-use tool_core::{CancellationToken, ToolContext};
+use tool_core::{CancellationToken, PermissionMode, ToolContext};
 use tools_agent::{
-    EMPTY_RECIPIENT, InboxMessage, NO_STRUCTURED_BROADCAST, REJECTION_NEEDS_REASON,
-    SHUTDOWN_RESPONSE_TO_LEAD, SUMMARY_REQUIRED, TeamMember, TeamStore, TeammateIdentity,
-    subagent_context,
+    EMPTY_RECIPIENT, InboxMessage, NO_STRUCTURED_BROADCAST, PLAN_REJECTION_NEEDS_FEEDBACK,
+    PLAN_REQUEST_ID_REQUIRED, PLAN_SUBMITTED, REJECTION_NEEDS_REASON, SHUTDOWN_RESPONSE_TO_LEAD,
+    SUMMARY_REQUIRED, TeamMember, TeamStore, TeammateIdentity, render_messages, subagent_context,
 };
 
 use crate::{Fixture, assert_error, call};
@@ -379,7 +379,11 @@ async fn shutdown_and_plan_approval_protocol() {
     assert_eq!(lead_inbox[1].message["approve"], true);
     assert_eq!(lead_inbox[1].from, "alice");
 
-    let r = call(&lead, "SendMessage", json!({"to": "alice", "message": {"type": "plan_approval_response", "request_id": "plan-1", "approve": true}})).await;
+    let plan_file = PathBuf::from("/plans/alice.md");
+    let id = store
+        .request_plan_approval("p", "alice", "1. Parse", &plan_file, None)
+        .unwrap();
+    let r = call(&lead, "SendMessage", json!({"to": "alice", "message": {"type": "plan_approval_response", "request_id": id, "approve": true}})).await;
     let text = r.text();
     assert!(
         text.starts_with("Plan approved for alice. They will receive the approval and can proceed with implementation.\nNew messages from your teammates:"),
@@ -387,7 +391,10 @@ async fn shutdown_and_plan_approval_protocol() {
     );
     // The lead saw alice's answers; structured messages carry no null fields.
     assert!(text.contains(r#""approve":true,"from":"alice""#), "{text}");
-    let r = call(&lead, "SendMessage", json!({"to": "alice", "message": {"type": "plan_approval_response", "request_id": "plan-1", "approve": false, "feedback": "add tests"}})).await;
+    let id = store
+        .request_plan_approval("p", "alice", "1. Parse", &plan_file, None)
+        .unwrap();
+    let r = call(&lead, "SendMessage", json!({"to": "alice", "message": {"type": "plan_approval_response", "request_id": id, "approve": false, "feedback": "add tests"}})).await;
     assert!(
         r.text()
             .starts_with("Plan rejected for alice with feedback: \"add tests\""),
@@ -398,6 +405,140 @@ async fn shutdown_and_plan_approval_protocol() {
         &call(&alice, "SendMessage", json!({"to": "alice", "message": {"type": "plan_approval_response", "request_id": "x", "approve": true}})).await,
         "Only the team lead can approve or reject a teammate's plan",
     );
+}
+
+/// ExitPlanMode in a plan-mode teammate sends a plan_approval_request to the lead instead of
+/// asking a person; the lead's answers are checked against the pending requests.
+#[tokio::test]
+async fn plan_approval_requests_and_their_validation() {
+    let f = Fixture::new();
+    let lead = f.ctx();
+    create(&lead, "q").await;
+    let (alice, _) = join(&lead, "q", "alice");
+    join(&lead, "q", "bob");
+    let store = TeamStore::for_context(&lead);
+    alice.set_permission_mode(PermissionMode::Plan);
+    let plan = tools_agent::plan_file(&alice);
+    assert_error(
+        &call(&alice, "ExitPlanMode", json!({})).await,
+        &format!("No plan found at {}", plan.display()),
+    );
+    std::fs::create_dir_all(plan.parent().unwrap()).unwrap();
+    std::fs::write(&plan, "1. Parse\n").unwrap();
+    // No person is asked (the fixture has none): the plan goes to the lead.
+    let r = call(
+        &alice,
+        "ExitPlanMode",
+        json!({"allowedPrompts": [{"tool": "Bash", "prompt": "run tests"}]}),
+    )
+    .await;
+    assert!(!r.is_error, "{}", r.text());
+    assert!(r.text().starts_with(PLAN_SUBMITTED), "{}", r.text());
+    let id = r.data["requestId"].as_str().unwrap().to_owned();
+    assert_eq!(r.data["mode"], "plan");
+    assert_eq!(alice.permission_mode(), PermissionMode::Plan);
+    let inbox = store.inbox("q", "team-lead").unwrap();
+    let request = inbox.last().unwrap();
+    assert_eq!(request.kind(), Some("plan_approval_request"));
+    assert_eq!(request.message["request_id"], id.as_str());
+    assert_eq!(request.message["plan"], "1. Parse\n");
+    assert_eq!(
+        request.message["plan_file_path"],
+        plan.display().to_string()
+    );
+    assert_eq!(request.message["allowed_prompts"][0]["prompt"], "run tests");
+    assert_eq!(store.pending_plan_requests("q").unwrap()[0].request_id, id);
+
+    let check = |to: &'static str, message: Value, expected: String| {
+        let lead = lead.clone();
+        async move {
+            let r = call(&lead, "SendMessage", json!({"to": to, "message": message})).await;
+            assert_error(&r, &expected);
+        }
+    };
+    let response = |id: &str, approve: bool| json!({"type": "plan_approval_response", "request_id": id, "approve": approve});
+    check(
+        "alice",
+        response(&id, false),
+        PLAN_REJECTION_NEEDS_FEEDBACK.to_owned(),
+    )
+    .await;
+    check(
+        "alice",
+        json!({"type": "plan_approval_response", "request_id": id, "approve": false, "feedback": "  "}),
+        PLAN_REJECTION_NEEDS_FEEDBACK.to_owned(),
+    )
+    .await;
+    check(
+        "alice",
+        response(" ", true),
+        PLAN_REQUEST_ID_REQUIRED.to_owned(),
+    )
+    .await;
+    check(
+        "alice",
+        response("plan-1@alice", true),
+        format!("request_id \"plan-1@alice\" does not match a pending plan approval request: alice's plan waiting for approval is \"{id}\": answer that one"),
+    )
+    .await;
+    check(
+        "bob",
+        response(&id, true),
+        format!("request_id \"{id}\" does not match a pending plan approval request: it is alice's request, not bob's: send the response to alice"),
+    )
+    .await;
+    check(
+        "team-lead",
+        response(&id, true),
+        "A plan_approval_response goes to the teammate that asked for approval".to_owned(),
+    )
+    .await;
+    // Nothing was delivered by the refused answers.
+    assert!(store.inbox("q", "alice").unwrap().is_empty());
+
+    let r = call(&lead, "SendMessage", json!({"to": "alice", "message": {"type": "plan_approval_response", "request_id": id, "approve": false, "feedback": "add tests"}})).await;
+    assert!(!r.is_error, "{}", r.text());
+    assert_eq!(
+        r.text().lines().next().unwrap(),
+        "Plan rejected for alice with feedback: \"add tests\". They stay in plan mode, revise the plan and send a new request."
+    );
+    let mail = store.inbox("q", "alice").unwrap();
+    assert_eq!(mail[0].message["feedback"], "add tests");
+    assert_eq!(mail[0].message["approve"], false);
+    check(
+        "alice",
+        response(&id, true),
+        format!("request_id \"{id}\" does not match a pending plan approval request: alice has no plan waiting for approval (it was answered already, or alice has not called ExitPlanMode)"),
+    )
+    .await;
+    assert!(store.pending_plan_requests("q").unwrap().is_empty());
+    // A plain sub-agent or the lead still needs a person for ExitPlanMode.
+    lead.set_permission_mode(PermissionMode::Plan);
+    let lead_plan = tools_agent::plan_file(&lead);
+    std::fs::write(&lead_plan, "plan").unwrap();
+    assert_error(
+        &call(&lead, "ExitPlanMode", json!({})).await,
+        "ExitPlanMode needs a person to answer",
+    );
+}
+
+/// What the lead reads for a teammate's plan approval request.
+#[test]
+fn lead_reads_a_plan_approval_request() {
+    let dir = tempfile::tempdir().unwrap();
+    let store = TeamStore::open(dir.path());
+    store.create("r", None, "s", "lead", dir.path()).unwrap();
+    let id = store
+        .request_plan_approval(
+            "r",
+            "alice",
+            "1. Parse the input\n2. Test it\n",
+            std::path::Path::new("/state/plans/s-agent-alice@r.md"),
+            None,
+        )
+        .unwrap();
+    let mail = store.take_unread("r", "team-lead").unwrap();
+    insta::assert_snapshot!(render_messages(&mail).replace(&id, "<request-id>"));
 }
 
 const WORKER_ENV: &str = "TOOLS_AGENT_INBOX_WORKER";

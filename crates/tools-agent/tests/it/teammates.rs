@@ -483,27 +483,81 @@ async fn mode_sets_the_sub_agents_permission_mode() {
     assert_eq!(std::fs::read_to_string(f.path("out.txt")).unwrap(), "x\n");
 }
 
-/// A teammate spawned in plan mode cannot write; once the lead approves its plan
-/// (plan_approval_response) it works in the lead's mode and can.
+/// The text of the last message of a request body (the newest tool results and mail).
+fn last_message(body: &Value) -> String {
+    body["messages"]
+        .as_array()
+        .unwrap()
+        .last()
+        .unwrap()
+        .to_string()
+}
+
+/// Waits (bounded) until `take_inbox` gives the lead a `plan_approval_request`, collecting
+/// everything it took meanwhile.
+async fn take_plan_request(lead: &ToolContext) -> (InboxMessage, Vec<InboxMessage>) {
+    let mut seen = Vec::new();
+    for _ in 0..600 {
+        seen.extend(tools_agent::take_inbox(lead).unwrap());
+        if let Some(m) = seen
+            .iter()
+            .find(|m| m.kind() == Some("plan_approval_request"))
+        {
+            return (m.clone(), seen);
+        }
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+    panic!("the lead never got a plan approval request: {seen:?}");
+}
+
+/// Reference §4.26's teammate path, end to end through the Messages API runner: a teammate
+/// spawned in plan mode writes its plan and calls ExitPlanMode, which sends a
+/// plan_approval_request to the lead's inbox instead of asking a person; the lead (reading
+/// it through take_inbox) rejects it with feedback, the teammate (still in plan mode, told
+/// the feedback) revises and asks again, the lead approves, and the teammate — out of plan
+/// mode — can now Write.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn an_approved_plan_takes_a_teammate_out_of_plan_mode() {
+async fn a_teammate_in_plan_mode_asks_the_lead_to_approve_its_plan() {
     let f = Fixture::new();
     let target = f.path("out.txt").display().to_string();
-    let write = move |id: &str| {
+    let tool = |id: &str, name: &str, input: Value| {
         message(
-            json!([{"type": "tool_use", "id": id, "name": "Write", "input": {"file_path": target, "content": "x\n"}}]),
+            json!([{"type": "tool_use", "id": id, "name": name, "input": input}]),
             "tool_use",
         )
     };
-    let server = serve_with(move |n, body| match n {
-        0 => write("w1"),
-        1 => message(json!([{"type": "text", "text": "Plan: write out.txt"}]), "end_turn"),
-        2 => write("w2"),
-        3 => message(json!([{"type": "text", "text": "Wrote it."}]), "end_turn"),
-        _ => send(
-            "s1",
-            json!({"to": "team-lead", "message": {"type": "shutdown_response", "request_id": shutdown_request_id(body), "approve": true}}),
-        ),
+    // The teammate learns its plan file from ExitPlanMode's error, as a model would.
+    let plan_path = Arc::new(std::sync::Mutex::new(String::new()));
+    let seen_path = Arc::clone(&plan_path);
+    let server = serve_with(move |n, body| {
+        let plan = seen_path.lock().unwrap().clone();
+        match n {
+            0 => tool("e1", "ExitPlanMode", json!({})),
+            1 => {
+                let last = last_message(body);
+                let start = last.find("No plan found at ").unwrap() + "No plan found at ".len();
+                let path = last[start..].split(". Write your plan").next().unwrap();
+                *seen_path.lock().unwrap() = path.to_owned();
+                tool("p1", "Write", json!({"file_path": path, "content": "1. Write out.txt\n"}))
+            }
+            2 => tool("e2", "ExitPlanMode", json!({})),
+            3 => message(json!([{"type": "text", "text": "Waiting for approval."}]), "end_turn"),
+            // Rejected: still in plan mode, so this Write is refused.
+            4 => tool("w1", "Write", json!({"file_path": target, "content": "x\n"})),
+            5 => tool(
+                "p2",
+                "Write",
+                json!({"file_path": plan, "content": "1. Write out.txt\n2. Test it\n"}),
+            ),
+            6 => tool("e3", "ExitPlanMode", json!({})),
+            7 => message(json!([{"type": "text", "text": "Revised."}]), "end_turn"),
+            8 => tool("w2", "Write", json!({"file_path": target, "content": "x\n"})),
+            9 => message(json!([{"type": "text", "text": "Wrote it."}]), "end_turn"),
+            _ => send(
+                "s1",
+                json!({"to": "team-lead", "message": {"type": "shutdown_response", "request_id": shutdown_request_id(body), "approve": true}}),
+            ),
+        }
     })
     .await;
     let runner: Arc<dyn AgentRunner> =
@@ -534,12 +588,82 @@ async fn an_approved_plan_takes_a_teammate_out_of_plan_mode() {
         )
         .await;
     assert!(!r.is_error, "{}", r.text());
-    wait_for_lead_mail(&lead, "p", |m| m.kind() == Some("idle_notification")).await;
-    assert!(!f.path("out.txt").exists(), "refused in plan mode");
+
+    // The first request reaches the lead's inbox, with the plan and how to answer.
+    let (first, _) = take_plan_request(&lead).await;
+    let first_id = first.message["request_id"].as_str().unwrap().to_owned();
+    assert!(
+        first_id.starts_with("plan-") && first_id.ends_with("@pat"),
+        "{first_id}"
+    );
+    assert_eq!(first.from, "pat");
+    assert_eq!(first.message["plan"], "1. Write out.txt\n");
+    assert_eq!(
+        first.message["plan_file_path"],
+        plan_path.lock().unwrap().as_str()
+    );
+    let shown = tools_agent::render_messages(std::slice::from_ref(&first));
+    assert!(shown.contains("1. Write out.txt"), "{shown}");
+    assert!(
+        shown.contains(&format!("\"request_id\": \"{first_id}\"")),
+        "{shown}"
+    );
+    assert!(!f.path("out.txt").exists());
+
+    // Rejecting needs feedback; the rejection keeps pat in plan mode.
     let r = pool()
         .call(
             "SendMessage",
-            json!({"to": "pat", "message": {"type": "plan_approval_response", "request_id": "plan-1", "approve": true}}),
+            json!({"to": "pat", "message": {"type": "plan_approval_response", "request_id": first_id, "approve": false}}),
+            &lead,
+        )
+        .await;
+    assert_error(&r, tools_agent::PLAN_REJECTION_NEEDS_FEEDBACK);
+    let r = pool()
+        .call(
+            "SendMessage",
+            json!({"to": "pat", "message": {"type": "plan_approval_response", "request_id": first_id, "approve": false, "feedback": "Also add a test step"}}),
+            &lead,
+        )
+        .await;
+    assert!(
+        r.text()
+            .starts_with("Plan rejected for pat with feedback: \"Also add a test step\""),
+        "{}",
+        r.text()
+    );
+
+    // The revised plan comes back as a new request; the old id is no longer pending.
+    // (Read from the inbox file: the lead's SendMessage results may have taken it already.)
+    let inbox = wait_for_lead_mail(&lead, "p", |m| {
+        m.kind() == Some("plan_approval_request") && m.message["request_id"] != first_id.as_str()
+    })
+    .await;
+    let second = inbox
+        .iter()
+        .rfind(|m| m.kind() == Some("plan_approval_request"))
+        .unwrap()
+        .clone();
+    let second_id = second.message["request_id"].as_str().unwrap().to_owned();
+    assert_ne!(second_id, first_id);
+    assert_eq!(second.message["plan"], "1. Write out.txt\n2. Test it\n");
+    let r = pool()
+        .call(
+            "SendMessage",
+            json!({"to": "pat", "message": {"type": "plan_approval_response", "request_id": first_id, "approve": true}}),
+            &lead,
+        )
+        .await;
+    assert_error(
+        &r,
+        &format!(
+            "request_id \"{first_id}\" does not match a pending plan approval request: pat's plan waiting for approval is \"{second_id}\""
+        ),
+    );
+    let r = pool()
+        .call(
+            "SendMessage",
+            json!({"to": "pat", "message": {"type": "plan_approval_response", "request_id": second_id, "approve": true}}),
             &lead,
         )
         .await;
@@ -550,15 +674,55 @@ async fn an_approved_plan_takes_a_teammate_out_of_plan_mode() {
     );
     wait_for_lead_mail(&lead, "p", |m| m.message["summary"] == "Wrote it.").await;
     assert_eq!(std::fs::read_to_string(f.path("out.txt")).unwrap(), "x\n");
+    assert!(
+        TeamStore::for_context(&lead)
+            .pending_plan_requests("p")
+            .unwrap()
+            .is_empty()
+    );
+
     let requests = server.requests.lock().unwrap().clone();
-    assert_eq!(requests[1].1["messages"][2]["content"][0]["is_error"], true);
-    let after = requests[3].1["messages"]
-        .as_array()
-        .unwrap()
-        .last()
-        .unwrap()
-        .clone();
-    assert_eq!(after["content"][0]["is_error"], false, "{after}");
+    let result_of = |n: usize| {
+        requests[n].1["messages"]
+            .as_array()
+            .unwrap()
+            .last()
+            .unwrap()
+            .clone()
+    };
+    // No plan yet: ExitPlanMode says where to write it.
+    assert_eq!(result_of(1)["content"][0]["is_error"], true);
+    // Writing the plan file is allowed in plan mode; ExitPlanMode submits it.
+    assert_eq!(result_of(2)["content"][0]["is_error"], false);
+    let submitted = result_of(3)["content"][0].clone();
+    assert_eq!(submitted["is_error"], false, "{submitted}");
+    let text = submitted["content"].as_str().unwrap();
+    assert!(
+        text.starts_with(&format!(
+            "{}\n\nRequest ID: {first_id}\n",
+            tools_agent::PLAN_SUBMITTED
+        )),
+        "{text}"
+    );
+    // The rejection and its feedback reach pat between turns.
+    let woken = last_message(&requests[4].1);
+    assert!(
+        woken.contains("The team lead rejected your plan"),
+        "{woken}"
+    );
+    assert!(woken.contains("Feedback: Also add a test step"), "{woken}");
+    assert!(woken.contains("You are still in plan mode"), "{woken}");
+    // Still in plan mode: the Write is refused.
+    assert_eq!(result_of(5)["content"][0]["is_error"], true);
+    // Approved: told so, in the lead's mode, and the Write succeeds.
+    let approved = last_message(&requests[8].1);
+    assert!(
+        approved.contains("The team lead approved your plan (")
+            && approved.contains("permission mode: acceptEdits"),
+        "{approved}"
+    );
+    assert_eq!(result_of(9)["content"][0]["is_error"], false);
+
     // Shut it down so nothing outlives the test.
     pool()
         .call(
