@@ -329,7 +329,9 @@ pub(crate) fn locate_edit(
         });
     }
     let max = if replace_all { usize::MAX } else { 2 };
-    let file_ending = dominant_ending(text);
+    // The file's dominant line ending costs a pass over the whole text; only a replacement
+    // with line breaks in a match without any needs it.
+    let mut file_ending = None;
     // (original ranges, kind, re-indent pairs)
     let mut found: Vec<(usize, usize)> = find_all(text, old, max)
         .into_iter()
@@ -388,14 +390,14 @@ pub(crate) fn locate_edit(
             replacement = curl_quotes(&replacement, matched);
         }
         // Line breaks in the replacement follow the matched region, else the file.
-        let ending = if matched.contains("\r\n") {
-            crate::text::LineEnding::CrLf
-        } else if matched.contains('\n') {
-            crate::text::LineEnding::Lf
-        } else {
-            file_ending
-        };
         if replacement.contains('\n') {
+            let ending = if matched.contains("\r\n") {
+                crate::text::LineEnding::CrLf
+            } else if matched.contains('\n') {
+                crate::text::LineEnding::Lf
+            } else {
+                *file_ending.get_or_insert_with(|| dominant_ending(text))
+            };
             replacement = with_ending(&replacement, ending);
         }
         // A deletion takes the line break after it.
