@@ -166,7 +166,7 @@ pub use tasks::{
     UpdateOutcome, UpdateStatus,
 };
 pub use team::{
-    EMPTY_RECIPIENT, InboxMessage, MessageBody, NO_STRUCTURED_BROADCAST,
+    EMPTY_RECIPIENT, InboxMessage, MessageBody, NO_CROSS_SESSION, NO_STRUCTURED_BROADCAST,
     PLAN_REJECTION_NEEDS_FEEDBACK, PLAN_REQUEST_ID_REQUIRED, PLAN_SUBMITTED, PlanRequest,
     REJECTION_NEEDS_REASON, SHUTDOWN_RESPONSE_TO_LEAD, SUMMARY_REQUIRED, SendMessage,
     SendMessageInput, SendMessageOutput, StructuredMessage, TEAM_LEAD_NAME, TeamCreate,

@@ -23,6 +23,9 @@ pub const TEAM_LEAD_NAME: &str = "team-lead";
 /// SendMessage with an empty `to` (reference error code 9, as all of SendMessage's).
 pub const EMPTY_RECIPIENT: &str =
     "to must not be empty: name a teammate, \"*\" for every teammate, or an agentId";
+/// SendMessage to a cross-session target (`uds:` or `bridge:`), which needs a transport
+/// between sessions this library does not have.
+pub const NO_CROSS_SESSION: &str = "cross-session targets (uds:, bridge:) are not supported here: send to a teammate name, \"*\" or an agentId of this session";
 /// SendMessage with a string message and no summary.
 pub const SUMMARY_REQUIRED: &str = "summary is required when message is a string";
 /// SendMessage broadcasting a structured message.
@@ -762,6 +765,12 @@ impl TypedTool for SendMessage {
         let to = input.to.trim();
         if to.is_empty() {
             return ValidationResult::invalid_code(EMPTY_RECIPIENT, 9);
+        }
+        // The reference delivers these over a Unix socket or a remote bridge (and asks before
+        // a bridge message, which arrives as a user prompt elsewhere); refuse them plainly
+        // rather than reading them as a teammate's name.
+        if to.starts_with("uds:") || to.starts_with("bridge:") {
+            return ValidationResult::invalid_code(NO_CROSS_SESSION, 9);
         }
         match &input.message {
             MessageBody::Text(_) => {

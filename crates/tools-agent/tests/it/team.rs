@@ -7,9 +7,10 @@ use std::sync::Arc;
 use serde_json::{Value, json};
 use tool_core::{CancellationToken, PermissionMode, ToolContext};
 use tools_agent::{
-    EMPTY_RECIPIENT, InboxMessage, NO_STRUCTURED_BROADCAST, PLAN_REJECTION_NEEDS_FEEDBACK,
-    PLAN_REQUEST_ID_REQUIRED, PLAN_SUBMITTED, REJECTION_NEEDS_REASON, SHUTDOWN_RESPONSE_TO_LEAD,
-    SUMMARY_REQUIRED, TeamMember, TeamStore, TeammateIdentity, render_messages, subagent_context,
+    EMPTY_RECIPIENT, InboxMessage, NO_CROSS_SESSION, NO_STRUCTURED_BROADCAST,
+    PLAN_REJECTION_NEEDS_FEEDBACK, PLAN_REQUEST_ID_REQUIRED, PLAN_SUBMITTED,
+    REJECTION_NEEDS_REASON, SHUTDOWN_RESPONSE_TO_LEAD, SUMMARY_REQUIRED, TeamMember, TeamStore,
+    TeammateIdentity, render_messages, subagent_context,
 };
 
 use crate::{Fixture, assert_error, call};
@@ -74,6 +75,16 @@ async fn send_message_validation_messages() {
     check(
         json!({"to": "  ", "summary": "s", "message": "hi"}),
         EMPTY_RECIPIENT,
+    )
+    .await;
+    check(
+        json!({"to": "bridge:session-1", "summary": "s", "message": "hi"}),
+        NO_CROSS_SESSION,
+    )
+    .await;
+    check(
+        json!({"to": "uds:/tmp/x.sock", "summary": "s", "message": "hi"}),
+        NO_CROSS_SESSION,
     )
     .await;
     check(json!({"to": "bob", "message": "hi"}), SUMMARY_REQUIRED).await;
