@@ -114,8 +114,12 @@ pub enum ReadOutput {
         num_lines: u64,
         /// The number of the first line shown
         start_line: u64,
-        /// Lines in the file
+        /// Lines in the file; a lower bound when `totalLinesPartial` is true
         total_lines: u64,
+        /// Set when the file is too large to count all its lines for one page (over 64 MiB):
+        /// `totalLines` is then the lines up to the page plus one
+        #[serde(skip_serializing_if = "std::ops::Not::not")]
+        total_lines_partial: bool,
         /// Whether the file continues past the lines shown
         truncated: bool,
     },
@@ -340,8 +344,11 @@ pub(crate) struct Page {
     /// The lines in the window, each cut to [`MAX_LINE_CHARS`], with how many characters
     /// were cut
     pub lines: Vec<(String, usize)>,
-    /// Lines in the file
+    /// Lines in the file; a lower bound when `total_partial`
     pub total_lines: u64,
+    /// Whether the scan stopped after the page (a file too large to hash: counting its
+    /// remaining lines would read the rest of it for one number)
+    pub total_partial: bool,
     /// Whether the output cap stopped the page before its limit
     pub capped: bool,
     /// The whole file's hash, when it was small enough to hash
@@ -418,6 +425,13 @@ pub(crate) fn scan_page(
             Err(e) if e.kind() == std::io::ErrorKind::Interrupted => continue,
             Err(e) => return Err(e),
         };
+        if (page.capped || line_no >= end) && hash.is_none() {
+            // Past the page of a file too large to hash, with more bytes to come: at least
+            // one more line. sed stops here too; reading on would only count lines.
+            page.total_partial = true;
+            line_no += 1;
+            break;
+        }
         let mut chunk = &buf[..n];
         if let Some(h) = hash.as_mut() {
             h.update(chunk);
@@ -467,7 +481,7 @@ pub(crate) fn scan_page(
         }
     }
     // The last line, when the file does not end with a newline.
-    if saw_any && !last_byte_newline {
+    if saw_any && !last_byte_newline && !page.total_partial {
         if line_no >= start && line_no < end && !page.capped {
             let (text, cut) = current.finish();
             let cost = text.len() + 12;
@@ -584,9 +598,17 @@ fn read_text(
         } else {
             String::new()
         };
+        let of = if page.total_partial {
+            format!(
+                "at least {} (a file of {} bytes; the lines after this page were not counted)",
+                page.total_lines,
+                meta.len()
+            )
+        } else {
+            page.total_lines.to_string()
+        };
         format!(
-            "{text}\n[Showing lines {start_line}-{last_shown} of {}{why}. To read more, call Read with offset: {}.]",
-            page.total_lines,
+            "{text}\n[Showing lines {start_line}-{last_shown} of {of}{why}. To read more, call Read with offset: {}.]",
             last_shown + 1
         )
     } else {
@@ -598,6 +620,7 @@ fn read_text(
         num_lines,
         start_line,
         total_lines: page.total_lines,
+        total_lines_partial: page.total_partial,
         truncated,
     };
     Ok(ToolResult::ok(output).with_text(text))
@@ -723,6 +746,33 @@ mod tests {
         let p = scan_page(text.as_bytes(), text.len() as u64, 0, 100_000, 1000).unwrap();
         assert!(p.capped);
         assert!(p.lines.len() < 100);
+    }
+
+    #[test]
+    fn files_too_large_to_hash_stop_after_the_page() {
+        // 300 000 lines of ~12 bytes: about 3.5 chunks of 1 MiB.
+        let text: String = (1..=300_000).map(|i| format!("line {i:06}\n")).collect();
+        let big = HASH_LIMIT + 1;
+        let p = scan_page(text.as_bytes(), big, 10, 2, MAX_OUTPUT_CHARS).unwrap();
+        assert_eq!(lines(&p), ["line 000011", "line 000012"]);
+        assert!(p.total_partial);
+        // The first chunk's lines were counted, then one more for the bytes that follow.
+        let first_chunk_lines = (1 << 20) / 12;
+        assert_eq!(p.total_lines, first_chunk_lines + 1);
+        assert_eq!(p.hash, None);
+        // A page that reaches the end counts exactly.
+        let p = scan_page(text.as_bytes(), big, 299_998, 5, MAX_OUTPUT_CHARS).unwrap();
+        assert_eq!(lines(&p), ["line 299999", "line 300000"]);
+        assert!(!p.total_partial);
+        assert_eq!(p.total_lines, 300_000);
+        // An offset past the end counts every line to say how many there are.
+        let p = scan_page(text.as_bytes(), big, 400_000, 5, MAX_OUTPUT_CHARS).unwrap();
+        assert!(p.lines.is_empty() && !p.total_partial);
+        assert_eq!(p.total_lines, 300_000);
+        // Small files are hashed, so they are read to the end and counted exactly.
+        let p = scan(&text, 10, 2);
+        assert!(!p.total_partial);
+        assert_eq!(p.total_lines, 300_000);
     }
 
     #[test]
