@@ -15,6 +15,7 @@ use tool_core::{
 use crate::atomic::{Content, write_atomic, write_atomic_content};
 use crate::common::{self, create_parents, existing_file, unchanged_since, write_target};
 use crate::diff::{Hunk, Span, hunks_for_spans, unified};
+use crate::large_edit::locate_streamed;
 use crate::matching::{MatchKind, apply_edit, locate_edit};
 use crate::text::{TextFile, decode_vec};
 
@@ -168,6 +169,11 @@ fn run_edits(
         }
     };
     let meta = existing_file(&target)?;
+    if let Some(meta) = &meta
+        && let Some(done) = try_streamed(ctx, req, &target, &shown, &key, meta)?
+    {
+        return Ok(done);
+    }
     let creating_first = req.edits.first().is_some_and(|e| e.old_string.is_empty());
     let (file, original, created, source) = match &meta {
         None if creating_first => (TextFile::utf8(String::new()), String::new(), true, None),
@@ -314,6 +320,71 @@ fn run_edits(
     let diff = unified(&shown, &structured_patch);
     let output = edit_output(shown, applied, structured_patch, diff, created);
     Ok((output, target, text))
+}
+
+/// One exact edit of a file over [`common::HASH_LIMIT`] (whose freshness is decided by time
+/// and size, so its content is not needed for that): streamed by [`locate_streamed`] and
+/// spliced, never loaded. `None` when anything needs the general path.
+fn try_streamed(
+    ctx: &ToolContext,
+    req: &Request,
+    target: &Path,
+    shown: &str,
+    key: &Path,
+    meta: &std::fs::Metadata,
+) -> Result<Option<(EditOutput, PathBuf, String)>, ToolError> {
+    let [edit] = req.edits.as_slice() else {
+        return Ok(None);
+    };
+    let unhashed = ctx
+        .ledger()
+        .get(key)
+        .is_some_and(|r| r.content_hash.is_none() && !r.partial_view);
+    if edit.old_string.is_empty()
+        || edit.old_string == edit.new_string
+        || meta.len() <= common::HASH_LIMIT
+        || meta.len() > MAX_EDIT_FILE
+        || !unhashed
+        || ctx.lsp().has_server_for(target)
+    {
+        return Ok(None);
+    }
+    common::check_fresh(ctx, key, meta, &[])?;
+    let source = std::fs::File::open(target).map_err(|e| ToolError::io(target, e))?;
+    let located = locate_streamed(&source, meta.len(), &edit.old_string, &edit.new_string)
+        .map_err(|e| ToolError::io(target, e))?;
+    let Some(found) = located else {
+        return Ok(None);
+    };
+    let span = &found.span;
+    let new_len = meta.len() - (span.end - span.start) as u64 + span.replacement.len() as u64;
+    if new_len <= common::HASH_LIMIT {
+        // Small enough afterwards to be hashed: the general path has the text to hash.
+        return Ok(None);
+    }
+    if span.end - span.start == edit.old_string.len() && span.replacement == edit.old_string {
+        return Err(ToolError::respond(UNCHANGED));
+    }
+    let content = Content::Spliced {
+        source: &source,
+        len: meta.len(),
+        spans: std::slice::from_ref(span),
+    };
+    write_atomic_content(target, content, Some(meta), || {
+        unchanged_since(target, Some(meta))
+    })?;
+    common::record_write(ctx, key, None);
+    let diff = unified(shown, &found.hunks);
+    let applied = vec![AppliedEdit {
+        old_string: edit.old_string.clone(),
+        new_string: edit.new_string.clone(),
+        replace_all: edit.replace_all.unwrap_or(false),
+        matched_by: MatchKind::Exact,
+        replacements: 1,
+    }];
+    let output = edit_output(shown.to_owned(), applied, found.hunks, diff, false);
+    // No language server handles the file (checked above): no text to hand over.
+    Ok(Some((output, target.to_path_buf(), String::new())))
 }
 
 /// Files at least this large that are edited once are written by [`Content::Spliced`].

@@ -57,6 +57,7 @@ mod glob;
 mod grep;
 mod ignore_policy;
 mod image_read;
+mod large_edit;
 mod matching;
 mod notebook;
 mod pdf;

@@ -365,6 +365,57 @@ fn large_files_are_spliced_with_every_other_byte_kept() {
 }
 
 #[test]
+fn files_over_64_mib_are_edited_without_loading_them() {
+    // 5 000 000 lines of 14 bytes: 70 MB, over the hashing limit, so the Read stops after
+    // its page and one exact edit streams the file.
+    let mut body = Vec::with_capacity(70_000_000);
+    for i in 0..5_000_000 {
+        body.extend_from_slice(format!("line {i:08}\n").as_bytes());
+    }
+    let f = Fixture::new(&[]);
+    f.write("huge.txt", &body);
+    let c = ctx(&f);
+    let r = f.call_tool(
+        &c,
+        "Read",
+        &json!({"file_path": "{root}/huge.txt", "limit": 2}),
+    );
+    assert!(
+        r.text().contains("\n\n[Showing lines 1-2 of at least ")
+            && r.text().ends_with(" (a file of 70000000 bytes; the lines after this page were not counted). To read more, call Read with offset: 3.]"),
+        "{}",
+        r.text()
+    );
+    assert_eq!(r.data["totalLinesPartial"], true);
+    let r = edit(&f, &c, "huge.txt", "line 02500000", "the middle");
+    assert!(!r.is_error, "{r:#?}");
+    assert_eq!(r.data["structuredPatch"][0]["oldStart"], 2_499_998);
+    assert!(
+        r.data["diff"]
+            .as_str()
+            .unwrap()
+            .contains("-line 02500000\n+the middle\n"),
+        "{}",
+        r.data["diff"]
+    );
+    // A second edit needs no new read; a deletion takes its line break.
+    assert!(!edit(&f, &c, "huge.txt", "line 04999999", "").is_error);
+    let mut expected = body.clone();
+    let at = 2_500_000 * 14;
+    expected.splice(at..at + 13, b"the middle".iter().copied());
+    expected.truncate(expected.len() - 14);
+    assert_eq!(f.read("huge.txt"), expected);
+    // Not unique: the general path's message.
+    let r = edit(&f, &c, "huge.txt", "line 0000000", "x");
+    assert!(
+        r.text()
+            .contains("Found 10 matches of the string to replace"),
+        "{}",
+        r.text()
+    );
+}
+
+#[test]
 fn mode_is_kept() {
     // Row 31.
     let f = Fixture::new(&[]);
