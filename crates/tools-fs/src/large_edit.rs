@@ -103,7 +103,10 @@ pub(crate) fn locate_streamed(
         }
         let kept = keep.min(avail);
         let step = avail - kept;
-        lines_before_base += newlines(&data[..step]);
+        // Line numbers are needed only up to the match.
+        if found.is_none() {
+            lines_before_base += newlines(&data[..step]);
+        }
         buf.copy_within(step..avail, 0);
         base += step as u64;
         carry = kept;
