@@ -4,7 +4,6 @@
 
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
-use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::Duration;
 
 use async_trait::async_trait;
@@ -20,6 +19,7 @@ use crate::parse::parse;
 use crate::permissions;
 use crate::process::{self, Ending, RunSpec};
 use crate::sandbox::{self, SandboxSettings};
+use crate::session::ShellSession;
 use crate::tasks::{Readiness, ShellTaskSpec, ShellTasks};
 use tool_core::TaskKind;
 
@@ -29,8 +29,6 @@ pub const DEFAULT_TIMEOUT: Duration = Duration::from_secs(120);
 pub const MAX_TIMEOUT: Duration = Duration::from_secs(600);
 /// Default time a readiness condition is waited for.
 pub const DEFAULT_READY_TIMEOUT: Duration = Duration::from_secs(60);
-
-static CALLS: AtomicU64 = AtomicU64::new(0);
 
 const DESCRIPTION: &str = "Executes a bash command with an optional timeout and returns its output (stdout and stderr interleaved).
 
@@ -269,27 +267,29 @@ impl TypedTool for Bash {
         if input.run_in_background.unwrap_or(false) {
             return background(input, ctx, cwd, prepared).await;
         }
-        let dir = output_dir(ctx);
-        std::fs::create_dir_all(&dir).map_err(|e| ToolError::io(&dir, e))?;
-        let n = CALLS.fetch_add(1, Ordering::Relaxed);
-        let stem = format!("bash-{}-{n}", std::process::id());
+        let session = ShellSession::of(ctx);
+        let lease = session.lease()?;
         let spec = RunSpec {
             command: input.command.clone(),
             cwd: cwd.clone(),
             env: Vec::new(),
-            output: dir.join(format!("{stem}.output")),
-            cwd_file: Some(dir.join(format!("{stem}.cwd"))),
+            output: lease.output.clone(),
+            cwd_file: Some(lease.cwd_file.clone()),
         };
         let timeout = clamp_ms(input.timeout, DEFAULT_TIMEOUT);
-        let mut running = process::spawn(&spec, &prepared.launch).await?;
+        let mut running = match &prepared.launch {
+            // Foreground commands share the session's persistent sandbox (see the crate
+            // documentation); background ones get a sandbox of their own.
+            #[cfg(target_os = "linux")]
+            sandbox::Launch::Bubblewrap(policy) => {
+                process::Running::Supervised(session.run_supervised(policy, &spec).await?)
+            }
+            launch => process::spawn(&spec, launch).await?,
+        };
         let finished = running.wait(Some(timeout), ctx.cancel_token()).await;
         drop(running);
 
-        let out_path = spec.output.clone();
-        let shown = tokio::task::spawn_blocking(move || read_head(&out_path, MAX_OUTPUT_CHARS))
-            .await
-            .map_err(|e| ToolError::fatal(format!("internal error reading the output: {e}")))?
-            .map_err(|e| ToolError::io(&spec.output, e))?;
+        let shown = read_output(&spec.output).await?;
         let mut data = BashOutput {
             stdout: shown.text.clone(),
             exit_code: Some(finished.code),
@@ -301,33 +301,30 @@ impl TypedTool for Bash {
         };
         let mut text = shown.text.clone();
         if shown.truncated {
+            let kept = lease.keep_output()?;
             text.push_str(&truncation_marker(shown.lines_cut));
             text.push_str(&format!(
                 "\n\nFull output ({}) saved to: {}",
                 format_size(shown.total_bytes as usize),
-                spec.output.display()
+                kept.display()
             ));
-            data.persisted_output_path = Some(spec.output.display().to_string());
+            data.persisted_output_path = Some(kept.display().to_string());
             data.persisted_output_size = Some(shown.total_bytes);
-        } else {
-            let _ = std::fs::remove_file(&spec.output);
         }
 
         // The working directory the command ended in.
-        if let Some(file) = &spec.cwd_file {
-            if let Some(new_cwd) = process::read_cwd(file)
-                && new_cwd != cwd
-            {
-                if ctx.is_in_working_dirs(&new_cwd) {
-                    ctx.set_cwd(&new_cwd);
-                } else {
-                    let orig = ctx.original_cwd().to_path_buf();
-                    ctx.set_cwd(&orig);
-                    notice = Some(format!("Shell cwd was reset to {}", orig.display()));
-                }
+        if let Some(new_cwd) = process::read_cwd(&lease.cwd_file)
+            && new_cwd != cwd
+        {
+            if ctx.is_in_working_dirs(&new_cwd) {
+                ctx.set_cwd(&new_cwd);
+            } else {
+                let orig = ctx.original_cwd().to_path_buf();
+                ctx.set_cwd(&orig);
+                notice = Some(format!("Shell cwd was reset to {}", orig.display()));
             }
-            let _ = std::fs::remove_file(file);
         }
+        lease.release();
         if let Some(n) = &prepared.notice {
             text.push_str(&format!("\n{n}"));
         }
@@ -338,6 +335,10 @@ impl TypedTool for Bash {
 
         let last = parse(&input.command).ok().and_then(|s| s.last_command);
         let error = match finished.ending {
+            Ending::SandboxLost => Some(
+                "<error>The sandbox ended while the command ran, and the command with it; it will be restarted for the next command</error>"
+                    .to_owned(),
+            ),
             Ending::Cancelled => {
                 Some("<error>Command was aborted before completion</error>".to_owned())
             }
@@ -376,6 +377,20 @@ impl TypedTool for Bash {
             }
         })
     }
+}
+
+/// Reads what the model sees of an output file: small files inline, large ones on a
+/// blocking thread (counting the lines of a GiB takes a while).
+async fn read_output(path: &Path) -> Result<crate::output::Shown, ToolError> {
+    let small = std::fs::metadata(path).is_ok_and(|m| m.len() <= 64 * 1024);
+    if small {
+        return read_head(path, MAX_OUTPUT_CHARS).map_err(|e| ToolError::io(path, e));
+    }
+    let owned = path.to_path_buf();
+    tokio::task::spawn_blocking(move || read_head(&owned, MAX_OUTPUT_CHARS))
+        .await
+        .map_err(|e| ToolError::fatal(format!("internal error reading the output: {e}")))?
+        .map_err(|e| ToolError::io(path, e))
 }
 
 /// `run_in_background`: starts the command as a task and returns its id and output file,

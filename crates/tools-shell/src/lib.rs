@@ -18,6 +18,43 @@
 //! - The [`SandboxSettings`] (the settings' `sandbox` section) select a policy enforced with
 //!   bubblewrap, or Landlock and seccomp when bubblewrap is missing; see [`prepare_sandbox`].
 //!
+//! # The persistent sandbox
+//!
+//! Starting bubblewrap costs several milliseconds, more than a short command. So foreground
+//! Bash calls of a session share one bubblewrap instance per policy ([`sandbox_instance`]
+//! shows it): a small bash supervisor inside it forks each command into a process group of
+//! its own (see the `supervisor` module). It is started on first use, started anew when the
+//! policy changes (mode, network, writable roots, a protected path that appeared, a bound
+//! path replaced outside) or when it died, and it ends with the session (its pipe closes,
+//! bubblewrap is killed, `--die-with-parent` covers this process dying). Background
+//! commands and Monitor keep a sandbox of their own.
+//!
+//! Sharing the instance is as safe as one instance per call:
+//! - Every command gets the same mounts, namespaces and network policy it would have had
+//!   alone; a policy change never reuses an instance.
+//! - Nothing a command starts outlives it: its process group is signalled when its leader
+//!   exits (TERM, the grace period, KILL), and when no command of the session runs the
+//!   supervisor kills every other process in the sandbox's pid namespace, which catches
+//!   what left the group (`setsid`, double forks) — what a per-call sandbox's teardown did.
+//!   Concurrent read-only calls share that moment: an escaped process lives at most until
+//!   the last of them ends.
+//! - The supervisor holds no state a command can change: it is another process, commands
+//!   get stdin from `/dev/null` and neither of its pipes, and it runs each command with a
+//!   fresh `bash -c`. Files are as without sharing: `/tmp` in the sandbox is the host's
+//!   (a writable root under workspace-write, read-only otherwise), so what a command leaves
+//!   there is what it would have left with a sandbox per call.
+//! - The difference: the session's slot directory (output and working-directory files of
+//!   the calls in flight) is bound writable for every command, where a per-call sandbox
+//!   bound only the call's own files. A command can write another running call's output or
+//!   working-directory file in the same session — data the same sandboxed model could write
+//!   through its own command anyway; the working directory read back is still checked to be
+//!   inside the working directories. The shell start-up file every command reads is bound
+//!   read-only.
+//! - Kills go through the supervisor (the sandbox has its own pid namespace, which is kept:
+//!   without it `/proc/PID/root` of the user's other processes would lead out of the
+//!   sandbox). If the supervisor does not answer, the instance is killed, and its pid
+//!   namespace with it.
+//!
 //! # Deviations from the reference and known limits
 //!
 //! - The timeout is clamped to 600 s (the reference does not clamp), and a timed-out command
@@ -67,6 +104,9 @@ mod permissions;
 mod process;
 mod readonly;
 mod sandbox;
+mod session;
+#[cfg(target_os = "linux")]
+mod supervisor;
 mod task_tools;
 mod tasks;
 
@@ -87,6 +127,7 @@ pub use sandbox::{
     Launch, Mechanism, Prepared, SandboxMode, SandboxPolicy, SandboxSettings, bubblewrap,
     landlock_available, prepare as prepare_sandbox,
 };
+pub use session::{SandboxInstance, sandbox_instance};
 pub use task_tools::{
     TASK_OUTPUT_CHARS, TaskOutput, TaskOutputData, TaskOutputInput, TaskStop, TaskStopData,
     TaskStopInput,

@@ -58,7 +58,9 @@ pub fn read_head(file: &Path, cap: usize) -> std::io::Result<Shown> {
         if n == 0 {
             break;
         }
-        lines_cut += buf[..n].iter().filter(|b| **b == b'\n').count() as u64;
+        // memchr counts with vector instructions: a GiB of short lines takes a fraction of
+        // the time a byte loop does.
+        lines_cut += memchr::memchr_iter(b'\n', &buf[..n]).count() as u64;
         last = buf.get(n - 1).copied();
     }
     // An unterminated last line counts as a line.

@@ -33,7 +33,7 @@ fi
 "#;
 
 /// The environment every command gets on top of the inherited one: no editor, no pager.
-const ENV: &[(&str, &str)] = &[
+pub(crate) const ENV: &[(&str, &str)] = &[
     ("GIT_EDITOR", "true"),
     ("GIT_PAGER", "cat"),
     ("PAGER", "cat"),
@@ -75,6 +75,8 @@ pub enum Ending {
     TimedOut,
     /// The call was cancelled and the group was killed
     Cancelled,
+    /// The persistent sandbox ended while the command ran (the command died with it)
+    SandboxLost,
 }
 
 /// The end of a command.
@@ -88,14 +90,24 @@ pub struct Finished {
 
 /// A running command; dropping it kills its process group.
 #[derive(Debug)]
-pub struct Running {
+pub enum Running {
+    /// Started by this process (unsandboxed, Landlock, or a bubblewrap of its own)
+    Local(Local),
+    /// Started by the session's persistent bubblewrap sandbox
+    #[cfg(target_os = "linux")]
+    Supervised(crate::supervisor::Supervised),
+}
+
+/// A command this process started itself.
+#[derive(Debug)]
+pub struct Local {
     child: Child,
     pgid: Option<Pid>,
     done: bool,
 }
 
 /// Writes the start-up file once per process, in the temporary directory.
-fn startup_file() -> Result<&'static Path, ToolError> {
+pub(crate) fn startup_file() -> Result<&'static Path, ToolError> {
     static FILE: OnceLock<Result<PathBuf, String>> = OnceLock::new();
     let made = FILE.get_or_init(|| {
         let dir = std::env::temp_dir().join(format!("agent-tools-{}", std::process::id()));
@@ -161,19 +173,17 @@ fn command_line(spec: &RunSpec, launch: &Launch) -> Result<Command, ToolError> {
 }
 
 /// Starts a command.
+/// Starts a command. Its working-directory file, if any, must exist (empty) already, so a
+/// sandbox can grant writing it.
 pub async fn spawn(spec: &RunSpec, launch: &Launch) -> Result<Running, ToolError> {
-    if let Some(f) = &spec.cwd_file {
-        // It exists (empty) before the command starts, so a sandbox can grant writing it.
-        File::create(f).map_err(|e| ToolError::io(f, e))?;
-    }
     let cmd = command_line(spec, launch)?;
     let child = launch.spawn(cmd, &spec.writable_files()).await?;
     let pgid = child.id().and_then(|id| Pid::from_raw(id as i32));
-    Ok(Running {
+    Ok(Running::Local(Local {
         child,
         pgid,
         done: false,
-    })
+    }))
 }
 
 fn code_of(status: ExitStatus) -> i32 {
@@ -185,6 +195,18 @@ fn code_of(status: ExitStatus) -> i32 {
 }
 
 impl Running {
+    /// Waits for the command to exit, for `limit` to pass or for `cancel`; whatever happens
+    /// its group is gone when this returns.
+    pub async fn wait(&mut self, limit: Option<Duration>, cancel: &CancellationToken) -> Finished {
+        match self {
+            Running::Local(l) => l.wait(limit, cancel).await,
+            #[cfg(target_os = "linux")]
+            Running::Supervised(s) => s.wait(limit, cancel).await,
+        }
+    }
+}
+
+impl Local {
     /// Waits for the command to exit, for `limit` to pass (then kills the group: TERM,
     /// [`KILL_GRACE`], KILL) or for `cancel` (likewise). Whatever happens the group is gone
     /// when this returns.
@@ -305,7 +327,7 @@ fn children_outside_group(pgid: Pid) -> Vec<i32> {
         .collect()
 }
 
-impl Drop for Running {
+impl Drop for Local {
     fn drop(&mut self) {
         // The call was abandoned (its future dropped): kill the group at once. The leader is
         // reaped by tokio's orphan reaper (`kill_on_drop`).
@@ -317,10 +339,13 @@ impl Drop for Running {
     }
 }
 
-/// Reads back the working directory the command ended in, if it wrote one.
+/// Reads back the working directory the command ended in, if it wrote one, and empties the
+/// file for the next command.
 pub fn read_cwd(file: &Path) -> Option<PathBuf> {
     let text = std::fs::read_to_string(file).ok()?;
-    let _ = std::fs::remove_file(file);
+    if !text.is_empty() {
+        let _ = File::options().write(true).truncate(true).open(file);
+    }
     let line = text.trim_end_matches('\n');
     if line.is_empty() {
         return None;

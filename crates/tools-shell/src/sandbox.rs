@@ -361,7 +361,9 @@ pub fn prepare(
     cwd: &Path,
     disable: bool,
 ) -> Result<Prepared, ToolError> {
-    let available = Available {
+    // Probed only when a mechanism is needed: starting bubblewrap to check it costs more
+    // than an unsandboxed command.
+    let available = || Available {
         bubblewrap: matches!(settings.mechanism, Mechanism::Auto | Mechanism::Bubblewrap)
             && bubblewrap().is_some(),
         landlock: matches!(settings.mechanism, Mechanism::Auto | Mechanism::Landlock)
@@ -382,7 +384,7 @@ fn prepare_with(
     dirs: &[PathBuf],
     cwd: &Path,
     disable: bool,
-    available: Available,
+    available: impl FnOnce() -> Available,
 ) -> Result<Prepared, ToolError> {
     let direct = |description: &str, notice: Option<String>| Prepared {
         launch: Launch::Direct,
@@ -406,6 +408,7 @@ fn prepare_with(
     }
     let described = policy.describe();
     let policy = Arc::new(policy);
+    let available = available();
     if available.bubblewrap {
         return Ok(Prepared {
             launch: Launch::Bubblewrap(policy),
@@ -481,6 +484,15 @@ impl Launch {
         }
         for p in &policy.protected {
             push(&["--ro-bind".as_ref(), p.as_os_str(), p.as_os_str()]);
+        }
+        // The start-up file every command reads sits in the temporary directory, a writable
+        // root: a command must not rewrite what the next commands run first.
+        if let Ok(startup) = crate::process::startup_file() {
+            push(&[
+                "--ro-bind".as_ref(),
+                startup.as_os_str(),
+                startup.as_os_str(),
+            ]);
         }
         if !policy.network {
             push(&["--unshare-net".as_ref()]);
@@ -717,7 +729,7 @@ mod tests {
         let dir = std::env::temp_dir();
         let dirs = [dir.clone()];
         let s = SandboxSettings::default();
-        let err = prepare_with(&s, &dirs, &dir, false, none)
+        let err = prepare_with(&s, &dirs, &dir, false, || none)
             .err()
             .map(|e| e.to_string())
             .unwrap_or_default();
@@ -727,7 +739,7 @@ mod tests {
             allow_degraded: true,
             ..SandboxSettings::default()
         };
-        let p = prepare_with(&degraded, &dirs, &dir, false, none).ok();
+        let p = prepare_with(&degraded, &dirs, &dir, false, || none).ok();
         assert!(
             p.as_ref()
                 .is_some_and(|p| matches!(p.launch, Launch::Direct))
@@ -741,9 +753,9 @@ mod tests {
             allow_unsandboxed_commands: false,
             ..SandboxSettings::default()
         };
-        assert!(prepare_with(&strict, &dirs, &dir, true, none).is_err());
+        assert!(prepare_with(&strict, &dirs, &dir, true, || none).is_err());
         assert!(matches!(
-            prepare_with(&s, &dirs, &dir, true, none).map(|p| p.launch),
+            prepare_with(&s, &dirs, &dir, true, || none).map(|p| p.launch),
             Ok(Launch::Direct)
         ));
         // Full access with network needs no mechanism.
@@ -752,7 +764,7 @@ mod tests {
             network: true,
             ..SandboxSettings::default()
         };
-        assert!(prepare_with(&open, &dirs, &dir, false, none).is_ok());
+        assert!(prepare_with(&open, &dirs, &dir, false, || none).is_ok());
     }
 
     #[test]

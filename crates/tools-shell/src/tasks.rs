@@ -241,7 +241,7 @@ impl ShellTasks {
             drop(running);
             let status = match finished.ending {
                 Ending::Cancelled => TaskStatus::Killed,
-                Ending::TimedOut => TaskStatus::Failed,
+                Ending::TimedOut | Ending::SandboxLost => TaskStatus::Failed,
                 Ending::Exited if finished.code == 0 => TaskStatus::Completed,
                 Ending::Exited => TaskStatus::Failed,
             };

@@ -8,6 +8,7 @@ mod bash;
 #[cfg(feature = "monitor")]
 mod monitor;
 mod permissions;
+mod persistent;
 mod sandbox;
 mod snapshots;
 mod tasks;

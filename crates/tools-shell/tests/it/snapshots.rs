@@ -36,7 +36,7 @@ async fn renderings() {
     let r = f
         .call(
             "Bash",
-            json!({"command": "echo partial; sleep 5", "timeout": 300}),
+            json!({"command": "echo partial; sleep 5", "timeout": 1000}),
         )
         .await;
     shown.push(("timeout", redact(&f, &r.text())));

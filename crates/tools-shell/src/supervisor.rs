@@ -1,0 +1,709 @@
+//! The persistent bubblewrap sandbox of a session: one `bwrap` per session and policy,
+//! started on first use, running a small bash supervisor ([`SCRIPT`]) that reads commands
+//! from a pipe and runs each in its own process group inside the sandbox.
+//!
+//! Starting bubblewrap costs several milliseconds (namespaces, mounts); a Bash call of
+//! `true` costs about one. The supervisor keeps the sandbox and forks per command instead.
+//!
+//! # Protocol
+//!
+//! Requests are NUL-terminated fields on the supervisor's stdin:
+//! - `ID run DIR OUTPUT CWD_FILE N K=V… COMMAND`: a forked subshell (a new process group)
+//!   enters DIR, sets the variables, points stdin at `/dev/null` and stdout and stderr at
+//!   OUTPUT, and execs `bash -c COMMAND`; the supervisor reports `p ID PGID`. When the
+//!   group's leader has exited and the rest of its group is gone (TERM, the grace period,
+//!   KILL for what the command left behind) it reports `x ID STATUS`.
+//! - `ID kill PGID SIGNAL`: signals a command's process group (timeouts, cancellation).
+//!
+//! When no command is left, before the last exit is reported, the supervisor kills every
+//! other process of the sandbox but its init: what a command started outside its group
+//! (`setsid`, a double fork) does not outlive it, as when each command had a sandbox of its
+//! own.
+//!
+//! # Process ids and kills
+//!
+//! The sandbox keeps its own pid namespace (`--unshare-pid`): without it a sandboxed process
+//! could reach every process of the user through `/proc/PID/root` and escape the mount
+//! namespace. So process-group ids are the sandbox's, and kills go through the supervisor.
+//! Should the supervisor die, bubblewrap's init ends and the kernel kills every process of
+//! the namespace; a call that was waiting learns it from the closed pipe, and the session
+//! starts a new instance for the next call.
+//!
+//! # Lifetime
+//!
+//! Dropping the [`Supervisor`] closes its stdin (the supervisor exits at end of input) and
+//! kills bubblewrap, whose init takes the namespace with it; `--die-with-parent` does the
+//! same should this process die. bubblewrap is started from one long-lived thread, since
+//! the parent-death signal follows the thread that forked, not the process.
+
+use std::collections::HashMap;
+use std::ffi::OsString;
+use std::io::{BufRead, BufReader, Write};
+use std::os::unix::ffi::OsStrExt;
+use std::os::unix::fs::MetadataExt;
+use std::os::unix::process::CommandExt;
+use std::path::{Path, PathBuf};
+use std::process::{Child, ChildStderr, ChildStdin, Command, Stdio};
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::{Arc, Mutex, OnceLock, mpsc};
+use std::time::Duration;
+
+use tokio::sync::mpsc::{UnboundedReceiver, UnboundedSender, unbounded_channel};
+use tokio_util::sync::CancellationToken;
+use tool_core::ToolError;
+
+use crate::process::{ENV, Ending, Finished, KILL_GRACE, RunSpec, bash_path, startup_file};
+use crate::sandbox::{Launch, SandboxPolicy};
+
+/// The supervisor, run as `bash -c SCRIPT supervisor BASH STARTUP GRACE_TICKS` (bash 5.1 or
+/// later, for `wait -n -p`).
+///
+/// `set -m` gives each command a process group of its own: the forked subshell enters the
+/// directory, redirects and execs `bash -c` (one fork per command, as from a shell loop).
+/// While commands run, the supervisor sits in `wait -n`, which returns when a child exits
+/// or when SIGURG arrives: this process sends that signal after a request (bash does not
+/// run traps while blocked in `read`, so a `CHLD` trap would not do). `wait -n -p` reports
+/// the job that ended; a job bash cleaned up already (starting another job does that) is
+/// not reported, so after each return every tracked child is checked with `kill -0`, and one
+/// that is gone is collected with `wait -n -p PID` (still a job) or `wait PID` (bash kept its
+/// status). The signal is sent only when other commands run: a sequential call finds the
+/// supervisor reading, and an interrupted `wait -n` is then never in doubt. With nothing running it
+/// blocks reading the next request. A command that left processes in its group gets a
+/// cleaner subshell (TERM, the grace period, KILL), reported when it is done. `read -t` on
+/// a pipe nobody writes (`{__z}`, opened read-write) is a sleep without a process. When the
+/// last command is gone, before its exit is reported, every other process of the sandbox
+/// but its init is killed (the sweep) — only when the supervisor is pid 2 under bubblewrap's
+/// init, that is inside its own pid namespace: anywhere else the sweep would kill every
+/// process of the user.
+const SCRIPT: &str = r#"exec 2>/dev/null
+set -m
+__b=$1 __e=$2 __g=$3
+__w=
+read -r __w </proc/1/comm
+[[ $$ == 2 && $__w == bwrap ]] || __w=
+exec {__z}<> <(:)
+declare -A __jobs=() __cleaners=() __tries=()
+trap : URG
+__done() {
+  if [[ -n $__w ]] && (( ${#__jobs[@]} + ${#__cleaners[@]} == 0 )); then
+    for __d in /proc/[0-9]*; do
+      __q=${__d#/proc/}
+      [[ $__q == 1 || $__q == "$$" ]] || kill -KILL "$__q"
+    done
+  fi
+  echo "x $1"
+}
+__exited() {
+  if [[ -n ${__jobs[$1]} ]]; then
+    __id=${__jobs[$1]}
+    unset "__jobs[$1]"
+    if kill -TERM -- "-$1"; then
+      (
+        __i=0
+        while kill -0 -- "-$1" && (( __i < __g )); do
+          read -t 0.02 -u "$__z"
+          (( __i++ ))
+        done
+        __i=0
+        while kill -KILL -- "-$1" && (( __i < 500 )); do
+          read -t 0.01 -u "$__z"
+          (( __i++ ))
+        done
+      ) &
+      __cleaners[$!]="$__id $2"
+    else
+      __done "$__id $2"
+    fi
+  elif [[ -n ${__cleaners[$1]} ]]; then
+    __r=${__cleaners[$1]}
+    unset "__cleaners[$1]"
+    __done "$__r"
+  fi
+}
+__request() {
+  __id=
+  IFS= read -r -d '' __id
+  __r=$?
+  (( __r > 128 )) && [[ -z $__id ]] && return 0
+  (( __r == 0 )) || return 1
+  IFS= read -r -d '' __op || return 1
+  case $__op in
+  run)
+    IFS= read -r -d '' __d && IFS= read -r -d '' __o && IFS= read -r -d '' __c &&
+      IFS= read -r -d '' __n || return 1
+    __v=()
+    while (( __n > 0 )); do
+      IFS= read -r -d '' __kv || return 1
+      __v+=("$__kv")
+      (( __n-- ))
+    done
+    IFS= read -r -d '' __x || return 1
+    (
+      trap - URG
+      if ! cd -- "$__d"; then
+        printf 'The working directory %s cannot be entered inside the sandbox.\n' "$__d" >"$__o"
+        exit 126
+      fi
+      for __kv in "${__v[@]}"; do export "$__kv"; done
+      exec </dev/null >"$__o" 2>&1 {__z}>&-
+      BASH_ENV=$__e AGENT_TOOLS_CWD_FILE=$__c exec "$__b" -c "$__x"
+    ) &
+    __jobs[$!]=$__id
+    echo "p $__id $!"
+    ;;
+  kill)
+    IFS= read -r -d '' __p && IFS= read -r -d '' __s || return 1
+    kill -s "$__s" -- "-$__p"
+    ;;
+  esac
+  return 0
+}
+echo ready
+while :; do
+  if (( ${#__jobs[@]} + ${#__cleaners[@]} )) && ! read -t 0; then
+    __q=
+    wait -n -p __q
+    __s=$?
+    [[ -n $__q && $__s != 151 ]] && __exited "$__q" "$__s"
+    __k=${#__jobs[@]}${#__cleaners[@]}
+    for __p in "${!__jobs[@]}" "${!__cleaners[@]}"; do
+      kill -0 "$__p" && continue
+      __q=
+      wait -n -p __q "$__p"
+      __s=$?
+      if [[ $__q != "$__p" ]]; then
+        (( __s > 128 )) && continue
+        wait "$__p"
+        __s=$?
+        # 151 is what an interrupted wait returns; a command that really exited with it is
+        # believed on the third look.
+        if [[ $__s == 151 ]] && (( ++__tries[$__p] < 3 )); then
+          continue
+        fi
+      fi
+      unset "__tries[$__p]"
+      __exited "$__p" "$__s"
+    done
+    [[ $__s == 127 && $__k == "${#__jobs[@]}${#__cleaners[@]}" ]] && read -t 0.01 -u "$__z"
+    continue
+  fi
+  __request || break
+done
+"#;
+
+/// How often a call that waits for an answer wakes the supervisor again: a SIGURG that
+/// lands just before it enters `wait -n` is lost until a child exits.
+const WAKE_EVERY: Duration = Duration::from_millis(10);
+
+/// How long bubblewrap and the supervisor may take to start.
+const START_TIMEOUT: Duration = Duration::from_secs(10);
+
+/// What decides whether an instance can serve a call: the policy, the slot directory, and
+/// the identity (device, inode) of every bound path, since a bind mount keeps showing a
+/// file or directory that was replaced outside (git rewrites `.git/config` by renaming).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Key {
+    policy: SandboxPolicy,
+    live: PathBuf,
+    identity: Vec<Option<(u64, u64)>>,
+}
+
+impl Key {
+    /// The key of `policy` with the slots in `live`.
+    pub fn new(policy: &SandboxPolicy, live: &Path) -> Key {
+        let identity = policy
+            .writable_roots
+            .iter()
+            .chain(&policy.protected)
+            .map(PathBuf::as_path)
+            .chain([live])
+            .chain(startup_file().ok())
+            .map(|p| std::fs::metadata(p).ok().map(|m| (m.dev(), m.ino())))
+            .collect();
+        Key {
+            policy: policy.clone(),
+            live: live.to_path_buf(),
+            identity,
+        }
+    }
+}
+
+#[derive(Debug)]
+enum Reply {
+    Started(i32),
+    Exited(i32),
+}
+
+type Pending = Mutex<HashMap<u64, UnboundedSender<Reply>>>;
+
+#[derive(Debug, Default)]
+struct Shared {
+    pending: Pending,
+    dead: AtomicBool,
+}
+
+#[derive(Debug)]
+struct Io {
+    stdin: Option<ChildStdin>,
+    /// Commands started and not yet reported gone
+    active: usize,
+}
+
+/// A running persistent sandbox.
+#[derive(Debug)]
+pub struct Supervisor {
+    key: Key,
+    pid: u32,
+    /// The supervisor's process id (outside the sandbox), for SIGURG (ignored by default, so
+    /// a stray one harms no command; 151, 128 + SIGURG, marks an interrupted `wait -n`)
+    supervisor: Option<rustix::process::Pid>,
+    child: Mutex<Option<Child>>,
+    io: Mutex<Io>,
+    shared: Arc<Shared>,
+    next: AtomicU64,
+    /// Kept open so a late message of bubblewrap cannot end it with SIGPIPE
+    _stderr: Option<ChildStderr>,
+}
+
+/// Spawns `cmd` from a thread that lives as long as the process: bubblewrap's
+/// `--die-with-parent` fires when the *thread* that forked it ends.
+fn spawn_from_keeper(cmd: Command) -> Result<Child, ToolError> {
+    type Job = (Command, mpsc::Sender<std::io::Result<Child>>);
+    static KEEPER: OnceLock<Option<Mutex<mpsc::Sender<Job>>>> = OnceLock::new();
+    let keeper = KEEPER.get_or_init(|| {
+        let (tx, rx) = mpsc::channel::<Job>();
+        std::thread::Builder::new()
+            .name("agent-tools-sandbox-keeper".into())
+            .spawn(move || {
+                for (mut cmd, reply) in rx {
+                    let _ = reply.send(cmd.spawn());
+                }
+            })
+            .ok()
+            .map(|_| Mutex::new(tx))
+    });
+    let fail = |e: &dyn std::fmt::Display| {
+        ToolError::fatal(format!("cannot start the bubblewrap sandbox: {e}"))
+    };
+    let keeper = keeper
+        .as_ref()
+        .ok_or_else(|| fail(&"no thread to start it from"))?;
+    let (tx, rx) = mpsc::channel();
+    keeper
+        .lock()
+        .map_err(|_| fail(&"the starter thread is gone"))?
+        .send((cmd, tx))
+        .map_err(|_| fail(&"the starter thread is gone"))?;
+    rx.recv()
+        .map_err(|_| fail(&"the starter thread is gone"))?
+        .map_err(|e| fail(&e))
+}
+
+fn field(out: &mut Vec<u8>, bytes: &[u8]) -> Result<(), ToolError> {
+    if bytes.contains(&0) {
+        return Err(ToolError::respond(
+            "The command contains a NUL byte, which a shell command cannot hold; remove it.",
+        ));
+    }
+    out.extend_from_slice(bytes);
+    out.push(0);
+    Ok(())
+}
+
+impl Supervisor {
+    /// Starts bubblewrap with `key`'s policy and the supervisor in it, and waits until the
+    /// supervisor is ready.
+    pub async fn start(key: Key) -> Result<Supervisor, ToolError> {
+        let startup = startup_file()?;
+        let launch = Launch::Bubblewrap(Arc::new(key.policy.clone()));
+        let mut argv: Vec<OsString> =
+            launch.prefix(Path::new("/"), std::slice::from_ref(&key.live));
+        argv.push(bash_path().into_os_string());
+        argv.push("-c".into());
+        argv.push(SCRIPT.into());
+        argv.push("agent-tools-supervisor".into());
+        argv.push(bash_path().into_os_string());
+        argv.push(startup.as_os_str().to_owned());
+        argv.push((KILL_GRACE.as_millis() / 20).to_string().into());
+        let mut cmd = Command::new(&argv[0]);
+        cmd.args(&argv[1..])
+            .current_dir("/")
+            .stdin(Stdio::piped())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped())
+            .env_remove("BASH_ENV")
+            .env_remove("AGENT_TOOLS_CWD_FILE")
+            .process_group(0);
+        for (k, v) in ENV {
+            cmd.env(k, v);
+        }
+        let mut child = spawn_from_keeper(cmd)?;
+        let pid = child.id();
+        let stdin = child.stdin.take();
+        let stdout = child.stdout.take();
+        let mut stderr = child.stderr.take();
+        let shared = Arc::new(Shared::default());
+        let (ready_tx, ready_rx) = tokio::sync::oneshot::channel();
+        if let Some(stdout) = stdout {
+            let shared = Arc::clone(&shared);
+            std::thread::Builder::new()
+                .name("agent-tools-sandbox-reader".into())
+                .spawn(move || read_replies(stdout, &shared, ready_tx))
+                .map_err(|e| ToolError::fatal(format!("cannot start a reader thread: {e}")))?;
+        }
+        let ready = tokio::time::timeout(START_TIMEOUT, ready_rx).await;
+        if !matches!(ready, Ok(Ok(()))) {
+            let _ = child.kill();
+            let _ = child.wait();
+            let mut message = String::new();
+            if let Some(e) = stderr.as_mut() {
+                let _ = std::io::Read::read_to_string(e, &mut message);
+            }
+            return Err(ToolError::fatal(format!(
+                "The command was not run: the bubblewrap sandbox did not start{}",
+                if message.trim().is_empty() {
+                    String::new()
+                } else {
+                    format!(": {}", message.trim())
+                }
+            )));
+        }
+        // bubblewrap's child is the sandbox's init, whose child is the supervisor.
+        let supervisor = children(pid)
+            .first()
+            .and_then(|init| children(*init).first().copied())
+            .and_then(|p| rustix::process::Pid::from_raw(p as i32));
+        if supervisor.is_none() {
+            let _ = child.kill();
+            let _ = child.wait();
+            return Err(ToolError::fatal(
+                "The command was not run: the bubblewrap sandbox's supervisor process cannot be found in /proc",
+            ));
+        }
+        Ok(Supervisor {
+            key,
+            pid,
+            supervisor,
+            child: Mutex::new(Some(child)),
+            io: Mutex::new(Io { stdin, active: 0 }),
+            shared,
+            next: AtomicU64::new(1),
+            _stderr: stderr,
+        })
+    }
+
+    /// Whether this instance can run a call whose key is `key`.
+    pub fn serves(&self, key: &Key) -> bool {
+        if self.shared.dead.load(Ordering::Relaxed) || self.key != *key {
+            return false;
+        }
+        let exited = self
+            .child
+            .lock()
+            .map(|mut c| c.as_mut().is_none_or(|c| !matches!(c.try_wait(), Ok(None))))
+            .unwrap_or(true);
+        if exited {
+            self.shared.dead.store(true, Ordering::Relaxed);
+        }
+        !exited
+    }
+
+    /// bubblewrap's process id.
+    pub fn pid(&self) -> u32 {
+        self.pid
+    }
+
+    /// Writes one request; `started` counts a new command. The supervisor is woken when
+    /// other commands run (it then waits for them rather than reading).
+    fn send(&self, request: &[u8], started: bool) -> Result<(), ToolError> {
+        let lost = || ToolError::fatal("the sandbox's supervisor is gone; retry the command");
+        let mut io = self.io.lock().map_err(|_| lost())?;
+        let stdin = io.stdin.as_mut().ok_or_else(lost)?;
+        if stdin.write_all(request).is_err() {
+            self.shared.dead.store(true, Ordering::Relaxed);
+            return Err(lost());
+        }
+        let others = io.active > 0;
+        if started {
+            io.active += 1;
+        }
+        drop(io);
+        if others {
+            self.wake();
+        }
+        Ok(())
+    }
+
+    /// A command is gone (or abandoned).
+    fn finished(&self) {
+        if let Ok(mut io) = self.io.lock() {
+            io.active = io.active.saturating_sub(1);
+        }
+    }
+
+    /// Interrupts the supervisor's `wait -n` so it reads the requests waiting.
+    fn wake(&self) {
+        if let Some(pid) = self.supervisor {
+            let _ = rustix::process::kill_process(pid, rustix::process::Signal::URG);
+        }
+    }
+
+    fn register(&self) -> (u64, UnboundedReceiver<Reply>) {
+        let id = self.next.fetch_add(1, Ordering::Relaxed);
+        let (tx, rx) = unbounded_channel();
+        if let Ok(mut p) = self.shared.pending.lock() {
+            p.insert(id, tx);
+        }
+        (id, rx)
+    }
+
+    fn unregister(&self, id: u64) {
+        if let Ok(mut p) = self.shared.pending.lock() {
+            p.remove(&id);
+        }
+    }
+
+    /// Starts `spec` in the sandbox.
+    pub fn run(self: &Arc<Self>, spec: &RunSpec) -> Result<Supervised, ToolError> {
+        let (id, rx) = self.register();
+        let mut req = Vec::with_capacity(spec.command.len() + 256);
+        let result = (|| {
+            field(&mut req, id.to_string().as_bytes())?;
+            field(&mut req, b"run")?;
+            field(&mut req, spec.cwd.as_os_str().as_bytes())?;
+            field(&mut req, spec.output.as_os_str().as_bytes())?;
+            let cwd_file = spec.cwd_file.as_deref().unwrap_or(Path::new(""));
+            field(&mut req, cwd_file.as_os_str().as_bytes())?;
+            field(&mut req, spec.env.len().to_string().as_bytes())?;
+            for (k, v) in &spec.env {
+                field(&mut req, format!("{k}={v}").as_bytes())?;
+            }
+            field(&mut req, spec.command.as_bytes())?;
+            self.send(&req, true)
+        })();
+        if let Err(e) = result {
+            self.unregister(id);
+            return Err(e);
+        }
+        Ok(Supervised {
+            sup: Arc::clone(self),
+            id,
+            rx,
+            pgid: None,
+            exit: None,
+            finished: false,
+        })
+    }
+
+    fn signal(&self, pgid: i32, signal: &str) {
+        let mut req = Vec::new();
+        let _ = field(&mut req, b"0");
+        let _ = field(&mut req, b"kill");
+        let _ = field(&mut req, pgid.to_string().as_bytes());
+        let _ = field(&mut req, signal.as_bytes());
+        let _ = self.send(&req, false);
+        self.wake();
+    }
+
+    /// Ends the instance at once (a call was abandoned before its process group was known).
+    fn kill(&self) {
+        self.shared.dead.store(true, Ordering::Relaxed);
+        if let Ok(mut c) = self.child.lock()
+            && let Some(child) = c.as_mut()
+        {
+            let _ = child.kill();
+        }
+    }
+}
+
+impl Drop for Supervisor {
+    fn drop(&mut self) {
+        if let Ok(mut io) = self.io.lock() {
+            io.stdin = None;
+        }
+        if let Ok(mut c) = self.child.lock()
+            && let Some(mut child) = c.take()
+        {
+            let _ = child.kill();
+            let _ = child.wait();
+        }
+    }
+}
+
+/// The children of process `pid` (its main thread's).
+fn children(pid: u32) -> Vec<u32> {
+    std::fs::read_to_string(format!("/proc/{pid}/task/{pid}/children"))
+        .unwrap_or_default()
+        .split_whitespace()
+        .filter_map(|p| p.parse().ok())
+        .collect()
+}
+
+/// Reads the supervisor's replies and hands each to the call it belongs to; at end of input
+/// (the supervisor died) every waiting call learns it through its closed channel.
+fn read_replies(
+    stdout: std::process::ChildStdout,
+    shared: &Shared,
+    ready: tokio::sync::oneshot::Sender<()>,
+) {
+    let mut ready = Some(ready);
+    for line in BufReader::new(stdout).lines() {
+        let Ok(line) = line else { break };
+        if line == "ready" {
+            if let Some(r) = ready.take() {
+                let _ = r.send(());
+            }
+            continue;
+        }
+        let mut parts = line.split(' ');
+        let (Some(kind), Some(id), Some(n)) = (parts.next(), parts.next(), parts.next()) else {
+            continue;
+        };
+        let (Ok(id), Ok(n)) = (id.parse::<u64>(), n.parse::<i32>()) else {
+            continue;
+        };
+        let reply = match kind {
+            "p" => Reply::Started(n),
+            "x" => Reply::Exited(n),
+            _ => continue,
+        };
+        if let Ok(p) = shared.pending.lock()
+            && let Some(tx) = p.get(&id)
+        {
+            let _ = tx.send(reply);
+        }
+    }
+    shared.dead.store(true, Ordering::Relaxed);
+    if let Ok(mut p) = shared.pending.lock() {
+        p.clear();
+    }
+}
+
+/// A command running in the persistent sandbox.
+#[derive(Debug)]
+pub struct Supervised {
+    sup: Arc<Supervisor>,
+    id: u64,
+    rx: UnboundedReceiver<Reply>,
+    pgid: Option<i32>,
+    exit: Option<i32>,
+    finished: bool,
+}
+
+impl Supervised {
+    /// Waits for the command's end (its whole group gone), for `limit` or for `cancel`
+    /// (then TERM through the supervisor, the grace period, KILL).
+    pub async fn wait(&mut self, limit: Option<Duration>, cancel: &CancellationToken) -> Finished {
+        let sleep = async {
+            match limit {
+                Some(d) => tokio::time::sleep(d).await,
+                None => std::future::pending::<()>().await,
+            }
+        };
+        tokio::pin!(sleep);
+        let mut tick =
+            tokio::time::interval_at(tokio::time::Instant::now() + WAKE_EVERY, WAKE_EVERY);
+        let ending = loop {
+            tokio::select! {
+                _ = tick.tick(), if self.pgid.is_none() => self.sup.wake(),
+                reply = self.rx.recv() => match reply {
+                    Some(Reply::Started(p)) => self.pgid = Some(p),
+                    Some(Reply::Exited(code)) => {
+                        self.done();
+                        return Finished { ending: Ending::Exited, code };
+                    }
+                    None => {
+                        self.done();
+                        return Finished { ending: Ending::SandboxLost, code: 128 + 9 };
+                    }
+                },
+                () = &mut sleep => break Ending::TimedOut,
+                () = cancel.cancelled() => break Ending::Cancelled,
+            }
+        };
+        let code = self.stop().await;
+        Finished { ending, code }
+    }
+
+    /// Waits for the next reply up to `limit`; `false` when none came or the channel closed.
+    async fn next(&mut self, limit: Duration) -> bool {
+        let deadline = tokio::time::Instant::now() + limit;
+        loop {
+            let left = deadline.saturating_duration_since(tokio::time::Instant::now());
+            if left.is_zero() {
+                return false;
+            }
+            match tokio::time::timeout(left.min(WAKE_EVERY), self.rx.recv()).await {
+                Ok(Some(Reply::Started(p))) => {
+                    self.pgid = Some(p);
+                    return true;
+                }
+                Ok(Some(Reply::Exited(code))) => {
+                    self.exit = Some(code);
+                    return true;
+                }
+                Ok(None) => return false,
+                Err(_) => self.sup.wake(),
+            }
+        }
+    }
+
+    /// TERM to the group, the grace period, KILL; returns the leader's exit code.
+    async fn stop(&mut self) -> i32 {
+        let deadline = tokio::time::Instant::now() + Duration::from_secs(1);
+        while self.pgid.is_none() && self.exit.is_none() {
+            let left = deadline.saturating_duration_since(tokio::time::Instant::now());
+            if !self.next(left).await {
+                break;
+            }
+        }
+        for (signal, limit) in [("TERM", KILL_GRACE), ("KILL", Duration::from_secs(5))] {
+            let Some(pgid) = self.pgid else { break };
+            if self.exit.is_some() {
+                break;
+            }
+            self.sup.signal(pgid, signal);
+            let deadline = tokio::time::Instant::now() + limit;
+            while self.exit.is_none() {
+                let left = deadline.saturating_duration_since(tokio::time::Instant::now());
+                if !self.next(left).await {
+                    break;
+                }
+            }
+        }
+        match self.exit {
+            Some(code) => {
+                self.done();
+                code
+            }
+            None => {
+                // The supervisor did not answer: end the instance, and the namespace with it.
+                self.sup.kill();
+                self.done();
+                128 + 9
+            }
+        }
+    }
+
+    fn done(&mut self) {
+        self.finished = true;
+        self.sup.unregister(self.id);
+        self.sup.finished();
+    }
+}
+
+impl Drop for Supervised {
+    fn drop(&mut self) {
+        if self.finished {
+            return;
+        }
+        // The call was abandoned: kill the group (or the whole instance when its id is not
+        // known yet); the supervisor sweeps once nothing else runs.
+        self.sup.unregister(self.id);
+        self.sup.finished();
+        match self.pgid {
+            Some(pgid) => self.sup.signal(pgid, "KILL"),
+            None => self.sup.kill(),
+        }
+    }
+}

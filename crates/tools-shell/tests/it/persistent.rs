@@ -1,0 +1,230 @@
+//! The session's persistent bubblewrap sandbox: calls share one instance, a policy change or
+//! a dead supervisor starts a new one, timeouts and abandoned calls still kill the whole
+//! group, nothing a command starts outlives it (not even outside its group), and nothing
+//! survives the session.
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use serde_json::json;
+use tool_core::PermissionMode;
+use tools_shell::{Mechanism, SandboxSettings, sandbox_instance};
+
+use crate::{Fixture, processes_with, require, survivors};
+
+fn bubblewrap() -> Option<Fixture> {
+    if !require("bubblewrap (bwrap)", tools_shell::bubblewrap().is_some()) {
+        return None;
+    }
+    Some(Fixture::with(
+        PermissionMode::BypassPermissions,
+        &[],
+        SandboxSettings {
+            mechanism: Mechanism::Bubblewrap,
+            ..SandboxSettings::default()
+        },
+    ))
+}
+
+fn alive(pid: u32) -> bool {
+    std::fs::read_to_string(format!("/proc/{pid}/stat")).is_ok_and(|s| {
+        !s.rsplit(')')
+            .next()
+            .unwrap_or("")
+            .trim_start()
+            .starts_with('Z')
+    })
+}
+
+fn ppid(pid: u32) -> Option<u32> {
+    let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).ok()?;
+    stat.rsplit(')')
+        .next()?
+        .split_whitespace()
+        .nth(1)?
+        .parse()
+        .ok()
+}
+
+async fn gone(pid: u32) -> bool {
+    for _ in 0..250 {
+        if !alive(pid) {
+            return true;
+        }
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+    false
+}
+
+#[tokio::test]
+async fn sequential_calls_share_one_instance() {
+    let Some(f) = bubblewrap() else { return };
+    std::fs::create_dir_all(f.root.join("sub")).unwrap();
+    assert_eq!(sandbox_instance(&f.ctx), None);
+    let r = f.bash("echo first").await;
+    assert_eq!(r.text(), "first");
+    assert!(
+        r.data["sandbox"]
+            .as_str()
+            .unwrap()
+            .starts_with("bubblewrap")
+    );
+    let first = sandbox_instance(&f.ctx).unwrap();
+    assert_eq!(first.generation, 1);
+    for i in 0..30 {
+        let r = f.bash(&format!("echo call {i}")).await;
+        assert_eq!(r.text(), format!("call {i}"));
+    }
+    // The working directory still persists, and a failing command reports its status.
+    let r = f.bash("cd sub").await;
+    assert!(!r.is_error, "{}", r.text());
+    let r = f.bash("pwd; exit 3").await;
+    assert!(r.is_error);
+    assert_eq!(r.data["exitCode"], 3);
+    assert!(r.text().ends_with("/sub"), "{}", r.text());
+    assert_eq!(sandbox_instance(&f.ctx), Some(first));
+}
+
+#[tokio::test]
+async fn a_policy_change_restarts_the_instance() {
+    let Some(f) = bubblewrap() else { return };
+    let r = f.bash("true").await;
+    assert!(!r.is_error, "{}", r.text());
+    let first = sandbox_instance(&f.ctx).unwrap();
+    // The network switch.
+    f.ctx.services().insert(Arc::new(SandboxSettings {
+        mechanism: Mechanism::Bubblewrap,
+        network: true,
+        ..SandboxSettings::default()
+    }));
+    let r = f.bash("true").await;
+    assert!(r.data["sandbox"].as_str().unwrap().contains("network on"));
+    let second = sandbox_instance(&f.ctx).unwrap();
+    assert_eq!(second.generation, 2);
+    assert_ne!(second.pid, first.pid);
+    assert!(gone(first.pid).await, "the old instance ended");
+    // A protected path that appears (git init) is bound read-only by a new instance.
+    std::fs::create_dir_all(f.root.join(".git/hooks")).unwrap();
+    let r = f.bash("echo x > .git/hooks/pre-commit").await;
+    assert!(r.is_error, "{}", r.text());
+    assert_eq!(sandbox_instance(&f.ctx).unwrap().generation, 3);
+    // A bound file replaced outside (git rewrites .git/config by renaming) is seen anew.
+    std::fs::write(f.root.join(".git/config"), "old\n").unwrap();
+    let r = f.bash("cat .git/config").await;
+    assert_eq!(r.text(), "old");
+    std::fs::write(f.root.join(".git/config.lock"), "new\n").unwrap();
+    std::fs::rename(f.root.join(".git/config.lock"), f.root.join(".git/config")).unwrap();
+    let r = f.bash("cat .git/config").await;
+    assert_eq!(r.text(), "new");
+}
+
+#[tokio::test]
+async fn a_killed_supervisor_is_replaced() {
+    let Some(f) = bubblewrap() else { return };
+    let r = f.bash("true").await;
+    assert!(!r.is_error, "{}", r.text());
+    let first = sandbox_instance(&f.ctx).unwrap();
+    // Kill the supervisor inside the sandbox (its $0 names it; its parent is the
+    // sandbox's init, whose parent is bubblewrap), not bubblewrap.
+    let ours: Vec<u32> = processes_with("agent-tools-supervisor")
+        .into_iter()
+        .filter(|p| ppid(*p).and_then(ppid) == Some(first.pid))
+        .collect();
+    assert_eq!(ours.len(), 1, "{ours:?}");
+    let _ = std::process::Command::new("kill")
+        .args(["-KILL", &ours[0].to_string()])
+        .status();
+    assert!(gone(first.pid).await, "bubblewrap ends with its supervisor");
+    let r = f.bash("echo again").await;
+    assert_eq!(r.text(), "again", "{}", r.text());
+    let second = sandbox_instance(&f.ctx).unwrap();
+    assert_eq!(second.generation, 2);
+    // bubblewrap itself killed: likewise.
+    let _ = std::process::Command::new("kill")
+        .args(["-KILL", &second.pid.to_string()])
+        .status();
+    assert!(gone(second.pid).await);
+    let r = f.bash("echo third").await;
+    assert_eq!(r.text(), "third", "{}", r.text());
+    assert_eq!(sandbox_instance(&f.ctx).unwrap().generation, 3);
+}
+
+#[tokio::test]
+async fn timeouts_and_abandoned_calls_kill_the_group() {
+    let Some(f) = bubblewrap() else { return };
+    let marker = "1000.0201";
+    let r = f
+        .call(
+            "Bash",
+            json!({"command": format!("sh -c 'sleep {marker} & sleep {marker}'"), "timeout": 500}),
+        )
+        .await;
+    assert!(r.is_error);
+    assert_eq!(r.data["timedOut"], true);
+    assert_eq!(survivors(marker).await, Vec::<u32>::new());
+    // The instance survives a timeout.
+    let r = f.bash("echo still").await;
+    assert_eq!(r.text(), "still");
+    assert_eq!(sandbox_instance(&f.ctx).unwrap().generation, 1);
+    // A call whose future is dropped mid-run.
+    let marker = "1000.0202";
+    let command = format!("sleep {marker}");
+    let call = f.bash(&command);
+    assert!(
+        tokio::time::timeout(Duration::from_millis(500), call)
+            .await
+            .is_err()
+    );
+    assert_eq!(survivors(marker).await, Vec::<u32>::new());
+    let r = f.bash("echo after").await;
+    assert_eq!(r.text(), "after");
+}
+
+#[tokio::test]
+async fn nothing_a_command_starts_outlives_it() {
+    let Some(f) = bubblewrap() else { return };
+    // setsid leaves the command's process group; a double fork leaves its parent.
+    let marker = "1000.0203";
+    let r = f
+        .bash(&format!(
+            "setsid sleep {marker} >/dev/null 2>&1 & (sleep {marker} >/dev/null 2>&1 &) ; echo started"
+        ))
+        .await;
+    assert_eq!(r.text(), "started", "{}", r.text());
+    assert_eq!(survivors(marker).await, Vec::<u32>::new());
+    // Concurrent calls share the instance.
+    let (a, b, c, d) = tokio::join!(
+        f.bash("sleep 0.2; echo 0"),
+        f.bash("echo 1"),
+        f.bash("sleep 0.1; echo 2"),
+        f.bash("echo 3")
+    );
+    for (i, r) in [a, b, c, d].iter().enumerate() {
+        assert_eq!(r.text(), i.to_string());
+    }
+    assert_eq!(sandbox_instance(&f.ctx).unwrap().generation, 1);
+}
+
+#[tokio::test]
+async fn nothing_survives_the_session() {
+    let Some(f) = bubblewrap() else { return };
+    let r = f.bash("echo hi").await;
+    assert_eq!(r.text(), "hi");
+    let instance = sandbox_instance(&f.ctx).unwrap();
+    let live: Vec<_> = std::fs::read_dir(f.state.join("tool-results/test"))
+        .unwrap()
+        .flatten()
+        .map(|e| e.path())
+        .filter(|p| {
+            p.file_name()
+                .unwrap()
+                .to_string_lossy()
+                .starts_with("live-")
+        })
+        .collect();
+    assert_eq!(live.len(), 1);
+    let live = live[0].to_string_lossy().into_owned();
+    drop(f);
+    assert!(gone(instance.pid).await, "bubblewrap ends with the session");
+    assert_eq!(survivors(&live).await, Vec::<u32>::new());
+}
