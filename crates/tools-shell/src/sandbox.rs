@@ -513,29 +513,101 @@ impl Launch {
                 .map_err(|e| ToolError::fatal(format!("cannot start bash: {e}"))),
             #[cfg(target_os = "linux")]
             Launch::Landlock(policy) => {
-                let policy = Arc::clone(policy);
-                let files = writable_files.to_vec();
-                let handle = tokio::runtime::Handle::current();
+                let spawner = landlock_spawner(policy, writable_files)?;
                 let (tx, rx) = tokio::sync::oneshot::channel();
-                std::thread::Builder::new()
-                    .name("agent-tools-sandbox".into())
-                    .spawn(move || {
-                        let result = linux::restrict_thread(&policy, &files).and_then(|()| {
-                            let _guard = handle.enter();
-                            cmd.spawn()
-                                .map_err(|e| ToolError::fatal(format!("cannot start bash: {e}")))
-                        });
-                        let _ = tx.send(result);
-                    })
-                    .map_err(|e| {
-                        ToolError::fatal(format!("cannot start the sandbox thread: {e}"))
-                    })?;
+                spawner
+                    .send((cmd, tokio::runtime::Handle::current(), tx))
+                    .map_err(|_| ToolError::fatal("the sandbox thread is gone"))?;
                 rx.await.map_err(|_| {
                     ToolError::fatal("the sandbox thread ended without starting the command")
                 })?
             }
         }
     }
+}
+
+/// A command for a restricted thread to start, with the runtime to register it with.
+#[cfg(target_os = "linux")]
+type LandlockJob = (
+    Command,
+    tokio::runtime::Handle,
+    tokio::sync::oneshot::Sender<Result<Child, ToolError>>,
+);
+
+/// What a restricted thread was restricted to: the policy, the writable files, the paths
+/// granted (a root holding protected paths is granted entry by entry, so new entries change
+/// them), and the identity (device, inode) of each, since Landlock holds the inode it saw.
+#[cfg(target_os = "linux")]
+type LandlockKey = (
+    SandboxPolicy,
+    Vec<PathBuf>,
+    Vec<(PathBuf, Option<(u64, u64)>)>,
+);
+
+/// A thread restricted to `policy` and `files` that starts commands: restricting a new
+/// thread per command (building the ruleset, walking roots that hold protected paths) cost
+/// more than a short command. Threads are kept per policy and set of files (a session's
+/// slots reuse the same files), at most 32, the oldest dropped first.
+#[cfg(target_os = "linux")]
+fn landlock_spawner(
+    policy: &SandboxPolicy,
+    files: &[PathBuf],
+) -> Result<std::sync::mpsc::Sender<LandlockJob>, ToolError> {
+    use std::os::unix::fs::MetadataExt;
+    use std::sync::Mutex;
+    use std::sync::mpsc;
+    type Spawners = Mutex<Vec<(LandlockKey, mpsc::Sender<LandlockJob>)>>;
+    static SPAWNERS: Spawners = Mutex::new(Vec::new());
+    let grants = if policy.mode == SandboxMode::WorkspaceWrite {
+        linux::write_grants(policy)
+    } else {
+        Vec::new()
+    };
+    let identity = grants
+        .iter()
+        .chain(&policy.protected)
+        .chain(files)
+        .map(|p| {
+            let id = std::fs::metadata(p).ok().map(|m| (m.dev(), m.ino()));
+            (p.clone(), id)
+        })
+        .collect();
+    let key: LandlockKey = (policy.clone(), files.to_vec(), identity);
+    let mut spawners = SPAWNERS
+        .lock()
+        .map_err(|_| ToolError::fatal("internal error: the sandbox thread table is poisoned"))?;
+    if let Some((_, tx)) = spawners.iter().find(|(k, _)| *k == key) {
+        return Ok(tx.clone());
+    }
+    let (tx, rx) = mpsc::channel::<LandlockJob>();
+    let (ready_tx, ready_rx) = mpsc::channel();
+    let (policy, files) = (key.0.clone(), key.1.clone());
+    std::thread::Builder::new()
+        .name("agent-tools-sandbox".into())
+        .spawn(move || {
+            let restricted = linux::restrict_thread(&policy, &files);
+            let ok = restricted.is_ok();
+            let _ = ready_tx.send(restricted);
+            if !ok {
+                return;
+            }
+            for (mut cmd, handle, reply) in rx {
+                let _guard = handle.enter();
+                let _ = reply.send(
+                    cmd.spawn()
+                        .map_err(|e| ToolError::fatal(format!("cannot start bash: {e}"))),
+                );
+            }
+        })
+        .map_err(|e| ToolError::fatal(format!("cannot start the sandbox thread: {e}")))?;
+    ready_rx
+        .recv()
+        .map_err(|_| ToolError::fatal("the sandbox thread ended before restricting itself"))??;
+    if spawners.len() >= 32 {
+        spawners.remove(0);
+    }
+    spawners.push((key, tx.clone()));
+    Ok(tx)
 }
 
 #[cfg(target_os = "linux")]
