@@ -55,7 +55,8 @@ use tool_core::ToolError;
 use crate::process::{ENV, Ending, Finished, KILL_GRACE, RunSpec, bash_path, startup_file};
 use crate::sandbox::{Launch, SandboxPolicy};
 
-/// The supervisor, run as `bash -c SCRIPT supervisor BASH STARTUP GRACE_TICKS` (bash 5.1 or
+/// The supervisor, run as `bash -c SCRIPT supervisor BASH STARTUP GRACE_TICKS SLOT_DIR`
+/// (OUTPUT and CWD_FILE of a request are relative to SLOT_DIR unless absolute; bash 5.1 or
 /// later, for `wait -n -p`).
 ///
 /// `set -m` gives each command a process group of its own: the forked subshell enters the
@@ -77,7 +78,7 @@ use crate::sandbox::{Launch, SandboxPolicy};
 /// process of the user.
 const SCRIPT: &str = r#"exec 2>/dev/null
 set -m
-__b=$1 __e=$2 __g=$3
+__b=$1 __e=$2 __g=$3 __l=$4
 __w=
 read -r __w </proc/1/comm
 [[ $$ == 2 && $__w == bwrap ]] || __w=
@@ -138,6 +139,8 @@ __request() {
       (( __n-- ))
     done
     IFS= read -r -d '' __x || return 1
+    [[ $__o == /* ]] || __o=$__l/$__o
+    [[ -z $__c || $__c == /* ]] || __c=$__l/$__c
     (
       trap - URG
       if ! cd -- "$__d"; then
@@ -325,6 +328,7 @@ impl Supervisor {
         argv.push(bash_path().into_os_string());
         argv.push(startup.as_os_str().to_owned());
         argv.push((KILL_GRACE.as_millis() / 20).to_string().into());
+        argv.push(key.live.as_os_str().to_owned());
         let mut cmd = Command::new(&argv[0]);
         cmd.args(&argv[1..])
             .current_dir("/")
@@ -471,9 +475,15 @@ impl Supervisor {
             field(&mut req, id.to_string().as_bytes())?;
             field(&mut req, b"run")?;
             field(&mut req, spec.cwd.as_os_str().as_bytes())?;
-            field(&mut req, spec.output.as_os_str().as_bytes())?;
-            let cwd_file = spec.cwd_file.as_deref().unwrap_or(Path::new(""));
-            field(&mut req, cwd_file.as_os_str().as_bytes())?;
+            // Files in the slot directory go by their name: bash reads a pipe a byte at a
+            // time, so every byte of a request costs a system call.
+            let short = |p: &Path| -> Vec<u8> {
+                let rel = p.strip_prefix(&self.key.live).unwrap_or(p);
+                rel.as_os_str().as_bytes().to_vec()
+            };
+            field(&mut req, &short(&spec.output))?;
+            let cwd_file = spec.cwd_file.as_deref().map(short).unwrap_or_default();
+            field(&mut req, &cwd_file)?;
             field(&mut req, spec.env.len().to_string().as_bytes())?;
             for (k, v) in &spec.env {
                 field(&mut req, format!("{k}={v}").as_bytes())?;
