@@ -64,6 +64,10 @@
 //! - Under Landlock (no bubblewrap), a writable root that holds protected paths (`.git`,
 //!   shell start-up files) is granted entry by entry, because Landlock rules only add access:
 //!   new entries can be created in its subdirectories but not directly in it.
+//! - The persistent bubblewrap sandbox needs bash 5.1 or later (`wait -n -p`), as on every
+//!   current distribution. A foreground command pays one fork of the supervisor plus the
+//!   `bash -c` start: about 1 ms more than an unsandboxed call (see `cargo xtask bench
+//!   bash-200`).
 //! - With the network off, a background server's port lives in the sandbox's own network
 //!   namespace (bubblewrap) or cannot be bound (Landlock), so `ready_port` needs
 //!   `sandbox.network: true`.
