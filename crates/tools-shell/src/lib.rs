@@ -48,8 +48,9 @@
 //!   bound only the call's own files. A command can write another running call's output or
 //!   working-directory file in the same session — data the same sandboxed model could write
 //!   through its own command anyway; the working directory read back is still checked to be
-//!   inside the working directories. The shell start-up file every command reads is bound
-//!   read-only.
+//!   inside the working directories. The start-up code every command runs travels in
+//!   bash's arguments, not in a file, so no command can rewrite what the next ones run first
+//!   (a shared file in the temporary directory was writable under Landlock).
 //! - Kills go through the supervisor (the sandbox has its own pid namespace, which is kept:
 //!   without it `/proc/PID/root` of the user's other processes would lead out of the
 //!   sandbox). If the supervisor does not answer, the instance is killed, and its pid

@@ -7,7 +7,6 @@ use std::ffi::OsString;
 use std::fs::File;
 use std::path::{Path, PathBuf};
 use std::process::{ExitStatus, Stdio};
-use std::sync::OnceLock;
 use std::time::Duration;
 
 use rustix::process::{Pid, Signal, kill_process_group, test_kill_process_group};
@@ -20,7 +19,7 @@ use crate::sandbox::Launch;
 /// After SIGTERM, the group has this long before SIGKILL.
 pub const KILL_GRACE: Duration = Duration::from_secs(2);
 
-/// The start-up file bash reads (through `BASH_ENV`) before the command: it records the
+/// The start-up code bash runs before the command (see [`inline_script`]): it records the
 /// working directory at exit, so `cd` persists across calls, without touching the command
 /// text itself (which is passed to `bash -c` as one argument, never quoted into a string).
 /// The directory is written only when it changed, which keeps the common call cheap.
@@ -106,26 +105,10 @@ pub struct Local {
     done: bool,
 }
 
-/// Writes the start-up file once per process, in the temporary directory.
-pub(crate) fn startup_file() -> Result<&'static Path, ToolError> {
-    static FILE: OnceLock<Result<PathBuf, String>> = OnceLock::new();
-    let made = FILE.get_or_init(|| {
-        let dir = std::env::temp_dir().join(format!("agent-tools-{}", std::process::id()));
-        let path = dir.join("bash-startup.sh");
-        std::fs::create_dir_all(&dir)
-            .and_then(|()| std::fs::write(&path, STARTUP))
-            .map(|()| path)
-            .map_err(|e| {
-                format!(
-                    "cannot write the shell start-up file in {}: {e}",
-                    dir.display()
-                )
-            })
-    });
-    match made {
-        Ok(p) => Ok(p.as_path()),
-        Err(e) => Err(ToolError::fatal(e.clone())),
-    }
+/// The script bash runs with `-c`: the start-up code, then the command, which arrives as the
+/// next argument (`$1`) and is run with `eval`.
+pub(crate) fn inline_script() -> String {
+    format!("{STARTUP}__agent_tools_c=$1; shift; eval \"$__agent_tools_c\"")
 }
 
 /// Finds `bash`: `/bin/bash` or `/usr/bin/bash`, else the first on `PATH`.
@@ -139,12 +122,19 @@ pub fn bash_path() -> PathBuf {
 }
 
 /// Builds the command line: the launcher's prefix (bubblewrap, or nothing), then
-/// `bash -c COMMAND`.
+/// `bash -c 'STARTUP; eval "$1"' bash COMMAND`.
+///
+/// The start-up code travels in the argument, not in a `BASH_ENV` file: under Landlock the
+/// temporary directory is writable, so a sandboxed command could have rewritten a shared
+/// start-up file and planted code that a later unsandboxed call would run. The command is
+/// still one argument of its own, never quoted into the script; `eval` runs it as `-c`
+/// would (only a syntax error's prefix reads `eval:` instead of `-c:`).
 fn command_line(spec: &RunSpec, launch: &Launch) -> Result<Command, ToolError> {
-    let startup = startup_file()?;
     let mut argv: Vec<OsString> = launch.prefix(&spec.cwd, &spec.writable_files());
     argv.push(bash_path().into_os_string());
     argv.push("-c".into());
+    argv.push(inline_script().into());
+    argv.push("bash".into());
     argv.push(spec.command.clone().into());
     let mut cmd = Command::new(&argv[0]);
     cmd.args(&argv[1..]);
@@ -159,7 +149,8 @@ fn command_line(spec: &RunSpec, launch: &Launch) -> Result<Command, ToolError> {
     for (k, v) in ENV {
         cmd.env(k, v);
     }
-    cmd.env("BASH_ENV", startup);
+    // An inherited BASH_ENV would be read before the command; the start-up code is inline.
+    cmd.env_remove("BASH_ENV");
     match &spec.cwd_file {
         Some(f) => cmd.env("AGENT_TOOLS_CWD_FILE", f),
         None => cmd.env_remove("AGENT_TOOLS_CWD_FILE"),

@@ -485,15 +485,6 @@ impl Launch {
         for p in &policy.protected {
             push(&["--ro-bind".as_ref(), p.as_os_str(), p.as_os_str()]);
         }
-        // The start-up file every command reads sits in the temporary directory, a writable
-        // root: a command must not rewrite what the next commands run first.
-        if let Ok(startup) = crate::process::startup_file() {
-            push(&[
-                "--ro-bind".as_ref(),
-                startup.as_os_str(),
-                startup.as_os_str(),
-            ]);
-        }
         if !policy.network {
             push(&["--unshare-net".as_ref()]);
         }

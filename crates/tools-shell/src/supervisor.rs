@@ -52,10 +52,11 @@ use tokio::sync::mpsc::{UnboundedReceiver, UnboundedSender, unbounded_channel};
 use tokio_util::sync::CancellationToken;
 use tool_core::ToolError;
 
-use crate::process::{ENV, Ending, Finished, KILL_GRACE, RunSpec, bash_path, startup_file};
+use crate::process::{ENV, Ending, Finished, KILL_GRACE, RunSpec, bash_path, inline_script};
 use crate::sandbox::{Launch, SandboxPolicy};
 
-/// The supervisor, run as `bash -c SCRIPT supervisor BASH STARTUP GRACE_TICKS SLOT_DIR`
+/// The supervisor, run as `bash -c SCRIPT supervisor BASH INLINE GRACE_TICKS SLOT_DIR`
+/// (INLINE: [`inline_script`], which each command runs as `bash -c INLINE bash COMMAND`)
 /// (OUTPUT and CWD_FILE of a request are relative to SLOT_DIR unless absolute; bash 5.1 or
 /// later, for `wait -n -p`).
 ///
@@ -149,7 +150,7 @@ __request() {
       fi
       for __kv in "${__v[@]}"; do export "$__kv"; done
       exec </dev/null >"$__o" 2>&1 {__z}>&-
-      BASH_ENV=$__e AGENT_TOOLS_CWD_FILE=$__c exec "$__b" -c "$__x"
+      AGENT_TOOLS_CWD_FILE=$__c exec "$__b" -c "$__e" bash "$__x"
     ) &
     __jobs[$!]=$__id
     echo "p $__id $!"
@@ -220,7 +221,6 @@ impl Key {
             .chain(&policy.protected)
             .map(PathBuf::as_path)
             .chain([live])
-            .chain(startup_file().ok())
             .map(|p| std::fs::metadata(p).ok().map(|m| (m.dev(), m.ino())))
             .collect();
         Key {
@@ -317,7 +317,6 @@ impl Supervisor {
     /// Starts bubblewrap with `key`'s policy and the supervisor in it, and waits until the
     /// supervisor is ready.
     pub async fn start(key: Key) -> Result<Supervisor, ToolError> {
-        let startup = startup_file()?;
         let launch = Launch::Bubblewrap(Arc::new(key.policy.clone()));
         let mut argv: Vec<OsString> =
             launch.prefix(Path::new("/"), std::slice::from_ref(&key.live));
@@ -326,7 +325,7 @@ impl Supervisor {
         argv.push(SCRIPT.into());
         argv.push("agent-tools-supervisor".into());
         argv.push(bash_path().into_os_string());
-        argv.push(startup.as_os_str().to_owned());
+        argv.push(inline_script().into());
         argv.push((KILL_GRACE.as_millis() / 20).to_string().into());
         argv.push(key.live.as_os_str().to_owned());
         let mut cmd = Command::new(&argv[0]);

@@ -178,6 +178,38 @@ async fn landlock_enforces_network() {
     network_rules(Mechanism::Landlock).await;
 }
 
+/// No file in a writable root holds code that later commands run first: what one command
+/// plants in the temporary directory stays inert.
+async fn nothing_planted_runs_later(mechanism: Mechanism) {
+    if !available(mechanism) {
+        return;
+    }
+    let f = Fixture::with(
+        PermissionMode::BypassPermissions,
+        &[],
+        settings(mechanism, SandboxMode::WorkspaceWrite, false),
+    );
+    let plant = r#"n=0; for f in "${TMPDIR:-/tmp}"/agent-tools-*/*.sh; do [ -f "$f" ] && echo 'echo PLANTED' >> "$f" && n=$((n+1)); done; echo "planted in $n"; echo "[$BASH_ENV]""#;
+    let r = f.bash(plant).await;
+    assert!(!r.is_error, "{}", r.text());
+    assert!(r.text().contains("[]"), "{}", r.text());
+    for _ in 0..2 {
+        let r = f.bash("echo hi").await;
+        assert!(!r.is_error, "{}", r.text());
+        assert!(!r.text().contains("PLANTED"), "{}", r.text());
+    }
+}
+
+#[tokio::test]
+async fn landlock_commands_cannot_plant_code_for_later_calls() {
+    nothing_planted_runs_later(Mechanism::Landlock).await;
+}
+
+#[tokio::test]
+async fn bubblewrap_commands_cannot_plant_code_for_later_calls() {
+    nothing_planted_runs_later(Mechanism::Bubblewrap).await;
+}
+
 #[tokio::test]
 async fn dangerously_disable_sandbox_needs_settings_and_approval() {
     if !available(Mechanism::Bubblewrap) && !available(Mechanism::Landlock) {
