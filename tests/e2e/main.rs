@@ -25,7 +25,9 @@ use tempfile::TempDir;
 const FIXED_MTIME: Duration = Duration::from_secs(1_600_000_000);
 
 /// The `agent-tools` binary next to this test binary (`<target>/<profile>/deps/e2e-*`),
-/// built once with `cargo build -p agent-tools` when it is missing.
+/// built once with `cargo build -p agent-tools` when it is missing (`cargo xtask ci` builds
+/// it before the tests, so a stale one is never driven there; run that build yourself before
+/// `cargo test -p tests`).
 pub fn binary() -> &'static Path {
     static BINARY: OnceLock<PathBuf> = OnceLock::new();
     BINARY.get_or_init(|| {

@@ -129,17 +129,23 @@ fn steps(peers_dir: &Path) -> Vec<Step> {
         },
         Step {
             name: "tests",
-            action: Action::Commands(vec![with_peers_env(
-                cargo(&[
-                    "nextest",
-                    "run",
-                    "--workspace",
-                    "--all-features",
-                    "--profile",
-                    "ci",
-                ]),
-                peers_dir,
-            )]),
+            // The end-to-end tests run `<target>/debug/agent-tools`, which nextest does not
+            // build (no test of that package needs it): build it first, or they would drive
+            // whatever binary an earlier build left there.
+            action: Action::Commands(vec![
+                cargo(&["build", "-p", "agent-tools"]),
+                with_peers_env(
+                    cargo(&[
+                        "nextest",
+                        "run",
+                        "--workspace",
+                        "--all-features",
+                        "--profile",
+                        "ci",
+                    ]),
+                    peers_dir,
+                ),
+            ]),
         },
         Step {
             name: "doc tests",
