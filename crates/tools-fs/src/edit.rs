@@ -17,7 +17,7 @@ use crate::common::{self, create_parents, existing_file, unchanged_since, write_
 use crate::diff::{Hunk, Span, hunks_for_spans, unified};
 use crate::large_edit::locate_streamed;
 use crate::matching::{MatchKind, apply_edit, locate_edit};
-use crate::text::{TextFile, decode_vec};
+use crate::text::{Encoding, TextFile, decode_vec};
 
 /// Files larger than this are not edited.
 pub const MAX_EDIT_FILE: u64 = 1024 * 1024 * 1024;
@@ -215,7 +215,8 @@ fn run_edits(
     // spliced in (the unchanged ranges copied by the kernel): its new text is never built.
     let spliced = n == 1
         && !created
-        && matches!(file.encode(""), std::borrow::Cow::Borrowed(_))
+        && file.encoding == Encoding::Utf8
+        && !file.bom
         && original.len() as u64 > SPLICE_FROM
         && !ctx.lsp().has_server_for(&target);
     let mut current: Option<String> = None;
@@ -281,23 +282,16 @@ fn run_edits(
         {
             return Err(ToolError::respond(UNCHANGED));
         }
-        let content = Content::Spliced {
+        let hunks = hunks_for_spans(&original, &spans);
+        let hash = spliced_hash(&original, &spans);
+        let splice = Splice {
             source,
             len: original.len() as u64,
             spans: &spans,
+            hunks,
+            hash,
         };
-        write_atomic_content(&target, content, meta.as_ref(), || {
-            unchanged_since(&target, meta.as_ref())
-        })?;
-        common::record_write(ctx, &key, spliced_hash(&original, &spans));
-        let structured_patch = hunks_for_spans(&original, &spans);
-        let diff = unified(&shown, &structured_patch);
-        // No language server handles the file (checked above): no text to hand over.
-        return Ok((
-            edit_output(shown, applied, structured_patch, diff, false),
-            target,
-            String::new(),
-        ));
+        return finish_spliced(ctx, &target, &shown, &key, meta.as_ref(), splice, applied);
     }
     let text = current.unwrap_or_else(|| original.clone());
     if !created && text == original {
@@ -365,16 +359,6 @@ fn try_streamed(
     if span.end - span.start == edit.old_string.len() && span.replacement == edit.old_string {
         return Err(ToolError::respond(UNCHANGED));
     }
-    let content = Content::Spliced {
-        source: &source,
-        len: meta.len(),
-        spans: std::slice::from_ref(span),
-    };
-    write_atomic_content(target, content, Some(meta), || {
-        unchanged_since(target, Some(meta))
-    })?;
-    common::record_write(ctx, key, None);
-    let diff = unified(shown, &found.hunks);
     let applied = vec![AppliedEdit {
         old_string: edit.old_string.clone(),
         new_string: edit.new_string.clone(),
@@ -382,9 +366,48 @@ fn try_streamed(
         matched_by: MatchKind::Exact,
         replacements: 1,
     }];
-    let output = edit_output(shown.to_owned(), applied, found.hunks, diff, false);
-    // No language server handles the file (checked above): no text to hand over.
-    Ok(Some((output, target.to_path_buf(), String::new())))
+    let splice = Splice {
+        source: &source,
+        len: meta.len(),
+        spans: std::slice::from_ref(span),
+        hunks: found.hunks,
+        // Over HASH_LIMIT afterwards (checked above): decided by time and size.
+        hash: None,
+    };
+    finish_spliced(ctx, target, shown, key, Some(meta), splice, applied).map(Some)
+}
+
+/// A spliced write: the original file, the replaced spans, the diff and the ledger hash of
+/// the new content (none above [`common::HASH_LIMIT`]).
+struct Splice<'a> {
+    source: &'a std::fs::File,
+    len: u64,
+    spans: &'a [Span],
+    hunks: Vec<Hunk>,
+    hash: Option<u64>,
+}
+
+/// Writes `splice` atomically, records it in the ledger and builds the output. Only taken
+/// when no language server handles the file, so there is no new text to hand over.
+fn finish_spliced(
+    ctx: &ToolContext,
+    target: &Path,
+    shown: &str,
+    key: &Path,
+    meta: Option<&std::fs::Metadata>,
+    splice: Splice<'_>,
+    applied: Vec<AppliedEdit>,
+) -> Result<(EditOutput, PathBuf, String), ToolError> {
+    let content = Content::Spliced {
+        source: splice.source,
+        len: splice.len,
+        spans: splice.spans,
+    };
+    write_atomic_content(target, content, meta, || unchanged_since(target, meta))?;
+    common::record_write(ctx, key, splice.hash);
+    let diff = unified(shown, &splice.hunks);
+    let output = edit_output(shown.to_owned(), applied, splice.hunks, diff, false);
+    Ok((output, target.to_path_buf(), String::new()))
 }
 
 /// Files at least this large that are edited once are written by [`Content::Spliced`].
