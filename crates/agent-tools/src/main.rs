@@ -117,6 +117,10 @@ pub(crate) fn usage(message: impl Into<String>) -> anyhow::Error {
 }
 
 fn main() -> ExitCode {
+    // This binary is also the persistent sandbox's supervisor, run inside bubblewrap.
+    if let Some(code) = tools_shell::sandbox_supervisor_entry() {
+        return code;
+    }
     let cli = Cli::parse();
     let runtime = match tokio::runtime::Builder::new_multi_thread()
         .enable_all()

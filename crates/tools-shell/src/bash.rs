@@ -281,7 +281,9 @@ impl TypedTool for Bash {
             // Foreground commands share the session's persistent sandbox (see the crate
             // documentation); background ones get a sandbox of their own.
             #[cfg(target_os = "linux")]
-            sandbox::Launch::Bubblewrap(policy) => {
+            sandbox::Launch::Bubblewrap(policy)
+                if crate::inside::supervisor_program().is_some() =>
+            {
                 process::Running::Supervised(session.run_supervised(policy, &spec).await?)
             }
             launch => process::spawn(&spec, launch).await?,

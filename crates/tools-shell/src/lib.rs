@@ -22,12 +22,15 @@
 //!
 //! Starting bubblewrap costs several milliseconds, more than a short command. So foreground
 //! Bash calls of a session share one bubblewrap instance per policy ([`sandbox_instance`]
-//! shows it): a small bash supervisor inside it forks each command into a process group of
-//! its own (see the `supervisor` module). It is started on first use, started anew when the
-//! policy changes (mode, network, writable roots, a protected path that appeared, a bound
-//! path replaced outside) or when it died, and it ends with the session (its pipe closes,
-//! bubblewrap is killed, `--die-with-parent` covers this process dying). Background
-//! commands and Monitor keep a sandbox of their own.
+//! shows it): a small supervisor inside it spawns each command into a process group of its
+//! own (see the `supervisor` and `inside` modules). The supervisor is the host binary run
+//! again inside bubblewrap: a host calls [`sandbox_supervisor_entry`] first thing in `main`
+//! (agent-tools does), or names a program with [`set_supervisor_program`]; without one,
+//! each foreground command gets a bubblewrap of its own. The instance is started on first
+//! use, started anew when the policy changes (mode, network, writable roots, a protected
+//! path that appeared, a bound path replaced outside) or when it died, and it ends with the
+//! session (its pipe closes, bubblewrap is killed, `--die-with-parent` covers this process
+//! dying). Background commands and Monitor keep a sandbox of their own.
 //!
 //! Sharing the instance is as safe as one instance per call:
 //! - Every command gets the same mounts, namespaces and network policy it would have had
@@ -65,10 +68,10 @@
 //! - Under Landlock (no bubblewrap), a writable root that holds protected paths (`.git`,
 //!   shell start-up files) is granted entry by entry, because Landlock rules only add access:
 //!   new entries can be created in its subdirectories but not directly in it.
-//! - The persistent bubblewrap sandbox needs bash 5.1 or later (`wait -n -p`), as on every
-//!   current distribution. A foreground command pays one fork of the supervisor plus the
-//!   `bash -c` start: about 1 ms more than an unsandboxed call (see `cargo xtask bench
-//!   bash-200`).
+//! - A foreground command in the persistent bubblewrap sandbox costs about what an
+//!   unsandboxed one does: a `posix_spawn` of `bash -c` by the supervisor and two short
+//!   messages on its pipes (see `cargo xtask bench bash-200`). The persistent sandbox needs
+//!   pidfds (Linux 5.3).
 //! - With the network off, a background server's port lives in the sandbox's own network
 //!   namespace (bubblewrap) or cannot be bound (Landlock), so `ready_port` needs
 //!   `sandbox.network: true`.
@@ -101,6 +104,8 @@
 //! ```
 
 mod bash;
+#[cfg(target_os = "linux")]
+mod inside;
 #[cfg(feature = "monitor")]
 mod monitor;
 mod output;
@@ -121,6 +126,8 @@ pub use bash::{
     Bash, BashInput, BashOutput, DEFAULT_READY_TIMEOUT, DEFAULT_TIMEOUT, MAX_TIMEOUT,
     interpret_exit,
 };
+#[cfg(target_os = "linux")]
+pub use inside::{SUPERVISOR_ARG, sandbox_supervisor_entry, set_supervisor_program};
 #[cfg(feature = "monitor")]
 pub use monitor::{MONITOR_LIMIT, Monitor, MonitorInput, MonitorOutput};
 pub use output::MAX_OUTPUT_CHARS;
@@ -138,6 +145,12 @@ pub use task_tools::{
     TaskStopInput,
 };
 pub use tasks::{Readiness, ReadyOutcome, ShellTaskSpec, ShellTasks};
+
+/// Elsewhere there is no persistent sandbox to supervise.
+#[cfg(not(target_os = "linux"))]
+pub fn sandbox_supervisor_entry() -> Option<std::process::ExitCode> {
+    None
+}
 
 /// Every tool of this crate compiled in, ready for a pool: Bash and TaskOutput, plus
 /// TaskStop with the `task-stop` feature and Monitor with `monitor`.

@@ -1,18 +1,22 @@
 //! The persistent bubblewrap sandbox of a session: one `bwrap` per session and policy,
-//! started on first use, running a small bash supervisor ([`SCRIPT`]) that reads commands
-//! from a pipe and runs each in its own process group inside the sandbox.
+//! started on first use, running the supervisor (the `inside` module, run by the host binary
+//! itself) that reads commands from a pipe and runs each in its own process group inside
+//! the sandbox.
 //!
 //! Starting bubblewrap costs several milliseconds (namespaces, mounts); a Bash call of
-//! `true` costs about one. The supervisor keeps the sandbox and forks per command instead.
+//! `true` costs about one. The supervisor keeps the sandbox and spawns per command instead.
 //!
 //! # Protocol
 //!
 //! Requests are NUL-terminated fields on the supervisor's stdin:
-//! - `ID run DIR OUTPUT CWD_FILE N K=V… COMMAND`: a forked subshell (a new process group)
-//!   enters DIR, sets the variables, points stdin at `/dev/null` and stdout and stderr at
-//!   OUTPUT, and execs `bash -c COMMAND`; the supervisor reports `p ID PGID`. When the
-//!   group's leader has exited and the rest of its group is gone (TERM, the grace period,
-//!   KILL for what the command left behind) it reports `x ID STATUS`.
+//! - `ID run DIR OUTPUT CWD_FILE N K=V… COMMAND`: the command starts in a new process group,
+//!   in DIR, with the variables set, stdin from `/dev/null` and stdout and stderr to OUTPUT
+//!   (OUTPUT and CWD_FILE are relative to the slot directory unless absolute), as
+//!   `bash -c INLINE bash COMMAND`; the supervisor reports `p ID PGID`. When the group's
+//!   leader has exited and the rest of its group is gone (TERM, the grace period, KILL for
+//!   what the command left behind) it reports `x ID STATUS`. A command that cannot start
+//!   gets `x ID 126` (its directory cannot be entered) or `x ID 127`, with the reason in
+//!   its output.
 //! - `ID kill PGID SIGNAL`: signals a command's process group (timeouts, cancellation).
 //!
 //! When no command is left, before the last exit is reported, the supervisor kills every
@@ -54,150 +58,6 @@ use tool_core::ToolError;
 
 use crate::process::{ENV, Ending, Finished, KILL_GRACE, RunSpec, bash_path, inline_script};
 use crate::sandbox::{Launch, SandboxPolicy};
-
-/// The supervisor, run as `bash -c SCRIPT supervisor BASH INLINE GRACE_TICKS SLOT_DIR`
-/// (INLINE: [`inline_script`], which each command runs as `bash -c INLINE bash COMMAND`)
-/// (OUTPUT and CWD_FILE of a request are relative to SLOT_DIR unless absolute; bash 5.1 or
-/// later, for `wait -n -p`).
-///
-/// `set -m` gives each command a process group of its own: the forked subshell enters the
-/// directory, redirects and execs `bash -c` (one fork per command, as from a shell loop).
-/// While commands run, the supervisor sits in `wait -n`, which returns when a child exits
-/// or when SIGURG arrives: this process sends that signal after a request (bash does not
-/// run traps while blocked in `read`, so a `CHLD` trap would not do). `wait -n -p` reports
-/// the job that ended; a job bash cleaned up already (starting another job does that) is
-/// not reported, so after each return every tracked child is checked with `kill -0`, and one
-/// that is gone is collected with `wait -n -p PID` (still a job) or `wait PID` (bash kept its
-/// status). The signal is sent only when other commands run: a sequential call finds the
-/// supervisor reading, and an interrupted `wait -n` is then never in doubt. With nothing running it
-/// blocks reading the next request. A command that left processes in its group gets a
-/// cleaner subshell (TERM, the grace period, KILL), reported when it is done. `read -t` on
-/// a pipe nobody writes (`{__z}`, opened read-write) is a sleep without a process. When the
-/// last command is gone, before its exit is reported, every other process of the sandbox
-/// but its init is killed (the sweep) — only when the supervisor is pid 2 under bubblewrap's
-/// init, that is inside its own pid namespace: anywhere else the sweep would kill every
-/// process of the user.
-const SCRIPT: &str = r#"exec 2>/dev/null
-set -m
-__b=$1 __e=$2 __g=$3 __l=$4
-__w=
-read -r __w </proc/1/comm
-[[ $$ == 2 && $__w == bwrap ]] || __w=
-exec {__z}<> <(:)
-declare -A __jobs=() __cleaners=() __tries=()
-trap : URG
-__done() {
-  if [[ -n $__w ]] && (( ${#__jobs[@]} + ${#__cleaners[@]} == 0 )); then
-    for __d in /proc/[0-9]*; do
-      __q=${__d#/proc/}
-      [[ $__q == 1 || $__q == "$$" ]] || kill -KILL "$__q"
-    done
-  fi
-  echo "x $1"
-}
-__exited() {
-  if [[ -n ${__jobs[$1]} ]]; then
-    __id=${__jobs[$1]}
-    unset "__jobs[$1]"
-    if kill -TERM -- "-$1"; then
-      (
-        __i=0
-        while kill -0 -- "-$1" && (( __i < __g )); do
-          read -t 0.02 -u "$__z"
-          (( __i++ ))
-        done
-        __i=0
-        while kill -KILL -- "-$1" && (( __i < 500 )); do
-          read -t 0.01 -u "$__z"
-          (( __i++ ))
-        done
-      ) &
-      __cleaners[$!]="$__id $2"
-    else
-      __done "$__id $2"
-    fi
-  elif [[ -n ${__cleaners[$1]} ]]; then
-    __r=${__cleaners[$1]}
-    unset "__cleaners[$1]"
-    __done "$__r"
-  fi
-}
-__request() {
-  __id=
-  IFS= read -r -d '' __id
-  __r=$?
-  (( __r > 128 )) && [[ -z $__id ]] && return 0
-  (( __r == 0 )) || return 1
-  IFS= read -r -d '' __op || return 1
-  case $__op in
-  run)
-    IFS= read -r -d '' __d && IFS= read -r -d '' __o && IFS= read -r -d '' __c &&
-      IFS= read -r -d '' __n || return 1
-    __v=()
-    while (( __n > 0 )); do
-      IFS= read -r -d '' __kv || return 1
-      __v+=("$__kv")
-      (( __n-- ))
-    done
-    IFS= read -r -d '' __x || return 1
-    [[ $__o == /* ]] || __o=$__l/$__o
-    [[ -z $__c || $__c == /* ]] || __c=$__l/$__c
-    (
-      trap - URG
-      if ! cd -- "$__d"; then
-        printf 'The working directory %s cannot be entered inside the sandbox.\n' "$__d" >"$__o"
-        exit 126
-      fi
-      for __kv in "${__v[@]}"; do export "$__kv"; done
-      exec </dev/null >"$__o" 2>&1 {__z}>&-
-      AGENT_TOOLS_CWD_FILE=$__c exec "$__b" -c "$__e" bash "$__x"
-    ) &
-    __jobs[$!]=$__id
-    echo "p $__id $!"
-    ;;
-  kill)
-    IFS= read -r -d '' __p && IFS= read -r -d '' __s || return 1
-    kill -s "$__s" -- "-$__p"
-    ;;
-  esac
-  return 0
-}
-echo ready
-while :; do
-  if (( ${#__jobs[@]} + ${#__cleaners[@]} )) && ! read -t 0; then
-    __q=
-    wait -n -p __q
-    __s=$?
-    [[ -n $__q && $__s != 151 ]] && __exited "$__q" "$__s"
-    __k=${#__jobs[@]}${#__cleaners[@]}
-    for __p in "${!__jobs[@]}" "${!__cleaners[@]}"; do
-      kill -0 "$__p" && continue
-      __q=
-      wait -n -p __q "$__p"
-      __s=$?
-      if [[ $__q != "$__p" ]]; then
-        (( __s > 128 )) && continue
-        wait "$__p"
-        __s=$?
-        # 151 is what an interrupted wait returns; a command that really exited with it is
-        # believed on the third look.
-        if [[ $__s == 151 ]] && (( ++__tries[$__p] < 3 )); then
-          continue
-        fi
-      fi
-      unset "__tries[$__p]"
-      __exited "$__p" "$__s"
-    done
-    [[ $__s == 127 && $__k == "${#__jobs[@]}${#__cleaners[@]}" ]] && read -t 0.01 -u "$__z"
-    continue
-  fi
-  __request || break
-done
-"#;
-
-/// How often a call that waits for an answer wakes the supervisor again: a SIGURG that
-/// lands just before it enters `wait -n` is lost until a child exits.
-const WAKE_EVERY: Duration = Duration::from_millis(10);
 
 /// How long bubblewrap and the supervisor may take to start.
 const START_TIMEOUT: Duration = Duration::from_secs(10);
@@ -248,8 +108,6 @@ struct Shared {
 #[derive(Debug)]
 struct Io {
     stdin: Option<ChildStdin>,
-    /// Commands started and not yet reported gone
-    active: usize,
 }
 
 /// A running persistent sandbox.
@@ -257,9 +115,6 @@ struct Io {
 pub struct Supervisor {
     key: Key,
     pid: u32,
-    /// The supervisor's process id (outside the sandbox), for SIGURG (ignored by default, so
-    /// a stray one harms no command; 151, 128 + SIGURG, marks an interrupted `wait -n`)
-    supervisor: Option<rustix::process::Pid>,
     child: Mutex<Option<Child>>,
     io: Mutex<Io>,
     shared: Arc<Shared>,
@@ -320,13 +175,14 @@ impl Supervisor {
         let launch = Launch::Bubblewrap(Arc::new(key.policy.clone()));
         let mut argv: Vec<OsString> =
             launch.prefix(Path::new("/"), std::slice::from_ref(&key.live));
-        argv.push(bash_path().into_os_string());
-        argv.push("-c".into());
-        argv.push(SCRIPT.into());
-        argv.push("agent-tools-supervisor".into());
+        let program = crate::inside::supervisor_program().ok_or_else(|| {
+            ToolError::fatal("no supervisor program is registered for the bubblewrap sandbox")
+        })?;
+        argv.push(program.as_os_str().to_owned());
+        argv.push(crate::inside::SUPERVISOR_ARG.into());
         argv.push(bash_path().into_os_string());
         argv.push(inline_script().into());
-        argv.push((KILL_GRACE.as_millis() / 20).to_string().into());
+        argv.push(KILL_GRACE.as_millis().to_string().into());
         argv.push(key.live.as_os_str().to_owned());
         let mut cmd = Command::new(&argv[0]);
         cmd.args(&argv[1..])
@@ -371,24 +227,11 @@ impl Supervisor {
                 }
             )));
         }
-        // bubblewrap's child is the sandbox's init, whose child is the supervisor.
-        let supervisor = children(pid)
-            .first()
-            .and_then(|init| children(*init).first().copied())
-            .and_then(|p| rustix::process::Pid::from_raw(p as i32));
-        if supervisor.is_none() {
-            let _ = child.kill();
-            let _ = child.wait();
-            return Err(ToolError::fatal(
-                "The command was not run: the bubblewrap sandbox's supervisor process cannot be found in /proc",
-            ));
-        }
         Ok(Supervisor {
             key,
             pid,
-            supervisor,
             child: Mutex::new(Some(child)),
-            io: Mutex::new(Io { stdin, active: 0 }),
+            io: Mutex::new(Io { stdin }),
             shared,
             next: AtomicU64::new(1),
             _stderr: stderr,
@@ -416,9 +259,8 @@ impl Supervisor {
         self.pid
     }
 
-    /// Writes one request; `started` counts a new command. The supervisor is woken when
-    /// other commands run (it then waits for them rather than reading).
-    fn send(&self, request: &[u8], started: bool) -> Result<(), ToolError> {
+    /// Writes one request.
+    fn send(&self, request: &[u8]) -> Result<(), ToolError> {
         let lost = || ToolError::fatal("the sandbox's supervisor is gone; retry the command");
         let mut io = self.io.lock().map_err(|_| lost())?;
         let stdin = io.stdin.as_mut().ok_or_else(lost)?;
@@ -426,29 +268,7 @@ impl Supervisor {
             self.shared.dead.store(true, Ordering::Relaxed);
             return Err(lost());
         }
-        let others = io.active > 0;
-        if started {
-            io.active += 1;
-        }
-        drop(io);
-        if others {
-            self.wake();
-        }
         Ok(())
-    }
-
-    /// A command is gone (or abandoned).
-    fn finished(&self) {
-        if let Ok(mut io) = self.io.lock() {
-            io.active = io.active.saturating_sub(1);
-        }
-    }
-
-    /// Interrupts the supervisor's `wait -n` so it reads the requests waiting.
-    fn wake(&self) {
-        if let Some(pid) = self.supervisor {
-            let _ = rustix::process::kill_process(pid, rustix::process::Signal::URG);
-        }
     }
 
     fn register(&self) -> (u64, UnboundedReceiver<Reply>) {
@@ -474,8 +294,7 @@ impl Supervisor {
             field(&mut req, id.to_string().as_bytes())?;
             field(&mut req, b"run")?;
             field(&mut req, spec.cwd.as_os_str().as_bytes())?;
-            // Files in the slot directory go by their name: bash reads a pipe a byte at a
-            // time, so every byte of a request costs a system call.
+            // Files in the slot directory go by their name (shorter requests).
             let short = |p: &Path| -> Vec<u8> {
                 let rel = p.strip_prefix(&self.key.live).unwrap_or(p);
                 rel.as_os_str().as_bytes().to_vec()
@@ -488,7 +307,7 @@ impl Supervisor {
                 field(&mut req, format!("{k}={v}").as_bytes())?;
             }
             field(&mut req, spec.command.as_bytes())?;
-            self.send(&req, true)
+            self.send(&req)
         })();
         if let Err(e) = result {
             self.unregister(id);
@@ -510,8 +329,7 @@ impl Supervisor {
         let _ = field(&mut req, b"kill");
         let _ = field(&mut req, pgid.to_string().as_bytes());
         let _ = field(&mut req, signal.as_bytes());
-        let _ = self.send(&req, false);
-        self.wake();
+        let _ = self.send(&req);
     }
 
     /// Ends the instance at once (a call was abandoned before its process group was known).
@@ -537,15 +355,6 @@ impl Drop for Supervisor {
             let _ = child.wait();
         }
     }
-}
-
-/// The children of process `pid` (its main thread's).
-fn children(pid: u32) -> Vec<u32> {
-    std::fs::read_to_string(format!("/proc/{pid}/task/{pid}/children"))
-        .unwrap_or_default()
-        .split_whitespace()
-        .filter_map(|p| p.parse().ok())
-        .collect()
 }
 
 /// Reads the supervisor's replies and hands each to the call it belongs to; at end of input
@@ -610,11 +419,8 @@ impl Supervised {
             }
         };
         tokio::pin!(sleep);
-        let mut tick =
-            tokio::time::interval_at(tokio::time::Instant::now() + WAKE_EVERY, WAKE_EVERY);
         let ending = loop {
             tokio::select! {
-                _ = tick.tick(), if self.pgid.is_none() => self.sup.wake(),
                 reply = self.rx.recv() => match reply {
                     Some(Reply::Started(p)) => self.pgid = Some(p),
                     Some(Reply::Exited(code)) => {
@@ -636,24 +442,16 @@ impl Supervised {
 
     /// Waits for the next reply up to `limit`; `false` when none came or the channel closed.
     async fn next(&mut self, limit: Duration) -> bool {
-        let deadline = tokio::time::Instant::now() + limit;
-        loop {
-            let left = deadline.saturating_duration_since(tokio::time::Instant::now());
-            if left.is_zero() {
-                return false;
+        match tokio::time::timeout(limit, self.rx.recv()).await {
+            Ok(Some(Reply::Started(p))) => {
+                self.pgid = Some(p);
+                true
             }
-            match tokio::time::timeout(left.min(WAKE_EVERY), self.rx.recv()).await {
-                Ok(Some(Reply::Started(p))) => {
-                    self.pgid = Some(p);
-                    return true;
-                }
-                Ok(Some(Reply::Exited(code))) => {
-                    self.exit = Some(code);
-                    return true;
-                }
-                Ok(None) => return false,
-                Err(_) => self.sup.wake(),
+            Ok(Some(Reply::Exited(code))) => {
+                self.exit = Some(code);
+                true
             }
+            Ok(None) | Err(_) => false,
         }
     }
 
@@ -697,7 +495,6 @@ impl Supervised {
     fn done(&mut self) {
         self.finished = true;
         self.sup.unregister(self.id);
-        self.sup.finished();
     }
 }
 
@@ -709,7 +506,6 @@ impl Drop for Supervised {
         // The call was abandoned: kill the group (or the whole instance when its id is not
         // known yet); the supervisor sweeps once nothing else runs.
         self.sup.unregister(self.id);
-        self.sup.finished();
         match self.pgid {
             Some(pgid) => self.sup.signal(pgid, "KILL"),
             None => self.sup.kill(),

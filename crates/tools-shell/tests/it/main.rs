@@ -61,6 +61,8 @@ impl Fixture {
 
     /// A fixture with rules written as `("deny", "Bash(rm *)")`.
     pub fn with(mode: PermissionMode, rules: &[(&str, &str)], sandbox: SandboxSettings) -> Self {
+        // The persistent bubblewrap sandbox's supervisor (a host binary is its own).
+        tools_shell::set_supervisor_program(env!("CARGO_BIN_EXE_agent-tools-sandbox-supervisor"));
         let dir = tempfile::tempdir().unwrap();
         let root = dir.path().join("work").canonicalize_or_create();
         let state = dir.path().join("state");

@@ -124,9 +124,9 @@ async fn a_killed_supervisor_is_replaced() {
     let r = f.bash("true").await;
     assert!(!r.is_error, "{}", r.text());
     let first = sandbox_instance(&f.ctx).unwrap();
-    // Kill the supervisor inside the sandbox (its $0 names it; its parent is the
-    // sandbox's init, whose parent is bubblewrap), not bubblewrap.
-    let ours: Vec<u32> = processes_with("agent-tools-supervisor")
+    // Kill the supervisor inside the sandbox (its first argument names it; its parent is
+    // the sandbox's init, whose parent is bubblewrap), not bubblewrap.
+    let ours: Vec<u32> = processes_with(tools_shell::SUPERVISOR_ARG)
         .into_iter()
         .filter(|p| ppid(*p).and_then(ppid) == Some(first.pid))
         .collect();
@@ -227,4 +227,83 @@ async fn nothing_survives_the_session() {
     drop(f);
     assert!(gone(instance.pid).await, "bubblewrap ends with the session");
     assert_eq!(survivors(&live).await, Vec::<u32>::new());
+}
+
+/// The supervisor program on its own (outside bubblewrap it never sweeps): requests in,
+/// `p`/`x` lines out.
+#[test]
+fn the_supervisor_speaks_its_protocol() {
+    use std::io::{BufRead, BufReader, Write};
+    let dir = tempfile::tempdir().unwrap();
+    let slots = dir.path().join("slots");
+    std::fs::create_dir_all(&slots).unwrap();
+    let mut child =
+        std::process::Command::new(env!("CARGO_BIN_EXE_agent-tools-sandbox-supervisor"))
+            .arg(tools_shell::SUPERVISOR_ARG)
+            .arg("/bin/bash")
+            .arg("eval \"$1\"")
+            .arg("300")
+            .arg(&slots)
+            .stdin(std::process::Stdio::piped())
+            .stdout(std::process::Stdio::piped())
+            .spawn()
+            .unwrap();
+    let mut stdin = child.stdin.take().unwrap();
+    let mut lines = BufReader::new(child.stdout.take().unwrap()).lines();
+    let mut next = || lines.next().unwrap().unwrap();
+    assert_eq!(next(), "ready");
+    let mut send = |fields: &[&str]| {
+        let mut req = Vec::new();
+        for f in fields {
+            req.extend_from_slice(f.as_bytes());
+            req.push(0);
+        }
+        stdin.write_all(&req).unwrap();
+    };
+    let work = dir.path().to_str().unwrap();
+    // A command: its output, variables and working directory; `p` then `x`.
+    send(&[
+        "1",
+        "run",
+        work,
+        "1.out",
+        "",
+        "1",
+        "GREETING=hi",
+        "echo $GREETING; pwd; exit 3",
+    ]);
+    let started = next();
+    assert!(started.starts_with("p 1 "), "{started}");
+    assert_eq!(next(), "x 1 3");
+    let out = std::fs::read_to_string(slots.join("1.out")).unwrap();
+    assert_eq!(out, format!("hi\n{work}\n"));
+    // A directory that cannot be entered: 126 and the reason, no `p`.
+    send(&["2", "run", "/nonexistent/dir", "2.out", "", "0", "true"]);
+    assert_eq!(next(), "x 2 126");
+    let out = std::fs::read_to_string(slots.join("2.out")).unwrap();
+    assert!(out.contains("/nonexistent/dir cannot be entered"), "{out}");
+    // What the command leaves in its group is ended (TERM first) before `x`.
+    let marker = "1000.0204";
+    send(&[
+        "3",
+        "run",
+        work,
+        "3.out",
+        "",
+        "0",
+        &format!("sleep {marker} & echo left"),
+    ]);
+    assert!(next().starts_with("p 3 "));
+    assert_eq!(next(), "x 3 0");
+    assert!(processes_with(marker).is_empty());
+    // A kill request for a running command's group; the status says which signal.
+    send(&["4", "run", work, "4.out", "", "0", "sleep 1000.0205"]);
+    let started = next();
+    let pgid = started.rsplit(' ').next().unwrap().to_owned();
+    send(&["0", "kill", &pgid, "TERM"]);
+    assert_eq!(next(), "x 4 143");
+    // Garbage is skipped; end of input ends the supervisor.
+    send(&["0", "dance", "now"]);
+    drop(stdin);
+    assert!(child.wait().unwrap().success());
 }

@@ -1,0 +1,563 @@
+//! The supervisor's side of the persistent bubblewrap sandbox: a small loop, run by the host
+//! binary itself inside the sandbox, that starts each command in a process group of its own
+//! and reports when the group is gone (the protocol is in the `supervisor` module).
+//!
+//! It is Rust rather than a bash script because a Bash call of `true` costs about a
+//! millisecond, and a bash supervisor added most of another: bash reads a pipe one byte per
+//! system call, forks its whole address space per command (then takes copy-on-write faults
+//! on both sides), and needs a signal to leave `wait -n` when a request arrives. Here one
+//! `poll` covers the request pipe and a pidfd per command, a request is read in one go, and
+//! `posix_spawn` starts `bash` without copying the supervisor.
+
+use std::ffi::{OsStr, OsString};
+use std::fs::{File, OpenOptions};
+use std::io::Write;
+use std::os::fd::{AsFd, OwnedFd};
+use std::os::unix::ffi::{OsStrExt, OsStringExt};
+use std::os::unix::process::CommandExt;
+use std::path::{Path, PathBuf};
+use std::process::{Command, ExitCode, Stdio};
+use std::sync::OnceLock;
+use std::time::{Duration, Instant};
+
+use rustix::event::{PollFd, PollFlags, Timespec, poll};
+use rustix::process::{
+    Pid, PidfdFlags, Signal, WaitId, WaitIdOptions, getpid, kill_process, kill_process_group,
+    pidfd_open, test_kill_process_group, waitid,
+};
+
+/// The first argument that makes the host binary act as the supervisor (see
+/// [`sandbox_supervisor_entry`]).
+pub const SUPERVISOR_ARG: &str = "__agent-tools-sandbox-supervisor";
+
+static PROGRAM: OnceLock<PathBuf> = OnceLock::new();
+
+/// Names the executable that serves as the persistent sandbox's supervisor: run with
+/// [`SUPERVISOR_ARG`] first, it must call [`sandbox_supervisor_entry`] before anything else.
+/// The first call wins. Hosts normally let [`sandbox_supervisor_entry`] register themselves;
+/// without a program, a sandboxed command gets a bubblewrap of its own (slower, the same
+/// confinement).
+pub fn set_supervisor_program(program: impl Into<PathBuf>) {
+    let _ = PROGRAM.set(program.into());
+}
+
+/// The registered supervisor program, when it still exists.
+pub(crate) fn supervisor_program() -> Option<&'static Path> {
+    PROGRAM.get().map(PathBuf::as_path).filter(|p| p.is_file())
+}
+
+/// Call first in `main`. When this process was started as the sandbox's supervisor (its
+/// first argument is [`SUPERVISOR_ARG`]), runs the supervisor and returns its exit code;
+/// otherwise registers the running executable as the supervisor program and returns `None`.
+///
+/// ```no_run
+/// fn main() -> std::process::ExitCode {
+///     if let Some(code) = tools_shell::sandbox_supervisor_entry() {
+///         return code;
+///     }
+///     // ... the program itself
+///     std::process::ExitCode::SUCCESS
+/// }
+/// ```
+pub fn sandbox_supervisor_entry() -> Option<ExitCode> {
+    let mut args = std::env::args_os().skip(1);
+    if args.next().as_deref() != Some(OsStr::new(SUPERVISOR_ARG)) {
+        if let Ok(exe) = std::env::current_exe() {
+            set_supervisor_program(exe);
+        }
+        return None;
+    }
+    Some(match Config::from_args(args.collect()) {
+        Some(config) => Supervisor::new(config).run(),
+        None => {
+            eprintln!("usage: {SUPERVISOR_ARG} BASH INLINE GRACE_MS SLOT_DIR");
+            ExitCode::from(2)
+        }
+    })
+}
+
+/// The supervisor's arguments.
+struct Config {
+    bash: PathBuf,
+    inline: OsString,
+    grace: Duration,
+    slots: PathBuf,
+}
+
+impl Config {
+    fn from_args(args: Vec<OsString>) -> Option<Config> {
+        let [bash, inline, grace, slots] = <[OsString; 4]>::try_from(args).ok()?;
+        let grace = grace.to_str()?.parse().ok().map(Duration::from_millis)?;
+        Some(Config {
+            bash: bash.into(),
+            inline,
+            grace,
+            slots: slots.into(),
+        })
+    }
+
+    /// A slot file named in a request: relative to the slot directory unless absolute.
+    fn slot(&self, name: &[u8]) -> PathBuf {
+        let p = Path::new(OsStr::from_bytes(name));
+        if p.is_absolute() {
+            p.to_path_buf()
+        } else {
+            self.slots.join(p)
+        }
+    }
+}
+
+/// A command whose group leader runs.
+struct Job {
+    id: Vec<u8>,
+    pgid: Pid,
+    pidfd: OwnedFd,
+}
+
+/// A command whose leader exited while others of its group lived on: TERM, the grace
+/// period, then KILL until the group is gone (or five more seconds pass).
+struct Cleaner {
+    id: Vec<u8>,
+    pgid: Pid,
+    status: i32,
+    killed_at: Option<Instant>,
+    started: Instant,
+}
+
+/// How often a cleaner looks at its group.
+const CLEAN_EVERY: Duration = Duration::from_millis(10);
+/// How long a cleaner keeps sending KILL.
+const KILL_FOR: Duration = Duration::from_secs(5);
+
+struct Supervisor {
+    config: Config,
+    jobs: Vec<Job>,
+    cleaners: Vec<Cleaner>,
+    /// Commands whose group is gone, not reported yet
+    finished: Vec<(Vec<u8>, i32)>,
+    /// Requests read and not yet complete
+    input: Vec<u8>,
+    /// Whether this is the sandbox's supervisor (pid 2 under bubblewrap's init): only then
+    /// may it kill every other process it can see
+    sweeps: bool,
+}
+
+impl Supervisor {
+    fn new(config: Config) -> Supervisor {
+        let init = std::fs::read_to_string("/proc/1/comm").unwrap_or_default();
+        Supervisor {
+            config,
+            jobs: Vec::new(),
+            cleaners: Vec::new(),
+            finished: Vec::new(),
+            input: Vec::new(),
+            sweeps: getpid().as_raw_nonzero().get() == 2 && init.trim_end() == "bwrap",
+        }
+    }
+
+    fn run(mut self) -> ExitCode {
+        if reply(b"ready").is_err() {
+            return ExitCode::FAILURE;
+        }
+        let stdin = std::io::stdin();
+        let mut buf = vec![0u8; 64 * 1024];
+        loop {
+            let ready: Vec<bool> = {
+                let mut fds: Vec<PollFd<'_>> = Vec::with_capacity(self.jobs.len() + 1);
+                fds.push(PollFd::new(&stdin, PollFlags::IN));
+                fds.extend(
+                    self.jobs
+                        .iter()
+                        .map(|j| PollFd::new(&j.pidfd, PollFlags::IN)),
+                );
+                let timeout = (!self.cleaners.is_empty()).then(|| Timespec {
+                    tv_sec: 0,
+                    tv_nsec: CLEAN_EVERY.as_nanos() as _,
+                });
+                match poll(&mut fds, timeout.as_ref()) {
+                    Ok(_) | Err(rustix::io::Errno::INTR) => {}
+                    Err(_) => return ExitCode::FAILURE,
+                }
+                fds.iter().map(|f| !f.revents().is_empty()).collect()
+            };
+            // Exits first: a request may concern a command that just ended.
+            let ended: Vec<usize> = (0..self.jobs.len())
+                .filter(|i| ready.get(i + 1).copied().unwrap_or(false))
+                .collect();
+            for i in ended.into_iter().rev() {
+                let job = self.jobs.swap_remove(i);
+                let status = exit_status(&job.pidfd);
+                self.leader_exited(job, status);
+            }
+            if !self.clean() {
+                return ExitCode::FAILURE;
+            }
+            if ready.first().copied().unwrap_or(false) {
+                match rustix::io::read(stdin.as_fd(), &mut buf) {
+                    Ok(0) => return ExitCode::SUCCESS,
+                    Ok(n) => self.input.extend_from_slice(&buf[..n]),
+                    Err(rustix::io::Errno::INTR | rustix::io::Errno::AGAIN) => {}
+                    Err(_) => return ExitCode::FAILURE,
+                }
+                if !self.requests() {
+                    return ExitCode::FAILURE;
+                }
+            }
+        }
+    }
+
+    /// Handles every complete request read so far; false when the host is gone.
+    fn requests(&mut self) -> bool {
+        loop {
+            let Some((request, used)) = parse(&self.input) else {
+                return true;
+            };
+            self.input.drain(..used);
+            let ok = match request {
+                Request::Run(run) => self.start(run),
+                Request::Kill { pgid, signal } => {
+                    if let Some(pgid) = Pid::from_raw(pgid) {
+                        let _ = kill_process_group(pgid, signal);
+                    }
+                    true
+                }
+                Request::Invalid => true,
+            };
+            if !ok {
+                return false;
+            }
+        }
+    }
+
+    /// Starts one command; false when the host is gone.
+    fn start(&mut self, run: Run) -> bool {
+        let output = self.config.slot(&run.output);
+        let file = match OpenOptions::new()
+            .write(true)
+            .create(true)
+            .truncate(true)
+            .open(&output)
+        {
+            Ok(f) => f,
+            Err(_) => return self.report(&run.id, 126),
+        };
+        let dir = PathBuf::from(OsString::from_vec(run.dir));
+        let mut cmd = Command::new(&self.config.bash);
+        cmd.arg("-c")
+            .arg(&self.config.inline)
+            .arg("bash")
+            .arg(OsStr::from_bytes(&run.command))
+            .current_dir(&dir)
+            .stdin(Stdio::null())
+            .process_group(0);
+        for kv in &run.vars {
+            let kv = OsStr::from_bytes(kv);
+            match kv.as_bytes().iter().position(|&b| b == b'=') {
+                Some(eq) => {
+                    cmd.env(
+                        OsStr::from_bytes(&kv.as_bytes()[..eq]),
+                        OsStr::from_bytes(&kv.as_bytes()[eq + 1..]),
+                    );
+                }
+                None => {
+                    cmd.env_remove(kv);
+                }
+            }
+        }
+        if run.cwd_file.is_empty() {
+            cmd.env_remove("AGENT_TOOLS_CWD_FILE");
+        } else {
+            cmd.env("AGENT_TOOLS_CWD_FILE", self.config.slot(&run.cwd_file));
+        }
+        let started = file
+            .try_clone()
+            .map(|err| cmd.stdout(Stdio::from(file)).stderr(Stdio::from(err)))
+            .and_then(Command::spawn);
+        let child = match started {
+            Ok(child) => child,
+            Err(e) => return self.refuse(&run.id, &output, &dir, &e),
+        };
+        let Some(pid) = Pid::from_raw(child.id() as i32) else {
+            return self.report(&run.id, 127);
+        };
+        // The child is not reaped before its pidfd exists, so the id cannot be reused.
+        let pidfd = match pidfd_open(pid, PidfdFlags::empty()) {
+            Ok(fd) => fd,
+            Err(_) => {
+                let _ = kill_process_group(pid, Signal::KILL);
+                let _ = waitid(WaitId::Pid(pid), WaitIdOptions::EXITED);
+                return self.report(&run.id, 128 + 9);
+            }
+        };
+        let line = [b"p ".as_slice(), &run.id, format!(" {pid}").as_bytes()].concat();
+        self.jobs.push(Job {
+            id: run.id,
+            pgid: pid,
+            pidfd,
+        });
+        reply(&line).is_ok()
+    }
+
+    /// A command that could not start: says why in its output, as bash would have.
+    fn refuse(&mut self, id: &[u8], output: &Path, dir: &Path, e: &std::io::Error) -> bool {
+        let enterable = std::fs::read_dir(dir).is_ok();
+        let (message, code) = if enterable {
+            (
+                format!(
+                    "The command could not start inside the sandbox: {}: {e}\n",
+                    self.config.bash.display()
+                ),
+                127,
+            )
+        } else {
+            (
+                format!(
+                    "The working directory {} cannot be entered inside the sandbox.\n",
+                    dir.display()
+                ),
+                126,
+            )
+        };
+        if let Ok(mut f) = File::create(output) {
+            let _ = f.write_all(message.as_bytes());
+        }
+        self.report(id, code)
+    }
+
+    /// The group leader of `job` exited with `status`: the command is done when nothing else
+    /// of its group lives, otherwise its cleaner starts.
+    fn leader_exited(&mut self, job: Job, status: i32) {
+        if kill_process_group(job.pgid, Signal::TERM).is_ok() {
+            self.cleaners.push(Cleaner {
+                id: job.id,
+                pgid: job.pgid,
+                status,
+                killed_at: None,
+                started: Instant::now(),
+            });
+        } else {
+            self.finished.push((job.id, status));
+        }
+    }
+
+    /// Advances every cleaner and reports what is done; false when the host is gone.
+    fn clean(&mut self) -> bool {
+        let now = Instant::now();
+        let grace = self.config.grace;
+        let mut done = std::mem::take(&mut self.finished);
+        self.cleaners.retain_mut(|c| {
+            if test_kill_process_group(c.pgid).is_err() {
+                done.push((std::mem::take(&mut c.id), c.status));
+                return false;
+            }
+            match c.killed_at {
+                None if now.duration_since(c.started) >= grace => {
+                    c.killed_at = Some(now);
+                    let _ = kill_process_group(c.pgid, Signal::KILL);
+                    true
+                }
+                None => true,
+                Some(at) if now.duration_since(at) >= KILL_FOR => {
+                    done.push((std::mem::take(&mut c.id), c.status));
+                    false
+                }
+                Some(_) => {
+                    let _ = kill_process_group(c.pgid, Signal::KILL);
+                    true
+                }
+            }
+        });
+        done.into_iter()
+            .all(|(id, status)| self.report(&id, status))
+    }
+
+    /// Reports a command's end; when it was the last one, first kills every other process
+    /// of the sandbox (what a command started outside its group does not outlive it).
+    fn report(&mut self, id: &[u8], status: i32) -> bool {
+        if self.sweeps && self.jobs.is_empty() && self.cleaners.is_empty() {
+            sweep();
+        }
+        reply(&[b"x ".as_slice(), id, format!(" {status}").as_bytes()].concat()).is_ok()
+    }
+}
+
+/// Kills every process of the sandbox but its init and this one.
+fn sweep() {
+    let me = getpid().as_raw_nonzero().get();
+    let Ok(entries) = std::fs::read_dir("/proc") else {
+        return;
+    };
+    for entry in entries.flatten() {
+        let Some(pid) = entry
+            .file_name()
+            .to_str()
+            .and_then(|n| n.parse::<i32>().ok())
+        else {
+            continue;
+        };
+        if pid != 1
+            && pid != me
+            && let Some(pid) = Pid::from_raw(pid)
+        {
+            let _ = kill_process(pid, Signal::KILL);
+        }
+    }
+}
+
+/// Reaps the process behind `pidfd`: its exit code, or 128 + the signal that ended it.
+fn exit_status(pidfd: &OwnedFd) -> i32 {
+    match waitid(WaitId::PidFd(pidfd.as_fd()), WaitIdOptions::EXITED) {
+        Ok(Some(st)) => st
+            .exit_status()
+            .or_else(|| st.terminating_signal().map(|s| 128 + s))
+            .unwrap_or(128 + 9),
+        _ => 128 + 9,
+    }
+}
+
+/// Writes one reply line.
+fn reply(line: &[u8]) -> std::io::Result<()> {
+    let mut out = std::io::stdout().lock();
+    out.write_all(line)?;
+    out.write_all(b"\n")?;
+    out.flush()
+}
+
+struct Run {
+    id: Vec<u8>,
+    dir: Vec<u8>,
+    output: Vec<u8>,
+    cwd_file: Vec<u8>,
+    vars: Vec<Vec<u8>>,
+    command: Vec<u8>,
+}
+
+enum Request {
+    Run(Run),
+    Kill {
+        pgid: i32,
+        signal: Signal,
+    },
+    /// Well-formed but meaningless (an unknown operation or signal): skipped
+    Invalid,
+}
+
+/// Parses the first complete request of `input`: the request and the bytes it used, or
+/// `None` while it is incomplete.
+fn parse(input: &[u8]) -> Option<(Request, usize)> {
+    let mut fields = Fields { input, at: 0 };
+    let id = fields.next()?.to_vec();
+    let request = match fields.next()? {
+        b"run" => {
+            let dir = fields.next()?.to_vec();
+            let output = fields.next()?.to_vec();
+            let cwd_file = fields.next()?.to_vec();
+            let n: usize = std::str::from_utf8(fields.next()?)
+                .ok()
+                .and_then(|n| n.parse().ok())
+                .unwrap_or(0);
+            let mut vars = Vec::with_capacity(n);
+            for _ in 0..n {
+                vars.push(fields.next()?.to_vec());
+            }
+            let command = fields.next()?.to_vec();
+            Request::Run(Run {
+                id,
+                dir,
+                output,
+                cwd_file,
+                vars,
+                command,
+            })
+        }
+        b"kill" => {
+            let pgid = std::str::from_utf8(fields.next()?)
+                .ok()
+                .and_then(|p| p.parse().ok());
+            let signal = match fields.next()? {
+                b"TERM" => Some(Signal::TERM),
+                b"KILL" => Some(Signal::KILL),
+                b"INT" => Some(Signal::INT),
+                _ => None,
+            };
+            match (pgid, signal) {
+                (Some(pgid), Some(signal)) => Request::Kill { pgid, signal },
+                _ => Request::Invalid,
+            }
+        }
+        _ => Request::Invalid,
+    };
+    Some((request, fields.at))
+}
+
+/// NUL-terminated fields.
+struct Fields<'a> {
+    input: &'a [u8],
+    at: usize,
+}
+
+impl<'a> Fields<'a> {
+    fn next(&mut self) -> Option<&'a [u8]> {
+        let rest = &self.input[self.at..];
+        let end = rest.iter().position(|&b| b == 0)?;
+        self.at += end + 1;
+        Some(&rest[..end])
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn run_request(fields: &[&str]) -> Vec<u8> {
+        let mut out = Vec::new();
+        for f in fields {
+            out.extend_from_slice(f.as_bytes());
+            out.push(0);
+        }
+        out
+    }
+
+    #[test]
+    fn requests_parse_only_when_complete() {
+        let full = run_request(&["7", "run", "/w", "0.output", "0.cwd", "1", "A=b", "echo hi"]);
+        for cut in 0..full.len() {
+            assert!(parse(&full[..cut]).is_none(), "cut at {cut}");
+        }
+        let (req, used) = parse(&full).unwrap();
+        assert_eq!(used, full.len());
+        let Request::Run(run) = req else {
+            panic!("not a run request")
+        };
+        assert_eq!(run.id, b"7");
+        assert_eq!(run.dir, b"/w");
+        assert_eq!(run.vars, vec![b"A=b".to_vec()]);
+        assert_eq!(run.command, b"echo hi");
+    }
+
+    #[test]
+    fn kill_requests_and_unknown_ones() {
+        let two = [
+            run_request(&["0", "kill", "12", "TERM"]),
+            run_request(&["0", "dance", "x"]),
+        ]
+        .concat();
+        let (req, used) = parse(&two).unwrap();
+        assert!(matches!(req, Request::Kill { pgid: 12, signal } if signal == Signal::TERM));
+        let (req, _) = parse(&two[used..]).unwrap();
+        assert!(matches!(req, Request::Invalid));
+        let (req, _) = parse(&run_request(&["0", "kill", "x", "TERM"])).unwrap();
+        assert!(matches!(req, Request::Invalid));
+    }
+
+    #[test]
+    fn arguments() {
+        let args = |v: &[&str]| v.iter().map(OsString::from).collect::<Vec<_>>();
+        let c = Config::from_args(args(&["/bin/bash", "x", "2000", "/slots"])).unwrap();
+        assert_eq!(c.grace, Duration::from_secs(2));
+        assert_eq!(c.slot(b"1.output"), PathBuf::from("/slots/1.output"));
+        assert_eq!(c.slot(b"/abs/o"), PathBuf::from("/abs/o"));
+        assert!(Config::from_args(args(&["/bin/bash", "x", "soon", "/s"])).is_none());
+        assert!(Config::from_args(args(&["/bin/bash"])).is_none());
+    }
+}
