@@ -398,24 +398,129 @@ fn count_newlines(bytes: &[u8]) -> u64 {
     memchr::memchr_iter(b'\n', bytes).count() as u64
 }
 
+/// Blocks of a large file counted in parallel to find a far line.
+const SKIP_BLOCK: u64 = 4 << 20;
+
+/// Where line `start` (0-based, at least 1) of a large file begins, to the block: the offset
+/// of the block where it begins (or of the last block, when the file has fewer lines) and
+/// how many newlines come before that block.
+///
+/// Counting newlines is a copy out of the page cache and a vectorised search, so the file
+/// is cut into blocks that every core counts at once, in order of offset; the first block
+/// whose running count passes `start` ends the search. On one core this is the plain scan.
+fn skip_lines(file: &File, size: u64, start: u64) -> std::io::Result<(u64, u64)> {
+    use std::collections::BTreeMap;
+    use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+    let blocks = size.div_ceil(SKIP_BLOCK);
+    let workers = std::thread::available_parallelism().map_or(1, |n| n.get().min(8));
+    let next = AtomicU64::new(0);
+    let stop = AtomicBool::new(false);
+    let (tx, rx) = std::sync::mpsc::channel::<(u64, std::io::Result<u64>)>();
+    std::thread::scope(|scope| {
+        for _ in 0..workers {
+            let tx = tx.clone();
+            let (next, stop) = (&next, &stop);
+            scope.spawn(move || {
+                let mut buf = vec![0_u8; SKIP_BLOCK as usize];
+                while !stop.load(Ordering::Relaxed) {
+                    let block = next.fetch_add(1, Ordering::Relaxed);
+                    if block >= blocks {
+                        break;
+                    }
+                    let at = block * SKIP_BLOCK;
+                    let want = (size - at).min(SKIP_BLOCK) as usize;
+                    let counted =
+                        read_full_at(file, &mut buf[..want], at).map(|n| count_newlines(&buf[..n]));
+                    if tx.send((block, counted)).is_err() {
+                        break;
+                    }
+                }
+            });
+        }
+        drop(tx);
+        // Running totals in block order.
+        let mut pending: BTreeMap<u64, u64> = BTreeMap::new();
+        let (mut block, mut lines) = (0_u64, 0_u64);
+        // The last block counted, to scan again when the file has fewer lines: its last
+        // line may lack a newline.
+        let mut last = (0_u64, 0_u64);
+        let found = loop {
+            if block >= blocks {
+                break Ok(last);
+            }
+            if let Some(n) = pending.remove(&block) {
+                // Line `start` begins after newline number `start`: in this block, or at
+                // its end. The partial line the block opens with is not in the page.
+                if lines + n >= start {
+                    break Ok((block * SKIP_BLOCK, lines));
+                }
+                last = (block * SKIP_BLOCK, lines);
+                lines += n;
+                block += 1;
+                continue;
+            }
+            match rx.recv() {
+                Ok((b, Ok(n))) => {
+                    pending.insert(b, n);
+                }
+                Ok((_, Err(e))) => break Err(e),
+                // Every worker ended before this block was counted (the file shrank).
+                Err(_) => break Ok((block * SKIP_BLOCK, lines)),
+            }
+        };
+        stop.store(true, Ordering::Relaxed);
+        found
+    })
+}
+
+/// Fills `buf` from `at` unless the file ends first; the bytes read.
+fn read_full_at(file: &File, buf: &mut [u8], at: u64) -> std::io::Result<usize> {
+    use std::os::unix::fs::FileExt as _;
+    let mut done = 0;
+    while done < buf.len() {
+        match file.read_at(&mut buf[done..], at + done as u64) {
+            Ok(0) => break,
+            Ok(n) => done += n,
+            Err(e) if e.kind() == std::io::ErrorKind::Interrupted => {}
+            Err(e) => return Err(e),
+        }
+    }
+    Ok(done)
+}
+
 /// Streams `file` once: counts every line, keeps lines `start..start + limit` (0-based),
 /// stops keeping when their numbered form would pass `max_chars`, and hashes the file when
 /// it is at most [`HASH_LIMIT`] bytes.
 pub(crate) fn scan_page(
-    mut file: impl std::io::Read,
+    file: impl std::io::Read,
     size: u64,
     start: u64,
     limit: u64,
     max_chars: usize,
 ) -> std::io::Result<Page> {
+    scan_page_from(file, size, start, limit, max_chars, None)
+}
+
+/// [`scan_page`] of a reader that starts `skipped` lines into the file, past its first
+/// block (`binary` says what that block showed).
+fn scan_page_from(
+    mut file: impl std::io::Read,
+    size: u64,
+    start: u64,
+    limit: u64,
+    max_chars: usize,
+    skipped: Option<(u64, bool)>,
+) -> std::io::Result<Page> {
     let mut page = Page::default();
-    let mut hash = (size <= HASH_LIMIT).then(StreamHash::default);
+    let mut hash = (size <= HASH_LIMIT && skipped.is_none()).then(StreamHash::default);
     let mut buf = vec![0_u8; 1 << 20];
-    let mut line_no: u64 = 0; // 0-based index of the line being read
+    // 0-based index of the line being read
+    let mut line_no: u64 = skipped.map_or(0, |(lines, _)| lines);
+    page.binary = skipped.is_some_and(|(_, binary)| binary);
     let mut current = LineBuf::default();
     let mut chars_out = 0_usize;
     let end = start.saturating_add(limit);
-    let mut first_chunk = true;
+    let mut first_chunk = skipped.is_none();
     let mut saw_any = false;
     let mut last_byte_newline = false;
     loop {
@@ -498,6 +603,38 @@ pub(crate) fn scan_page(
     Ok(page)
 }
 
+/// A page this far into a file over [`HASH_LIMIT`] is found by [`skip_lines`].
+const SKIP_AFTER_LINES: u64 = 100_000;
+
+/// The page at line `start` (0-based) of a file too large to hash, found by counting its
+/// blocks in parallel, then streamed from the block that holds it.
+fn far_page(mut file: File, size: u64, start: u64, limit: u64) -> std::io::Result<Page> {
+    use std::io::{Seek as _, SeekFrom};
+    let mut head = vec![0_u8; 8192];
+    let n = read_full_at(&file, &mut head, 0)?;
+    let binary = memchr::memchr(0, &head[..n]).is_some();
+    let (offset, lines) = skip_lines(&file, size, start)?;
+    if offset == 0 {
+        // Not hashed, whatever the size says (a file this function gets is too large).
+        return scan_page(
+            file,
+            size.max(HASH_LIMIT + 1),
+            start,
+            limit,
+            MAX_OUTPUT_CHARS,
+        );
+    }
+    file.seek(SeekFrom::Start(offset))?;
+    scan_page_from(
+        file,
+        size,
+        start,
+        limit,
+        MAX_OUTPUT_CHARS,
+        Some((lines, binary)),
+    )
+}
+
 fn read_text(
     target: &Path,
     shown: &str,
@@ -541,6 +678,10 @@ fn read_text(
                 .map(|b| tool_core::content_hash(&b));
             p
         }),
+        // A far page of a file too large to hash: find its block in parallel.
+        None if meta.len() > HASH_LIMIT && start_line > SKIP_AFTER_LINES => {
+            far_page(file, meta.len(), start_line - 1, limit)
+        }
         None => scan_page(file, meta.len(), start_line - 1, limit, MAX_OUTPUT_CHARS),
     }
     .map_err(|e| ToolError::io(target, e))?;
@@ -773,6 +914,45 @@ mod tests {
         let p = scan(&text, 10, 2);
         assert!(!p.total_partial);
         assert_eq!(p.total_lines, 300_000);
+    }
+
+    #[test]
+    fn far_pages_match_the_plain_scan() {
+        // ~10 MiB of lines of varying length: block boundaries fall inside lines, and the
+        // file does not end with a newline.
+        let mut text = String::new();
+        let mut starts = vec![0_u64];
+        let mut i = 0_u64;
+        while text.len() < 10 << 20 {
+            text.push_str(&format!("{i} {}\n", "x".repeat((i % 97) as usize)));
+            starts.push(text.len() as u64);
+            i += 1;
+        }
+        text.push_str("last line without a newline");
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("big.txt");
+        std::fs::write(&path, &text).unwrap();
+        let size = text.len() as u64;
+        let big = HASH_LIMIT + 1;
+        // Lines that begin right at a block boundary, or just before or after one.
+        let at_block = |b: u64| starts.partition_point(|&s| s < b * SKIP_BLOCK) as u64;
+        let mut cases = vec![1, 2, 1000, i - 1, i, i + 1, i + 50];
+        for b in 1..3 {
+            let l = at_block(b);
+            cases.extend([l - 1, l, l + 1]);
+        }
+        for start in cases {
+            let expected = scan_page(text.as_bytes(), big, start, 3, MAX_OUTPUT_CHARS).unwrap();
+            let file = File::open(&path).unwrap();
+            let got = far_page(file, size, start, 3).unwrap();
+            assert_eq!(lines(&got), lines(&expected), "start {start}");
+            assert_eq!(got.total_partial, expected.total_partial, "start {start}");
+            // A partial count is a lower bound that depends on where reading began.
+            if !got.total_partial {
+                assert_eq!(got.total_lines, expected.total_lines, "start {start}");
+            }
+            assert!(!got.binary);
+        }
     }
 
     #[test]
