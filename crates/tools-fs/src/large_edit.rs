@@ -32,6 +32,167 @@ fn newlines(bytes: &[u8]) -> usize {
     memchr::memchr_iter(b'\n', bytes).count()
 }
 
+/// What one segment of the file holds.
+#[derive(Debug, Default)]
+struct Segment {
+    /// Matches that start in the segment (at most two are kept): the offset, and the
+    /// newlines between the segment's start and it
+    matches: Vec<(u64, usize)>,
+    /// Newlines in the segment
+    newlines: usize,
+    /// Whether the segment's characters are valid UTF-8 (and, for the first, no BOM and no
+    /// NUL near the start)
+    valid: bool,
+}
+
+/// The next character boundary at or after `at`, given the bytes from `at` on (a valid
+/// file has one within three bytes).
+fn boundary(at: u64, bytes: &[u8]) -> u64 {
+    let skip = bytes
+        .iter()
+        .take(3)
+        .take_while(|&&b| (0x80..0xC0).contains(&b))
+        .count();
+    at + skip as u64
+}
+
+/// Scans `file[from..to]` in steps of `chunk` bytes (each read with enough bytes after it
+/// for a match or a character that starts inside it).
+fn scan_segment(
+    file: &File,
+    len: u64,
+    (from, to): (u64, u64),
+    finder: &Finder<'_>,
+    chunk: u64,
+    stop: &std::sync::atomic::AtomicBool,
+) -> std::io::Result<Segment> {
+    use std::sync::atomic::Ordering;
+    let overlap = (finder.needle().len() as u64).max(4);
+    let mut seg = Segment {
+        valid: true,
+        ..Segment::default()
+    };
+    let mut buf = vec![0_u8; usize::try_from(chunk + overlap).unwrap_or(0)];
+    let mut at = from;
+    while at < to {
+        if stop.load(Ordering::Relaxed) {
+            break;
+        }
+        let own_end = (at + chunk).min(to);
+        let read_end = (own_end + overlap).min(len);
+        let want = usize::try_from(read_end - at).unwrap_or(0);
+        file.read_exact_at(&mut buf[..want], at)?;
+        let data = &buf[..want];
+        let own = usize::try_from(own_end - at).unwrap_or(0);
+        if at == 0 {
+            let head = &data[..data.len().min(8192)];
+            if data.starts_with(b"\xEF\xBB\xBF")
+                || data.starts_with(b"\xFF\xFE")
+                || data.starts_with(b"\xFE\xFF")
+                || memchr::memchr(0, head).is_some()
+            {
+                seg.valid = false;
+                break;
+            }
+        }
+        // The characters that start in this step.
+        let v_from = usize::try_from(boundary(at, data) - at).unwrap_or(0);
+        let v_to = if own_end == len {
+            own
+        } else {
+            usize::try_from(boundary(own_end, &data[own..]) - at).unwrap_or(0)
+        };
+        if v_from > v_to || std::str::from_utf8(&data[v_from..v_to]).is_err() {
+            seg.valid = false;
+            break;
+        }
+        for pos in finder.find_iter(data) {
+            if pos >= own {
+                break;
+            }
+            seg.matches
+                .push((at + pos as u64, seg.newlines + newlines(&data[..pos])));
+            if seg.matches.len() > 1 {
+                return Ok(seg);
+            }
+        }
+        seg.newlines += newlines(&data[..own]);
+        at = own_end;
+    }
+    Ok(seg)
+}
+
+/// The offset of the one match of `needle` in `file` (of `len` bytes) and the newlines
+/// before it, when the file is valid UTF-8 without a BOM or NUL near its start; `None`
+/// otherwise (no match, several, or a file the general path must judge).
+///
+/// Every core scans a segment of the file: reading it out of the page cache is most of
+/// the cost, and a unique match needs every byte looked at.
+fn find_unique(
+    file: &File,
+    len: u64,
+    needle: &[u8],
+    workers: usize,
+    chunk: u64,
+) -> std::io::Result<Option<(u64, usize)>> {
+    use std::sync::atomic::{AtomicBool, Ordering};
+    let finder = Finder::new(needle);
+    // Segments of at least two steps each.
+    let count = usize::try_from(len / (2 * chunk))
+        .unwrap_or(usize::MAX)
+        .clamp(1, workers.max(1));
+    let size = len.div_ceil(count as u64);
+    let stop = AtomicBool::new(false);
+    let results: Vec<std::io::Result<Segment>> = std::thread::scope(|scope| {
+        let handles: Vec<_> = (0..count as u64)
+            .map(|i| {
+                let range = ((i * size).min(len), ((i + 1) * size).min(len));
+                let (finder, stop) = (&finder, &stop);
+                scope.spawn(move || {
+                    let seg = scan_segment(file, len, range, finder, chunk, stop);
+                    // A segment that settles the answer stops the others.
+                    if seg
+                        .as_ref()
+                        .map_or(true, |s| !s.valid || s.matches.len() > 1)
+                    {
+                        stop.store(true, Ordering::Relaxed);
+                    }
+                    seg
+                })
+            })
+            .collect();
+        handles
+            .into_iter()
+            .map(|h| {
+                h.join().unwrap_or_else(|_| {
+                    Err(std::io::Error::other("a search thread of Edit panicked"))
+                })
+            })
+            .collect()
+    });
+    if stop.load(Ordering::Relaxed) {
+        // Invalid somewhere, or more than one match: the general path decides (an error in
+        // a segment is still reported).
+        for r in results {
+            r?;
+        }
+        return Ok(None);
+    }
+    let mut found = None;
+    let mut lines = 0_usize;
+    for seg in results {
+        let seg = seg?;
+        for &(at, before) in &seg.matches {
+            if found.is_some() {
+                return Ok(None);
+            }
+            found = Some((at, lines + before));
+        }
+        lines += seg.newlines;
+    }
+    Ok(found)
+}
+
 /// Finds the one exact match of `old` in `file` (of `len` bytes) and builds its span and
 /// diff, reading the file once in [`CHUNK`]s; `None` when the general path must decide.
 pub(crate) fn locate_streamed(
@@ -56,65 +217,10 @@ pub(crate) fn locate_streamed(
     } else {
         new.to_owned()
     };
-    let finder = Finder::new(old.as_bytes());
-    // Kept from one chunk to the next: a match may straddle them, and so may a character.
-    let keep = (old.len() - 1).max(3);
-    let mut buf = vec![0_u8; CHUNK + keep];
-    let mut carry = 0_usize; // bytes at the start of `buf` from the previous step
-    let mut base = 0_u64; // file offset of buf[0]
-    let mut lines_before_base = 0_usize;
-    let mut validated = 0_u64; // file offset up to which the bytes are valid UTF-8
-    let mut found: Option<(u64, usize)> = None; // (offset, lines before it)
-    let mut first = true;
-    loop {
-        let n = file.read_at(&mut buf[carry..], base + carry as u64)?;
-        if n == 0 {
-            break;
-        }
-        let avail = carry + n;
-        let data = &buf[..avail];
-        if first {
-            first = false;
-            let head = &data[..data.len().min(8192)];
-            if data.starts_with(b"\xEF\xBB\xBF")
-                || data.starts_with(b"\xFF\xFE")
-                || data.starts_with(b"\xFE\xFF")
-                || memchr::memchr(0, head).is_some()
-            {
-                return Ok(None);
-            }
-        }
-        let from = usize::try_from(validated - base).unwrap_or(usize::MAX);
-        match std::str::from_utf8(&data[from.min(avail)..]) {
-            Ok(_) => validated = base + avail as u64,
-            Err(e) if e.error_len().is_none() => validated += e.valid_up_to() as u64,
-            Err(_) => return Ok(None),
-        }
-        for pos in finder.find_iter(data) {
-            let at = base + pos as u64;
-            // A short pattern kept from the last step is seen again: the same match.
-            if found.is_some_and(|(f, _)| f == at) {
-                continue;
-            }
-            if found.is_some() {
-                return Ok(None);
-            }
-            found = Some((at, lines_before_base + newlines(&data[..pos])));
-        }
-        let kept = keep.min(avail);
-        let step = avail - kept;
-        // Line numbers are needed only up to the match.
-        if found.is_none() {
-            lines_before_base += newlines(&data[..step]);
-        }
-        buf.copy_within(step..avail, 0);
-        base += step as u64;
-        carry = kept;
-    }
-    if validated < len {
-        return Ok(None);
-    }
-    let Some((start, lines_before)) = found else {
+    let workers = std::thread::available_parallelism().map_or(1, |n| n.get().min(8));
+    let Some((start, lines_before)) =
+        find_unique(file, len, old.as_bytes(), workers, CHUNK as u64)?
+    else {
         return Ok(None);
     };
     let mut end = start + old.len() as u64;
@@ -203,6 +309,54 @@ mod tests {
             let general = apply_edit(text, old, new, false).unwrap();
             assert_eq!(vec![s.span.clone()], general.spans);
             assert_eq!(s.hunks, hunks_for_spans(text, &general.spans));
+        }
+    }
+
+    /// `find_unique` with tiny steps and many segments against a plain search.
+    fn check_unique(text: &str, needle: &str) {
+        let mut f = tempfile::NamedTempFile::new().unwrap();
+        f.write_all(text.as_bytes()).unwrap();
+        let file = File::open(f.path()).unwrap();
+        let all: Vec<usize> = text.match_indices(needle).map(|(i, _)| i).collect();
+        let expected =
+            (all.len() == 1).then(|| (all[0] as u64, text[..all[0]].matches('\n').count()));
+        for (workers, chunk) in [(1, 5), (3, 4), (4, 7), (8, 1 << 20)] {
+            let got =
+                find_unique(&file, text.len() as u64, needle.as_bytes(), workers, chunk).unwrap();
+            assert_eq!(got, expected, "{needle:?} in {text:?}, {workers} × {chunk}");
+        }
+    }
+
+    #[test]
+    fn unique_matches_across_segments_and_steps() {
+        let base: String = (0..60).map(|i| format!("é{i}😀\n")).collect();
+        // Every position of a match, so it straddles every step and segment boundary.
+        for at in 0..base.len() {
+            if !base.is_char_boundary(at) {
+                continue;
+            }
+            let text = format!("{}NEEDLE{}", &base[..at], &base[at..]);
+            check_unique(&text, "NEEDLE");
+        }
+        check_unique(&base, "é7😀\n");
+        check_unique(&base, "absent");
+        check_unique(&base, "😀");
+        check_unique("", "x");
+        check_unique("x", "x");
+        // Invalid UTF-8, wherever it is, leaves the decision to the general path.
+        for at in [0, 1, 17, 100] {
+            let mut bytes = base.clone().into_bytes();
+            bytes.insert(at, 0xFF);
+            let mut f = tempfile::NamedTempFile::new().unwrap();
+            f.write_all(&bytes).unwrap();
+            let file = File::open(f.path()).unwrap();
+            for (workers, chunk) in [(1, 5), (4, 7)] {
+                let got = find_unique(&file, bytes.len() as u64, b"\n", workers, chunk).unwrap();
+                assert_eq!(got, None);
+                let got = find_unique(&file, bytes.len() as u64, "é3😀".as_bytes(), workers, chunk)
+                    .unwrap();
+                assert_eq!(got, None, "0xFF at {at}");
+            }
         }
     }
 
