@@ -132,7 +132,15 @@ fn main() -> ExitCode {
             return ExitCode::from(2);
         }
     };
-    match runtime.block_on(run(cli)) {
+    // The command runs as a task on a worker thread, not on this one: each tool call is a
+    // task too, and a worker that spawns one and waits for it keeps both on one thread,
+    // where `block_on` here would hand every call to a worker and back.
+    let outcome = runtime.block_on(async {
+        tokio::spawn(run(cli))
+            .await
+            .unwrap_or_else(|e| Err(anyhow::anyhow!("the command stopped unexpectedly: {e}")))
+    });
+    match outcome {
         Ok(code) => code,
         Err(err) => {
             eprintln!("agent-tools: {err:#}");
@@ -321,8 +329,8 @@ async fn call(
     let text = match input {
         Some("-") => {
             let mut buf = String::new();
-            std::io::stdin()
-                .read_to_string(&mut buf)
+            // A blocking read on a worker thread: tell the runtime, so others take its work.
+            tokio::task::block_in_place(|| std::io::stdin().read_to_string(&mut buf))
                 .context("cannot read the input from standard input")?;
             buf
         }
@@ -414,13 +422,17 @@ async fn batch(pool: &LivePool, ctx: &ToolContext) -> Result<ExitCode> {
         eprintln!("agent-tools batch: reading JSON lines from standard input; end with Ctrl-D");
     }
     let mut slots: Vec<std::result::Result<ToolCall, Box<CallResult>>> = Vec::new();
-    for (i, line) in std::io::stdin().lock().lines().enumerate() {
-        let line = line.map_err(|e| anyhow!("cannot read standard input: {e}"))?;
-        if line.trim().is_empty() {
-            continue;
+    // A blocking read on a worker thread: tell the runtime, so others take its work.
+    tokio::task::block_in_place(|| -> Result<()> {
+        for (i, line) in std::io::stdin().lock().lines().enumerate() {
+            let line = line.map_err(|e| anyhow!("cannot read standard input: {e}"))?;
+            if line.trim().is_empty() {
+                continue;
+            }
+            slots.push(parse_batch_line(i + 1, &line));
         }
-        slots.push(parse_batch_line(i + 1, &line));
-    }
+        Ok(())
+    })?;
     cancel_on_interrupt(ctx);
     // Runs of valid calls go to the batch runner together, so its concurrency rule applies
     // across them; invalid lines keep their place in the output.

@@ -22,8 +22,8 @@ use std::time::{Duration, Instant};
 
 use rustix::event::{PollFd, PollFlags, Timespec, poll};
 use rustix::process::{
-    Pid, PidfdFlags, Signal, WaitId, WaitIdOptions, getpid, kill_process, kill_process_group,
-    pidfd_open, test_kill_process_group, waitid,
+    Pid, PidfdFlags, Signal, WaitId, WaitIdOptions, getpid, kill_process_group, pidfd_open,
+    test_kill_process_group, waitid,
 };
 
 /// The first argument that makes the host binary act as the supervisor (see
@@ -215,8 +215,15 @@ impl Supervisor {
             self.input.drain(..used);
             let ok = match request {
                 Request::Run(run) => self.start(run),
-                Request::Kill { pgid, signal } => {
-                    if let Some(pgid) = Pid::from_raw(pgid) {
+                Request::Kill { id, signal } => {
+                    let pgid = self
+                        .jobs
+                        .iter()
+                        .map(|j| (&j.id, j.pgid))
+                        .chain(self.cleaners.iter().map(|c| (&c.id, c.pgid)))
+                        .find(|(job, _)| **job == id)
+                        .map(|(_, pgid)| pgid);
+                    if let Some(pgid) = pgid {
                         let _ = kill_process_group(pgid, signal);
                     }
                     true
@@ -289,13 +296,12 @@ impl Supervisor {
                 return self.report(&run.id, 128 + 9);
             }
         };
-        let line = [b"p ".as_slice(), &run.id, format!(" {pid}").as_bytes()].concat();
         self.jobs.push(Job {
             id: run.id,
             pgid: pid,
             pidfd,
         });
-        reply(&line).is_ok()
+        true
     }
 
     /// A command that could not start: says why in its output, as bash would have.
@@ -381,26 +387,13 @@ impl Supervisor {
     }
 }
 
-/// Kills every process of the sandbox but its init and this one.
+/// Kills every process of the sandbox but its init and this one: `kill(-1, SIGKILL)`,
+/// which in a pid namespace reaches only that namespace's processes (rustix signals the
+/// group `-pid`, so group 1 means -1). Called only when [`Supervisor::sweeps`] says this
+/// is the sandbox's supervisor: anywhere else it would kill every process of the user.
 fn sweep() {
-    let me = getpid().as_raw_nonzero().get();
-    let Ok(entries) = std::fs::read_dir("/proc") else {
-        return;
-    };
-    for entry in entries.flatten() {
-        let Some(pid) = entry
-            .file_name()
-            .to_str()
-            .and_then(|n| n.parse::<i32>().ok())
-        else {
-            continue;
-        };
-        if pid != 1
-            && pid != me
-            && let Some(pid) = Pid::from_raw(pid)
-        {
-            let _ = kill_process(pid, Signal::KILL);
-        }
+    if let Some(all) = Pid::from_raw(1) {
+        let _ = kill_process_group(all, Signal::KILL);
     }
 }
 
@@ -435,7 +428,7 @@ struct Run {
 enum Request {
     Run(Run),
     Kill {
-        pgid: i32,
+        id: Vec<u8>,
         signal: Signal,
     },
     /// Well-formed but meaningless (an unknown operation or signal): skipped
@@ -470,21 +463,17 @@ fn parse(input: &[u8]) -> Option<(Request, usize)> {
                 command,
             })
         }
-        b"kill" => {
-            let pgid = std::str::from_utf8(fields.next()?)
-                .ok()
-                .and_then(|p| p.parse().ok());
-            let signal = match fields.next()? {
-                b"TERM" => Some(Signal::TERM),
-                b"KILL" => Some(Signal::KILL),
-                b"INT" => Some(Signal::INT),
-                _ => None,
-            };
-            match (pgid, signal) {
-                (Some(pgid), Some(signal)) => Request::Kill { pgid, signal },
-                _ => Request::Invalid,
-            }
-        }
+        b"kill" => match fields.next()? {
+            b"TERM" => Request::Kill {
+                id,
+                signal: Signal::TERM,
+            },
+            b"KILL" => Request::Kill {
+                id,
+                signal: Signal::KILL,
+            },
+            _ => Request::Invalid,
+        },
         _ => Request::Invalid,
     };
     Some((request, fields.at))
@@ -538,15 +527,17 @@ mod tests {
     #[test]
     fn kill_requests_and_unknown_ones() {
         let two = [
-            run_request(&["0", "kill", "12", "TERM"]),
+            run_request(&["12", "kill", "TERM"]),
             run_request(&["0", "dance", "x"]),
         ]
         .concat();
         let (req, used) = parse(&two).unwrap();
-        assert!(matches!(req, Request::Kill { pgid: 12, signal } if signal == Signal::TERM));
+        assert!(
+            matches!(req, Request::Kill { ref id, signal } if id == b"12" && signal == Signal::TERM)
+        );
         let (req, _) = parse(&two[used..]).unwrap();
         assert!(matches!(req, Request::Invalid));
-        let (req, _) = parse(&run_request(&["0", "kill", "x", "TERM"])).unwrap();
+        let (req, _) = parse(&run_request(&["3", "kill", "HUP"])).unwrap();
         assert!(matches!(req, Request::Invalid));
     }
 

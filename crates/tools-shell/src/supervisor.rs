@@ -12,12 +12,14 @@
 //! - `ID run DIR OUTPUT CWD_FILE N K=V… COMMAND`: the command starts in a new process group,
 //!   in DIR, with the variables set, stdin from `/dev/null` and stdout and stderr to OUTPUT
 //!   (OUTPUT and CWD_FILE are relative to the slot directory unless absolute), as
-//!   `bash -c INLINE bash COMMAND`; the supervisor reports `p ID PGID`. When the group's
-//!   leader has exited and the rest of its group is gone (TERM, the grace period, KILL for
-//!   what the command left behind) it reports `x ID STATUS`. A command that cannot start
+//!   `bash -c INLINE bash COMMAND`. When the group's leader has exited and the rest of its
+//!   group is gone (TERM, the grace period, KILL for what the command left behind) the
+//!   supervisor reports `x ID STATUS`, the only reply a command gets. One that cannot start
 //!   gets `x ID 126` (its directory cannot be entered) or `x ID 127`, with the reason in
 //!   its output.
-//! - `ID kill PGID SIGNAL`: signals a command's process group (timeouts, cancellation).
+//! - `ID kill SIGNAL`: signals the process group of command ID (timeouts, cancellation);
+//!   nothing when it is gone. The supervisor knows the group, so no reply has to carry it
+//!   (one message per command each way).
 //!
 //! When no command is left, before the last exit is reported, the supervisor kills every
 //! other process of the sandbox but its init: what a command started outside its group
@@ -28,7 +30,8 @@
 //!
 //! The sandbox keeps its own pid namespace (`--unshare-pid`): without it a sandboxed process
 //! could reach every process of the user through `/proc/PID/root` and escape the mount
-//! namespace. So process-group ids are the sandbox's, and kills go through the supervisor.
+//! namespace. So process-group ids are the sandbox's, and kills go through the supervisor,
+//! by command id.
 //! Should the supervisor die, bubblewrap's init ends and the kernel kills every process of
 //! the namespace; a call that was waiting learns it from the closed pipe, and the session
 //! starts a new instance for the next call.
@@ -42,7 +45,7 @@
 
 use std::collections::HashMap;
 use std::ffi::OsString;
-use std::io::{BufRead, BufReader, Write};
+use std::io::Write;
 use std::os::unix::ffi::OsStrExt;
 use std::os::unix::fs::MetadataExt;
 use std::os::unix::process::CommandExt;
@@ -52,7 +55,7 @@ use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, OnceLock, mpsc};
 use std::time::Duration;
 
-use tokio::sync::mpsc::{UnboundedReceiver, UnboundedSender, unbounded_channel};
+use tokio::sync::oneshot;
 use tokio_util::sync::CancellationToken;
 use tool_core::ToolError;
 
@@ -91,13 +94,8 @@ impl Key {
     }
 }
 
-#[derive(Debug)]
-enum Reply {
-    Started(i32),
-    Exited(i32),
-}
-
-type Pending = Mutex<HashMap<u64, UnboundedSender<Reply>>>;
+/// Where each command's exit status goes.
+type Pending = Mutex<HashMap<u64, oneshot::Sender<i32>>>;
 
 #[derive(Debug, Default)]
 struct Shared {
@@ -204,11 +202,12 @@ impl Supervisor {
         let shared = Arc::new(Shared::default());
         let (ready_tx, ready_rx) = tokio::sync::oneshot::channel();
         if let Some(stdout) = stdout {
+            // A task, not a thread: the reply wakes the waiting call on the same worker.
+            let stdout = tokio::process::ChildStdout::from_std(stdout).map_err(|e| {
+                ToolError::fatal(format!("cannot read the sandbox's supervisor: {e}"))
+            })?;
             let shared = Arc::clone(&shared);
-            std::thread::Builder::new()
-                .name("agent-tools-sandbox-reader".into())
-                .spawn(move || read_replies(stdout, &shared, ready_tx))
-                .map_err(|e| ToolError::fatal(format!("cannot start a reader thread: {e}")))?;
+            tokio::spawn(async move { read_replies(stdout, &shared, ready_tx).await });
         }
         let ready = tokio::time::timeout(START_TIMEOUT, ready_rx).await;
         if !matches!(ready, Ok(Ok(()))) {
@@ -271,9 +270,9 @@ impl Supervisor {
         Ok(())
     }
 
-    fn register(&self) -> (u64, UnboundedReceiver<Reply>) {
+    fn register(&self) -> (u64, oneshot::Receiver<i32>) {
         let id = self.next.fetch_add(1, Ordering::Relaxed);
-        let (tx, rx) = unbounded_channel();
+        let (tx, rx) = oneshot::channel();
         if let Ok(mut p) = self.shared.pending.lock() {
             p.insert(id, tx);
         }
@@ -317,22 +316,21 @@ impl Supervisor {
             sup: Arc::clone(self),
             id,
             rx,
-            pgid: None,
             exit: None,
             finished: false,
         })
     }
 
-    fn signal(&self, pgid: i32, signal: &str) {
+    /// Signals the process group of command `id` (nothing when it is gone already).
+    fn signal(&self, id: u64, signal: &str) {
         let mut req = Vec::new();
-        let _ = field(&mut req, b"0");
+        let _ = field(&mut req, id.to_string().as_bytes());
         let _ = field(&mut req, b"kill");
-        let _ = field(&mut req, pgid.to_string().as_bytes());
         let _ = field(&mut req, signal.as_bytes());
         let _ = self.send(&req);
     }
 
-    /// Ends the instance at once (a call was abandoned before its process group was known).
+    /// Ends the instance at once (the supervisor does not answer).
     fn kill(&self) {
         self.shared.dead.store(true, Ordering::Relaxed);
         if let Ok(mut c) = self.child.lock()
@@ -359,14 +357,15 @@ impl Drop for Supervisor {
 
 /// Reads the supervisor's replies and hands each to the call it belongs to; at end of input
 /// (the supervisor died) every waiting call learns it through its closed channel.
-fn read_replies(
-    stdout: std::process::ChildStdout,
+async fn read_replies(
+    stdout: tokio::process::ChildStdout,
     shared: &Shared,
     ready: tokio::sync::oneshot::Sender<()>,
 ) {
+    use tokio::io::AsyncBufReadExt as _;
     let mut ready = Some(ready);
-    for line in BufReader::new(stdout).lines() {
-        let Ok(line) = line else { break };
+    let mut lines = tokio::io::BufReader::new(stdout).lines();
+    while let Ok(Some(line)) = lines.next_line().await {
         if line == "ready" {
             if let Some(r) = ready.take() {
                 let _ = r.send(());
@@ -374,21 +373,15 @@ fn read_replies(
             continue;
         }
         let mut parts = line.split(' ');
-        let (Some(kind), Some(id), Some(n)) = (parts.next(), parts.next(), parts.next()) else {
+        let (Some("x"), Some(id), Some(code)) = (parts.next(), parts.next(), parts.next()) else {
             continue;
         };
-        let (Ok(id), Ok(n)) = (id.parse::<u64>(), n.parse::<i32>()) else {
+        let (Ok(id), Ok(code)) = (id.parse::<u64>(), code.parse::<i32>()) else {
             continue;
         };
-        let reply = match kind {
-            "p" => Reply::Started(n),
-            "x" => Reply::Exited(n),
-            _ => continue,
-        };
-        if let Ok(p) = shared.pending.lock()
-            && let Some(tx) = p.get(&id)
-        {
-            let _ = tx.send(reply);
+        let tx = shared.pending.lock().ok().and_then(|mut p| p.remove(&id));
+        if let Some(tx) = tx {
+            let _ = tx.send(code);
         }
     }
     shared.dead.store(true, Ordering::Relaxed);
@@ -402,8 +395,7 @@ fn read_replies(
 pub struct Supervised {
     sup: Arc<Supervisor>,
     id: u64,
-    rx: UnboundedReceiver<Reply>,
-    pgid: Option<i32>,
+    rx: oneshot::Receiver<i32>,
     exit: Option<i32>,
     finished: bool,
 }
@@ -418,64 +410,33 @@ impl Supervised {
                 None => std::future::pending::<()>().await,
             }
         };
-        tokio::pin!(sleep);
-        let ending = loop {
-            tokio::select! {
-                reply = self.rx.recv() => match reply {
-                    Some(Reply::Started(p)) => self.pgid = Some(p),
-                    Some(Reply::Exited(code)) => {
-                        self.done();
-                        return Finished { ending: Ending::Exited, code };
-                    }
-                    None => {
-                        self.done();
-                        return Finished { ending: Ending::SandboxLost, code: 128 + 9 };
-                    }
-                },
-                () = &mut sleep => break Ending::TimedOut,
-                () = cancel.cancelled() => break Ending::Cancelled,
+        let ending = tokio::select! {
+            reply = &mut self.rx => {
+                self.done();
+                return match reply {
+                    Ok(code) => Finished { ending: Ending::Exited, code },
+                    Err(_) => Finished { ending: Ending::SandboxLost, code: 128 + 9 },
+                };
             }
+            () = sleep => Ending::TimedOut,
+            () = cancel.cancelled() => Ending::Cancelled,
         };
         let code = self.stop().await;
         Finished { ending, code }
     }
 
-    /// Waits for the next reply up to `limit`; `false` when none came or the channel closed.
-    async fn next(&mut self, limit: Duration) -> bool {
-        match tokio::time::timeout(limit, self.rx.recv()).await {
-            Ok(Some(Reply::Started(p))) => {
-                self.pgid = Some(p);
-                true
-            }
-            Ok(Some(Reply::Exited(code))) => {
-                self.exit = Some(code);
-                true
-            }
-            Ok(None) | Err(_) => false,
-        }
-    }
-
     /// TERM to the group, the grace period, KILL; returns the leader's exit code.
     async fn stop(&mut self) -> i32 {
-        let deadline = tokio::time::Instant::now() + Duration::from_secs(1);
-        while self.pgid.is_none() && self.exit.is_none() {
-            let left = deadline.saturating_duration_since(tokio::time::Instant::now());
-            if !self.next(left).await {
-                break;
-            }
-        }
         for (signal, limit) in [("TERM", KILL_GRACE), ("KILL", Duration::from_secs(5))] {
-            let Some(pgid) = self.pgid else { break };
-            if self.exit.is_some() {
-                break;
-            }
-            self.sup.signal(pgid, signal);
-            let deadline = tokio::time::Instant::now() + limit;
-            while self.exit.is_none() {
-                let left = deadline.saturating_duration_since(tokio::time::Instant::now());
-                if !self.next(left).await {
+            self.sup.signal(self.id, signal);
+            match tokio::time::timeout(limit, &mut self.rx).await {
+                Ok(Ok(code)) => {
+                    self.exit = Some(code);
                     break;
                 }
+                // The supervisor is gone.
+                Ok(Err(_)) => break,
+                Err(_) => {}
             }
         }
         match self.exit {
@@ -503,12 +464,9 @@ impl Drop for Supervised {
         if self.finished {
             return;
         }
-        // The call was abandoned: kill the group (or the whole instance when its id is not
-        // known yet); the supervisor sweeps once nothing else runs.
+        // The call was abandoned: kill the group; the supervisor sweeps once nothing else
+        // runs.
         self.sup.unregister(self.id);
-        match self.pgid {
-            Some(pgid) => self.sup.signal(pgid, "KILL"),
-            None => self.sup.kill(),
-        }
+        self.sup.signal(self.id, "KILL");
     }
 }
