@@ -48,20 +48,17 @@ pub fn read_head(file: &Path, cap: usize) -> std::io::Result<Shown> {
     let shown = &trimmed_start[..cut];
     // Lines after the cut: those in the rest of the head, then in the rest of the file.
     let mut lines_cut = trimmed_start[cut..].bytes().filter(|b| *b == b'\n').count() as u64;
-    let mut buf = vec![0_u8; 1 << 20];
     let mut last = trimmed_start[cut..]
         .bytes()
         .last()
         .or_else(|| shown.bytes().last());
-    loop {
-        let n = f.read(&mut buf)?;
-        if n == 0 {
-            break;
+    let from = head.len() as u64;
+    if from < total_bytes {
+        lines_cut += count_newlines(&f, from, total_bytes)?;
+        let mut end = [0_u8; 1];
+        if std::os::unix::fs::FileExt::read_at(&f, &mut end, total_bytes - 1)? == 1 {
+            last = Some(end[0]);
         }
-        // memchr counts with vector instructions: a GiB of short lines takes a fraction of
-        // the time a byte loop does.
-        lines_cut += memchr::memchr_iter(b'\n', &buf[..n]).count() as u64;
-        last = buf.get(n - 1).copied();
     }
     // An unterminated last line counts as a line.
     if last.is_some_and(|b| b != b'\n') {
@@ -72,6 +69,59 @@ pub fn read_head(file: &Path, cap: usize) -> std::io::Result<Shown> {
         total_bytes,
         truncated: true,
         lines_cut,
+    })
+}
+
+/// Bytes per block when counting the lines of a large output.
+const COUNT_BLOCK: u64 = 8 << 20;
+
+/// Newlines in `file[from..to]`, counted by every core at once for a large output (copying
+/// a GiB out of the page cache is most of the cost); memchr counts with vector
+/// instructions.
+fn count_newlines(file: &std::fs::File, from: u64, to: u64) -> std::io::Result<u64> {
+    use std::os::unix::fs::FileExt as _;
+    use std::sync::atomic::{AtomicU64, Ordering};
+    let count_range = |start: u64, end: u64, buf: &mut [u8]| -> std::io::Result<u64> {
+        let mut at = start;
+        let mut n = 0_u64;
+        while at < end {
+            let want = usize::try_from((end - at).min(buf.len() as u64)).unwrap_or(buf.len());
+            let got = file.read_at(&mut buf[..want], at)?;
+            if got == 0 {
+                break;
+            }
+            n += memchr::memchr_iter(b'\n', &buf[..got]).count() as u64;
+            at += got as u64;
+        }
+        Ok(n)
+    };
+    let workers = std::thread::available_parallelism().map_or(1, |n| n.get().min(8));
+    if workers == 1 || to - from <= 2 * COUNT_BLOCK {
+        return count_range(from, to, &mut vec![0_u8; 1 << 20]);
+    }
+    let next = AtomicU64::new(from);
+    let total = AtomicU64::new(0);
+    std::thread::scope(|scope| {
+        let handles: Vec<_> = (0..workers)
+            .map(|_| {
+                scope.spawn(|| -> std::io::Result<()> {
+                    let mut buf = vec![0_u8; 1 << 20];
+                    loop {
+                        let start = next.fetch_add(COUNT_BLOCK, Ordering::Relaxed);
+                        if start >= to {
+                            return Ok(());
+                        }
+                        let n = count_range(start, (start + COUNT_BLOCK).min(to), &mut buf)?;
+                        total.fetch_add(n, Ordering::Relaxed);
+                    }
+                })
+            })
+            .collect();
+        for h in handles {
+            h.join()
+                .unwrap_or_else(|_| Err(std::io::Error::other("a counting thread panicked")))?;
+        }
+        Ok(total.load(Ordering::Relaxed))
     })
 }
 
@@ -119,6 +169,21 @@ mod tests {
         // "\n" after "line 2" starts the cut: lines 3..=999 remain (997), plus the rest of
         // line 2's terminator counted as a line break.
         assert_eq!(s.lines_cut, 998);
+        Ok(())
+    }
+
+    #[test]
+    fn large_outputs_are_counted_in_blocks() -> std::io::Result<()> {
+        // Over two counting blocks, no newline at the end: every line after the cut counts.
+        let line = "x".repeat(99) + "\n";
+        let lines = (3 * COUNT_BLOCK as usize) / line.len();
+        let mut content = line.repeat(lines);
+        content.push_str("unterminated");
+        let s = shown(content.as_bytes(), 150)?;
+        assert!(s.truncated);
+        assert_eq!(s.text, format!("{}\n{}", "x".repeat(99), "x".repeat(50)));
+        assert_eq!(s.lines_cut, lines as u64);
+        assert_eq!(s.total_bytes, content.len() as u64);
         Ok(())
     }
 
