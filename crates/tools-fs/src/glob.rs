@@ -1,10 +1,14 @@
 //! Glob: find files by name pattern, newest first, with one ignore policy shared with Grep.
 
 use std::path::{Path, PathBuf};
+#[cfg(not(target_os = "linux"))]
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant, SystemTime};
 
 use async_trait::async_trait;
+#[cfg(target_os = "linux")]
+use ignore::overrides::Override;
+#[cfg(not(target_os = "linux"))]
 use ignore::{WalkBuilder, WalkState};
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
@@ -13,7 +17,9 @@ use tool_core::{
     ToolResult, TypedTool, ValidationResult, path,
 };
 
-use crate::ignore_policy::{IgnorePolicy, Mtimes, WalkDeadline, newest_first, suggest_similar};
+#[cfg(not(target_os = "linux"))]
+use crate::ignore_policy::Mtimes;
+use crate::ignore_policy::{IgnorePolicy, WalkDeadline, newest_first, suggest_similar};
 
 /// At most this many paths are returned (the reference's `globLimits.maxResults`).
 pub const MAX_RESULTS: usize = 100;
@@ -234,12 +240,102 @@ impl TypedTool for Glob {
     }
 }
 
+/// Walks `root` in parallel and returns every file matching `pattern` with its mtime.
+#[cfg(target_os = "linux")]
+fn walk_matches(
+    root: &Path,
+    pattern: &str,
+    policy: IgnorePolicy,
+    cancel: &tool_core::CancellationToken,
+    started: Instant,
+) -> Result<Vec<(PathBuf, SystemTime)>, ToolError> {
+    use crate::walk::{FileEntry, Kind, Visitor, walk};
+
+    /// One thread's matches.
+    struct Matches<'a> {
+        overrides: &'a Override,
+        by_name: bool,
+        items: Vec<(PathBuf, SystemTime)>,
+    }
+
+    impl Visitor for Matches<'_> {
+        fn visit(&mut self, entry: &mut FileEntry<'_>) {
+            // Regular files, and symlinks whose target is a regular file; never directories
+            // or links to them.
+            if entry.kind() == Kind::Other {
+                return;
+            }
+            let matched = if self.by_name {
+                self.overrides.matched(entry.name(), false)
+            } else {
+                self.overrides.matched(entry.rel_path(), false)
+            };
+            if !matched.is_whitelist() {
+                return;
+            }
+            // The mtime (of the target, for a symlink) relative to the open directory.
+            let Ok(st) = rustix::fs::statx(
+                entry.dir(),
+                entry.name(),
+                rustix::fs::AtFlags::empty(),
+                rustix::fs::StatxFlags::TYPE | rustix::fs::StatxFlags::MTIME,
+            ) else {
+                if entry.kind() == Kind::File {
+                    self.items.push((entry.path(), SystemTime::UNIX_EPOCH));
+                }
+                return;
+            };
+            if entry.kind() == Kind::Symlink
+                && rustix::fs::FileType::from_raw_mode(st.stx_mode.into())
+                    != rustix::fs::FileType::RegularFile
+            {
+                return;
+            }
+            let t = st.stx_mtime;
+            let mtime = u64::try_from(t.tv_sec).map_or(SystemTime::UNIX_EPOCH, |secs| {
+                SystemTime::UNIX_EPOCH + Duration::new(secs, t.tv_nsec)
+            });
+            self.items.push((entry.path(), mtime));
+        }
+    }
+
+    let overrides = IgnorePolicy::glob_override(root, pattern)
+        .map_err(|e| ToolError::respond(format!("Invalid glob pattern \"{pattern}\": {e}")))?;
+    // The pattern is matched here, not given to the walker as an override: overrides take
+    // precedence over ignore rules (as `rg -g` does), which would list ignored and hidden
+    // files whenever their names match.
+    let deadline = WalkDeadline::new("Glob", cancel, started, TIMEOUT);
+    let (threads, _) = walk(root, policy.walk_options(pattern), &deadline, 256, || {
+        Matches {
+            overrides: &overrides,
+            by_name: matches_names_only(pattern),
+            items: Vec::new(),
+        }
+    });
+    deadline.outcome()?;
+    let mut found = Vec::new();
+    for mut t in threads {
+        found.append(&mut t.items);
+    }
+    Ok(found)
+}
+
+/// Whether `pattern` (a gitignore-style glob) decides by the file name alone: it has no
+/// slash, or only a leading `**/`, so it matches at any depth exactly when the name does.
+#[cfg(target_os = "linux")]
+fn matches_names_only(pattern: &str) -> bool {
+    let rest = pattern.strip_prefix("**/").unwrap_or(pattern);
+    !rest.contains('/') && !rest.starts_with('!') && !rest.starts_with('\\')
+}
+
 /// One worker's matches, merged into the shared list when the worker ends.
+#[cfg(not(target_os = "linux"))]
 struct Local {
     items: Vec<(PathBuf, SystemTime)>,
     shared: Arc<Mutex<Vec<(PathBuf, SystemTime)>>>,
 }
 
+#[cfg(not(target_os = "linux"))]
 impl Drop for Local {
     fn drop(&mut self) {
         if let Ok(mut all) = self.shared.lock() {
@@ -249,6 +345,7 @@ impl Drop for Local {
 }
 
 /// Walks `root` in parallel and returns every file matching `pattern` with its mtime.
+#[cfg(not(target_os = "linux"))]
 fn walk_matches(
     root: &Path,
     pattern: &str,

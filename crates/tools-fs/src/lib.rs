@@ -63,6 +63,8 @@ mod notebook;
 mod pdf;
 mod read;
 mod text;
+#[cfg(target_os = "linux")]
+mod walk;
 mod write;
 
 use std::sync::Arc;
