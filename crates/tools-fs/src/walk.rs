@@ -17,10 +17,12 @@
 //! directories have none and share their parent's rules (an `Arc` chain of [`Level`]s).
 //! Version-control directories are never entered; symlinks are never followed.
 //!
-//! Work: one queue of directories shared by `available_parallelism` threads, last in first
-//! out, so the walk goes depth first and a directory's handle lives only while its
-//! subdirectories wait (each holds an `Arc` of it). Handles kept for waiting subdirectories
-//! are capped; past the cap a subdirectory is opened by its full path instead.
+//! Work: `available_parallelism` threads, each with its own stack of directories (last in
+//! first out, so the walk goes depth first and a directory's handle lives only while its
+//! subdirectories wait, each holding an `Arc` of it); a thread that runs dry waits on a
+//! shared queue, and a busy one hands it the older half of its stack (the larger
+//! subtrees). Handles kept for waiting subdirectories are capped; past the cap a
+//! subdirectory is opened by its full path instead.
 
 use std::ffi::OsStr;
 use std::os::fd::{AsFd, BorrowedFd, OwnedFd};
@@ -177,12 +179,12 @@ fn walk_with<V: Visitor>(
         canonical_root: root.canonicalize().ok(),
         queue: Mutex::new(Queue {
             jobs: Vec::new(),
-            waiting: 0,
             busy: threads,
             done: false,
         }),
         wake: Condvar::new(),
         quit: AtomicBool::new(false),
+        idle: AtomicUsize::new(0),
         fds: &fds,
         cap,
     };
@@ -243,6 +245,8 @@ struct Shared<'a> {
     queue: Mutex<Queue<'a>>,
     wake: Condvar,
     quit: AtomicBool,
+    /// Workers waiting for a shared job.
+    idle: AtomicUsize,
     fds: &'a FdCount,
     cap: usize,
 }
@@ -257,8 +261,6 @@ struct FdCount {
 /// Directories waiting to be read.
 struct Queue<'a> {
     jobs: Vec<Job<'a>>,
-    /// Workers waiting for a job.
-    waiting: usize,
     /// Workers not waiting.
     busy: usize,
     done: bool,
@@ -541,6 +543,8 @@ struct Worker<'s, 'a, V> {
     listed: Vec<Listed>,
     rel: Vec<u8>,
     children: Vec<Job<'a>>,
+    /// This worker's own jobs, deepest last.
+    local: Vec<Job<'a>>,
     seen: u64,
     kept: u64,
 }
@@ -556,6 +560,7 @@ impl<'s, 'a, V: Visitor> Worker<'s, 'a, V> {
             listed: Vec::new(),
             rel: Vec::new(),
             children: Vec::new(),
+            local: Vec::new(),
             seen: 0,
             kept: 0,
         }
@@ -569,14 +574,22 @@ impl<'s, 'a, V: Visitor> Worker<'s, 'a, V> {
     fn run(&mut self) {
         while let Some(job) = self.next_job() {
             self.read(job);
-            if !self.children.is_empty() || self.shared.quit.load(Ordering::Relaxed) {
-                self.publish();
+            // Deepest last: the stack pops them in listing order.
+            self.local.extend(self.children.drain(..).rev());
+            if self.shared.quit.load(Ordering::Relaxed) {
+                self.local.clear();
+            } else if self.local.len() > 1 && self.shared.idle.load(Ordering::Relaxed) > 0 {
+                self.share();
             }
         }
     }
 
-    /// The next job, waiting while other workers may still produce some.
+    /// The next job: this worker's own, else a shared one, waiting while other workers may
+    /// still share some.
     fn next_job(&mut self) -> Option<Job<'a>> {
+        if let Some(job) = self.local.pop() {
+            return Some(job);
+        }
         let shared = self.shared;
         let mut queue = shared.queue.lock().ok()?;
         loop {
@@ -594,24 +607,22 @@ impl<'s, 'a, V: Visitor> Worker<'s, 'a, V> {
                 shared.wake.notify_all();
                 return None;
             }
-            queue.waiting += 1;
+            shared.idle.fetch_add(1, Ordering::Relaxed);
             queue = shared.wake.wait(queue).ok()?;
-            queue.waiting -= 1;
+            shared.idle.fetch_sub(1, Ordering::Relaxed);
             queue.busy += 1;
         }
     }
 
-    /// Hands this directory's subdirectories to the queue.
-    fn publish(&mut self) {
+    /// Hands the older half of this worker's jobs (the larger subtrees) to idle workers.
+    fn share(&mut self) {
         let shared = self.shared;
         let Ok(mut queue) = shared.queue.lock() else {
             return;
         };
-        // Deepest last: the stack pops them in listing order.
-        queue.jobs.extend(self.children.drain(..).rev());
-        if queue.waiting > 0 || shared.quit.load(Ordering::Relaxed) {
-            shared.wake.notify_all();
-        }
+        let half = self.local.len() / 2;
+        queue.jobs.extend(self.local.drain(..half));
+        shared.wake.notify_all();
     }
 
     /// Opens the job's directory.
