@@ -190,26 +190,20 @@ impl TypedTool for Glob {
         let cancel = ctx.cancel_token().clone();
         let deny_ctx = ctx.clone();
         let walk = tokio::task::spawn_blocking(move || {
-            let found = walk_matches(&root, &pattern, policy, &cancel, started)?;
             // Read-deny rules hide files, as the reference passes them to rg as exclusions.
             let any_deny = deny_ctx
                 .permissions()
                 .has_content_rules("Read", RuleBehavior::Deny);
-            let mut found: Vec<(PathBuf, SystemTime)> = found
-                .into_iter()
-                .filter(|(p, _)| {
-                    !any_deny
-                        || !matches!(
-                            deny_ctx.permissions().check_read_path(p, &deny_ctx),
-                            PermissionDecision::Deny { .. }
-                        )
-                })
-                .collect();
+            let denied = |p: &Path| {
+                matches!(
+                    deny_ctx.permissions().check_read_path(p, &deny_ctx),
+                    PermissionDecision::Deny { .. }
+                )
+            };
+            let denied: Option<&Denied> = if any_deny { Some(&denied) } else { None };
             // Newest first, then by name: the reference sorted oldest first while its prompt
             // promised "sorted by modification time"; we do what the prompt says.
-            let total = found.len();
-            newest_first(&mut found, MAX_RESULTS, |(p, t)| (*t, p.as_path()));
-            Ok::<_, ToolError>((found, total))
+            walk_matches(&root, &pattern, policy, &cancel, started, denied)
         });
         let (found, total) = walk.await.map_err(|e| {
             ToolError::fatal(format!("internal error: the Glob walk failed: {e}"))
@@ -240,7 +234,11 @@ impl TypedTool for Glob {
     }
 }
 
-/// Walks `root` in parallel and returns every file matching `pattern` with its mtime.
+/// Whether a read-deny rule hides a path.
+type Denied<'a> = dyn Fn(&Path) -> bool + Sync + 'a;
+
+/// Walks `root` in parallel; returns the newest [`MAX_RESULTS`] files matching `pattern`
+/// and not `denied`, newest first, with their mtimes, and how many there are in all.
 #[cfg(target_os = "linux")]
 fn walk_matches(
     root: &Path,
@@ -248,14 +246,51 @@ fn walk_matches(
     policy: IgnorePolicy,
     cancel: &tool_core::CancellationToken,
     started: Instant,
-) -> Result<Vec<(PathBuf, SystemTime)>, ToolError> {
+    denied: Option<&Denied<'_>>,
+) -> Result<(Vec<(PathBuf, SystemTime)>, usize), ToolError> {
+    use std::ffi::OsStr;
+    use std::os::unix::ffi::OsStrExt;
+
     use crate::walk::{FileEntry, Kind, Visitor, walk};
 
-    /// One thread's matches.
+    /// One thread's matches: how many, and the newest [`MAX_RESULTS`] of them (paths
+    /// relative to the root), kept without a path for every match.
     struct Matches<'a> {
         overrides: &'a Override,
         by_name: bool,
-        items: Vec<(PathBuf, SystemTime)>,
+        denied: Option<&'a Denied<'a>>,
+        total: usize,
+        best: Vec<(Vec<u8>, SystemTime)>,
+        /// The last kept of `best` after it was last cut: anything older is never listed.
+        worst: Option<(SystemTime, Vec<u8>)>,
+    }
+
+    /// Newest first, then by path.
+    fn order(a: &(Vec<u8>, SystemTime), b: &(Vec<u8>, SystemTime)) -> std::cmp::Ordering {
+        b.1.cmp(&a.1).then_with(|| a.0.cmp(&b.0))
+    }
+
+    impl Matches<'_> {
+        fn keep(&mut self, entry: &mut FileEntry<'_>, mtime: SystemTime) {
+            if let Some(denied) = self.denied
+                && denied(&entry.path())
+            {
+                return;
+            }
+            self.total += 1;
+            let rel = entry.rel_path().as_os_str().as_bytes();
+            if let Some((time, path)) = &self.worst
+                && (mtime < *time || (mtime == *time && rel > path.as_slice()))
+            {
+                return;
+            }
+            self.best.push((rel.to_vec(), mtime));
+            if self.best.len() >= 2 * MAX_RESULTS {
+                self.best.select_nth_unstable_by(MAX_RESULTS - 1, order);
+                self.best.truncate(MAX_RESULTS);
+                self.worst = self.best.get(MAX_RESULTS - 1).map(|(p, t)| (*t, p.clone()));
+            }
+        }
     }
 
     impl Visitor for Matches<'_> {
@@ -281,7 +316,7 @@ fn walk_matches(
                 rustix::fs::StatxFlags::TYPE | rustix::fs::StatxFlags::MTIME,
             ) else {
                 if entry.kind() == Kind::File {
-                    self.items.push((entry.path(), SystemTime::UNIX_EPOCH));
+                    self.keep(entry, SystemTime::UNIX_EPOCH);
                 }
                 return;
             };
@@ -295,11 +330,12 @@ fn walk_matches(
             let mtime = u64::try_from(t.tv_sec).map_or(SystemTime::UNIX_EPOCH, |secs| {
                 SystemTime::UNIX_EPOCH + Duration::new(secs, t.tv_nsec)
             });
-            self.items.push((entry.path(), mtime));
+            self.keep(entry, mtime);
         }
     }
 
-    let overrides = IgnorePolicy::glob_override(root, pattern)
+    // Matched with paths relative to the root: a root of "." strips nothing.
+    let overrides = IgnorePolicy::glob_override(Path::new("."), pattern)
         .map_err(|e| ToolError::respond(format!("Invalid glob pattern \"{pattern}\": {e}")))?;
     // The pattern is matched here, not given to the walker as an override: overrides take
     // precedence over ignore rules (as `rg -g` does), which would list ignored and hidden
@@ -309,15 +345,25 @@ fn walk_matches(
         Matches {
             overrides: &overrides,
             by_name: matches_names_only(pattern),
-            items: Vec::new(),
+            denied,
+            total: 0,
+            best: Vec::new(),
+            worst: None,
         }
     });
     deadline.outcome()?;
+    let mut total = 0;
     let mut found = Vec::new();
-    for mut t in threads {
-        found.append(&mut t.items);
+    for t in threads {
+        total += t.total;
+        found.extend(
+            t.best
+                .into_iter()
+                .map(|(rel, mtime)| (root.join(OsStr::from_bytes(&rel)), mtime)),
+        );
     }
-    Ok(found)
+    newest_first(&mut found, MAX_RESULTS, |(p, t)| (*t, p.as_path()));
+    Ok((found, total))
 }
 
 /// Whether `pattern` (a gitignore-style glob) decides by the file name alone: it has no
@@ -344,7 +390,8 @@ impl Drop for Local {
     }
 }
 
-/// Walks `root` in parallel and returns every file matching `pattern` with its mtime.
+/// Walks `root` in parallel; returns the newest [`MAX_RESULTS`] files matching `pattern`
+/// and not `denied`, newest first, with their mtimes, and how many there are in all.
 #[cfg(not(target_os = "linux"))]
 fn walk_matches(
     root: &Path,
@@ -352,7 +399,8 @@ fn walk_matches(
     policy: IgnorePolicy,
     cancel: &tool_core::CancellationToken,
     started: Instant,
-) -> Result<Vec<(PathBuf, SystemTime)>, ToolError> {
+    denied: Option<&Denied<'_>>,
+) -> Result<(Vec<(PathBuf, SystemTime)>, usize), ToolError> {
     let overrides = IgnorePolicy::glob_override(root, pattern)
         .map_err(|e| ToolError::respond(format!("Invalid glob pattern \"{pattern}\": {e}")))?;
     let mut builder = WalkBuilder::new(root);
@@ -393,10 +441,15 @@ fn walk_matches(
         })
     });
     deadline.outcome()?;
-    let found = std::mem::take(
+    let mut found = std::mem::take(
         &mut *found
             .lock()
             .map_err(|_| ToolError::fatal("internal error: Glob results lock poisoned"))?,
     );
-    Ok(found)
+    if let Some(denied) = denied {
+        found.retain(|(p, _)| !denied(p));
+    }
+    let total = found.len();
+    newest_first(&mut found, MAX_RESULTS, |(p, t)| (*t, p.as_path()));
+    Ok((found, total))
 }
