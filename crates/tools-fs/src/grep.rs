@@ -1,5 +1,8 @@
 //! Grep: regex search in process with ripgrep's crates (`grep` for matching and searching,
-//! `ignore`'s parallel walker for the files), under the ignore policy Glob uses.
+//! `ignore` for the glob and type filters) over the crate's parallel walker (`walk.rs`; on
+//! other systems than Linux, `ignore`'s), under the ignore policy Glob uses. Files are
+//! opened relative to their open directory, and the paths the ignore rules skipped are
+//! counted as the walk goes.
 
 use std::path::{Path, PathBuf};
 #[cfg(not(target_os = "linux"))]
@@ -30,7 +33,9 @@ pub const DEFAULT_HEAD_LIMIT: usize = 250;
 pub const MAX_COLUMNS: usize = 500;
 /// The search gives up after this long.
 pub const GREP_TIMEOUT: Duration = Duration::from_secs(20);
-/// Above this many directories, skipped paths are counted only when nothing matched.
+/// Where `ignore`'s walker is used (other systems than Linux): above this many
+/// directories, skipped paths are counted only when nothing matched. On Linux they are
+/// always counted, during the walk.
 pub const COUNT_IGNORED_MAX_DIRS: usize = 2000;
 /// Memory a multiline search may use for one file.
 const MULTILINE_HEAP_LIMIT: usize = 256 * 1024 * 1024;
@@ -149,7 +154,8 @@ pub struct GrepOutput {
     #[serde(skip_serializing_if = "Option::is_none")]
     pub applied_offset: Option<usize>,
     /// Files and directories the ignore rules and the hidden-file rule skipped (a skipped
-    /// directory counts once); counted when nothing matched or the tree has at most
+    /// directory counts once; version-control folders never count); always counted on
+    /// Linux, elsewhere when nothing matched or the tree has at most
     /// [`COUNT_IGNORED_MAX_DIRS`] directories
     #[serde(skip_serializing_if = "Option::is_none")]
     pub ignored_entries: Option<u64>,

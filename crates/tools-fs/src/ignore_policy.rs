@@ -34,7 +34,8 @@ fn names_hidden(pattern: &str) -> bool {
 }
 
 impl IgnorePolicy {
-    /// Applies the policy to a walk whose results are filtered by `pattern`.
+    /// Applies the policy to a walk whose results are filtered by `pattern`. The crate's
+    /// own walker (Linux) applies the same policy; its tests compare the two.
     pub fn configure(self, builder: &mut WalkBuilder, pattern: &str) {
         if self.include_ignored {
             builder.standard_filters(false);

@@ -132,7 +132,7 @@ impl WalkStats {
     }
 }
 
-/// Walks `root` on `available_parallelism` threads; each gets a visitor from `make` and
+/// Walks `root` on `available_parallelism` threads (at most 12); each gets a visitor from `make` and
 /// they are returned when the walk ends (or stops at the deadline, looked at every `every`
 /// entries).
 pub(crate) fn walk<V: Visitor>(
@@ -142,7 +142,8 @@ pub(crate) fn walk<V: Visitor>(
     every: u32,
     make: impl Fn() -> V + Sync,
 ) -> (Vec<V>, WalkStats) {
-    let threads = std::thread::available_parallelism().map_or(1, |n| n.get());
+    // At most 12, as `ignore` has it: more threads add little to a walk.
+    let threads = std::thread::available_parallelism().map_or(1, |n| n.get().min(12));
     walk_with(root, options, deadline, every, threads, fd_cap(), make)
 }
 
@@ -1085,6 +1086,51 @@ mod tests {
         );
         let (got, _) = ours(dir.path(), options, 2, 64);
         assert_eq!(got.into_iter().collect::<Vec<_>>(), ["a.txt", "x/c.txt"]);
+    }
+
+    #[test]
+    fn global_excludes_file_applies_in_a_repository() {
+        // Git's global excludes file is found through HOME and XDG_CONFIG_HOME, so the check
+        // runs in a child process of this test binary with both pointing to a temporary
+        // directory.
+        const ROOT: &str = "AGENT_TOOLS_WALK_TEST_ROOT";
+        if let Some(root) = std::env::var_os(ROOT) {
+            let root = PathBuf::from(root);
+            let policy = IgnorePolicy::default();
+            for (dir, expected) in [("repo", &["b.txt"][..]), ("plain", &["c.secret", "d.txt"])] {
+                let (got, _) = ours(&root.join(dir), policy.walk_options("**"), 2, 64);
+                let expected: BTreeSet<String> = expected.iter().map(|s| (*s).to_owned()).collect();
+                assert_eq!(got, expected, "{dir}");
+                assert_eq!(theirs(&root.join(dir), policy, "**"), expected, "{dir}");
+            }
+            return;
+        }
+        let home = tempfile::tempdir().unwrap();
+        make(home.path(), &["config/git/ignore = *.secret\\n"]);
+        let tree = tempfile::tempdir().unwrap();
+        make(
+            tree.path(),
+            &[
+                "repo/.git/HEAD",
+                "repo/a.secret",
+                "repo/b.txt",
+                "plain/c.secret",
+                "plain/d.txt",
+            ],
+        );
+        let status = std::process::Command::new(std::env::current_exe().unwrap())
+            .args([
+                "--exact",
+                "walk::tests::global_excludes_file_applies_in_a_repository",
+                "--test-threads=1",
+            ])
+            .env("HOME", home.path())
+            .env("XDG_CONFIG_HOME", home.path().join("config"))
+            .env(ROOT, tree.path())
+            .stdout(std::process::Stdio::null())
+            .status()
+            .unwrap();
+        assert!(status.success());
     }
 
     #[test]
