@@ -526,6 +526,22 @@ fn join_rel(out: &mut Vec<u8>, dir_rel: &[u8], name: &[u8]) {
     out.extend_from_slice(name);
 }
 
+/// Ends the walk when a worker panics, so that the others do not wait for it forever (the
+/// panic then reaches the caller when the threads are joined).
+struct StopOthersOnPanic<'s, 'a>(&'s Shared<'a>);
+
+impl Drop for StopOthersOnPanic<'_, '_> {
+    fn drop(&mut self) {
+        if std::thread::panicking() {
+            // Under the lock (poisoned or not), so that no worker is between looking at
+            // `quit` and waiting.
+            let _queue = self.0.queue.lock();
+            self.0.quit.store(true, Ordering::Relaxed);
+            self.0.wake.notify_all();
+        }
+    }
+}
+
 /// One listed entry: where its name lies in the names buffer, and its type.
 #[derive(Clone, Copy)]
 struct Listed {
@@ -573,6 +589,7 @@ impl<'s, 'a, V: Visitor> Worker<'s, 'a, V> {
 
     /// Takes jobs until the queue is empty and every worker idle, or the walk quits.
     fn run(&mut self) {
+        let _stop = StopOthersOnPanic(self.shared);
         while let Some(job) = self.next_job() {
             self.read(job);
             // Deepest last: the stack pops them in listing order.
@@ -1131,6 +1148,31 @@ mod tests {
             .status()
             .unwrap();
         assert!(status.success());
+    }
+
+    #[test]
+    fn a_panicking_visitor_ends_the_walk() {
+        // The panic reaches the caller; the other worker does not wait forever.
+        struct Panics;
+        impl Visitor for Panics {
+            fn visit(&mut self, entry: &mut FileEntry<'_>) {
+                assert!(entry.name() != Path::new("boom.txt"), "boom");
+            }
+        }
+        let dir = tempfile::tempdir().unwrap();
+        let files: Vec<String> = (0..60).map(|i| format!("d{}/f{i}.txt", i % 6)).collect();
+        let mut files: Vec<&str> = files.iter().map(String::as_str).collect();
+        files.push("d3/deeper/boom.txt");
+        make(dir.path(), &files);
+        let options = IgnorePolicy::default().walk_options("**");
+        for threads in [1, 2, 3] {
+            let cancel = CancellationToken::new();
+            let deadline = deadline(&cancel);
+            let walked = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
+                walk_with(dir.path(), options, &deadline, 64, threads, 64, || Panics)
+            }));
+            assert!(walked.is_err(), "threads {threads}");
+        }
     }
 
     #[test]
