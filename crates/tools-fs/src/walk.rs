@@ -132,9 +132,9 @@ impl WalkStats {
     }
 }
 
-/// Walks `root` on `available_parallelism` threads (at most 12); each gets a visitor from `make` and
-/// they are returned when the walk ends (or stops at the deadline, looked at every `every`
-/// entries).
+/// Walks `root` on `available_parallelism` threads (at most 12); each gets a visitor from
+/// `make` and they are returned when the walk ends (or stops at the deadline, looked at
+/// every `every` entries).
 pub(crate) fn walk<V: Visitor>(
     root: &Path,
     options: WalkOptions,
@@ -177,7 +177,11 @@ fn walk_with<V: Visitor>(
         } else {
             None
         },
-        canonical_root: root.canonicalize().ok(),
+        canonical_root: if options.ignore_files {
+            root.canonicalize().ok()
+        } else {
+            None
+        },
         queue: Mutex::new(Queue {
             jobs: Vec::new(),
             busy: threads,
@@ -714,7 +718,8 @@ impl<'s, 'a, V: Visitor> Worker<'s, 'a, V> {
         // The parent's handle is no longer needed by this job.
         drop(job.parent);
         let found = self.list(fd.as_fd());
-        let level = if shared.options.ignore_files {
+        // Most directories have no ignore file and share their parent's rules.
+        let level = if shared.options.ignore_files && found.any() {
             let strip = if job.rel.is_empty() {
                 0
             } else {
