@@ -17,8 +17,6 @@ use tool_core::{
     ToolResult, TypedTool, ValidationResult, path,
 };
 
-#[cfg(not(target_os = "linux"))]
-use crate::ignore_policy::Mtimes;
 use crate::ignore_policy::{IgnorePolicy, WalkDeadline, newest_first, suggest_similar};
 
 /// At most this many paths are returned (the reference's `globLimits.maxResults`).
@@ -418,7 +416,6 @@ fn walk_matches(
         };
         let mut check = deadline.worker(256);
         let overrides = overrides.clone();
-        let mut mtimes = Mtimes::default();
         Box::new(move |entry| {
             if check.should_quit() {
                 return WalkState::Quit;
@@ -434,7 +431,9 @@ fn walk_matches(
                         && std::fs::metadata(entry.path()).is_ok_and(|m| m.is_file()))
             });
             if is_file && overrides.matched(entry.path(), false).is_whitelist() {
-                let mtime = mtimes.of(entry.path());
+                let mtime = std::fs::metadata(entry.path())
+                    .and_then(|m| m.modified())
+                    .unwrap_or(SystemTime::UNIX_EPOCH);
                 local.items.push((entry.into_path(), mtime));
             }
             WalkState::Continue

@@ -157,21 +157,6 @@ impl WalkCheck {
     }
 }
 
-/// Modification times of walked files (where the crate's own walker is not used).
-#[cfg(not(target_os = "linux"))]
-#[derive(Default)]
-pub(crate) struct Mtimes;
-
-#[cfg(not(target_os = "linux"))]
-impl Mtimes {
-    /// The modification time of `path` (following a symlink), or the epoch when unknown.
-    pub(crate) fn of(&mut self, path: &Path) -> SystemTime {
-        std::fs::metadata(path)
-            .and_then(|m| m.modified())
-            .unwrap_or(SystemTime::UNIX_EPOCH)
-    }
-}
-
 /// Orders `items` newest first, then by path bytes, and keeps the first `keep` of them.
 ///
 /// Only the kept items are sorted: with many matches (a tree whose files share one mtime,
