@@ -1263,6 +1263,103 @@ mod tests {
     }
 
     #[test]
+    fn agrees_with_ignore_on_generated_trees() {
+        // Trees drawn from a fixed sequence: names hidden or not, ignore files of every kind
+        // with negated, anchored, directory-only and nested patterns, repositories at
+        // several depths; walked from the top and from a subdirectory (the parents' rules).
+        let mut seed: u64 = 0x5eed_1234_abcd_0001;
+        let mut next = move |n: usize| -> usize {
+            seed = seed
+                .wrapping_mul(6_364_136_223_846_793_005)
+                .wrapping_add(1_442_695_040_888_963_407);
+            usize::try_from(seed >> 33).unwrap() % n
+        };
+        let names = [
+            "a", "b", "src", "build", ".hid", "x.log", "keep.log", ".env", "y.rs", "out",
+        ];
+        let patterns = [
+            "*.log",
+            "!keep.log",
+            "build/",
+            "/a",
+            "src/*.rs",
+            "**/out",
+            ".env",
+            "!.env",
+            "b",
+            "*.rs",
+            "!y.rs",
+            "a/**",
+            "/src/",
+            "hid*",
+            "!/b",
+        ];
+        let files = [".gitignore", ".ignore", ".agent-toolsignore"];
+        for round in 0..120 {
+            let dir = tempfile::tempdir().unwrap();
+            let mut tree: Vec<String> = Vec::new();
+            for _ in 0..(8 + next(25)) {
+                let depth = 1 + next(4);
+                let path: Vec<&str> = (0..depth).map(|_| names[next(names.len())]).collect();
+                tree.push(path.join("/"));
+            }
+            for _ in 0..(1 + next(6)) {
+                let depth = next(3);
+                let mut path: Vec<&str> = (0..depth).map(|_| names[next(3)]).collect();
+                path.push(files[next(files.len())]);
+                let lines: Vec<&str> = (0..1 + next(4))
+                    .map(|_| patterns[next(patterns.len())])
+                    .collect();
+                tree.push(format!("{} = {}\\n", path.join("/"), lines.join("\\n")));
+            }
+            for _ in 0..next(3) {
+                let depth = next(3);
+                let mut path: Vec<&str> = (0..depth).map(|_| names[next(3)]).collect();
+                path.push(".git/HEAD");
+                tree.push(path.join("/"));
+            }
+            // A path may be wanted both as a file and as a directory: the first one wins.
+            let mut made: Vec<&str> = Vec::new();
+            for entry in &tree {
+                let path = entry.split(" = ").next().unwrap_or(entry);
+                let clash = made.iter().any(|m| {
+                    let m = m.split(" = ").next().unwrap_or(m);
+                    m.starts_with(&format!("{path}/"))
+                        || path.starts_with(&format!("{m}/"))
+                        || m == path
+                });
+                if !clash {
+                    made.push(entry);
+                }
+            }
+            make(dir.path(), &made);
+            for sub in ["", "a", "src"] {
+                let root = dir.path().join(sub);
+                if !root.is_dir() {
+                    continue;
+                }
+                for (policy, pattern) in [
+                    (IgnorePolicy::default(), "**"),
+                    (IgnorePolicy::default(), ".hid/**"),
+                    (
+                        IgnorePolicy {
+                            include_ignored: true,
+                        },
+                        "**",
+                    ),
+                ] {
+                    let (got, _) = ours(&root, policy.walk_options(pattern), 2, 64);
+                    assert_eq!(
+                        got,
+                        theirs(&root, policy, pattern),
+                        "round {round}, root {sub:?}, {policy:?} {pattern}, tree {made:#?}"
+                    );
+                }
+            }
+        }
+    }
+
+    #[test]
     fn agrees_with_ignore_on_a_mixed_tree() {
         let tree = [
             GIT,
