@@ -190,6 +190,7 @@ fn walk_with<V: Visitor>(
         wake: Condvar::new(),
         quit: AtomicBool::new(false),
         idle: AtomicUsize::new(0),
+        queued: AtomicUsize::new(0),
         fds: &fds,
         cap,
     };
@@ -199,11 +200,12 @@ fn walk_with<V: Visitor>(
         Arc::new(Level::default())
     };
     if let Ok(mut queue) = shared.queue.lock() {
-        queue.jobs.push(Job {
+        queue.jobs.push(Job::Dir(DirJob {
             parent: None,
             rel: Vec::new(),
             level,
-        });
+        }));
+        shared.queued.store(1, Ordering::Relaxed);
     }
     let results: Vec<(V, u64, u64)> = std::thread::scope(|scope| {
         let handles: Vec<_> = (1..threads)
@@ -252,8 +254,17 @@ struct Shared<'a> {
     quit: AtomicBool,
     /// Workers waiting for a shared job.
     idle: AtomicUsize,
+    /// Jobs in the shared queue (it is worth sharing more while `idle` is larger).
+    queued: AtomicUsize,
     fds: &'a FdCount,
     cap: usize,
+}
+
+impl Shared<'_> {
+    /// Whether a thread waits for work that the shared queue does not hold yet.
+    fn wanted(&self) -> bool {
+        self.idle.load(Ordering::Relaxed) > self.queued.load(Ordering::Relaxed)
+    }
 }
 
 /// Directory handles open now, and at most.
@@ -271,14 +282,34 @@ struct Queue<'a> {
     done: bool,
 }
 
+/// Work for a thread: a directory to read, or part of a directory's entries.
+enum Job<'a> {
+    Dir(DirJob<'a>),
+    Entries(Box<Entries<'a>>),
+}
+
 /// A directory to read.
-struct Job<'a> {
+struct DirJob<'a> {
     /// The parent's handle; `None` for the root and past the handle cap (opened by path).
     parent: Option<Arc<DirFd<'a>>>,
     /// The directory's path relative to the root ("" for the root).
     rel: Vec<u8>,
     /// The ignore rules of its parent (for the root: of the root's parents).
     level: Arc<Level>,
+}
+
+/// Listed entries of an open directory, handed to another thread (or kept by the one that
+/// listed them).
+struct Entries<'a> {
+    dir: Arc<DirFd<'a>>,
+    /// The directory's path relative to the root.
+    rel: Vec<u8>,
+    /// The directory's rules.
+    level: Arc<Level>,
+    /// Subdirectories may share `dir` (the handle cap was not reached).
+    share_fd: bool,
+    names: Vec<u8>,
+    listed: Vec<Listed>,
 }
 
 /// An open directory, counted while open.
@@ -595,12 +626,20 @@ impl<'s, 'a, V: Visitor> Worker<'s, 'a, V> {
     fn run(&mut self) {
         let _stop = StopOthersOnPanic(self.shared);
         while let Some(job) = self.next_job() {
-            self.read(job);
+            match job {
+                Job::Dir(job) => self.read(job),
+                Job::Entries(mut entries) => {
+                    self.visit_entries(&mut entries);
+                    // Its names buffers are reused for the next listing.
+                    self.names = std::mem::take(&mut entries.names);
+                    self.listed = std::mem::take(&mut entries.listed);
+                }
+            }
             // Deepest last: the stack pops them in listing order.
             self.local.extend(self.children.drain(..).rev());
             if self.shared.quit.load(Ordering::Relaxed) {
                 self.local.clear();
-            } else if self.local.len() > 1 && self.shared.idle.load(Ordering::Relaxed) > 0 {
+            } else if self.local.len() > 1 && self.shared.wanted() {
                 self.share();
             }
         }
@@ -621,6 +660,7 @@ impl<'s, 'a, V: Visitor> Worker<'s, 'a, V> {
                 return None;
             }
             if let Some(job) = queue.jobs.pop() {
+                shared.queued.store(queue.jobs.len(), Ordering::Relaxed);
                 return Some(job);
             }
             queue.busy -= 1;
@@ -644,11 +684,12 @@ impl<'s, 'a, V: Visitor> Worker<'s, 'a, V> {
         };
         let half = self.local.len() / 2;
         queue.jobs.extend(self.local.drain(..half));
+        shared.queued.store(queue.jobs.len(), Ordering::Relaxed);
         shared.wake.notify_all();
     }
 
     /// Opens the job's directory.
-    fn open(&self, job: &Job<'a>) -> Option<OwnedFd> {
+    fn open(&self, job: &DirJob<'a>) -> Option<OwnedFd> {
         #[cfg(test)]
         if job.rel.ends_with(b"/unopenable-by-test") {
             return None;
@@ -710,7 +751,7 @@ impl<'s, 'a, V: Visitor> Worker<'s, 'a, V> {
     }
 
     /// Reads one directory: visits its kept files and queues its kept subdirectories.
-    fn read(&mut self, job: Job<'a>) {
+    fn read(&mut self, job: DirJob<'a>) {
         let shared = self.shared;
         let Some(fd) = self.open(&job) else {
             return;
@@ -739,14 +780,72 @@ impl<'s, 'a, V: Visitor> Worker<'s, 'a, V> {
             job.level
         };
         let dir = Arc::new(DirFd::new(fd, shared.fds));
-        let share_fd = shared.fds.open.load(Ordering::Relaxed) <= shared.cap;
-        let listed = std::mem::take(&mut self.listed);
-        for item in &listed {
+        let mut entries = Entries {
+            dir,
+            rel: job.rel,
+            level,
+            share_fd: shared.fds.open.load(Ordering::Relaxed) <= shared.cap,
+            names: std::mem::take(&mut self.names),
+            listed: std::mem::take(&mut self.listed),
+        };
+        self.visit_entries(&mut entries);
+        self.names = entries.names;
+        self.listed = entries.listed;
+    }
+
+    /// Hands the second half of `entries` from `at` on to an idle thread, when one waits
+    /// and there is more than one entry left.
+    fn share_entries(&mut self, entries: &mut Entries<'a>, at: usize) {
+        let left = entries.listed.len() - at;
+        if left < 2 || !self.shared.wanted() {
+            return;
+        }
+        let mid = at + left / 2;
+        let mut names = Vec::new();
+        let listed = entries
+            .listed
+            .drain(mid..)
+            .map(|item| {
+                let start = names.len();
+                names.extend_from_slice(&entries.names[item.start..item.end]);
+                Listed {
+                    start,
+                    end: names.len(),
+                    ty: item.ty,
+                }
+            })
+            .collect();
+        let handed = Entries {
+            dir: Arc::clone(&entries.dir),
+            rel: entries.rel.clone(),
+            level: Arc::clone(&entries.level),
+            share_fd: entries.share_fd,
+            names,
+            listed,
+        };
+        let shared = self.shared;
+        if let Ok(mut queue) = shared.queue.lock() {
+            queue.jobs.push(Job::Entries(Box::new(handed)));
+            shared.queued.store(queue.jobs.len(), Ordering::Relaxed);
+            shared.wake.notify_all();
+        }
+    }
+
+    /// Judges listed entries: visits the kept files, queues the kept subdirectories.
+    fn visit_entries(&mut self, entries: &mut Entries<'a>) {
+        let shared = self.shared;
+        let mut i = 0;
+        while i < entries.listed.len() {
             if self.check.should_quit() {
                 shared.quit.store(true, Ordering::Relaxed);
                 break;
             }
-            let name = &self.names[item.start..item.end];
+            self.share_entries(entries, i);
+            let item = entries.listed[i];
+            i += 1;
+            let dir = &entries.dir;
+            let level = &entries.level;
+            let name = &entries.names[item.start..item.end];
             let mut ty = item.ty;
             if ty == FileType::Unknown {
                 ty =
@@ -760,7 +859,7 @@ impl<'s, 'a, V: Visitor> Worker<'s, 'a, V> {
                 self.seen += 1;
             }
             let verdict = if level.active {
-                join_rel(&mut self.rel, &job.rel, name);
+                join_rel(&mut self.rel, &entries.rel, name);
                 level.matched(shared, &self.rel, is_dir)
             } else {
                 Match::None
@@ -777,13 +876,13 @@ impl<'s, 'a, V: Visitor> Worker<'s, 'a, V> {
                 self.kept += 1;
             }
             if is_dir {
-                let mut rel = Vec::with_capacity(job.rel.len() + 1 + name.len());
-                join_rel(&mut rel, &job.rel, name);
-                self.children.push(Job {
-                    parent: share_fd.then(|| Arc::clone(&dir)),
+                let mut rel = Vec::with_capacity(entries.rel.len() + 1 + name.len());
+                join_rel(&mut rel, &entries.rel, name);
+                self.children.push(Job::Dir(DirJob {
+                    parent: entries.share_fd.then(|| Arc::clone(dir)),
                     rel,
-                    level: Arc::clone(&level),
-                });
+                    level: Arc::clone(level),
+                }));
                 continue;
             }
             let kind = match ty {
@@ -796,13 +895,12 @@ impl<'s, 'a, V: Visitor> Worker<'s, 'a, V> {
                 name,
                 kind,
                 root: shared.root,
-                dir_rel: &job.rel,
+                dir_rel: &entries.rel,
                 rel: &mut self.rel,
                 rel_built: level.active,
             };
             self.visitor.visit(&mut entry);
         }
-        self.listed = listed;
     }
 }
 
@@ -1181,6 +1279,36 @@ mod tests {
     }
 
     #[test]
+    fn a_large_directory_is_shared_with_an_idle_thread() {
+        // The first thread to visit waits a little at each file while it is alone, so the
+        // other one starts and asks for work: it gets half of the listing still to do.
+        struct Threads(Arc<Mutex<BTreeSet<String>>>);
+        impl Visitor for Threads {
+            fn visit(&mut self, _entry: &mut FileEntry<'_>) {
+                let mut seen = self.0.lock().unwrap();
+                seen.insert(format!("{:?}", std::thread::current().id()));
+                let alone = seen.len() < 2;
+                drop(seen);
+                if alone {
+                    std::thread::sleep(Duration::from_millis(2));
+                }
+            }
+        }
+        let dir = tempfile::tempdir().unwrap();
+        let files: Vec<String> = (0..1500).map(|i| format!("f{i}")).collect();
+        let files: Vec<&str> = files.iter().map(String::as_str).collect();
+        make(dir.path(), &files);
+        let seen = Arc::new(Mutex::new(BTreeSet::new()));
+        let cancel = CancellationToken::new();
+        let options = IgnorePolicy::default().walk_options("**");
+        let (_, stats) = walk_with(dir.path(), options, &deadline(&cancel), 64, 2, 64, || {
+            Threads(Arc::clone(&seen))
+        });
+        assert_eq!(stats.kept, 1500);
+        assert_eq!(seen.lock().unwrap().len(), 2);
+    }
+
+    #[test]
     fn cancellation_stops_the_walk() {
         let dir = tempfile::tempdir().unwrap();
         let files: Vec<String> = (0..400).map(|i| format!("d{}/f{i}.txt", i % 20)).collect();
@@ -1221,12 +1349,13 @@ mod tests {
         for threads in [1, 2] {
             let (got, stats) = ours(dir.path(), options, threads, 8);
             assert_eq!(got, expected);
-            assert!(stats.peak_fds <= 8 + threads, "{stats:?}");
+            // Each thread's own directory, and entries handed to idle threads, on top.
+            assert!(stats.peak_fds <= 8 + 2 * threads, "{stats:?}");
         }
         let (got, stats) = ours(dir.path(), options, 1, 1000);
         assert_eq!(got, expected);
         assert!(
-            stats.peak_fds > 8 + 2,
+            stats.peak_fds > 8 + 4,
             "the cap is what keeps it low: {stats:?}"
         );
     }
