@@ -21,8 +21,10 @@
 //! first out, so the walk goes depth first and a directory's handle lives only while its
 //! subdirectories wait, each holding an `Arc` of it); a thread that runs dry waits on a
 //! shared queue, and a busy one hands it the older half of its stack (the larger
-//! subtrees). Handles kept for waiting subdirectories are capped; past the cap a
-//! subdirectory is opened by its full path instead.
+//! subtrees), or half of the entries of the directory it is going through (a flat
+//! directory of many files is not left to one thread). Handles kept for waiting
+//! subdirectories are capped; past the cap a subdirectory is opened by its full path
+//! instead, so at most the cap plus two per thread are open.
 
 use std::ffi::OsStr;
 use std::os::fd::{AsFd, BorrowedFd, OwnedFd};
