@@ -452,3 +452,62 @@ fn walk_matches(
     newest_first(&mut found, MAX_RESULTS, |(p, t)| (*t, p.as_path()));
     Ok((found, total))
 }
+
+#[cfg(all(test, target_os = "linux"))]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn patterns_decided_by_the_name() {
+        for pattern in [
+            "*.rs",
+            "**/*.c",
+            "Cargo.toml",
+            "**/*.{rs,toml}",
+            "a[0-9].tx?",
+            "**",
+        ] {
+            assert!(matches_names_only(pattern), "{pattern}");
+        }
+        for pattern in ["src/*.rs", "/a.rs", "**/src/*.rs", "!*.rs", "{a,b/c}", "x/"] {
+            assert!(!matches_names_only(pattern), "{pattern}");
+        }
+    }
+
+    #[test]
+    fn name_and_relative_path_agree_for_name_patterns() {
+        // What the walker relies on: for these patterns the override says the same of a
+        // file's name as of its path relative to the root.
+        let paths = [
+            "a.rs",
+            "src/b.rs",
+            "src/x/Cargo.toml",
+            "a1.txt",
+            "d/a1.txt",
+            "d/e.c",
+        ];
+        for pattern in [
+            "*.rs",
+            "**/*.c",
+            "Cargo.toml",
+            "**/*.{rs,toml}",
+            "a[0-9].tx?",
+            "**",
+        ] {
+            let o = IgnorePolicy::glob_override(Path::new("."), pattern).unwrap_or_else(|e| {
+                panic!("{pattern}: {e}");
+            });
+            for path in paths {
+                let name = Path::new(path)
+                    .file_name()
+                    .map(Path::new)
+                    .unwrap_or(Path::new(""));
+                assert_eq!(
+                    o.matched(name, false).is_whitelist(),
+                    o.matched(Path::new(path), false).is_whitelist(),
+                    "{pattern} {path}"
+                );
+            }
+        }
+    }
+}
