@@ -1337,11 +1337,13 @@ mod tests {
         let dir = tempfile::tempdir().unwrap();
         let mut path = PathBuf::new();
         let mut expected = BTreeSet::new();
-        for _ in 0..150 {
-            let before = path.join("a/f.txt");
+        // Names differ by level, so that a file system listing in hash order does not put
+        // the next level last everywhere.
+        for level in 0..150 {
+            let before = path.join(format!("a{level}/f.txt"));
             make(dir.path(), &[before.to_str().unwrap()]);
             std::fs::create_dir_all(dir.path().join(&path).join("c")).unwrap();
-            let after = path.join("z/f.txt");
+            let after = path.join(format!("z{level}/f.txt"));
             make(dir.path(), &[after.to_str().unwrap()]);
             expected.insert(before.to_string_lossy().into_owned());
             expected.insert(after.to_string_lossy().into_owned());
