@@ -1,10 +1,14 @@
 //! Glob: find files by name pattern, newest first, with one ignore policy shared with Grep.
 
 use std::path::{Path, PathBuf};
+#[cfg(not(target_os = "linux"))]
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant, SystemTime};
 
 use async_trait::async_trait;
+#[cfg(target_os = "linux")]
+use ignore::overrides::Override;
+#[cfg(not(target_os = "linux"))]
 use ignore::{WalkBuilder, WalkState};
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
@@ -13,7 +17,7 @@ use tool_core::{
     ToolResult, TypedTool, ValidationResult, path,
 };
 
-use crate::ignore_policy::{IgnorePolicy, Mtimes, WalkDeadline, newest_first, suggest_similar};
+use crate::ignore_policy::{IgnorePolicy, WalkDeadline, newest_first, suggest_similar};
 
 /// At most this many paths are returned (the reference's `globLimits.maxResults`).
 pub const MAX_RESULTS: usize = 100;
@@ -184,26 +188,20 @@ impl TypedTool for Glob {
         let cancel = ctx.cancel_token().clone();
         let deny_ctx = ctx.clone();
         let walk = tokio::task::spawn_blocking(move || {
-            let found = walk_matches(&root, &pattern, policy, &cancel, started)?;
             // Read-deny rules hide files, as the reference passes them to rg as exclusions.
             let any_deny = deny_ctx
                 .permissions()
                 .has_content_rules("Read", RuleBehavior::Deny);
-            let mut found: Vec<(PathBuf, SystemTime)> = found
-                .into_iter()
-                .filter(|(p, _)| {
-                    !any_deny
-                        || !matches!(
-                            deny_ctx.permissions().check_read_path(p, &deny_ctx),
-                            PermissionDecision::Deny { .. }
-                        )
-                })
-                .collect();
+            let denied = |p: &Path| {
+                matches!(
+                    deny_ctx.permissions().check_read_path(p, &deny_ctx),
+                    PermissionDecision::Deny { .. }
+                )
+            };
+            let denied: Option<&Denied> = if any_deny { Some(&denied) } else { None };
             // Newest first, then by name: the reference sorted oldest first while its prompt
             // promised "sorted by modification time"; we do what the prompt says.
-            let total = found.len();
-            newest_first(&mut found, MAX_RESULTS, |(p, t)| (*t, p.as_path()));
-            Ok::<_, ToolError>((found, total))
+            walk_matches(&root, &pattern, policy, &cancel, started, denied)
         });
         let (found, total) = walk.await.map_err(|e| {
             ToolError::fatal(format!("internal error: the Glob walk failed: {e}"))
@@ -234,12 +232,154 @@ impl TypedTool for Glob {
     }
 }
 
+/// Whether a read-deny rule hides a path.
+type Denied<'a> = dyn Fn(&Path) -> bool + Sync + 'a;
+
+/// Walks `root` in parallel; returns the newest [`MAX_RESULTS`] files matching `pattern`
+/// and not `denied`, newest first, with their mtimes, and how many there are in all.
+#[cfg(target_os = "linux")]
+fn walk_matches(
+    root: &Path,
+    pattern: &str,
+    policy: IgnorePolicy,
+    cancel: &tool_core::CancellationToken,
+    started: Instant,
+    denied: Option<&Denied<'_>>,
+) -> Result<(Vec<(PathBuf, SystemTime)>, usize), ToolError> {
+    use std::ffi::OsStr;
+    use std::os::unix::ffi::OsStrExt;
+
+    use crate::walk::{FileEntry, Kind, Visitor, walk};
+
+    /// One thread's matches: how many, and the newest [`MAX_RESULTS`] of them (paths
+    /// relative to the root), kept without a path for every match.
+    struct Matches<'a> {
+        overrides: &'a Override,
+        by_name: bool,
+        denied: Option<&'a Denied<'a>>,
+        total: usize,
+        best: Vec<(Vec<u8>, SystemTime)>,
+        /// The last kept of `best` after it was last cut: anything older is never listed.
+        worst: Option<(SystemTime, Vec<u8>)>,
+    }
+
+    /// Newest first, then by path.
+    fn order(a: &(Vec<u8>, SystemTime), b: &(Vec<u8>, SystemTime)) -> std::cmp::Ordering {
+        b.1.cmp(&a.1).then_with(|| a.0.cmp(&b.0))
+    }
+
+    impl Matches<'_> {
+        fn keep(&mut self, entry: &mut FileEntry<'_>, mtime: SystemTime) {
+            if let Some(denied) = self.denied
+                && denied(&entry.path())
+            {
+                return;
+            }
+            self.total += 1;
+            let rel = entry.rel_path().as_os_str().as_bytes();
+            if let Some((time, path)) = &self.worst
+                && (mtime < *time || (mtime == *time && rel > path.as_slice()))
+            {
+                return;
+            }
+            self.best.push((rel.to_vec(), mtime));
+            if self.best.len() >= 2 * MAX_RESULTS {
+                self.best.select_nth_unstable_by(MAX_RESULTS - 1, order);
+                self.best.truncate(MAX_RESULTS);
+                self.worst = self.best.get(MAX_RESULTS - 1).map(|(p, t)| (*t, p.clone()));
+            }
+        }
+    }
+
+    impl Visitor for Matches<'_> {
+        fn visit(&mut self, entry: &mut FileEntry<'_>) {
+            // Regular files, and symlinks whose target is a regular file; never directories
+            // or links to them.
+            if entry.kind() == Kind::Other {
+                return;
+            }
+            let matched = if self.by_name {
+                self.overrides.matched(entry.name(), false)
+            } else {
+                self.overrides.matched(entry.rel_path(), false)
+            };
+            if !matched.is_whitelist() {
+                return;
+            }
+            // The mtime (of the target, for a symlink) relative to the open directory.
+            let Ok(st) = rustix::fs::statx(
+                entry.dir(),
+                entry.name(),
+                rustix::fs::AtFlags::empty(),
+                rustix::fs::StatxFlags::TYPE | rustix::fs::StatxFlags::MTIME,
+            ) else {
+                if entry.kind() == Kind::File {
+                    self.keep(entry, SystemTime::UNIX_EPOCH);
+                }
+                return;
+            };
+            if entry.kind() == Kind::Symlink
+                && rustix::fs::FileType::from_raw_mode(st.stx_mode.into())
+                    != rustix::fs::FileType::RegularFile
+            {
+                return;
+            }
+            let t = st.stx_mtime;
+            let mtime = u64::try_from(t.tv_sec).map_or(SystemTime::UNIX_EPOCH, |secs| {
+                SystemTime::UNIX_EPOCH + Duration::new(secs, t.tv_nsec)
+            });
+            self.keep(entry, mtime);
+        }
+    }
+
+    // Matched with paths relative to the root: a root of "." strips nothing.
+    let overrides = IgnorePolicy::glob_override(Path::new("."), pattern)
+        .map_err(|e| ToolError::respond(format!("Invalid glob pattern \"{pattern}\": {e}")))?;
+    // The pattern is matched here, not given to the walker as an override: overrides take
+    // precedence over ignore rules (as `rg -g` does), which would list ignored and hidden
+    // files whenever their names match.
+    let deadline = WalkDeadline::new("Glob", cancel, started, TIMEOUT);
+    let (threads, _) = walk(root, policy.walk_options(pattern), &deadline, 256, || {
+        Matches {
+            overrides: &overrides,
+            by_name: matches_names_only(pattern),
+            denied,
+            total: 0,
+            best: Vec::new(),
+            worst: None,
+        }
+    });
+    deadline.outcome()?;
+    let mut total = 0;
+    let mut found = Vec::new();
+    for t in threads {
+        total += t.total;
+        found.extend(
+            t.best
+                .into_iter()
+                .map(|(rel, mtime)| (root.join(OsStr::from_bytes(&rel)), mtime)),
+        );
+    }
+    newest_first(&mut found, MAX_RESULTS, |(p, t)| (*t, p.as_path()));
+    Ok((found, total))
+}
+
+/// Whether `pattern` (a gitignore-style glob) decides by the file name alone: it has no
+/// slash, or only a leading `**/`, so it matches at any depth exactly when the name does.
+#[cfg(target_os = "linux")]
+fn matches_names_only(pattern: &str) -> bool {
+    let rest = pattern.strip_prefix("**/").unwrap_or(pattern);
+    !rest.contains('/') && !rest.starts_with('!') && !rest.starts_with('\\')
+}
+
 /// One worker's matches, merged into the shared list when the worker ends.
+#[cfg(not(target_os = "linux"))]
 struct Local {
     items: Vec<(PathBuf, SystemTime)>,
     shared: Arc<Mutex<Vec<(PathBuf, SystemTime)>>>,
 }
 
+#[cfg(not(target_os = "linux"))]
 impl Drop for Local {
     fn drop(&mut self) {
         if let Ok(mut all) = self.shared.lock() {
@@ -248,14 +388,17 @@ impl Drop for Local {
     }
 }
 
-/// Walks `root` in parallel and returns every file matching `pattern` with its mtime.
+/// Walks `root` in parallel; returns the newest [`MAX_RESULTS`] files matching `pattern`
+/// and not `denied`, newest first, with their mtimes, and how many there are in all.
+#[cfg(not(target_os = "linux"))]
 fn walk_matches(
     root: &Path,
     pattern: &str,
     policy: IgnorePolicy,
     cancel: &tool_core::CancellationToken,
     started: Instant,
-) -> Result<Vec<(PathBuf, SystemTime)>, ToolError> {
+    denied: Option<&Denied<'_>>,
+) -> Result<(Vec<(PathBuf, SystemTime)>, usize), ToolError> {
     let overrides = IgnorePolicy::glob_override(root, pattern)
         .map_err(|e| ToolError::respond(format!("Invalid glob pattern \"{pattern}\": {e}")))?;
     let mut builder = WalkBuilder::new(root);
@@ -273,7 +416,6 @@ fn walk_matches(
         };
         let mut check = deadline.worker(256);
         let overrides = overrides.clone();
-        let mut mtimes = Mtimes::default();
         Box::new(move |entry| {
             if check.should_quit() {
                 return WalkState::Quit;
@@ -289,17 +431,83 @@ fn walk_matches(
                         && std::fs::metadata(entry.path()).is_ok_and(|m| m.is_file()))
             });
             if is_file && overrides.matched(entry.path(), false).is_whitelist() {
-                let mtime = mtimes.of(entry.path());
+                let mtime = std::fs::metadata(entry.path())
+                    .and_then(|m| m.modified())
+                    .unwrap_or(SystemTime::UNIX_EPOCH);
                 local.items.push((entry.into_path(), mtime));
             }
             WalkState::Continue
         })
     });
     deadline.outcome()?;
-    let found = std::mem::take(
+    let mut found = std::mem::take(
         &mut *found
             .lock()
             .map_err(|_| ToolError::fatal("internal error: Glob results lock poisoned"))?,
     );
-    Ok(found)
+    if let Some(denied) = denied {
+        found.retain(|(p, _)| !denied(p));
+    }
+    let total = found.len();
+    newest_first(&mut found, MAX_RESULTS, |(p, t)| (*t, p.as_path()));
+    Ok((found, total))
+}
+
+#[cfg(all(test, target_os = "linux"))]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn patterns_decided_by_the_name() {
+        for pattern in [
+            "*.rs",
+            "**/*.c",
+            "Cargo.toml",
+            "**/*.{rs,toml}",
+            "a[0-9].tx?",
+            "**",
+        ] {
+            assert!(matches_names_only(pattern), "{pattern}");
+        }
+        for pattern in ["src/*.rs", "/a.rs", "**/src/*.rs", "!*.rs", "{a,b/c}", "x/"] {
+            assert!(!matches_names_only(pattern), "{pattern}");
+        }
+    }
+
+    #[test]
+    fn name_and_relative_path_agree_for_name_patterns() {
+        // What the walker relies on: for these patterns the override says the same of a
+        // file's name as of its path relative to the root.
+        let paths = [
+            "a.rs",
+            "src/b.rs",
+            "src/x/Cargo.toml",
+            "a1.txt",
+            "d/a1.txt",
+            "d/e.c",
+        ];
+        for pattern in [
+            "*.rs",
+            "**/*.c",
+            "Cargo.toml",
+            "**/*.{rs,toml}",
+            "a[0-9].tx?",
+            "**",
+        ] {
+            let o = IgnorePolicy::glob_override(Path::new("."), pattern).unwrap_or_else(|e| {
+                panic!("{pattern}: {e}");
+            });
+            for path in paths {
+                let name = Path::new(path)
+                    .file_name()
+                    .map(Path::new)
+                    .unwrap_or(Path::new(""));
+                assert_eq!(
+                    o.matched(name, false).is_whitelist(),
+                    o.matched(Path::new(path), false).is_whitelist(),
+                    "{pattern} {path}"
+                );
+            }
+        }
+    }
 }

@@ -1,7 +1,11 @@
 //! Grep: regex search in process with ripgrep's crates (`grep` for matching and searching,
-//! `ignore`'s parallel walker for the files), under the ignore policy Glob uses.
+//! `ignore` for the glob and type filters) over the crate's parallel walker (`walk.rs`; on
+//! other systems than Linux, `ignore`'s), under the ignore policy Glob uses. Files are
+//! opened relative to their open directory, and the paths the ignore rules skipped are
+//! counted as the walk goes.
 
 use std::path::{Path, PathBuf};
+#[cfg(not(target_os = "linux"))]
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant, SystemTime};
 
@@ -10,6 +14,7 @@ use grep::regex::{RegexMatcher, RegexMatcherBuilder};
 use grep::searcher::{BinaryDetection, Searcher, SearcherBuilder, Sink, SinkContext, SinkMatch};
 use ignore::overrides::Override;
 use ignore::types::{Types, TypesBuilder};
+#[cfg(not(target_os = "linux"))]
 use ignore::{WalkBuilder, WalkState};
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
@@ -18,7 +23,9 @@ use tool_core::{
     ToolResult, TypedTool, ValidationResult, path,
 };
 
-use crate::ignore_policy::{IgnorePolicy, VCS_DIRS, WalkDeadline, newest_first, suggest_similar};
+#[cfg(not(target_os = "linux"))]
+use crate::ignore_policy::VCS_DIRS;
+use crate::ignore_policy::{IgnorePolicy, WalkDeadline, newest_first, suggest_similar};
 
 /// Results shown when `head_limit` is not given.
 pub const DEFAULT_HEAD_LIMIT: usize = 250;
@@ -26,7 +33,9 @@ pub const DEFAULT_HEAD_LIMIT: usize = 250;
 pub const MAX_COLUMNS: usize = 500;
 /// The search gives up after this long.
 pub const GREP_TIMEOUT: Duration = Duration::from_secs(20);
-/// Above this many directories, skipped paths are counted only when nothing matched.
+/// Where `ignore`'s walker is used (other systems than Linux): above this many
+/// directories, skipped paths are counted only when nothing matched. On Linux they are
+/// always counted, during the walk.
 pub const COUNT_IGNORED_MAX_DIRS: usize = 2000;
 /// Memory a multiline search may use for one file.
 const MULTILINE_HEAP_LIMIT: usize = 256 * 1024 * 1024;
@@ -145,7 +154,8 @@ pub struct GrepOutput {
     #[serde(skip_serializing_if = "Option::is_none")]
     pub applied_offset: Option<usize>,
     /// Files and directories the ignore rules and the hidden-file rule skipped (a skipped
-    /// directory counts once); counted when nothing matched or the tree has at most
+    /// directory counts once; version-control folders never count); always counted on
+    /// Linux, elsewhere when nothing matched or the tree has at most
     /// [`COUNT_IGNORED_MAX_DIRS`] directories
     #[serde(skip_serializing_if = "Option::is_none")]
     pub ignored_entries: Option<u64>,
@@ -277,6 +287,7 @@ impl Plan {
     }
 
     /// Whether the glob and type filters admit `path` (a file).
+    #[cfg(not(target_os = "linux"))]
     fn admits(&self, path: &Path) -> bool {
         if let Some(globs) = &self.globs
             && globs.matched(path, false).is_ignore()
@@ -292,6 +303,17 @@ impl Plan {
     }
 
     fn search(&self, searcher: &mut Searcher, path: &Path) -> Option<FileHits> {
+        let file = std::fs::File::open(path).ok()?;
+        self.search_file(searcher, &file, || path.to_path_buf())
+    }
+
+    /// Searches an open file; `path` names it when it has hits.
+    fn search_file(
+        &self,
+        searcher: &mut Searcher,
+        file: &std::fs::File,
+        path: impl FnOnce() -> PathBuf,
+    ) -> Option<FileHits> {
         let mut sink = Collect {
             mode: self.mode,
             lines: Vec::new(),
@@ -299,7 +321,7 @@ impl Plan {
             binary: false,
         };
         if searcher
-            .search_path(&self.matcher, path, &mut sink)
+            .search_file(&self.matcher, file, &mut sink)
             .is_err()
             || sink.binary
         {
@@ -308,11 +330,12 @@ impl Plan {
         if sink.count == 0 {
             return None;
         }
-        let mtime = std::fs::metadata(path)
+        let mtime = file
+            .metadata()
             .and_then(|m| m.modified())
             .unwrap_or(SystemTime::UNIX_EPOCH);
         Some(FileHits {
-            path: path.to_path_buf(),
+            path: path(),
             mtime,
             lines: sink.lines,
             count: sink.count,
@@ -401,9 +424,82 @@ fn build_plan(input: &GrepInput, root: &Path) -> Result<Plan, String> {
     })
 }
 
+/// Searches `root` (a directory) in parallel; returns the files with hits and the number of
+/// entries the ignore rules and the hidden-file rule skipped (counted during the walk).
+#[cfg(target_os = "linux")]
+fn search_tree(
+    root: &Path,
+    plan: &Plan,
+    policy: IgnorePolicy,
+    glob_hint: &str,
+    cancel: &tool_core::CancellationToken,
+    started: Instant,
+) -> Result<(Vec<FileHits>, Option<u64>), ToolError> {
+    use crate::walk::{FileEntry, Kind, Visitor, walk};
+    use rustix::fs::{Mode, OFlags};
+
+    /// One thread's searcher and hits.
+    struct Search<'a> {
+        plan: &'a Plan,
+        searcher: Searcher,
+        hits: Vec<FileHits>,
+    }
+
+    impl Visitor for Search<'_> {
+        fn visit(&mut self, entry: &mut FileEntry<'_>) {
+            // Regular files only: a symlink is not followed out of the tree.
+            if entry.kind() != Kind::File {
+                return;
+            }
+            if let Some(types) = &self.plan.types
+                && !types.matched(entry.name(), false).is_whitelist()
+            {
+                return;
+            }
+            if let Some(globs) = &self.plan.globs
+                && globs.matched(entry.rel_path(), false).is_ignore()
+            {
+                return;
+            }
+            let Ok(fd) = rustix::fs::openat(
+                entry.dir(),
+                entry.name(),
+                OFlags::RDONLY | OFlags::CLOEXEC | OFlags::NOFOLLOW | OFlags::NOCTTY,
+                Mode::empty(),
+            ) else {
+                return;
+            };
+            let file = std::fs::File::from(fd);
+            if let Some(hits) = self
+                .plan
+                .search_file(&mut self.searcher, &file, || entry.path())
+            {
+                self.hits.push(hits);
+            }
+        }
+    }
+
+    let deadline = WalkDeadline::new("Grep", cancel, started, GREP_TIMEOUT);
+    let (threads, stats) = walk(root, policy.walk_options(glob_hint), &deadline, 128, || {
+        Search {
+            plan,
+            searcher: plan.searcher(),
+            hits: Vec::new(),
+        }
+    });
+    deadline.outcome()?;
+    let mut hits = Vec::new();
+    for mut t in threads {
+        hits.append(&mut t.hits);
+    }
+    Ok((hits, Some(stats.skipped())))
+}
+
+#[cfg(not(target_os = "linux"))]
 /// Directories listed, entries the walk yielded below the root, and the files with hits.
 type Shared = Arc<Mutex<(Vec<PathBuf>, u64, Vec<FileHits>)>>;
 
+#[cfg(not(target_os = "linux"))]
 /// Per-thread tallies for the count of ignored entries, merged when the worker ends.
 ///
 /// Skipped entries = every listed directory's children − the entries the walk yielded
@@ -415,6 +511,7 @@ struct Tally {
     shared: Shared,
 }
 
+#[cfg(not(target_os = "linux"))]
 impl Drop for Tally {
     fn drop(&mut self) {
         if let Ok(mut shared) = self.shared.lock() {
@@ -425,6 +522,7 @@ impl Drop for Tally {
     }
 }
 
+#[cfg(not(target_os = "linux"))]
 /// Children of `dir` a walk would consider (version-control folders are never counted).
 fn count_children(dir: &Path) -> u64 {
     std::fs::read_dir(dir).map_or(0, |entries| {
@@ -439,6 +537,7 @@ fn count_children(dir: &Path) -> u64 {
     })
 }
 
+#[cfg(not(target_os = "linux"))]
 /// Searches `root` (a directory) in parallel; returns the files with hits and the number of
 /// entries the ignore rules skipped.
 fn search_tree(

@@ -34,7 +34,8 @@ fn names_hidden(pattern: &str) -> bool {
 }
 
 impl IgnorePolicy {
-    /// Applies the policy to a walk whose results are filtered by `pattern`.
+    /// Applies the policy to a walk whose results are filtered by `pattern`. The crate's
+    /// own walker (Linux) applies the same policy; its tests compare the two.
     pub fn configure(self, builder: &mut WalkBuilder, pattern: &str) {
         if self.include_ignored {
             builder.standard_filters(false);
@@ -51,6 +52,18 @@ impl IgnorePolicy {
                     .to_str()
                     .is_some_and(|n| VCS_DIRS.contains(&n)))
         });
+    }
+
+    /// The options of the crate's own walker that apply this policy as [`configure`]
+    /// does (`pattern` decides whether hidden files are listed).
+    ///
+    /// [`configure`]: IgnorePolicy::configure
+    #[cfg(target_os = "linux")]
+    pub(crate) fn walk_options(self, pattern: &str) -> crate::walk::WalkOptions {
+        crate::walk::WalkOptions {
+            skip_hidden: !self.include_ignored && !names_hidden(pattern),
+            ignore_files: !self.include_ignored,
+        }
     }
 
     /// The whitelist override for a glob pattern, with ripgrep's `--glob` semantics: a
@@ -141,52 +154,6 @@ impl WalkCheck {
             return true;
         }
         false
-    }
-}
-
-/// Modification times of walked files, read relative to an open handle on their directory.
-///
-/// A parallel walk visits a directory's files one after the other on one worker, so one
-/// handle per directory serves them all; a `statx` of a bare name skips the walk through
-/// every component of the full path, which was a third of a large Glob's system time.
-#[derive(Default)]
-pub(crate) struct Mtimes {
-    #[cfg(target_os = "linux")]
-    dir: Option<(PathBuf, std::os::fd::OwnedFd)>,
-}
-
-impl Mtimes {
-    /// The modification time of `path` (following a symlink), or the epoch when unknown.
-    pub(crate) fn of(&mut self, path: &Path) -> SystemTime {
-        #[cfg(target_os = "linux")]
-        if let (Some(parent), Some(name)) = (path.parent(), path.file_name()) {
-            use rustix::fs::{AtFlags, Mode, OFlags, StatxFlags};
-            let cached = self
-                .dir
-                .as_ref()
-                .is_some_and(|(d, _)| d.as_os_str() == parent.as_os_str());
-            if !cached {
-                self.dir = rustix::fs::open(
-                    parent,
-                    OFlags::PATH | OFlags::DIRECTORY | OFlags::CLOEXEC,
-                    Mode::empty(),
-                )
-                .ok()
-                .map(|fd| (parent.to_path_buf(), fd));
-            }
-            if let Some((_, fd)) = &self.dir
-                && let Ok(st) = rustix::fs::statx(fd, name, AtFlags::empty(), StatxFlags::MTIME)
-            {
-                let t = st.stx_mtime;
-                return match u64::try_from(t.tv_sec) {
-                    Ok(secs) => SystemTime::UNIX_EPOCH + Duration::new(secs, t.tv_nsec),
-                    Err(_) => SystemTime::UNIX_EPOCH,
-                };
-            }
-        }
-        std::fs::metadata(path)
-            .and_then(|m| m.modified())
-            .unwrap_or(SystemTime::UNIX_EPOCH)
     }
 }
 

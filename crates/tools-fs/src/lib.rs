@@ -13,9 +13,11 @@
 //!   are kept and the write is atomic. The output carries a unified diff ([`Hunk`]).
 //! - [`Write`] creates files, or replaces files read earlier, keeping their encoding, BOM,
 //!   CRLF and mode.
-//! - [`Glob`] and [`Grep`] walk with `ignore`'s parallel walker under one [`IgnorePolicy`]
-//!   (gitignore and hidden files respected unless `include_ignored`); Grep searches in
-//!   process with ripgrep's `grep` crates.
+//! - [`Glob`] and [`Grep`] walk in parallel under one [`IgnorePolicy`] (gitignore and hidden
+//!   files respected unless `include_ignored`), with the crate's own walker on Linux
+//!   (directories opened relative to their parent, `getdents64`, the ignore rules of
+//!   ripgrep's `ignore` crate) and `ignore`'s walker elsewhere; Grep searches in process
+//!   with ripgrep's `grep` crates.
 //! - [`NotebookEdit`] replaces, inserts or deletes one notebook cell.
 //! - [`tools`] returns every tool ready for a pool.
 //!
@@ -63,6 +65,8 @@ mod notebook;
 mod pdf;
 mod read;
 mod text;
+#[cfg(target_os = "linux")]
+mod walk;
 mod write;
 
 use std::sync::Arc;

@@ -394,3 +394,26 @@ fn file_names_with_spaces_and_unicode() {
         &["my file.rs", "ünï/cødé.rs"],
     );
 }
+
+#[test]
+fn newest_hundred_of_many_with_equal_times() {
+    // More matches than are kept while walking, in several folders, many sharing an mtime:
+    // the hundred listed are the newest, ties by path, exactly as a full sort would have it.
+    let fixture = Fixture::new(&[]);
+    let mut all: Vec<(u64, String)> = Vec::new();
+    for i in 0..2000u64 {
+        let name = format!("d{}/f{i:04}.txt", i % 9);
+        fixture.add(&name);
+        let secs = (i * 7919) % 3;
+        fixture.set_mtime(&name, FIXED_MTIME + Duration::from_secs(secs));
+        all.push((secs, name));
+    }
+    fixture.add("d1/other.rs");
+    all.sort_by(|a, b| b.0.cmp(&a.0).then_with(|| a.1.cmp(&b.1)));
+    let mut expected: Vec<&str> = all.iter().take(100).map(|(_, n)| n.as_str()).collect();
+    expected.push("(Results are truncated. Consider using a more specific path or pattern.)");
+    let result = fixture.call(&fixture.context(), &json!({"pattern": "**/*.txt"}));
+    fixture.assert_lines(&result, &expected);
+    let result = fixture.call(&fixture.context(), &json!({"pattern": "d*/f*.txt"}));
+    fixture.assert_lines(&result, &expected);
+}
