@@ -224,6 +224,11 @@ impl SandboxPolicy {
         for base in &bases {
             for name in PROTECTED_IN_ROOT {
                 let p = base.join(name);
+                // Most of these do not exist: one `lstat` says so, where resolving the path
+                // walks every component (this runs for every command).
+                if std::fs::symlink_metadata(&p).is_err() {
+                    continue;
+                }
                 // Resolve links: binding over a symlink fails, and the target is what needs
                 // protecting (when it is writable at all).
                 if let Ok(c) = p.canonicalize()
