@@ -260,11 +260,13 @@ pub trait TypedTool: Send + Sync + 'static {
     ) -> Result<ToolResult<Self::Output>, ToolError>;
 }
 
-/// The adapter that makes every [`TypedTool`] a [`Tool`]: the schema is generated once, the
-/// input parsed with readable validation errors, the output serialised.
+/// The adapter that makes every [`TypedTool`] a [`Tool`]: the schema is generated once, on
+/// first use, the input parsed with readable validation errors, the output serialised.
 pub struct Typed<T: TypedTool> {
     tool: T,
-    schema: Value,
+    /// Generated when first asked for: a one-shot `agent-tools call` builds every tool and
+    /// uses one schema, and generating them all was a tenth of its start-up
+    schema: std::sync::OnceLock<Value>,
 }
 
 impl<T: TypedTool> fmt::Debug for Typed<T> {
@@ -276,12 +278,16 @@ impl<T: TypedTool> fmt::Debug for Typed<T> {
 }
 
 impl<T: TypedTool> Typed<T> {
-    /// Wraps `tool`, generating its schema.
+    /// Wraps `tool`; its schema is generated on first use.
     pub fn new(tool: T) -> Self {
         Typed {
-            schema: schema_for::<T::Input>(),
+            schema: std::sync::OnceLock::new(),
             tool,
         }
+    }
+
+    fn schema(&self) -> &Value {
+        self.schema.get_or_init(schema_for::<T::Input>)
     }
 
     /// The wrapped tool.
@@ -327,14 +333,14 @@ impl<T: TypedTool> Tool for Typed<T> {
         self.tool.cancels_siblings_on_error()
     }
     fn input_schema(&self) -> &Value {
-        &self.schema
+        self.schema()
     }
     async fn description(&self, input: Option<&ParsedInput>) -> String {
         let typed = input.and_then(|i| self.typed(i));
         self.tool.description(typed).await
     }
     fn parse_input(&self, raw: &Value) -> Result<ParsedInput, ToolError> {
-        let (typed, json) = input::parse_input::<T::Input>(self.tool.name(), &self.schema, raw)?;
+        let (typed, json) = input::parse_input::<T::Input>(self.tool.name(), self.schema(), raw)?;
         Ok(ParsedInput::new(json, typed))
     }
     fn is_concurrency_safe(&self, input: &ParsedInput) -> bool {
