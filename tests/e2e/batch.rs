@@ -140,3 +140,61 @@ fn batch_shares_the_session_permissions() {
         assert_eq!(filenames(&line), ["a.rs"], "{line}");
     }
 }
+
+/// Under bubblewrap the binary is its own sandbox supervisor: every call of a batch runs in
+/// one instance whose pid 2 is `agent-tools __agent-tools-sandbox-supervisor …`.
+#[test]
+fn bash_calls_share_one_sandbox_supervised_by_the_binary() {
+    let bwrap = ["/usr/bin/bwrap", "/bin/bwrap", "/usr/local/bin/bwrap"]
+        .iter()
+        .any(|p| std::path::Path::new(p).is_file());
+    if !bwrap {
+        assert!(
+            std::env::var("AGENT_TOOLS_REQUIRE_PEERS").as_deref() != Ok("1"),
+            "bubblewrap is required (AGENT_TOOLS_REQUIRE_PEERS=1): run `cargo xtask peers`"
+        );
+        eprintln!("skipped: bubblewrap is not installed");
+        return;
+    }
+    let p = Project::new(&["a.txt"]);
+    let settings = p.home().join("bwrap-settings.json");
+    std::fs::write(&settings, r#"{"sandbox": {"mechanism": "bubblewrap"}}"#).unwrap();
+    let line = serde_json::json!({
+        "tool": "Bash",
+        "input": {"command": "tr '\\0' ' ' < /proc/2/cmdline; echo; cat /proc/2/stat | cut -d' ' -f22"}
+    })
+    .to_string();
+    let stdin = format!("{line}\n{line}\n{line}\n");
+    let run = p.run(
+        &[
+            "batch",
+            "--mode",
+            "bypassPermissions",
+            "--settings",
+            settings.to_str().unwrap(),
+        ],
+        Some(&stdin),
+    );
+    run.assert_code(0);
+    let lines = run.lines();
+    assert_eq!(lines.len(), 3, "{run:#?}");
+    for l in &lines {
+        assert!(
+            l["data"]["sandbox"]
+                .as_str()
+                .unwrap()
+                .starts_with("bubblewrap"),
+            "{l}"
+        );
+        let shown = text(l);
+        let first = shown.lines().next().unwrap();
+        assert!(
+            first.starts_with(crate::binary().to_str().unwrap())
+                && first.contains(" __agent-tools-sandbox-supervisor "),
+            "{shown}"
+        );
+    }
+    // The same supervisor (its start time) served all three.
+    assert_eq!(text(&lines[0]), text(&lines[1]));
+    assert_eq!(text(&lines[1]), text(&lines[2]));
+}
