@@ -258,16 +258,15 @@ impl Supervisor {
             .stdin(Stdio::null())
             .process_group(0);
         for kv in &run.vars {
-            let kv = OsStr::from_bytes(kv);
-            match kv.as_bytes().iter().position(|&b| b == b'=') {
+            match kv.iter().position(|&b| b == b'=') {
                 Some(eq) => {
                     cmd.env(
-                        OsStr::from_bytes(&kv.as_bytes()[..eq]),
-                        OsStr::from_bytes(&kv.as_bytes()[eq + 1..]),
+                        OsStr::from_bytes(&kv[..eq]),
+                        OsStr::from_bytes(&kv[eq + 1..]),
                     );
                 }
                 None => {
-                    cmd.env_remove(kv);
+                    cmd.env_remove(OsStr::from_bytes(kv));
                 }
             }
         }

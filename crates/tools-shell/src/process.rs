@@ -163,7 +163,6 @@ fn command_line(spec: &RunSpec, launch: &Launch) -> Result<Command, ToolError> {
     Ok(cmd)
 }
 
-/// Starts a command.
 /// Starts a command. Its working-directory file, if any, must exist (empty) already, so a
 /// sandbox can grant writing it.
 pub async fn spawn(spec: &RunSpec, launch: &Launch) -> Result<Running, ToolError> {

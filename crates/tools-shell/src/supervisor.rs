@@ -103,18 +103,14 @@ struct Shared {
     dead: AtomicBool,
 }
 
-#[derive(Debug)]
-struct Io {
-    stdin: Option<ChildStdin>,
-}
-
 /// A running persistent sandbox.
 #[derive(Debug)]
 pub struct Supervisor {
     key: Key,
     pid: u32,
     child: Mutex<Option<Child>>,
-    io: Mutex<Io>,
+    /// The request pipe (`None` once closed)
+    stdin: Mutex<Option<ChildStdin>>,
     shared: Arc<Shared>,
     next: AtomicU64,
     /// Kept open so a late message of bubblewrap cannot end it with SIGPIPE
@@ -230,7 +226,7 @@ impl Supervisor {
             key,
             pid,
             child: Mutex::new(Some(child)),
-            io: Mutex::new(Io { stdin }),
+            stdin: Mutex::new(stdin),
             shared,
             next: AtomicU64::new(1),
             _stderr: stderr,
@@ -261,8 +257,8 @@ impl Supervisor {
     /// Writes one request.
     fn send(&self, request: &[u8]) -> Result<(), ToolError> {
         let lost = || ToolError::fatal("the sandbox's supervisor is gone; retry the command");
-        let mut io = self.io.lock().map_err(|_| lost())?;
-        let stdin = io.stdin.as_mut().ok_or_else(lost)?;
+        let mut stdin = self.stdin.lock().map_err(|_| lost())?;
+        let stdin = stdin.as_mut().ok_or_else(lost)?;
         if stdin.write_all(request).is_err() {
             self.shared.dead.store(true, Ordering::Relaxed);
             return Err(lost());
@@ -316,7 +312,6 @@ impl Supervisor {
             sup: Arc::clone(self),
             id,
             rx,
-            exit: None,
             finished: false,
         })
     }
@@ -343,8 +338,8 @@ impl Supervisor {
 
 impl Drop for Supervisor {
     fn drop(&mut self) {
-        if let Ok(mut io) = self.io.lock() {
-            io.stdin = None;
+        if let Ok(mut stdin) = self.stdin.lock() {
+            *stdin = None;
         }
         if let Ok(mut c) = self.child.lock()
             && let Some(mut child) = c.take()
@@ -396,7 +391,6 @@ pub struct Supervised {
     sup: Arc<Supervisor>,
     id: u64,
     rx: oneshot::Receiver<i32>,
-    exit: Option<i32>,
     finished: bool,
 }
 
@@ -427,11 +421,12 @@ impl Supervised {
 
     /// TERM to the group, the grace period, KILL; returns the leader's exit code.
     async fn stop(&mut self) -> i32 {
+        let mut exit = None;
         for (signal, limit) in [("TERM", KILL_GRACE), ("KILL", Duration::from_secs(5))] {
             self.sup.signal(self.id, signal);
             match tokio::time::timeout(limit, &mut self.rx).await {
                 Ok(Ok(code)) => {
-                    self.exit = Some(code);
+                    exit = Some(code);
                     break;
                 }
                 // The supervisor is gone.
@@ -439,18 +434,12 @@ impl Supervised {
                 Err(_) => {}
             }
         }
-        match self.exit {
-            Some(code) => {
-                self.done();
-                code
-            }
-            None => {
-                // The supervisor did not answer: end the instance, and the namespace with it.
-                self.sup.kill();
-                self.done();
-                128 + 9
-            }
+        if exit.is_none() {
+            // The supervisor did not answer: end the instance, and the namespace with it.
+            self.sup.kill();
         }
+        self.done();
+        exit.unwrap_or(128 + 9)
     }
 
     fn done(&mut self) {
