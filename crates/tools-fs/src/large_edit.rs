@@ -224,10 +224,12 @@ pub(crate) fn locate_streamed(
         return Ok(None);
     };
     let mut end = start + old.len() as u64;
-    // A deletion takes the line break after it.
+    // A deletion takes the line break after it (one within `len`: a file that grows
+    // meanwhile must not move the span past the bytes scanned).
     if new.is_empty() && !old.ends_with('\n') {
         let mut next = [0_u8; 2];
-        let got = file.read_at(&mut next, end)?;
+        let room = usize::try_from(len.saturating_sub(end)).map_or(2, |r| r.min(2));
+        let got = file.read_at(&mut next[..room], end)?;
         if next[..got].starts_with(b"\r\n") {
             end += 2;
         } else if next[..got].starts_with(b"\n") {
@@ -267,7 +269,10 @@ pub(crate) fn locate_streamed(
     let Ok(text) = std::str::from_utf8(&window[cut_front..cut_back]) else {
         return Ok(None);
     };
-    let lines_before_window = lines_before - newlines(before);
+    // More newlines here than the search counted: the file changed under the search.
+    let Some(lines_before_window) = lines_before.checked_sub(newlines(before)) else {
+        return Ok(None);
+    };
     let local = Span {
         start: rel_start - cut_front,
         end: rel_end - cut_front,
@@ -358,6 +363,16 @@ mod tests {
                 assert_eq!(got, None, "0xFF at {at}");
             }
         }
+    }
+
+    #[test]
+    fn a_line_break_appended_after_the_search_is_not_taken() {
+        // `len` is the size the search saw; the file has grown since (a log being written).
+        let mut f = tempfile::NamedTempFile::new().unwrap();
+        f.write_all(b"keep\nDROP\n").unwrap();
+        let file = File::open(f.path()).unwrap();
+        let got = locate_streamed(&file, 9, "DROP", "").unwrap().unwrap();
+        assert_eq!((got.span.start, got.span.end), (5, 9));
     }
 
     #[test]
