@@ -486,6 +486,10 @@ impl ServerConn {
         if let Some(old) = guard.take() {
             old.kill();
         }
+        // What ended the old connection says nothing about the new one.
+        if let Ok(mut lost) = self.lost.lock() {
+            *lost = None;
+        }
         let limit = self.config.startup_timeout;
         let opened = tokio::time::timeout(limit, self.open()).await;
         let outcome = match opened {
@@ -702,10 +706,14 @@ impl ServerConn {
         {
             return Some("HTTP 404 for the session id".to_owned());
         }
-        let lost = self.lost.lock().ok()?.take()?;
-        lost.to_lowercase()
+        // Only looked at: any other message is the one `broken` reports; `disconnect`
+        // clears it.
+        let lost = self.lost.lock().ok()?;
+        let message = lost.as_deref()?;
+        message
+            .to_lowercase()
             .contains("session")
-            .then(|| format!("the server answered \"{lost}\""))
+            .then(|| format!("the server answered \"{message}\""))
     }
 
     async fn call_once(
