@@ -1002,6 +1002,10 @@ impl McpManager {
                     .push((Arc::clone(server), decl));
             }
         }
+        let mut offered = self
+            .offered
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner);
         let mut tools: Vec<Arc<dyn Tool>> = Vec::new();
         for (name, entries) in by_name {
             if entries.len() > 1 {
@@ -1018,9 +1022,6 @@ impl McpManager {
                 continue;
             }
             for (server, decl) in entries {
-                let Ok(mut offered) = self.offered.lock() else {
-                    continue;
-                };
                 if let Some(known) = offered.get(&name)
                     && known.is_of(&server, &decl.name)
                 {
