@@ -16,7 +16,7 @@ use crate::atomic::{Content, write_atomic, write_atomic_content};
 use crate::common::{self, create_parents, existing_file, unchanged_since, write_target};
 use crate::diff::{Hunk, Span, hunks_for_spans, unified};
 use crate::large_edit::locate_streamed;
-use crate::matching::{MatchKind, apply_edit, locate_edit};
+use crate::matching::{MatchKind, locate_edit, splice};
 use crate::text::{Encoding, TextFile, decode_vec};
 
 /// Files larger than this are not edited.
@@ -248,32 +248,22 @@ fn run_edits(
         }
         let replace_all = edit.replace_all.unwrap_or(false);
         let before = current.as_deref().unwrap_or(&original);
-        if spliced {
-            let located = locate_edit(before, &edit.old_string, &edit.new_string, replace_all)
-                .map_err(|m| fail(i, m))?;
-            applied.push(AppliedEdit {
-                old_string: located.actual_old.clone(),
-                new_string: edit.new_string.clone(),
-                replace_all,
-                matched_by: located.kind,
-                replacements: located.spans.len(),
-            });
-            spans = located.spans;
-            continue;
-        }
-        let result = apply_edit(before, &edit.old_string, &edit.new_string, replace_all)
+        let located = locate_edit(before, &edit.old_string, &edit.new_string, replace_all)
             .map_err(|m| fail(i, m))?;
         applied.push(AppliedEdit {
-            old_string: result.actual_old.clone(),
+            old_string: located.actual_old,
             new_string: edit.new_string.clone(),
             replace_all,
-            matched_by: result.kind,
-            replacements: result.spans.len(),
+            matched_by: located.kind,
+            replacements: located.spans.len(),
         });
-        if i == 0 {
-            spans = result.spans;
+        // A spliced write never builds the new text.
+        if !spliced {
+            current = Some(splice(before, &located.spans));
         }
-        current = Some(result.text);
+        if i == 0 {
+            spans = located.spans;
+        }
     }
     if let (true, Some(source)) = (spliced, &source) {
         if spans
