@@ -20,6 +20,7 @@ use tool_core::{
 use crate::runs::RunStore;
 use crate::search::ToolCatalog;
 use crate::store::AgentIdentity;
+use crate::store::blocking;
 use crate::team::{InboxMessage, TeamFile, TeamMember, TeamStore, TeammateIdentity};
 use crate::worktree::ActiveWorktree;
 use crate::{frontmatter, store, team};
@@ -518,14 +519,6 @@ struct Turn<'a> {
     runs: Option<&'a RunStore>,
 }
 
-async fn blocking<T: Send + 'static>(
-    f: impl FnOnce() -> Result<T, ToolError> + Send + 'static,
-) -> Result<T, ToolError> {
-    tokio::task::spawn_blocking(f)
-        .await
-        .map_err(|e| ToolError::fatal(format!("internal error: agent worker failed: {e}")))?
-}
-
 /// Messages sent to a running sub-agent, as user content.
 fn queued_blocks(queued: Vec<String>) -> Vec<Value> {
     queued
@@ -727,9 +720,7 @@ async fn take_mail(
 ) -> Result<Vec<InboxMessage>, ToolError> {
     let store = TeamStore::for_context(ctx);
     let (team_name, name) = (mate.team_name.clone(), mate.name.clone());
-    let mail = tokio::task::spawn_blocking(move || store.take_unread(&team_name, &name))
-        .await
-        .map_err(|e| ToolError::fatal(format!("internal error: mailbox worker failed: {e}")))??;
+    let mail = blocking(move || store.take_unread(&team_name, &name)).await?;
     if ctx.permission_mode() == PermissionMode::Plan
         && mail
             .iter()
@@ -767,7 +758,7 @@ async fn notify_idle(ctx: &ToolContext, mate: &TeammateIdentity, last: &str) {
     let store = TeamStore::for_context(ctx);
     let (team_name, name) = (mate.team_name.clone(), mate.name.clone());
     let body = json!({"type": "idle_notification", "idle_reason": "available", "summary": tool_core::cut_middle(last, 500)});
-    let _ = tokio::task::spawn_blocking(move || {
+    let _ = blocking(move || {
         store.deliver(
             &team_name,
             team::TEAM_LEAD_NAME,
@@ -1254,14 +1245,11 @@ impl TypedTool for Agent {
                     format!("agent-{}", store::safe_component(&agent_id)),
                 );
                 Some(
-                    tokio::task::spawn_blocking(move || {
+                    blocking(move || {
                         crate::worktree::create_worktree(&cwd, &name, "isolation: \"worktree\"")
+                            .map_err(ToolError::respond)
                     })
-                    .await
-                    .map_err(|e| {
-                        ToolError::fatal(format!("internal error: git worker failed: {e}"))
-                    })?
-                    .map_err(ToolError::respond)?,
+                    .await?,
                 )
             }
             None => None,
@@ -1459,12 +1447,12 @@ fn resolve_team(
 /// path and branch for the result.
 async fn finish_worktree(wt: Option<ActiveWorktree>) -> Option<(PathBuf, String)> {
     let wt = wt?;
-    tokio::task::spawn_blocking(move || {
-        match crate::worktree::pending_work(&wt) {
+    blocking(move || {
+        Ok(match crate::worktree::pending_work(&wt) {
             Ok((0, 0)) if crate::worktree::remove_worktree(&wt).is_ok() => None,
             // Changes, or a state that cannot be verified: keep it.
             _ => Some((wt.path.clone(), wt.branch.clone())),
-        }
+        })
     })
     .await
     .ok()
@@ -1542,10 +1530,7 @@ async fn spawn_teammate(
         agent_id: request.agent_id.clone(),
         name: name.clone(),
         agent_type: request.definition.name.clone(),
-        joined_at: std::time::SystemTime::now()
-            .duration_since(std::time::UNIX_EPOCH)
-            .map(|d| d.as_millis() as u64)
-            .unwrap_or(0),
+        joined_at: team::now_ms(),
         cwd: request.context.cwd(),
         is_active: true,
         pid: Some(std::process::id()),
@@ -1553,7 +1538,7 @@ async fn spawn_teammate(
     };
     {
         let (store, team_name, name) = (store.clone(), team_name.clone(), name.clone());
-        tokio::task::spawn_blocking(move || {
+        blocking(move || {
             store.update(&team_name, |t| {
                 if t.member(&name).is_some_and(TeamMember::is_running) {
                     return Err(ToolError::respond(format!(
@@ -1565,8 +1550,7 @@ async fn spawn_teammate(
                 Ok(())
             })
         })
-        .await
-        .map_err(|e| ToolError::fatal(format!("internal error: team worker failed: {e}")))??;
+        .await?;
     }
     let started = Instant::now();
     let agent_type = request.definition.name.clone();
@@ -1588,9 +1572,9 @@ async fn spawn_teammate(
                     Err(ToolError::Cancelled { .. }) => "was stopped".to_owned(),
                     Err(e) => format!("failed: {e}"),
                 };
-                let _ = tokio::task::spawn_blocking(move || {
+                let _ = blocking(move || {
                     let _ = end_store.set_active(&end_team, &end_name, false);
-                    let _ = end_store.deliver(
+                    end_store.deliver(
                         &end_team,
                         team::TEAM_LEAD_NAME,
                         InboxMessage::new(
@@ -1598,7 +1582,7 @@ async fn spawn_teammate(
                             json!({"type": "teammate_terminated", "message": format!("{end_name} {notice}")}),
                             None,
                         ),
-                    );
+                    )
                 })
                 .await;
                 finish_task(result, started, &trailer)
@@ -1608,14 +1592,15 @@ async fn spawn_teammate(
     let info = match ctx.tasks().start(spec).await {
         Ok(info) => info,
         Err(e) => {
-            let _ = store.set_active(&team_name, &name, false);
+            let (store, team_name, name) = (store.clone(), team_name.clone(), name.clone());
+            let _ = blocking(move || store.set_active(&team_name, &name, false)).await;
             return Err(e);
         }
     };
     {
         let (store, team_name, name, id) =
             (store, team_name.clone(), name.clone(), info.id.clone());
-        let _ = tokio::task::spawn_blocking(move || {
+        let _ = blocking(move || {
             store.update(&team_name, |t| {
                 if let Some(m) = t.members.iter_mut().find(|m| m.name == name) {
                     m.task_id = Some(id);

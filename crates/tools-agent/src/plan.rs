@@ -13,7 +13,7 @@ use tool_core::{
     TypedTool, ValidationResult,
 };
 
-use crate::store::{agent_id, safe_component, session};
+use crate::store::{agent_id, blocking, safe_component, session};
 use crate::team::{PLAN_SUBMITTED, TeamStore, TeammateIdentity, teammate};
 
 /// The first line of EnterPlanMode's result.
@@ -315,11 +315,8 @@ async fn submit_to_lead(
         plan.clone(),
         path.clone(),
     );
-    let request_id = tokio::task::spawn_blocking(move || {
-        store.request_plan_approval(&team, &name, &text, &file, prompts)
-    })
-    .await
-    .map_err(|e| ToolError::fatal(format!("internal error: mailbox worker failed: {e}")))??;
+    let request_id =
+        blocking(move || store.request_plan_approval(&team, &name, &text, &file, prompts)).await?;
     let text = format!(
         "{PLAN_SUBMITTED}\n\nRequest ID: {request_id}\nPlan file: {}\n\nYou are still in plan mode: do not change any file except the plan file. End your turn and wait: the lead's plan_approval_response arrives as a message. If it approves, you leave plan mode and can implement the plan; if it rejects, revise the plan with its feedback and call ExitPlanMode again.",
         path.display()

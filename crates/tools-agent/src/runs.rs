@@ -19,7 +19,7 @@ use crate::agent::{
     AgentRequest, AgentRunner, finish_task, load_agents, subagent_context_in, tools_for_agent,
 };
 use crate::search::ToolCatalog;
-use crate::store::{read_json, safe_component, write_json};
+use crate::store::{blocking, lock_file, read_json, safe_component, write_json};
 use crate::team::{MessageBody, SendMessageInput, SendMessageOutput, process_alive};
 
 /// One sub-agent's run as the runner records it.
@@ -76,16 +76,7 @@ impl RunStore {
     }
 
     fn lock(&self, id: &str) -> Result<File, ToolError> {
-        let path = self.dir.join(format!(".{}.lock", safe_component(id)));
-        std::fs::create_dir_all(&self.dir).map_err(|e| ToolError::io(&self.dir, e))?;
-        let file = File::options()
-            .create(true)
-            .truncate(false)
-            .write(true)
-            .open(&path)
-            .map_err(|e| ToolError::io(&path, e))?;
-        file.lock().map_err(|e| ToolError::io(&path, e))?;
-        Ok(file)
+        lock_file(&self.dir.join(format!(".{}.lock", safe_component(id))))
     }
 
     /// Whether the agent has a transcript (so SendMessage can continue it).
@@ -237,14 +228,11 @@ pub(crate) async fn send_to_agent(
     let session = ctx.session_id().to_owned();
     let lookup = {
         let (runs, to) = (runs.clone(), to.to_owned());
-        tokio::task::spawn_blocking(move || -> Result<Option<AgentRun>, ToolError> {
-            match runs.resolve(&to) {
-                Some(id) => runs.load(&id),
-                None => Ok(None),
-            }
+        blocking(move || match runs.resolve(&to) {
+            Some(id) => runs.load(&id),
+            None => Ok(None),
         })
-        .await
-        .map_err(|e| ToolError::fatal(format!("internal error: transcript worker failed: {e}")))??
+        .await?
     };
     let Some(found) = lookup.filter(|r| r.parent_session_id == session) else {
         return Ok(None);
@@ -258,7 +246,7 @@ pub(crate) async fn send_to_agent(
     // Under the run's lock: queue to a running agent, or claim a stopped one for resuming.
     let claimed = {
         let (runs, id, text) = (runs.clone(), id.clone(), text.clone());
-        tokio::task::spawn_blocking(move || {
+        blocking(move || {
             runs.update(&id, |run| match run {
                 Some(r) if r.is_running() => {
                     r.queued.push(text);
@@ -272,8 +260,7 @@ pub(crate) async fn send_to_agent(
                 None => None,
             })
         })
-        .await
-        .map_err(|e| ToolError::fatal(format!("internal error: transcript worker failed: {e}")))??
+        .await?
     };
     let Some(run) = claimed else {
         let message = format!("Message queued for delivery to {to} at its next tool round.");
@@ -291,7 +278,7 @@ pub(crate) async fn send_to_agent(
         Ok(result) => Ok(Some(result)),
         Err(e) => {
             let runs2 = runs.clone();
-            let _ = tokio::task::spawn_blocking(move || {
+            let _ = blocking(move || {
                 runs2.update(&id, |run| {
                     if let Some(r) = run {
                         r.running = false;

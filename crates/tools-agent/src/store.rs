@@ -1,5 +1,6 @@
 //! Small file helpers shared by the tools: atomic JSON writes, per-session state, safe names.
 
+use std::fs::File;
 use std::io::Write as _;
 use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex};
@@ -64,6 +65,42 @@ pub(crate) fn read_json<T: DeserializeOwned>(path: &Path) -> Result<Option<T>, T
         Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(None),
         Err(e) => Err(ToolError::io(path, e)),
     }
+}
+
+/// Opens the lock file `path` (creating it and its directory) and takes its exclusive lock,
+/// held until the file is dropped.
+pub(crate) fn lock_file(path: &Path) -> Result<File, ToolError> {
+    let file = open_lock(path)?;
+    file.lock().map_err(|e| ToolError::io(path, e))?;
+    Ok(file)
+}
+
+/// [`lock_file`] with a shared lock, for readers.
+pub(crate) fn lock_file_shared(path: &Path) -> Result<File, ToolError> {
+    let file = open_lock(path)?;
+    file.lock_shared().map_err(|e| ToolError::io(path, e))?;
+    Ok(file)
+}
+
+fn open_lock(path: &Path) -> Result<File, ToolError> {
+    if let Some(dir) = path.parent() {
+        std::fs::create_dir_all(dir).map_err(|e| ToolError::io(dir, e))?;
+    }
+    File::options()
+        .create(true)
+        .truncate(false)
+        .write(true)
+        .open(path)
+        .map_err(|e| ToolError::io(path, e))
+}
+
+/// Runs blocking work (files, locks, git) on the runtime's blocking threads.
+pub(crate) async fn blocking<T: Send + 'static>(
+    f: impl FnOnce() -> Result<T, ToolError> + Send + 'static,
+) -> Result<T, ToolError> {
+    tokio::task::spawn_blocking(f)
+        .await
+        .map_err(|e| ToolError::fatal(format!("internal error: a blocking worker failed: {e}")))?
 }
 
 /// A name safe to use as one path component: `[A-Za-z0-9._-]`, others become `_`.

@@ -13,7 +13,7 @@ use serde::{Deserialize, Serialize};
 use serde_json::{Map, Value};
 use tool_core::{ToolCategory, ToolContext, ToolError, ToolResult, TypedTool, ValidationResult};
 
-use crate::store::{read_json, safe_component, write_json};
+use crate::store::{blocking, lock_file, lock_file_shared, read_json, safe_component, write_json};
 
 /// The environment variable that names the task list, so separate sessions share one.
 pub const TASK_LIST_ENV: &str = "AGENT_TOOLS_TASK_LIST_ID";
@@ -123,21 +123,12 @@ impl TaskStore {
     }
 
     fn lock(&self, exclusive: bool) -> Result<File, ToolError> {
-        std::fs::create_dir_all(&self.dir).map_err(|e| ToolError::io(&self.dir, e))?;
         let path = self.dir.join(LOCK_FILE);
-        let file = File::options()
-            .create(true)
-            .truncate(false)
-            .write(true)
-            .open(&path)
-            .map_err(|e| ToolError::io(&path, e))?;
-        let locked = if exclusive {
-            file.lock()
+        if exclusive {
+            lock_file(&path)
         } else {
-            file.lock_shared()
-        };
-        locked.map_err(|e| ToolError::io(&path, e))?;
-        Ok(file)
+            lock_file_shared(&path)
+        }
     }
 
     fn task_path(&self, id: &str) -> PathBuf {
@@ -524,14 +515,6 @@ pub struct TaskList;
 /// The TaskUpdate tool.
 #[derive(Debug, Clone, Copy, Default)]
 pub struct TaskUpdate;
-
-async fn blocking<T: Send + 'static>(
-    f: impl FnOnce() -> Result<T, ToolError> + Send + 'static,
-) -> Result<T, ToolError> {
-    tokio::task::spawn_blocking(f)
-        .await
-        .map_err(|e| ToolError::fatal(format!("internal error: task list worker failed: {e}")))?
-}
 
 #[async_trait]
 impl TypedTool for TaskCreate {

@@ -16,7 +16,7 @@ use tool_core::{
     ValidationResult,
 };
 
-use crate::store::{read_json, safe_component, write_json};
+use crate::store::{blocking, lock_file, read_json, safe_component, write_json};
 
 /// The name of every team's lead in its team file and mailboxes.
 pub const TEAM_LEAD_NAME: &str = "team-lead";
@@ -45,7 +45,7 @@ pub const PLAN_REQUEST_ID_REQUIRED: &str =
 pub const PLAN_SUBMITTED: &str = "Your plan has been submitted to the team lead for approval.";
 const LOCK_FILE: &str = ".lock";
 
-fn now_ms() -> u64 {
+pub(crate) fn now_ms() -> u64 {
     std::time::SystemTime::now()
         .duration_since(std::time::UNIX_EPOCH)
         .map(|d| d.as_millis() as u64)
@@ -233,20 +233,6 @@ pub fn render_messages(messages: &[InboxMessage]) -> String {
 #[derive(Debug, Clone)]
 pub struct TeamStore {
     dir: PathBuf,
-}
-
-fn lock_file(path: &Path) -> Result<File, ToolError> {
-    if let Some(dir) = path.parent() {
-        std::fs::create_dir_all(dir).map_err(|e| ToolError::io(dir, e))?;
-    }
-    let file = File::options()
-        .create(true)
-        .truncate(false)
-        .write(true)
-        .open(path)
-        .map_err(|e| ToolError::io(path, e))?;
-    file.lock().map_err(|e| ToolError::io(path, e))?;
-    Ok(file)
 }
 
 /// A team name as a directory name: lower case letters, digits and `-`.
@@ -618,14 +604,6 @@ pub fn take_inbox(ctx: &ToolContext) -> Result<Vec<InboxMessage>, ToolError> {
         Some((team, name)) => TeamStore::for_context(ctx).take_unread(&team, &name),
         None => Ok(Vec::new()),
     }
-}
-
-async fn blocking<T: Send + 'static>(
-    f: impl FnOnce() -> Result<T, ToolError> + Send + 'static,
-) -> Result<T, ToolError> {
-    tokio::task::spawn_blocking(f)
-        .await
-        .map_err(|e| ToolError::fatal(format!("internal error: mailbox worker failed: {e}")))?
 }
 
 /// Attaches the lead's unread messages to a result as one side message.

@@ -13,7 +13,7 @@ use tool_core::{
     ValidationResult,
 };
 
-use crate::store::session;
+use crate::store::{blocking, session};
 
 /// The longest worktree name.
 pub const MAX_WORKTREE_NAME: usize = 64;
@@ -57,14 +57,6 @@ fn git(dir: &Path, args: &[&str]) -> Result<String, String> {
             String::from_utf8_lossy(&out.stderr).trim()
         ))
     }
-}
-
-async fn blocking<T: Send + 'static>(
-    f: impl FnOnce() -> T + Send + 'static,
-) -> Result<T, ToolError> {
-    tokio::task::spawn_blocking(f)
-        .await
-        .map_err(|e| ToolError::fatal(format!("internal error: git worker failed: {e}")))
 }
 
 /// Checks a worktree name: `/`-separated segments of `[A-Za-z0-9._-]`, at most 64 characters.
@@ -198,9 +190,10 @@ impl TypedTool for EnterWorktree {
     ) -> Result<ToolResult<ActiveWorktree>, ToolError> {
         let name = input.name.unwrap_or_else(random_name);
         let cwd = ctx.cwd();
-        let created = blocking(move || create_worktree(&cwd, &name, "EnterWorktree"))
-            .await?
-            .map_err(ToolError::respond)?;
+        let created = blocking(move || {
+            create_worktree(&cwd, &name, "EnterWorktree").map_err(ToolError::respond)
+        })
+        .await?;
         let state = session(ctx);
         if let Ok(mut slot) = state.worktree.lock() {
             *slot = Some(created.clone());
@@ -328,7 +321,7 @@ impl TypedTool for ExitWorktree {
         let discard = input.discard_changes.unwrap_or(false);
         let (files, commits) = if input.action == ExitAction::Remove {
             let w = wt.clone();
-            let counted = blocking(move || pending_work(&w)).await?;
+            let counted = blocking(move || Ok(pending_work(&w))).await?;
             let (files, commits) = counted.map_err(|e| {
                 ToolError::respond(format!(
                     "Could not verify the state of the worktree at {} ({e}), so it was not removed. Use action \"keep\", or check it yourself.",
@@ -342,9 +335,7 @@ impl TypedTool for ExitWorktree {
                 )));
             }
             let w = wt.clone();
-            blocking(move || remove_worktree(&w))
-                .await?
-                .map_err(ToolError::respond)?;
+            blocking(move || remove_worktree(&w).map_err(ToolError::respond)).await?;
             (files, commits)
         } else {
             (0, 0)
