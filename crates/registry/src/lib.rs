@@ -130,10 +130,10 @@ impl ToolRegistry {
         ctx: &tool_core::ToolContext,
         manager: Option<Arc<tools_mcp::McpManager>>,
     ) -> tools_mcp::LivePool {
-        let base = self.base_tools().to_vec();
         match manager {
-            None => tools_mcp::LivePool::fixed(assemble_pool(&base, Vec::new(), ctx.permissions())),
+            None => tools_mcp::LivePool::fixed(self.pool(ctx.permissions(), Vec::new())),
             Some(manager) => {
+                let base = self.base_tools().to_vec();
                 let ctx = ctx.clone();
                 tools_mcp::LivePool::following(manager, move |mcp_tools| {
                     assemble_pool(&base, mcp_tools, ctx.permissions())
