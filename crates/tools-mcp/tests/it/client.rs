@@ -14,6 +14,7 @@ use tool_core::{
 };
 use tools_mcp::{LivePool, McpManager, STDERR_CAP, start_project_servers};
 
+use crate::live::assembler;
 use crate::peers::peer;
 
 /// A session with the servers of `mcp_json` started from `<root>/.mcp.json`.
@@ -495,6 +496,17 @@ async fn an_https_server_signed_by_the_ca_of_ca_cert_file_is_trusted() {
     let _ = child.kill().await;
 }
 
+/// A session with the server "remote" over streamable HTTP at 127.0.0.1:`port`, its tools
+/// allowed.
+async fn remote_session(port: u16) -> Session {
+    Session::start(
+        json!({"mcpServers": {"remote": {"type": "http", "url": format!("http://127.0.0.1:{port}/mcp")}}}),
+        &["mcp__remote"],
+        PermissionMode::Default,
+    )
+    .await
+}
+
 /// The note a call gets when its session had to be started again.
 const RENEWED: &str = "no longer knew agent-tools' session";
 
@@ -505,18 +517,8 @@ async fn a_python_server_restarted_on_its_port_answers_404_and_gets_a_new_sessio
     };
     let port = free_port();
     let mut child = python_http(&peers, port).await;
-    let s = Session::start(
-        json!({"mcpServers": {"remote": {"type": "http", "url": format!("http://127.0.0.1:{port}/mcp")}}}),
-        &["mcp__remote"],
-        PermissionMode::Default,
-    )
-    .await;
-    let base = tools_mcp::tools();
-    let live = LivePool::following(Arc::clone(&s.manager), move |mcp| {
-        let mut tools = base.clone();
-        tools.extend(mcp);
-        ToolPool::new(tools)
-    });
+    let s = remote_session(port).await;
+    let live = LivePool::following(Arc::clone(&s.manager), assembler());
     let r = s
         .call("mcp__remote__add_tool", json!({"name": "fresh"}))
         .await;
@@ -550,12 +552,7 @@ async fn server_everything_restarted_on_its_port_gets_a_new_session() {
     };
     let port = free_port();
     let mut child = everything_http(&peers, port).await;
-    let s = Session::start(
-        json!({"mcpServers": {"remote": {"type": "http", "url": format!("http://127.0.0.1:{port}/mcp")}}}),
-        &["mcp__remote"],
-        PermissionMode::Default,
-    )
-    .await;
+    let s = remote_session(port).await;
     let r = s
         .call("mcp__remote__echo", json!({"message": "first"}))
         .await;

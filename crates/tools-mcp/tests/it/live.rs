@@ -21,7 +21,7 @@ pub fn dynamic_server(peers: &Path) -> Value {
 
 /// The pool of the tests: the resource tools (built once, as a registry does), then the MCP
 /// tools.
-fn assembler() -> impl Fn(Vec<Arc<dyn Tool>>) -> ToolPool + Send + Sync + 'static {
+pub fn assembler() -> impl Fn(Vec<Arc<dyn Tool>>) -> ToolPool + Send + Sync + 'static {
     let base = tools_mcp::tools();
     move |mcp| {
         let mut tools = base.clone();
@@ -30,17 +30,22 @@ fn assembler() -> impl Fn(Vec<Arc<dyn Tool>>) -> ToolPool + Send + Sync + 'stati
     }
 }
 
+/// A session with `dynamic_server.py` as "dyn", its tools allowed.
+async fn dynamic_session(peers: &Path) -> Session {
+    Session::start(
+        json!({"mcpServers": {"dyn": dynamic_server(peers)}}),
+        &["mcp__dyn"],
+        PermissionMode::Default,
+    )
+    .await
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_tool_added_by_the_server_joins_the_live_pool_and_a_changed_one_stays_refused() {
     let Some(peers) = peer("py/mcp") else {
         return;
     };
-    let s = Session::start(
-        json!({"mcpServers": {"dyn": dynamic_server(&peers)}}),
-        &["mcp__dyn"],
-        PermissionMode::Default,
-    )
-    .await;
+    let s = dynamic_session(&peers).await;
     assert!(
         s.manager.statuses()[0].error.is_none(),
         "{:?}",
@@ -95,12 +100,7 @@ async fn the_server_adapter_tells_its_client_and_offers_the_new_tool() {
     let Some(peers) = peer("py/mcp") else {
         return;
     };
-    let s = Session::start(
-        json!({"mcpServers": {"dyn": dynamic_server(&peers)}}),
-        &["mcp__dyn"],
-        PermissionMode::Default,
-    )
-    .await;
+    let s = dynamic_session(&peers).await;
     let live = LivePool::following(Arc::clone(&s.manager), assembler());
     let ctx = s.ctx.clone();
     let factory: SessionFactory = Arc::new(move || Ok::<ToolContext, _>(ctx.clone()));
