@@ -76,6 +76,7 @@ pub(crate) fn lock_file(path: &Path) -> Result<File, ToolError> {
 }
 
 /// [`lock_file`] with a shared lock, for readers.
+#[cfg(feature = "v2-todo")]
 pub(crate) fn lock_file_shared(path: &Path) -> Result<File, ToolError> {
     let file = open_lock(path)?;
     file.lock_shared().map_err(|e| ToolError::io(path, e))?;
