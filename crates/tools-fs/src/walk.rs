@@ -501,6 +501,9 @@ fn dir_level(
     let has_git = git_type.is_some() || (found.jj && stat(".jj").is_some());
     let in_repo = has_git || parent.in_repo;
     let load = |file: &Path| -> Option<Gitignore> {
+        if !regular_file(file) {
+            return None;
+        }
         let mut builder = GitignoreBuilder::new(dir);
         // Lines that do not parse are dropped, as ripgrep drops them.
         let _ = builder.add(file);
@@ -541,6 +544,9 @@ fn git_common_dir(dir: &Path, git_is_file: Option<bool>) -> Option<PathBuf> {
         return Some(dot_git);
     }
     let first_line = |path: &Path| -> Option<String> {
+        if !regular_file(path) {
+            return None;
+        }
         let text = std::fs::read_to_string(path).ok()?;
         Some(text.lines().next()?.to_owned())
     };
@@ -551,6 +557,12 @@ fn git_common_dir(dir: &Path, git_is_file: Option<bool>) -> Option<PathBuf> {
     } else {
         PathBuf::from(common)
     })
+}
+
+/// Whether `path` is a regular file once symlinks are followed: only those are read for
+/// rules (opening a FIFO would wait for a writer, and the walk with it).
+fn regular_file(path: &Path) -> bool {
+    std::fs::metadata(path).is_ok_and(|m| m.is_file())
 }
 
 /// `dir_rel/name` into `out`.
@@ -1208,6 +1220,40 @@ mod tests {
         );
         let (got, _) = ours(dir.path(), options, 2, 64);
         assert_eq!(got.into_iter().collect::<Vec<_>>(), ["a.txt", "x/c.txt"]);
+    }
+
+    #[test]
+    fn ignore_files_that_are_not_regular_files_are_not_read() {
+        // Opening a FIFO for reading waits for a writer: the walk would never end.
+        let dir = tempfile::tempdir().unwrap();
+        make(
+            dir.path(),
+            &[
+                GIT,
+                "a.log",
+                "b.rs",
+                "sub/c.log",
+                "sub/.ignore -> ../.gitignore",
+            ],
+        );
+        rustix::fs::mknodat(
+            rustix::fs::CWD,
+            dir.path().join(".gitignore"),
+            FileType::Fifo,
+            Mode::from_raw_mode(0o644),
+            0,
+        )
+        .unwrap();
+        let (got, _) = ours(
+            dir.path(),
+            IgnorePolicy::default().walk_options("**"),
+            2,
+            64,
+        );
+        assert_eq!(
+            got.into_iter().collect::<Vec<_>>(),
+            ["a.log", "b.rs", "sub/c.log"]
+        );
     }
 
     #[test]
