@@ -461,10 +461,16 @@ fn search_tree(
             {
                 return;
             }
+            // Non-blocking: a FIFO put in the file's place since the listing must not hold
+            // the open (or a read) until a writer comes; for a regular file it changes nothing.
             let Ok(fd) = rustix::fs::openat(
                 entry.dir(),
                 entry.name(),
-                OFlags::RDONLY | OFlags::CLOEXEC | OFlags::NOFOLLOW | OFlags::NOCTTY,
+                OFlags::RDONLY
+                    | OFlags::CLOEXEC
+                    | OFlags::NOFOLLOW
+                    | OFlags::NOCTTY
+                    | OFlags::NONBLOCK,
                 Mode::empty(),
             ) else {
                 return;
