@@ -7,10 +7,11 @@ use std::sync::Arc;
 
 use serde_json::{Value, json};
 use tool_core::{PermissionMode, Tool, ToolContext, ToolPool};
-use tools_mcp::{HttpOptions, LivePool, SessionFactory, serve_http};
+use tools_mcp::{LivePool, SessionFactory};
 
 use crate::client::Session;
 use crate::peers::{peer, python};
+use crate::server::serve_with;
 
 /// The `.mcp.json` entry of `dynamic_server.py` over stdio.
 pub fn dynamic_server(peers: &Path) -> Value {
@@ -104,23 +105,9 @@ async fn the_server_adapter_tells_its_client_and_offers_the_new_tool() {
     let live = LivePool::following(Arc::clone(&s.manager), assembler());
     let ctx = s.ctx.clone();
     let factory: SessionFactory = Arc::new(move || Ok::<ToolContext, _>(ctx.clone()));
-    let (tx, rx) = tokio::sync::oneshot::channel();
-    let shutdown = tool_core::CancellationToken::new();
-    let server = tokio::spawn(serve_http(
-        live,
-        factory,
-        HttpOptions {
-            addr: "127.0.0.1:0".parse().unwrap(),
-            allowed_hosts: Vec::new(),
-        },
-        shutdown.clone(),
-        move |bound| {
-            let _ = tx.send(bound);
-        },
-    ));
-    let bound = rx.await.unwrap();
+    let (url, shutdown, server) = serve_with(factory, live).await;
     let scenario = json!({
-        "transport": {"http": format!("http://{bound}/mcp")},
+        "transport": {"http": url},
         "capabilities": true,
         "steps": [
             {"op": "call", "tool": "mcp__dyn__add_tool", "args": {"name": "fresh"}},

@@ -13,7 +13,7 @@ use tool_core::{
     CancellationToken, Progress, Summariser, Tool, ToolAnnotations, ToolCategory, ToolContext,
     ToolError, ToolPool, ToolResult, Typed, TypedTool,
 };
-use tools_mcp::{ClientHook, HttpOptions, SessionFactory, serve_http};
+use tools_mcp::{ClientHook, HttpOptions, LivePool, SessionFactory, serve_http};
 
 use crate::peers::{peer, python};
 
@@ -144,9 +144,11 @@ async fn serve(
     serve_with(factory, pool).await
 }
 
-async fn serve_with(
+/// Serves `pool` over streamable HTTP on a free loopback port: the URL, the token that
+/// stops the server, and the server's task.
+pub async fn serve_with(
     factory: SessionFactory,
-    pool: ToolPool,
+    pool: impl Into<LivePool>,
 ) -> (
     String,
     CancellationToken,
@@ -155,7 +157,7 @@ async fn serve_with(
     let shutdown = CancellationToken::new();
     let (tx, rx) = tokio::sync::oneshot::channel();
     let server = tokio::spawn(serve_http(
-        pool,
+        pool.into(),
         factory,
         HttpOptions {
             addr: "127.0.0.1:0".parse().unwrap(),
