@@ -1205,15 +1205,7 @@ impl TypedTool for Agent {
             .ok_or_else(|| ToolError::respond(format!("Agent type '{wanted}' not found")))?;
         let team = resolve_team(&input, ctx).map_err(ToolError::respond)?;
         let background = input.run_in_background.unwrap_or(false) || team.is_some();
-        let all = ctx
-            .services()
-            .get::<ToolCatalog>()
-            .map(|c| c.tools())
-            .unwrap_or_default();
-        let all: Vec<Arc<dyn Tool>> = all
-            .into_iter()
-            .filter(|t| t.is_enabled() && !ctx.permissions().is_hidden(t.as_ref()))
-            .collect();
+        let all = available_tools(ctx);
         let mut tools = tools_for_agent(&definition, &all, background);
         let mode = input
             .mode
@@ -1363,6 +1355,18 @@ impl TypedTool for Agent {
         })
         .with_text(text))
     }
+}
+
+/// The tools of the session's catalog a sub-agent may be given: enabled, not hidden by a
+/// blanket deny rule.
+pub(crate) fn available_tools(ctx: &ToolContext) -> Vec<Arc<dyn Tool>> {
+    ctx.services()
+        .get::<ToolCatalog>()
+        .map(|c| c.tools())
+        .unwrap_or_default()
+        .into_iter()
+        .filter(|t| t.is_enabled() && !ctx.permissions().is_hidden(t.as_ref()))
+        .collect()
 }
 
 /// The error of a teammate that tries to spawn one (the reference's rule: the roster is flat).

@@ -11,16 +11,16 @@ use std::time::Instant;
 use serde::{Deserialize, Serialize};
 use serde_json::{Value, json};
 use tool_core::{
-    CancellationToken, PermissionMode, TaskKind, TaskRun, TaskSpec, Tool, ToolContext, ToolError,
+    CancellationToken, PermissionMode, TaskKind, TaskRun, TaskSpec, ToolContext, ToolError,
     ToolResult,
 };
 
 use crate::agent::{
-    AgentRequest, AgentRunner, finish_task, load_agents, subagent_context_in, tools_for_agent,
+    AgentRequest, AgentRunner, available_tools, finish_task, load_agents, subagent_context_in,
+    tools_for_agent,
 };
-use crate::search::ToolCatalog;
 use crate::store::{blocking, lock_file, read_json, safe_component, write_json};
-use crate::team::{MessageBody, SendMessageInput, SendMessageOutput, process_alive};
+use crate::team::{MessageBody, SendMessageInput, SendMessageOutput, process_alive, sent};
 
 /// One sub-agent's run as the runner records it.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -263,16 +263,11 @@ pub(crate) async fn send_to_agent(
         .await?
     };
     let Some(run) = claimed else {
-        let message = format!("Message queued for delivery to {to} at its next tool round.");
-        return Ok(Some(
-            ToolResult::ok(SendMessageOutput {
-                success: true,
-                message: message.clone(),
-                recipients: vec![id],
-                request_id: None,
-            })
-            .with_text(message),
-        ));
+        return Ok(Some(sent(
+            format!("Message queued for delivery to {to} at its next tool round."),
+            vec![id],
+            None,
+        )));
     };
     match resume(run, text.clone(), ctx).await {
         Ok(result) => Ok(Some(result)),
@@ -320,16 +315,8 @@ async fn resume(
             run.cwd.display()
         )));
     }
-    let all: Vec<Arc<dyn Tool>> = ctx
-        .services()
-        .get::<ToolCatalog>()
-        .map(|c| c.tools())
-        .unwrap_or_default()
-        .into_iter()
-        .filter(|t| t.is_enabled() && !ctx.permissions().is_hidden(t.as_ref()))
-        .collect();
     // It goes on in the background, with a background agent's tools.
-    let tools = tools_for_agent(&definition, &all, true);
+    let tools = tools_for_agent(&definition, &available_tools(ctx), true);
     let context = subagent_context_in(ctx, &run.agent_id, Some(run.mode), &run.cwd);
     let request = AgentRequest {
         agent_id: run.agent_id.clone(),
@@ -364,13 +351,7 @@ async fn resume(
         info.id,
         info.output_path.display()
     );
-    Ok(ToolResult::ok(SendMessageOutput {
-        success: true,
-        message: message.clone(),
-        recipients: vec![run.agent_id],
-        request_id: None,
-    })
-    .with_text(message))
+    Ok(sent(message, vec![run.agent_id], None))
 }
 
 #[cfg(test)]

@@ -699,7 +699,8 @@ pub struct SendMessageOutput {
 #[derive(Debug, Clone, Copy, Default)]
 pub struct SendMessage;
 
-fn sent(
+/// A delivered SendMessage result whose text is `message`.
+pub(crate) fn sent(
     message: String,
     recipients: Vec<String>,
     request_id: Option<String>,
