@@ -216,15 +216,27 @@ pub fn edit_100m(ctx: &Ctx) -> Result<Vec<Comparison>> {
         }
         w.flush()?;
     }
+    let read_line = serde_line(
+        "Read",
+        &format!(r#"{{"file_path":"{}","limit":1}}"#, work.display()),
+    );
+    // `agent-tools batch` in the edit's directory, fed the calls in `calls`.
+    let batch = |calls: &Path| {
+        Cmd::new("sh")
+            .arg("-c")
+            .arg(format!(
+                "exec '{}' batch --mode acceptEdits --cwd '{}' < '{}'",
+                ctx.bin.display(),
+                dir.display(),
+                calls.display()
+            ))
+            .env("AGENT_TOOLS_HOME", ctx.scratch.join("agent-tools-home"))
+    };
     let calls = dir.join("calls.jsonl");
     fs::write(
         &calls,
         format!(
-            "{}\n{}\n",
-            serde_line(
-                "Read",
-                &format!(r#"{{"file_path":"{}","limit":1}}"#, work.display())
-            ),
+            "{read_line}\n{}\n",
             serde_line(
                 "Edit",
                 &format!(
@@ -234,15 +246,7 @@ pub fn edit_100m(ctx: &Ctx) -> Result<Vec<Comparison>> {
             )
         ),
     )?;
-    let ours = Cmd::new("sh")
-        .arg("-c")
-        .arg(format!(
-            "exec '{}' batch --mode acceptEdits --cwd '{}' < '{}'",
-            ctx.bin.display(),
-            dir.display(),
-            calls.display()
-        ))
-        .env("AGENT_TOOLS_HOME", ctx.scratch.join("agent-tools-home"));
+    let ours = batch(&calls);
     let copy = dir.join("copy.txt");
     let baseline = Cmd::new("cp").arg(&pristine).arg(&copy);
     // The floor of any atomic replacement, with the standard tools: copy to a temporary file,
@@ -256,25 +260,8 @@ pub fn edit_100m(ctx: &Ctx) -> Result<Vec<Comparison>> {
     ));
     // The Read alone, to show what the Edit itself costs.
     let read_calls = dir.join("read.jsonl");
-    fs::write(
-        &read_calls,
-        format!(
-            "{}\n",
-            serde_line(
-                "Read",
-                &format!(r#"{{"file_path":"{}","limit":1}}"#, work.display())
-            )
-        ),
-    )?;
-    let read_only = Cmd::new("sh")
-        .arg("-c")
-        .arg(format!(
-            "exec '{}' batch --mode acceptEdits --cwd '{}' < '{}'",
-            ctx.bin.display(),
-            dir.display(),
-            read_calls.display()
-        ))
-        .env("AGENT_TOOLS_HOME", ctx.scratch.join("agent-tools-home"));
+    fs::write(&read_calls, format!("{read_line}\n"))?;
+    let read_only = batch(&read_calls);
     let restore = || -> Result<()> {
         fs::copy(&pristine, &work).context("restoring the file to edit")?;
         Ok(())
