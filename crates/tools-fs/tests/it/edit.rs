@@ -21,6 +21,16 @@ fn ctx(f: &Fixture) -> ToolContext {
     f.context_with(PermissionMode::AcceptEdits, &[])
 }
 
+/// [`ctx`] with `lsp` as the language-server manager.
+fn ctx_with_lsp(f: &Fixture, lsp: Arc<dyn LspManager>) -> ToolContext {
+    ToolContext::builder(f.root())
+        .mode(PermissionMode::AcceptEdits)
+        .permissions(PermissionEngine::default())
+        .state_dir(f.root().join(".state"))
+        .lsp(lsp)
+        .build()
+}
+
 fn read(f: &Fixture, ctx: &ToolContext, rel: &str) -> CallResult {
     let r = f.call_tool(
         ctx,
@@ -724,12 +734,7 @@ fn the_language_server_hears_about_changes() {
     let f = Fixture::new(&[]);
     f.write("l.rs", "fn a() {}\n");
     let lsp = Arc::new(Recorder::default());
-    let c = ToolContext::builder(f.root())
-        .mode(PermissionMode::AcceptEdits)
-        .permissions(PermissionEngine::default())
-        .state_dir(f.root().join(".state"))
-        .lsp(lsp.clone())
-        .build();
+    let c = ctx_with_lsp(&f, lsp.clone());
     read(&f, &c, "l.rs");
     assert!(!edit(&f, &c, "l.rs", "a()", "b()").is_error);
     assert!(
@@ -792,12 +797,7 @@ fn writes_report_the_diagnostics_they_introduced() {
     let f = Fixture::new(&[]);
     f.write("l.rs", "fn a() {}\n");
     f.write("notes.txt", "x\n");
-    let c = ToolContext::builder(f.root())
-        .mode(PermissionMode::AcceptEdits)
-        .permissions(PermissionEngine::default())
-        .state_dir(f.root().join(".state"))
-        .lsp(Arc::new(Diagnosing))
-        .build();
+    let c = ctx_with_lsp(&f, Arc::new(Diagnosing));
     read(&f, &c, "l.rs");
     let r = edit(&f, &c, "l.rs", "a()", "b()");
     let text = r.text();
