@@ -669,52 +669,36 @@ fn every_connected_http_client_is_told() {
     let server = HttpServer::start(&project, &["--allow", "mcp__dyn"]);
     let ready = project.root().join("ready");
     // A client that only listens, connected while another one adds a tool.
-    let listener = {
+    let listening = json!({
+        "transport": {"http": server.url},
+        "steps": [
+            {"op": "touch", "path": ready},
+            {"op": "wait_list_changed", "seconds": 60},
+            {"op": "list"},
+        ],
+    });
+    std::thread::scope(|scope| {
+        let listener = scope.spawn(|| python(&peers, &project, &listening));
+        let mut waited = 0;
+        while !ready.exists() && waited < 600 {
+            std::thread::sleep(Duration::from_millis(50));
+            waited += 1;
+        }
+        assert!(ready.exists(), "the listening client did not connect");
         let scenario = json!({
             "transport": {"http": server.url},
-            "steps": [
-                {"op": "touch", "path": ready},
-                {"op": "wait_list_changed", "seconds": 60},
-                {"op": "list"},
-            ],
+            "steps": [{"op": "call", "tool": "mcp__dyn__add_tool", "args": {"name": "fresh"}}],
         });
-        let peers = peers.clone();
-        let project_home = project.home().to_path_buf();
-        std::thread::spawn(move || {
-            let output = Command::new("python3")
-                .arg(python_client())
-                .arg(scenario.to_string())
-                .env("PYTHONPATH", peers.join("py"))
-                .env("HOME", &project_home)
-                .stdin(Stdio::null())
-                .output()
-                .expect("run python3");
-            String::from_utf8_lossy(&output.stdout).into_owned()
-        })
-    };
-    let mut waited = 0;
-    while !ready.exists() && waited < 600 {
-        std::thread::sleep(Duration::from_millis(50));
-        waited += 1;
-    }
-    assert!(ready.exists(), "the listening client did not connect");
-    let scenario = json!({
-        "transport": {"http": server.url},
-        "steps": [{"op": "call", "tool": "mcp__dyn__add_tool", "args": {"name": "fresh"}}],
+        let lines = python(&peers, &project, &scenario);
+        assert_eq!(lines[0]["is_error"], false, "{lines:#?}");
+        let heard = listener.join().expect("the listening client");
+        assert_eq!(heard[0]["list_changed"], 1, "{heard:#?}");
+        let names = heard[1]["tools"].as_array().expect("tools");
+        assert!(
+            names.iter().any(|t| t["name"] == "mcp__dyn__fresh"),
+            "{heard:#?}"
+        );
     });
-    let lines = python(&peers, &project, &scenario);
-    assert_eq!(lines[0]["is_error"], false, "{lines:#?}");
-    let heard = listener.join().expect("the listening client");
-    let heard: Vec<Value> = heard
-        .lines()
-        .map(|l| serde_json::from_str(l).expect("JSON"))
-        .collect();
-    assert_eq!(heard[0]["list_changed"], 1, "{heard:#?}");
-    let names = heard[1]["tools"].as_array().expect("tools");
-    assert!(
-        names.iter().any(|t| t["name"] == "mcp__dyn__fresh"),
-        "{heard:#?}"
-    );
 }
 
 #[test]
