@@ -1186,10 +1186,16 @@ impl TypedTool for TeamDelete {
             })
             .with_text(message));
         };
-        // The lead's unread messages are shown before they are deleted with the team.
+        // The lead's unread messages are shown before they are deleted with the team. They
+        // are read, not taken: when the deletion is refused they stay unread for later.
         let pending = {
-            let ctx = ctx.clone();
-            blocking(move || take_inbox(&ctx)).await.unwrap_or_default()
+            let (store, name) = (store.clone(), team.name.clone());
+            blocking(move || store.inbox(&name, TEAM_LEAD_NAME))
+                .await
+                .unwrap_or_default()
+                .into_iter()
+                .filter(|m| !m.read)
+                .collect::<Vec<_>>()
         };
         let name = team.name.clone();
         let tasks = ctx

@@ -143,6 +143,29 @@ async fn send_message_validation_messages() {
     );
 }
 
+/// A refused TeamDelete leaves the lead's unread messages unread (it only shows them when
+/// they are deleted with the team).
+#[tokio::test]
+async fn a_refused_team_delete_keeps_the_leads_unread_messages() {
+    let f = Fixture::new();
+    let ctx = f.ctx();
+    create(&ctx, "keep").await;
+    let (mate, _) = join(&ctx, "keep", "alice");
+    call(
+        &mate,
+        "SendMessage",
+        json!({"to": "team-lead", "summary": "note", "message": "still here"}),
+    )
+    .await;
+    assert_error(
+        &call(&ctx, "TeamDelete", json!({})).await,
+        "Cannot cleanup team with 1 active member(s): alice.",
+    );
+    let unread = tools_agent::take_inbox(&ctx).unwrap();
+    assert_eq!(unread.len(), 1);
+    assert_eq!(unread[0].message, json!("still here"));
+}
+
 #[tokio::test]
 async fn team_create_one_per_leader_collisions_and_delete() {
     let f = Fixture::new();
