@@ -90,12 +90,9 @@ pub fn mcp_read(ctx: &Ctx) -> Result<Vec<Comparison>> {
     }
     let file = root.join("sample.rs");
     fs::write(&file, text).context("cannot write the sample file")?;
-    let args = format!(
-        "{{\"{{KEY}}\": {}}}",
-        serde_quote(&file.display().to_string())
-    );
-    let ours_args = args.replace("{KEY}", "file_path");
-    let theirs_args = args.replace("{KEY}", "path");
+    let path = serde_quote(&file.display().to_string());
+    let ours_args = format!("{{\"file_path\": {path}}}");
+    let theirs_args = format!("{{\"path\": {path}}}");
     let ours = |count| {
         client(&script, "Read", &ours_args, count)
             .arg(&ctx.bin)
