@@ -606,14 +606,19 @@ pub fn take_inbox(ctx: &ToolContext) -> Result<Vec<InboxMessage>, ToolError> {
     }
 }
 
-/// Attaches the lead's unread messages to a result as one side message.
-async fn with_inbox<T>(result: ToolResult<T>, ctx: &ToolContext) -> ToolResult<T> {
-    if teammate(ctx).is_some() {
-        // A teammate's runner delivers its inbox between turns.
+/// Attaches the lead's unread messages to a result as one side message; `me` is the
+/// context's [`sender`], which the caller has looked up already.
+async fn with_inbox<T>(
+    result: ToolResult<T>,
+    ctx: &ToolContext,
+    me: Option<(String, String)>,
+) -> ToolResult<T> {
+    // A teammate's runner delivers its inbox between turns.
+    let (Some((team, name)), None) = (me, teammate(ctx)) else {
         return result;
-    }
-    let ctx = ctx.clone();
-    match blocking(move || take_inbox(&ctx)).await {
+    };
+    let store = TeamStore::for_context(ctx);
+    match blocking(move || store.take_unread(&team, &name)).await {
         Ok(messages) if !messages.is_empty() => result.with_side_message(format!(
             "New messages from your teammates:\n{}",
             render_messages(&messages)
@@ -816,7 +821,7 @@ impl TypedTool for SendMessage {
             .is_some_and(|t| to == "*" || t.member(&to).is_some());
         if !is_member {
             if let Some(result) = crate::runs::send_to_agent(&to, &input, ctx).await? {
-                return Ok(with_inbox(result, ctx).await);
+                return Ok(with_inbox(result, ctx, me).await);
             }
             return Err(ToolError::respond(match &team {
                 Some(t) => format!(
@@ -833,11 +838,11 @@ impl TypedTool for SendMessage {
                 ),
             }));
         }
-        let (Some((_, from)), Some(team)) = (me, team) else {
+        let (Some((_, from)), Some(team)) = (&me, team) else {
             return Err(ToolError::fatal("internal error: team vanished"));
         };
-        let result = deliver(&store, &team, &from, &to, input, ctx).await?;
-        Ok(with_inbox(result, ctx).await)
+        let result = deliver(&store, &team, from, &to, input, ctx).await?;
+        Ok(with_inbox(result, ctx, me).await)
     }
 }
 
@@ -1108,7 +1113,8 @@ impl TypedTool for TeamCreate {
         };
         let text = serde_json::to_string(&out)
             .map_err(|e| ToolError::fatal(format!("internal error: {e}")))?;
-        Ok(with_inbox(ToolResult::ok(out).with_text(text), ctx).await)
+        let me = Some((out.team_name.clone(), TEAM_LEAD_NAME.to_owned()));
+        Ok(with_inbox(ToolResult::ok(out).with_text(text), ctx, me).await)
     }
 }
 
