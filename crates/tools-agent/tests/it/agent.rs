@@ -6,7 +6,7 @@ use std::sync::{Arc, Mutex};
 
 use serde_json::{Value, json};
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
-use tool_core::{Tool, ToolContext, ToolPool};
+use tool_core::{CallResult, Tool, ToolContext, ToolPool};
 use tools_agent::{
     AgentRunner, AgentSettings, ApiRunner, CommandRunner, ToolCatalog, builtin_agents,
     tools_for_agent,
@@ -123,6 +123,14 @@ pub(crate) fn all_tools() -> Vec<Arc<dyn Tool>> {
 }
 
 pub(crate) fn ctx_with_runner(f: &Fixture, runner: Arc<dyn AgentRunner>) -> ToolContext {
+    runner_builder(f, runner).build()
+}
+
+/// A context builder with real background tasks, `runner` and every tool in the catalog.
+pub(crate) fn runner_builder(
+    f: &Fixture,
+    runner: Arc<dyn AgentRunner>,
+) -> tool_core::ToolContextBuilder {
     let tasks = Arc::new(tools_shell::ShellTasks::new(
         &f.state,
         tools_shell::SandboxSettings::default(),
@@ -132,7 +140,22 @@ pub(crate) fn ctx_with_runner(f: &Fixture, runner: Arc<dyn AgentRunner>) -> Tool
         .tasks(tasks as Arc<dyn tool_core::TaskManager>)
         .service(runner)
         .service(ToolCatalog::new(all_tools))
-        .build()
+}
+
+/// The Messages API runner against a scripted server.
+pub(crate) fn api_runner(server: &Script) -> Arc<dyn AgentRunner> {
+    Arc::new(ApiRunner::new(&server.base, "k", AgentSettings::default()).unwrap())
+}
+
+/// TaskOutput of background task `task_id`, waiting up to a minute for it to finish.
+pub(crate) async fn task_output(ctx: &ToolContext, task_id: &str) -> CallResult {
+    pool()
+        .call(
+            "TaskOutput",
+            json!({"task_id": task_id, "block": true, "timeout": 60000}),
+            ctx,
+        )
+        .await
 }
 
 pub(crate) fn pool() -> ToolPool {
@@ -233,8 +256,7 @@ async fn general_purpose_result_has_the_trailer_and_api_errors_are_reported() {
         "end_turn",
     )])
     .await;
-    let runner: Arc<dyn AgentRunner> =
-        Arc::new(ApiRunner::new(&server.base, "k", AgentSettings::default()).unwrap());
+    let runner = api_runner(&server);
     let ctx = ctx_with_runner(&f, runner);
     let r = pool()
         .call(
@@ -297,13 +319,7 @@ async fn command_runner_and_background_agent_through_task_output() {
         r.text()
     );
     let id = r.data["agentId"].as_str().unwrap().to_owned();
-    let out = pool()
-        .call(
-            "TaskOutput",
-            json!({"task_id": id, "block": true, "timeout": 60000}),
-            &ctx,
-        )
-        .await;
+    let out = task_output(&ctx, &id).await;
     assert!(!out.is_error, "{}", out.text());
     let text = out.text();
     assert!(text.contains("<status>completed</status>"), "{text}");

@@ -6,9 +6,11 @@ use std::time::Duration;
 
 use serde_json::json;
 use tool_core::PermissionMode;
-use tools_agent::{AgentRunner, AgentSettings, ApiRunner, CommandRunner};
+use tools_agent::{AgentRunner, CommandRunner};
 
-use crate::agent::{all_tools, ctx_with_runner, message, pool, serve};
+use crate::agent::{
+    api_runner, ctx_with_runner, message, pool, runner_builder, serve, task_output,
+};
 use crate::{Fixture, assert_error};
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -25,8 +27,7 @@ async fn a_finished_agent_continues_from_its_transcript() {
         ),
     ])
     .await;
-    let runner: Arc<dyn AgentRunner> =
-        Arc::new(ApiRunner::new(&server.base, "k", AgentSettings::default()).unwrap());
+    let runner = api_runner(&server);
     let ctx = ctx_with_runner(&f, runner);
     let r = pool()
         .call("Agent", json!({"description": "d", "prompt": "Do X"}), &ctx)
@@ -84,13 +85,7 @@ async fn a_finished_agent_continues_from_its_transcript() {
         .find_map(|l| l.strip_prefix("task_id: "))
         .unwrap()
         .to_owned();
-    let out = pool()
-        .call(
-            "TaskOutput",
-            json!({"task_id": task_id, "block": true, "timeout": 60000}),
-            &ctx,
-        )
-        .await;
+    let out = task_output(&ctx, &task_id).await;
     assert!(
         out.text().contains("<status>completed</status>"),
         "{}",
@@ -149,19 +144,9 @@ async fn a_message_to_a_running_agent_is_queued_for_its_next_tool_round() {
         message(json!([{"type": "text", "text": "done with Z"}]), "end_turn"),
     ])
     .await;
-    let runner: Arc<dyn AgentRunner> =
-        Arc::new(ApiRunner::new(&server.base, "k", AgentSettings::default()).unwrap());
-    let tasks = Arc::new(tools_shell::ShellTasks::new(
-        &f.state,
-        tools_shell::SandboxSettings::default(),
-        vec![f.root.clone()],
-    ));
-    let ctx = f
-        .builder()
+    let runner = api_runner(&server);
+    let ctx = runner_builder(&f, runner)
         .mode(PermissionMode::BypassPermissions)
-        .tasks(tasks as Arc<dyn tool_core::TaskManager>)
-        .service(runner)
-        .service(tools_agent::ToolCatalog::new(all_tools))
         .build();
     let r = pool()
         .call(
@@ -193,13 +178,7 @@ async fn a_message_to_a_running_agent_is_queued_for_its_next_tool_round() {
         format!("Message queued for delivery to {task_id} at its next tool round.")
     );
     std::fs::write(&gate, "").unwrap();
-    let out = pool()
-        .call(
-            "TaskOutput",
-            json!({"task_id": task_id, "block": true, "timeout": 60000}),
-            &ctx,
-        )
-        .await;
+    let out = task_output(&ctx, &task_id).await;
     assert!(out.text().contains("done with Z"), "{}", out.text());
     let requests = server.requests.lock().unwrap().clone();
     let last = requests[1].1["messages"]

@@ -13,7 +13,7 @@ mod team;
 mod teammates;
 mod worktree;
 
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
 use async_trait::async_trait;
@@ -63,6 +63,34 @@ impl Fixture {
     pub(crate) fn path(&self, rel: &str) -> PathBuf {
         self.root.join(rel)
     }
+}
+
+/// Runs git in `dir`, asserting it succeeds; its trimmed standard output.
+pub(crate) fn git(dir: &Path, args: &[&str]) -> String {
+    let out = std::process::Command::new("git")
+        .arg("-C")
+        .arg(dir)
+        .args(args)
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "git {args:?}: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    String::from_utf8_lossy(&out.stdout).trim().to_owned()
+}
+
+/// A fixture whose project is a git repository with one commit (of `a.txt`) on `main`.
+pub(crate) fn git_repo() -> Fixture {
+    let f = Fixture::new();
+    git(&f.root, &["init", "-q", "-b", "main"]);
+    git(&f.root, &["config", "user.email", "t@example.com"]);
+    git(&f.root, &["config", "user.name", "T"]);
+    std::fs::write(f.path("a.txt"), "a\n").unwrap();
+    git(&f.root, &["add", "."]);
+    git(&f.root, &["commit", "-q", "-m", "init"]);
+    f
 }
 
 pub(crate) fn pool() -> ToolPool {

@@ -10,12 +10,13 @@ use std::time::Duration;
 use serde_json::{Value, json};
 use tool_core::{PermissionMode, ToolContext};
 use tools_agent::{
-    AgentRunner, AgentSettings, ApiRunner, CWD_WITH_ISOLATION, CommandRunner, InboxMessage,
-    TEAMMATES_CANNOT_SPAWN, TeamStore,
+    AgentRunner, CWD_WITH_ISOLATION, CommandRunner, InboxMessage, TEAMMATES_CANNOT_SPAWN, TeamStore,
 };
 
-use crate::agent::{ctx_with_runner, message, pool, serve, serve_with};
-use crate::{Fixture, assert_error};
+use crate::agent::{
+    api_runner, ctx_with_runner, message, pool, runner_builder, serve, serve_with, task_output,
+};
+use crate::{Fixture, assert_error, git, git_repo};
 
 /// Waits (bounded) until the lead's inbox of `team` holds a message matching `pred`.
 async fn wait_for_lead_mail(
@@ -77,8 +78,7 @@ async fn scripted_teammate_talks_to_the_lead_and_shuts_down() {
         _ => json!({"type": "error", "error": {"type": "invalid_request_error", "message": "a teammate that approved its shutdown made another request"}}),
     })
     .await;
-    let runner: Arc<dyn AgentRunner> =
-        Arc::new(ApiRunner::new(&server.base, "k", AgentSettings::default()).unwrap());
+    let runner = api_runner(&server);
     let lead = ctx_with_runner(&f, runner);
     let r = pool()
         .call("TeamCreate", json!({"team_name": "crew"}), &lead)
@@ -161,13 +161,7 @@ async fn scripted_teammate_talks_to_the_lead_and_shuts_down() {
         )
         .await;
     let request_id = r.data["requestId"].as_str().unwrap().to_owned();
-    let out = pool()
-        .call(
-            "TaskOutput",
-            json!({"task_id": task_id, "block": true, "timeout": 60000}),
-            &lead,
-        )
-        .await;
+    let out = task_output(&lead, &task_id).await;
     assert!(
         out.text().contains("<status>completed</status>"),
         "{}",
@@ -322,30 +316,9 @@ async fn swarm_parameter_errors() {
     assert_eq!(r.text(), f.path("sub").display().to_string());
 }
 
-fn git(dir: &Path, args: &[&str]) -> String {
-    let out = std::process::Command::new("git")
-        .arg("-C")
-        .arg(dir)
-        .args(args)
-        .output()
-        .unwrap();
-    assert!(
-        out.status.success(),
-        "git {args:?}: {}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    String::from_utf8_lossy(&out.stdout).trim().to_owned()
-}
-
 #[tokio::test]
 async fn isolation_worktree_kept_only_when_changed() {
-    let f = Fixture::new();
-    git(&f.root, &["init", "-q", "-b", "main"]);
-    git(&f.root, &["config", "user.email", "t@example.com"]);
-    git(&f.root, &["config", "user.name", "T"]);
-    std::fs::write(f.path("a.txt"), "a\n").unwrap();
-    git(&f.root, &["add", "."]);
-    git(&f.root, &["commit", "-q", "-m", "init"]);
+    let f = git_repo();
 
     // An agent that changes nothing: its worktree is removed, the result names none.
     let runner: Arc<dyn AgentRunner> = Arc::new(CommandRunner::new(vec!["pwd".into()]));
@@ -445,19 +418,9 @@ async fn mode_sets_the_sub_agents_permission_mode() {
         message(json!([{"type": "text", "text": "wrote"}]), "end_turn"),
     ])
     .await;
-    let runner: Arc<dyn AgentRunner> =
-        Arc::new(ApiRunner::new(&server.base, "k", AgentSettings::default()).unwrap());
-    let tasks = Arc::new(tools_shell::ShellTasks::new(
-        &f.state,
-        tools_shell::SandboxSettings::default(),
-        vec![f.root.clone()],
-    ));
-    let ctx = f
-        .builder()
+    let runner = api_runner(&server);
+    let ctx = runner_builder(&f, runner)
         .mode(PermissionMode::AcceptEdits)
-        .tasks(tasks as Arc<dyn tool_core::TaskManager>)
-        .service(runner)
-        .service(tools_agent::ToolCatalog::new(crate::agent::all_tools))
         .build();
     // In plan mode the sub-agent's Write is refused...
     let r = pool()
@@ -560,19 +523,9 @@ async fn a_teammate_in_plan_mode_asks_the_lead_to_approve_its_plan() {
         }
     })
     .await;
-    let runner: Arc<dyn AgentRunner> =
-        Arc::new(ApiRunner::new(&server.base, "k", AgentSettings::default()).unwrap());
-    let tasks = Arc::new(tools_shell::ShellTasks::new(
-        &f.state,
-        tools_shell::SandboxSettings::default(),
-        vec![f.root.clone()],
-    ));
-    let lead = f
-        .builder()
+    let runner = api_runner(&server);
+    let lead = runner_builder(&f, runner)
         .mode(PermissionMode::AcceptEdits)
-        .tasks(tasks as Arc<dyn tool_core::TaskManager>)
-        .service(runner)
-        .service(tools_agent::ToolCatalog::new(crate::agent::all_tools))
         .build();
     assert!(
         !pool()

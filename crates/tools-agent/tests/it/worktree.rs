@@ -1,41 +1,12 @@
 //! EnterWorktree and ExitWorktree in a temporary git repository.
 
-use std::path::Path;
-use std::process::Command;
-
 use serde_json::json;
 
-use crate::{Fixture, approver, assert_error, call, with_prompter};
-
-fn git(dir: &Path, args: &[&str]) -> String {
-    let out = Command::new("git")
-        .arg("-C")
-        .arg(dir)
-        .args(args)
-        .output()
-        .unwrap();
-    assert!(
-        out.status.success(),
-        "git {args:?}: {}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    String::from_utf8_lossy(&out.stdout).trim().to_owned()
-}
-
-fn repo() -> Fixture {
-    let f = Fixture::new();
-    git(&f.root, &["init", "-q", "-b", "main"]);
-    git(&f.root, &["config", "user.email", "t@example.com"]);
-    git(&f.root, &["config", "user.name", "T"]);
-    std::fs::write(f.path("a.txt"), "a\n").unwrap();
-    git(&f.root, &["add", "."]);
-    git(&f.root, &["commit", "-q", "-m", "init"]);
-    f
-}
+use crate::{Fixture, approver, assert_error, call, git, git_repo, with_prompter};
 
 #[tokio::test]
 async fn enter_keep_and_remove() {
-    let f = repo();
+    let f = git_repo();
     let ctx = f.ctx();
     assert_error(
         &call(&ctx, "ExitWorktree", json!({"action": "keep"})).await,
@@ -92,7 +63,7 @@ async fn enter_keep_and_remove() {
 
 #[tokio::test]
 async fn remove_refuses_unsaved_work_unless_discarded() {
-    let f = repo();
+    let f = git_repo();
     let prompter = approver(true);
     let ctx = with_prompter(&f, prompter.clone(), tool_core::PermissionMode::Default);
     call(&ctx, "EnterWorktree", json!({"name": "w"})).await;
@@ -152,7 +123,7 @@ async fn bad_names_and_no_repository() {
 
 #[tokio::test]
 async fn remove_refuses_when_the_state_cannot_be_verified() {
-    let f = repo();
+    let f = git_repo();
     let ctx = f.ctx();
     call(&ctx, "EnterWorktree", json!({"name": "gone"})).await;
     let wt = ctx.cwd();
