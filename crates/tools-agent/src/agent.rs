@@ -542,21 +542,15 @@ impl ApiRunner {
             mate,
             runs,
         } = turn;
+        // Only a run with a transcript saves (a teammate's conversation is not copied).
         let save = |messages: &Vec<Value>, finish: bool| {
-            let runs = runs.cloned();
-            let (id, m) = (request.agent_id.clone(), messages.clone());
+            let job = runs.cloned().map(|runs| {
+                let (id, m) = (request.agent_id.clone(), messages.clone());
+                move || runs.save_and_take(&id, &m, finish)
+            });
             async move {
-                match runs {
-                    Some(runs) => {
-                        blocking(move || {
-                            if finish {
-                                runs.finish_or_take(&id, &m)
-                            } else {
-                                runs.save_and_take(&id, &m)
-                            }
-                        })
-                        .await
-                    }
+                match job {
+                    Some(job) => blocking(job).await,
                     None => Ok(Vec::new()),
                 }
             }

@@ -148,33 +148,20 @@ impl RunStore {
         })
     }
 
-    /// Saves the conversation so far and takes the messages queued for the agent.
+    /// Saves the conversation so far and takes the messages queued for the agent. With
+    /// `finish` (the agent ended its turn) the run ends too — unless messages were queued
+    /// meanwhile: then the run goes on with them (so no message sent while it ran is lost).
     pub(crate) fn save_and_take(
         &self,
         id: &str,
         messages: &[Value],
-    ) -> Result<Vec<String>, ToolError> {
-        self.update(id, |run| match run {
-            Some(r) => {
-                r.messages = messages.to_vec();
-                std::mem::take(&mut r.queued)
-            }
-            None => Vec::new(),
-        })
-    }
-
-    /// Ends a run with its conversation — unless messages were queued meanwhile: then they
-    /// are returned and the run goes on (so no message sent while it ran is lost).
-    pub(crate) fn finish_or_take(
-        &self,
-        id: &str,
-        messages: &[Value],
+        finish: bool,
     ) -> Result<Vec<String>, ToolError> {
         self.update(id, |run| match run {
             Some(r) => {
                 r.messages = messages.to_vec();
                 let queued = std::mem::take(&mut r.queued);
-                if queued.is_empty() {
+                if finish && queued.is_empty() {
                     r.running = false;
                 }
                 queued
