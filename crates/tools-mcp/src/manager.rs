@@ -16,7 +16,7 @@ use std::sync::{Arc, Mutex, RwLock, Weak};
 
 use rmcp::model::{
     CallToolRequest, CallToolRequestParams, CancelledNotificationParam, ClientCapabilities,
-    ClientConfig, ClientRequest, Implementation, JsonObject, JsonRpcMessage,
+    ClientConfig, ClientNotification, ClientRequest, Implementation, JsonObject, JsonRpcMessage,
     ProgressNotificationParam, ProgressToken, ReadResourceRequestParams, ReadResourceResult,
     Resource, ServerNotification, ServerResult, Tool as McpToolDecl,
 };
@@ -131,9 +131,15 @@ impl Default for Signals {
 /// It also ends the connection on a JSON-RPC error that names no request: rmcp cannot route
 /// it, so the request it answers would wait for its timeout. server-everything answers
 /// that way (HTTP 400, "No valid session ID provided") when it no longer knows the session.
+///
+/// Both only once the handshake is over: before it, rmcp reports an error naming no request
+/// as the handshake's failure, and drops a `tools/list_changed` (the tools listed right
+/// after the handshake cover it), so counting one would leave a refresh in flight forever.
 struct Watched<T> {
     inner: T,
     server: Weak<ServerConn>,
+    /// The client has sent `notifications/initialized`: rmcp's service loop reads from here on
+    running: bool,
     ended: bool,
 }
 
@@ -142,6 +148,7 @@ impl<T> Watched<T> {
         Watched {
             inner,
             server: Arc::downgrade(server),
+            running: false,
             ended: false,
         }
     }
@@ -154,6 +161,14 @@ impl<T: McpTransport<RoleClient>> McpTransport<RoleClient> for Watched<T> {
         &mut self,
         item: TxJsonRpcMessage<RoleClient>,
     ) -> impl Future<Output = Result<(), Self::Error>> + Send + 'static {
+        if let JsonRpcMessage::Notification(n) = &item
+            && matches!(
+                n.notification,
+                ClientNotification::InitializedNotification(_)
+            )
+        {
+            self.running = true;
+        }
         self.inner.send(item)
     }
 
@@ -162,6 +177,9 @@ impl<T: McpTransport<RoleClient>> McpTransport<RoleClient> for Watched<T> {
             return None;
         }
         let message = self.inner.receive().await;
+        if !self.running {
+            return message;
+        }
         if let Some(JsonRpcMessage::Error(e)) = &message
             && e.id.is_none()
         {

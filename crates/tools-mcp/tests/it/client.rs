@@ -771,3 +771,47 @@ async fn a_tool_whose_definition_changes_is_not_called_until_reviewed() {
     assert!(r.is_error, "{r:?}");
     s.manager.shutdown().await;
 }
+
+/// `fake_server.py` with `FAKE_BEFORE_INIT=before` and a start-up timeout of 20 s.
+fn fake_server_before_init(log: &Path, before: &str) -> Value {
+    let mut server = fake_server(log, json!([]), 10_000);
+    server["env"]["FAKE_BEFORE_INIT"] = json!(before);
+    server["startupTimeoutMs"] = json!(20_000);
+    server
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_list_change_sent_before_the_handshake_ends_leaves_no_refresh_in_flight() {
+    let log = tempfile::tempdir().unwrap();
+    let s = Session::start(
+        json!({"mcpServers": {"fake": fake_server_before_init(log.path(), "list_changed")}}),
+        &["mcp__fake"],
+        PermissionMode::Default,
+    )
+    .await;
+    let status = &s.manager.statuses()[0];
+    assert!(status.error.is_none(), "{status:?}");
+    assert!(s.pool.get("mcp__fake__echo").is_some());
+    // The tools listed after the handshake cover the early notification: settling does
+    // not wait for a refresh that will never come (up to the 20 s start-up timeout).
+    let settled = tokio::time::timeout(Duration::from_secs(5), s.manager.settle()).await;
+    assert!(
+        settled.is_ok(),
+        "settle() waited for a refresh never started"
+    );
+    s.manager.shutdown().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_initialize_refused_with_an_error_naming_no_request_is_reported_with_its_message() {
+    let log = tempfile::tempdir().unwrap();
+    let s = Session::start(
+        json!({"mcpServers": {"fake": fake_server_before_init(log.path(), "refuse")}}),
+        &["mcp__fake"],
+        PermissionMode::Default,
+    )
+    .await;
+    let error = s.manager.statuses()[0].error.clone().expect("an error");
+    assert!(error.contains("initialize refused by the fake"), "{error}");
+    s.manager.shutdown().await;
+}

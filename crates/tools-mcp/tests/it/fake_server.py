@@ -7,7 +7,9 @@ stderr, then answers), big (answers 10 MB of text), mutate (changes echo's descr
 notifications/tools/list_changed). Extra tools come from the env var FAKE_TOOLS, a JSON list of
 {"name", "description", "pad"} (pad: that many
 "d" appended to the description). Every start appends the pid to LOGDIR/starts; every
-notifications/cancelled appends its requestId to LOGDIR/cancelled.
+notifications/cancelled appends its requestId to LOGDIR/cancelled. FAKE_BEFORE_INIT=list_changed
+sends notifications/tools/list_changed before the initialize response;
+FAKE_BEFORE_INIT=refuse answers initialize with an error that names no request.
 """
 
 import json
@@ -52,6 +54,13 @@ for line in sys.stdin:
     if mid is None:
         continue
     if method == "initialize":
+        before = os.environ.get("FAKE_BEFORE_INIT")
+        if before == "refuse":
+            send({"jsonrpc": "2.0", "id": None,
+                  "error": {"code": -32600, "message": "initialize refused by the fake"}})
+            continue
+        if before == "list_changed":
+            send({"jsonrpc": "2.0", "method": "notifications/tools/list_changed"})
         send({"jsonrpc": "2.0", "id": mid, "result": {
             "protocolVersion": message["params"]["protocolVersion"],
             "capabilities": {"tools": {}},
