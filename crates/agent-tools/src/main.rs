@@ -390,29 +390,15 @@ fn parse_batch_line(number: usize, line: &str) -> std::result::Result<ToolCall, 
     Ok(ToolCall { tool, input, id })
 }
 
-/// Runs `calls` in order under the pool's concurrency rule (consecutive concurrency-safe
-/// calls together, every other call alone), taking the pool afresh before each group: a
-/// call that changed an MCP server's tool list is followed by calls that see the new list.
+/// Runs `calls` in order under the pool's concurrency rule ([`ToolPool::batch`]), taking
+/// the pool afresh before each group: a call that changed an MCP server's tool list is
+/// followed by calls that see the new list.
 async fn run_calls(pool: &LivePool, calls: Vec<ToolCall>, ctx: &ToolContext) -> Vec<CallResult> {
+    let mut calls: std::collections::VecDeque<ToolCall> = calls.into();
     let mut results = Vec::with_capacity(calls.len());
-    let mut calls = calls.into_iter().peekable();
-    while calls.peek().is_some() {
+    while !calls.is_empty() {
         let current = pool.settled().await;
-        let safe = |call: &ToolCall| {
-            current.get(&call.tool).is_some_and(|tool| {
-                tool.parse_input(&call.input)
-                    .is_ok_and(|input| tool.is_concurrency_safe(&input))
-            })
-        };
-        let mut group = Vec::new();
-        while let Some(call) = calls.next_if(|c| group.is_empty() || safe(c)) {
-            let alone = !safe(&call);
-            group.push(call);
-            if alone {
-                break;
-            }
-        }
-        results.extend(current.batch(group, ctx).await);
+        results.extend(current.batch_group(&mut calls, ctx).await);
     }
     results
 }

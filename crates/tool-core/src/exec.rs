@@ -2,7 +2,7 @@
 //! and timeout → render → output budget) and the batch runner with the reference's
 //! concurrency rule. The binary, the MCP server and library users all go through here.
 
-use std::collections::HashMap;
+use std::collections::{HashMap, VecDeque};
 use std::fmt;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};
@@ -202,33 +202,54 @@ impl ToolPool {
     /// even when the context is cancelled. An error from a tool that cancels its siblings
     /// (Bash) cancels the rest of its group.
     pub async fn batch(&self, calls: Vec<ToolCall>, ctx: &ToolContext) -> Vec<CallResult> {
-        let prepared: Vec<Prepared> = calls.into_iter().map(|c| self.prepare(c)).collect();
-        let mut results: Vec<CallResult> = Vec::with_capacity(prepared.len());
-        let mut iter = prepared.into_iter().peekable();
-        while let Some(first) = iter.next() {
-            let safe =
-                |p: &Prepared| matches!(p, Prepared::Ready(t, i, _) if t.is_concurrency_safe(i));
-            if !safe(&first) {
-                results.push(match first {
-                    Prepared::Done(r) => r,
-                    Prepared::Ready(tool, input, call) => {
-                        run(tool, input, call, ctx, ProgressSink::default()).await.0
-                    }
-                });
-                continue;
-            }
-            let mut group = vec![first];
-            while let Some(next) = iter.peek() {
-                if !safe(next) {
-                    break;
-                }
-                if let Some(next) = iter.next() {
-                    group.push(next);
-                }
-            }
-            results.extend(run_group(group, ctx).await);
+        let mut calls: VecDeque<ToolCall> = calls.into();
+        let mut results: Vec<CallResult> = Vec::with_capacity(calls.len());
+        while !calls.is_empty() {
+            results.extend(self.batch_group(&mut calls, ctx).await);
         }
         results
+    }
+
+    /// Takes the first group of `calls` under [`ToolPool::batch`]'s rule (one call, or
+    /// every concurrency-safe call up to the next other one) and runs it; its results, in
+    /// call order. A host whose pool changes between groups (MCP tool lists) takes the pool
+    /// afresh before each group.
+    pub async fn batch_group(
+        &self,
+        calls: &mut VecDeque<ToolCall>,
+        ctx: &ToolContext,
+    ) -> Vec<CallResult> {
+        let safe = |p: &Prepared| matches!(p, Prepared::Ready(t, i, _) if t.is_concurrency_safe(i));
+        let Some(first) = calls.pop_front().map(|c| self.prepare(c)) else {
+            return Vec::new();
+        };
+        if !safe(&first) {
+            return vec![match first {
+                Prepared::Done(r) => r,
+                Prepared::Ready(tool, input, call) => {
+                    run(tool, input, call, ctx, ProgressSink::default()).await.0
+                }
+            }];
+        }
+        let mut group = vec![first];
+        while let Some(call) = calls.pop_front() {
+            match self.prepare(call) {
+                next if safe(&next) => group.push(next),
+                // The next group's first call: back to the front (preparing it again is
+                // parsing, which has no effects).
+                Prepared::Ready(_, _, call) => {
+                    calls.push_front(call);
+                    break;
+                }
+                // Failed before running: its result follows the group's.
+                Prepared::Done(result) => {
+                    let mut results = run_group(group, ctx).await;
+                    results.push(result);
+                    return results;
+                }
+            }
+        }
+        run_group(group, ctx).await
     }
 }
 
