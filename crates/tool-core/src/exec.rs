@@ -190,6 +190,15 @@ impl ToolPool {
             };
             return Prepared::Done(error_result(&call.tool, &err));
         };
+        if let Some(key) = crate::input::marked_duplicate_key(&call.input) {
+            let err = ToolError::InvalidInput {
+                tool: tool.name().to_owned(),
+                problems: vec![format!(
+                    "The key `{key}` appears more than once in the input; send each key once (which of the values was meant is unknown, so the call was not run)"
+                )],
+            };
+            return Prepared::Done(error_result(tool.name(), &err));
+        }
         match tool.parse_input(&call.input) {
             Ok(input) => Prepared::Ready(tool, input, call),
             Err(err) => Prepared::Done(error_result(tool.name(), &err)),

@@ -52,6 +52,133 @@ pub fn check_input(tool: &str, schema: &Value, raw: &Value) -> Result<Value, Too
     }
 }
 
+/// The key a host adds to an input object when the JSON text it came from repeated a key;
+/// its value is the repeated key's path. The execution path refuses such an input with an
+/// error naming the key. (A JSON parser keeps only one of the repeated values, so
+/// `{"command":"ls","command":"id"}` would otherwise run whichever the parser kept.)
+pub const DUPLICATE_KEY_MARKER: &str = "\u{0}duplicate-key";
+
+/// The dotted path of the first key that appears twice in one object of the JSON `text`
+/// (`command`, `edits[1].old_string`), or `None`. Invalid JSON gives `None`: the caller's own
+/// parse reports it.
+pub fn duplicate_key(text: &str) -> Option<String> {
+    duplicate_keys(text).into_iter().next()
+}
+
+/// The dotted paths of every key that appears twice in one object of the JSON `text`, in
+/// document order.
+pub fn duplicate_keys(text: &str) -> Vec<String> {
+    let found = std::cell::RefCell::new(Vec::new());
+    let mut de = serde_json::Deserializer::from_str(text);
+    let seed = Duplicates {
+        path: String::new(),
+        found: &found,
+    };
+    if serde::de::DeserializeSeed::deserialize(seed, &mut de).is_err() {
+        return Vec::new();
+    }
+    found.into_inner()
+}
+
+/// Parses the JSON text of a tool input; a repeated key is marked with
+/// [`DUPLICATE_KEY_MARKER`] so that the call is refused with an error naming it.
+pub fn parse_input_text(text: &str) -> Result<Value, serde_json::Error> {
+    let mut value: Value = serde_json::from_str(text)?;
+    if let Some(key) = duplicate_key(text) {
+        mark_duplicate_key(&mut value, &key);
+    }
+    Ok(value)
+}
+
+/// Marks `input` (an object) as having repeated `key`.
+pub fn mark_duplicate_key(input: &mut Value, key: &str) {
+    if let Value::Object(map) = input {
+        map.insert(
+            DUPLICATE_KEY_MARKER.to_owned(),
+            Value::String(key.to_owned()),
+        );
+    }
+}
+
+/// The repeated key a host marked in `input`, if any.
+pub fn marked_duplicate_key(input: &Value) -> Option<&str> {
+    input.get(DUPLICATE_KEY_MARKER).and_then(Value::as_str)
+}
+
+/// Walks a JSON document without building it, noting the first repeated key.
+struct Duplicates<'a> {
+    path: String,
+    found: &'a std::cell::RefCell<Vec<String>>,
+}
+
+impl<'de> serde::de::DeserializeSeed<'de> for Duplicates<'_> {
+    type Value = ();
+    fn deserialize<D: serde::Deserializer<'de>>(self, d: D) -> Result<(), D::Error> {
+        d.deserialize_any(self)
+    }
+}
+
+impl<'de> serde::de::Visitor<'de> for Duplicates<'_> {
+    type Value = ();
+    fn expecting(&self, f: &mut std::fmt::Formatter) -> std::fmt::Result {
+        f.write_str("any JSON value")
+    }
+    fn visit_map<A: serde::de::MapAccess<'de>>(self, mut map: A) -> Result<(), A::Error> {
+        let mut seen = std::collections::HashSet::new();
+        while let Some(key) = map.next_key::<String>()? {
+            let path = join_path(&self.path, &key);
+            if !seen.insert(key) {
+                self.found.borrow_mut().push(path.clone());
+            }
+            map.next_value_seed(Duplicates {
+                path,
+                found: self.found,
+            })?;
+        }
+        Ok(())
+    }
+    fn visit_seq<A: serde::de::SeqAccess<'de>>(self, mut seq: A) -> Result<(), A::Error> {
+        let mut i = 0;
+        while seq
+            .next_element_seed(Duplicates {
+                path: format!("{}[{i}]", self.path),
+                found: self.found,
+            })?
+            .is_some()
+        {
+            i += 1;
+        }
+        Ok(())
+    }
+    fn visit_bool<E>(self, _: bool) -> Result<(), E> {
+        Ok(())
+    }
+    fn visit_i64<E>(self, _: i64) -> Result<(), E> {
+        Ok(())
+    }
+    fn visit_u64<E>(self, _: u64) -> Result<(), E> {
+        Ok(())
+    }
+    fn visit_i128<E>(self, _: i128) -> Result<(), E> {
+        Ok(())
+    }
+    fn visit_u128<E>(self, _: u128) -> Result<(), E> {
+        Ok(())
+    }
+    fn visit_f64<E>(self, _: f64) -> Result<(), E> {
+        Ok(())
+    }
+    fn visit_str<E>(self, _: &str) -> Result<(), E> {
+        Ok(())
+    }
+    fn visit_unit<E>(self) -> Result<(), E> {
+        Ok(())
+    }
+    fn visit_none<E>(self) -> Result<(), E> {
+        Ok(())
+    }
+}
+
 /// The JSON type name of a value, as the messages spell it.
 pub(crate) fn json_type(value: &Value) -> &'static str {
     match value {

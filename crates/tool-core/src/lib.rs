@@ -97,7 +97,10 @@ pub use exec::{
     MAX_CONCURRENCY, PermissionAnswer, PermissionPrompter, PermissionRequest, ToolCall, ToolPool,
     error_result,
 };
-pub use input::{check_input, parse_input};
+pub use input::{
+    DUPLICATE_KEY_MARKER, check_input, duplicate_key, duplicate_keys, mark_duplicate_key,
+    marked_duplicate_key, parse_input, parse_input_text,
+};
 pub use ledger::{Freshness, ReadLedger, ReadRecord, ReadSource, content_hash};
 pub use managers::{
     FileDiagnostic, LspManager, TaskFinish, TaskFuture, TaskInfo, TaskKind, TaskManager, TaskRun,
@@ -105,7 +108,7 @@ pub use managers::{
 };
 pub use pattern::{CommandPattern, DomainPattern, PathPattern, PathRoot, WildcardPart};
 pub use permission::{
-    AskKind, PermissionDecision, PermissionEngine, PermissionMode, headless_denial,
+    AskKind, Beneath, PermissionDecision, PermissionEngine, PermissionMode, headless_denial,
 };
 pub use result::{CallResult, ContentBlock, ToolResult};
 pub use rule::{

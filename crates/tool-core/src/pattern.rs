@@ -294,6 +294,33 @@ impl PathPattern {
         false
     }
 
+    /// Whether the pattern may match something beneath `dir` (absolute, normalised): a
+    /// pattern without a slash (`.env`, `*.key`) may match anywhere; an anchored one when its
+    /// literal leading part and `dir` lie one within the other. Used to decide whether a
+    /// recursive read of `dir` can reach a denied file without walking it.
+    pub fn may_match_beneath(&self, dir: &Path, cwd: &Path, home: &Path) -> bool {
+        if self.name_glob.is_some() {
+            return true;
+        }
+        let body = match &self.root {
+            PathRoot::Filesystem => self.raw.trim_start_matches('/'),
+            PathRoot::Home => self.raw.trim_start_matches('~').trim_start_matches('/'),
+            PathRoot::Source(_) => self.raw.trim_start_matches('/'),
+            PathRoot::Cwd => self.raw.trim_start_matches("./"),
+        };
+        let mut literal = self.root_dir(cwd, home);
+        for part in body.split('/') {
+            if part.is_empty() {
+                continue;
+            }
+            if part.contains(['*', '?', '[', '{', '\\']) {
+                break;
+            }
+            literal.push(part);
+        }
+        literal.starts_with(dir) || dir.starts_with(&literal)
+    }
+
     fn matches_relative(&self, rel: &Path, is_dir: bool) -> bool {
         if let Some(dir) = &self.dir_itself
             && rel == Path::new(dir)

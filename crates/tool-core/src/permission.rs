@@ -87,6 +87,9 @@ pub enum AskKind {
     SafetyCheck,
     /// The tool always needs a person (AskUserQuestion, ExitPlanMode); holds even in bypass
     Interaction,
+    /// A command asked to run outside the sandbox; holds even in bypass (the sandbox is what
+    /// a bypass session relies on)
+    Unsandboxed,
 }
 
 impl AskKind {
@@ -249,6 +252,108 @@ impl PermissionEngine {
                 })
             })
             .cloned()
+    }
+
+    /// The first Read deny rule that may match a path beneath the directory `dir`, so that a
+    /// command reading `dir` recursively could read a denied file (see
+    /// [`PathPattern::may_match_beneath`]).
+    pub fn read_deny_beneath(&self, dir: &Path, ctx: &ToolContext) -> Option<SourcedRule> {
+        let rules = self.rules.read().ok()?;
+        let cwd = ctx.cwd();
+        let home = path::home_dir().unwrap_or_else(|| PathBuf::from("/"));
+        let dir = path::canonicalize_lenient(dir);
+        rules
+            .iter()
+            .filter(|r| r.behavior == RuleBehavior::Deny && r.rule.tool == "Read")
+            .find(|r| {
+                let Some(content) = &r.rule.content else {
+                    return false;
+                };
+                PathPattern::parse(content, &r.source.root)
+                    .is_ok_and(|p| p.may_match_beneath(&dir, &cwd, &home))
+            })
+            .cloned()
+    }
+
+    /// Walks `dir` (at most `max_entries` entries, symbolic links not followed but their
+    /// targets checked) for a path a Read deny rule covers: what a command reading `dir`
+    /// recursively would read.
+    pub fn read_denied_beneath(
+        &self,
+        dir: &Path,
+        ctx: &ToolContext,
+        max_entries: usize,
+    ) -> Beneath {
+        if self.read_deny_beneath(dir, ctx).is_none() {
+            return Beneath::Clear;
+        }
+        let Ok(rules) = self.rules.read() else {
+            return Beneath::TooMany;
+        };
+        let cwd = ctx.cwd();
+        let home = path::home_dir().unwrap_or_else(|| PathBuf::from("/"));
+        let patterns: Vec<(PathPattern, SourcedRule)> = rules
+            .iter()
+            .filter(|r| r.behavior == RuleBehavior::Deny && r.rule.tool == "Read")
+            .filter_map(|r| {
+                let content = r.rule.content.as_ref()?;
+                PathPattern::parse(content, &r.source.root)
+                    .ok()
+                    .map(|p| (p, r.clone()))
+            })
+            .collect();
+        drop(rules);
+        let denied = |p: &Path, is_dir: bool| {
+            patterns
+                .iter()
+                .find(|(pat, _)| pat.matches(p, is_dir, &cwd, &home, true))
+                .map(|(_, r)| r.clone())
+        };
+        let root = path::canonicalize_lenient(dir);
+        let mut stack = vec![root];
+        let mut seen = 0usize;
+        while let Some(d) = stack.pop() {
+            let Ok(entries) = std::fs::read_dir(&d) else {
+                continue;
+            };
+            for entry in entries.flatten() {
+                seen += 1;
+                if seen > max_entries {
+                    return Beneath::TooMany;
+                }
+                let p = entry.path();
+                let Ok(ft) = entry.file_type() else {
+                    continue;
+                };
+                if ft.is_symlink() {
+                    if let Ok(target) = p.canonicalize()
+                        && let Some(r) = denied(&target, target.is_dir())
+                    {
+                        return Beneath::Denied(p, Box::new(r));
+                    }
+                    if let Some(r) = denied(&p, false) {
+                        return Beneath::Denied(p, Box::new(r));
+                    }
+                    continue;
+                }
+                if let Some(r) = denied(&p, ft.is_dir()) {
+                    return Beneath::Denied(p, Box::new(r));
+                }
+                if ft.is_dir() {
+                    stack.push(p);
+                }
+            }
+        }
+        Beneath::Clear
+    }
+
+    /// Whether any rule with this behaviour names `tool`.
+    pub fn has_rules(&self, tool: &str, behavior: RuleBehavior) -> bool {
+        self.rules.read().is_ok_and(|rules| {
+            rules
+                .iter()
+                .any(|r| r.behavior == behavior && r.rule.tool == tool)
+        })
     }
 
     /// The reference's read check (§3.4), on the given path and its symlink-resolved form:
@@ -431,6 +536,17 @@ impl PermissionEngine {
     }
 }
 
+/// What lies beneath a directory, for the Read deny rules.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Beneath {
+    /// Nothing a Read deny rule covers
+    Clear,
+    /// This path, covered by this rule
+    Denied(PathBuf, Box<SourcedRule>),
+    /// More entries than the walk may look at
+    TooMany,
+}
+
 /// The given path (normalised) and its canonical form, deduplicated, plus whether it is a
 /// directory.
 fn path_variants(target: &Path) -> (Vec<PathBuf>, PathBuf, bool) {
@@ -489,6 +605,9 @@ pub fn headless_denial(
         }
         AskKind::Interaction => {
             format!("{tool} needs a person to answer; it cannot run without one.")
+        }
+        AskKind::Unsandboxed => {
+            "Running a command outside the sandbox needs a person's approval in every mode; run it inside the sandbox, or have a person turn the sandbox off in the settings (sandbox.enabled: false).".to_owned()
         }
     };
     format!(
