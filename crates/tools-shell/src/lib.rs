@@ -12,9 +12,13 @@
 //!   `run_in_background` commands (with readiness conditions: a regex on the output or a
 //!   TCP port on 127.0.0.1), Monitor commands, and futures of other crates (background
 //!   agents). [`TaskOutput`] and [`TaskStop`] work on every kind.
-//! - Permissions parse the command with tree-sitter-bash into simple commands and match
-//!   `Bash(...)` rules against each ([`check_command`]); the read-only classification
-//!   ([`is_read_only_command`]) decides auto-approval and concurrency.
+//! - Permissions parse the command with tree-sitter-bash into the simple commands bash will
+//!   run, with their words as bash will see them, find every program the line runs
+//!   (through wrappers, shell code and option values: [`command_programs`]), and match
+//!   `Bash(...)` rules against each ([`check_command`]); deny rules hold in every mode, the
+//!   Read and Edit rules and the protected paths apply to the paths a command names, and
+//!   the read-only classification ([`is_read_only_command`], an allow-list of shapes)
+//!   decides auto-approval and concurrency. See "Shell permissions" below.
 //! - The [`SandboxSettings`] (the settings' `sandbox` section) select a policy enforced with
 //!   bubblewrap, or Landlock and seccomp when bubblewrap is missing; see [`prepare_sandbox`].
 //!
@@ -59,7 +63,52 @@
 //!   sandbox). If the supervisor does not answer, the instance is killed, and its pid
 //!   namespace with it.
 //!
+//! # Shell permissions
+//!
+//! The check never matches a rule against the raw string. It works on what the parser
+//! makes of the line, and two rules make it sound rather than a list of known tricks:
+//! - **Nothing unknown is approved.** Every node of the syntax tree must be of a kind the
+//!   parser handles, and every command or process substitution anywhere in the tree (an
+//!   arithmetic subscript, a test operand, an unquoted here-document body, backticks
+//!   included) is found by a walk over the whole tree. A command is read-only only when
+//!   every word is plain and its options pass that command's shape; `test`, `[` and `[[`
+//!   take no `-v`/`-R` (bash evaluates their operand as a subscript) and compare
+//!   arithmetically only integer literals; `printf -v`, `read`, `let`, `declare` and
+//!   `unset` are never read-only.
+//! - **Deny rules hold in every mode.** Each command word is taken as bash passes it (quotes
+//!   removed, `$'…'` decoded, line continuations joined, braces expanded, paths reduced to
+//!   the program's base name), every wrapper that runs its arguments (`env`, `nohup`,
+//!   `sudo`, `nsenter`, `flock`, `xargs`, `find -exec`, … and shell code run by `sh -c`,
+//!   `eval`, `trap`, `su -c`, `script -c`, `watch`, `git -c alias.x=!…`, `tar
+//!   --to-command`, …) is followed, and a line whose programs cannot all be known before
+//!   it runs — a computed command name, a shell reading code from standard input, an
+//!   inline interpreter program, an alias, `hash`, an exported variable that can change
+//!   what runs, a variable set on the line whose value bash evaluates as arithmetic — is
+//!   *denied* while any deny rule names Bash, whatever the mode.
+//!
+//! Paths: an operand or input redirection that a Read deny rule covers denies the command
+//! (also a directory read recursively when a denied file lies beneath it); a read-only
+//! command is approved only when its operands pass the Read check, as the Read tool's would
+//! (so `cat /etc/passwd` asks); writing a protected path asks in every mode; an Edit deny
+//! rule denies a write. Paths only known at run time are left to the sandbox, which masks
+//! denied files; when the command would run outside it and Read deny rules exist, it is
+//! denied. A wildcard allow rule for a reading command (`Bash(git diff *)`) does not cover
+//! an option that makes it write or run a program (`--output`, `-o`, `--pre`, `-C`).
+//! `dangerouslyDisableSandbox` always needs a person's approval.
+//!
+//! Deny rules name programs. A program allowed to run code of its own — a script file run
+//! by an interpreter, a build tool running its recipes — can do what a denied program does;
+//! there the sandbox is what holds.
+//!
 //! # Deviations from the reference and known limits
+//!
+//! - The reference lets Read deny rules stop at the shell (`cat .env` ran under a
+//!   `Read(.env)` deny); here they cover the shell, and reads outside the working
+//!   directories ask as they do for the Read tool.
+//! - The reference turned "ask" into "allow" in bypassPermissions mode even for lines it
+//!   could not classify while deny rules were in force; here such a line is denied.
+//! - `dangerouslyDisableSandbox` is not covered by an allow rule for the command, nor by
+//!   bypassPermissions mode: it asks a person every time.
 //!
 //! - The timeout is clamped to 600 s (the reference does not clamp), and a timed-out command
 //!   is killed, not moved to the background.
@@ -108,10 +157,12 @@ mod bash;
 mod inside;
 #[cfg(feature = "monitor")]
 mod monitor;
+mod operands;
 mod output;
 mod parse;
 mod permissions;
 mod process;
+mod programs;
 mod readonly;
 mod sandbox;
 mod session;
@@ -132,7 +183,10 @@ pub use inside::{SUPERVISOR_ARG, sandbox_supervisor_entry, set_supervisor_progra
 pub use monitor::{MONITOR_LIMIT, Monitor, MonitorInput, MonitorOutput};
 pub use output::MAX_OUTPUT_CHARS;
 pub use parse::{ParseError, Redirect, Script, SimpleCommand, Word, parse as parse_command};
-pub use permissions::{MAX_SUBCOMMANDS, check as check_command, is_read_only};
+pub use permissions::{
+    MAX_SUBCOMMANDS, check as check_command, check_with as check_command_with, command_programs,
+    is_read_only,
+};
 pub use process::KILL_GRACE;
 pub use readonly::is_read_only_command;
 pub use sandbox::{

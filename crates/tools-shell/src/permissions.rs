@@ -1,26 +1,54 @@
 //! Shell-aware permissions: `Bash(...)` rules matched against each simple command of a
-//! parsed command line (never against the raw string), with wrappers and safe environment
-//! assignments stripped, inner commands of `sh -c`, `eval`, `xargs` and `find -exec`
-//! re-parsed, unclassifiable constructs asking, and read-only commands allowed.
+//! parsed command line (never against the raw string), every program a line runs found
+//! through wrappers, shells and option values, deny rules that hold in every mode, the Read
+//! and Edit rules and the protected paths applied to the paths a command names, and the
+//! read-only commands allowed without asking.
+//!
+//! The order of the checks, and how it differs from the reference:
+//! 1. Deny rules, matched against the whole line and against every program the line runs,
+//!    in every spelling bash accepts (quotes, `$'…'`, line continuations, braces, paths,
+//!    wrappers, `sh -c`, `eval`, `trap`, `git -c alias.x=!…`, `find -exec`, …).
+//! 2. A line whose programs cannot all be known before it runs (a computed command name,
+//!    code from standard input, an inline interpreter program, an alias, a variable bash
+//!    evaluates as code) is denied when any deny rule names Bash — in every mode, bypass
+//!    included; otherwise it asks. The reference asked, which bypass turned into allow.
+//! 3. Paths: an operand or input redirection a Read deny rule covers is denied (the
+//!    reference let `cat .env` through a `Read(.env)` deny); a write to a path an Edit deny
+//!    rule covers is denied; a write to a protected path asks in every mode.
+//! 4. Content ask rules, then dangerous `rm` targets, then `dangerouslyDisableSandbox`,
+//!    which always needs its own approval (an allow rule for the command is not enough,
+//!    unlike the reference).
+//! 5. Allow: an exact rule for the whole line, or every subcommand allowed by a rule (a
+//!    wildcard rule does not cover an option that makes a reading command write or run a
+//!    program), by the read-only list (whose operands must pass the Read check, as the
+//!    Read tool's would), or by acceptEdits. Anything unclassifiable asks.
 
+use std::collections::BTreeSet;
 use std::path::{Path, PathBuf};
 
 use tool_core::{
-    AskKind, CommandPattern, PermissionDecision, PermissionMode, PermissionRule, RuleBehavior,
-    SourcedRule, ToolContext, path,
+    AskKind, Beneath, CommandPattern, PermissionDecision, PermissionMode, PermissionRule,
+    RuleBehavior, SourcedRule, ToolContext, path,
 };
 
-use crate::parse::{Script, SimpleCommand, Word, parse};
-use crate::readonly::is_read_only_command;
+use crate::operands::{self, Bases, Resolved};
+use crate::parse::{Form, Script, SimpleCommand, Word, is_identifier, parse};
+use crate::programs::{self, base_name};
+use crate::readonly::{self, Access};
 
 /// At most this many simple commands are examined; more asks.
 pub const MAX_SUBCOMMANDS: usize = 50;
 
-/// How deep `sh -c` and `eval` are re-parsed.
-const MAX_REPARSE: usize = 4;
+/// At most this many entries are walked to find a denied file beneath a directory a
+/// command reads recursively.
+const MAX_WALK: usize = 50_000;
 
-/// Environment variables whose assignment in front of a command is harmless, so it is
-/// stripped before matching (reference §3.5).
+/// How deep wrappers and shell code are followed.
+const MAX_REPARSE: usize = 6;
+
+/// Environment variables whose assignment in front of a command changes nothing about what
+/// it runs, so it is stripped before matching. Every other variable may (PATH, LD_PRELOAD,
+/// BASH_ENV, GIT_*, PAGER, EDITOR, …), which makes the programs unknown.
 const SAFE_ENV: &[&str] = &[
     "GOOS",
     "GOARCH",
@@ -40,47 +68,75 @@ const SAFE_ENV: &[&str] = &[
     "TZ",
     "COLUMNS",
     "LINES",
+    "CI",
 ];
 
-/// Shells whose `-c` argument is re-parsed.
-const SHELLS: &[&str] = &["sh", "bash", "zsh", "dash", "ksh", "fish"];
-
-/// Commands that run their arguments as a command: unwrapped for deny rules (the stricter
-/// verdict), but not for allow rules unless they are safe wrappers.
-const RUNNERS: &[&str] = &[
-    "env", "sudo", "doas", "command", "builtin", "exec", "xargs", "nohup", "nice", "time",
-    "timeout", "stdbuf", "setsid", "chrt", "ionice", "watch", "strace", "unbuffer",
-];
-
-/// One command to judge: the normalised text rules match, and what else to match for denies.
-#[derive(Debug, Clone)]
-struct Candidate {
-    /// The command after stripping safe wrappers and safe assignments
-    text: String,
-    /// More texts a deny rule is checked against (every runner-stripped suffix)
-    deny_texts: Vec<String>,
-    /// The command (with safe wrappers stripped) for classification
-    command: SimpleCommand,
-    /// Why it cannot be allowed by its words (an unsafe assignment)
-    issue: Option<String>,
+fn is_safe_env(name: &str) -> bool {
+    SAFE_ENV.contains(&name) || name.starts_with("LC_")
 }
 
-/// The verdict on a command line.
+/// Shell variables of lower case are the script's own; an upper-case name may be one the
+/// environment already exports (and so reaches every program started later).
+fn is_local_name(name: &str) -> bool {
+    is_identifier(name) && !name.chars().any(|c| c.is_ascii_uppercase())
+}
+
+/// One command to judge.
 #[derive(Debug, Clone)]
+struct Candidate {
+    /// The command after stripping safe wrappers and safe assignments: what allow rules match
+    text: String,
+    /// What deny and ask rules are matched against: the command in every spelling
+    deny_texts: Vec<String>,
+    /// The command (safe wrappers stripped) for classification
+    command: SimpleCommand,
+    /// Why it cannot be allowed by its words
+    issue: Option<String>,
+    /// Writes that always need a person
+    safety: Vec<String>,
+    /// The safe wrappers stripped in front of it (`timeout`, `nice`, …)
+    wrappers: Vec<String>,
+}
+
+/// What a command line does, as far as can be known before it runs.
+#[derive(Debug, Clone, Default)]
 pub struct Analysis {
     candidates: Vec<Candidate>,
     issues: Vec<String>,
+    opaque: Vec<String>,
+    cd_targets: Vec<Word>,
+}
+
+/// Names assigned on the line with a value that may hide code, and names whose value bash
+/// evaluates as arithmetic or as a name.
+#[derive(Default)]
+struct Flow {
+    tainted: BTreeSet<String>,
+    evaluated: BTreeSet<String>,
+}
+
+fn push_unique(list: &mut Vec<String>, item: impl Into<String>) {
+    let item = item.into();
+    if !list.contains(&item) {
+        list.push(item);
+    }
 }
 
 /// Analyses a command line. Parse errors are reported by the tool's validation; here they
 /// deny, so nothing unparsable can run.
 pub fn analyse(command: &str) -> Result<Analysis, String> {
     let script = parse(command).map_err(|e| e.0)?;
-    let mut analysis = Analysis {
-        candidates: Vec::new(),
-        issues: script.issues.clone(),
-    };
-    collect(&script, &mut analysis, 0);
+    let mut analysis = Analysis::default();
+    let mut flow = Flow::default();
+    collect(&script, &mut analysis, &mut flow, 0);
+    if let Some(name) = flow.evaluated.intersection(&flow.tainted).next() {
+        push_unique(
+            &mut analysis.opaque,
+            format!(
+                "the value of `{name}`, set on this line from data that may hold code, which bash evaluates as arithmetic or as a name (running any `$(…)` hidden in it)"
+            ),
+        );
+    }
     // cd combined with git can make git read a planted repository's config (the bare-repo
     // `core.fsmonitor` escape); more than one cd makes paths hard to follow.
     let names: Vec<&str> = analysis
@@ -90,79 +146,241 @@ pub fn analyse(command: &str) -> Result<Analysis, String> {
         .collect();
     let cds = names.iter().filter(|n| **n == "cd").count();
     if cds > 1 {
-        analysis.issues.push("more than one `cd`".to_owned());
+        push_unique(&mut analysis.issues, "more than one `cd`");
     }
     if cds > 0 && names.contains(&"git") {
-        analysis.issues.push("`cd` combined with `git`".to_owned());
+        push_unique(&mut analysis.issues, "`cd` combined with `git`");
     }
     Ok(analysis)
 }
 
-fn collect(script: &Script, out: &mut Analysis, depth: usize) {
+fn collect(script: &Script, a: &mut Analysis, flow: &mut Flow, depth: usize) {
+    for i in &script.issues {
+        push_unique(&mut a.issues, i.clone());
+    }
+    for o in &script.opaque {
+        push_unique(&mut a.opaque, o.clone());
+    }
+    flow.evaluated
+        .extend(script.arithmetic_names.iter().cloned());
     for cmd in &script.commands {
-        let mut cand = normalise(cmd);
-        // Inner commands of shells, eval, xargs and find -exec.
-        for inner in inner_commands(&cand.command, depth, out) {
-            collect(&inner, out, depth + 1);
-        }
-        cand.deny_texts.push(cand.text.clone());
-        out.candidates.push(cand);
+        command(cmd, a, flow, depth);
     }
 }
 
-/// Strips safe assignments and safe wrappers; records the runner-stripped suffixes for deny
-/// matching.
-fn normalise(cmd: &SimpleCommand) -> Candidate {
-    let mut command = cmd.clone();
-    let mut issue = None;
-    let unsafe_assignment = command.assignments.iter().find(|(name, value)| {
-        !(value.literal && (SAFE_ENV.contains(&name.as_str()) || name.starts_with("LC_")))
-    });
-    if let Some((name, _)) = unsafe_assignment {
-        issue = Some(format!(
-            "the environment assignment `{name}=...` in front of the command"
-        ));
-    } else {
-        command.assignments.clear();
+/// Judges an assignment: whether it can change what runs, and whether its value may hide
+/// code.
+fn assign(name: &str, value: &Word, exported: bool, a: &mut Analysis, flow: &mut Flow) {
+    if exported && !is_safe_env(name) {
+        push_unique(
+            &mut a.opaque,
+            format!(
+                "the environment variable `{name}` passed to the programs it starts (it may change what they run)"
+            ),
+        );
+    } else if !exported && !is_safe_env(name) && !is_local_name(name) {
+        push_unique(
+            &mut a.opaque,
+            format!("an assignment to `{name}`, which may change what later commands run"),
+        );
     }
-    if let Some(r) = cmd.redirects.iter().find(|r| r.writes_file()) {
-        let target = r.target.as_ref().map(|t| t.text.as_str()).unwrap_or("?");
-        issue = Some(format!(
-            "a redirection that writes a file (`{} {target}`)",
-            r.op
-        ));
+    let clean = value.known && !value.glob && !value.text.contains(['$', '`', '[', ']']);
+    if !clean {
+        flow.tainted.insert(name.to_owned());
     }
-    let mut deny_texts = Vec::new();
-    // Safe wrappers first (they are stripped for allow rules too).
-    while let Some(stripped) = strip_safe_wrapper(&command.words) {
-        deny_texts.push(join(&command.words));
-        command.words = stripped;
-    }
-    // Then any runner, for deny rules only: every suffix after a runner word.
-    let words = &command.words;
-    if let Some(first) = words.first().map(|w| w.text.as_str())
-        && RUNNERS.contains(&first)
-    {
-        for i in 1..words.len() {
-            deny_texts.push(join(&words[i..]));
+}
+
+/// The names `$x`, `${x…}` in a word's source text.
+fn referenced_names(text: &str) -> Vec<String> {
+    let mut out = Vec::new();
+    let mut rest = text;
+    while let Some(pos) = rest.find('$') {
+        rest = &rest[pos + 1..];
+        let r = rest.strip_prefix('{').unwrap_or(rest);
+        let r = r.strip_prefix('!').unwrap_or(r);
+        let name: String = r
+            .chars()
+            .take_while(|c| c.is_ascii_alphanumeric() || *c == '_')
+            .collect();
+        if is_identifier(&name) {
+            out.push(name);
         }
     }
-    // A path-qualified command name also matches its base name (`/bin/rm` is `rm`).
-    if let Some(first) = words.first()
-        && first.literal
-        && first.text.contains('/')
-        && let Some(base) = Path::new(&first.text).file_name().and_then(|b| b.to_str())
+    out
+}
+
+/// The checks of builtins that evaluate an operand as a name, a subscript or arithmetic.
+fn evaluated_operands(cmd: &SimpleCommand, a: &mut Analysis, flow: &mut Flow) {
+    let Some(e) = programs::evaluation(cmd) else {
+        return;
+    };
+    let name = cmd
+        .words
+        .first()
+        .map(|w| w.text.clone())
+        .unwrap_or_default();
+    if let Some(why) = e.opaque {
+        push_unique(&mut a.opaque, why);
+    }
+    for n in e.assigned {
+        flow.tainted.insert(n);
+    }
+    for w in e.evaluated {
+        if !w.known {
+            flow.evaluated.extend(referenced_names(&w.text));
+            // The value is only known at run time; whether it can hide code depends on where
+            // it came from: tainted names are caught above, the environment is the host's.
+            continue;
+        }
+        if w.text.contains(['$', '`']) {
+            push_unique(
+                &mut a.opaque,
+                format!("`{name}` evaluates code hidden in its operand `{}`", w.text),
+            );
+            continue;
+        }
+        // Names inside the operand (`x`, `a[i]`, `x+y`) are evaluated too.
+        let mut ident = String::new();
+        for c in w.text.chars().chain(std::iter::once(' ')) {
+            if c.is_ascii_alphanumeric() || c == '_' {
+                ident.push(c);
+            } else {
+                if is_identifier(&ident) {
+                    flow.evaluated.insert(std::mem::take(&mut ident));
+                }
+                ident.clear();
+            }
+        }
+    }
+}
+
+fn command(cmd: &SimpleCommand, a: &mut Analysis, flow: &mut Flow, depth: usize) {
+    if depth > MAX_REPARSE {
+        push_unique(&mut a.opaque, "commands nested too deeply to follow");
+        return;
+    }
+    match cmd.form {
+        Form::Assignment => {
+            for (name, value) in &cmd.assignments {
+                assign(name, value, false, a, flow);
+            }
+            return;
+        }
+        Form::Declaration | Form::Unset => {
+            let keyword = cmd.words.first().map(|w| w.text.as_str()).unwrap_or("");
+            let exported = keyword == "export"
+                || cmd
+                    .words
+                    .iter()
+                    .any(|w| w.text.starts_with('-') && w.text.contains('x'));
+            for (name, value) in &cmd.assignments {
+                assign(name, value, exported, a, flow);
+            }
+            for w in cmd.words.iter().skip(1) {
+                let bare = w.text.split(['[', '=']).next().unwrap_or_default();
+                if w.text.starts_with('-') || w.text.starts_with('+') {
+                    continue;
+                }
+                if !w.known {
+                    push_unique(&mut a.opaque, format!("`{keyword}` of a computed name"));
+                } else if (exported || keyword == "unset") && !is_safe_env(bare)
+                    || !is_local_name(bare) && !is_safe_env(bare)
+                {
+                    push_unique(
+                        &mut a.opaque,
+                        format!("`{keyword} {bare}`, which may change what later commands run"),
+                    );
+                }
+            }
+            evaluated_operands(cmd, a, flow);
+        }
+        Form::Test => evaluated_operands(cmd, a, flow),
+        Form::Simple => {}
+    }
+    let mut cand = normalise(cmd, a, flow);
+    if let Some(first) = cand.command.words.first()
+        && (first.glob || !first.known)
     {
-        let mut w = words.clone();
-        w[0].text = base.to_owned();
-        deny_texts.push(join(&w));
+        let why = if first.glob {
+            "a glob pattern in command position"
+        } else {
+            "a variable or substitution in command position"
+        };
+        push_unique(&mut a.opaque, why);
+        push_unique(&mut a.issues, why);
     }
-    Candidate {
-        text: join(&command.words),
-        deny_texts,
-        command,
-        issue,
+    if cmd.form != Form::Simple {
+        cand.deny_texts.push(cand.text.clone());
+        a.candidates.push(cand);
+        return;
     }
+    if cand.command.name() == Some("cd")
+        && let Some(target) = cand.command.words.get(1)
+    {
+        a.cd_targets.push(target.clone());
+    }
+    evaluated_operands(&cand.command, a, flow);
+    let u = programs::unwrap(&cand.command);
+    if u.wrapper {
+        // Every suffix of a wrapper's words, in case its options hide where the command
+        // starts.
+        let words = &cand.command.words;
+        for i in 1..words.len().min(64) {
+            push_unique(&mut cand.deny_texts, program_text(&words[i..]));
+            push_unique(&mut cand.deny_texts, join(&words[i..]));
+        }
+    }
+    for o in &u.opaque {
+        push_unique(&mut a.opaque, o.clone());
+    }
+    for i in &u.issues {
+        push_unique(&mut a.issues, i.clone());
+    }
+    cand.safety.extend(u.safety.iter().cloned());
+    for inner in &u.inner {
+        if inner.words.first().is_some_and(|w| !w.known) {
+            push_unique(
+                &mut a.opaque,
+                "a wrapper running a command whose name is only known at run time",
+            );
+        }
+        command(inner, a, flow, depth + 1);
+    }
+    for (code, via) in &u.scripts {
+        push_unique(&mut a.issues, format!("{via} running shell code"));
+        if depth + 1 > MAX_REPARSE {
+            push_unique(&mut a.opaque, "commands nested too deeply to follow");
+            continue;
+        }
+        match parse(code) {
+            Ok(inner) => {
+                let before = a.candidates.len();
+                collect(&inner, a, flow, depth + 1);
+                for c in &mut a.candidates[before..] {
+                    c.command.nested = true;
+                }
+            }
+            Err(e) => push_unique(
+                &mut a.opaque,
+                format!("shell code run by {via} that does not parse ({e})"),
+            ),
+        }
+    }
+    for t in [cand.text.clone(), program_text(&cand.command.words)] {
+        push_unique(&mut cand.deny_texts, t);
+    }
+    a.candidates.push(cand);
+}
+
+/// The words joined, the program named by its base name (`/usr/bin/rm -f x` → `rm -f x`).
+fn program_text(words: &[Word]) -> String {
+    let mut texts: Vec<&str> = words.iter().map(|w| w.text.as_str()).collect();
+    if let Some(first) = texts.first_mut()
+        && first.contains('/')
+    {
+        *first = base_name(first);
+    }
+    texts.join(" ")
 }
 
 fn join(words: &[Word]) -> String {
@@ -173,8 +391,56 @@ fn join(words: &[Word]) -> String {
         .join(" ")
 }
 
+/// Strips safe assignments and safe wrappers; records the texts deny rules are matched
+/// against.
+fn normalise(cmd: &SimpleCommand, a: &mut Analysis, flow: &mut Flow) -> Candidate {
+    let mut command = cmd.clone();
+    let mut issue = None;
+    if cmd.form == Form::Simple {
+        for (name, value) in &cmd.assignments {
+            assign(name, value, true, a, flow);
+        }
+        let unsafe_assignment = command
+            .assignments
+            .iter()
+            .find(|(name, value)| !(value.literal && is_safe_env(name)));
+        if let Some((name, _)) = unsafe_assignment {
+            issue = Some(format!(
+                "the environment assignment `{name}=...` in front of the command"
+            ));
+        } else {
+            command.assignments.clear();
+        }
+    }
+    if let Some(r) = cmd.redirects.iter().find(|r| r.writes_file()) {
+        let target = r.target.as_ref().map(|t| t.text.as_str()).unwrap_or("?");
+        issue = Some(format!(
+            "a redirection that writes a file (`{} {target}`)",
+            r.op
+        ));
+    }
+    let mut deny_texts = vec![join(&command.words), program_text(&command.words)];
+    let mut wrappers = Vec::new();
+    while let Some(stripped) = strip_safe_wrapper(&command.words) {
+        if let Some(w) = command.words.first() {
+            wrappers.push(base_name(&w.text).to_owned());
+        }
+        command.words = stripped;
+        push_unique(&mut deny_texts, join(&command.words));
+        push_unique(&mut deny_texts, program_text(&command.words));
+    }
+    Candidate {
+        text: join(&command.words),
+        deny_texts,
+        command,
+        issue,
+        safety: Vec::new(),
+        wrappers,
+    }
+}
+
 /// `timeout`, `time`, `nice`, `nohup`, `stdbuf` with strictly parsed options: the words of
-/// the wrapped command, or `None`.
+/// the wrapped command, or `None`. Allow rules see the wrapped command (reference).
 fn strip_safe_wrapper(words: &[Word]) -> Option<Vec<Word>> {
     let first = words.first().filter(|w| w.literal)?.text.as_str();
     let rest = &words[1..];
@@ -186,7 +452,11 @@ fn strip_safe_wrapper(words: &[Word]) -> Option<Vec<Word>> {
                 i = 1;
             }
         }
-        "nohup" => {}
+        "nohup" => {
+            if lit(0) == Some("--") {
+                i = 1;
+            }
+        }
         "nice" => match lit(0) {
             Some("-n") => i = 2,
             Some(a)
@@ -238,113 +508,7 @@ fn strip_safe_wrapper(words: &[Word]) -> Option<Vec<Word>> {
         _ => return None,
     }
     let inner = rest.get(i..)?;
-    (!inner.is_empty()).then(|| inner.to_vec())
-}
-
-/// The commands a command runs from its arguments: `sh -c STRING`, `eval ARGS`,
-/// `xargs CMD`, `find ... -exec CMD ;`. Each is an issue (it asks) as well.
-fn inner_commands(cmd: &SimpleCommand, depth: usize, out: &mut Analysis) -> Vec<Script> {
-    let words = &cmd.words;
-    let Some(name) = cmd.name() else {
-        return Vec::new();
-    };
-    let name = Path::new(name)
-        .file_name()
-        .and_then(|n| n.to_str())
-        .unwrap_or(name);
-    let mut found = Vec::new();
-    let mut reparse = |text: &str, what: &str, out: &mut Analysis| {
-        out.issues.push(what.to_owned());
-        if depth >= MAX_REPARSE {
-            out.issues.push("commands nested too deeply".to_owned());
-            return;
-        }
-        match parse(text) {
-            Ok(s) => {
-                out.issues.extend(s.issues.iter().cloned());
-                found.push(s);
-            }
-            Err(e) => out
-                .issues
-                .push(format!("an inner command that does not parse ({e})")),
-        }
-    };
-    if SHELLS.contains(&name) {
-        if let Some(pos) = words.iter().position(|w| {
-            w.literal
-                && w.text.starts_with('-')
-                && w.text.contains('c')
-                && !w.text.starts_with("--")
-        }) {
-            match words.get(pos + 1) {
-                Some(w) if w.literal => reparse(&w.text, &format!("`{name} -c`"), out),
-                _ => out
-                    .issues
-                    .push(format!("`{name} -c` with a computed command")),
-            }
-        } else if words.len() > 1 {
-            out.issues.push(format!("`{name}` running a script"));
-        } else {
-            out.issues.push(format!("an interactive `{name}`"));
-        }
-    } else if name == "eval" {
-        let text = join(&words[1..]);
-        reparse(&text, "`eval`", out);
-    } else if name == "xargs" {
-        // Skip xargs' options (those taking a value included) to its command.
-        let mut i = 1;
-        while let Some(w) = words.get(i) {
-            let t = w.text.as_str();
-            if matches!(
-                t,
-                "-I" | "-L"
-                    | "-n"
-                    | "-P"
-                    | "-s"
-                    | "-d"
-                    | "-E"
-                    | "-a"
-                    | "--arg-file"
-                    | "--delimiter"
-                    | "--max-args"
-                    | "--max-procs"
-                    | "--replace"
-                    | "--max-lines"
-            ) {
-                i += 2;
-            } else if t.starts_with('-') {
-                i += 1;
-            } else {
-                break;
-            }
-        }
-        let text = join(words.get(i..).unwrap_or_default());
-        if text.is_empty() {
-            out.issues.push("`xargs`".to_owned());
-        } else {
-            reparse(&text, "`xargs`", out);
-        }
-    } else if name == "find" || name == "fd" || name == "fdfind" {
-        let mut i = 0;
-        while i < words.len() {
-            let t = words[i].text.as_str();
-            if matches!(
-                t,
-                "-exec" | "-execdir" | "-ok" | "-okdir" | "-x" | "--exec" | "-X" | "--exec-batch"
-            ) {
-                let start = i + 1;
-                let mut end = start;
-                while end < words.len() && !matches!(words[end].text.as_str(), ";" | "+" | "\\;") {
-                    end += 1;
-                }
-                let text = join(words.get(start..end).unwrap_or_default());
-                reparse(&text, &format!("`{name} {t}`"), out);
-                i = end;
-            }
-            i += 1;
-        }
-    }
-    found
+    (!inner.is_empty() && inner[0].known).then(|| inner.to_vec())
 }
 
 /// Escapes a command for use as exact rule content.
@@ -368,11 +532,24 @@ fn rule_matches(rule: &SourcedRule, tools: &[&str], text: &str) -> bool {
             .is_some_and(|c| CommandPattern::parse(c).matches(text))
 }
 
+/// Whether an allow rule covers a candidate: exactly, or by prefix or wildcard unless the
+/// command uses an option that makes a reading command write or run a program.
+fn allowed_by(rule: &SourcedRule, tools: &[&str], c: &Candidate) -> bool {
+    if !rule_matches(rule, tools, &c.text) {
+        return false;
+    }
+    let exact =
+        rule.rule.content.as_deref().is_some_and(|content| {
+            matches!(CommandPattern::parse(content), CommandPattern::Exact(_))
+        });
+    exact || readonly::escape_option(&c.command).is_none()
+}
+
 /// The `rm`/`rmdir` targets that always ask: the root, top-level system directories, the
 /// home directory and its ancestors, the working directory and its ancestors.
 fn dangerous_rm(cmd: &SimpleCommand, cwd: &Path) -> Option<String> {
-    let name = cmd.name()?;
-    if !matches!(name, "rm" | "rmdir" | "/bin/rm" | "/usr/bin/rm") {
+    let name = base_name(cmd.name()?);
+    if !matches!(name, "rm" | "rmdir") {
         return None;
     }
     let home = path::home_dir();
@@ -443,6 +620,14 @@ fn accept_edits_allows(cmd: &SimpleCommand, ctx: &ToolContext) -> bool {
     if cmd.words.iter().any(|w| !w.literal) || cmd.redirects.iter().any(|r| r.writes_file()) {
         return false;
     }
+    if name == "sed"
+        && programs::unwrap(cmd)
+            .issues
+            .iter()
+            .any(|i| i.contains("sed"))
+    {
+        return false;
+    }
     let cwd = ctx.cwd();
     cmd.words
         .iter()
@@ -454,18 +639,229 @@ fn accept_edits_allows(cmd: &SimpleCommand, ctx: &ToolContext) -> bool {
         })
 }
 
+/// The words of a command that may name paths: its non-option operands and the values of
+/// `--opt=VALUE` / `key=VALUE` operands; URLs are left out.
+fn path_words(cmd: &SimpleCommand) -> Vec<Word> {
+    let mut out = Vec::new();
+    for w in cmd.words.iter().skip(1) {
+        if operands::is_url(&w.text) {
+            continue;
+        }
+        if w.text.starts_with('-') {
+            if let Some((_, v)) = w.text.split_once('=')
+                && !v.is_empty()
+            {
+                out.push(Word {
+                    text: v.to_owned(),
+                    ..w.clone()
+                });
+            }
+            continue;
+        }
+        out.push(w.clone());
+        if let Some((k, v)) = w.text.split_once('=')
+            && is_identifier(k)
+            && !v.is_empty()
+        {
+            out.push(Word {
+                text: v.to_owned(),
+                ..w.clone()
+            });
+        }
+    }
+    out
+}
+
+/// What the paths of a command line say about it.
+#[derive(Default)]
+struct PathVerdict {
+    deny: Option<String>,
+    safety: Option<String>,
+    /// Whether some operand is only known at run time
+    unknown: bool,
+}
+
+/// Holds the paths of every candidate to the Read and Edit rules and the protected paths.
+fn check_paths(analysis: &Analysis, ctx: &ToolContext) -> PathVerdict {
+    let engine = ctx.permissions();
+    let bases = Bases::new(&ctx.cwd(), &analysis.cd_targets);
+    let mut v = PathVerdict::default();
+    let read_rules = engine.has_rules("Read", RuleBehavior::Deny);
+    let resolve = |w: &Word, v: &mut PathVerdict| -> Vec<PathBuf> {
+        match operands::resolve(w, &bases) {
+            Resolved::Paths(p) => p,
+            Resolved::Unknown => {
+                v.unknown = true;
+                Vec::new()
+            }
+        }
+    };
+    for c in &analysis.candidates {
+        let cmd = &c.command;
+        let reading = readonly::read_operands(cmd);
+        // Reads: the operands of a read-only command, every path-like word of another one,
+        // and input redirections.
+        let mut reads: Vec<Word> = match &reading {
+            Some(ops) => ops.iter().map(|o| o.word.clone()).collect(),
+            None if cmd.form == Form::Test => Vec::new(),
+            None => path_words(cmd),
+        };
+        reads.extend(
+            cmd.redirects
+                .iter()
+                .filter(|r| r.reads_file())
+                .filter_map(|r| r.target.clone()),
+        );
+        if read_rules {
+            for w in &reads {
+                for p in resolve(w, &mut v) {
+                    if let PermissionDecision::Deny { reason } = engine.check_read_path(&p, ctx) {
+                        v.deny.get_or_insert(format!(
+                            "`{}` reads {}: {reason}",
+                            c.text,
+                            p.display()
+                        ));
+                    }
+                }
+            }
+            // A recursive read reaches what lies beneath.
+            for op in reading.iter().flatten() {
+                if !(op.recursive && op.access == Access::Content) {
+                    continue;
+                }
+                for p in resolve(&op.word, &mut v) {
+                    if !p.is_dir() {
+                        continue;
+                    }
+                    match engine.read_denied_beneath(&p, ctx, MAX_WALK) {
+                        Beneath::Clear => {}
+                        Beneath::Denied(file, rule) => {
+                            v.deny.get_or_insert(format!(
+                                "`{}` reads {} recursively, which includes {}, denied by {rule}; use the Grep tool, which skips denied files, or name the files to read",
+                                c.text,
+                                p.display(),
+                                file.display()
+                            ));
+                        }
+                        Beneath::TooMany => {
+                            v.deny.get_or_insert(format!(
+                                "`{}` reads {} recursively, too large a tree to check against the Read deny rules; use the Grep tool, which skips denied files, or narrow the path",
+                                c.text,
+                                p.display()
+                            ));
+                        }
+                    }
+                }
+            }
+        }
+        // Writes: output redirections of every command, and the path-like words of a
+        // command that is not read-only.
+        let mut writes: Vec<Word> = cmd
+            .redirects
+            .iter()
+            .filter(|r| r.writes_file())
+            .filter_map(|r| r.target.clone())
+            .collect();
+        if reading.is_none() && cmd.form == Form::Simple {
+            writes.extend(path_words(cmd));
+        }
+        for w in &writes {
+            for p in resolve(w, &mut v) {
+                match engine.check_write_path(&p, ctx) {
+                    PermissionDecision::Deny { reason } => {
+                        v.deny.get_or_insert(format!(
+                            "`{}` writes {}: {reason}",
+                            c.text,
+                            p.display()
+                        ));
+                    }
+                    PermissionDecision::Ask {
+                        kind: AskKind::SafetyCheck,
+                        reason,
+                        ..
+                    } => {
+                        v.safety
+                            .get_or_insert(format!("`{}` may write {reason}", c.text));
+                    }
+                    _ => {}
+                }
+            }
+        }
+        if let Some(s) = c.safety.first() {
+            v.safety.get_or_insert(s.clone());
+        }
+    }
+    v
+}
+
+/// Whether the read-only command's operands all pass the Read check (inside the working
+/// directories, or allowed by a Read rule), as the Read tool's would.
+fn reads_allowed(c: &Candidate, bases: &Bases, ctx: &ToolContext) -> bool {
+    let Some(ops) = readonly::read_operands(&c.command) else {
+        return false;
+    };
+    let inputs = c
+        .command
+        .redirects
+        .iter()
+        .filter(|r| r.reads_file())
+        .filter_map(|r| r.target.clone());
+    ops.into_iter()
+        .map(|o| o.word)
+        .chain(inputs)
+        .all(|w| match operands::resolve(&w, bases) {
+            Resolved::Paths(ps) => ps.iter().all(|p| {
+                matches!(
+                    ctx.permissions().check_read_path(p, ctx),
+                    PermissionDecision::Allow
+                )
+            }),
+            Resolved::Unknown => false,
+        })
+}
+
 /// The permission check of Bash (and Monitor, whose rules are Bash's).
 pub fn check(command: &str, ctx: &ToolContext, tool: &str) -> PermissionDecision {
     check_with(command, ctx, tool, false)
 }
 
-/// The permission check; `unsandboxed` (a `dangerouslyDisableSandbox` call) turns off the
-/// read-only and acceptEdits auto-approvals, so only rules allow it without asking.
+/// How a command will run, for the checks that depend on it.
+#[derive(Debug, Clone, Copy, Default)]
+pub struct Running {
+    /// The call asks for `dangerouslyDisableSandbox`
+    pub disable_sandbox: bool,
+    /// The settings enable the sandbox
+    pub sandbox_enabled: bool,
+    /// The settings honour `dangerouslyDisableSandbox`
+    pub unsandboxed_allowed: bool,
+}
+
+/// The permission check for a call that may ask to leave the sandbox.
 pub fn check_with(
     command: &str,
     ctx: &ToolContext,
     tool: &str,
-    unsandboxed: bool,
+    disable_sandbox: bool,
+) -> PermissionDecision {
+    let settings = crate::sandbox::SandboxSettings::from_context(ctx).unwrap_or_default();
+    check_running(
+        command,
+        ctx,
+        tool,
+        Running {
+            disable_sandbox,
+            sandbox_enabled: settings.enabled,
+            unsandboxed_allowed: settings.allow_unsandboxed_commands,
+        },
+    )
+}
+
+/// The permission check, with how the command will run.
+pub fn check_running(
+    command: &str,
+    ctx: &ToolContext,
+    tool: &str,
+    running: Running,
 ) -> PermissionDecision {
     let analysis = match analyse(command) {
         Ok(a) => a,
@@ -480,7 +876,7 @@ pub fn check_with(
     let of = |b: RuleBehavior| rules.iter().filter(move |r| r.behavior == b);
     let whole = command.trim();
 
-    // 1. Deny: the whole line, then every subcommand in every form.
+    // 1. Deny: the whole line, then every program in every spelling.
     for rule in of(RuleBehavior::Deny) {
         let hit = rule_matches(rule, &tools, whole)
             .then(|| whole.to_owned())
@@ -498,7 +894,28 @@ pub fn check_with(
             ));
         }
     }
-    // 2. Content ask rules hold even in bypass.
+    // 2. Programs that cannot be known: denied while a deny rule names Bash.
+    if let Some(why) = analysis.opaque.first()
+        && let Some(rule) = of(RuleBehavior::Deny).find(|r| tools.contains(&r.rule.tool.as_str()))
+    {
+        return PermissionDecision::deny(format!(
+            "Permission to use {tool} has been denied: the programs this command runs cannot all be known before it runs ({why}), and the deny rule {rule} is in force, so such a command is refused in every mode. Name every program literally (no variables, substitutions, aliases or code read from elsewhere in command position)."
+        ));
+    }
+    // 3. Paths against the Read and Edit rules and the protected paths.
+    let unsandboxed = !running.sandbox_enabled || running.disable_sandbox;
+    let paths = check_paths(&analysis, ctx);
+    if let Some(reason) = paths.deny {
+        return PermissionDecision::deny(format!(
+            "Permission to use {tool} has been denied: {reason}"
+        ));
+    }
+    if paths.unknown && unsandboxed && ctx.permissions().has_rules("Read", RuleBehavior::Deny) {
+        return PermissionDecision::deny(format!(
+            "Permission to use {tool} has been denied: Read deny rules are in force and this command names a path only known when it runs, while it would run outside the sandbox (which otherwise keeps denied files unreadable). Name its paths literally."
+        ));
+    }
+    // 4. Content ask rules hold even in bypass.
     for rule in of(RuleBehavior::Ask) {
         let hit = rule_matches(rule, &tools, whole)
             || analysis
@@ -513,7 +930,14 @@ pub fn check_with(
             };
         }
     }
-    // 3. Critical rm targets: a safety check that no rule or mode skips.
+    // Protected paths and critical rm targets: safety checks that no rule or mode skips.
+    if let Some(reason) = paths.safety {
+        return PermissionDecision::Ask {
+            reason: format!("{reason}; protected paths always need explicit approval"),
+            suggestions: Vec::new(),
+            kind: AskKind::SafetyCheck,
+        };
+    }
     let cwd = ctx.cwd();
     if let Some(reason) = analysis
         .candidates
@@ -526,8 +950,24 @@ pub fn check_with(
             kind: AskKind::SafetyCheck,
         };
     }
+    // Leaving the sandbox needs its own approval, whatever allows the command.
+    if running.disable_sandbox && running.sandbox_enabled {
+        if !running.unsandboxed_allowed {
+            return PermissionDecision::deny(
+                "dangerouslyDisableSandbox is not allowed: the settings set sandbox.allowUnsandboxedCommands to false. Run the command inside the sandbox.",
+            );
+        }
+        return PermissionDecision::Ask {
+            reason: format!(
+                "Run outside of the sandbox (dangerouslyDisableSandbox): `{}`",
+                whole.chars().take(200).collect::<String>()
+            ),
+            suggestions: Vec::new(),
+            kind: AskKind::Unsandboxed,
+        };
+    }
     // An allow rule that is exactly this whole command line (no wildcard: a whole-string
-    // glob is the over-granting bug class of safety.md §6) allows it as written.
+    // glob is the over-granting bug class) allows it as written.
     if of(RuleBehavior::Allow).any(|r| {
         tools.contains(&r.rule.tool.as_str())
             && r.rule.content.as_deref().is_some_and(
@@ -546,30 +986,28 @@ pub fn check_with(
             kind: AskKind::Default,
         };
     }
-    // 4. Constructs that cannot be judged from their words ask whatever the rules say;
-    // 5. otherwise every subcommand must be allowed by a rule, the read-only list or
+    // 5. Constructs that cannot be judged from their words ask whatever the rules say;
+    // otherwise every subcommand must be allowed by a rule, the read-only list or
     // acceptEdits.
     let mut issues: Vec<String> = Vec::new();
     for i in analysis
         .issues
         .iter()
+        .chain(analysis.opaque.iter())
         .cloned()
         .chain(analysis.candidates.iter().filter_map(|c| c.issue.clone()))
     {
-        if !issues.contains(&i) {
-            issues.push(i);
-        }
+        push_unique(&mut issues, i);
     }
     let mode = ctx.permission_mode();
+    let bases = Bases::new(&cwd, &analysis.cd_targets);
     let pending: Vec<&Candidate> = analysis
         .candidates
         .iter()
         .filter(|c| {
-            let by_rule = of(RuleBehavior::Allow).any(|r| rule_matches(r, &tools, &c.text));
-            let read_only = !unsandboxed && !c.command.nested && is_read_only_command(&c.command);
-            let edits = !unsandboxed
-                && mode == PermissionMode::AcceptEdits
-                && accept_edits_allows(&c.command, ctx);
+            let by_rule = of(RuleBehavior::Allow).any(|r| allowed_by(r, &tools, c));
+            let read_only = !c.command.nested && reads_allowed(c, &bases, ctx);
+            let edits = mode == PermissionMode::AcceptEdits && accept_edits_allows(&c.command, ctx);
             !(by_rule || read_only || edits) || c.issue.is_some()
         })
         .collect();
@@ -578,9 +1016,7 @@ pub fn check_with(
     }
     let mut parts: Vec<String> = Vec::new();
     for c in &pending {
-        if !parts.contains(&c.text) {
-            parts.push(c.text.clone());
-        }
+        push_unique(&mut parts, c.text.clone());
     }
     let mut reason = if analysis.candidates.len() > 1 && !parts.is_empty() {
         format!(
@@ -597,9 +1033,6 @@ pub fn check_with(
             "; it contains {}, which always needs approval",
             issues.join(", ")
         ));
-    }
-    if unsandboxed {
-        reason = format!("Run outside of the sandbox (dangerouslyDisableSandbox): {reason}");
     }
     // The rules for the parts that need approval come first (a headless denial names the
     // first one).
@@ -622,7 +1055,7 @@ fn suggestions(analysis: &Analysis, rules: &[SourcedRule], tools: &[&str]) -> Ve
         if c.text.is_empty()
             || rules
                 .iter()
-                .any(|r| r.behavior == RuleBehavior::Allow && rule_matches(r, tools, &c.text))
+                .any(|r| r.behavior == RuleBehavior::Allow && allowed_by(r, tools, c))
         {
             continue;
         }
@@ -634,6 +1067,27 @@ fn suggestions(analysis: &Analysis, rules: &[SourcedRule], tools: &[&str]) -> Ve
     out
 }
 
+/// The programs a command line runs, as far as they can be known before it runs: the base
+/// name of every simple command's program, those run by wrappers and shell code included.
+/// `Err` when the line does not parse, or says why its programs cannot all be known.
+pub fn command_programs(command: &str) -> Result<Vec<String>, String> {
+    let analysis = analyse(command)?;
+    if let Some(why) = analysis.opaque.first() {
+        return Err(why.clone());
+    }
+    let mut out: Vec<String> = Vec::new();
+    for c in &analysis.candidates {
+        if let Some(first) = c.command.words.first() {
+            push_unique(&mut out, base_name(&first.text).to_owned());
+        }
+        // Safe wrappers stripped from the candidate run too.
+        for w in &c.wrappers {
+            push_unique(&mut out, w.clone());
+        }
+    }
+    Ok(out)
+}
+
 /// Whether the whole command line only reads: it parses, nothing in it is unclassifiable,
 /// and every simple command is on the read-only list.
 pub fn is_read_only(command: &str) -> bool {
@@ -641,10 +1095,40 @@ pub fn is_read_only(command: &str) -> bool {
         return false;
     };
     analysis.issues.is_empty()
+        && analysis.opaque.is_empty()
         && !analysis.candidates.is_empty()
         && analysis.candidates.len() <= MAX_SUBCOMMANDS
-        && analysis
-            .candidates
-            .iter()
-            .all(|c| c.issue.is_none() && !c.command.nested && is_read_only_command(&c.command))
+        && analysis.candidates.iter().all(|c| {
+            c.issue.is_none() && !c.command.nested && readonly::is_read_only_command(&c.command)
+        })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn deny_texts_cover_every_spelling() {
+        let a = analyse("/usr/bin/env -i nice -n 1 $'r\\x6d' -f v").unwrap_or_default();
+        let texts: Vec<&String> = a.candidates.iter().flat_map(|c| &c.deny_texts).collect();
+        assert!(texts.iter().any(|t| t.as_str() == "rm -f v"), "{texts:?}");
+    }
+
+    #[test]
+    fn taint_reaches_arithmetic() {
+        for (cmd, opaque) in [
+            ("y='a[$(rm v)]'; echo $((y))", true),
+            ("read y; echo $((y))", true),
+            ("for i in 1 2; do echo $((i*2)); done", false),
+            ("for f in *; do echo $((f)); done", true),
+            ("x=1; [[ $x -eq 1 ]]", false),
+            ("read x; [[ $x -eq 1 ]]", true),
+            ("test -v 'x[$(touch P)]'", true),
+            ("printf -v 'a[$(id)]' 1", true),
+            ("echo $((HOME))", false),
+        ] {
+            let a = analyse(cmd).unwrap_or_default();
+            assert_eq!(!a.opaque.is_empty(), opaque, "{cmd}: {:?}", a.opaque);
+        }
+    }
 }

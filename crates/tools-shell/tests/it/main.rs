@@ -4,6 +4,7 @@
 //! tasks with TaskOutput and TaskStop, the sandbox under bubblewrap and Landlock, Monitor.
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
+mod attacks;
 mod bash;
 #[cfg(feature = "monitor")]
 mod monitor;
@@ -20,8 +21,9 @@ use std::time::Duration;
 use serde_json::Value;
 use tempfile::TempDir;
 use tool_core::{
-    CallResult, PermissionEngine, PermissionMode, PermissionRule, RuleBehavior, RuleSource,
-    RuleSourceKind, SourcedRule, TaskManager, ToolContext, ToolPool,
+    CallResult, PermissionAnswer, PermissionEngine, PermissionMode, PermissionPrompter,
+    PermissionRequest, PermissionRule, RuleBehavior, RuleSource, RuleSourceKind, SourcedRule,
+    TaskManager, ToolContext, ToolPool,
 };
 use tools_shell::{SandboxSettings, ShellTasks};
 
@@ -127,6 +129,27 @@ impl CreateDir for PathBuf {
         std::fs::create_dir_all(&self).unwrap();
         self.canonicalize().unwrap()
     }
+}
+
+/// Installs a person who approves every request to leave the sandbox (and refuses anything
+/// else); returns how many times they were asked.
+pub fn approve_unsandboxed(ctx: &ToolContext) -> Arc<std::sync::atomic::AtomicUsize> {
+    struct Approve(Arc<std::sync::atomic::AtomicUsize>);
+    #[async_trait::async_trait]
+    impl PermissionPrompter for Approve {
+        async fn ask(&self, request: &PermissionRequest) -> PermissionAnswer {
+            self.0.fetch_add(1, std::sync::atomic::Ordering::SeqCst);
+            if request.kind == tool_core::AskKind::Unsandboxed {
+                PermissionAnswer::Allow
+            } else {
+                PermissionAnswer::Deny(None)
+            }
+        }
+    }
+    let count = Arc::new(std::sync::atomic::AtomicUsize::new(0));
+    let prompter: Arc<dyn PermissionPrompter> = Arc::new(Approve(Arc::clone(&count)));
+    ctx.services().insert(prompter);
+    count
 }
 
 /// Processes whose command line contains `marker` (read from /proc, zombies excluded).

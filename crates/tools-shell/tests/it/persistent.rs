@@ -105,7 +105,7 @@ async fn a_policy_change_restarts_the_instance() {
     assert!(gone(first.pid).await, "the old instance ended");
     // A protected path that appears (git init) is bound read-only by a new instance.
     std::fs::create_dir_all(f.root.join(".git/hooks")).unwrap();
-    let r = f.bash("echo x > .git/hooks/pre-commit").await;
+    let r = f.bash("p=.git/hooks/pre-commit; echo x > \"$p\"").await;
     assert!(r.is_error, "{}", r.text());
     assert_eq!(sandbox_instance(&f.ctx).unwrap().generation, 3);
     // A bound file replaced outside (git rewrites .git/config by renaming) is seen anew.

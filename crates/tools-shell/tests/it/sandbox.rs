@@ -83,14 +83,15 @@ async fn file_rules(mechanism: Mechanism) {
     assert!(r.is_error, "{label}: wrote outside: {}", r.text());
     assert!(!target.exists(), "{label}");
 
-    // Protected paths inside the root.
+    // Protected paths inside the root. The permission check refuses a write it can see, so
+    // the targets are hidden in variables: this is what the sandbox is for.
     for (cmd, path) in [
         (
-            "echo 'rm -rf /' > .git/hooks/pre-commit",
+            "p=.git/hooks/pre-commit; echo 'rm -rf /' > \"$p\"",
             ".git/hooks/pre-commit",
         ),
         (
-            "echo '[core] fsmonitor = evil' >> .git/config",
+            "p=.git/config; echo '[core] fsmonitor = evil' >> \"$p\"",
             ".git/config",
         ),
     ] {
@@ -104,7 +105,9 @@ async fn file_rules(mechanism: Mechanism) {
         );
     }
     // The rest of .git stays writable (git works).
-    let r = f.bash("echo ref: refs/heads/dev > .git/HEAD").await;
+    let r = f
+        .bash("p=.git/HEAD; echo ref: refs/heads/dev > \"$p\"")
+        .await;
     assert!(!r.is_error, "{label}: {}", r.text());
 
     // Read-only mode: nothing in the root.
@@ -221,13 +224,14 @@ async fn dangerously_disable_sandbox_needs_settings_and_approval() {
         .unwrap();
     let target = outside.path().join("out.txt");
     let cmd = format!("echo x > '{}'", target.display());
-    // Allowed by settings and approved by a rule: runs unsandboxed.
+    // Allowed by settings and approved by a person: runs unsandboxed.
     let rule = format!("Bash({cmd})");
     let f = Fixture::with(
         PermissionMode::Default,
         &[("allow", &rule)],
         SandboxSettings::default(),
     );
+    let asked = crate::approve_unsandboxed(&f.ctx);
     let r = f
         .call(
             "Bash",
@@ -237,19 +241,27 @@ async fn dangerously_disable_sandbox_needs_settings_and_approval() {
     assert!(!r.is_error, "{}", r.text());
     assert!(target.exists());
     assert_eq!(r.data["dangerouslyDisableSandbox"], true);
-    // A read-only command is not auto-approved outside the sandbox.
-    let r = f
-        .call(
-            "Bash",
-            json!({"command": "ls", "dangerouslyDisableSandbox": true}),
-        )
-        .await;
-    assert!(r.is_error);
-    assert!(
-        r.text().contains("Run outside of the sandbox"),
-        "{}",
-        r.text()
+    assert_eq!(asked.load(std::sync::atomic::Ordering::SeqCst), 1);
+    // Without a person, neither the allow rule nor the read-only list approves it.
+    let f = Fixture::with(
+        PermissionMode::Default,
+        &[("allow", &rule)],
+        SandboxSettings::default(),
     );
+    for cmd in [cmd.as_str(), "ls"] {
+        let r = f
+            .call(
+                "Bash",
+                json!({"command": cmd, "dangerouslyDisableSandbox": true}),
+            )
+            .await;
+        assert!(r.is_error);
+        assert!(
+            r.text().contains("Run outside of the sandbox"),
+            "{}",
+            r.text()
+        );
+    }
     // Settings that forbid unsandboxed commands refuse it.
     let strict = Fixture::with(
         PermissionMode::BypassPermissions,
