@@ -10,6 +10,7 @@ mod call;
 mod cli;
 mod permissions;
 mod serve;
+mod shell;
 
 use std::io::Write;
 use std::path::{Path, PathBuf};

@@ -340,7 +340,8 @@ async fn call(
     let input: Value = if text.trim().is_empty() {
         json!({})
     } else {
-        serde_json::from_str(&text)
+        // A repeated key is marked, and the call refused naming it.
+        tool_core::parse_input_text(&text)
             .map_err(|e| usage(format!("the input is not valid JSON: {e}")))?
     };
     cancel_on_interrupt(ctx);
@@ -363,6 +364,15 @@ fn parse_batch_line(number: usize, line: &str) -> std::result::Result<ToolCall, 
     };
     let value: Value =
         serde_json::from_str(line).map_err(|e| invalid(format!("not valid JSON: {e}")))?;
+    let repeated = tool_core::duplicate_key(line);
+    if let Some(key) = repeated.as_deref()
+        && !key.starts_with("input.")
+        && !key.starts_with("input[")
+    {
+        return Err(invalid(format!(
+            "the field \"{key}\" appears more than once; send each field once"
+        )));
+    }
     let Value::Object(mut obj) = value else {
         return Err(invalid(
             "expected an object {\"tool\": .., \"input\": ..}".to_owned(),
@@ -376,7 +386,10 @@ fn parse_batch_line(number: usize, line: &str) -> std::result::Result<ToolCall, 
             ));
         }
     };
-    let input = obj.remove("input").unwrap_or(Value::Null);
+    let mut input = obj.remove("input").unwrap_or(Value::Null);
+    if let Some(key) = repeated.as_deref().and_then(|k| k.strip_prefix("input.")) {
+        tool_core::mark_duplicate_key(&mut input, key);
+    }
     let id = match obj.remove("id") {
         Some(Value::String(id)) => Some(id),
         Some(other) => Some(other.to_string()),

@@ -385,7 +385,7 @@ pub async fn serve_stdio(pool: impl Into<LivePool>, ctx: ToolContext) -> Result<
     let catalog = follow_catalog(live).await;
     let server = PoolServer::new(catalog, follows, ctx.clone());
     let running = server
-        .serve(rmcp::transport::stdio())
+        .serve((guarded_stdin(), tokio::io::stdout()))
         .await
         .map_err(|e| ToolError::fatal(format!("MCP initialization over stdio failed: {e}")))?;
     let outcome = running.waiting().await;
@@ -394,6 +394,80 @@ pub async fn serve_stdio(pool: impl Into<LivePool>, ctx: ToolContext) -> Result<
         .map(|_| ())
         .map_err(|e| ToolError::fatal(format!("the MCP stdio session ended with an error: {e}")))
 }
+
+/// A `tools/call` message whose arguments repeat a key, rewritten so that the execution path
+/// refuses the call naming the key (a JSON parser would keep one of the values, and the
+/// other would be lost without a word); any other message as it is.
+pub fn mark_repeated_arguments(message: &str) -> std::borrow::Cow<'_, str> {
+    let repeated = tool_core::duplicate_keys(message);
+    let Some(key) = repeated
+        .iter()
+        .find_map(|k| k.strip_prefix("params.arguments."))
+    else {
+        return std::borrow::Cow::Borrowed(message);
+    };
+    let Ok(mut value) = serde_json::from_str::<serde_json::Value>(message) else {
+        return std::borrow::Cow::Borrowed(message);
+    };
+    match value.pointer_mut("/params/arguments") {
+        Some(arguments) => {
+            tool_core::mark_duplicate_key(arguments, key);
+            std::borrow::Cow::Owned(value.to_string())
+        }
+        None => std::borrow::Cow::Borrowed(message),
+    }
+}
+
+/// Standard input, one JSON-RPC message per line, with [`mark_repeated_arguments`] applied.
+fn guarded_stdin() -> tokio::io::DuplexStream {
+    use tokio::io::{AsyncBufReadExt, AsyncReadExt, AsyncWriteExt};
+    let (mut tx, rx) = tokio::io::duplex(256 * 1024);
+    tokio::spawn(async move {
+        let mut input = tokio::io::BufReader::new(tokio::io::stdin());
+        let mut line = Vec::new();
+        loop {
+            line.clear();
+            // One message is at most MAX_REQUEST_BYTES, as over HTTP.
+            let mut limited = (&mut input).take(MAX_REQUEST_BYTES as u64);
+            match limited.read_until(b'\n', &mut line).await {
+                Ok(0) | Err(_) => break,
+                Ok(n) if n >= MAX_REQUEST_BYTES && !line.ends_with(b"\n") => break,
+                Ok(_) => {}
+            }
+            let text = String::from_utf8_lossy(&line);
+            let out = mark_repeated_arguments(text.trim_end_matches(['\n', '\r']));
+            if tx.write_all(out.as_bytes()).await.is_err() || tx.write_all(b"\n").await.is_err() {
+                break;
+            }
+        }
+    });
+    rx
+}
+
+/// An HTTP request body with [`mark_repeated_arguments`] applied (a POST of one JSON-RPC
+/// message).
+async fn guard_repeated_arguments(
+    request: axum::extract::Request,
+) -> Result<axum::extract::Request, axum::http::StatusCode> {
+    if request.method() != axum::http::Method::POST {
+        return Ok(request);
+    }
+    let (parts, body) = request.into_parts();
+    let bytes = axum::body::to_bytes(body, MAX_REQUEST_BYTES)
+        .await
+        .map_err(|_| axum::http::StatusCode::PAYLOAD_TOO_LARGE)?;
+    let body = match std::str::from_utf8(&bytes) {
+        Ok(text) => match mark_repeated_arguments(text) {
+            std::borrow::Cow::Owned(marked) => axum::body::Body::from(marked),
+            std::borrow::Cow::Borrowed(_) => axum::body::Body::from(bytes),
+        },
+        Err(_) => axum::body::Body::from(bytes),
+    };
+    Ok(axum::extract::Request::from_parts(parts, body))
+}
+
+/// The largest HTTP request body the server reads.
+const MAX_REQUEST_BYTES: usize = 64 * 1024 * 1024;
 
 /// Options of the streamable HTTP server.
 #[derive(Debug, Clone)]
@@ -461,7 +535,9 @@ pub async fn serve_http(
         LocalSessionManager::default().into(),
         config,
     );
-    let router = axum::Router::new().nest_service("/mcp", service);
+    let router = axum::Router::new()
+        .nest_service("/mcp", service)
+        .layer(axum::middleware::map_request(guard_repeated_arguments));
     on_bound(bound);
     axum::serve(listener, router)
         .with_graceful_shutdown(async move { shutdown.cancelled().await })
@@ -494,6 +570,22 @@ mod tests {
             .err()
             .map(|e| e.to_string());
         assert!(err.is_some_and(|e| e.contains("HOST:PORT")));
+    }
+
+    #[test]
+    fn repeated_argument_keys_are_marked() {
+        let msg = r#"{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"Bash","arguments":{"command":"ls","command":"id"}}}"#;
+        let out = mark_repeated_arguments(msg);
+        let v: serde_json::Value = serde_json::from_str(&out).unwrap_or_default();
+        assert_eq!(
+            tool_core::marked_duplicate_key(&v["params"]["arguments"]),
+            Some("command")
+        );
+        let plain = r#"{"jsonrpc":"2.0","id":1,"method":"tools/list"}"#;
+        assert!(matches!(
+            mark_repeated_arguments(plain),
+            std::borrow::Cow::Borrowed(_)
+        ));
     }
 
     #[test]
