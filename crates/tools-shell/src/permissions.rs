@@ -105,7 +105,14 @@ pub struct Analysis {
     issues: Vec<String>,
     opaque: Vec<String>,
     cd_targets: Vec<Word>,
+    /// Shell scripts the line runs: the file, what runs it, and how deep
+    script_files: Vec<(Word, String, usize)>,
 }
+
+/// The largest shell script the check reads to see what it runs.
+const MAX_SCRIPT_BYTES: u64 = 256 * 1024;
+/// At most this many script files are read for one line.
+const MAX_SCRIPT_FILES: usize = 16;
 
 /// Names assigned on the line with a value that may hide code, and names whose value bash
 /// evaluates as arithmetic or as a name.
@@ -125,10 +132,19 @@ fn push_unique(list: &mut Vec<String>, item: impl Into<String>) {
 /// Analyses a command line. Parse errors are reported by the tool's validation; here they
 /// deny, so nothing unparsable can run.
 pub fn analyse(command: &str) -> Result<Analysis, String> {
+    analyse_in(command, None)
+}
+
+/// Analyses a command line that will run in `cwd`: shell scripts it runs are read from
+/// there and checked as part of it.
+fn analyse_in(command: &str, cwd: Option<&Path>) -> Result<Analysis, String> {
     let script = parse(command).map_err(|e| e.0)?;
     let mut analysis = Analysis::default();
     let mut flow = Flow::default();
     collect(&script, &mut analysis, &mut flow, 0);
+    if let Some(cwd) = cwd {
+        read_scripts(&mut analysis, &mut flow, cwd);
+    }
     if let Some(name) = flow.evaluated.intersection(&flow.tainted).next() {
         push_unique(
             &mut analysis.opaque,
@@ -152,6 +168,140 @@ pub fn analyse(command: &str) -> Result<Analysis, String> {
         push_unique(&mut analysis.issues, "`cd` combined with `git`");
     }
     Ok(analysis)
+}
+
+/// Reads the shell scripts the line runs (`bash FILE`, `source FILE`, `./script.sh`) and
+/// checks their commands as part of the line. A script written by the line itself, one that
+/// cannot be read whole, or one reached through a `cd` cannot be known before the line
+/// runs.
+fn read_scripts(a: &mut Analysis, flow: &mut Flow, cwd: &Path) {
+    // Everything the line may write.
+    let mut written: Vec<PathBuf> = Vec::new();
+    for c in &a.candidates {
+        let mut words: Vec<Word> = c
+            .command
+            .redirects
+            .iter()
+            .filter(|r| r.writes_file())
+            .filter_map(|r| r.target.clone())
+            .collect();
+        // The operands of a command that is neither read-only nor a shell running a script
+        // (whose operand is the script it reads).
+        let runs_script = c.command.name().is_some_and(|n| {
+            matches!(
+                base_name(n),
+                "sh" | "bash" | "dash" | "zsh" | "ksh" | "mksh" | "ash" | "source" | "."
+            )
+        });
+        if readonly::read_operands(&c.command).is_none() && !runs_script {
+            words.extend(path_words(&c.command));
+        }
+        for w in words {
+            if w.known {
+                written.push(path::canonicalize_lenient(&path::resolve(cwd, &w.text)));
+            }
+        }
+    }
+    let mut read = 0;
+    while let Some((file, via, depth)) = a.script_files.pop() {
+        read += 1;
+        if read > MAX_SCRIPT_FILES {
+            push_unique(&mut a.opaque, "more shell scripts than the check reads");
+            return;
+        }
+        if !a.cd_targets.is_empty() && !file.text.starts_with('/') {
+            push_unique(
+                &mut a.opaque,
+                format!("{via} running a script after a `cd`, which the check cannot locate"),
+            );
+            continue;
+        }
+        let target = path::canonicalize_lenient(&path::resolve(cwd, &file.text));
+        if written.contains(&target) {
+            push_unique(
+                &mut a.opaque,
+                format!(
+                    "{via} running {}, which this command writes first",
+                    file.text
+                ),
+            );
+            continue;
+        }
+        let Ok(meta) = std::fs::metadata(&target) else {
+            // Nothing to run; bash will say so.
+            continue;
+        };
+        if !meta.is_file() {
+            continue;
+        }
+        if meta.len() > MAX_SCRIPT_BYTES {
+            push_unique(
+                &mut a.opaque,
+                format!("{via} running {}, too large a script to check", file.text),
+            );
+            continue;
+        }
+        let Ok(bytes) = std::fs::read(&target) else {
+            push_unique(
+                &mut a.opaque,
+                format!("{via} running {}, which the check cannot read", file.text),
+            );
+            continue;
+        };
+        let direct = via.starts_with("running ");
+        if direct && !is_shell_script(&bytes) {
+            // A program of another kind (a binary, a Python script): its own program.
+            continue;
+        }
+        let text = String::from_utf8_lossy(&bytes);
+        let code = text.strip_prefix("#!").map_or(text.as_ref(), |rest| {
+            rest.split_once('\n').map_or("", |(_, body)| body)
+        });
+        push_unique(&mut a.issues, format!("{via} running a shell script"));
+        match parse(code) {
+            Ok(inner) => {
+                let before = a.candidates.len();
+                collect(&inner, a, flow, depth + 1);
+                for c in &mut a.candidates[before..] {
+                    c.command.nested = true;
+                }
+            }
+            Err(e) => push_unique(
+                &mut a.opaque,
+                format!(
+                    "{via} running {}, a script that does not parse ({e})",
+                    file.text
+                ),
+            ),
+        }
+    }
+}
+
+/// Whether a file run by its path is a shell script: a shell `#!` line, or text with none
+/// (which the kernel refuses and bash then runs itself).
+fn is_shell_script(bytes: &[u8]) -> bool {
+    if bytes.starts_with(b"\x7fELF") {
+        return false;
+    }
+    let Some(rest) = bytes.strip_prefix(b"#!") else {
+        return !bytes.iter().take(512).any(|b| *b == 0);
+    };
+    let line = rest.split(|b| *b == b'\n').next().unwrap_or_default();
+    let line = String::from_utf8_lossy(line);
+    let mut parts = line.split_whitespace();
+    let interpreter = parts.next().map(base_name).unwrap_or_default();
+    let interpreter = if interpreter == "env" {
+        parts
+            .find(|p| !p.starts_with('-'))
+            .map(base_name)
+            .unwrap_or_default()
+    } else {
+        interpreter
+    };
+    matches!(
+        interpreter,
+        "sh" | "bash" | "dash" | "zsh" | "ksh" | "mksh" | "ash" | "busybox"
+    )
 }
 
 fn collect(script: &Script, a: &mut Analysis, flow: &mut Flow, depth: usize) {
@@ -337,6 +487,17 @@ fn command(cmd: &SimpleCommand, a: &mut Analysis, flow: &mut Flow, depth: usize)
         push_unique(&mut a.issues, i.clone());
     }
     cand.safety.extend(u.safety.iter().cloned());
+    for (file, via) in &u.script_files {
+        a.script_files.push((file.clone(), via.clone(), depth));
+    }
+    // A script run by its path (`./build.sh`): read too, when it is a shell script.
+    if let Some(first) = cand.command.words.first()
+        && first.known
+        && first.text.contains('/')
+    {
+        a.script_files
+            .push((first.clone(), format!("running {}", first.text), depth));
+    }
     for inner in &u.inner {
         if inner.words.first().is_some_and(|w| !w.known) {
             push_unique(
@@ -863,7 +1024,7 @@ pub fn check_running(
     tool: &str,
     running: Running,
 ) -> PermissionDecision {
-    let analysis = match analyse(command) {
+    let analysis = match analyse_in(command, Some(&ctx.cwd())) {
         Ok(a) => a,
         Err(e) => return PermissionDecision::deny(e),
     };

@@ -29,6 +29,9 @@ pub struct Unwrapped {
     pub safety: Vec<String>,
     /// Whether this is a wrapper whose every suffix deny rules are also matched against
     pub wrapper: bool,
+    /// Shell script files the command runs (`bash FILE`, `source FILE`), with what runs them:
+    /// the permission check reads and checks them as shell code
+    pub script_files: Vec<(Word, String)>,
 }
 
 /// The base name of a command word (`/usr/bin/rm` → `rm`).
@@ -634,7 +637,7 @@ pub fn unwrap(cmd: &SimpleCommand) -> Unwrapped {
         trap(words, &mut out);
     } else if name == "source" || name == "." {
         out.issues.push(format!("`{name}`"));
-        script_file(words.get(1), name, &mut out);
+        script_file(words.get(1), name, true, &mut out);
     } else if name == "xargs" {
         out.wrapper = true;
         xargs(cmd, &mut out);
@@ -840,13 +843,13 @@ fn shell(words: &[Word], name: &str, out: &mut Unwrapped) {
         out.opaque
             .push(format!("`{name}` reading commands from standard input"));
     } else {
-        script_file(words.get(i), name, out);
+        script_file(words.get(i), name, true, out);
     }
 }
 
 /// A script file run by a shell or interpreter: its own program, unless it is computed or
 /// standard input in disguise.
-fn script_file(file: Option<&Word>, name: &str, out: &mut Unwrapped) {
+fn script_file(file: Option<&Word>, name: &str, shell: bool, out: &mut Unwrapped) {
     match file {
         None => out
             .opaque
@@ -858,7 +861,11 @@ fn script_file(file: Option<&Word>, name: &str, out: &mut Unwrapped) {
             out.opaque
                 .push(format!("`{name}` reading commands from {}", w.text))
         }
-        Some(_) => {}
+        Some(w) => {
+            if shell {
+                out.script_files.push((w.clone(), format!("`{name}`")));
+            }
+        }
     }
 }
 
@@ -1280,7 +1287,7 @@ fn interpreter(words: &[Word], name: &str, inline: &[&str], out: &mut Unwrapped)
             .push(format!("`{name}` reading commands from standard input"));
         return;
     }
-    script_file(words.get(i), name, out);
+    script_file(words.get(i), name, false, out);
 }
 
 fn awk(words: &[Word], name: &str, out: &mut Unwrapped) {

@@ -348,6 +348,42 @@ async fn deny_rules_hold_in_every_mode() {
         assert!(r.is_error, "{cmd:?} ran: {}", r.text());
         assert!(v.exists(), "{cmd:?} removed v");
     }
+    // Shell scripts the command runs are read and checked; one written by the same line
+    // cannot be known before it runs.
+    std::fs::write(f.root.join("clean.sh"), "#!/bin/sh\necho clean\n").unwrap();
+    std::fs::write(f.root.join("evil.sh"), "#!/bin/bash\nset -e\nrm v\n").unwrap();
+    std::fs::write(f.root.join("plain"), "echo hi; rm v\n").unwrap();
+    std::fs::write(f.root.join("nested.sh"), "bash evil.sh\n").unwrap();
+    std::fs::write(f.root.join("tool.py"), "#!/usr/bin/env python3\nprint(1)\n").unwrap();
+    for (cmd, expected) in [
+        ("bash clean.sh", V::Ask),
+        ("sh ./clean.sh", V::Ask),
+        ("bash evil.sh", V::Deny),
+        ("sh -e evil.sh", V::Deny),
+        ("source evil.sh", V::Deny),
+        (". ./evil.sh", V::Deny),
+        ("./evil.sh", V::Deny),
+        ("./plain", V::Deny),
+        ("bash nested.sh", V::Deny),
+        ("printf 'rm v' > x.sh; bash x.sh", V::Deny),
+        ("echo 'rm v' | tee x.sh && sh x.sh", V::Deny),
+        ("cp evil.sh y.sh; bash y.sh", V::Deny),
+        ("cd sub && bash evil.sh", V::Deny),
+        ("python3 tool.py", V::Ask),
+        ("./tool.py", V::Ask),
+    ] {
+        let d = check_command(cmd, &f.ctx, "Bash");
+        let got = verdict(&d);
+        // In bypass mode an ask is allowed by the engine; what matters is the deny.
+        assert_eq!(got == V::Deny, expected == V::Deny, "{cmd:?}: {d:?}");
+        std::fs::write(&v, "keep").unwrap();
+        let r = f.bash(cmd).await;
+        if expected == V::Deny {
+            assert!(r.is_error, "{cmd:?} ran: {}", r.text());
+        }
+        assert!(v.exists(), "{cmd:?} removed v");
+    }
+
     // Without deny rules the dynamic forms ask rather than deny.
     let f = Fixture::with(PermissionMode::Default, &[], default_sandbox());
     for cmd in DYNAMIC {
@@ -617,42 +653,69 @@ fn protected_paths_and_edit_rules_cover_the_shell() {
     }
 }
 
-/// `dangerouslyDisableSandbox` needs its own approval: an allow rule for the command or
-/// bypass mode is not enough, and settings can forbid it outright.
+/// `dangerouslyDisableSandbox` needs its own approval: no allow rule, read-only command or
+/// mode (bypass included) is enough, and settings can forbid it outright.
 #[tokio::test]
 async fn leaving_the_sandbox_needs_its_own_approval() {
-    for mode in [PermissionMode::Default, PermissionMode::BypassPermissions] {
-        let f = Fixture::with(
-            mode,
-            &[("allow", "Bash(touch:*)"), ("allow", "Bash(curl:*)")],
-            default_sandbox(),
-        );
-        for cmd in ["touch OUT", "curl -s http://127.0.0.1:9/", "ls"] {
-            let d = check_command_with(cmd, &f.ctx, "Bash", true);
-            assert!(
-                matches!(
-                    d,
-                    PermissionDecision::Ask {
-                        kind: AskKind::Unsandboxed,
-                        ..
-                    }
-                ),
-                "{cmd:?} in {mode}: {d:?}"
-            );
+    let rule_sets: &[&[(&str, &str)]] = &[
+        &[],
+        &[("allow", "Bash")],
+        &[("allow", "Bash(*)")],
+        &[("allow", "Bash(curl:*)"), ("allow", "Bash(touch:*)")],
+        &[("allow", "Bash(touch OUT)")],
+        &[("allow", "Bash(ls:*)"), ("allow", "Bash(echo:*)")],
+    ];
+    let modes = [
+        PermissionMode::Default,
+        PermissionMode::AcceptEdits,
+        PermissionMode::BypassPermissions,
+        PermissionMode::Plan,
+        PermissionMode::DontAsk,
+    ];
+    let commands = [
+        "touch OUT",
+        "ls",
+        "cat README",
+        "curl -s http://127.0.0.1:9/",
+        "echo x > OUT",
+    ];
+    let mut cases = 0;
+    for rules in rule_sets {
+        for mode in modes {
+            let f = Fixture::with(mode, rules, default_sandbox());
+            for cmd in commands {
+                let d = check_command_with(cmd, &f.ctx, "Bash", true);
+                assert!(
+                    matches!(
+                        d,
+                        PermissionDecision::Ask {
+                            kind: AskKind::Unsandboxed,
+                            ..
+                        }
+                    ),
+                    "{cmd:?} in {mode} {rules:?}: {d:?}"
+                );
+                let r = f
+                    .call(
+                        "Bash",
+                        json!({"command": cmd, "dangerouslyDisableSandbox": true}),
+                    )
+                    .await;
+                assert!(r.is_error, "{cmd:?} in {mode} {rules:?} ran: {}", r.text());
+                assert!(!f.root.join("OUT").exists(), "{cmd:?} in {mode}");
+                cases += 1;
+            }
         }
-        let r = f
-            .call(
-                "Bash",
-                json!({"command": "touch OUT", "dangerouslyDisableSandbox": true}),
-            )
-            .await;
-        assert!(r.is_error, "{}", r.text());
-        assert!(r.text().contains("outside the sandbox"), "{}", r.text());
-        assert!(!f.root.join("OUT").exists());
-        // Without the flag the same command is allowed by its rule.
-        let r = f.bash("touch OUT").await;
-        assert!(!r.is_error, "{}", r.text());
     }
+    assert!(cases >= 150);
+    // Without the flag the same command is allowed by its rule.
+    let f = Fixture::with(
+        PermissionMode::Default,
+        &[("allow", "Bash(touch:*)")],
+        default_sandbox(),
+    );
+    let r = f.bash("touch OUT").await;
+    assert!(!r.is_error, "{}", r.text());
     let f = Fixture::with(
         PermissionMode::BypassPermissions,
         &[],
@@ -682,18 +745,51 @@ async fn leaving_the_sandbox_needs_its_own_approval() {
 #[tokio::test]
 async fn repeated_keys_are_refused() {
     let f = Fixture::new();
-    for text in [
-        r#"{"command":"ls","command":"touch PWN"}"#,
-        r#"{"command":"touch PWN","command":"ls"}"#,
-        r#"{"command":"ls","timeout":1000,"timeout":2000}"#,
-        r#"{"command":"touch PWN","\u0063ommand":"ls"}"#,
-    ] {
+    let mut texts: Vec<String> = Vec::new();
+    let fields = [
+        ("command", "\"touch PWN\"", "\"ls\""),
+        ("timeout", "1000", "2000"),
+        ("description", "\"a\"", "\"b\""),
+        ("run_in_background", "true", "false"),
+        ("dangerouslyDisableSandbox", "true", "false"),
+    ];
+    for (key, a, b) in fields {
+        let base = if key == "command" {
+            String::new()
+        } else {
+            "\"command\":\"touch PWN\",".to_owned()
+        };
+        for spelled in [key.to_owned(), escape_first(key)] {
+            texts.push(format!("{{{base}\"{key}\":{a},\"{spelled}\":{b}}}"));
+            texts.push(format!("{{\"{spelled}\":{b},{base}\"{key}\":{a}}}"));
+            texts.push(format!(
+                "{{ {base} \"{key}\" : {a} ,\n \"{spelled}\" : {b} }}"
+            ));
+        }
+    }
+    assert!(texts.len() >= 30, "{}", texts.len());
+    for text in &texts {
         let input = tool_core::parse_input_text(text).unwrap();
         let r = f.call("Bash", input).await;
         assert!(r.is_error, "{text}: {}", r.text());
         assert!(r.text().contains("appears more than once"), "{}", r.text());
         assert!(!f.root.join("PWN").exists(), "{text}");
     }
+    // The same inputs without the repetition run.
+    let r = f
+        .call(
+            "Bash",
+            tool_core::parse_input_text(r#"{"command":"echo once"}"#).unwrap(),
+        )
+        .await;
+    assert_eq!(r.text(), "once");
+}
+
+/// `command` → `\u0063ommand`: the same key to a JSON parser.
+fn escape_first(key: &str) -> String {
+    let mut chars = key.chars();
+    let first = chars.next().unwrap_or('x');
+    format!("\\u{:04x}{}", first as u32, chars.as_str())
 }
 
 /// What the read-only classifier must consider: ordinary commands and the shapes attackers
