@@ -507,9 +507,22 @@ impl<'a> Walker<'a> {
     /// The checks that look at every node, wherever it is: unknown kinds, substitutions,
     /// here-document bodies, arithmetic and indirect expansions.
     fn whole_tree(&mut self, root: Node) {
-        let mut stack = vec![(root, false)];
-        while let Some((n, in_arith)) = stack.pop() {
+        let mut stack = vec![(root, false, false)];
+        while let Some((n, in_arith, in_heredoc)) = stack.pop() {
             let kind = n.kind();
+            // A backtick or `$(` in the text of a word the grammar did not parse as a
+            // substitution (inside `${x:-…}`, say): bash still runs it.
+            if !in_heredoc
+                && matches!(
+                    kind,
+                    "word" | "regex" | "extglob_pattern" | "string_content"
+                )
+            {
+                let text = self.text(n);
+                if text.contains('`') || has_unescaped(text, "$(") {
+                    self.hidden_substitution(text);
+                }
+            }
             if n.is_named() && !KNOWN_KINDS.contains(&kind) {
                 self.opaque(format!(
                     "a construct the permission check does not know (`{kind}`)"
@@ -550,8 +563,36 @@ impl<'a> Walker<'a> {
             if arith && !in_arith && kind != "subscript" {
                 self.issue("an arithmetic expression");
             }
+            let heredoc = in_heredoc || kind == "heredoc_body";
             for c in children(n) {
-                stack.push((c, arith));
+                stack.push((c, arith, heredoc));
+            }
+        }
+    }
+
+    /// Commands in backticks the grammar left inside a word: checked as nested commands;
+    /// a `$(` there cannot be delimited, so the line is opaque.
+    fn hidden_substitution(&mut self, text: &str) {
+        self.issue("command substitution (`$(...)` or backticks)");
+        if has_unescaped(text, "$(") {
+            self.opaque("a command substitution the parser could not delimit");
+        }
+        for code in backtick_segments(text) {
+            match parse(&code) {
+                Ok(inner) => {
+                    for mut c in inner.commands {
+                        c.nested = true;
+                        self.script.commands.push(c);
+                    }
+                    for i in inner.issues {
+                        self.issue(i);
+                    }
+                    for o in inner.opaque {
+                        self.opaque(o);
+                    }
+                    self.script.arithmetic_names.extend(inner.arithmetic_names);
+                }
+                Err(_) => self.opaque("backticks the parser could not delimit"),
             }
         }
     }
@@ -603,24 +644,8 @@ impl<'a> Walker<'a> {
                 continue;
             }
             self.issue("a here-document whose body is expanded (quote its delimiter: <<'EOF')");
-            for code in backtick_segments(&text) {
-                match parse(&code) {
-                    Ok(inner) => {
-                        self.issue("command substitution (`$(...)` or backticks)");
-                        for mut c in inner.commands {
-                            c.nested = true;
-                            self.script.commands.push(c);
-                        }
-                        for i in inner.issues {
-                            self.issue(i);
-                        }
-                        for o in inner.opaque {
-                            self.opaque(o);
-                        }
-                        self.script.arithmetic_names.extend(inner.arithmetic_names);
-                    }
-                    Err(_) => self.opaque("backticks in a here-document that do not parse"),
-                }
+            if text.contains('`') {
+                self.hidden_substitution(&text);
             }
         }
     }
@@ -1088,6 +1113,14 @@ impl<'a> Walker<'a> {
     }
 }
 
+/// Whether `needle` occurs in `text` not preceded by a backslash.
+fn has_unescaped(text: &str, needle: &str) -> bool {
+    text.match_indices(needle).any(|(i, _)| {
+        let backslashes = text[..i].chars().rev().take_while(|c| *c == '\\').count();
+        backslashes % 2 == 0
+    })
+}
+
 /// Whether `s` is a shell variable name.
 pub fn is_identifier(s: &str) -> bool {
     let mut chars = s.chars();
@@ -1525,6 +1558,25 @@ mod tests {
         assert_eq!(s.commands.len(), 1);
         let s = parse("cat <<EOF\n$HOME\nEOF").unwrap_or_default();
         assert!(!s.issues.is_empty(), "{s:?}");
+    }
+
+    #[test]
+    fn substitutions_the_grammar_misses() {
+        for cmd in [
+            "echo ${x:=`touch PWN`}",
+            "echo \"${x:-`touch PWN`}\"",
+            "echo ${y#`touch PWN`}",
+        ] {
+            let s = parse(cmd).unwrap_or_default();
+            assert!(
+                s.commands
+                    .iter()
+                    .any(|c| c.text() == "touch PWN" && c.nested),
+                "{cmd}: {s:?}"
+            );
+        }
+        let s = parse("echo a\\`b").unwrap_or_default();
+        assert_eq!(s.commands.len(), 1, "{s:?}");
     }
 
     #[test]

@@ -105,8 +105,9 @@ pub struct Analysis {
     issues: Vec<String>,
     opaque: Vec<String>,
     cd_targets: Vec<Word>,
-    /// Shell scripts the line runs: the file, what runs it, and how deep
-    script_files: Vec<(Word, String, usize)>,
+    /// Shell scripts the line runs: the file, what runs it, how deep, and whether it is run
+    /// by its path (then only read when it is a shell script)
+    script_files: Vec<(Word, String, usize, bool)>,
 }
 
 /// The largest shell script the check reads to see what it runs.
@@ -203,7 +204,7 @@ fn read_scripts(a: &mut Analysis, flow: &mut Flow, cwd: &Path) {
         }
     }
     let mut read = 0;
-    while let Some((file, via, depth)) = a.script_files.pop() {
+    while let Some((file, via, depth, direct)) = a.script_files.pop() {
         read += 1;
         if read > MAX_SCRIPT_FILES {
             push_unique(&mut a.opaque, "more shell scripts than the check reads");
@@ -212,7 +213,7 @@ fn read_scripts(a: &mut Analysis, flow: &mut Flow, cwd: &Path) {
         if !a.cd_targets.is_empty() && !file.text.starts_with('/') {
             push_unique(
                 &mut a.opaque,
-                format!("{via} running a script after a `cd`, which the check cannot locate"),
+                format!("{via} runs a script after a `cd`, which the check cannot locate"),
             );
             continue;
         }
@@ -220,10 +221,7 @@ fn read_scripts(a: &mut Analysis, flow: &mut Flow, cwd: &Path) {
         if written.contains(&target) {
             push_unique(
                 &mut a.opaque,
-                format!(
-                    "{via} running {}, which this command writes first",
-                    file.text
-                ),
+                format!("{via} runs {}, which this command writes first", file.text),
             );
             continue;
         }
@@ -237,18 +235,17 @@ fn read_scripts(a: &mut Analysis, flow: &mut Flow, cwd: &Path) {
         if meta.len() > MAX_SCRIPT_BYTES {
             push_unique(
                 &mut a.opaque,
-                format!("{via} running {}, too large a script to check", file.text),
+                format!("{via} runs {}, too large a script to check", file.text),
             );
             continue;
         }
         let Ok(bytes) = std::fs::read(&target) else {
             push_unique(
                 &mut a.opaque,
-                format!("{via} running {}, which the check cannot read", file.text),
+                format!("{via} runs {}, which the check cannot read", file.text),
             );
             continue;
         };
-        let direct = via.starts_with("running ");
         if direct && !is_shell_script(&bytes) {
             // A program of another kind (a binary, a Python script): its own program.
             continue;
@@ -269,7 +266,7 @@ fn read_scripts(a: &mut Analysis, flow: &mut Flow, cwd: &Path) {
             Err(e) => push_unique(
                 &mut a.opaque,
                 format!(
-                    "{via} running {}, a script that does not parse ({e})",
+                    "{via} runs {}, a script that does not parse ({e})",
                     file.text
                 ),
             ),
@@ -488,15 +485,19 @@ fn command(cmd: &SimpleCommand, a: &mut Analysis, flow: &mut Flow, depth: usize)
     }
     cand.safety.extend(u.safety.iter().cloned());
     for (file, via) in &u.script_files {
-        a.script_files.push((file.clone(), via.clone(), depth));
+        a.script_files
+            .push((file.clone(), via.clone(), depth, false));
     }
     // A script run by its path (`./build.sh`): read too, when it is a shell script.
     if let Some(first) = cand.command.words.first()
         && first.known
         && first.text.contains('/')
     {
+        if first.text.starts_with("/proc/") || first.text.starts_with("/dev/") {
+            push_unique(&mut a.opaque, format!("a program run from {}", first.text));
+        }
         a.script_files
-            .push((first.clone(), format!("running {}", first.text), depth));
+            .push((first.clone(), format!("`{}`", first.text), depth, true));
     }
     for inner in &u.inner {
         if inner.words.first().is_some_and(|w| !w.known) {
@@ -670,6 +671,84 @@ fn strip_safe_wrapper(words: &[Word]) -> Option<Vec<Word>> {
     }
     let inner = rest.get(i..)?;
     (!inner.is_empty() && inner[0].known).then(|| inner.to_vec())
+}
+
+/// The file a program name runs: a path as it is (relative to `cwd`), a bare name looked up
+/// in `PATH`.
+fn program_file(name: &str, cwd: &Path) -> Option<PathBuf> {
+    if name.contains('/') {
+        let p = path::resolve(cwd, name);
+        return p.is_file().then_some(p);
+    }
+    let paths = std::env::var_os("PATH")?;
+    std::env::split_paths(&paths)
+        .map(|d| d.join(name))
+        .find(|p| p.is_file())
+}
+
+/// Whether two files are the same program: the same inode (a hard or symbolic link), or a
+/// byte-for-byte copy.
+fn same_file(a: &Path, b: &Path) -> bool {
+    use std::os::unix::fs::MetadataExt;
+    let (Ok(ma), Ok(mb)) = (std::fs::metadata(a), std::fs::metadata(b)) else {
+        return false;
+    };
+    if (ma.dev(), ma.ino()) == (mb.dev(), mb.ino()) {
+        return true;
+    }
+    ma.len() == mb.len()
+        && ma.len() <= 64 * 1024 * 1024
+        && matches!((std::fs::read(a), std::fs::read(b)), (Ok(x), Ok(y)) if x == y)
+}
+
+/// For every command whose program is the same file as one a deny rule names (a copy or a
+/// link made under another name), its text with the denied program's name.
+fn same_program_texts(
+    analysis: &Analysis,
+    rules: &[SourcedRule],
+    tools: &[&str],
+    cwd: &Path,
+) -> Vec<String> {
+    let denied: Vec<(String, PathBuf)> = rules
+        .iter()
+        .filter(|r| r.behavior == RuleBehavior::Deny && tools.contains(&r.rule.tool.as_str()))
+        .filter_map(|r| {
+            let content = r.rule.content.as_deref()?;
+            let program = content
+                .split([' ', ':', '*'])
+                .next()
+                .filter(|p| !p.is_empty())?;
+            let file = program_file(program, cwd)?;
+            Some((base_name(program).to_owned(), file))
+        })
+        .collect();
+    if denied.is_empty() {
+        return Vec::new();
+    }
+    let mut out = Vec::new();
+    for c in &analysis.candidates {
+        let Some(first) = c.command.words.first().filter(|w| w.known) else {
+            continue;
+        };
+        if denied
+            .iter()
+            .any(|(name, _)| name == base_name(&first.text))
+        {
+            continue;
+        }
+        let Some(file) = program_file(&first.text, cwd) else {
+            continue;
+        };
+        for (name, denied_file) in &denied {
+            if same_file(&file, denied_file) {
+                let mut words: Vec<&str> =
+                    c.command.words.iter().map(|w| w.text.as_str()).collect();
+                words[0] = name;
+                out.push(words.join(" "));
+            }
+        }
+    }
+    out
 }
 
 /// Escapes a command for use as exact rule content.
@@ -1037,7 +1116,9 @@ pub fn check_running(
     let of = |b: RuleBehavior| rules.iter().filter(move |r| r.behavior == b);
     let whole = command.trim();
 
-    // 1. Deny: the whole line, then every program in every spelling.
+    // 1. Deny: the whole line, then every program in every spelling, then programs that
+    // are the same file as a denied one under another name.
+    let aliases = same_program_texts(&analysis, &rules, &tools, &ctx.cwd());
     for rule in of(RuleBehavior::Deny) {
         let hit = rule_matches(rule, &tools, whole)
             .then(|| whole.to_owned())
@@ -1048,6 +1129,12 @@ pub fn check_running(
                         .find(|t| rule_matches(rule, &tools, t))
                         .cloned()
                 })
+            })
+            .or_else(|| {
+                aliases
+                    .iter()
+                    .find(|t| rule_matches(rule, &tools, t))
+                    .cloned()
             });
         if let Some(text) = hit {
             return PermissionDecision::deny(format!(

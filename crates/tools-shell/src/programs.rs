@@ -12,7 +12,7 @@
 
 use std::path::Path;
 
-use crate::parse::{SimpleCommand, Word, is_identifier};
+use crate::parse::{SimpleCommand, Word};
 
 /// What one simple command runs besides itself.
 #[derive(Debug, Default)]
@@ -102,11 +102,24 @@ const AWKS: &[&str] = &["awk", "gawk", "mawk", "nawk", "original-awk", "busybox-
 
 /// Editors and tools whose options run their own commands (which can start programs).
 const COMMAND_OPTIONS: &[(&str, &[&str])] = &[
-    ("vi", &["-c", "--cmd", "-S", "+"]),
-    ("vim", &["-c", "--cmd", "-S", "+"]),
-    ("nvim", &["-c", "--cmd", "-S", "+", "-l"]),
-    ("view", &["-c", "--cmd", "-S", "+"]),
-    ("ex", &["-c", "--cmd", "-S", "+"]),
+    (
+        "vi",
+        &["-c", "--cmd", "-S", "+", "-e", "-E", "-s", "-es", "-Es"],
+    ),
+    (
+        "vim",
+        &["-c", "--cmd", "-S", "+", "-e", "-E", "-s", "-es", "-Es"],
+    ),
+    (
+        "nvim",
+        &[
+            "-c", "--cmd", "-S", "+", "-l", "-e", "-E", "-s", "-es", "-Es",
+        ],
+    ),
+    (
+        "view",
+        &["-c", "--cmd", "-S", "+", "-e", "-E", "-s", "-es", "-Es"],
+    ),
     (
         "emacs",
         &[
@@ -155,6 +168,32 @@ const ALWAYS_OPAQUE: &[(&str, &str)] = &[
     ("compgen", "`compgen -C` runs commands"),
     ("fc", "`fc` re-runs commands from the history"),
     ("history", "`history` can re-run commands"),
+    (
+        "ed",
+        "`ed` runs commands read from standard input, `!` included",
+    ),
+    (
+        "ex",
+        "`ex` runs commands read from standard input, `!` included",
+    ),
+    ("dc", "`dc` runs `!` commands"),
+    (
+        "sqlite3",
+        "`sqlite3` runs `.shell` commands from its arguments or input",
+    ),
+    ("mysql", "`mysql` runs `\\!` commands from its input"),
+    ("mariadb", "`mariadb` runs `\\!` commands from its input"),
+    (
+        "psql",
+        "`psql` runs `\\!` commands from its arguments or input",
+    ),
+    ("sftp", "`sftp` runs `!` commands from its input"),
+    ("ftp", "`ftp` runs `!` commands from its input"),
+    ("lftp", "`lftp` runs `!` commands from its input"),
+    ("gdb", "`gdb` runs `shell` commands"),
+    ("lldb", "`lldb` runs `platform shell` commands"),
+    ("expect", "`expect` runs `spawn` and `exec` commands"),
+    ("socat", "`socat` can run `EXEC:` and `SYSTEM:` addresses"),
 ];
 
 /// How a wrapper's words are laid out.
@@ -633,6 +672,8 @@ pub fn unwrap(cmd: &SimpleCommand) -> Unwrapped {
             out.opaque.push("`eval` of computed text".to_owned());
         }
         out.issues.push("`eval`".to_owned());
+    } else if matches!(name, "make" | "gmake" | "bmake") {
+        make(words, name, &mut out);
     } else if name == "trap" {
         trap(words, &mut out);
     } else if name == "source" || name == "." {
@@ -695,8 +736,10 @@ fn wrapper(cmd: &SimpleCommand, spec: &Spec, name: &str, out: &mut Unwrapped) {
         && let Some(mut i) = start
     {
         while let Some(w) = words.get(i) {
+            // env takes every operand with `=` before the command as an assignment, names
+            // bash would not accept included (`BASH_FUNC_f%%=() { … }`).
             match w.text.split_once('=') {
-                Some((n, v)) if is_identifier(n) => {
+                Some((n, v)) if !n.is_empty() => {
                     env_assignments.push((
                         n.to_owned(),
                         Word {
@@ -865,6 +908,33 @@ fn script_file(file: Option<&Word>, name: &str, shell: bool, out: &mut Unwrapped
             if shell {
                 out.script_files.push((w.clone(), format!("`{name}`")));
             }
+        }
+    }
+}
+
+/// `make -f -`, `make -f /dev/stdin` and `make --eval` take their rules (which run shell
+/// commands) from somewhere other than a file in the project.
+fn make(words: &[Word], name: &str, out: &mut Unwrapped) {
+    for (k, w) in words.iter().enumerate().skip(1) {
+        let t = w.text.as_str();
+        let file: Option<(bool, &str)> = if matches!(t, "-f" | "--file" | "--makefile") {
+            words.get(k + 1).map(|f| (f.known, f.text.as_str()))
+        } else {
+            t.strip_prefix("--file=")
+                .or_else(|| t.strip_prefix("--makefile="))
+                .or_else(|| t.strip_prefix("-f").filter(|v| !v.is_empty()))
+                .map(|v| (w.known, v))
+        };
+        if let Some((known, f)) = file
+            && (!known || f == "-" || f.starts_with("/dev/") || f.starts_with("/proc/"))
+        {
+            out.opaque
+                .push(format!("`{name}` reading its rules from standard input"));
+        }
+        if t == "-E" || t == "--eval" || t.starts_with("--eval=") {
+            out.opaque.push(format!(
+                "`{name} --eval` running rules from the command line"
+            ));
         }
     }
 }
@@ -1302,6 +1372,16 @@ fn awk(words: &[Word], name: &str, out: &mut Unwrapped) {
                 if matches!(t, "-l" | "--load") {
                     out.opaque.push(format!("`{name} {t}` loads an extension"));
                 }
+                match words.get(i + 1) {
+                    Some(f)
+                        if f.known
+                            && f.text != "-"
+                            && !f.text.starts_with("/dev/")
+                            && !f.text.starts_with("/proc/") => {}
+                    _ => out.opaque.push(format!(
+                        "`{name} {t}` reading its program from standard input"
+                    )),
+                }
                 i += 2;
             }
             "-e" | "--source" => {
@@ -1484,6 +1564,9 @@ fn option_commands(words: &[Word], name: &str, out: &mut Unwrapped) {
         ("zip", &["-TT", "--unzip-command"]),
         ("sort", &["--compress-program"]),
         ("rg", &["--pre", "--hostname-bin"]),
+        ("nc", &["-e", "-c"]),
+        ("ncat", &["-e", "--exec", "-c", "--sh-exec", "--lua-exec"]),
+        ("netcat", &["-e", "-c"]),
         ("less", &["+"]),
     ];
     if let Some((_, opts)) = table.iter().find(|(n, _)| *n == name) {

@@ -28,6 +28,14 @@ fn verdict(d: &PermissionDecision) -> V {
     }
 }
 
+/// The file a program name runs, from `PATH`.
+fn which(name: &str) -> std::path::PathBuf {
+    std::env::split_paths(&std::env::var_os("PATH").unwrap())
+        .map(|d| d.join(name))
+        .find(|p| p.is_file())
+        .unwrap()
+}
+
 /// The payloads that write `PWN` if bash ever evaluates them.
 const PAYLOADS: &[&str] = &[
     "$(touch PWN)",
@@ -251,6 +259,16 @@ const DYNAMIC: &[&str] = &[
     "find . -exec rm {} +",
     "ls | xargs rm",
     "env $(echo rm) v",
+    "env 'BASH_FUNC_f%%=() { rm v; }' bash -c f",
+    "awk -f /dev/stdin <<< 'BEGIN{system(\"rm v\")}'",
+    "ed -s v <<< $'!rm v\\nq'",
+    "sqlite3 :memory: '.shell rm v'",
+    "socat - EXEC:'rm v'",
+    "nc -e /bin/rm 127.0.0.1 9",
+    "vim -es -c '!rm v' -c q",
+    "echo ${x:=`rm v`}",
+    "GIT_SSH_COMMAND='rm v' git fetch origin",
+    "PAGER='rm v' git log",
 ];
 
 fn deny_variants() -> Vec<String> {
@@ -381,6 +399,33 @@ async fn deny_rules_hold_in_every_mode() {
         if expected == V::Deny {
             assert!(r.is_error, "{cmd:?} ran: {}", r.text());
         }
+        assert!(v.exists(), "{cmd:?} removed v");
+    }
+
+    // A denied program under another name: a copy, a hard link, a symbolic link, made
+    // earlier or on the same line.
+    let rm = which("rm");
+    std::fs::copy(&rm, f.root.join("copied")).unwrap();
+    std::os::unix::fs::symlink(&rm, f.root.join("linked")).unwrap();
+    for cmd in [
+        "./copied v",
+        "./linked v",
+        "cp /bin/rm ./xx; ./xx v",
+        "ln -s /bin/rm ./yy; ./yy v",
+        "install /bin/rm zz && ./zz v",
+        "/proc/self/exe -c 'rm v'",
+        "echo ${x:=`rm v`}",
+        "make -f /dev/stdin <<< $'all:\\n\\trm v'",
+        "make --eval=$'all:\\n\\trm v'",
+    ] {
+        assert_eq!(
+            verdict(&check_command(cmd, &f.ctx, "Bash")),
+            V::Deny,
+            "{cmd:?}"
+        );
+        std::fs::write(&v, "keep").unwrap();
+        let r = f.bash(cmd).await;
+        assert!(r.is_error, "{cmd:?} ran: {}", r.text());
         assert!(v.exists(), "{cmd:?} removed v");
     }
 
