@@ -154,11 +154,17 @@ impl PermissionEngine {
         }
     }
 
-    /// Whether the session started with bypass available, so plan mode behaves like bypass
-    /// for permission checks (reference §3.2).
+    /// Records whether the session started with bypassPermissions available. Unlike the
+    /// reference, this never makes plan mode behave like bypass: plan mode is read-only in
+    /// every session.
     pub fn with_bypass_available(mut self, available: bool) -> Self {
         self.bypass_available = available;
         self
+    }
+
+    /// Whether the session started with bypassPermissions available.
+    pub fn bypass_available(&self) -> bool {
+        self.bypass_available
     }
 
     /// Adds a rule (an "always allow" answer, say).
@@ -413,6 +419,11 @@ impl PermissionEngine {
         if path::is_within(&canonical, &plans) {
             return PermissionDecision::Allow;
         }
+        if ctx.permission_mode() == PermissionMode::Plan {
+            return PermissionDecision::deny(format!(
+                "Plan mode is read-only: {shown} may not be written until the plan is approved. Write the plan to the plan file and call ExitPlanMode."
+            ));
+        }
         if variants.iter().any(|v| path::is_protected(v)) {
             return PermissionDecision::Ask {
                 reason: format!(
@@ -499,6 +510,11 @@ impl PermissionEngine {
                 kind: AskKind::Rule(Box::new(rule)),
             };
         }
+        if ctx.permission_mode() == PermissionMode::Plan
+            && let Some(reason) = plan_mode_refusal(tool, input)
+        {
+            return PermissionDecision::deny(reason);
+        }
         let from_tool = tool.check_permission(input, ctx).await;
         let from_tool = match from_tool {
             PermissionDecision::Ask {
@@ -524,9 +540,9 @@ impl PermissionEngine {
             other => return other,
         };
         let mode = ctx.permission_mode();
-        if mode == PermissionMode::BypassPermissions
-            || (mode == PermissionMode::Plan && self.bypass_available)
-        {
+        // Plan mode never behaves like bypass, even in a session that started in
+        // bypassPermissions (the reference lets it; its users report it as a bug).
+        if mode == PermissionMode::BypassPermissions {
             return PermissionDecision::Allow;
         }
         if self.blanket_rule(tool, RuleBehavior::Allow).is_some() {
@@ -534,6 +550,35 @@ impl PermissionEngine {
         }
         from_tool
     }
+}
+
+/// Why plan mode refuses a call: it is not read-only, needs no person, and is not one of
+/// the tools that keep the session's own plan (todos, tasks, plan mode, questions, agents,
+/// which inherit plan mode). File tools are held by [`PermissionEngine::check_write_path`],
+/// which lets them write the plan file only.
+///
+/// This holds in every session, also one started in bypassPermissions: the reference lets
+/// such a session write in plan mode, which its users report as a bug.
+fn plan_mode_refusal(tool: &dyn Tool, input: &ParsedInput) -> Option<String> {
+    use crate::ToolCategory;
+    if tool.is_read_only(input) || tool.requires_user_interaction() {
+        return None;
+    }
+    if matches!(
+        tool.category(),
+        ToolCategory::FileSystem
+            | ToolCategory::Todo
+            | ToolCategory::Task
+            | ToolCategory::PlanMode
+            | ToolCategory::UserInteraction
+            | ToolCategory::Agent
+    ) {
+        return None;
+    }
+    Some(format!(
+        "Plan mode is read-only: {} would change something, so it is refused until the plan is approved. Explore with read-only tools, write the plan to the plan file and call ExitPlanMode.",
+        tool.name()
+    ))
 }
 
 /// What lies beneath a directory, for the Read deny rules.

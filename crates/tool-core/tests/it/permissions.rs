@@ -249,29 +249,66 @@ fn step_2a_bypass_allows_what_would_ask() {
     );
 }
 
+/// Plan mode is read-only in every session: writes and commands that change something are
+/// refused (not asked), the plan file stays writable, reads are allowed — also in a session
+/// that started in bypassPermissions (unlike the reference).
 #[test]
-fn plan_mode_adds_nothing() {
-    check(
-        Plan,
-        &[],
-        "Shell",
-        json!({"command": "make"}),
-        "no one is available to approve it",
-    );
-    check(
-        Plan,
-        &[],
-        "Files",
-        json!({"path": "{dir}/src/a.rs", "write": true}),
-        "no one is available",
-    );
-    check(
-        Plan,
-        &[],
-        "Files",
-        json!({"path": "{dir}/src/a.rs"}),
-        "allow",
-    );
+fn plan_mode_is_read_only() {
+    for rules in [&[][..], &[("allow", "Shell"), ("allow", "Files")][..]] {
+        check(
+            Plan,
+            rules,
+            "Shell",
+            json!({"command": "make"}),
+            "Plan mode is read-only",
+        );
+        check(
+            Plan,
+            rules,
+            "Files",
+            json!({"path": "{dir}/src/a.rs", "write": true}),
+            "Plan mode is read-only",
+        );
+        check(
+            Plan,
+            rules,
+            "Files",
+            json!({"path": "{dir}/src/a.rs"}),
+            "allow",
+        );
+        check(
+            Plan,
+            rules,
+            "Files",
+            json!({"path": "{dir}/.state/plans/test.md", "write": true}),
+            "allow",
+        );
+    }
+    // A bypass session that entered plan mode.
+    let (_guard, dir) = tmp();
+    let ctx = context(&dir, BypassPermissions, &[]);
+    ctx.set_permission_mode(Plan);
+    let rt = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .unwrap();
+    for (tool, input) in [
+        ("Shell", json!({"command": "make"})),
+        (
+            "Files",
+            json!({"path": format!("{}/x", dir.display()), "write": true}),
+        ),
+    ] {
+        let got = rt.block_on(outcome(&ctx, tool, input));
+        assert!(
+            got.as_ref()
+                .is_err_and(|e| e.contains("Plan mode is read-only")),
+            "{tool}: {got:?}"
+        );
+    }
+    ctx.set_permission_mode(BypassPermissions);
+    let got = rt.block_on(outcome(&ctx, "Shell", json!({"command": "make"})));
+    assert!(got.is_ok(), "{got:?}");
 }
 
 #[test]
