@@ -122,8 +122,8 @@ pub use summariser::Summariser;
 pub use tool::{ParsedInput, Tool, ToolCategory, Typed, TypedTool, ValidationResult};
 pub use trust::{
     Approval, FileReview, MCP_JSON, McpApproval, TRUST_FILE, TrustReport, TrustStore, Withheld,
-    is_person_only_setting, is_project_source, narrow, review_mcp_json, review_settings,
-    sha256_hex, shell_quote,
+    is_person_only_setting, is_project_source, is_state_config, narrow, review_mcp_json,
+    review_settings, sha256_hex, shell_quote, state_config_files,
 };
 
 /// Re-exported so tools and hosts name the same token type.

@@ -57,6 +57,22 @@ pub fn is_person_only_setting(key: &str) -> bool {
         || key == "permissions.disableBypassPermissionsMode"
 }
 
+/// Whether `path` is one of the files of the state directory `state_dir` that decide what
+/// sessions may do without asking: the user settings and the approvals of project files.
+/// No tool should write these (the Write and Edit checks and the sandbox's read-only paths
+/// can use this; a state directory named `.agent-tools` is protected by name already).
+pub fn is_state_config(path: &Path, state_dir: &Path) -> bool {
+    let path = crate::path::canonicalize_lenient(path);
+    let dir = crate::path::canonicalize_lenient(state_dir);
+    state_config_files(&dir).contains(&path)
+}
+
+/// The files of `state_dir` that decide what sessions may do: `settings.json` and
+/// [`TRUST_FILE`].
+pub fn state_config_files(state_dir: &Path) -> [PathBuf; 2] {
+    [state_dir.join("settings.json"), state_dir.join(TRUST_FILE)]
+}
+
 /// Whether a settings source lives inside the project, where anyone may have written it.
 pub fn is_project_source(kind: RuleSourceKind) -> bool {
     matches!(
@@ -888,6 +904,30 @@ mod tests {
         for key in ["model", "sandboxes", "permissions.allowX", "lsp.py"] {
             assert!(!is_person_only_setting(key), "{key}");
         }
+    }
+
+    #[test]
+    fn state_config_files_are_recognised_through_any_spelling() -> std::io::Result<()> {
+        let dir = tempfile::tempdir()?;
+        let state = dir.path().join("state");
+        std::fs::create_dir(&state)?;
+        std::os::unix::fs::symlink(&state, dir.path().join("link"))?;
+        let check = |path: PathBuf, expected: bool| {
+            assert_eq!(
+                is_state_config(&path, &state),
+                expected,
+                "{}",
+                path.display()
+            );
+        };
+        check(state.join("settings.json"), true);
+        check(state.join("trust.json"), true);
+        check(state.join("x/../trust.json"), true);
+        check(dir.path().join("link/settings.json"), true);
+        check(state.join("settings.local.json"), false);
+        check(state.join("agents/trust.json"), false);
+        check(dir.path().join("settings.json"), false);
+        Ok(())
     }
 
     #[test]
