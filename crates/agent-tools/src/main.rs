@@ -97,9 +97,12 @@ enum Command {
         allowed_hosts: Vec<String>,
     },
     /// Review and approve the project's own settings and MCP servers
-    /// (.agent-tools/settings.json, .agent-tools/settings.local.json, .mcp.json). Until a
-    /// person approves their exact content, sessions ignore what they would widen (allow
-    /// rules, wider modes, sandbox changes, programs to run) and start none of their servers
+    ///
+    /// The files are .agent-tools/settings.json, .agent-tools/settings.local.json and
+    /// .mcp.json. Until a person approves their exact content, sessions ignore what they
+    /// would widen (allow rules, wider modes, sandbox changes, programs to run, hosts to
+    /// contact) and start none of their servers; approvals are kept in the state directory
+    /// (trust.json), and a changed file needs approval again.
     Trust {
         /// Approve without asking (for scripts)
         #[arg(long, conflicts_with_all = ["revoke", "show"])]
