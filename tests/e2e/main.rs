@@ -11,6 +11,7 @@ mod cli;
 mod permissions;
 mod serve;
 mod shell;
+mod trust;
 
 use std::io::Write;
 use std::path::{Path, PathBuf};
@@ -128,6 +129,12 @@ impl Project {
     /// The state directory given as `AGENT_TOOLS_HOME`.
     pub fn home(&self) -> &Path {
         self.home.path()
+    }
+
+    /// Approves the project's own files as they are now (`agent-tools trust --yes`), as a
+    /// person would before a test that needs their MCP servers or wider settings.
+    pub fn trust(&self) {
+        self.run(&["trust", "--yes"], None).assert_code(0);
     }
 
     /// Makes the project a git repository.

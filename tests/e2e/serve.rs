@@ -427,6 +427,7 @@ fn project_with_fake_server() -> (Project, PathBuf) {
     let config = json!({"mcpServers": {"fake": {"command": "python3", "args": [script, log],
         "env": {"FAKE_TOOLS": r#"[{"name": "Read"}]"#}}}});
     std::fs::write(project.root().join(".mcp.json"), config.to_string()).unwrap();
+    project.trust();
     (project, log)
 }
 
@@ -488,6 +489,7 @@ fn mcp_json_servers_join_the_pool_after_the_built_ins() {
 #[test]
 fn a_broken_mcp_json_is_reported_and_the_built_ins_still_work() {
     let project = Project::new(&[".mcp.json = {\"mcpServers\": {\"x\": {}}}"]);
+    project.trust();
     let run = project.run(&["list"], None);
     run.assert_code(0);
     assert!(run.stdout.lines().any(|n| n == "Glob"), "{run:#?}");
@@ -549,6 +551,7 @@ fn project_with_dynamic_server(peers: &Path) -> Project {
     let config = json!({"mcpServers": {"dyn": {"command": "python3", "args": [script, "stdio"],
         "env": {"PYTHONPATH": peers.join("py")}}}});
     std::fs::write(project.root().join(".mcp.json"), config.to_string()).unwrap();
+    project.trust();
     project
 }
 
@@ -875,6 +878,7 @@ fn an_https_server_is_trusted_through_ca_cert_file_only() {
     let config =
         json!({"mcpServers": {"secure": {"type": "http", "url": server.url, "caCertFile": ca}}});
     std::fs::write(project.root().join(".mcp.json"), config.to_string()).unwrap();
+    project.trust();
     let run = project.run(
         &[
             "call",
@@ -892,6 +896,7 @@ fn an_https_server_is_trusted_through_ca_cert_file_only() {
     // why, and what to set.
     let config = json!({"mcpServers": {"secure": {"type": "http", "url": server.url}}});
     std::fs::write(project.root().join(".mcp.json"), config.to_string()).unwrap();
+    project.trust();
     let run = project.run(&["list"], None);
     run.assert_code(0);
     assert!(run.stdout.lines().any(|n| n == "Read"), "{run:#?}");

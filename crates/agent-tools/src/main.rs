@@ -1,5 +1,6 @@
 //! `agent-tools`: run any tool of the pool from a shell (`list`, `schema`, `call`, `batch`),
-//! or serve the whole pool as an MCP server (`serve`).
+//! serve the whole pool as an MCP server (`serve`), or approve the project's own settings
+//! and MCP servers (`trust`).
 //!
 //! The binary is thin: it parses arguments, loads settings through the registry, runs calls
 //! through tool-core's one execution path and prints results as JSON lines. Exit status of
@@ -14,6 +15,7 @@ use clap::{Args, Parser, Subcommand};
 use registry::{SessionOptions, ToolRegistry, build_context};
 use serde_json::{Value, json};
 mod serve;
+mod trust;
 
 use tool_core::{
     CallResult, Dialect, PermissionMode, ToolCall, ToolContext, ToolError, ToolPool, error_result,
@@ -94,6 +96,24 @@ enum Command {
         #[arg(long = "allowed-host", value_name = "HOST", requires = "http")]
         allowed_hosts: Vec<String>,
     },
+    /// Review and approve the project's own settings and MCP servers
+    ///
+    /// The files are .agent-tools/settings.json, .agent-tools/settings.local.json and
+    /// .mcp.json. Until a person approves their exact content, sessions ignore what they
+    /// would widen (allow rules, wider modes, sandbox changes, programs to run, hosts to
+    /// contact) and start none of their servers; approvals are kept in the state directory
+    /// (trust.json), and a changed file needs approval again.
+    Trust {
+        /// Approve without asking (for scripts)
+        #[arg(long, conflicts_with_all = ["revoke", "show"])]
+        yes: bool,
+        /// Forget this project's approvals
+        #[arg(long, conflicts_with = "show")]
+        revoke: bool,
+        /// Only show the files, whether they are approved and what they would add
+        #[arg(long)]
+        show: bool,
+    },
 }
 
 fn parse_dialect(s: &str) -> std::result::Result<Dialect, String> {
@@ -165,12 +185,12 @@ struct Session {
     mcp: Option<std::sync::Arc<tools_mcp::McpManager>>,
 }
 
-async fn session(args: &SessionArgs) -> Result<Session> {
+fn session_options(args: &SessionArgs) -> Result<SessionOptions> {
     let cwd = match &args.cwd {
         Some(dir) => dir.clone(),
         None => std::env::current_dir().context("cannot read the current directory")?,
     };
-    let options = SessionOptions {
+    Ok(SessionOptions {
         cwd,
         mode: args.mode,
         allow: args.allow.clone(),
@@ -178,11 +198,24 @@ async fn session(args: &SessionArgs) -> Result<Session> {
         ask: args.ask.clone(),
         settings_file: args.settings.clone(),
         state_dir: None,
-    };
-    let ctx = build_context(&options).map_err(|e| match e {
+    })
+}
+
+/// A session error as the command line reports it: a bad `--cwd` is a usage error.
+fn session_error(e: ToolError) -> anyhow::Error {
+    match e {
         ToolError::Io { path, source } => usage(format!("--cwd {}: {source}", path.display())),
         other => anyhow::Error::new(other),
-    })?;
+    }
+}
+
+async fn session(args: &SessionArgs) -> Result<Session> {
+    let options = session_options(args)?;
+    let ctx = build_context(&options).map_err(session_error)?;
+    // Once per session: what of the project's own files was ignored, and how to approve it.
+    if let Some(notice) = registry::trust_report(&ctx).and_then(|r| r.notice()) {
+        eprintln!("agent-tools: {notice}");
+    }
     let (mcp, _mcp_tools) = match registry::start_mcp_servers(&ctx).await {
         Ok(started) => started,
         Err(e) => {
@@ -220,6 +253,10 @@ pub(crate) fn catalog(pool: &LivePool) -> tools_agent::ToolCatalog {
 }
 
 async fn run(cli: Cli) -> Result<ExitCode> {
+    // `trust` reviews the project's files; it starts no session and no server.
+    if let Command::Trust { yes, revoke, show } = cli.command {
+        return tokio::task::block_in_place(|| trust::run(&cli.session, yes, revoke, show));
+    }
     let Session {
         ctx,
         pool,
@@ -235,6 +272,7 @@ async fn run(cli: Cli) -> Result<ExitCode> {
             http,
             allowed_hosts,
         } => serve::serve(pool, ctx, options, mcp.clone(), http, allowed_hosts).await,
+        Command::Trust { .. } => Err(anyhow!("`trust` runs without a session")),
     };
     if let Some(manager) = mcp {
         manager.shutdown().await;

@@ -7,9 +7,14 @@
 //!   stability) and assembles a [`tool_core::ToolPool`]: built-ins first, then MCP tools
 //!   sorted by name; an MCP tool can never take a built-in's name or alias; tools with a
 //!   blanket deny rule and disabled tools are left out (the design's §7.4).
-//! - [`SessionOptions`] and [`build_context`] load the settings files of DESIGN.md §5
-//!   (user, project, local, `--settings`) plus command-line rules and mode into a
-//!   [`tool_core::ToolContext`].
+//! - [`SessionOptions`] and [`build_context`] load the settings files (user
+//!   `<state dir>/settings.json`, project `.agent-tools/settings.json`, local
+//!   `.agent-tools/settings.local.json`, `--settings`) plus command-line rules and mode into
+//!   a [`tool_core::ToolContext`].
+//! - Project files are inert until a person approves them: until then only the parts of
+//!   `.agent-tools/settings*.json` that restrict the session apply, and `.mcp.json` servers
+//!   do not start (unless the user settings enable them). [`trust_report`] says what a
+//!   session ignored, [`review_project`] and [`approve_project`] are `agent-tools trust`.
 //!
 //! # Features
 //!
@@ -49,7 +54,10 @@ use std::sync::{Arc, OnceLock};
 
 use tool_core::{PermissionEngine, Tool, ToolPool};
 
-pub use session::{SessionOptions, build_context, settings_paths};
+pub use session::{
+    SessionOptions, approve_project, build_context, review_project, revoke_project, settings_paths,
+    trust_report,
+};
 
 /// Assembles tool pools (the design's `ToolRegistry`).
 #[derive(Default)]
@@ -108,9 +116,11 @@ fn compiled_tools() -> Vec<Arc<dyn Tool>> {
     tools
 }
 
-/// Starts the MCP servers of the session's `.mcp.json` (DESIGN.md §5): returns their manager
-/// (also stored in the context's services, where the MCP resource tools find it) and their
-/// tools, ready for [`ToolRegistry::pool`]. Without a `.mcp.json` nothing starts.
+/// Starts the MCP servers of the session's `.mcp.json` that a person approved (see
+/// [`tools_mcp::load_project_config`]): returns their manager (also stored in the context's
+/// services, where the MCP resource tools find it) and their tools, ready for
+/// [`ToolRegistry::pool`]. Without a `.mcp.json`, or without an approved server, nothing
+/// starts.
 #[cfg(feature = "mcp")]
 pub async fn start_mcp_servers(
     ctx: &tool_core::ToolContext,

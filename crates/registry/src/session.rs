@@ -1,12 +1,13 @@
-//! Building a session context from the settings files of DESIGN.md §5 and command-line
-//! options.
+//! Building a session context from the settings files and command-line options, with the
+//! project's own files applied only as far as a person approved them.
 
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
 use tool_core::{
-    PermissionEngine, PermissionMode, PermissionRule, RuleBehavior, RuleSource, RuleSourceKind,
-    SettingsLayer, SourcedRule, ToolContext, ToolError, default_state_dir,
+    Approval, PermissionEngine, PermissionMode, PermissionRule, RuleBehavior, RuleSource,
+    RuleSourceKind, SettingsLayer, SourcedRule, ToolContext, ToolError, TrustReport, TrustStore,
+    default_state_dir, is_project_source, review_settings,
 };
 
 /// What a host knows before a session starts.
@@ -54,14 +55,9 @@ pub fn settings_paths(
     paths
 }
 
-/// Loads the settings files and builds the session context: rules from every file and from
-/// the command line, the mode (command line, else the last file that sets one, else
-/// `default`), additional directories, and the loaded layers as a service
-/// (`Arc<Vec<SettingsLayer>>`) for tools that read other sections.
-///
-/// Errors name the file or option at fault: a missing `--settings` file, invalid JSON, a
-/// bypass mode that settings disable, a missing working directory.
-pub fn build_context(options: &SessionOptions) -> Result<ToolContext, ToolError> {
+/// The canonical working directory of `options`; an error when it is missing or not a
+/// directory.
+fn session_dir(options: &SessionOptions) -> Result<PathBuf, ToolError> {
     let cwd_meta = std::fs::metadata(&options.cwd).map_err(|e| ToolError::io(&options.cwd, e))?;
     if !cwd_meta.is_dir() {
         return Err(ToolError::respond(format!(
@@ -69,29 +65,138 @@ pub fn build_context(options: &SessionOptions) -> Result<ToolContext, ToolError>
             options.cwd.display()
         )));
     }
-    let cwd = options
+    options
         .cwd
         .canonicalize()
-        .map_err(|e| ToolError::io(&options.cwd, e))?;
+        .map_err(|e| ToolError::io(&options.cwd, e))
+}
+
+/// Reads the settings files of a session in `cwd` (canonical), lowest precedence first.
+/// Files inside the project are reviewed against the approvals of `state_dir`: an approved
+/// file applies whole, any other only in the parts that restrict the session. Returns the
+/// layers in effect and the review of every project file present, `.mcp.json` included.
+fn load_layers(
+    options: &SessionOptions,
+    cwd: &Path,
+    state_dir: &Path,
+) -> Result<(Vec<SettingsLayer>, TrustReport), ToolError> {
+    let store = TrustStore::in_state_dir(state_dir);
+    let mut report = TrustReport {
+        project: cwd.to_path_buf(),
+        files: Vec::new(),
+    };
+    let options = SessionOptions {
+        cwd: cwd.to_path_buf(),
+        ..options.clone()
+    };
+    let mut layers: Vec<SettingsLayer> = Vec::new();
+    for (kind, path) in settings_paths(&options, state_dir) {
+        let bytes = match std::fs::read(&path) {
+            Ok(bytes) => bytes,
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
+                if kind == RuleSourceKind::FlagSettings {
+                    return Err(ToolError::Settings {
+                        path,
+                        message: "the file does not exist".to_owned(),
+                    });
+                }
+                continue;
+            }
+            Err(e) => {
+                return Err(ToolError::Settings {
+                    path,
+                    message: e.to_string(),
+                });
+            }
+        };
+        let text = std::str::from_utf8(&bytes).map_err(|e| ToolError::Settings {
+            path: path.clone(),
+            message: format!("not UTF-8 text: {e}"),
+        })?;
+        let layer = SettingsLayer::parse(kind, &path, text)?;
+        if is_project_source(kind) {
+            let (effective, review) = review_settings(cwd, layer, &bytes, &layers, &store)?;
+            report.files.push(review);
+            layers.push(effective);
+        } else {
+            layers.push(layer);
+        }
+    }
+    #[cfg(feature = "mcp")]
+    {
+        let path = cwd.join(tool_core::MCP_JSON);
+        match std::fs::read(&path) {
+            Ok(bytes) => report
+                .files
+                .push(tool_core::review_mcp_json(cwd, &bytes, &store, &layers)?),
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => {}
+            Err(e) => return Err(ToolError::io(&path, e)),
+        }
+    }
+    Ok((layers, report))
+}
+
+/// Reviews the project files of a session in `options.cwd` without starting one: for each
+/// file present, whether a person approved its content and what it adds beyond what
+/// always applies. This is what `agent-tools trust` shows.
+pub fn review_project(options: &SessionOptions) -> Result<TrustReport, ToolError> {
+    let cwd = session_dir(options)?;
+    let state_dir = options.state_dir.clone().unwrap_or_else(default_state_dir);
+    load_layers(options, &cwd, &state_dir).map(|(_, report)| report)
+}
+
+/// Records a person's approval of every file of `report` not approved yet, with the content
+/// that was reviewed (a file changed since the review stays unapproved). Returns the files
+/// approved now.
+pub fn approve_project(report: &TrustReport, state_dir: &Path) -> Result<Vec<PathBuf>, ToolError> {
+    let store = TrustStore::in_state_dir(state_dir);
+    let mut approved = Vec::new();
+    for file in report
+        .files
+        .iter()
+        .filter(|f| f.status != Approval::Approved)
+    {
+        store.approve(&report.project, &file.name, &file.sha256)?;
+        approved.push(file.path.clone());
+    }
+    Ok(approved)
+}
+
+/// Forgets every approval of the project in `options.cwd`; returns the file names that had
+/// one.
+pub fn revoke_project(options: &SessionOptions) -> Result<Vec<String>, ToolError> {
+    let cwd = session_dir(options)?;
+    let state_dir = options.state_dir.clone().unwrap_or_else(default_state_dir);
+    TrustStore::in_state_dir(&state_dir).revoke(&cwd)
+}
+
+/// What the session of `ctx` ignored of the project's files ([`build_context`] records
+/// it); hosts show its [`TrustReport::notice`] to the person running them.
+pub fn trust_report(ctx: &ToolContext) -> Option<Arc<TrustReport>> {
+    ctx.services().get::<Arc<TrustReport>>()
+}
+
+/// Loads the settings files and builds the session context: rules from every file and from
+/// the command line, the mode (command line, else the last file that sets one, else
+/// `default`), additional directories, and the loaded layers as a service
+/// (`Arc<Vec<SettingsLayer>>`) for tools that read other sections.
+///
+/// Files inside the project (`.agent-tools/settings.json`, `.agent-tools/settings.local.json`)
+/// may have been written by anyone, so until a person approves their exact content
+/// (`agent-tools trust`, see [`approve_project`]) only the parts that restrict the session
+/// apply; the rest is recorded in a [`TrustReport`] service ([`trust_report`]). The user
+/// settings, the `--settings` file and the command line apply whole.
+///
+/// Errors name the file or option at fault: a missing `--settings` file, invalid JSON, a
+/// bypass mode that settings disable, a missing working directory.
+pub fn build_context(options: &SessionOptions) -> Result<ToolContext, ToolError> {
+    let cwd = session_dir(options)?;
     let options = SessionOptions {
         cwd: cwd.clone(),
         ..options.clone()
     };
     let state_dir = options.state_dir.clone().unwrap_or_else(default_state_dir);
-
-    let mut layers = Vec::new();
-    for (kind, path) in settings_paths(&options, &state_dir) {
-        match SettingsLayer::load(kind, &path)? {
-            Some(layer) => layers.push(layer),
-            None if kind == RuleSourceKind::FlagSettings => {
-                return Err(ToolError::Settings {
-                    path,
-                    message: "the file does not exist".to_owned(),
-                });
-            }
-            None => {}
-        }
-    }
+    let (layers, report) = load_layers(&options, &cwd, &state_dir)?;
 
     let mut rules: Vec<SourcedRule> = layers.iter().flat_map(SettingsLayer::rules).collect();
     let cli = RuleSource {
@@ -202,5 +307,8 @@ pub fn build_context(options: &SessionOptions) -> Result<ToolContext, ToolError>
             builder = builder.service(Arc::new(prompter) as Arc<dyn tools_agent::QuestionPrompter>);
         }
     }
-    Ok(builder.service(Arc::new(layers)).build())
+    Ok(builder
+        .service(Arc::new(layers))
+        .service(Arc::new(report))
+        .build())
 }

@@ -85,6 +85,7 @@ mod schema;
 mod settings;
 mod summariser;
 mod tool;
+mod trust;
 
 pub use budget::{
     ERROR_TEXT_CAP, PERSIST_THRESHOLD_CAP, PREVIEW_BYTES, apply_budget, cut_middle, format_size,
@@ -122,6 +123,11 @@ pub use schema::{
 pub use settings::{PermissionSettings, Settings, SettingsLayer};
 pub use summariser::Summariser;
 pub use tool::{ParsedInput, Tool, ToolCategory, Typed, TypedTool, ValidationResult};
+pub use trust::{
+    Approval, FileReview, MCP_JSON, McpApproval, TRUST_FILE, TrustReport, TrustStore, Withheld,
+    is_person_only_setting, is_project_source, is_state_config, narrow, review_mcp_json,
+    review_settings, sha256_hex, shell_quote, state_config_files,
+};
 
 /// Re-exported so tools and hosts name the same token type.
 pub use tokio_util::sync::CancellationToken;

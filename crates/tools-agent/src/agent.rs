@@ -1201,10 +1201,11 @@ impl TypedTool for Agent {
         let background = input.run_in_background.unwrap_or(false) || team.is_some();
         let all = available_tools(ctx);
         let mut tools = tools_for_agent(&definition, &all, background);
-        let mode = input
-            .mode
-            .map(AgentMode::permission_mode)
-            .or(definition.permission_mode);
+        // A definition's mode never widens the caller's: project agent files may have been
+        // written by anyone, and `mode` in the input is held to the same rule.
+        let mode = input.mode.map(AgentMode::permission_mode).or(definition
+            .permission_mode
+            .filter(|m| permissiveness(*m) <= permissiveness(ctx.permission_mode())));
         if team.is_some() {
             // Teammates also talk to the team and share its task list; one that starts in
             // plan mode sends its plan to the lead with ExitPlanMode.

@@ -1,5 +1,7 @@
-//! Config: read and set this project's settings in `.agent-tools/settings.json`
-//! (reference §4.20, with this project's keys).
+//! Config: read and set this project's settings in `.agent-tools/settings.json`, with this
+//! project's keys. The sandbox and the permission mode can be read but never written: only
+//! a person changes them (in a settings file or on the command line), so a model cannot
+//! widen its own session or the next one, in any mode.
 
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
@@ -10,7 +12,7 @@ use serde::{Deserialize, Serialize};
 use serde_json::{Map, Value};
 use tool_core::{
     AskKind, PermissionDecision, SettingsLayer, ToolCategory, ToolContext, ToolError, ToolResult,
-    TypedTool, ValidationResult,
+    TrustReport, TypedTool, ValidationResult, is_person_only_setting,
 };
 
 use crate::store::write_atomic;
@@ -176,6 +178,18 @@ fn unknown(setting: &str) -> String {
     )
 }
 
+/// The refusal of a write to a setting only a person may change.
+pub fn person_only(key: &str) -> String {
+    let how = if key == "permissions.defaultMode" {
+        "in a settings file (~/.agent-tools/settings.json, or a file passed with --settings) or with --mode on the command line"
+    } else {
+        "in a settings file (~/.agent-tools/settings.json, or a file passed with --settings)"
+    };
+    format!(
+        "{key} can only be changed by a person, not by a tool: it decides what sessions may do without asking. Reading it is allowed; to change it, ask the user to set it {how}."
+    )
+}
+
 fn get_path<'a>(root: &'a Value, key: &str) -> Option<&'a Value> {
     key.split('.').try_fold(root, |v, part| v.get(part))
 }
@@ -243,7 +257,7 @@ impl TypedTool for Config {
     }
     async fn description(&self, _input: Option<&ConfigInput>) -> String {
         let mut text = String::from(
-            "Read or change a setting of this project (.agent-tools/settings.json). Omit `value` to read the current value; give `value` to change it (the user is asked first).\n\nSupported settings:",
+            "Read or change a setting of this project (.agent-tools/settings.json). Omit `value` to read the current value; give `value` to change it (the user is asked first). The sandbox and permission settings can only be read: only the user can change them.\n\nSupported settings:",
         );
         for s in SETTINGS {
             let values = match s.kind {
@@ -251,7 +265,12 @@ impl TypedTool for Config {
                 SettingKind::Options(o) => o.join(" | "),
                 SettingKind::Word => "a name".to_owned(),
             };
-            text.push_str(&format!("\n- {}: {} ({values})", s.key, s.about));
+            let read_only = if is_person_only_setting(s.key) {
+                "; read-only"
+            } else {
+                ""
+            };
+            text.push_str(&format!("\n- {}: {} ({values}{read_only})", s.key, s.about));
         }
         text
     }
@@ -265,6 +284,9 @@ impl TypedTool for Config {
         let Some(spec) = spec(input.setting.trim()) else {
             return ValidationResult::invalid(unknown(&input.setting));
         };
+        if input.value.is_some() && is_person_only_setting(spec.key) {
+            return ValidationResult::invalid(person_only(spec.key));
+        }
         if let Some(value) = &input.value
             && let Err(message) = normalise(spec, value)
         {
@@ -280,21 +302,18 @@ impl TypedTool for Config {
         let (Some(value), Some(spec)) = (&input.value, spec(input.setting.trim())) else {
             return PermissionDecision::Allow;
         };
+        // Unlike the reference, no mode lets a tool change the sandbox or the permission
+        // mode (validation refuses first; this holds for callers that skip it).
+        if is_person_only_setting(spec.key) {
+            return PermissionDecision::deny(person_only(spec.key));
+        }
         let shown = normalise(spec, value)
             .map(|v| show(&v))
             .unwrap_or_else(|_| format!("{value:?}"));
-        let reason = format!("Set {} to {shown}", spec.key);
-        // Permission settings change what the agent may do: unlike the reference, a model in
-        // bypassPermissions mode may not change them without a person.
-        let kind = if spec.key.starts_with("permissions.") {
-            AskKind::SafetyCheck
-        } else {
-            AskKind::Default
-        };
         PermissionDecision::Ask {
-            reason,
+            reason: format!("Set {} to {shown}", spec.key),
             suggestions: Vec::new(),
-            kind,
+            kind: AskKind::Default,
         }
     }
     async fn call(
@@ -313,10 +332,18 @@ impl TypedTool for Config {
                 Some(v) => (Some(v), Some(file)),
                 None => effective(ctx, spec.key).map_or((None, None), |(v, p)| (Some(v), Some(p))),
             };
-            let text = match (&value, &from) {
+            let mut text = match (&value, &from) {
                 (Some(v), Some(p)) => format!("{} = {} (from {})", spec.key, show(v), p.display()),
                 _ => format!("{} is not set", spec.key),
             };
+            if let (Some(p), Some(report)) = (&from, ctx.services().get::<Arc<TrustReport>>())
+                && report.is_ignored(p, spec.key)
+            {
+                text.push_str(&format!(
+                    "; not applied: the file is not approved, and only a person can approve it ({})",
+                    report.approve_command()
+                ));
+            }
             return Ok(ToolResult::ok(ConfigOutput {
                 success: true,
                 operation: "get".to_owned(),
@@ -327,6 +354,9 @@ impl TypedTool for Config {
             })
             .with_text(text));
         };
+        if is_person_only_setting(spec.key) {
+            return Err(ToolError::respond(person_only(spec.key)));
+        }
         let new_value = normalise(spec, &value).map_err(ToolError::respond)?;
         set_path(&mut root, spec.key, new_value.clone()).map_err(ToolError::respond)?;
         let mut text = serde_json::to_string_pretty(&root)
@@ -336,13 +366,7 @@ impl TypedTool for Config {
         SettingsLayer::parse(tool_core::RuleSourceKind::ProjectSettings, &file, &text)
             .map_err(|e| ToolError::respond(e.to_string()))?;
         write_atomic(&file, text.as_bytes())?;
-        let mut message = format!("Set {} to {}", spec.key, show(&new_value));
-        if spec.key == "permissions.defaultMode" {
-            message.push_str(&format!(
-                ". New sessions start in this mode; this session stays in {} mode.",
-                ctx.permission_mode()
-            ));
-        }
+        let message = format!("Set {} to {}", spec.key, show(&new_value));
         Ok(ToolResult::ok(ConfigOutput {
             success: true,
             operation: "set".to_owned(),

@@ -1,5 +1,6 @@
 //! `.mcp.json`: the MCP servers of a project, in the format Claude Code and other clients use
-//! (`{"mcpServers": {name: {command, args, env} | {type: "http", url, headers}}}`).
+//! (`{"mcpServers": {name: {command, args, env} | {type: "http", url, headers}}}`). Its
+//! servers start only once a person approved them ([`load_project_config`]).
 //!
 //! Strings may use `${VAR}` and `${VAR:-default}`; an HTTP server's bearer token comes from
 //! the environment variable named by `bearerTokenEnvVar` (never from the file itself).
@@ -12,11 +13,12 @@
 
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
+use std::sync::Arc;
 use std::time::Duration;
 
 use serde::Deserialize;
 use serde_json::Value;
-use tool_core::ToolError;
+use tool_core::{MCP_JSON, McpApproval, SettingsLayer, ToolContext, ToolError, TrustStore};
 
 /// How long a server may take to start and list its tools (the reference's `MCP_TIMEOUT`).
 pub const DEFAULT_STARTUP_TIMEOUT: Duration = Duration::from_secs(30);
@@ -145,6 +147,19 @@ pub fn parse_config(
     };
     let file: RawFile =
         serde_json::from_str(text).map_err(|e| bad(format!("not a valid .mcp.json: {e}")))?;
+    parse_servers(file, path, root, lookup)
+}
+
+fn parse_servers(
+    file: RawFile,
+    path: &Path,
+    root: &Path,
+    lookup: &dyn Fn(&str) -> Option<String>,
+) -> Result<Vec<ServerConfig>, ToolError> {
+    let bad = |message: String| ToolError::Settings {
+        path: path.to_path_buf(),
+        message,
+    };
     let startup_default = env_duration("MCP_TIMEOUT").unwrap_or(DEFAULT_STARTUP_TIMEOUT);
     let call_default = env_duration("MCP_TOOL_TIMEOUT").unwrap_or(DEFAULT_CALL_TIMEOUT);
     let mut servers = Vec::new();
@@ -239,15 +254,41 @@ pub fn parse_config(
     Ok(servers)
 }
 
-/// Reads `<root>/.mcp.json`; no file means no servers.
-pub fn load_project_config(root: &Path) -> Result<Vec<ServerConfig>, ToolError> {
-    let path = root.join(".mcp.json");
-    let text = match std::fs::read_to_string(&path) {
-        Ok(text) => text,
+/// Reads the `.mcp.json` of the session's project (its original working directory) and
+/// returns the servers that may start; no file means no servers.
+///
+/// The file is part of the project, so anyone may have written it: a server starts only
+/// when a person approved the file's exact content (`agent-tools trust`, recorded in the
+/// state directory) or the session's settings enable it (`enabledMcpjsonServers`,
+/// `enableAllProjectMcpServers` in the user settings, a `--settings` file or an approved
+/// project file), and never when `disabledMcpjsonServers` names it. The settings are the
+/// context's `Arc<Vec<SettingsLayer>>` service; without one only approvals count. Servers
+/// that may not start are left out before their entries are read, so a mistake in one of
+/// them is no error.
+pub fn load_project_config(ctx: &ToolContext) -> Result<Vec<ServerConfig>, ToolError> {
+    let root = ctx.original_cwd();
+    let path = root.join(MCP_JSON);
+    let bytes = match std::fs::read(&path) {
+        Ok(bytes) => bytes,
         Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(Vec::new()),
         Err(e) => return Err(ToolError::io(&path, e)),
     };
-    parse_config(&text, &path, root, &|name| std::env::var(name).ok())
+    let layers = ctx.services().get::<Arc<Vec<SettingsLayer>>>();
+    let approval = McpApproval::new(
+        root,
+        &bytes,
+        &TrustStore::in_state_dir(ctx.state_dir()),
+        layers.as_deref().map_or(&[], Vec::as_slice),
+    )?;
+    let bad = |message: String| ToolError::Settings {
+        path: path.clone(),
+        message,
+    };
+    let text = std::str::from_utf8(&bytes).map_err(|e| bad(format!("not UTF-8 text: {e}")))?;
+    let mut file: RawFile =
+        serde_json::from_str(text).map_err(|e| bad(format!("not a valid .mcp.json: {e}")))?;
+    file.mcp_servers.retain(|name, _| approval.allows(name));
+    parse_servers(file, &path, root, &|name| std::env::var(name).ok())
 }
 
 #[cfg(test)]

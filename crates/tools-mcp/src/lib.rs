@@ -11,7 +11,9 @@
 //!   ([`ElicitationPrompter`]); when it offers sampling, WebFetch's summariser uses it
 //!   ([`SamplingSummariser`]).
 //!
-//! - [`McpManager`] connects the servers of `.mcp.json` ([`load_project_config`]) and turns
+//! - [`McpManager`] connects the servers of `.mcp.json` that a person approved
+//!   ([`load_project_config`]: `agent-tools trust`, or `enabledMcpjsonServers` /
+//!   `enableAllProjectMcpServers` in the user settings) and turns
 //!   each server tool into a pool tool named `mcp__<server>__<tool>` ([`qualified_name`]);
 //!   [`start_project_servers`] does both for a session and stores the manager in the
 //!   context's services, where [`ListMcpResourcesTool`] and [`ReadMcpResourceTool`] (from
@@ -33,6 +35,11 @@
 //! signed by the CA whose PEM file `caCertFile` names (trusted for that server only); a
 //! certificate that is not trusted is a connection error naming the server, the TLS problem
 //! and `caCertFile`. See [`parse_config`].
+//!
+//! The file lives in the project, where anyone may have written it, so a server starts only
+//! once a person approved the file's content (`agent-tools trust`) or the user settings
+//! enable it (`enabledMcpjsonServers: [names]`, `enableAllProjectMcpServers: true`); see
+//! [`load_project_config`].
 //!
 //! # Example
 //!
@@ -85,13 +92,14 @@ pub fn tools() -> Vec<Arc<dyn Tool>> {
     ]
 }
 
-/// Starts the MCP servers of `<cwd>/.mcp.json` for the session of `ctx`: the manager goes
-/// into the context's services (for the resource tools) and its tools are returned for
-/// the pool. Without a `.mcp.json` nothing starts and no tools are returned.
+/// Starts the MCP servers of `<cwd>/.mcp.json` that a person approved (see
+/// [`load_project_config`]) for the session of `ctx`: the manager goes into the context's
+/// services (for the resource tools) and its tools are returned for the pool. Without a
+/// `.mcp.json`, or without an approved server, nothing starts and no tools are returned.
 pub async fn start_project_servers(
     ctx: &ToolContext,
 ) -> Result<(Option<Arc<McpManager>>, Vec<Arc<dyn Tool>>), ToolError> {
-    let configs = load_project_config(ctx.original_cwd())?;
+    let configs = load_project_config(ctx)?;
     if configs.is_empty() {
         return Ok((None, Vec::new()));
     }

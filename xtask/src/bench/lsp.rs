@@ -212,6 +212,14 @@ pub fn lsp(ctx: &Ctx) -> Result<Vec<Comparison>> {
             );
         }
         let root = project(ctx, case, &server)?;
+        // The server comes from the project's settings, which apply once a person approves
+        // them, as `agent-tools trust` records.
+        Cmd::new(&ctx.bin)
+            .args(["trust", "--yes", "--cwd"])
+            .arg(&root)
+            .env("AGENT_TOOLS_HOME", &home)
+            .stdout_string()
+            .context("cannot approve the benchmark project's settings")?;
         let first = Cmd::new(&ctx.bin)
             .args(["call", "LSP"])
             .arg(hover_json(case))

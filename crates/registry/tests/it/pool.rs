@@ -328,6 +328,14 @@ async fn an_mcp_server_offering_read_does_not_shadow_the_built_in() {
     let config = json!({"mcpServers": {"fake": {"command": "python3", "args": [script, log],
         "env": {"FAKE_TOOLS": r#"[{"name": "Read"}, {"name": "Glob"}]"#}}}});
     std::fs::write(root.join(".mcp.json"), config.to_string()).unwrap();
+    // A person approved this `.mcp.json` (as `agent-tools trust` records it).
+    tool_core::TrustStore::in_state_dir(&root.join("state"))
+        .approve(
+            &root,
+            tool_core::MCP_JSON,
+            &tool_core::sha256_hex(config.to_string().as_bytes()),
+        )
+        .unwrap();
     std::fs::write(root.join("a.txt"), "from the built-in\n").unwrap();
     let ctx = ToolContext::builder(&root)
         .state_dir(root.join("state"))

@@ -555,3 +555,74 @@ async fn aborting_a_command_agent_kills_its_grandchildren() {
         wait_until(|| gone(grandchild)).await;
     }
 }
+
+/// Records the permission mode each sub-agent's tools run in.
+struct ModeRecorder(Mutex<Vec<tool_core::PermissionMode>>);
+
+#[async_trait::async_trait]
+impl AgentRunner for ModeRecorder {
+    async fn run(
+        &self,
+        request: tools_agent::AgentRequest,
+    ) -> Result<tools_agent::AgentOutcome, tool_core::ToolError> {
+        self.0
+            .lock()
+            .unwrap()
+            .push(request.context.permission_mode());
+        Ok(tools_agent::AgentOutcome {
+            output: "done".into(),
+            total_tokens: 0,
+            tool_uses: 0,
+        })
+    }
+}
+
+/// An agent file (which anyone may have put in the project) never gives a sub-agent a mode
+/// that allows more than its caller's; a stricter one applies.
+#[tokio::test]
+async fn an_agent_file_never_widens_the_callers_mode() {
+    use tool_core::PermissionMode::{self, *};
+    let f = Fixture::new();
+    std::fs::create_dir_all(f.path(".agent-tools/agents")).unwrap();
+    for mode in PermissionMode::ALL {
+        std::fs::write(
+            f.path(&format!(".agent-tools/agents/m-{mode}.md")),
+            format!("---\nname: m-{mode}\ndescription: d\npermissionMode: {mode}\n---\nx\n"),
+        )
+        .unwrap();
+    }
+    let rank = |m: PermissionMode| match m {
+        Plan | DontAsk => 0,
+        Default => 1,
+        AcceptEdits => 2,
+        BypassPermissions => 3,
+    };
+    let mut cases = 0;
+    for caller in PermissionMode::ALL {
+        for file in PermissionMode::ALL {
+            let recorder = Arc::new(ModeRecorder(Mutex::new(Vec::new())));
+            let runner: Arc<dyn AgentRunner> = recorder.clone();
+            let ctx = runner_builder(&f, runner).mode(caller).build();
+            let r = pool()
+                .call(
+                    "Agent",
+                    json!({"description": "d", "prompt": "p", "subagent_type": format!("m-{file}")}),
+                    &ctx,
+                )
+                .await;
+            assert!(!r.is_error, "{caller}/{file}: {}", r.text());
+            let expected = if rank(file) <= rank(caller) {
+                file
+            } else {
+                caller
+            };
+            assert_eq!(
+                recorder.0.lock().unwrap().as_slice(),
+                [expected],
+                "caller {caller}, file {file}"
+            );
+            cases += 1;
+        }
+    }
+    assert_eq!(cases, 25);
+}

@@ -31,6 +31,7 @@ impl Session {
         let dir = tempfile::tempdir().unwrap();
         let root = dir.path().canonicalize().unwrap();
         std::fs::write(root.join(".mcp.json"), mcp_json.to_string()).unwrap();
+        approve_mcp_json(&root, &root.join("state"));
         let source = RuleSource {
             kind: RuleSourceKind::CliArg,
             file: None,
@@ -64,6 +65,15 @@ impl Session {
     pub async fn call(&self, tool: &str, input: Value) -> CallResult {
         self.pool.call(tool, input, &self.ctx).await
     }
+}
+
+/// Records a person's approval of `<root>/.mcp.json` as it is now, in the approvals of
+/// `state` (what `agent-tools trust` does).
+pub fn approve_mcp_json(root: &Path, state: &Path) {
+    let bytes = std::fs::read(root.join(".mcp.json")).unwrap();
+    tool_core::TrustStore::in_state_dir(state)
+        .approve(root, tool_core::MCP_JSON, &tool_core::sha256_hex(&bytes))
+        .unwrap();
 }
 
 fn bin(peers: &Path, name: &str) -> String {

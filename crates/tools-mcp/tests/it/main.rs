@@ -2,6 +2,7 @@
 //! and the client manager against the reference MCP servers.
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
+mod approval;
 mod client;
 mod live;
 mod peers;
