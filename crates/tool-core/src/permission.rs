@@ -424,7 +424,9 @@ impl PermissionEngine {
                 "Plan mode is read-only: {shown} may not be written until the plan is approved. Write the plan to the plan file and call ExitPlanMode."
             ));
         }
-        if variants.iter().any(|v| path::is_protected(v)) {
+        if variants.iter().any(|v| path::is_protected(v))
+            || crate::is_state_config(&canonical, ctx.state_dir())
+        {
             return PermissionDecision::Ask {
                 reason: format!(
                     "{shown} is a protected path (version control internals, agent or editor settings, shell start-up files): writing it always needs explicit approval, even in bypassPermissions mode"
@@ -636,10 +638,10 @@ pub fn headless_denial(
         .unwrap_or_else(|| PermissionRule::tool(tool));
     let how = match kind {
         AskKind::Default => format!(
-            "To allow it, add \"{rule}\" to permissions.allow in .agent-tools/settings.json, pass --allow '{rule}', or use --mode bypassPermissions."
+            "To allow it, pass --allow '{rule}', add \"{rule}\" to permissions.allow in your settings (~/.agent-tools/settings.json, or the project's .agent-tools/settings.json once approved with `agent-tools trust`), or use --mode bypassPermissions."
         ),
         AskKind::Mode(mode) => format!(
-            "To allow it, use --mode {mode}, add \"{rule}\" to permissions.allow in .agent-tools/settings.json, or pass --allow '{rule}'."
+            "To allow it, use --mode {mode}, pass --allow '{rule}', or add \"{rule}\" to permissions.allow in your settings (~/.agent-tools/settings.json, or the project's .agent-tools/settings.json once approved with `agent-tools trust`)."
         ),
         AskKind::Rule(r) => format!(
             "The ask rule {r} applies even in bypassPermissions mode; remove it from {} to allow this call without a person.",
