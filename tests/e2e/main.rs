@@ -9,6 +9,7 @@ mod batch;
 mod call;
 mod cli;
 mod permissions;
+mod race;
 mod serve;
 
 use std::io::Write;
