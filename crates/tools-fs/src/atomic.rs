@@ -1,12 +1,15 @@
-//! Atomic file replacement: a temporary file in the same directory, written, given the
-//! original's mode (and owner, when we may), fsynced, then renamed over the target; the
-//! directory is fsynced after. Temporary files that a crash left behind are removed by the
-//! next write of the same file.
+//! Atomic file replacement: a temporary file in the target's held directory, written, given
+//! the original's mode (and owner, when we may), fsynced, then renamed over the target; the
+//! directory is fsynced after. Every step is relative to the directory handle of
+//! [`WriteTarget`], so a symbolic link swapped onto the path meanwhile cannot redirect the
+//! temporary file or the rename. Temporary files that a crash left behind are removed by the
+//! next write of the same file (without following links).
 
 use std::collections::HashSet;
-use std::fs::{self, File, Metadata, OpenOptions};
+use std::ffi::{OsStr, OsString};
+use std::fs::{File, Metadata};
 use std::io::{Read, Seek, SeekFrom, Write};
-use std::os::unix::fs::{MetadataExt, OpenOptionsExt};
+use std::os::unix::fs::MetadataExt;
 use std::path::{Path, PathBuf};
 use std::sync::Mutex;
 use std::sync::atomic::{AtomicU64, Ordering};
@@ -15,6 +18,7 @@ use std::time::{Duration, SystemTime};
 use tool_core::ToolError;
 
 use crate::diff::Span;
+use crate::target::WriteTarget;
 
 /// The marker in temporary file names: `.<name>.agent-tools-<pid>-<n>.tmp`.
 const MARKER: &str = ".agent-tools-";
@@ -26,10 +30,18 @@ static COUNTER: AtomicU64 = AtomicU64::new(0);
 /// A stray temporary file of another live process is removed only once it is this old.
 const STALE_AFTER: Duration = Duration::from_secs(3600);
 
-fn temp_name(target: &Path) -> Option<PathBuf> {
-    let name = target.file_name()?.to_str()?;
+fn temp_prefix(target: &WriteTarget) -> OsString {
+    let mut prefix = OsString::from(".");
+    prefix.push(target.name());
+    prefix.push(MARKER);
+    prefix
+}
+
+fn temp_name(target: &WriteTarget) -> OsString {
     let n = COUNTER.fetch_add(1, Ordering::Relaxed);
-    Some(target.with_file_name(format!(".{name}{MARKER}{}-{n}.tmp", std::process::id())))
+    let mut name = temp_prefix(target);
+    name.push(format!("{}-{n}.tmp", std::process::id()));
+    name
 }
 
 fn in_flight(path: &Path, add: bool) {
@@ -49,24 +61,20 @@ fn is_in_flight(path: &Path) -> bool {
         .is_ok_and(|set| set.as_ref().is_some_and(|s| s.contains(path)))
 }
 
-/// Removes temporary files an interrupted write of `target` left behind: those of processes
-/// that no longer run, this process's own that no write is using, and any older than an
-/// hour.
-pub(crate) fn clean_stray_temps(target: &Path) {
-    let (Some(dir), Some(name)) = (target.parent(), target.file_name().and_then(|n| n.to_str()))
-    else {
-        return;
-    };
-    let prefix = format!(".{name}{MARKER}");
-    let Ok(entries) = fs::read_dir(dir) else {
-        return;
-    };
+/// Removes temporary files an interrupted write of `target` left behind in its directory:
+/// those of processes that no longer run, this process's own that no write is using, and
+/// any older than an hour. Only regular files are removed, by name in the held directory.
+pub(crate) fn clean_stray_temps(target: &WriteTarget) {
+    use std::os::unix::ffi::OsStrExt;
+    let prefix = temp_prefix(target);
     let me = std::process::id();
-    for entry in entries.flatten() {
-        let file_name = entry.file_name();
-        let Some(rest) = file_name
+    let now = SystemTime::now()
+        .duration_since(SystemTime::UNIX_EPOCH)
+        .map_or(0, |d| i128::from(d.as_secs()));
+    for name in target.names_starting_with(prefix.as_bytes()) {
+        let Some(rest) = name
             .to_str()
-            .and_then(|n| n.strip_prefix(&prefix))
+            .and_then(|n| n.get(prefix.len()..))
             .and_then(|n| n.strip_suffix(".tmp"))
         else {
             continue;
@@ -74,17 +82,14 @@ pub(crate) fn clean_stray_temps(target: &Path) {
         let Some(pid) = rest.split('-').next().and_then(|p| p.parse::<u32>().ok()) else {
             continue;
         };
-        let path = entry.path();
-        let stale = entry
-            .metadata()
-            .ok()
-            .and_then(|m| m.modified().ok())
-            .and_then(|t| SystemTime::now().duration_since(t).ok())
-            .is_some_and(|age| age > STALE_AFTER);
+        let Some(mtime) = target.regular_mtime(&name) else {
+            continue;
+        };
+        let stale = now - mtime > i128::from(STALE_AFTER.as_secs());
         let dead = pid != me && !Path::new(&format!("/proc/{pid}")).exists();
-        let ours_unused = pid == me && !is_in_flight(&path);
+        let ours_unused = pid == me && !is_in_flight(&target.dir_path().join(&name));
         if dead || ours_unused || stale {
-            let _ = fs::remove_file(&path);
+            let _ = target.remove(&name);
         }
     }
 }
@@ -99,14 +104,15 @@ pub(crate) enum BeforeRename {
 }
 
 /// Replaces `target` with `bytes` atomically; `existing` is the target's metadata when it
-/// exists (its mode and owner are kept). `check` runs after the temporary file is complete
-/// and before the rename: it re-checks that the target did not change meanwhile.
+/// exists (its mode and owner are kept; when it is `None` the target must still be missing
+/// at the rename). `check` runs after the temporary file is complete and before the rename:
+/// it re-checks that the target did not change meanwhile. Returns the new file's metadata.
 pub(crate) fn write_atomic(
-    target: &Path,
+    target: &WriteTarget,
     bytes: &[u8],
     existing: Option<&Metadata>,
     check: impl FnOnce() -> Result<BeforeRename, ToolError>,
-) -> Result<(), ToolError> {
+) -> Result<Metadata, ToolError> {
     write_atomic_content(target, Content::Bytes(bytes), existing, check)
 }
 
@@ -126,70 +132,60 @@ pub(crate) enum Content<'a> {
 
 /// Like [`write_atomic`], for any [`Content`].
 pub(crate) fn write_atomic_content(
-    target: &Path,
+    target: &WriteTarget,
     content: Content<'_>,
     existing: Option<&Metadata>,
     check: impl FnOnce() -> Result<BeforeRename, ToolError>,
-) -> Result<(), ToolError> {
+) -> Result<Metadata, ToolError> {
     clean_stray_temps(target);
-    let temp = temp_name(target).ok_or_else(|| {
-        ToolError::respond(format!(
-            "Cannot write {}: it has no file name",
-            target.display()
-        ))
-    })?;
-    in_flight(&temp, true);
-    let result = write_temp_and_rename(target, &temp, content, existing, check);
-    in_flight(&temp, false);
-    match result {
-        Ok(true) => Ok(()),
-        Ok(false) => Ok(()),
-        Err(e) => {
-            let _ = fs::remove_file(&temp);
-            Err(e)
-        }
+    let temp = temp_name(target);
+    let temp_path = target.dir_path().join(&temp);
+    in_flight(&temp_path, true);
+    let result = write_temp_and_rename(target, &temp, &temp_path, content, existing, check);
+    in_flight(&temp_path, false);
+    if result.is_err() {
+        let _ = target.remove(&temp);
     }
+    result
 }
 
-/// Returns `Ok(false)` when a simulated crash stopped before the rename.
 fn write_temp_and_rename(
-    target: &Path,
-    temp: &Path,
+    target: &WriteTarget,
+    temp: &OsStr,
+    temp_path: &Path,
     content: Content<'_>,
     existing: Option<&Metadata>,
     check: impl FnOnce() -> Result<BeforeRename, ToolError>,
-) -> Result<bool, ToolError> {
+) -> Result<Metadata, ToolError> {
     let mode = existing.map_or(0o666, |m| m.mode() & 0o7777);
-    let mut file = OpenOptions::new()
-        .write(true)
-        .create_new(true)
-        .mode(mode)
-        .open(temp)
-        .map_err(|e| ToolError::io(temp, e))?;
+    let mut file = target
+        .create_new(temp, mode)
+        .map_err(|e| ToolError::io(temp_path, e))?;
     match content {
         Content::Bytes(bytes) => file.write_all(bytes),
         Content::Spliced { source, len, spans } => write_spliced(&mut file, source, len, spans),
     }
-    .map_err(|e| ToolError::io(temp, e))?;
+    .map_err(|e| ToolError::io(temp_path, e))?;
     if let Some(meta) = existing {
         // The open applied the umask; set the exact bits (setuid, sticky, group write).
         file.set_permissions(meta.permissions())
-            .map_err(|e| ToolError::io(temp, e))?;
+            .map_err(|e| ToolError::io(temp_path, e))?;
         keep_owner(&file, meta);
     }
-    file.sync_data().map_err(|e| ToolError::io(temp, e))?;
-    drop(file);
+    file.sync_data().map_err(|e| ToolError::io(temp_path, e))?;
     match check()? {
         BeforeRename::Proceed => {}
-        BeforeRename::Crash => return Ok(false),
+        BeforeRename::Crash => return file.metadata().map_err(|e| ToolError::io(temp_path, e)),
     }
-    fs::rename(temp, target).map_err(|e| ToolError::io(target, e))?;
-    if let Some(dir) = target.parent()
-        && let Ok(dir) = File::open(dir)
-    {
-        let _ = dir.sync_all();
+    match target.rename_over(temp, existing.is_some()) {
+        Ok(()) => {}
+        Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists => {
+            return Err(ToolError::respond(crate::common::UNEXPECTEDLY_MODIFIED));
+        }
+        Err(e) => return Err(ToolError::io(target.path(), e)),
     }
-    Ok(true)
+    target.sync_dir();
+    file.metadata().map_err(|e| ToolError::io(target.path(), e))
 }
 
 /// Writes `source[..len]` with `spans` replaced into `out`.
@@ -232,9 +228,15 @@ fn keep_owner(file: &File, meta: &Metadata) {
 
 #[cfg(test)]
 mod tests {
+    use std::fs;
     use std::os::unix::fs::PermissionsExt;
 
     use super::*;
+    use crate::target::Parents;
+
+    fn open(path: &Path) -> WriteTarget {
+        WriteTarget::open(path, Parents::Require).unwrap().unwrap()
+    }
 
     fn temps(dir: &Path) -> Vec<String> {
         let mut names: Vec<String> = fs::read_dir(dir)
@@ -254,7 +256,10 @@ mod tests {
         fs::write(&target, "old").unwrap();
         fs::set_permissions(&target, fs::Permissions::from_mode(0o755)).unwrap();
         let meta = fs::metadata(&target).unwrap();
-        write_atomic(&target, b"new", Some(&meta), || Ok(BeforeRename::Proceed)).unwrap();
+        write_atomic(&open(&target), b"new", Some(&meta), || {
+            Ok(BeforeRename::Proceed)
+        })
+        .unwrap();
         assert_eq!(fs::read_to_string(&target).unwrap(), "new");
         let after = fs::metadata(&target).unwrap();
         assert_eq!(after.permissions().mode() & 0o7777, 0o755);
@@ -268,14 +273,17 @@ mod tests {
         let target = dir.path().join("f.txt");
         fs::write(&target, "old content").unwrap();
         let meta = fs::metadata(&target).unwrap();
-        write_atomic(&target, b"half", Some(&meta), || Ok(BeforeRename::Crash)).unwrap();
+        write_atomic(&open(&target), b"half", Some(&meta), || {
+            Ok(BeforeRename::Crash)
+        })
+        .unwrap();
         assert_eq!(fs::read_to_string(&target).unwrap(), "old content");
         assert_eq!(temps(dir.path()).len(), 1, "the crash left its temp file");
         // A temp file of a process that no longer exists is stray too.
         fs::write(dir.path().join(".f.txt.agent-tools-4194303999-0.tmp"), "x").unwrap();
         // Unrelated files are left alone.
         fs::write(dir.path().join(".other.agent-tools-1-0.tmp"), "x").unwrap();
-        write_atomic(&target, b"new content", Some(&meta), || {
+        write_atomic(&open(&target), b"new content", Some(&meta), || {
             Ok(BeforeRename::Proceed)
         })
         .unwrap();
@@ -302,7 +310,10 @@ mod tests {
             len: original.len() as u64,
             spans: &spans,
         };
-        write_atomic_content(&target, content, Some(&meta), || Ok(BeforeRename::Proceed)).unwrap();
+        write_atomic_content(&open(&target), content, Some(&meta), || {
+            Ok(BeforeRename::Proceed)
+        })
+        .unwrap();
         assert_eq!(
             fs::read_to_string(&target).unwrap(),
             "ALPHA\nbeta\nG\ndelta\n!"
@@ -315,10 +326,49 @@ mod tests {
             len: 1000,
             spans: &[],
         };
-        let err =
-            write_atomic_content(&target, content, None, || Ok(BeforeRename::Proceed)).unwrap_err();
+        let err = write_atomic_content(&open(&target), content, None, || Ok(BeforeRename::Proceed))
+            .unwrap_err();
         assert!(err.to_string().contains("shrank"), "{err}");
         assert_eq!(fs::read_to_string(&target).unwrap(), before);
+        assert!(temps(dir.path()).is_empty());
+    }
+
+    #[test]
+    fn the_cleanup_removes_only_regular_files_and_never_follows_links() {
+        let dir = tempfile::tempdir().unwrap();
+        let outside = tempfile::tempdir().unwrap();
+        let victim = outside.path().join("victim");
+        fs::write(&victim, "keep").unwrap();
+        let target = dir.path().join("f.txt");
+        fs::write(&target, "old").unwrap();
+        // Named like stray temporary files of a process that no longer runs.
+        let link = dir.path().join(".f.txt.agent-tools-4194303999-0.tmp");
+        std::os::unix::fs::symlink(&victim, &link).unwrap();
+        let subdir = dir.path().join(".f.txt.agent-tools-4194303999-1.tmp");
+        fs::create_dir(&subdir).unwrap();
+        let meta = fs::metadata(&target).unwrap();
+        write_atomic(&open(&target), b"new", Some(&meta), || {
+            Ok(BeforeRename::Proceed)
+        })
+        .unwrap();
+        assert_eq!(fs::read_to_string(&target).unwrap(), "new");
+        assert!(fs::symlink_metadata(&link).unwrap().is_symlink());
+        assert!(subdir.is_dir());
+        assert_eq!(fs::read_to_string(&victim).unwrap(), "keep");
+    }
+
+    #[test]
+    fn a_new_file_never_replaces_one_made_meanwhile() {
+        let dir = tempfile::tempdir().unwrap();
+        let target = dir.path().join("new.txt");
+        let t = open(&target);
+        let err = write_atomic(&t, b"ours", None, || {
+            fs::write(&target, "theirs").unwrap();
+            Ok(BeforeRename::Proceed)
+        })
+        .unwrap_err();
+        assert!(err.to_string().contains("unexpectedly modified"), "{err}");
+        assert_eq!(fs::read_to_string(&target).unwrap(), "theirs");
         assert!(temps(dir.path()).is_empty());
     }
 
@@ -327,8 +377,10 @@ mod tests {
         let dir = tempfile::tempdir().unwrap();
         let target = dir.path().join("f.txt");
         fs::write(&target, "old").unwrap();
-        let err =
-            write_atomic(&target, b"new", None, || Err(ToolError::respond("changed"))).unwrap_err();
+        let err = write_atomic(&open(&target), b"new", None, || {
+            Err(ToolError::respond("changed"))
+        })
+        .unwrap_err();
         assert_eq!(err.to_string(), "changed");
         assert_eq!(fs::read_to_string(&target).unwrap(), "old");
         assert!(temps(dir.path()).is_empty());

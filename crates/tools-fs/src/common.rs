@@ -4,10 +4,15 @@
 use std::fs::Metadata;
 use std::hash::{DefaultHasher, Hasher};
 use std::path::{Path, PathBuf};
+use std::sync::Mutex;
 
-use tool_core::{Freshness, ReadRecord, ReadSource, ToolContext, ToolError, content_hash, path};
+use tool_core::{
+    AskKind, Freshness, PermissionDecision, ReadRecord, ReadSource, ToolContext, ToolError,
+    content_hash, path,
+};
 
 use crate::ignore_policy::suggest_similar;
+use crate::target::{Version, WriteTarget};
 
 /// Files above this size are not hashed for the ledger: staleness falls back to modification
 /// time and size, so reading a page of a huge file does not cost a pass over all of it.
@@ -100,16 +105,20 @@ impl StreamHash {
 }
 
 /// Records a write of `key` in the ledger with the new content's [`ledger_hash`] (none for
-/// content over [`HASH_LIMIT`], decided by time and size); a later Read of the file is not
-/// answered with "unchanged" on the strength of it.
-pub(crate) fn record_write(ctx: &ToolContext, key: &Path, content_hash: Option<u64>) {
-    let meta = std::fs::metadata(key).ok();
+/// content over [`HASH_LIMIT`], decided by time and size) and the new file's metadata; a
+/// later Read of the file is not answered with "unchanged" on the strength of it.
+pub(crate) fn record_write(
+    ctx: &ToolContext,
+    key: &Path,
+    content_hash: Option<u64>,
+    meta: &Metadata,
+) {
     ctx.ledger().record(
         key,
         ReadRecord {
             content_hash,
-            mtime: meta.as_ref().and_then(|m| m.modified().ok()),
-            len: meta.as_ref().map_or(0, Metadata::len),
+            mtime: meta.modified().ok(),
+            len: meta.len(),
             offset: None,
             limit: None,
             partial_view: false,
@@ -178,43 +187,90 @@ pub(crate) fn write_target(path: &Path) -> Result<PathBuf, ToolError> {
     }
 }
 
-/// Refuses special files and directories for a write; `Ok(None)` when the file is missing.
-pub(crate) fn existing_file(path: &Path) -> Result<Option<Metadata>, ToolError> {
-    match path::check_regular_or_dir(path)? {
-        Some(meta) if meta.is_dir() => Err(ToolError::respond(format!(
-            "{} is a directory, not a file.",
-            path.display()
-        ))),
-        other => Ok(other),
-    }
-}
-
-/// Creates the parent directories of `path`.
-pub(crate) fn create_parents(path: &Path) -> Result<(), ToolError> {
-    match path.parent() {
-        Some(parent) if !parent.as_os_str().is_empty() => {
-            std::fs::create_dir_all(parent).map_err(|e| ToolError::io(parent, e))
-        }
-        _ => Ok(()),
-    }
-}
-
-/// The check run just before the rename: the file must still be what we read.
+/// The check run just before the rename: the file must still be what we read (the same
+/// file, size and modification time), or still be missing.
 pub(crate) fn unchanged_since(
-    path: &Path,
+    target: &WriteTarget,
     before: Option<&Metadata>,
 ) -> Result<crate::atomic::BeforeRename, ToolError> {
-    let now = std::fs::metadata(path).ok();
-    let same = match (before, &now) {
-        (None, None) => true,
-        (Some(a), Some(b)) => a.len() == b.len() && a.modified().ok() == b.modified().ok(),
-        _ => false,
-    };
-    if same {
+    let now = target.version().ok().flatten();
+    if now == before.map(Version::of) {
         Ok(crate::atomic::BeforeRename::Proceed)
     } else {
         Err(ToolError::respond(UNEXPECTEDLY_MODIFIED))
     }
+}
+
+/// The target a write's permission check judged, carried to the call in the call's own
+/// input (the same parsed input goes from the check to the call): the given path and the
+/// canonical path it resolved to. The call writes exactly that path, or fails.
+#[derive(Debug, Default)]
+pub(crate) struct CheckedTarget(Mutex<Option<(PathBuf, PathBuf)>>);
+
+impl Clone for CheckedTarget {
+    fn clone(&self) -> Self {
+        CheckedTarget(Mutex::new(self.0.lock().ok().and_then(|g| g.clone())))
+    }
+}
+
+impl CheckedTarget {
+    fn set(&self, given: &Path, resolved: PathBuf) {
+        if let Ok(mut slot) = self.0.lock() {
+            *slot = Some((given.to_path_buf(), resolved));
+        }
+    }
+
+    /// The path to write for `given`: the one its permission check judged, else (a call
+    /// without a check, as a library may make) `given` resolved now.
+    pub(crate) fn target_for(&self, given: &Path) -> Result<PathBuf, ToolError> {
+        let checked = self.0.lock().ok().and_then(|g| g.clone());
+        match checked {
+            Some((checked_given, resolved)) if checked_given == given => Ok(resolved),
+            _ => write_target(given),
+        }
+    }
+}
+
+/// The permission check of a write of `file_path`: the path is resolved once (symbolic
+/// links followed, as [`write_target`] does); the engine's write check judges the path as
+/// given and, when it differs, the resolved path too (the stricter answer wins); the
+/// resolved path is kept in `checked` for the call, which writes exactly it.
+pub(crate) fn check_write(
+    ctx: &ToolContext,
+    file_path: &str,
+    checked: &CheckedTarget,
+) -> PermissionDecision {
+    let given = resolve(ctx, file_path);
+    let lexical = ctx.permissions().check_write_path(&given, ctx);
+    // A dangling link: the call reports it.
+    let Ok(resolved) = write_target(&given) else {
+        return lexical;
+    };
+    let decision = if resolved == given {
+        lexical
+    } else {
+        stricter(lexical, ctx.permissions().check_write_path(&resolved, ctx))
+    };
+    checked.set(&given, resolved);
+    decision
+}
+
+/// The stricter of two decisions: deny, then an ask bypass cannot skip, then an ask about a
+/// path outside (over one the mode would allow), then allow.
+fn stricter(a: PermissionDecision, b: PermissionDecision) -> PermissionDecision {
+    fn rank(d: &PermissionDecision) -> u8 {
+        match d {
+            PermissionDecision::Allow => 0,
+            PermissionDecision::Ask {
+                kind: AskKind::Mode(_),
+                ..
+            } => 1,
+            PermissionDecision::Ask { kind, .. } if kind.is_bypassable() => 2,
+            PermissionDecision::Ask { .. } => 3,
+            PermissionDecision::Deny { .. } => 4,
+        }
+    }
+    if rank(&b) > rank(&a) { b } else { a }
 }
 
 #[cfg(test)]

@@ -13,10 +13,11 @@ use tool_core::{
 };
 
 use crate::atomic::{Content, write_atomic, write_atomic_content};
-use crate::common::{self, create_parents, existing_file, unchanged_since, write_target};
+use crate::common::{self, CheckedTarget, unchanged_since};
 use crate::diff::{Hunk, Span, hunks_for_spans, unified};
 use crate::large_edit::locate_streamed;
 use crate::matching::{MatchKind, locate_edit, splice};
+use crate::target::{Existing, Parents, WriteTarget};
 use crate::text::{Encoding, TextFile, decode_vec};
 
 /// Files larger than this are not edited.
@@ -58,6 +59,28 @@ pub struct EditInput {
     /// Replace all occurrences of old_string (default false)
     #[serde(default)]
     pub replace_all: Option<bool>,
+    /// The target the permission check judged
+    #[serde(skip)]
+    #[schemars(skip)]
+    checked: CheckedTarget,
+}
+
+impl EditInput {
+    /// An input replacing the one occurrence of `old_string` in `file_path` by `new_string`
+    /// (set `replace_all` to replace every one).
+    pub fn new(
+        file_path: impl Into<String>,
+        old_string: impl Into<String>,
+        new_string: impl Into<String>,
+    ) -> Self {
+        EditInput {
+            file_path: file_path.into(),
+            old_string: old_string.into(),
+            new_string: new_string.into(),
+            replace_all: None,
+            checked: CheckedTarget::default(),
+        }
+    }
 }
 
 /// One edit of MultiEdit.
@@ -82,6 +105,21 @@ pub struct MultiEditInput {
     /// Edits to apply in order, all or nothing
     #[schemars(length(min = 1))]
     pub edits: Vec<EditOperation>,
+    /// The target the permission check judged
+    #[serde(skip)]
+    #[schemars(skip)]
+    checked: CheckedTarget,
+}
+
+impl MultiEditInput {
+    /// An input applying `edits` to `file_path` in order.
+    pub fn new(file_path: impl Into<String>, edits: Vec<EditOperation>) -> Self {
+        MultiEditInput {
+            file_path: file_path.into(),
+            edits,
+            checked: CheckedTarget::default(),
+        }
+    }
 }
 
 /// One applied edit.
@@ -151,12 +189,12 @@ struct Request {
 fn run_edits(
     ctx: &ToolContext,
     file_path: &str,
+    checked: &CheckedTarget,
     req: &Request,
 ) -> Result<(EditOutput, PathBuf, String), ToolError> {
     let given = common::resolve(ctx, file_path);
-    let target = write_target(&given)?;
+    let key = checked.target_for(&given)?;
     let shown = given.display().to_string();
-    let key = common::ledger_key(&target);
     let n = req.edits.len();
     let fail = |i: usize, message: String| -> ToolError {
         if req.multi {
@@ -168,17 +206,30 @@ fn run_edits(
             ToolError::respond(message)
         }
     };
-    let meta = existing_file(&target)?;
-    if let Some(meta) = &meta
-        && let Some(done) = try_streamed(ctx, req, &target, &shown, &key, meta)?
+    let creating_first = req.edits.first().is_some_and(|e| e.old_string.is_empty());
+    // Missing parents are made only for a file this call creates.
+    let parents = if creating_first {
+        Parents::Create
+    } else {
+        Parents::Require
+    };
+    let Some(target) = WriteTarget::open(&key, parents)? else {
+        return Err(common::not_found(ctx, &given));
+    };
+    let existing = target.open_existing()?;
+    let meta = existing.as_ref().map(|e| e.meta.clone());
+    if let Some(existing) = &existing
+        && let Some(done) = try_streamed(ctx, req, &target, &shown, existing)?
     {
         return Ok(done);
     }
-    let creating_first = req.edits.first().is_some_and(|e| e.old_string.is_empty());
-    let (file, original, created, source) = match &meta {
+    let (file, original, created, source) = match existing {
         None if creating_first => (TextFile::utf8(String::new()), String::new(), true, None),
         None => return Err(common::not_found(ctx, &given)),
-        Some(meta) => {
+        Some(Existing {
+            file: mut source,
+            meta,
+        }) => {
             if meta.len() > MAX_EDIT_FILE {
                 return Err(ToolError::respond(format!(
                     "File is too large to edit ({} bytes; the maximum is 1 GiB). Use Bash (sed) for files this large.",
@@ -186,18 +237,17 @@ fn run_edits(
                 )));
             }
             // The handle stays open: a large file's unchanged ranges are copied from it.
-            let mut source = std::fs::File::open(&target).map_err(|e| ToolError::io(&target, e))?;
             let mut bytes = Vec::with_capacity(usize::try_from(meta.len()).unwrap_or(0));
             source
                 .read_to_end(&mut bytes)
-                .map_err(|e| ToolError::io(&target, e))?;
+                .map_err(|e| ToolError::io(&key, e))?;
             if crate::text::looks_binary(&bytes) {
                 return Err(ToolError::respond(
                     crate::text::DecodeError::Binary.message(&shown),
                 ));
             }
             if !creating_first {
-                common::check_fresh(ctx, &key, meta, &bytes)?;
+                common::check_fresh(ctx, &key, &meta, &bytes)?;
             }
             let mut file = decode_vec(bytes).map_err(|e| ToolError::respond(e.message(&shown)))?;
             if creating_first && !file.text.trim().is_empty() {
@@ -218,7 +268,7 @@ fn run_edits(
         && file.encoding == Encoding::Utf8
         && !file.bom
         && original.len() as u64 > SPLICE_FROM
-        && !ctx.lsp().has_server_for(&target);
+        && !ctx.lsp().has_server_for(&key);
     let mut current: Option<String> = None;
     let mut applied = Vec::with_capacity(n);
     let mut spans: Vec<Span> = Vec::new();
@@ -281,7 +331,7 @@ fn run_edits(
             hunks,
             hash,
         };
-        return finish_spliced(ctx, &target, &shown, &key, meta.as_ref(), splice, applied);
+        return finish_spliced(ctx, &target, &shown, meta.as_ref(), splice, applied);
     }
     let text = current.unwrap_or_else(|| original.clone());
     if !created && text == original {
@@ -293,17 +343,14 @@ fn run_edits(
         spans = vec![common_region(&original, &text)];
     }
     let bytes = file.encode(&text);
-    if created {
-        create_parents(&target)?;
-    }
-    write_atomic(&target, &bytes, meta.as_ref(), || {
+    let written = write_atomic(&target, &bytes, meta.as_ref(), || {
         unchanged_since(&target, meta.as_ref())
     })?;
-    common::record_write(ctx, &key, common::ledger_hash(&bytes));
+    common::record_write(ctx, &key, common::ledger_hash(&bytes), &written);
     let structured_patch = hunks_for_spans(&original, &spans);
     let diff = unified(&shown, &structured_patch);
     let output = edit_output(shown, applied, structured_patch, diff, created);
-    Ok((output, target, text))
+    Ok((output, key, text))
 }
 
 /// One exact edit of a file over [`common::HASH_LIMIT`] (whose freshness is decided by time
@@ -312,11 +359,12 @@ fn run_edits(
 fn try_streamed(
     ctx: &ToolContext,
     req: &Request,
-    target: &Path,
+    target: &WriteTarget,
     shown: &str,
-    key: &Path,
-    meta: &std::fs::Metadata,
+    existing: &Existing,
 ) -> Result<Option<(EditOutput, PathBuf, String)>, ToolError> {
+    let key = target.path();
+    let meta = &existing.meta;
     let [edit] = req.edits.as_slice() else {
         return Ok(None);
     };
@@ -329,14 +377,14 @@ fn try_streamed(
         || meta.len() <= common::HASH_LIMIT
         || meta.len() > MAX_EDIT_FILE
         || !unhashed
-        || ctx.lsp().has_server_for(target)
+        || ctx.lsp().has_server_for(key)
     {
         return Ok(None);
     }
     common::check_fresh(ctx, key, meta, &[])?;
-    let source = std::fs::File::open(target).map_err(|e| ToolError::io(target, e))?;
-    let located = locate_streamed(&source, meta.len(), &edit.old_string, &edit.new_string)
-        .map_err(|e| ToolError::io(target, e))?;
+    let source = &existing.file;
+    let located = locate_streamed(source, meta.len(), &edit.old_string, &edit.new_string)
+        .map_err(|e| ToolError::io(key, e))?;
     let Some(found) = located else {
         return Ok(None);
     };
@@ -357,14 +405,14 @@ fn try_streamed(
         replacements: 1,
     }];
     let splice = Splice {
-        source: &source,
+        source,
         len: meta.len(),
         spans: std::slice::from_ref(span),
         hunks: found.hunks,
         // Over HASH_LIMIT afterwards (checked above): decided by time and size.
         hash: None,
     };
-    finish_spliced(ctx, target, shown, key, Some(meta), splice, applied).map(Some)
+    finish_spliced(ctx, target, shown, Some(meta), splice, applied).map(Some)
 }
 
 /// A spliced write: the original file, the replaced spans, the diff and the ledger hash of
@@ -381,9 +429,8 @@ struct Splice<'a> {
 /// when no language server handles the file, so there is no new text to hand over.
 fn finish_spliced(
     ctx: &ToolContext,
-    target: &Path,
+    target: &WriteTarget,
     shown: &str,
-    key: &Path,
     meta: Option<&std::fs::Metadata>,
     splice: Splice<'_>,
     applied: Vec<AppliedEdit>,
@@ -393,11 +440,11 @@ fn finish_spliced(
         len: splice.len,
         spans: splice.spans,
     };
-    write_atomic_content(target, content, meta, || unchanged_since(target, meta))?;
-    common::record_write(ctx, key, splice.hash);
+    let written = write_atomic_content(target, content, meta, || unchanged_since(target, meta))?;
+    common::record_write(ctx, target.path(), splice.hash, &written);
     let diff = unified(shown, &splice.hunks);
     let output = edit_output(shown.to_owned(), applied, splice.hunks, diff, false);
-    Ok((output, target.to_path_buf(), String::new()))
+    Ok((output, target.path().to_path_buf(), String::new()))
 }
 
 /// Files at least this large that are edited once are written by [`Content::Spliced`].
@@ -521,12 +568,13 @@ fn summary(output: &EditOutput, multi: bool) -> String {
 async fn execute(
     ctx: &ToolContext,
     file_path: String,
+    checked: CheckedTarget,
     req: Request,
 ) -> Result<ToolResult<EditOutput>, ToolError> {
     let multi = req.multi;
     let ctx2 = ctx.clone();
     let (output, target, text) =
-        tokio::task::spawn_blocking(move || run_edits(&ctx2, &file_path, &req))
+        tokio::task::spawn_blocking(move || run_edits(&ctx2, &file_path, &checked, &req))
             .await
             .map_err(|e| ToolError::fatal(format!("internal error: the edit failed: {e}")))??;
     let diagnostics = common::notify_lsp(ctx, &target, &text).await;
@@ -577,8 +625,7 @@ impl TypedTool for Edit {
         ValidationResult::Valid
     }
     async fn check_permission(&self, input: &EditInput, ctx: &ToolContext) -> PermissionDecision {
-        let target = common::resolve(ctx, &input.file_path);
-        ctx.permissions().check_write_path(&target, ctx)
+        common::check_write(ctx, &input.file_path, &input.checked)
     }
     async fn call(
         &self,
@@ -593,7 +640,7 @@ impl TypedTool for Edit {
             }],
             multi: false,
         };
-        execute(ctx, input.file_path, req).await
+        execute(ctx, input.file_path, input.checked, req).await
     }
 }
 
@@ -647,8 +694,7 @@ impl TypedTool for MultiEdit {
         input: &MultiEditInput,
         ctx: &ToolContext,
     ) -> PermissionDecision {
-        let target = common::resolve(ctx, &input.file_path);
-        ctx.permissions().check_write_path(&target, ctx)
+        common::check_write(ctx, &input.file_path, &input.checked)
     }
     async fn call(
         &self,
@@ -659,7 +705,7 @@ impl TypedTool for MultiEdit {
             edits: input.edits,
             multi: true,
         };
-        execute(ctx, input.file_path, req).await
+        execute(ctx, input.file_path, input.checked, req).await
     }
 }
 

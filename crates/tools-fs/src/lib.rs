@@ -19,6 +19,11 @@
 //!   ripgrep's `ignore` crate) and `ignore`'s walker elsewhere; Grep searches in process
 //!   with ripgrep's `grep` crates.
 //! - [`NotebookEdit`] replaces, inserts or deletes one notebook cell.
+//! - The writing tools resolve the target once, in their permission check, and write
+//!   exactly that path: its directory is opened without following symbolic links
+//!   (`openat2(RESOLVE_BENEATH | RESOLVE_NO_SYMLINKS)`, or `O_NOFOLLOW` per component) and
+//!   every later step is relative to it, so a link swapped onto the path meanwhile fails the
+//!   call instead of redirecting it.
 //! - [`tools`] returns every tool ready for a pool.
 //!
 //! It depends only on `tool-core`: permission checks go through the context's
@@ -64,6 +69,7 @@ mod matching;
 mod notebook;
 mod pdf;
 mod read;
+mod target;
 mod text;
 #[cfg(target_os = "linux")]
 mod walk;

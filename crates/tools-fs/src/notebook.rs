@@ -13,8 +13,11 @@ use tool_core::{
 };
 
 use crate::atomic::write_atomic;
-use crate::common;
-use crate::read::{MAX_OUTPUT_CHARS, NotebookCellView, ReadOutput, read_capped, record_whole};
+use crate::common::{self, CheckedTarget};
+use crate::read::{
+    MAX_OUTPUT_CHARS, NotebookCellView, ReadOutput, read_capped, read_capped_file, record_whole,
+};
+use crate::target::{Existing, Parents, WriteTarget};
 use crate::text::{LineEnding, decode, dominant_ending, with_ending};
 
 /// Notebooks above this size are refused.
@@ -255,6 +258,29 @@ pub struct NotebookEditInput {
     /// The type of edit to make (replace, insert, delete). Defaults to replace.
     #[serde(default)]
     pub edit_mode: Option<NotebookEditMode>,
+    /// The target the permission check judged
+    #[serde(skip)]
+    #[schemars(skip)]
+    checked: CheckedTarget,
+}
+
+impl NotebookEditInput {
+    /// An input replacing the source of cell `cell_id` of `notebook_path` by `new_source`
+    /// (set `edit_mode` and `cell_type` to insert or delete).
+    pub fn new(
+        notebook_path: impl Into<String>,
+        cell_id: Option<String>,
+        new_source: impl Into<String>,
+    ) -> Self {
+        NotebookEditInput {
+            notebook_path: notebook_path.into(),
+            cell_id,
+            new_source: new_source.into(),
+            cell_type: None,
+            edit_mode: None,
+            checked: CheckedTarget::default(),
+        }
+    }
 }
 
 /// Output of NotebookEdit.
@@ -331,13 +357,16 @@ fn edit_notebook(
     input: &NotebookEditInput,
 ) -> Result<NotebookEditOutput, ToolError> {
     let given = common::resolve(ctx, &input.notebook_path);
-    let target = common::write_target(&given)?;
+    let key = input.checked.target_for(&given)?;
     let shown = given.display().to_string();
-    let key = common::ledger_key(&target);
-    let Some(meta) = common::existing_file(&target)? else {
+    let existing = match WriteTarget::open(&key, Parents::Require)? {
+        Some(target) => target.open_existing()?.map(|e| (target, e)),
+        None => None,
+    };
+    let Some((target, Existing { file, meta })) = existing else {
         return Err(respond_code("Notebook file does not exist."));
     };
-    let bytes = read_capped(&target, MAX_NOTEBOOK_FILE, "The notebook")?;
+    let bytes = read_capped_file(file, meta.len(), &key, MAX_NOTEBOOK_FILE, "The notebook")?;
     common::check_fresh(ctx, &key, &meta, &bytes)?;
     let file = decode(&bytes).map_err(|e| ToolError::respond(e.message(&shown)))?;
     let mut nb: Value = serde_json::from_str(&file.text)
@@ -469,10 +498,10 @@ fn edit_notebook(
         text = with_ending(&text, LineEnding::CrLf);
     }
     let out = file.encode(&text);
-    write_atomic(&target, &out, Some(&meta), || {
+    let written = write_atomic(&target, &out, Some(&meta), || {
         common::unchanged_since(&target, Some(&meta))
     })?;
-    common::record_write(ctx, &key, common::ledger_hash(&out));
+    common::record_write(ctx, &key, common::ledger_hash(&out), &written);
     Ok(NotebookEditOutput {
         notebook_path: shown,
         cell_id,
@@ -535,8 +564,7 @@ impl TypedTool for NotebookEdit {
         input: &NotebookEditInput,
         ctx: &ToolContext,
     ) -> PermissionDecision {
-        let target = common::resolve(ctx, &input.notebook_path);
-        ctx.permissions().check_write_path(&target, ctx)
+        common::check_write(ctx, &input.notebook_path, &input.checked)
     }
     async fn call(
         &self,

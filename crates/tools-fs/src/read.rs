@@ -812,9 +812,19 @@ pub(crate) fn record_whole(ctx: &ToolContext, key: &Path, meta: &std::fs::Metada
 
 /// Reads a whole file of at most `cap` bytes.
 pub(crate) fn read_capped(target: &Path, cap: u64, what: &str) -> Result<Vec<u8>, ToolError> {
-    let len = std::fs::metadata(target)
-        .map_err(|e| ToolError::io(target, e))?
-        .len();
+    let file = File::open(target).map_err(|e| ToolError::io(target, e))?;
+    let len = file.metadata().map_err(|e| ToolError::io(target, e))?.len();
+    read_capped_file(file, len, target, cap, what)
+}
+
+/// [`read_capped`] of an open `file` of `len` bytes (`target` names it in messages).
+pub(crate) fn read_capped_file(
+    file: File,
+    len: u64,
+    target: &Path,
+    cap: u64,
+    what: &str,
+) -> Result<Vec<u8>, ToolError> {
     if len > cap {
         return Err(ToolError::respond(format!(
             "{what} {} is {len} bytes, more than the {cap} bytes Read accepts for this kind of file.",
@@ -822,8 +832,8 @@ pub(crate) fn read_capped(target: &Path, cap: u64, what: &str) -> Result<Vec<u8>
         )));
     }
     let mut bytes = Vec::with_capacity(usize::try_from(len).unwrap_or(0));
-    File::open(target)
-        .and_then(|f| f.take(cap + 1).read_to_end(&mut bytes))
+    file.take(cap + 1)
+        .read_to_end(&mut bytes)
         .map_err(|e| ToolError::io(target, e))?;
     Ok(bytes)
 }

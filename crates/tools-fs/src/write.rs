@@ -1,6 +1,8 @@
 //! Write: creates a file, or replaces one read earlier in the session; keeps the existing
 //! file's encoding, BOM, line endings and mode (the reference dropped CRLF); atomic.
 
+use std::io::Read as _;
+
 use async_trait::async_trait;
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
@@ -10,8 +12,9 @@ use tool_core::{
 };
 
 use crate::atomic::write_atomic;
-use crate::common::{self, create_parents, existing_file, unchanged_since, write_target};
+use crate::common::{self, CheckedTarget, unchanged_since};
 use crate::diff::{Hunk, hunks_whole, unified};
+use crate::target::{Parents, WriteTarget};
 use crate::text::{LineEnding, TextFile, decode, dominant_ending, with_ending};
 
 const DESCRIPTION: &str = "Writes a file to the local filesystem.
@@ -32,6 +35,21 @@ pub struct WriteInput {
     pub file_path: String,
     /// The content to write to the file
     pub content: String,
+    /// The target the permission check judged
+    #[serde(skip)]
+    #[schemars(skip)]
+    checked: CheckedTarget,
+}
+
+impl WriteInput {
+    /// An input writing `content` to `file_path`.
+    pub fn new(file_path: impl Into<String>, content: impl Into<String>) -> Self {
+        WriteInput {
+            file_path: file_path.into(),
+            content: content.into(),
+            checked: CheckedTarget::default(),
+        }
+    }
 }
 
 /// Output of Write.
@@ -60,22 +78,26 @@ fn run(
     input: &WriteInput,
 ) -> Result<(WriteOutput, std::path::PathBuf, String), ToolError> {
     let given = common::resolve(ctx, &input.file_path);
-    let target = write_target(&given)?;
+    let path = input.checked.target_for(&given)?;
     let shown = given.display().to_string();
-    let key = common::ledger_key(&target);
-    let meta = existing_file(&target)?;
-    let (bytes, text, old_text) = match &meta {
-        None => {
-            create_parents(&target)?;
-            (
-                input.content.as_bytes().to_vec(),
-                input.content.clone(),
-                None,
-            )
-        }
-        Some(meta) => {
-            let current = std::fs::read(&target).map_err(|e| ToolError::io(&target, e))?;
-            common::check_fresh(ctx, &key, meta, &current)?;
+    // Missing parents are made on the way: a file under a missing directory is new.
+    let target = WriteTarget::open(&path, Parents::Create)?
+        .ok_or_else(|| ToolError::fatal("internal error: Write found no parent directory"))?;
+    let existing = target.open_existing()?;
+    let meta = existing.as_ref().map(|e| e.meta.clone());
+    let (bytes, text, old_text) = match existing {
+        None => (
+            input.content.as_bytes().to_vec(),
+            input.content.clone(),
+            None,
+        ),
+        Some(mut existing) => {
+            let mut current = Vec::with_capacity(usize::try_from(existing.meta.len()).unwrap_or(0));
+            existing
+                .file
+                .read_to_end(&mut current)
+                .map_err(|e| ToolError::io(&path, e))?;
+            common::check_fresh(ctx, &path, &existing.meta, &current)?;
             // Keep what the file was: encoding, BOM, CRLF. A file that is not text is
             // replaced by the content as given.
             let (file, old) = match decode(&current) {
@@ -94,10 +116,10 @@ fn run(
             (file.encode(&text).into_owned(), text, old)
         }
     };
-    write_atomic(&target, &bytes, meta.as_ref(), || {
+    let written = write_atomic(&target, &bytes, meta.as_ref(), || {
         unchanged_since(&target, meta.as_ref())
     })?;
-    common::record_write(ctx, &key, common::ledger_hash(&bytes));
+    common::record_write(ctx, &path, common::ledger_hash(&bytes), &written);
     let structured_patch = old_text
         .as_deref()
         .map(|old| hunks_whole(old, &text))
@@ -109,7 +131,7 @@ fn run(
         structured_patch,
         bytes_written: bytes.len(),
     };
-    Ok((output, target, text))
+    Ok((output, path, text))
 }
 
 #[async_trait]
@@ -149,8 +171,7 @@ impl TypedTool for Write {
         ValidationResult::Valid
     }
     async fn check_permission(&self, input: &WriteInput, ctx: &ToolContext) -> PermissionDecision {
-        let target = common::resolve(ctx, &input.file_path);
-        ctx.permissions().check_write_path(&target, ctx)
+        common::check_write(ctx, &input.file_path, &input.checked)
     }
     async fn call(
         &self,

@@ -10,8 +10,8 @@ use std::time::Duration;
 use async_trait::async_trait;
 use serde_json::{Value, json};
 use tool_core::{
-    CallResult, FileDiagnostic, LspManager, PermissionEngine, PermissionMode, ToolContext,
-    ToolError,
+    CallResult, FileDiagnostic, LspManager, PermissionEngine, PermissionMode, RuleBehavior,
+    ToolContext, ToolError,
 };
 
 use crate::Fixture;
@@ -689,6 +689,149 @@ fn fifos_are_refused_for_writes() {
             .contains("it is a FIFO (named pipe), not a regular file"),
         "{r:#?}"
     );
+}
+
+/// Writes `new` through `rel` in a tree with links — `in` to the directory `real/`,
+/// `alias.txt` to `real/file.txt`, `out` to a directory outside, `cfg` to `.git/config`,
+/// `dangling` to nothing — in `mode` with `rules` (`{out}` stands for the outside
+/// directory); `expected` is where it landed (`{out}/…` outside, else under the root) or
+/// the error text. The link itself is always kept, and nothing else appears outside.
+#[track_caller]
+fn check_link(
+    mode: PermissionMode,
+    rules: &[(RuleBehavior, &str)],
+    rel: &str,
+    expected: Result<&str, &str>,
+) {
+    let outside = tempfile::tempdir().unwrap();
+    let out = outside.path().canonicalize().unwrap();
+    let out_text = out.to_str().unwrap();
+    let f = Fixture::new(&[
+        "real/file.txt = a\n",
+        ".git/config = [core]",
+        "in -> {root}/real",
+        "alias.txt -> {root}/real/file.txt",
+        "cfg -> {root}/.git/config",
+        "dangling -> {root}/nowhere",
+    ]);
+    std::os::unix::fs::symlink(&out, f.path("out")).unwrap();
+    let rules: Vec<(RuleBehavior, String)> = rules
+        .iter()
+        .map(|(b, r)| (*b, r.replace("{out}", out_text.trim_start_matches('/'))))
+        .collect();
+    let rules: Vec<(RuleBehavior, &str)> = rules.iter().map(|(b, r)| (*b, r.as_str())).collect();
+    let c = f.context_with(mode, &rules);
+    if rel == "alias.txt" {
+        read(&f, &c, rel);
+    }
+    let r = f.call_tool(
+        &c,
+        "Write",
+        &json!({"file_path": format!("{{root}}/{rel}"), "content": "new\n"}),
+    );
+    let landed = match expected {
+        Ok(at) => {
+            assert!(!r.is_error, "{rel}: {r:#?}");
+            let at = match at.strip_prefix("{out}/") {
+                Some(rest) => out.join(rest),
+                None => f.path(at),
+            };
+            assert_eq!(std::fs::read_to_string(&at).unwrap(), "new\n", "{rel}");
+            Some(at)
+        }
+        Err(text) => {
+            assert!(r.is_error, "{rel}: {r:#?}");
+            assert!(r.text().contains(text), "{rel}: {r:#?}");
+            None
+        }
+    };
+    let in_out: Vec<PathBuf> = std::fs::read_dir(&out)
+        .unwrap()
+        .map(|e| e.unwrap().path())
+        .collect();
+    let expected_out: Vec<PathBuf> = landed.into_iter().filter(|p| p.starts_with(&out)).collect();
+    assert_eq!(in_out, expected_out, "{rel}: outside");
+    for link in ["in", "alias.txt", "out", "cfg", "dangling"] {
+        assert!(
+            std::fs::symlink_metadata(f.path(link))
+                .unwrap()
+                .is_symlink(),
+            "{link} replaced"
+        );
+    }
+    if rel != "alias.txt" {
+        assert_eq!(f.read("real/file.txt"), b"a\n", "{rel}");
+    }
+    assert_eq!(f.read(".git/config"), b"[core]", "{rel}");
+}
+
+#[test]
+fn writes_through_links_go_where_the_check_looked() {
+    use PermissionMode::{AcceptEdits, BypassPermissions};
+    use RuleBehavior::{Allow, Deny};
+    let outside = "Path is outside allowed working directories";
+    // Links resolved inside the working directory are written through.
+    check_link(AcceptEdits, &[], "in/x.txt", Ok("real/x.txt"));
+    check_link(
+        AcceptEdits,
+        &[],
+        "in/new/deeper/x.txt",
+        Ok("real/new/deeper/x.txt"),
+    );
+    check_link(AcceptEdits, &[], "alias.txt", Ok("real/file.txt"));
+    // A link to outside needs what a write outside needs.
+    check_link(AcceptEdits, &[], "out/x.txt", Err(outside));
+    check_link(AcceptEdits, &[], "out/new/x.txt", Err(outside));
+    check_link(BypassPermissions, &[], "out/x.txt", Ok("{out}/x.txt"));
+    check_link(
+        AcceptEdits,
+        &[(Allow, "Edit(//{out}/**)")],
+        "out/x.txt",
+        Ok("{out}/x.txt"),
+    );
+    // A rule that names only the link's path does not cover the target it resolves to.
+    check_link(
+        AcceptEdits,
+        &[(Allow, "Edit(out/**)")],
+        "out/x.txt",
+        Err(outside),
+    );
+    check_link(
+        BypassPermissions,
+        &[(Deny, "Edit(//{out}/**)")],
+        "out/x.txt",
+        Err("has been denied"),
+    );
+    check_link(BypassPermissions, &[], "cfg", Err("is a protected path"));
+    check_link(AcceptEdits, &[], "dangling", Err("dangling link"));
+}
+
+#[test]
+fn a_call_without_a_permission_check_resolves_when_it_runs() {
+    // A library may call a tool directly: the target is resolved then, and written
+    // without following a link after that.
+    let f = Fixture::new(&["real/", "in -> {root}/real"]);
+    let c = ctx(&f);
+    let rt = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .unwrap();
+    let path = f.path("in/x.txt").display().to_string();
+    let r = rt
+        .block_on(tool_core::TypedTool::call(
+            &tools_fs::Write,
+            tools_fs::WriteInput::new(&path, "x"),
+            &c,
+        ))
+        .unwrap();
+    assert_eq!(r.data.kind, "create");
+    assert_eq!(f.read("real/x.txt"), b"x");
+    let mut input = tools_fs::EditInput::new(&path, "x", "y");
+    input.replace_all = Some(true);
+    read(&f, &c, "in/x.txt");
+    rt.block_on(tool_core::TypedTool::call(&tools_fs::Edit, input, &c))
+        .unwrap();
+    assert_eq!(f.read("real/x.txt"), b"y");
 }
 
 #[test]

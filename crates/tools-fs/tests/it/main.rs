@@ -9,6 +9,7 @@ mod glob;
 mod grep;
 mod notebook;
 mod policy;
+mod race;
 mod read;
 mod snapshots;
 
