@@ -198,3 +198,77 @@ fn bash_calls_share_one_sandbox_supervised_by_the_binary() {
     assert_eq!(text(&lines[0]), text(&lines[1]));
     assert_eq!(text(&lines[1]), text(&lines[2]));
 }
+
+/// A driver that talks to `batch` the way an agent does: it sends one call, waits for its
+/// result, and decides the next call from it. Each result must arrive while the driver
+/// waits, without more input; a result that waits for more input fails the test by timing
+/// out (a bound, never a timing assertion).
+#[test]
+fn batch_is_a_live_session() {
+    use std::io::{BufRead, BufReader, Write};
+    use std::process::{Command, Stdio};
+    use std::sync::mpsc;
+    use std::time::Duration;
+
+    let p = Project::new(&["notes.txt = alpha\\nbeta\\n"]);
+    let mut child = Command::new(crate::binary())
+        .args(["--cwd", p.root_str(), "--mode", "acceptEdits", "batch"])
+        .env("AGENT_TOOLS_HOME", p.home())
+        .env("HOME", p.home())
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::null())
+        .spawn()
+        .unwrap();
+    let mut stdin = child.stdin.take().unwrap();
+    let stdout = child.stdout.take().unwrap();
+    let (tx, rx) = mpsc::channel::<Value>();
+    std::thread::spawn(move || {
+        for line in BufReader::new(stdout).lines() {
+            let Ok(line) = line else { break };
+            if let Ok(v) = serde_json::from_str(&line)
+                && tx.send(v).is_err()
+            {
+                break;
+            }
+        }
+    });
+    let mut ask = |call: Value| -> Value {
+        stdin.write_all(call.to_string().as_bytes()).unwrap();
+        stdin.write_all(b"\n").unwrap();
+        stdin.flush().unwrap();
+        rx.recv_timeout(Duration::from_secs(60))
+            .expect("the result did not arrive without more input")
+    };
+    let path = p.root().join("notes.txt").display().to_string();
+    let read = ask(serde_json::json!({"tool": "Read", "input": {"file_path": path}}));
+    assert_eq!(read["is_error"], false, "{read}");
+    // Decide the edit from what was read.
+    let first = text(&read)
+        .lines()
+        .next()
+        .and_then(|l| l.split('\t').nth(1))
+        .unwrap_or_default()
+        .to_owned();
+    assert_eq!(first, "alpha", "{read}");
+    let edit = ask(serde_json::json!({"tool": "Edit", "input": {
+        "file_path": path, "old_string": first, "new_string": "ALPHA"}}));
+    assert_eq!(edit["is_error"], false, "{edit}");
+    let again = ask(serde_json::json!({"tool": "Read", "input": {"file_path": path}}));
+    assert!(text(&again).contains("ALPHA"), "{again}");
+    // Concurrency-safe calls sent together still come back in order.
+    let lines = [glob_line("*.txt"), "{oops".to_owned(), glob_line("*.none")].join("\n");
+    stdin.write_all(lines.as_bytes()).unwrap();
+    stdin.write_all(b"\n").unwrap();
+    stdin.flush().unwrap();
+    let got: Vec<Value> = (0..3)
+        .map(|_| rx.recv_timeout(Duration::from_secs(60)).expect("a result"))
+        .collect();
+    assert_eq!(filenames(&got[0]), ["notes.txt"]);
+    assert_eq!(got[1]["is_error"], true);
+    assert_eq!(got[2]["is_error"], false);
+    // End of input ends the session.
+    drop(stdin);
+    let status = child.wait().unwrap();
+    assert_eq!(status.code(), Some(1));
+}

@@ -83,8 +83,9 @@ enum Command {
         /// The input as JSON, or - to read it from standard input (default: {})
         input: Option<String>,
     },
-    /// Read calls as JSON lines {"tool": .., "input": ..} from standard input and print one
-    /// result line per call; all calls share one session
+    /// A live session: read calls as JSON lines {"tool": .., "input": ..} from standard
+    /// input, run each as soon as its line arrives and print its result line as soon as it
+    /// is done; all calls share one session until the end of input
     Batch,
     /// Serve the pool as an MCP server: over stdio, or over streamable HTTP with --http
     Serve {
@@ -441,57 +442,72 @@ fn parse_batch_line(number: usize, line: &str) -> std::result::Result<ToolCall, 
     Ok(ToolCall { tool, input, id })
 }
 
-/// Runs `calls` in order under the pool's concurrency rule ([`ToolPool::batch`]), taking
-/// the pool afresh before each group: a call that changed an MCP server's tool list is
-/// followed by calls that see the new list.
-async fn run_calls(pool: &LivePool, calls: Vec<ToolCall>, ctx: &ToolContext) -> Vec<CallResult> {
-    let mut calls: std::collections::VecDeque<ToolCall> = calls.into();
-    let mut results = Vec::with_capacity(calls.len());
-    while !calls.is_empty() {
-        let current = pool.settled().await;
-        results.extend(current.batch_group(&mut calls, ctx).await);
-    }
-    results
-}
-
 async fn batch(pool: &LivePool, ctx: &ToolContext) -> Result<ExitCode> {
     if std::io::stdin().is_terminal() {
         eprintln!("agent-tools batch: reading JSON lines from standard input; end with Ctrl-D");
     }
-    let mut slots: Vec<std::result::Result<ToolCall, Box<CallResult>>> = Vec::new();
-    // A blocking read on a worker thread: tell the runtime, so others take its work.
-    tokio::task::block_in_place(|| -> Result<()> {
-        for (i, line) in std::io::stdin().lock().lines().enumerate() {
-            let line = line.map_err(|e| anyhow!("cannot read standard input: {e}"))?;
-            if line.trim().is_empty() {
-                continue;
-            }
-            slots.push(parse_batch_line(i + 1, &line));
-        }
-        Ok(())
-    })?;
     cancel_on_interrupt(ctx);
-    // Runs of valid calls go to the batch runner together, so its concurrency rule applies
-    // across them; invalid lines keep their place in the output.
+    // Standard input is read on a thread of its own, a line at a time, so that a driver can
+    // send a call, read its result and only then decide the next one.
+    let (tx, mut rx) = tokio::sync::mpsc::unbounded_channel::<Result<Slot, String>>();
+    std::thread::Builder::new()
+        .name("agent-tools-batch-input".into())
+        .spawn(move || {
+            for (i, line) in std::io::stdin().lock().lines().enumerate() {
+                let item = match line {
+                    Ok(line) if line.trim().is_empty() => continue,
+                    Ok(line) => Ok(parse_batch_line(i + 1, &line)),
+                    Err(e) => Err(format!("cannot read standard input: {e}")),
+                };
+                let stop = item.is_err();
+                if tx.send(item).is_err() || stop {
+                    break;
+                }
+            }
+        })
+        .context("cannot start the thread that reads standard input")?;
+    let mut queue: std::collections::VecDeque<Slot> = std::collections::VecDeque::new();
     let mut any_error = false;
-    let mut pending: Vec<ToolCall> = Vec::new();
     let mut emit = |result: &CallResult| -> Result<()> {
         any_error |= result.is_error;
         print_line(result)
     };
-    for slot in slots {
-        match slot {
-            Ok(call) => pending.push(call),
-            Err(result) => {
-                for r in run_calls(pool, std::mem::take(&mut pending), ctx).await {
-                    emit(&r)?;
-                }
+    loop {
+        // Wait for input only when nothing that was read is left to run; then take every
+        // line already read, so a group of concurrency-safe calls forms from those alone.
+        if queue.is_empty() {
+            match rx.recv().await {
+                Some(item) => queue.push_back(item.map_err(|e| anyhow!(e))?),
+                None => break,
+            }
+        }
+        while let Ok(item) = rx.try_recv() {
+            queue.push_back(item.map_err(|e| anyhow!(e))?);
+        }
+        // A line that could not be read answers in its place.
+        while let Some(Err(_)) = queue.front() {
+            if let Some(Err(result)) = queue.pop_front() {
                 emit(&result)?;
             }
         }
-    }
-    for r in run_calls(pool, pending, ctx).await {
-        emit(&r)?;
+        let mut calls: std::collections::VecDeque<ToolCall> = std::collections::VecDeque::new();
+        while let Some(Ok(_)) = queue.front() {
+            if let Some(Ok(call)) = queue.pop_front() {
+                calls.push_back(call);
+            }
+        }
+        if calls.is_empty() {
+            continue;
+        }
+        // One group (the pool's concurrency rule), taking the pool afresh: a call that
+        // changed an MCP server's tool list is followed by calls that see the new list.
+        let current = pool.settled().await;
+        for r in current.batch_group(&mut calls, ctx).await {
+            emit(&r)?;
+        }
+        while let Some(call) = calls.pop_back() {
+            queue.push_front(Ok(call));
+        }
     }
     Ok(if any_error {
         ExitCode::from(1)
@@ -499,3 +515,6 @@ async fn batch(pool: &LivePool, ctx: &ToolContext) -> Result<ExitCode> {
         ExitCode::SUCCESS
     })
 }
+
+/// One line of `batch` input: a call, or the result that answers a line that is not one.
+type Slot = std::result::Result<ToolCall, Box<CallResult>>;
