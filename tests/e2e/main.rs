@@ -9,6 +9,7 @@
 mod batch;
 mod call;
 mod cli;
+mod events;
 mod permissions;
 mod race;
 mod serve;
@@ -51,6 +52,47 @@ pub fn binary() -> &'static Path {
             binary.display()
         );
         binary
+    })
+}
+
+/// The `agent-tools` binary built with `registry/agent-triggers` (cron tools and Monitor),
+/// kept next to the default one as `agent-tools-triggers`: `cargo xtask ci` builds it before
+/// the tests; elsewhere it is built on first use.
+pub fn triggers_binary() -> &'static Path {
+    static BINARY: OnceLock<PathBuf> = OnceLock::new();
+    BINARY.get_or_init(|| {
+        let default = binary();
+        let profile_dir = default
+            .parent()
+            .expect("the profile directory")
+            .to_path_buf();
+        let triggers = profile_dir.join("agent-tools-triggers");
+        if !triggers.is_file() {
+            let target_dir = profile_dir
+                .parent()
+                .expect("the profile directory lives in the target directory");
+            // A separate target directory, so the default binary is left as it is.
+            let scratch = target_dir.join("triggers");
+            let cargo = std::env::var_os("CARGO").unwrap_or_else(|| "cargo".into());
+            let status = Command::new(cargo)
+                .args([
+                    "build",
+                    "-p",
+                    "agent-tools",
+                    "--features",
+                    "registry/agent-triggers",
+                ])
+                .current_dir(concat!(env!("CARGO_MANIFEST_DIR"), "/.."))
+                .env("CARGO_TARGET_DIR", &scratch)
+                .status()
+                .expect("cargo build -p agent-tools --features registry/agent-triggers");
+            assert!(status.success(), "the agent-triggers build failed");
+            let built = scratch
+                .join(profile_dir.file_name().expect("a profile name"))
+                .join("agent-tools");
+            std::fs::copy(&built, &triggers).expect("copy the agent-triggers binary");
+        }
+        triggers
     })
 }
 

@@ -447,6 +447,13 @@ async fn batch(pool: &LivePool, ctx: &ToolContext) -> Result<ExitCode> {
         eprintln!("agent-tools batch: reading JSON lines from standard input; end with Ctrl-D");
     }
     cancel_on_interrupt(ctx);
+    // Events between results: fired cron prompts, Monitor lines, background tasks that
+    // ended. An event line has "event" where a result line has "tool".
+    ctx.services().insert(tool_core::EventSink::new(|event| {
+        let _ = print_line(&event);
+    }));
+    let events = registry::start_session_events(ctx).map_err(|e| anyhow!(e.to_string()))?;
+    let _stop_events = events.drop_guard();
     // Standard input is read on a thread of its own, a line at a time, so that a driver can
     // send a call, read its result and only then decide the next one.
     let (tx, mut rx) = tokio::sync::mpsc::unbounded_channel::<Result<Slot, String>>();

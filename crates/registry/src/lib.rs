@@ -59,6 +59,39 @@ pub use session::{
     trust_report,
 };
 
+/// Starts what produces a live session's events outside calls (see
+/// [`tool_core::SessionEvent`]): with the `agent-triggers` feature, the cron scheduler,
+/// whose due prompts become `cron` events passed to the context's [`tool_core::EventSink`].
+/// Monitor lines and background-task endings are emitted by the shell tools themselves.
+/// Cancel the returned token to stop it; without the feature nothing runs.
+pub fn start_session_events(
+    ctx: &tool_core::ToolContext,
+) -> Result<tool_core::CancellationToken, tool_core::ToolError> {
+    let stop = tool_core::CancellationToken::new();
+    #[cfg(feature = "agent-triggers")]
+    {
+        let scheduler = tools_agent::cron_scheduler(ctx)?;
+        let session = ctx.clone();
+        tokio::spawn(scheduler.run(stop.clone(), move |fire| {
+            let job = &fire.job;
+            session.emit_event(tool_core::SessionEvent {
+                event: "cron".to_owned(),
+                id: Some(job.id.clone()),
+                text: job.prompt.clone(),
+                data: serde_json::json!({
+                    "cron": job.cron,
+                    "schedule": job.human_schedule(),
+                    "recurring": job.recurring,
+                    "last": fire.last,
+                }),
+            });
+        }));
+    }
+    #[cfg(not(feature = "agent-triggers"))]
+    let _ = ctx;
+    Ok(stop)
+}
+
 /// Assembles tool pools (the design's `ToolRegistry`).
 #[derive(Default)]
 pub struct ToolRegistry {

@@ -43,6 +43,47 @@ impl Services {
     }
 }
 
+/// Something that happened in a session outside any call: a scheduled prompt fired, a
+/// monitored command printed new lines, a background task ended. A host that drives a live
+/// session passes it on (the binary's `batch` prints it as an event line); see
+/// [`EventSink`] and [`ToolContext::emit_event`].
+#[derive(Debug, Clone, PartialEq, serde::Serialize)]
+pub struct SessionEvent {
+    /// What happened: `cron`, `monitor` or `task`
+    pub event: String,
+    /// The job or task it concerns
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub id: Option<String>,
+    /// What the model should read
+    pub text: String,
+    /// Structured details
+    pub data: serde_json::Value,
+}
+
+/// Where a session's events go: a service the host installs with
+/// `ctx.services().insert(EventSink::new(...))`. Without one, events are dropped; the
+/// tools keep their own record (TaskOutput, CronList).
+#[derive(Clone)]
+pub struct EventSink(Arc<dyn Fn(SessionEvent) + Send + Sync>);
+
+impl fmt::Debug for EventSink {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str("EventSink(..)")
+    }
+}
+
+impl EventSink {
+    /// A sink that calls `f` for every event.
+    pub fn new(f: impl Fn(SessionEvent) + Send + Sync + 'static) -> Self {
+        EventSink(Arc::new(f))
+    }
+
+    /// Passes an event on.
+    pub fn emit(&self, event: SessionEvent) {
+        (self.0)(event);
+    }
+}
+
 /// A progress event from a running call.
 #[derive(Debug, Clone, PartialEq)]
 pub struct Progress {
@@ -385,6 +426,13 @@ impl ToolContext {
     /// Host services.
     pub fn services(&self) -> &Services {
         &self.session.services
+    }
+
+    /// Passes a session event to the host's [`EventSink`], if it installed one.
+    pub fn emit_event(&self, event: SessionEvent) {
+        if let Some(sink) = self.services().get::<EventSink>() {
+            sink.emit(event);
+        }
     }
 
     /// The read-file ledger.

@@ -91,7 +91,8 @@ pub use budget::{
     ERROR_TEXT_CAP, PERSIST_THRESHOLD_CAP, PREVIEW_BYTES, apply_budget, cut_middle, format_size,
 };
 pub use context::{
-    Progress, ProgressSink, Services, ToolContext, ToolContextBuilder, default_state_dir,
+    EventSink, Progress, ProgressSink, Services, SessionEvent, ToolContext, ToolContextBuilder,
+    default_state_dir,
 };
 pub use error::ToolError;
 pub use exec::{

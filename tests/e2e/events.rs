@@ -1,0 +1,119 @@
+//! Events reach the driver: with the agent-triggers build, a live `batch` prints fired cron
+//! prompts, Monitor lines and background tasks that ended as event lines between results.
+
+use std::io::{BufRead, BufReader, Write};
+use std::process::{Command, Stdio};
+use std::sync::mpsc;
+use std::time::Duration;
+
+use serde_json::{Value, json};
+
+use crate::{Project, triggers_binary};
+
+/// A live `batch` of the agent-triggers build: send lines, read lines.
+struct Live {
+    child: std::process::Child,
+    stdin: std::process::ChildStdin,
+    lines: mpsc::Receiver<Value>,
+}
+
+impl Live {
+    fn start(project: &Project) -> Self {
+        let mut child = Command::new(triggers_binary())
+            .args([
+                "--cwd",
+                project.root_str(),
+                "--mode",
+                "bypassPermissions",
+                "batch",
+            ])
+            .env("AGENT_TOOLS_HOME", project.home())
+            .env("HOME", project.home())
+            .stdin(Stdio::piped())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::null())
+            .spawn()
+            .unwrap();
+        let stdin = child.stdin.take().unwrap();
+        let stdout = child.stdout.take().unwrap();
+        let (tx, lines) = mpsc::channel();
+        std::thread::spawn(move || {
+            for line in BufReader::new(stdout).lines() {
+                let Ok(line) = line else { break };
+                if let Ok(v) = serde_json::from_str(&line)
+                    && tx.send(v).is_err()
+                {
+                    break;
+                }
+            }
+        });
+        Live {
+            child,
+            stdin,
+            lines,
+        }
+    }
+
+    fn send(&mut self, call: Value) {
+        self.stdin.write_all(call.to_string().as_bytes()).unwrap();
+        self.stdin.write_all(b"\n").unwrap();
+        self.stdin.flush().unwrap();
+    }
+
+    /// The next line that satisfies `want`, within a bound (not a timing assertion: the
+    /// bound only keeps a broken build from hanging the suite).
+    fn next(&self, what: &str, want: impl Fn(&Value) -> bool) -> Value {
+        loop {
+            let line = self
+                .lines
+                .recv_timeout(Duration::from_secs(120))
+                .unwrap_or_else(|_| panic!("no {what} arrived"));
+            if want(&line) {
+                return line;
+            }
+        }
+    }
+}
+
+impl Drop for Live {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+#[test]
+fn a_due_cron_job_is_an_event_line_in_batch() {
+    let p = Project::new(&[".agent-tools/"]);
+    let created = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .unwrap()
+        .as_millis() as i64
+        - 180_000;
+    // A durable one-shot job that came due while no session ran.
+    let job = json!([{"id": "feedbeef", "cron": "* * * * *", "prompt": "check the build",
+        "recurring": false, "durable": true, "createdAt": created}]);
+    std::fs::write(
+        p.root().join(".agent-tools/scheduled_tasks.json"),
+        job.to_string(),
+    )
+    .unwrap();
+    let mut live = Live::start(&p);
+    live.send(json!({"tool": "CronList", "input": {}}));
+    // The job fires on the scheduler's first tick: its event line may come before or after
+    // the result line.
+    let mut seen: Vec<Value> = Vec::new();
+    while !(seen.iter().any(|l| l["event"] == "cron")
+        && seen.iter().any(|l| l["tool"] == "CronList"))
+    {
+        seen.push(live.next("line", |_| true));
+    }
+    let event = seen.iter().find(|l| l["event"] == "cron").cloned().unwrap();
+    assert_eq!(event["id"], "feedbeef", "{event}");
+    assert_eq!(event["text"], "check the build", "{event}");
+    assert!(event.get("tool").is_none(), "{event}");
+    // One-shot: it is gone afterwards.
+    live.send(json!({"tool": "CronList", "input": {}}));
+    let listed = live.next("CronList result", |l| l["tool"] == "CronList");
+    assert!(!listed.to_string().contains("feedbeef"), "{listed}");
+}
