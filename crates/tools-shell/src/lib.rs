@@ -106,6 +106,8 @@
 mod bash;
 #[cfg(target_os = "linux")]
 mod inside;
+#[cfg(target_os = "linux")]
+mod limits;
 #[cfg(feature = "monitor")]
 mod monitor;
 mod output;
@@ -113,8 +115,10 @@ mod parse;
 mod permissions;
 mod process;
 mod readonly;
+mod reaper;
 mod sandbox;
 mod session;
+mod spool;
 #[cfg(target_os = "linux")]
 mod supervisor;
 mod task_tools;
@@ -128,6 +132,8 @@ pub use bash::{
 };
 #[cfg(target_os = "linux")]
 pub use inside::{SUPERVISOR_ARG, sandbox_supervisor_entry, set_supervisor_program};
+#[cfg(target_os = "linux")]
+pub use limits::{SandboxLimits, live_sandbox_instances, sandbox_limits, set_sandbox_limits};
 #[cfg(feature = "monitor")]
 pub use monitor::{MONITOR_LIMIT, Monitor, MonitorInput, MonitorOutput};
 pub use output::MAX_OUTPUT_CHARS;
@@ -140,6 +146,7 @@ pub use sandbox::{
     landlock_available, prepare as prepare_sandbox,
 };
 pub use session::{SandboxInstance, sandbox_instance};
+pub use spool::OUTPUT_CAP;
 pub use task_tools::{
     TASK_OUTPUT_CHARS, TaskOutput, TaskOutputData, TaskOutputInput, TaskStop, TaskStopData,
     TaskStopInput,
