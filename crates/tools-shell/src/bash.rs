@@ -309,7 +309,7 @@ impl TypedTool for Bash {
         let mut text = shown.text.clone();
         let new_cwd = cwd_pipe.read();
         if shown.truncated || summary.dropped > 0 || summary.lost > 0 {
-            let kept = lease.keep();
+            let kept = lease.keep()?;
             text.push_str(&truncation_marker(shown.lines_cut));
             text.push_str(&saved_note(&kept, &summary, spool.failure()));
             data.persisted_output_path = Some(kept.display().to_string());

@@ -267,7 +267,7 @@ impl Local {
         let Some(pgid) = self.pgid else {
             return code;
         };
-        if test_kill_process_group(pgid).is_err() {
+        if !group_alive(pgid) {
             if !self.done {
                 code = self.child.wait().await.ok().map(code_of);
                 self.done = true;
@@ -293,7 +293,7 @@ impl Local {
                     Err(_) => break,
                 }
             }
-            if test_kill_process_group(pgid).is_err() {
+            if !group_alive(pgid) {
                 return code;
             }
             if tokio::time::Instant::now() >= deadline {
@@ -309,7 +309,7 @@ impl Local {
         // Members of the group other than the leader are reaped by their parents (or by
         // init once orphaned); wait briefly until none is left so callers see a clean slate.
         for _ in 0..50 {
-            if test_kill_process_group(pgid).is_err() {
+            if !group_alive(pgid) {
                 break;
             }
             let _ = kill_process_group(pgid, Signal::KILL);
@@ -323,6 +323,12 @@ impl Local {
         }
         code
     }
+}
+
+/// Whether the group has a member that is not a zombie: one signal when the group is gone,
+/// a look at the process table when it is not.
+fn group_alive(pgid: Pid) -> bool {
+    test_kill_process_group(pgid).is_ok() && crate::reaper::group_alive(pgid.as_raw_nonzero().get())
 }
 
 /// The fields of `/proc/PID/stat` after the command name: state, ppid, pgrp, ...

@@ -26,8 +26,8 @@ const ROUNDS: usize = 200;
 /// The pause between rounds.
 const PAUSE: Duration = Duration::from_millis(5);
 
-/// `(pid, ppid, zombie)` of every process.
-fn processes() -> Vec<(i32, i32, bool)> {
+/// `(pid, ppid, zombie, pgrp)` of every process.
+fn processes() -> Vec<(i32, i32, bool, i32)> {
     let Ok(entries) = std::fs::read_dir("/proc") else {
         return Vec::new();
     };
@@ -39,7 +39,8 @@ fn processes() -> Vec<(i32, i32, bool)> {
             let mut fields = stat.rsplit_once(')')?.1.split_whitespace();
             let state = fields.next()?;
             let ppid: i32 = fields.next()?.parse().ok()?;
-            Some((pid, ppid, state == "Z" || state == "X"))
+            let pgrp: i32 = fields.next()?.parse().ok()?;
+            Some((pid, ppid, state == "Z" || state == "X", pgrp))
         })
         .collect()
 }
@@ -48,9 +49,17 @@ fn processes() -> Vec<(i32, i32, bool)> {
 fn table() -> Vec<(i32, i32)> {
     processes()
         .into_iter()
-        .filter(|(_, _, zombie)| !zombie)
-        .map(|(pid, ppid, _)| (pid, ppid))
+        .filter(|(_, _, zombie, _)| !zombie)
+        .map(|(pid, ppid, _, _)| (pid, ppid))
         .collect()
+}
+
+/// Whether process group `pgid` has a member that is not a zombie (an orphaned member that
+/// exited stays in its group until its new parent collects it, which init may do late).
+pub fn group_alive(pgid: i32) -> bool {
+    processes()
+        .iter()
+        .any(|(_, _, zombie, pgrp)| *pgrp == pgid && !zombie)
 }
 
 /// Every live descendant of `root`, `root` left out.
@@ -89,8 +98,8 @@ pub fn children() -> Vec<i32> {
     from_tasks.unwrap_or_else(|| {
         processes()
             .into_iter()
-            .filter(|(_, ppid, _)| *ppid == me)
-            .map(|(pid, _, _)| pid)
+            .filter(|(_, ppid, _, _)| *ppid == me)
+            .map(|(pid, _, _, _)| pid)
             .collect()
     })
 }

@@ -239,11 +239,13 @@ impl Lease {
         self.dir.path().join(name)
     }
 
-    /// Keeps the output: the file leaves the pool; returns its path.
-    pub fn keep(mut self) -> PathBuf {
-        let path = self.path();
-        self.pooled = None;
-        path
+    /// Keeps the output: the file leaves the pool; returns a path to it (to a copy, if
+    /// its name was taken over meanwhile).
+    pub fn keep(mut self) -> Result<PathBuf, ToolError> {
+        let Some(p) = self.pooled.take() else {
+            return Err(ToolError::fatal("internal error: the output file is gone"));
+        };
+        self.dir.claim(&p.name, &p.file)
     }
 
     /// Empties the file and returns it to the pool.

@@ -179,17 +179,36 @@ impl OutputDir {
         Err(io::Error::other("every temporary name tried is taken"))
     }
 
-    /// Removes `name` if it still is `file` (not something put in its place).
-    pub fn remove(&self, name: &str, file: &File) {
+    /// Whether `name` still is `file` (not a link or another file put in its place).
+    fn holds(&self, name: &str, file: &File) -> bool {
         let (Ok(ours), Ok(there)) = (
             rustix::fs::fstat(file),
             rustix::fs::statat(&self.fd, name, AtFlags::SYMLINK_NOFOLLOW),
         ) else {
-            return;
+            return false;
         };
-        if ours.st_dev == there.st_dev && ours.st_ino == there.st_ino {
+        ours.st_dev == there.st_dev && ours.st_ino == there.st_ino
+    }
+
+    /// Removes `name` if it still is `file`.
+    pub fn remove(&self, name: &str, file: &File) {
+        if self.holds(name, file) {
             let _ = rustix::fs::unlinkat(&self.fd, name, AtFlags::empty());
         }
+    }
+
+    /// A path at which `file` (named `name` here) can be read: `name` while it still is
+    /// `file`, else a new file of this directory with a copy of it (something was put in
+    /// its place, which the path given to the model must not lead to).
+    pub fn claim(&self, name: &str, file: &File) -> Result<PathBuf, ToolError> {
+        if self.holds(name, file) {
+            return Ok(self.path.join(name));
+        }
+        let stem = name.strip_suffix(".output").unwrap_or(name);
+        let (copy, path) = self.create_unique(&format!("{stem}-saved"), "output")?;
+        let len = file.metadata().map_err(|e| ToolError::io(&path, e))?.len();
+        copy_range(file, 0, &copy, 0, len).map_err(|e| ToolError::io(&path, e))?;
+        Ok(path)
     }
 }
 

@@ -111,6 +111,24 @@ impl Entry {
         }
     }
 
+    /// Once the output is final: makes sure its path leads to it (a copy, should a
+    /// sandboxed command have put something in its place).
+    fn settle(&self, dir: &OutputDir) {
+        let Some(spool) = self.spool.get() else {
+            return;
+        };
+        let path = self.snapshot().output_path;
+        let Some(name) = path.file_name().and_then(|n| n.to_str()) else {
+            return;
+        };
+        if let Ok(claimed) = dir.claim(name, spool.file())
+            && claimed != path
+            && let Ok(mut i) = self.info.lock()
+        {
+            i.output_path = claimed;
+        }
+    }
+
     fn finish(&self, status: TaskStatus, code: Option<i32>) {
         if let Ok(mut i) = self.info.lock()
             && !i.status.is_terminal()
@@ -277,11 +295,13 @@ impl ShellTasks {
             let done = entry.done.subscribe();
             tokio::spawn(report_lines(spool.clone(), sink, done))
         });
+        let dir = self.dir()?;
         tokio::spawn(async move {
             let finished = running.wait(limit, &task_entry.cancel).await;
             // The supervisor of the task ends with it, and everything it ran.
             drop(running);
             spool.finish().await;
+            task_entry.settle(&dir);
             let status = match finished.ending {
                 Ending::Cancelled => TaskStatus::Killed,
                 Ending::TimedOut | Ending::SandboxLost => TaskStatus::Failed,
@@ -621,6 +641,7 @@ impl TaskManager for ShellTasks {
                 }
                 let fut = start(entry.cancel.clone());
                 let task_entry = Arc::clone(&entry);
+                let dir = self.dir();
                 tokio::spawn(async move {
                     let TaskFinish {
                         status,
@@ -638,6 +659,9 @@ impl TaskManager for ShellTasks {
                     .await;
                     if let Some(spool) = task_entry.spool.get() {
                         spool.finish().await;
+                    }
+                    if let Ok(dir) = &dir {
+                        task_entry.settle(dir);
                     }
                     let status = if task_entry.cancel.is_cancelled() && !status.is_terminal() {
                         TaskStatus::Killed
