@@ -1,5 +1,6 @@
 //! End-to-end tests of the `agent-tools` binary: the command line (`list`, `schema`, `call`,
-//! `batch`), Glob through `call`, and permissions from flags and settings files.
+//! `batch`), Glob through `call`, permissions from flags and settings files, and the
+//! shell's lifecycle guarantees (as root and as user nobody).
 //!
 //! Every run gets its own temporary working directory (`--cwd`) and state directory
 //! (`AGENT_TOOLS_HOME`, also used as `HOME`), so no test reads or writes the real home.
@@ -8,6 +9,7 @@
 mod batch;
 mod call;
 mod cli;
+mod lifecycle;
 mod permissions;
 mod serve;
 
