@@ -330,6 +330,13 @@ impl Shared {
     fn state(&self) -> MutexGuard<'_, State> {
         self.state.lock().unwrap_or_else(|p| p.into_inner())
     }
+
+    fn close(&self) {
+        self.stopping.store(true, Ordering::Relaxed);
+        if let Ok(mut s) = self.stop.lock() {
+            s.take();
+        }
+    }
 }
 
 /// A slice of the stream read back.
@@ -343,10 +350,22 @@ pub struct Chunk {
     pub skipped: u64,
 }
 
-/// The capped copy of one command's output.
+/// The capped copy of one command's output. When the last clone is dropped (a call
+/// abandoned), the copy is closed as by [`Spool::close`].
 #[derive(Debug, Clone)]
 pub struct Spool {
     shared: Arc<Shared>,
+    _owner: Arc<Owner>,
+}
+
+/// Closes the copy once no [`Spool`] is left (the copying thread holds only [`Shared`]).
+#[derive(Debug)]
+struct Owner(Arc<Shared>);
+
+impl Drop for Owner {
+    fn drop(&mut self) {
+        self.0.close();
+    }
 }
 
 /// What a finished copy holds.
@@ -393,16 +412,20 @@ impl Spool {
             .name("agent-tools-output".into())
             .spawn(move || copy(&copier, &dir, &reader, &stop_r))
             .map_err(|e| fail(&e))?;
-        Ok((Spool { shared }, writer))
+        let owner = Arc::new(Owner(Arc::clone(&shared)));
+        Ok((
+            Spool {
+                shared,
+                _owner: owner,
+            },
+            writer,
+        ))
     }
 
     /// Tells the copy the command is over: it takes what is still in the pipe and stops,
     /// even if something the command left behind still holds the pipe open.
     pub fn close(&self) {
-        self.shared.stopping.store(true, Ordering::Relaxed);
-        if let Ok(mut s) = self.shared.stop.lock() {
-            s.take();
-        }
+        self.shared.close();
     }
 
     /// [`Spool::close`], then waits until the file holds its final form.
