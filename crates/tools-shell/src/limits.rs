@@ -88,8 +88,9 @@ pub struct Admission {
 }
 
 /// Takes a place for a new instance: at once below the limit, else by ending the instance
-/// idle the longest; an error the model can act on when all are busy.
-pub fn admit() -> Result<Admission, ToolError> {
+/// idle the longest (and waiting until its process is gone, so the limit holds in the
+/// process table too); an error the model can act on when all are busy.
+pub async fn admit() -> Result<Admission, ToolError> {
     loop {
         let idle = {
             let mut r = registry();
@@ -114,12 +115,19 @@ pub fn admit() -> Result<Admission, ToolError> {
             idle
         };
         // Outside the lock: ending an instance waits for its process.
-        if !idle.iter().any(|(_, s)| s.retire_if_idle(Duration::ZERO)) {
+        match idle
+            .into_iter()
+            .find(|(_, s)| s.retire_if_idle(Duration::ZERO))
+        {
+            Some((_, ended)) => ended.wait_exited(EVICT_WAIT).await,
             // Each became busy meanwhile; look again.
-            std::thread::yield_now();
+            None => tokio::task::yield_now().await,
         }
     }
 }
+
+/// How long an evicted instance's process may take to go before its place is reused.
+const EVICT_WAIT: Duration = Duration::from_secs(5);
 
 impl Admission {
     /// Counts `instance` in the place taken.

@@ -162,7 +162,7 @@ impl ShellSession {
         }
         // The old instance of this kind (if any) ends once its last call lets go of it.
         instances.retain(|s| !s.key().same_kind(key) && s.is_live());
-        let admission = crate::limits::admit()?;
+        let admission = crate::limits::admit().await?;
         let generation = self.starts.fetch_add(1, Ordering::Relaxed) + 1;
         let s = Arc::new(Supervisor::start(key.clone()).await?);
         admission.register(&s);

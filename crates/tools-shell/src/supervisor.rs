@@ -400,6 +400,22 @@ impl Supervisor {
         true
     }
 
+    /// Waits (at most `limit`) until the instance's process has exited, and collects it.
+    pub async fn wait_exited(&self, limit: Duration) {
+        let deadline = Instant::now() + limit;
+        loop {
+            let exited = self
+                .child
+                .lock()
+                .map(|mut c| c.as_mut().is_none_or(|c| !matches!(c.try_wait(), Ok(None))))
+                .unwrap_or(true);
+            if exited || Instant::now() >= deadline {
+                return;
+            }
+            tokio::time::sleep(Duration::from_millis(5)).await;
+        }
+    }
+
     /// The supervisor's process id (bubblewrap's, for a sandbox).
     pub fn pid(&self) -> u32 {
         self.pid
