@@ -20,6 +20,7 @@ use crate::permissions;
 use crate::process::{self, Ending, RunSpec};
 use crate::sandbox::{self, SandboxSettings};
 use crate::session::ShellSession;
+use crate::spool::{Caps, OUTPUT_CAP, Spool, Summary};
 use crate::tasks::{Readiness, ShellTaskSpec, ShellTasks};
 use tool_core::TaskKind;
 
@@ -91,12 +92,17 @@ pub struct BashOutput {
     /// The task id of a background command
     #[serde(skip_serializing_if = "Option::is_none")]
     pub background_task_id: Option<String>,
-    /// The file holding the whole output, when it was cut (or for a background command)
+    /// The file holding the output, when it was cut (or for a background command); outputs
+    /// over 64 MiB keep their first and last 32 MiB
     #[serde(skip_serializing_if = "Option::is_none")]
     pub persisted_output_path: Option<String>,
     /// The whole output's size in bytes, when it was cut
     #[serde(skip_serializing_if = "Option::is_none")]
     pub persisted_output_size: Option<u64>,
+    /// Bytes dropped from the middle of an output over 64 MiB (the saved file keeps its
+    /// first and last 32 MiB)
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub persisted_output_dropped: Option<u64>,
     /// Whether a background command's readiness condition was met
     #[serde(skip_serializing_if = "Option::is_none")]
     pub ready: Option<bool>,
@@ -141,11 +147,6 @@ fn format_duration(d: Duration) -> String {
     } else {
         format!("{:.1}s", d.as_secs_f64())
     }
-}
-
-/// Where a session's Bash output files go.
-pub fn output_dir(ctx: &ToolContext) -> PathBuf {
-    ctx.state_dir().join("tool-results").join(ctx.session_id())
 }
 
 /// Validation shared by Bash and Monitor: not empty, and it parses.
@@ -269,29 +270,33 @@ impl TypedTool for Bash {
         }
         let session = ShellSession::of(ctx);
         let lease = session.lease()?;
+        let (spool, output) = lease.spool()?;
+        let (cwd_pipe, cwd_end) = crate::spool::cwd_pipe()?;
         let spec = RunSpec {
             command: input.command.clone(),
             cwd: cwd.clone(),
             env: Vec::new(),
-            output: lease.output.clone(),
-            cwd_file: Some(lease.cwd_file.clone()),
         };
         let timeout = clamp_ms(input.timeout, DEFAULT_TIMEOUT);
-        let mut running = match &prepared.launch {
-            // Foreground commands share the session's persistent sandbox (see the crate
-            // documentation); background ones get a sandbox of their own.
-            #[cfg(target_os = "linux")]
-            sandbox::Launch::Bubblewrap(policy)
-                if crate::inside::supervisor_program().is_some() =>
-            {
-                process::Running::Supervised(session.run_supervised(policy, &spec).await?)
+        let io = process::Io {
+            output,
+            cwd: Some(cwd_end),
+        };
+        // Foreground commands share the session's supervisor (see the crate documentation);
+        // background ones get one of their own.
+        let started = session.start(&spec, &prepared.launch, io).await;
+        let mut running = match started {
+            Ok(r) => r,
+            Err(e) => {
+                spool.close();
+                return Err(e);
             }
-            launch => process::spawn(&spec, launch).await?,
         };
         let finished = running.wait(Some(timeout), ctx.cancel_token()).await;
         drop(running);
+        let summary = spool.finish().await;
 
-        let shown = read_output(&spec.output).await?;
+        let shown = read_output(&spool).await?;
         let mut data = BashOutput {
             stdout: shown.text.clone(),
             exit_code: Some(finished.code),
@@ -302,20 +307,22 @@ impl TypedTool for Bash {
             ..BashOutput::default()
         };
         let mut text = shown.text.clone();
-        if shown.truncated {
-            let kept = lease.keep_output()?;
+        let new_cwd = cwd_pipe.read();
+        if shown.truncated || summary.dropped > 0 || summary.lost > 0 {
+            let kept = lease.keep()?;
             text.push_str(&truncation_marker(shown.lines_cut));
-            text.push_str(&format!(
-                "\n\nFull output ({}) saved to: {}",
-                format_size(shown.total_bytes as usize),
-                kept.display()
-            ));
+            text.push_str(&saved_note(&kept, &summary, spool.failure()));
             data.persisted_output_path = Some(kept.display().to_string());
-            data.persisted_output_size = Some(shown.total_bytes);
+            data.persisted_output_size = Some(summary.total);
+            if summary.dropped > 0 {
+                data.persisted_output_dropped = Some(summary.dropped);
+            }
+        } else {
+            lease.release();
         }
 
         // The working directory the command ended in.
-        if let Some(new_cwd) = process::read_cwd(&lease.cwd_file)
+        if let Some(new_cwd) = new_cwd
             && new_cwd != cwd
         {
             if ctx.is_in_working_dirs(&new_cwd) {
@@ -326,7 +333,6 @@ impl TypedTool for Bash {
                 notice = Some(format!("Shell cwd was reset to {}", orig.display()));
             }
         }
-        lease.release();
         if let Some(n) = &prepared.notice {
             text.push_str(&format!("\n{n}"));
         }
@@ -381,18 +387,46 @@ impl TypedTool for Bash {
     }
 }
 
-/// Reads what the model sees of an output file: small files inline, large ones on a
-/// blocking thread (counting the lines of a GiB takes a while).
-async fn read_output(path: &Path) -> Result<crate::output::Shown, ToolError> {
-    let small = std::fs::metadata(path).is_ok_and(|m| m.len() <= 64 * 1024);
-    if small {
-        return read_head(path, MAX_OUTPUT_CHARS).map_err(|e| ToolError::io(path, e));
+/// What the model is told about the saved output: where it is, its size, and what the cap
+/// dropped or a write failure lost.
+fn saved_note(path: &Path, summary: &Summary, failure: Option<String>) -> String {
+    let size = format_size(usize::try_from(summary.total).unwrap_or(usize::MAX));
+    let mut note = if summary.dropped > 0 {
+        format!(
+            "\n\nOutput ({size}) saved to: {} — capped at {}: its first {} and last {} are kept, with \"… [{} bytes dropped] …\" between them",
+            path.display(),
+            format_size(OUTPUT_CAP as usize),
+            format_size(Caps::OUTPUT.head as usize),
+            format_size(Caps::OUTPUT.tail as usize),
+            summary.dropped
+        )
+    } else {
+        format!("\n\nFull output ({size}) saved to: {}", path.display())
+    };
+    if summary.lost > 0 {
+        note.push_str(&format!(
+            "\n{} bytes of output were lost: {}",
+            summary.lost,
+            failure.unwrap_or_else(|| "the output file could not be written".to_owned())
+        ));
     }
-    let owned = path.to_path_buf();
-    tokio::task::spawn_blocking(move || read_head(&owned, MAX_OUTPUT_CHARS))
+    note
+}
+
+/// Reads what the model sees of a finished output: small files inline, large ones on a
+/// blocking thread (counting the lines of 64 MiB takes a moment).
+async fn read_output(spool: &Spool) -> Result<crate::output::Shown, ToolError> {
+    let fail =
+        |e: std::io::Error| ToolError::fatal(format!("cannot read the command's output: {e}"));
+    let small = spool.file().metadata().is_ok_and(|m| m.len() <= 64 * 1024);
+    if small {
+        return read_head(spool.file(), MAX_OUTPUT_CHARS).map_err(fail);
+    }
+    let spool = spool.clone();
+    tokio::task::spawn_blocking(move || read_head(spool.file(), MAX_OUTPUT_CHARS))
         .await
         .map_err(|e| ToolError::fatal(format!("internal error reading the output: {e}")))?
-        .map_err(|e| ToolError::io(path, e))
+        .map_err(fail)
 }
 
 /// `run_in_background`: starts the command as a task and returns its id and output file,

@@ -1,6 +1,13 @@
-//! The supervisor's side of the persistent bubblewrap sandbox: a small loop, run by the host
-//! binary itself inside the sandbox, that starts each command in a process group of its own
+//! The supervisor's side: a small loop, run by the host binary itself (inside bubblewrap,
+//! under Landlock, or unsandboxed), that starts each command in a process group of its own
 //! and reports when the group is gone (the protocol is in the `supervisor` module).
+//!
+//! Inside bubblewrap it is pid 2 of the sandbox's pid namespace and ends what commands left
+//! behind with `kill(-1)`. Elsewhere it makes itself a child subreaper, so nothing a command
+//! starts can leave its subtree (`setsid` and double forks included), and ends that subtree
+//! instead. Either way it does so when no command runs, and when its request socket closes:
+//! the host ended the instance, or died (even by SIGKILL, since the kernel closes the
+//! host's end then).
 //!
 //! It is Rust rather than a bash script because a Bash call of `true` costs about a
 //! millisecond, and a bash supervisor added most of another: bash reads a pipe one byte per
@@ -9,9 +16,11 @@
 //! `poll` covers the request pipe and a pidfd per command, a request is read in one go, and
 //! `posix_spawn` starts `bash` without copying the supervisor.
 
+use std::collections::VecDeque;
 use std::ffi::{OsStr, OsString};
-use std::fs::{File, OpenOptions};
+use std::fs::File;
 use std::io::Write;
+use std::mem::MaybeUninit;
 use std::os::fd::{AsFd, OwnedFd};
 use std::os::unix::ffi::{OsStrExt, OsStringExt};
 use std::os::unix::process::CommandExt;
@@ -70,7 +79,9 @@ pub fn sandbox_supervisor_entry() -> Option<ExitCode> {
     Some(match Config::from_args(args.collect()) {
         Some(config) => Supervisor::new(config).run(),
         None => {
-            eprintln!("usage: {SUPERVISOR_ARG} BASH INLINE GRACE_MS SLOT_DIR");
+            eprintln!(
+                "usage: {SUPERVISOR_ARG} BASH INLINE GRACE_MS (requests on a socket as stdin)"
+            );
             ExitCode::from(2)
         }
     })
@@ -81,30 +92,27 @@ struct Config {
     bash: PathBuf,
     inline: OsString,
     grace: Duration,
-    slots: PathBuf,
 }
 
 impl Config {
     fn from_args(args: Vec<OsString>) -> Option<Config> {
-        let [bash, inline, grace, slots] = <[OsString; 4]>::try_from(args).ok()?;
+        let [bash, inline, grace] = <[OsString; 3]>::try_from(args).ok()?;
         let grace = grace.to_str()?.parse().ok().map(Duration::from_millis)?;
         Some(Config {
             bash: bash.into(),
             inline,
             grace,
-            slots: slots.into(),
         })
     }
+}
 
-    /// A slot file named in a request: relative to the slot directory unless absolute.
-    fn slot(&self, name: &[u8]) -> PathBuf {
-        let p = Path::new(OsStr::from_bytes(name));
-        if p.is_absolute() {
-            p.to_path_buf()
-        } else {
-            self.slots.join(p)
-        }
-    }
+/// How the supervisor ends what commands left behind.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Sweep {
+    /// `kill(-1)`: the sandbox's pid namespace holds nothing else
+    Namespace,
+    /// Every descendant: this process is their subreaper
+    Descendants,
 }
 
 /// A command whose group leader runs.
@@ -128,6 +136,8 @@ struct Cleaner {
 const CLEAN_EVERY: Duration = Duration::from_millis(10);
 /// How long a cleaner keeps sending KILL.
 const KILL_FOR: Duration = Duration::from_secs(5);
+/// How often a subreaper with commands running collects exited orphans.
+const REAP_EVERY: Duration = Duration::from_secs(1);
 
 struct Supervisor {
     config: Config,
@@ -137,25 +147,48 @@ struct Supervisor {
     finished: Vec<(Vec<u8>, i32)>,
     /// Requests read and not yet complete
     input: Vec<u8>,
-    /// Whether this is the sandbox's supervisor (pid 2 under bubblewrap's init): only then
-    /// may it kill every other process it can see
-    sweeps: bool,
+    /// Descriptors received with requests, in order: two per `run`
+    fds: VecDeque<OwnedFd>,
+    /// `kill(-1)` only as the sandbox's supervisor (pid 2 under bubblewrap's init), where
+    /// it reaches nothing else; anywhere else it would kill every process of the user
+    sweep: Sweep,
 }
 
 impl Supervisor {
     fn new(config: Config) -> Supervisor {
         let init = std::fs::read_to_string("/proc/1/comm").unwrap_or_default();
+        let sweep = if getpid().as_raw_nonzero().get() == 2 && init.trim_end() == "bwrap" {
+            Sweep::Namespace
+        } else {
+            // Orphans of commands come here, not to init: they stay findable.
+            let _ = rustix::process::set_child_subreaper(Some(getpid()));
+            Sweep::Descendants
+        };
         Supervisor {
             config,
             jobs: Vec::new(),
             cleaners: Vec::new(),
             finished: Vec::new(),
             input: Vec::new(),
-            sweeps: getpid().as_raw_nonzero().get() == 2 && init.trim_end() == "bwrap",
+            fds: VecDeque::new(),
+            sweep,
         }
     }
 
     fn run(mut self) -> ExitCode {
+        let code = self.serve();
+        // The host ended the instance or is gone: nothing of any command outlives it.
+        for job in &self.jobs {
+            let _ = kill_process_group(job.pgid, Signal::KILL);
+        }
+        for c in &self.cleaners {
+            let _ = kill_process_group(c.pgid, Signal::KILL);
+        }
+        self.sweep_all();
+        code
+    }
+
+    fn serve(&mut self) -> ExitCode {
         if reply(b"ready").is_err() {
             return ExitCode::FAILURE;
         }
@@ -170,10 +203,21 @@ impl Supervisor {
                         .iter()
                         .map(|j| PollFd::new(&j.pidfd, PollFlags::IN)),
                 );
-                let timeout = (!self.cleaners.is_empty()).then(|| Timespec {
-                    tv_sec: 0,
-                    tv_nsec: CLEAN_EVERY.as_nanos() as _,
-                });
+                // Cleaners look at their groups often; a subreaper with commands running
+                // collects its orphans now and then.
+                let timeout = if !self.cleaners.is_empty() {
+                    Some(Timespec {
+                        tv_sec: 0,
+                        tv_nsec: CLEAN_EVERY.as_nanos() as _,
+                    })
+                } else if self.sweep == Sweep::Descendants && !self.jobs.is_empty() {
+                    Some(Timespec {
+                        tv_sec: REAP_EVERY.as_secs() as _,
+                        tv_nsec: 0,
+                    })
+                } else {
+                    None
+                };
                 match poll(&mut fds, timeout.as_ref()) {
                     Ok(_) | Err(rustix::io::Errno::INTR) => {}
                     Err(_) => return ExitCode::FAILURE,
@@ -187,13 +231,15 @@ impl Supervisor {
             for i in ended.into_iter().rev() {
                 let job = self.jobs.swap_remove(i);
                 let status = exit_status(&job.pidfd);
+                self.reap_orphans();
                 self.leader_exited(job, status);
             }
+            self.reap_orphans();
             if !self.clean() {
                 return ExitCode::FAILURE;
             }
             if ready.first().copied().unwrap_or(false) {
-                match rustix::io::read(stdin.as_fd(), &mut buf) {
+                match receive(stdin.as_fd(), &mut buf, &mut self.fds) {
                     Ok(0) => return ExitCode::SUCCESS,
                     Ok(n) => self.input.extend_from_slice(&buf[..n]),
                     Err(rustix::io::Errno::INTR | rustix::io::Errno::AGAIN) => {}
@@ -201,6 +247,49 @@ impl Supervisor {
                 }
                 if !self.requests() {
                     return ExitCode::FAILURE;
+                }
+            }
+        }
+    }
+
+    /// As a subreaper, collects the exited orphans of commands (never a running command's
+    /// leader, whose status its pidfd gives): a zombie still counts as a member of its
+    /// process group, so an uncollected one would keep a command from ending.
+    fn reap_orphans(&self) {
+        if self.sweep != Sweep::Descendants {
+            return;
+        }
+        for child in crate::reaper::children() {
+            if self
+                .jobs
+                .iter()
+                .any(|j| j.pgid.as_raw_nonzero().get() == child)
+            {
+                continue;
+            }
+            if let Some(pid) = Pid::from_raw(child) {
+                let _ = waitid(
+                    WaitId::Pid(pid),
+                    WaitIdOptions::EXITED | WaitIdOptions::NOHANG,
+                );
+            }
+        }
+    }
+
+    /// Ends everything commands left behind, and collects it.
+    fn sweep_all(&self) {
+        match self.sweep {
+            Sweep::Namespace => {
+                // kill(-1), which in a pid namespace reaches only that namespace's
+                // processes (rustix signals the group `-pid`, so group 1 means -1).
+                if let Some(all) = Pid::from_raw(1) {
+                    let _ = kill_process_group(all, Signal::KILL);
+                }
+            }
+            Sweep::Descendants => {
+                // Usually nothing is left, which one small read tells.
+                if crate::reaper::has_children() {
+                    crate::reaper::kill_descendants(getpid().as_raw_nonzero().get(), true);
                 }
             }
         }
@@ -214,7 +303,11 @@ impl Supervisor {
             };
             self.input.drain(..used);
             let ok = match request {
-                Request::Run(run) => self.start(run),
+                Request::Run(run) => match (self.fds.pop_front(), self.fds.pop_front()) {
+                    (Some(output), Some(stdin)) => self.start(run, output, stdin),
+                    // A request without its descriptors: it cannot even say why.
+                    _ => self.report(&run.id, 127),
+                },
                 Request::Kill { id, signal } => {
                     let pgid = self
                         .jobs
@@ -236,18 +329,10 @@ impl Supervisor {
         }
     }
 
-    /// Starts one command; false when the host is gone.
-    fn start(&mut self, run: Run) -> bool {
-        let output = self.config.slot(&run.output);
-        let file = match OpenOptions::new()
-            .write(true)
-            .create(true)
-            .truncate(true)
-            .open(&output)
-        {
-            Ok(f) => f,
-            Err(_) => return self.report(&run.id, 126),
-        };
+    /// Starts one command with `output` as its stdout and stderr and `stdin` as its stdin
+    /// (`/dev/null`, or the pipe for its working directory, which its start-up code moves
+    /// away from stdin); false when the host is gone.
+    fn start(&mut self, run: Run, output: OwnedFd, stdin: OwnedFd) -> bool {
         let dir = PathBuf::from(OsString::from_vec(run.dir));
         let mut cmd = Command::new(&self.config.bash);
         cmd.arg("-c")
@@ -255,7 +340,6 @@ impl Supervisor {
             .arg("bash")
             .arg(OsStr::from_bytes(&run.command))
             .current_dir(&dir)
-            .stdin(Stdio::null())
             .process_group(0);
         for kv in &run.vars {
             match kv.iter().position(|&b| b == b'=') {
@@ -270,18 +354,18 @@ impl Supervisor {
                 }
             }
         }
-        if run.cwd_file.is_empty() {
-            cmd.env_remove("AGENT_TOOLS_CWD_FILE");
-        } else {
-            cmd.env("AGENT_TOOLS_CWD_FILE", self.config.slot(&run.cwd_file));
-        }
-        let started = file
+        let note = output.try_clone().ok();
+        let started = output
             .try_clone()
-            .map(|err| cmd.stdout(Stdio::from(file)).stderr(Stdio::from(err)))
+            .map(|err| {
+                cmd.stdin(Stdio::from(stdin))
+                    .stdout(Stdio::from(output))
+                    .stderr(Stdio::from(err))
+            })
             .and_then(Command::spawn);
         let child = match started {
             Ok(child) => child,
-            Err(e) => return self.refuse(&run.id, &output, &dir, &e),
+            Err(e) => return self.refuse(&run.id, note, &dir, &e),
         };
         let Some(pid) = Pid::from_raw(child.id() as i32) else {
             return self.report(&run.id, 127);
@@ -304,7 +388,13 @@ impl Supervisor {
     }
 
     /// A command that could not start: says why in its output, as bash would have.
-    fn refuse(&mut self, id: &[u8], output: &Path, dir: &Path, e: &std::io::Error) -> bool {
+    fn refuse(
+        &mut self,
+        id: &[u8],
+        output: Option<OwnedFd>,
+        dir: &Path,
+        e: &std::io::Error,
+    ) -> bool {
         let enterable = std::fs::read_dir(dir).is_ok();
         let (message, code) = if enterable {
             (
@@ -323,8 +413,8 @@ impl Supervisor {
                 126,
             )
         };
-        if let Ok(mut f) = File::create(output) {
-            let _ = f.write_all(message.as_bytes());
+        if let Some(fd) = output {
+            let _ = File::from(fd).write_all(message.as_bytes());
         }
         self.report(id, code)
     }
@@ -379,21 +469,42 @@ impl Supervisor {
     /// Reports a command's end; when it was the last one, first kills every other process
     /// of the sandbox (what a command started outside its group does not outlive it).
     fn report(&mut self, id: &[u8], status: i32) -> bool {
-        if self.sweeps && self.jobs.is_empty() && self.cleaners.is_empty() {
-            sweep();
+        if self.jobs.is_empty() && self.cleaners.is_empty() {
+            self.sweep_all();
         }
         reply(&[b"x ".as_slice(), id, format!(" {status}").as_bytes()].concat()).is_ok()
     }
 }
 
-/// Kills every process of the sandbox but its init and this one: `kill(-1, SIGKILL)`,
-/// which in a pid namespace reaches only that namespace's processes (rustix signals the
-/// group `-pid`, so group 1 means -1). Called only when [`Supervisor::sweeps`] says this
-/// is the sandbox's supervisor: anywhere else it would kill every process of the user.
-fn sweep() {
-    if let Some(all) = Pid::from_raw(1) {
-        let _ = kill_process_group(all, Signal::KILL);
+/// Reads what the host sent: bytes into `buf`, descriptors onto `fds` (each `run` request
+/// carries two, attached to its first byte). Works on a pipe too, without descriptors.
+fn receive(
+    input: std::os::fd::BorrowedFd<'_>,
+    buf: &mut [u8],
+    fds: &mut VecDeque<OwnedFd>,
+) -> Result<usize, rustix::io::Errno> {
+    use rustix::net::{RecvAncillaryBuffer, RecvAncillaryMessage, RecvFlags, ReturnFlags, recvmsg};
+    let mut space = [MaybeUninit::<u8>::uninit(); rustix::cmsg_space!(ScmRights(8))];
+    let mut control = RecvAncillaryBuffer::new(&mut space);
+    let received = {
+        let mut iov = [std::io::IoSliceMut::new(&mut *buf)];
+        recvmsg(input, &mut iov, &mut control, RecvFlags::CMSG_CLOEXEC)
+    };
+    let msg = match received {
+        Ok(msg) => msg,
+        Err(rustix::io::Errno::NOTSOCK) => return rustix::io::read(input, buf),
+        Err(e) => return Err(e),
+    };
+    for message in control.drain() {
+        if let RecvAncillaryMessage::ScmRights(received) = message {
+            fds.extend(received);
+        }
     }
+    if msg.flags.contains(ReturnFlags::CTRUNC) {
+        // Descriptors were lost: requests and descriptors no longer pair up.
+        return Err(rustix::io::Errno::PROTO);
+    }
+    Ok(msg.bytes)
 }
 
 /// Reaps the process behind `pidfd`: its exit code, or 128 + the signal that ended it.
@@ -418,8 +529,6 @@ fn reply(line: &[u8]) -> std::io::Result<()> {
 struct Run {
     id: Vec<u8>,
     dir: Vec<u8>,
-    output: Vec<u8>,
-    cwd_file: Vec<u8>,
     vars: Vec<Vec<u8>>,
     command: Vec<u8>,
 }
@@ -442,8 +551,6 @@ fn parse(input: &[u8]) -> Option<(Request, usize)> {
     let request = match fields.next()? {
         b"run" => {
             let dir = fields.next()?.to_vec();
-            let output = fields.next()?.to_vec();
-            let cwd_file = fields.next()?.to_vec();
             let n: usize = std::str::from_utf8(fields.next()?)
                 .ok()
                 .and_then(|n| n.parse().ok())
@@ -456,8 +563,6 @@ fn parse(input: &[u8]) -> Option<(Request, usize)> {
             Request::Run(Run {
                 id,
                 dir,
-                output,
-                cwd_file,
                 vars,
                 command,
             })
@@ -508,7 +613,7 @@ mod tests {
 
     #[test]
     fn requests_parse_only_when_complete() {
-        let full = run_request(&["7", "run", "/w", "0.output", "0.cwd", "1", "A=b", "echo hi"]);
+        let full = run_request(&["7", "run", "/w", "1", "A=b", "echo hi"]);
         for cut in 0..full.len() {
             assert!(parse(&full[..cut]).is_none(), "cut at {cut}");
         }
@@ -543,11 +648,10 @@ mod tests {
     #[test]
     fn arguments() {
         let args = |v: &[&str]| v.iter().map(OsString::from).collect::<Vec<_>>();
-        let c = Config::from_args(args(&["/bin/bash", "x", "2000", "/slots"])).unwrap();
+        let c = Config::from_args(args(&["/bin/bash", "x", "2000"])).unwrap();
         assert_eq!(c.grace, Duration::from_secs(2));
-        assert_eq!(c.slot(b"1.output"), PathBuf::from("/slots/1.output"));
-        assert_eq!(c.slot(b"/abs/o"), PathBuf::from("/abs/o"));
-        assert!(Config::from_args(args(&["/bin/bash", "x", "soon", "/s"])).is_none());
+        assert!(Config::from_args(args(&["/bin/bash", "x", "soon"])).is_none());
+        assert!(Config::from_args(args(&["/bin/bash", "x", "2000", "/slots"])).is_none());
         assert!(Config::from_args(args(&["/bin/bash"])).is_none());
     }
 }

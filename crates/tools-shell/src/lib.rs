@@ -5,9 +5,9 @@
 //!
 //! - [`Bash`] runs `bash -c COMMAND` (the command is one argument, never quoted into a
 //!   string) in its own process group, stdin closed, stdout and stderr interleaved into one
-//!   output file; the working directory persists across calls; timeouts and cancellation
-//!   kill the whole group (SIGTERM, a grace period, SIGKILL) and reap it; the model reads at
-//!   most 30,000 characters and the whole output stays in a file.
+//!   pipe; the working directory persists across calls; timeouts and cancellation kill the
+//!   whole group (SIGTERM, a grace period, SIGKILL) and reap it; the model reads at most
+//!   30,000 characters and the output stays in a file, capped at [`OUTPUT_CAP`].
 //! - [`ShellTasks`] is the background task manager (tool-core's [`tool_core::TaskManager`]):
 //!   `run_in_background` commands (with readiness conditions: a regex on the output or a
 //!   TCP port on 127.0.0.1), Monitor commands, and futures of other crates (background
@@ -22,46 +22,71 @@
 //! - The [`SandboxSettings`] (the settings' `sandbox` section) select a policy enforced with
 //!   bubblewrap, or Landlock and seccomp when bubblewrap is missing; see [`prepare_sandbox`].
 //!
-//! # The persistent sandbox
+//! # The supervisor
 //!
-//! Starting bubblewrap costs several milliseconds, more than a short command. So foreground
-//! Bash calls of a session share one bubblewrap instance per policy ([`sandbox_instance`]
-//! shows it): a small supervisor inside it spawns each command into a process group of its
-//! own (see the `supervisor` and `inside` modules). The supervisor is the host binary run
-//! again inside bubblewrap: a host calls [`sandbox_supervisor_entry`] first thing in `main`
-//! (agent-tools does), or names a program with [`set_supervisor_program`]; without one,
-//! each foreground command gets a bubblewrap of its own. The instance is started on first
-//! use, started anew when the policy changes (mode, network, writable roots, a protected
-//! path that appeared, a bound path replaced outside) or when it died, and it ends with the
-//! session (its pipe closes, bubblewrap is killed, `--die-with-parent` covers this process
-//! dying). Background commands and Monitor keep a sandbox of their own.
+//! Commands run under a supervisor: the host binary started again (a host calls
+//! [`sandbox_supervisor_entry`] first thing in `main`, as agent-tools does, or names a
+//! program with [`set_supervisor_program`]), reading requests from a Unix socket and
+//! spawning each command into a process group of its own (see the `supervisor` and
+//! `inside` modules). Foreground Bash calls of a session share one supervisor per kind of
+//! launch and policy — inside bubblewrap, under Landlock, or unsandboxed
+//! ([`sandbox_instance`] shows the last one started) — since starting bubblewrap costs
+//! more than a short command; each background command and Monitor gets one of its own. An
+//! instance is started on first use, started anew when the policy changes (mode, network,
+//! writable roots, a protected path that appeared, a bound path replaced outside) or when
+//! it died, and ends with the session, after [`SandboxLimits::idle_timeout`] without a
+//! command, or when another session needs its place: a process runs at most
+//! [`SandboxLimits::max_instances`] (see [`set_sandbox_limits`]); at the limit the instance
+//! idle the longest is ended, and when all are busy the call is refused with a retryable
+//! error that says so.
 //!
-//! Sharing the instance is as safe as one instance per call:
+//! Nothing a command starts outlives it, sandboxed or not. Its process group is signalled
+//! when its leader exits (TERM, the grace period, KILL), and when no command of the
+//! instance runs, the supervisor ends everything else it can reach: inside bubblewrap every
+//! other process of the sandbox's pid namespace; elsewhere every descendant, since it is a
+//! child subreaper (`PR_SET_CHILD_SUBREAPER`), so `setsid` and double forks cannot leave
+//! its subtree. Concurrent read-only calls share that moment: an escaped process lives at
+//! most until the last of them ends. The supervisor does the same when its socket closes —
+//! when the host ends the instance, and when the host dies, even by SIGKILL, since the
+//! kernel closes the host's end then (bubblewrap's `--die-with-parent` also fires).
+//!
+//! Without a supervisor program (a library host that registered none), commands are
+//! children of the host: under bubblewrap each gets a sandbox of its own, whose pid
+//! namespace ends with it; otherwise every process a command starts carries a mark in its
+//! environment and those still carrying it are killed when the command ends. That catches
+//! `setsid` and double forks, but not a process that clears its environment, and nothing is
+//! left to clean up if the host itself is killed: hosts should register a program.
+//!
+//! # Output and the files the host opens
+//!
+//! A command writes into a pipe; a thread of the host moves what arrives into a file the
+//! host created itself (`O_EXCL | O_NOFOLLOW`, in a directory held open and opened level by
+//! level without following links), with `splice(2)`. The file keeps the first and last
+//! 32 MiB of the output ([`OUTPUT_CAP`] in all) with `… [N bytes dropped] …` between them,
+//! and the result says what was dropped; memory stays bounded. The working directory comes
+//! back on a second pipe, given to the command as its stdin, which the start-up code moves
+//! to a high descriptor before the command runs (with `/dev/null` as its stdin). So no path
+//! crosses into the sandbox, the sandbox needs no writable file of the host's, and the host
+//! never opens a file a sandboxed command could have replaced with a link: it reads and
+//! truncates its output files through the descriptors it created, and the path it gives the
+//! model is checked to still be that file (else it gets a copy). Foreground output files are
+//! reused through their descriptors (creating a file per call costs more than a short
+//! command on ext4); an output that is kept leaves the pool under its name.
+//!
+//! Sharing an instance is as safe as one instance per call:
 //! - Every command gets the same mounts, namespaces and network policy it would have had
 //!   alone; a policy change never reuses an instance.
-//! - Nothing a command starts outlives it: its process group is signalled when its leader
-//!   exits (TERM, the grace period, KILL), and when no command of the session runs the
-//!   supervisor kills every other process in the sandbox's pid namespace, which catches
-//!   what left the group (`setsid`, double forks) — what a per-call sandbox's teardown did.
-//!   Concurrent read-only calls share that moment: an escaped process lives at most until
-//!   the last of them ends.
 //! - The supervisor holds no state a command can change: it is another process, commands
-//!   get stdin from `/dev/null` and neither of its pipes, and it runs each command with a
-//!   fresh `bash -c`. Files are as without sharing: `/tmp` in the sandbox is the host's
-//!   (a writable root under workspace-write, read-only otherwise), so what a command leaves
-//!   there is what it would have left with a sandbox per call.
-//! - The difference: the session's slot directory (output and working-directory files of
-//!   the calls in flight) is bound writable for every command, where a per-call sandbox
-//!   bound only the call's own files. A command can write another running call's output or
-//!   working-directory file in the same session — data the same sandboxed model could write
-//!   through its own command anyway; the working directory read back is still checked to be
-//!   inside the working directories. The start-up code every command runs travels in
-//!   bash's arguments, not in a file, so no command can rewrite what the next ones run first
-//!   (a shared file in the temporary directory was writable under Landlock).
-//! - Kills go through the supervisor (the sandbox has its own pid namespace, which is kept:
-//!   without it `/proc/PID/root` of the user's other processes would lead out of the
-//!   sandbox). If the supervisor does not answer, the instance is killed, and its pid
-//!   namespace with it.
+//!   get their own pipes and none of its descriptors, and it runs each command with a fresh
+//!   `bash -c`. Files are as without sharing: `/tmp` in the sandbox is the host's (a
+//!   writable root under workspace-write, read-only otherwise), so what a command leaves
+//!   there is what it would have left with a sandbox per call. The start-up code every
+//!   command runs travels in bash's arguments, not in a file, so no command can rewrite
+//!   what the next ones run first.
+//! - Kills go through the supervisor (the bubblewrap sandbox has its own pid namespace,
+//!   which is kept: without it `/proc/PID/root` of the user's other processes would lead
+//!   out of the sandbox). If the supervisor does not answer, the instance is killed with
+//!   everything below it.
 //!
 //! # Shell permissions
 //!
@@ -119,8 +144,11 @@
 //!   new entries can be created in its subdirectories but not directly in it.
 //! - A foreground command in the persistent bubblewrap sandbox costs about what an
 //!   unsandboxed one does: a `posix_spawn` of `bash -c` by the supervisor and two short
-//!   messages on its pipes (see `cargo xtask bench bash-200`). The persistent sandbox needs
-//!   pidfds (Linux 5.3).
+//!   messages on its socket and pipe (see `cargo xtask bench bash-200`). The supervisor
+//!   needs pidfds (Linux 5.3).
+//! - Output over [`OUTPUT_CAP`] keeps its first and last 32 MiB on disk; a background
+//!   command's file holds only the first 32 MiB until it ends (the rest is appended then),
+//!   while TaskOutput, readiness and Monitor read the latest output all along.
 //! - With the network off, a background server's port lives in the sandbox's own network
 //!   namespace (bubblewrap) or cannot be bound (Landlock), so `ready_port` needs
 //!   `sandbox.network: true`.
@@ -155,6 +183,8 @@
 mod bash;
 #[cfg(target_os = "linux")]
 mod inside;
+#[cfg(target_os = "linux")]
+mod limits;
 #[cfg(feature = "monitor")]
 mod monitor;
 mod operands;
@@ -164,8 +194,10 @@ mod permissions;
 mod process;
 mod programs;
 mod readonly;
+mod reaper;
 mod sandbox;
 mod session;
+mod spool;
 #[cfg(target_os = "linux")]
 mod supervisor;
 mod task_tools;
@@ -179,6 +211,8 @@ pub use bash::{
 };
 #[cfg(target_os = "linux")]
 pub use inside::{SUPERVISOR_ARG, sandbox_supervisor_entry, set_supervisor_program};
+#[cfg(target_os = "linux")]
+pub use limits::{SandboxLimits, live_sandbox_instances, sandbox_limits, set_sandbox_limits};
 #[cfg(feature = "monitor")]
 pub use monitor::{MONITOR_LIMIT, Monitor, MonitorInput, MonitorOutput};
 pub use output::MAX_OUTPUT_CHARS;
@@ -194,6 +228,7 @@ pub use sandbox::{
     landlock_available, prepare as prepare_sandbox,
 };
 pub use session::{SandboxInstance, sandbox_instance};
+pub use spool::OUTPUT_CAP;
 pub use task_tools::{
     TASK_OUTPUT_CHARS, TaskOutput, TaskOutputData, TaskOutputInput, TaskStop, TaskStopData,
     TaskStopInput,

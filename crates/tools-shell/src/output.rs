@@ -1,8 +1,8 @@
 //! What the model reads of a command's output: the head of the output file up to the inline
 //! cap with the reference's truncation marker, read in bounded memory whatever the size.
 
-use std::io::Read;
-use std::path::Path;
+use std::fs::File;
+use std::os::unix::fs::FileExt;
 
 /// The model sees at most this many characters of a command's output (the reference's
 /// `BASH_MAX_OUTPUT_LENGTH` default).
@@ -21,16 +21,25 @@ pub struct Shown {
     pub lines_cut: u64,
 }
 
-/// Reads at most `cap` characters from the start of `file` and counts what follows.
+/// Reads at most `cap` characters from the start of `file` (through the descriptor, from
+/// offset 0) and counts what follows.
 ///
 /// Memory is bounded by the cap (4 bytes per character at most) plus a fixed buffer.
-pub fn read_head(file: &Path, cap: usize) -> std::io::Result<Shown> {
-    let mut f = std::fs::File::open(file)?;
+pub fn read_head(file: &File, cap: usize) -> std::io::Result<Shown> {
+    let f = file;
     let total_bytes = f.metadata()?.len();
-    let mut head = Vec::with_capacity((cap.saturating_mul(4)).min(total_bytes as usize) + 1);
-    (&mut f)
-        .take((cap as u64).saturating_mul(4))
-        .read_to_end(&mut head)?;
+    let want = usize::try_from(total_bytes.min((cap as u64).saturating_mul(4))).unwrap_or(0);
+    let mut head = vec![0_u8; want];
+    let mut got = 0;
+    while got < want {
+        match f.read_at(&mut head[got..], got as u64) {
+            Ok(0) => break,
+            Ok(n) => got += n,
+            Err(e) if e.kind() == std::io::ErrorKind::Interrupted => {}
+            Err(e) => return Err(e),
+        }
+    }
+    head.truncate(got);
     let decoded = String::from_utf8_lossy(&head);
     let trimmed_start = strip_leading_blank_lines(&decoded);
     let mut chars = trimmed_start.char_indices();
@@ -54,9 +63,9 @@ pub fn read_head(file: &Path, cap: usize) -> std::io::Result<Shown> {
         .or_else(|| shown.bytes().last());
     let from = head.len() as u64;
     if from < total_bytes {
-        lines_cut += count_newlines(&f, from, total_bytes)?;
+        lines_cut += count_newlines(f, from, total_bytes)?;
         let mut end = [0_u8; 1];
-        if std::os::unix::fs::FileExt::read_at(&f, &mut end, total_bytes - 1)? == 1 {
+        if f.read_at(&mut end, total_bytes - 1)? == 1 {
             last = Some(end[0]);
         }
     }
@@ -78,8 +87,7 @@ const COUNT_BLOCK: u64 = 8 << 20;
 /// Newlines in `file[from..to]`, counted by every core at once for a large output (copying
 /// a GiB out of the page cache is most of the cost); memchr counts with vector
 /// instructions.
-fn count_newlines(file: &std::fs::File, from: u64, to: u64) -> std::io::Result<u64> {
-    use std::os::unix::fs::FileExt as _;
+fn count_newlines(file: &File, from: u64, to: u64) -> std::io::Result<u64> {
     use std::sync::atomic::{AtomicU64, Ordering};
     let count_range = |start: u64, end: u64, buf: &mut [u8]| -> std::io::Result<u64> {
         let mut at = start;
@@ -148,7 +156,7 @@ mod tests {
         let dir = tempfile::tempdir()?;
         let f = dir.path().join("out");
         std::fs::write(&f, content)?;
-        read_head(&f, cap)
+        read_head(&File::open(&f)?, cap)
     }
 
     #[test]

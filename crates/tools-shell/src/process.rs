@@ -1,10 +1,15 @@
 //! Running one shell command: `bash -c COMMAND` in its own process group, stdin closed,
-//! stdout and stderr interleaved into one output file, the working directory read back at
-//! exit, and a time limit and cancellation that signal the whole group (TERM, a grace
-//! period, KILL) and reap it.
+//! stdout and stderr interleaved into one pipe (see the `spool` module), the working
+//! directory reported on a second pipe at exit, and a time limit and cancellation that
+//! signal the whole group (TERM, a grace period, KILL) and reap it.
+//!
+//! Commands normally run under a supervisor (the `supervisor` module). [`spawn`] starts one
+//! directly from this process, for hosts that registered no supervisor program: then what
+//! a command started outside its group is found by the mark in its environment (see the
+//! `reaper` module), or by bubblewrap's pid namespace.
 
 use std::ffi::OsString;
-use std::fs::File;
+use std::os::fd::OwnedFd;
 use std::path::{Path, PathBuf};
 use std::process::{ExitStatus, Stdio};
 use std::time::Duration;
@@ -19,16 +24,20 @@ use crate::sandbox::Launch;
 /// After SIGTERM, the group has this long before SIGKILL.
 pub const KILL_GRACE: Duration = Duration::from_secs(2);
 
-/// The start-up code bash runs before the command (see [`inline_script`]): it records the
+/// The start-up code bash runs before the command (see [`inline_script`]): it reports the
 /// working directory at exit, so `cd` persists across calls, without touching the command
 /// text itself (which is passed to `bash -c` as one argument, never quoted into a string).
-/// The directory is written only when it changed, which keeps the common call cheap.
-const STARTUP: &str = r#"__agent_tools_cwd_file=${AGENT_TOOLS_CWD_FILE-}
-__agent_tools_start=$PWD
-unset BASH_ENV AGENT_TOOLS_CWD_FILE
-if [ -n "$__agent_tools_cwd_file" ]; then
-  trap '[ "$PWD" = "$__agent_tools_start" ] || builtin pwd -P >| "$__agent_tools_cwd_file" 2>/dev/null' EXIT
+///
+/// The report goes to a pipe that arrives as stdin (`AGENT_TOOLS_CWD_STDIN=1`), so no file
+/// is involved: the start-up code moves it to a descriptor bash picks (10 or above, clear
+/// of the ones scripts use) and gives the command `/dev/null` as stdin. The directory is
+/// written only when it changed, which keeps the common call cheap.
+const STARTUP: &str = r#"__agent_tools_start=$PWD
+if [ "${AGENT_TOOLS_CWD_STDIN-}" = 1 ]; then
+  exec {__agent_tools_cwd}>&0 </dev/null
+  trap '[ "$PWD" = "$__agent_tools_start" ] || builtin pwd -P >&"$__agent_tools_cwd" 2>/dev/null' EXIT
 fi
+unset BASH_ENV AGENT_TOOLS_CWD_STDIN
 "#;
 
 /// The environment every command gets on top of the inherited one: no editor, no pager.
@@ -51,18 +60,25 @@ pub struct RunSpec {
     pub cwd: PathBuf,
     /// Extra environment variables
     pub env: Vec<(String, String)>,
-    /// Where stdout and stderr go (created or truncated)
-    pub output: PathBuf,
-    /// Where the working directory at exit is written, if wanted
-    pub cwd_file: Option<PathBuf>,
 }
 
-impl RunSpec {
-    fn writable_files(&self) -> Vec<PathBuf> {
-        let mut files = vec![self.output.clone()];
-        files.extend(self.cwd_file.clone());
-        files
+/// The pipe ends a command gets.
+#[derive(Debug)]
+pub struct Io {
+    /// Its stdout and stderr: a spool's pipe
+    pub output: OwnedFd,
+    /// Where it reports its working directory at exit, if wanted
+    pub cwd: Option<OwnedFd>,
+}
+
+/// The variables a command gets on top of the environment: the spec's, and the flag that
+/// tells the start-up code its stdin is the working-directory pipe.
+pub(crate) fn command_vars(spec: &RunSpec, reports_cwd: bool) -> Vec<(String, String)> {
+    let mut vars = spec.env.clone();
+    if reports_cwd {
+        vars.push(("AGENT_TOOLS_CWD_STDIN".into(), "1".into()));
     }
+    vars
 }
 
 /// How a command ended.
@@ -103,6 +119,8 @@ pub struct Local {
     child: Child,
     pgid: Option<Pid>,
     done: bool,
+    /// The mark in its environment, when nothing else finds what it left behind
+    mark: Option<String>,
 }
 
 /// The script bash runs with `-c`: the start-up code, then the command, which arrives as the
@@ -129,8 +147,13 @@ pub fn bash_path() -> PathBuf {
 /// start-up file and planted code that a later unsandboxed call would run. The command is
 /// still one argument of its own, never quoted into the script; `eval` runs it as `-c`
 /// would (only a syntax error's prefix reads `eval:` instead of `-c:`).
-fn command_line(spec: &RunSpec, launch: &Launch) -> Result<Command, ToolError> {
-    let mut argv: Vec<OsString> = launch.prefix(&spec.cwd, &spec.writable_files());
+fn command_line(
+    spec: &RunSpec,
+    launch: &Launch,
+    io: Io,
+    mark: Option<&str>,
+) -> Result<Command, ToolError> {
+    let mut argv: Vec<OsString> = launch.prefix(&spec.cwd, &[]);
     argv.push(bash_path().into_os_string());
     argv.push("-c".into());
     argv.push(inline_script().into());
@@ -139,40 +162,46 @@ fn command_line(spec: &RunSpec, launch: &Launch) -> Result<Command, ToolError> {
     let mut cmd = Command::new(&argv[0]);
     cmd.args(&argv[1..]);
     cmd.current_dir(&spec.cwd);
-    cmd.stdin(Stdio::null());
-    let out = File::create(&spec.output).map_err(|e| ToolError::io(&spec.output, e))?;
-    let err = out
+    let err = io
+        .output
         .try_clone()
-        .map_err(|e| ToolError::io(&spec.output, e))?;
-    cmd.stdout(Stdio::from(out));
+        .map_err(|e| ToolError::fatal(format!("cannot set up the command's output: {e}")))?;
+    let reports_cwd = io.cwd.is_some();
+    match io.cwd {
+        Some(fd) => cmd.stdin(Stdio::from(fd)),
+        None => cmd.stdin(Stdio::null()),
+    };
+    cmd.stdout(Stdio::from(io.output));
     cmd.stderr(Stdio::from(err));
     for (k, v) in ENV {
         cmd.env(k, v);
     }
     // An inherited BASH_ENV would be read before the command; the start-up code is inline.
     cmd.env_remove("BASH_ENV");
-    match &spec.cwd_file {
-        Some(f) => cmd.env("AGENT_TOOLS_CWD_FILE", f),
-        None => cmd.env_remove("AGENT_TOOLS_CWD_FILE"),
-    };
-    for (k, v) in &spec.env {
+    cmd.env_remove("AGENT_TOOLS_CWD_STDIN");
+    for (k, v) in command_vars(spec, reports_cwd) {
         cmd.env(k, v);
+    }
+    if let Some(mark) = mark {
+        cmd.env(crate::reaper::MARK_VAR, mark);
     }
     cmd.process_group(0);
     cmd.kill_on_drop(true);
     Ok(cmd)
 }
 
-/// Starts a command. Its working-directory file, if any, must exist (empty) already, so a
-/// sandbox can grant writing it.
-pub async fn spawn(spec: &RunSpec, launch: &Launch) -> Result<Running, ToolError> {
-    let cmd = command_line(spec, launch)?;
-    let child = launch.spawn(cmd, &spec.writable_files()).await?;
+/// Starts a command as a child of this process (no supervisor program is registered).
+/// Outside bubblewrap its processes carry a mark, by which what leaves its group is found.
+pub async fn spawn(spec: &RunSpec, launch: &Launch, io: Io) -> Result<Running, ToolError> {
+    let mark = (!matches!(launch, Launch::Bubblewrap(_))).then(crate::reaper::new_mark);
+    let cmd = command_line(spec, launch, io, mark.as_deref())?;
+    let child = launch.spawn(cmd, &[]).await?;
     let pgid = child.id().and_then(|id| Pid::from_raw(id as i32));
     Ok(Running::Local(Local {
         child,
         pgid,
         done: false,
+        mark,
     }))
 }
 
@@ -213,13 +242,22 @@ impl Local {
                 self.done = true;
                 // Background jobs the command left in its group do not outlive the call.
                 self.kill_group().await;
+                self.kill_marked().await;
                 return Finished { ending: Ending::Exited, code };
             }
             () = sleep => Ending::TimedOut,
             () = cancel.cancelled() => Ending::Cancelled,
         };
         let code = self.kill_group().await.unwrap_or(128 + 15);
+        self.kill_marked().await;
         Finished { ending, code }
+    }
+
+    /// Kills what the command left outside its group, found by its mark.
+    async fn kill_marked(&mut self) {
+        if let Some(mark) = self.mark.take() {
+            let _ = tokio::task::spawn_blocking(move || crate::reaper::kill_marked(&mark)).await;
+        }
     }
 
     /// Stops the whole group: SIGTERM, up to [`KILL_GRACE`] for it to go, SIGKILL; reaps the
@@ -229,7 +267,7 @@ impl Local {
         let Some(pgid) = self.pgid else {
             return code;
         };
-        if test_kill_process_group(pgid).is_err() {
+        if !group_alive(pgid) {
             if !self.done {
                 code = self.child.wait().await.ok().map(code_of);
                 self.done = true;
@@ -255,7 +293,7 @@ impl Local {
                     Err(_) => break,
                 }
             }
-            if test_kill_process_group(pgid).is_err() {
+            if !group_alive(pgid) {
                 return code;
             }
             if tokio::time::Instant::now() >= deadline {
@@ -271,7 +309,7 @@ impl Local {
         // Members of the group other than the leader are reaped by their parents (or by
         // init once orphaned); wait briefly until none is left so callers see a clean slate.
         for _ in 0..50 {
-            if test_kill_process_group(pgid).is_err() {
+            if !group_alive(pgid) {
                 break;
             }
             let _ = kill_process_group(pgid, Signal::KILL);
@@ -285,6 +323,12 @@ impl Local {
         }
         code
     }
+}
+
+/// Whether the group has a member that is not a zombie: one signal when the group is gone,
+/// a look at the process table when it is not.
+fn group_alive(pgid: Pid) -> bool {
+    test_kill_process_group(pgid).is_ok() && crate::reaper::group_alive(pgid.as_raw_nonzero().get())
 }
 
 /// The fields of `/proc/PID/stat` after the command name: state, ppid, pgrp, ...
@@ -326,20 +370,10 @@ impl Drop for Local {
         {
             let _ = kill_process_group(pgid, Signal::KILL);
         }
+        if let Some(mark) = self.mark.take() {
+            let _ = std::thread::Builder::new()
+                .name("agent-tools-reaper".into())
+                .spawn(move || crate::reaper::kill_marked(&mark));
+        }
     }
-}
-
-/// Reads back the working directory the command ended in, if it wrote one, and empties the
-/// file for the next command.
-pub fn read_cwd(file: &Path) -> Option<PathBuf> {
-    let text = std::fs::read_to_string(file).ok()?;
-    if !text.is_empty() {
-        let _ = File::options().write(true).truncate(true).open(file);
-    }
-    let line = text.trim_end_matches('\n');
-    if line.is_empty() {
-        return None;
-    }
-    let p = PathBuf::from(line);
-    p.is_dir().then_some(p)
 }

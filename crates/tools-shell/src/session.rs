@@ -1,46 +1,60 @@
-//! Per-session state of Bash: a pool of reusable output and working-directory files, and the
-//! session's persistent bubblewrap sandbox.
+//! Per-session state of Bash: a pool of reusable output files, and the session's
+//! supervisors (one per kind of launch: bubblewrap, Landlock, none).
 //!
-//! Creating and unlinking two files per call costs more than the command itself on ext4
-//! (allocating an inode scans for recently deleted ones), so a foreground call leases a
-//! *slot*: an output file and a working-directory file in the session's `live-*` directory,
-//! truncated for each use and returned afterwards. An output that is kept (cut for the model)
-//! is renamed out of the slot, so the command's bytes are never copied.
+//! Creating and unlinking a file per call costs more than the command itself on ext4
+//! (allocating an inode scans for recently deleted ones), so a foreground call leases an
+//! output file from the session's pool: emptied after each use (through the descriptor
+//! kept open, never by path) and returned. An output that is kept (cut for the model)
+//! leaves the pool under the name it has. The files live in
+//! `<state>/tool-results/<session>/`, opened as an [`OutputDir`]; no command writes them
+//! (commands write into pipes), and none of them is ever opened by path again.
 
+use std::fs::File;
 use std::path::PathBuf;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
 
 use tool_core::{ToolContext, ToolError};
 
-#[cfg(target_os = "linux")]
-use crate::sandbox::SandboxPolicy;
+use crate::process::{Io, RunSpec, Running};
+use crate::sandbox::Launch;
+use crate::spool::{Caps, OutputDir, Spool};
 #[cfg(target_os = "linux")]
 use crate::supervisor::{Key, Supervisor};
 
 static SESSIONS: AtomicU64 = AtomicU64::new(0);
 
-/// What a test can see of a session's persistent sandbox.
+/// What a test can see of a session's supervisor.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct SandboxInstance {
-    /// The process id of its bubblewrap process (outside the sandbox)
+    /// The process id of its bubblewrap process (outside the sandbox), or of the
+    /// supervisor itself when it is not in bubblewrap
     pub pid: u32,
     /// How many instances this session has started, this one included
     pub generation: u64,
 }
 
+/// An output file of the pool: the file and its name in the session's directory.
+#[derive(Debug)]
+struct PoolFile {
+    file: File,
+    name: String,
+}
+
 /// The shell state of one session; stored in the context's services, dropped with it.
 #[derive(Debug)]
 pub struct ShellSession {
-    /// Where kept outputs go
-    dir: PathBuf,
-    /// Where the slots live
-    live: PathBuf,
-    free: Mutex<Vec<u64>>,
-    next_slot: AtomicU64,
-    next_kept: AtomicU64,
+    /// Where outputs go, opened on first use
+    state_dir: PathBuf,
+    session_dir: String,
+    dir: Mutex<Option<Arc<OutputDir>>>,
+    /// Output files ready for reuse
+    free: Mutex<Vec<PoolFile>>,
+    /// Distinguishes this session's files from other sessions' of the same process
+    serial: u64,
+    next_file: AtomicU64,
     #[cfg(target_os = "linux")]
-    sandbox: tokio::sync::Mutex<Option<Arc<Supervisor>>>,
+    instances: tokio::sync::Mutex<Vec<Arc<Supervisor>>>,
     #[cfg(target_os = "linux")]
     starts: AtomicU64,
     #[cfg(target_os = "linux")]
@@ -58,20 +72,15 @@ impl ShellSession {
         if let Some(s) = ctx.services().get::<Arc<ShellSession>>() {
             return s;
         }
-        let dir = crate::bash::output_dir(ctx);
-        let live = dir.join(format!(
-            "live-{}-{}",
-            std::process::id(),
-            SESSIONS.fetch_add(1, Ordering::Relaxed)
-        ));
         let s = Arc::new(ShellSession {
-            dir,
-            live,
+            state_dir: ctx.state_dir().to_path_buf(),
+            session_dir: ctx.session_id().to_owned(),
+            dir: Mutex::new(None),
             free: Mutex::new(Vec::new()),
-            next_slot: AtomicU64::new(0),
-            next_kept: AtomicU64::new(0),
+            serial: SESSIONS.fetch_add(1, Ordering::Relaxed),
+            next_file: AtomicU64::new(0),
             #[cfg(target_os = "linux")]
-            sandbox: tokio::sync::Mutex::new(None),
+            instances: tokio::sync::Mutex::new(Vec::new()),
             #[cfg(target_os = "linux")]
             starts: AtomicU64::new(0),
             #[cfg(target_os = "linux")]
@@ -81,73 +90,93 @@ impl ShellSession {
         s
     }
 
-    /// Leases a slot: an empty working-directory file and an output file (truncated when the
-    /// command starts).
+    /// The session's output directory, opened (and created) on first use.
+    fn dir(&self) -> Result<Arc<OutputDir>, ToolError> {
+        let mut dir = self
+            .dir
+            .lock()
+            .map_err(|_| ToolError::fatal("internal error: the output directory is poisoned"))?;
+        if let Some(d) = dir.as_ref() {
+            return Ok(Arc::clone(d));
+        }
+        let opened = Arc::new(OutputDir::open(
+            &self.state_dir,
+            &["tool-results", &self.session_dir],
+        )?);
+        *dir = Some(Arc::clone(&opened));
+        Ok(opened)
+    }
+
+    /// Leases an empty output file.
     pub fn lease(self: &Arc<Self>) -> Result<Lease, ToolError> {
+        let dir = self.dir()?;
         let reused = self.free.lock().ok().and_then(|mut f| f.pop());
-        let n = match reused {
-            Some(n) => n,
+        let pooled = match reused {
+            Some(p) => p,
             None => {
-                std::fs::create_dir_all(&self.live).map_err(|e| ToolError::io(&self.live, e))?;
-                self.next_slot.fetch_add(1, Ordering::Relaxed)
+                let n = self.next_file.fetch_add(1, Ordering::Relaxed);
+                let stem = format!("bash-{}-{}-{n}", std::process::id(), self.serial);
+                let (file, path) = dir.create_unique(&stem, "output")?;
+                let name = path
+                    .file_name()
+                    .map(|n| n.to_string_lossy().into_owned())
+                    .unwrap_or_default();
+                PoolFile { file, name }
             }
         };
-        let lease = Lease {
+        Ok(Lease {
             session: Arc::clone(self),
-            n,
-            output: self.live.join(format!("{n}.output")),
-            cwd_file: self.live.join(format!("{n}.cwd")),
-            released: false,
-        };
-        if reused.is_none() {
-            // Both exist before the command starts, so Landlock can grant writing them.
-            for f in [&lease.output, &lease.cwd_file] {
-                std::fs::File::create(f).map_err(|e| ToolError::io(f, e))?;
-            }
-        }
-        Ok(lease)
+            dir,
+            pooled: Some(pooled),
+        })
     }
 
-    /// The persistent bubblewrap sandbox for `policy`, started (or restarted: another
-    /// policy, a replaced mount source, a dead supervisor) when needed.
-    #[cfg(target_os = "linux")]
-    pub async fn run_supervised(
+    /// Starts `spec` with `io`: under the session's supervisor for `launch` (started or
+    /// restarted as needed) when a supervisor program is registered, else as a child of
+    /// this process.
+    pub async fn start(
         &self,
-        policy: &SandboxPolicy,
-        spec: &crate::process::RunSpec,
-    ) -> Result<crate::supervisor::Supervised, ToolError> {
-        // An instance that died since the last call is found out when the request cannot be
-        // written: start a new one once.
-        match self.supervisor(policy).await?.run(spec) {
-            Ok(r) => Ok(r),
-            Err(_) => self.supervisor(policy).await?.run(spec),
+        spec: &RunSpec,
+        launch: &Launch,
+        io: Io,
+    ) -> Result<Running, ToolError> {
+        #[cfg(target_os = "linux")]
+        if crate::inside::supervisor_program().is_some() {
+            let key = Key::new(launch);
+            // An instance that died since the last call is found out when the request
+            // cannot be written: start a new one once.
+            let running = match self.supervisor(&key).await?.run(spec, &io) {
+                Ok(r) => r,
+                Err(_) => self.supervisor(&key).await?.run(spec, &io)?,
+            };
+            return Ok(Running::Supervised(running));
         }
+        crate::process::spawn(spec, launch, io).await
     }
 
     #[cfg(target_os = "linux")]
-    async fn supervisor(&self, policy: &SandboxPolicy) -> Result<Arc<Supervisor>, ToolError> {
-        let key = Key::new(policy, &self.live);
-        let mut current = self.sandbox.lock().await;
-        if let Some(s) = current.as_ref()
-            && s.serves(&key)
-        {
+    async fn supervisor(&self, key: &Key) -> Result<Arc<Supervisor>, ToolError> {
+        let mut instances = self.instances.lock().await;
+        if let Some(s) = instances.iter().find(|s| s.serves(key)) {
             return Ok(Arc::clone(s));
         }
-        // The old instance (if any) ends once its last running call lets go of it.
-        *current = None;
+        // The old instance of this kind (if any) ends once its last call lets go of it.
+        instances.retain(|s| !s.key().same_kind(key) && s.is_live());
+        let admission = crate::limits::admit().await?;
         let generation = self.starts.fetch_add(1, Ordering::Relaxed) + 1;
-        let s = Arc::new(Supervisor::start(key).await?);
+        let s = Arc::new(Supervisor::start(key.clone()).await?);
+        admission.register(&s);
         if let Ok(mut c) = self.current.lock() {
             *c = Some(SandboxInstance {
                 pid: s.pid(),
                 generation,
             });
         }
-        *current = Some(Arc::clone(&s));
+        instances.push(Arc::clone(&s));
         Ok(s)
     }
 
-    /// The current persistent sandbox, if one was started.
+    /// The supervisor started last, if one was started.
     pub fn instance(&self) -> Option<SandboxInstance> {
         #[cfg(target_os = "linux")]
         {
@@ -163,61 +192,80 @@ impl ShellSession {
 impl Drop for ShellSession {
     fn drop(&mut self) {
         let free = self.free.get_mut().map(std::mem::take).unwrap_or_default();
-        for n in free {
-            let _ = std::fs::remove_file(self.live.join(format!("{n}.output")));
-            let _ = std::fs::remove_file(self.live.join(format!("{n}.cwd")));
+        let dir = self.dir.get_mut().ok().and_then(|d| d.take());
+        if let Some(dir) = dir {
+            for p in free {
+                dir.remove(&p.name, &p.file);
+            }
         }
-        let _ = std::fs::remove_dir(&self.live);
     }
 }
 
-/// The persistent sandbox of the session `ctx` belongs to, if one is running: its
-/// bubblewrap process id and how many instances the session started.
+/// The persistent supervisor the session `ctx` started last, if any: its process id and
+/// how many instances the session started.
 pub fn sandbox_instance(ctx: &ToolContext) -> Option<SandboxInstance> {
     ctx.services()
         .get::<Arc<ShellSession>>()
         .and_then(|s| s.instance())
 }
 
-/// A leased slot; dropped without [`Lease::release`] (an abandoned call whose command may
-/// still be dying) its files are removed rather than reused.
+/// A leased output file; dropped without [`Lease::release`] or [`Lease::keep`] (an
+/// abandoned call whose command may still be dying) it is removed rather than reused.
 #[derive(Debug)]
 pub struct Lease {
     session: Arc<ShellSession>,
-    n: u64,
-    /// The output file
-    pub output: PathBuf,
-    /// The working-directory file
-    pub cwd_file: PathBuf,
-    released: bool,
+    dir: Arc<OutputDir>,
+    pooled: Option<PoolFile>,
 }
 
 impl Lease {
-    /// Keeps the output: renames it out of the slot and returns its new path.
-    pub fn keep_output(&self) -> Result<PathBuf, ToolError> {
-        let k = self.session.next_kept.fetch_add(1, Ordering::Relaxed);
-        let kept =
-            self.session
-                .dir
-                .join(format!("bash-{}-{}-{k}.output", std::process::id(), self.n));
-        std::fs::rename(&self.output, &kept).map_err(|e| ToolError::io(&self.output, e))?;
-        Ok(kept)
+    /// Starts the capped copy of a command's output into this file; returns the spool and
+    /// the pipe end for the command.
+    pub fn spool(&self) -> Result<(Spool, std::os::fd::OwnedFd), ToolError> {
+        let pooled = self
+            .pooled
+            .as_ref()
+            .ok_or_else(|| ToolError::fatal("internal error: the output file is gone"))?;
+        let file = pooled
+            .file
+            .try_clone()
+            .map_err(|e| ToolError::io(self.path(), e))?;
+        Spool::start(file, Arc::clone(&self.dir), Caps::OUTPUT)
     }
 
-    /// Returns the slot to the pool (the command and everything it started are gone).
+    /// The file's path.
+    pub fn path(&self) -> PathBuf {
+        let name = self.pooled.as_ref().map(|p| p.name.as_str()).unwrap_or("");
+        self.dir.path().join(name)
+    }
+
+    /// Keeps the output: the file leaves the pool; returns a path to it (to a copy, if
+    /// its name was taken over meanwhile).
+    pub fn keep(mut self) -> Result<PathBuf, ToolError> {
+        let Some(p) = self.pooled.take() else {
+            return Err(ToolError::fatal("internal error: the output file is gone"));
+        };
+        self.dir.claim(&p.name, &p.file)
+    }
+
+    /// Empties the file and returns it to the pool.
     pub fn release(mut self) {
-        self.released = true;
-        if let Ok(mut f) = self.session.free.lock() {
-            f.push(self.n);
+        if let Some(p) = self.pooled.take() {
+            if p.file.set_len(0).is_ok()
+                && let Ok(mut f) = self.session.free.lock()
+            {
+                f.push(p);
+                return;
+            }
+            self.dir.remove(&p.name, &p.file);
         }
     }
 }
 
 impl Drop for Lease {
     fn drop(&mut self) {
-        if !self.released {
-            let _ = std::fs::remove_file(&self.output);
-            let _ = std::fs::remove_file(&self.cwd_file);
+        if let Some(p) = self.pooled.take() {
+            self.dir.remove(&p.name, &p.file);
         }
     }
 }

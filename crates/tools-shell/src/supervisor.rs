@@ -1,17 +1,21 @@
-//! The persistent bubblewrap sandbox of a session: one `bwrap` per session and policy,
-//! started on first use, running the supervisor (the `inside` module, run by the host binary
-//! itself) that reads commands from a pipe and runs each in its own process group inside
-//! the sandbox.
+//! The supervisor that runs a session's commands: the host binary started again (the
+//! `inside` module), in bubblewrap, under Landlock, or unsandboxed, reading requests from a
+//! socket and running each command in its own process group. A session keeps one per kind
+//! of launch and policy, started on first use (a background task gets one of its own).
 //!
 //! Starting bubblewrap costs several milliseconds (namespaces, mounts); a Bash call of
 //! `true` costs about one. The supervisor keeps the sandbox and spawns per command instead.
+//! It is also what makes sure nothing a command starts outlives it: inside bubblewrap it
+//! holds the sandbox's pid namespace; elsewhere it is a child subreaper, so whatever a
+//! command starts stays in its subtree (`setsid` and double forks included).
 //!
 //! # Protocol
 //!
-//! Requests are NUL-terminated fields on the supervisor's stdin:
-//! - `ID run DIR OUTPUT CWD_FILE N K=V… COMMAND`: the command starts in a new process group,
-//!   in DIR, with the variables set, stdin from `/dev/null` and stdout and stderr to OUTPUT
-//!   (OUTPUT and CWD_FILE are relative to the slot directory unless absolute), as
+//! Requests are NUL-terminated fields on the supervisor's stdin, a Unix socket:
+//! - `ID run DIR N K=V… COMMAND`, sent with two descriptors attached (`SCM_RIGHTS`): the
+//!   write end of the command's output pipe and its stdin (`/dev/null`, or the pipe on which
+//!   it reports its working directory). The command starts in a new process group, in DIR,
+//!   with the variables set, stdout and stderr to the output pipe, as
 //!   `bash -c INLINE bash COMMAND`. When the group's leader has exited and the rest of its
 //!   group is gone (TERM, the grace period, KILL for what the command left behind) the
 //!   supervisor reports `x ID STATUS`, the only reply a command gets. One that cannot start
@@ -21,75 +25,148 @@
 //!   nothing when it is gone. The supervisor knows the group, so no reply has to carry it
 //!   (one message per command each way).
 //!
+//! No path is exchanged: the host never opens a file the sandbox could have replaced, and
+//! the sandbox needs no writable file of the host's (see the `spool` module).
+//!
 //! When no command is left, before the last exit is reported, the supervisor kills every
-//! other process of the sandbox but its init: what a command started outside its group
-//! (`setsid`, a double fork) does not outlive it, as when each command had a sandbox of its
-//! own.
+//! other process of the sandbox's pid namespace, or every descendant of its own: what a
+//! command started outside its group does not outlive it.
 //!
 //! # Process ids and kills
 //!
-//! The sandbox keeps its own pid namespace (`--unshare-pid`): without it a sandboxed process
-//! could reach every process of the user through `/proc/PID/root` and escape the mount
-//! namespace. So process-group ids are the sandbox's, and kills go through the supervisor,
-//! by command id.
-//! Should the supervisor die, bubblewrap's init ends and the kernel kills every process of
-//! the namespace; a call that was waiting learns it from the closed pipe, and the session
-//! starts a new instance for the next call.
+//! The bubblewrap sandbox keeps its own pid namespace (`--unshare-pid`): without it a
+//! sandboxed process could reach every process of the user through `/proc/PID/root` and
+//! escape the mount namespace. So process-group ids are the sandbox's, and kills go through
+//! the supervisor, by command id.
 //!
 //! # Lifetime
 //!
-//! Dropping the [`Supervisor`] closes its stdin (the supervisor exits at end of input) and
-//! kills bubblewrap, whose init takes the namespace with it; `--die-with-parent` does the
-//! same should this process die. bubblewrap is started from one long-lived thread, since
-//! the parent-death signal follows the thread that forked, not the process.
+//! An instance ends when its session ends, when it has been idle for the process's idle
+//! timeout, or when another session needs its place (see the `limits` module): the host
+//! closes the socket, and the supervisor ends every process of its commands and exits; a
+//! bubblewrap instance is also killed outright, which takes its namespace with it. Should
+//! this process die, the kernel closes the socket just the same (and bubblewrap's
+//! `--die-with-parent` fires). bubblewrap is started from one long-lived thread, since the
+//! parent-death signal follows the thread that forked, not the process.
 
 use std::collections::HashMap;
 use std::ffi::OsString;
-use std::io::Write;
+use std::io::IoSlice;
+use std::mem::MaybeUninit;
+use std::os::fd::{AsFd, OwnedFd};
 use std::os::unix::ffi::OsStrExt;
 use std::os::unix::fs::MetadataExt;
-use std::os::unix::process::CommandExt;
 use std::path::{Path, PathBuf};
-use std::process::{Child, ChildStderr, ChildStdin, Command, Stdio};
+use std::process::Stdio;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
-use std::sync::{Arc, Mutex, OnceLock, mpsc};
-use std::time::Duration;
+use std::sync::{Arc, Mutex, MutexGuard, OnceLock, mpsc};
+use std::time::{Duration, Instant};
 
+use tokio::process::{Child, ChildStderr, Command};
 use tokio::sync::oneshot;
 use tokio_util::sync::CancellationToken;
 use tool_core::ToolError;
 
-use crate::process::{ENV, Ending, Finished, KILL_GRACE, RunSpec, bash_path, inline_script};
+use crate::process::{ENV, Ending, Finished, Io, KILL_GRACE, RunSpec, bash_path, inline_script};
 use crate::sandbox::{Launch, SandboxPolicy};
 
-/// How long bubblewrap and the supervisor may take to start.
+/// How long a supervisor may take to start.
 const START_TIMEOUT: Duration = Duration::from_secs(10);
 
-/// What decides whether an instance can serve a call: the policy, the slot directory, and
-/// the identity (device, inode) of every bound path, since a bind mount keeps showing a
-/// file or directory that was replaced outside (git rewrites `.git/config` by renaming).
+/// The launch an instance runs its commands under.
+#[derive(Debug, Clone, PartialEq, Eq)]
+enum LaunchKey {
+    Direct,
+    Bubblewrap(SandboxPolicy),
+    #[cfg(target_os = "linux")]
+    Landlock(SandboxPolicy),
+}
+
+/// A file's identity: device, inode, and (for directories Landlock grants entry by entry)
+/// its modification time.
+type Identity = Option<(u64, u64, i64, i64)>;
+
+/// What decides whether an instance can serve a call: the launch and its policy, and the
+/// identity of every bound or granted path, since a bind mount keeps showing a file that
+/// was replaced outside (git rewrites `.git/config` by renaming), and Landlock holds the
+/// inodes and the entries it saw.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Key {
-    policy: SandboxPolicy,
-    live: PathBuf,
-    identity: Vec<Option<(u64, u64)>>,
+    launch: LaunchKey,
+    identity: Vec<Identity>,
+}
+
+fn identity(p: &Path, with_time: bool) -> Identity {
+    std::fs::metadata(p).ok().map(|m| {
+        if with_time {
+            (m.dev(), m.ino(), m.mtime(), m.mtime_nsec())
+        } else {
+            (m.dev(), m.ino(), 0, 0)
+        }
+    })
 }
 
 impl Key {
-    /// The key of `policy` with the slots in `live`.
-    pub fn new(policy: &SandboxPolicy, live: &Path) -> Key {
-        let identity = policy
-            .writable_roots
-            .iter()
-            .chain(&policy.protected)
-            .map(PathBuf::as_path)
-            .chain([live])
-            .map(|p| std::fs::metadata(p).ok().map(|m| (m.dev(), m.ino())))
-            .collect();
-        Key {
-            policy: policy.clone(),
-            live: live.to_path_buf(),
-            identity,
+    /// The key of `launch`.
+    pub fn new(launch: &Launch) -> Key {
+        let bound = |policy: &SandboxPolicy, with_time: bool| -> Vec<Identity> {
+            let mut paths: Vec<PathBuf> = policy
+                .writable_roots
+                .iter()
+                .chain(&policy.protected)
+                .cloned()
+                .collect();
+            if with_time {
+                // Landlock grants a root that holds protected paths entry by entry, down to
+                // them: a new entry in one of those directories changes the grants.
+                for p in &policy.protected {
+                    if let Some(root) = policy.writable_roots.iter().find(|r| p.starts_with(r)) {
+                        let mut a = p.parent();
+                        while let Some(dir) = a {
+                            if !dir.starts_with(root) {
+                                break;
+                            }
+                            paths.push(dir.to_path_buf());
+                            a = dir.parent();
+                        }
+                    }
+                }
+            }
+            paths.iter().map(|p| identity(p, with_time)).collect()
+        };
+        match launch {
+            Launch::Direct => Key {
+                launch: LaunchKey::Direct,
+                identity: Vec::new(),
+            },
+            Launch::Bubblewrap(policy) => Key {
+                launch: LaunchKey::Bubblewrap((**policy).clone()),
+                identity: bound(policy, false),
+            },
+            #[cfg(target_os = "linux")]
+            Launch::Landlock(policy) => Key {
+                launch: LaunchKey::Landlock((**policy).clone()),
+                identity: bound(policy, true),
+            },
+        }
+    }
+
+    /// Whether this and `other` are the same kind of launch (their policies may differ).
+    pub fn same_kind(&self, other: &Key) -> bool {
+        std::mem::discriminant(&self.launch) == std::mem::discriminant(&other.launch)
+    }
+
+    /// Whether the instance runs in bubblewrap (its own pid namespace).
+    pub fn is_bubblewrap(&self) -> bool {
+        matches!(self.launch, LaunchKey::Bubblewrap(_))
+    }
+
+    fn to_launch(&self) -> Launch {
+        match &self.launch {
+            LaunchKey::Direct => Launch::Direct,
+            LaunchKey::Bubblewrap(p) => Launch::Bubblewrap(Arc::new(p.clone())),
+            #[cfg(target_os = "linux")]
+            LaunchKey::Landlock(p) => Launch::Landlock(Arc::new(p.clone())),
         }
     }
 }
@@ -103,16 +180,25 @@ struct Shared {
     dead: AtomicBool,
 }
 
-/// A running persistent sandbox.
+/// Whether an instance runs commands, since when it is idle, and whether it was ended.
+#[derive(Debug)]
+struct Use {
+    in_flight: usize,
+    idle_since: Instant,
+    retired: bool,
+}
+
+/// A running supervisor.
 #[derive(Debug)]
 pub struct Supervisor {
     key: Key,
     pid: u32,
     child: Mutex<Option<Child>>,
-    /// The request pipe (`None` once closed)
-    stdin: Mutex<Option<ChildStdin>>,
+    /// The request socket (`None` once closed)
+    socket: Mutex<Option<OwnedFd>>,
     shared: Arc<Shared>,
     next: AtomicU64,
+    usage: Mutex<Use>,
     /// Kept open so a late message of bubblewrap cannot end it with SIGPIPE
     _stderr: Option<ChildStderr>,
 }
@@ -120,14 +206,19 @@ pub struct Supervisor {
 /// Spawns `cmd` from a thread that lives as long as the process: bubblewrap's
 /// `--die-with-parent` fires when the *thread* that forked it ends.
 fn spawn_from_keeper(cmd: Command) -> Result<Child, ToolError> {
-    type Job = (Command, mpsc::Sender<std::io::Result<Child>>);
+    type Job = (
+        Command,
+        tokio::runtime::Handle,
+        mpsc::Sender<std::io::Result<Child>>,
+    );
     static KEEPER: OnceLock<Option<Mutex<mpsc::Sender<Job>>>> = OnceLock::new();
     let keeper = KEEPER.get_or_init(|| {
         let (tx, rx) = mpsc::channel::<Job>();
         std::thread::Builder::new()
             .name("agent-tools-sandbox-keeper".into())
             .spawn(move || {
-                for (mut cmd, reply) in rx {
+                for (mut cmd, handle, reply) in rx {
+                    let _guard = handle.enter();
                     let _ = reply.send(cmd.spawn());
                 }
             })
@@ -144,7 +235,7 @@ fn spawn_from_keeper(cmd: Command) -> Result<Child, ToolError> {
     keeper
         .lock()
         .map_err(|_| fail(&"the starter thread is gone"))?
-        .send((cmd, tx))
+        .send((cmd, tokio::runtime::Handle::current(), tx))
         .map_err(|_| fail(&"the starter thread is gone"))?;
     rx.recv()
         .map_err(|_| fail(&"the starter thread is gone"))?
@@ -163,58 +254,80 @@ fn field(out: &mut Vec<u8>, bytes: &[u8]) -> Result<(), ToolError> {
 }
 
 impl Supervisor {
-    /// Starts bubblewrap with `key`'s policy and the supervisor in it, and waits until the
-    /// supervisor is ready.
+    /// Starts the supervisor for `key` and waits until it is ready.
     pub async fn start(key: Key) -> Result<Supervisor, ToolError> {
-        let launch = Launch::Bubblewrap(Arc::new(key.policy.clone()));
-        let mut argv: Vec<OsString> =
-            launch.prefix(Path::new("/"), std::slice::from_ref(&key.live));
+        use rustix::net::{AddressFamily, SocketFlags, SocketType, socketpair};
+        let launch = key.to_launch();
         let program = crate::inside::supervisor_program().ok_or_else(|| {
-            ToolError::fatal("no supervisor program is registered for the bubblewrap sandbox")
+            ToolError::fatal("no supervisor program is registered to run shell commands")
         })?;
+        let mut argv: Vec<OsString> = launch.prefix(Path::new("/"), &[]);
         argv.push(program.as_os_str().to_owned());
         argv.push(crate::inside::SUPERVISOR_ARG.into());
         argv.push(bash_path().into_os_string());
         argv.push(inline_script().into());
         argv.push(KILL_GRACE.as_millis().to_string().into());
-        argv.push(key.live.as_os_str().to_owned());
+        let (ours, theirs) = socketpair(
+            AddressFamily::UNIX,
+            SocketType::STREAM,
+            SocketFlags::CLOEXEC,
+            None,
+        )
+        .map_err(|e| ToolError::fatal(format!("cannot create the supervisor's socket: {e}")))?;
         let mut cmd = Command::new(&argv[0]);
         cmd.args(&argv[1..])
             .current_dir("/")
-            .stdin(Stdio::piped())
+            .stdin(Stdio::from(theirs))
             .stdout(Stdio::piped())
             .stderr(Stdio::piped())
             .env_remove("BASH_ENV")
-            .env_remove("AGENT_TOOLS_CWD_FILE")
-            .process_group(0);
+            .env_remove("AGENT_TOOLS_CWD_STDIN")
+            .process_group(0)
+            .kill_on_drop(false);
         for (k, v) in ENV {
             cmd.env(k, v);
         }
-        let mut child = spawn_from_keeper(cmd)?;
-        let pid = child.id();
-        let stdin = child.stdin.take();
+        let mut child = match &launch {
+            Launch::Bubblewrap(_) => spawn_from_keeper(cmd)?,
+            Launch::Direct => cmd
+                .spawn()
+                .map_err(|e| ToolError::fatal(format!("cannot start the supervisor: {e}")))?,
+            #[cfg(target_os = "linux")]
+            Launch::Landlock(_) => launch.spawn(cmd, &[]).await?,
+        };
+        let pid = child.id().unwrap_or(0);
         let stdout = child.stdout.take();
         let mut stderr = child.stderr.take();
         let shared = Arc::new(Shared::default());
-        let (ready_tx, ready_rx) = tokio::sync::oneshot::channel();
+        let (ready_tx, ready_rx) = oneshot::channel();
         if let Some(stdout) = stdout {
             // A task, not a thread: the reply wakes the waiting call on the same worker.
-            let stdout = tokio::process::ChildStdout::from_std(stdout).map_err(|e| {
-                ToolError::fatal(format!("cannot read the sandbox's supervisor: {e}"))
-            })?;
             let shared = Arc::clone(&shared);
             tokio::spawn(async move { read_replies(stdout, &shared, ready_tx).await });
         }
         let ready = tokio::time::timeout(START_TIMEOUT, ready_rx).await;
         if !matches!(ready, Ok(Ok(()))) {
-            let _ = child.kill();
-            let _ = child.wait();
+            drop(ours);
+            let _ = child.start_kill();
+            let _ = tokio::time::timeout(Duration::from_secs(5), child.wait()).await;
             let mut message = String::new();
             if let Some(e) = stderr.as_mut() {
-                let _ = std::io::Read::read_to_string(e, &mut message);
+                use tokio::io::AsyncReadExt as _;
+                let mut buf = Vec::new();
+                let _ = tokio::time::timeout(
+                    Duration::from_secs(1),
+                    e.take(64 * 1024).read_to_end(&mut buf),
+                )
+                .await;
+                message = String::from_utf8_lossy(&buf).into_owned();
             }
+            let what = if key.is_bubblewrap() {
+                "the bubblewrap sandbox"
+            } else {
+                "the command supervisor"
+            };
             return Err(ToolError::fatal(format!(
-                "The command was not run: the bubblewrap sandbox did not start{}",
+                "The command was not run: {what} did not start{}",
                 if message.trim().is_empty() {
                     String::new()
                 } else {
@@ -226,16 +339,30 @@ impl Supervisor {
             key,
             pid,
             child: Mutex::new(Some(child)),
-            stdin: Mutex::new(stdin),
+            socket: Mutex::new(Some(ours)),
             shared,
             next: AtomicU64::new(1),
+            usage: Mutex::new(Use {
+                in_flight: 0,
+                idle_since: Instant::now(),
+                retired: false,
+            }),
             _stderr: stderr,
         })
     }
 
-    /// Whether this instance can run a call whose key is `key`.
-    pub fn serves(&self, key: &Key) -> bool {
-        if self.shared.dead.load(Ordering::Relaxed) || self.key != *key {
+    fn usage(&self) -> MutexGuard<'_, Use> {
+        self.usage.lock().unwrap_or_else(|p| p.into_inner())
+    }
+
+    /// The instance's key.
+    pub fn key(&self) -> &Key {
+        &self.key
+    }
+
+    /// Whether the instance is alive and not ended.
+    pub fn is_live(&self) -> bool {
+        if self.shared.dead.load(Ordering::Relaxed) || self.usage().retired {
             return false;
         }
         let exited = self
@@ -249,19 +376,79 @@ impl Supervisor {
         !exited
     }
 
-    /// bubblewrap's process id.
+    /// Whether this instance can run a call whose key is `key`.
+    pub fn serves(&self, key: &Key) -> bool {
+        self.key == *key && self.is_live()
+    }
+
+    /// Since when the instance runs no command, if it runs none.
+    pub fn idle_since(&self) -> Option<Instant> {
+        let u = self.usage();
+        (u.in_flight == 0 && !u.retired).then_some(u.idle_since)
+    }
+
+    /// Ends the instance if it has run no command for `idle_for`; returns whether it did.
+    pub fn retire_if_idle(&self, idle_for: Duration) -> bool {
+        {
+            let mut u = self.usage();
+            if u.retired || u.in_flight > 0 || u.idle_since.elapsed() < idle_for {
+                return false;
+            }
+            u.retired = true;
+        }
+        self.shutdown();
+        true
+    }
+
+    /// Waits (at most `limit`) until the instance's process has exited, and collects it.
+    pub async fn wait_exited(&self, limit: Duration) {
+        let deadline = Instant::now() + limit;
+        loop {
+            let exited = self
+                .child
+                .lock()
+                .map(|mut c| c.as_mut().is_none_or(|c| !matches!(c.try_wait(), Ok(None))))
+                .unwrap_or(true);
+            if exited || Instant::now() >= deadline {
+                return;
+            }
+            tokio::time::sleep(Duration::from_millis(5)).await;
+        }
+    }
+
+    /// The supervisor's process id (bubblewrap's, for a sandbox).
     pub fn pid(&self) -> u32 {
         self.pid
     }
 
-    /// Writes one request.
-    fn send(&self, request: &[u8]) -> Result<(), ToolError> {
-        let lost = || ToolError::fatal("the sandbox's supervisor is gone; retry the command");
-        let mut stdin = self.stdin.lock().map_err(|_| lost())?;
-        let stdin = stdin.as_mut().ok_or_else(lost)?;
-        if stdin.write_all(request).is_err() {
-            self.shared.dead.store(true, Ordering::Relaxed);
-            return Err(lost());
+    /// Writes one request, with `fds` attached to its first byte.
+    fn send(&self, request: &[u8], fds: &[std::os::fd::BorrowedFd<'_>]) -> Result<(), ToolError> {
+        use rustix::net::{SendAncillaryBuffer, SendAncillaryMessage, SendFlags, sendmsg};
+        let lost = || ToolError::fatal("the command supervisor is gone; retry the command");
+        let socket = self.socket.lock().map_err(|_| lost())?;
+        let socket = socket.as_ref().ok_or_else(lost)?;
+        let mut sent = 0;
+        while sent < request.len() {
+            let mut space = [MaybeUninit::<u8>::uninit(); rustix::cmsg_space!(ScmRights(2))];
+            let mut control = SendAncillaryBuffer::new(&mut space);
+            if sent == 0 && !fds.is_empty() && !control.push(SendAncillaryMessage::ScmRights(fds)) {
+                return Err(ToolError::fatal(
+                    "internal error: no room for the command's descriptors",
+                ));
+            }
+            match sendmsg(
+                socket,
+                &[IoSlice::new(&request[sent..])],
+                &mut control,
+                SendFlags::NOSIGNAL,
+            ) {
+                Ok(n) => sent += n,
+                Err(rustix::io::Errno::INTR) => {}
+                Err(_) => {
+                    self.shared.dead.store(true, Ordering::Relaxed);
+                    return Err(lost());
+                }
+            }
         }
         Ok(())
     }
@@ -281,31 +468,58 @@ impl Supervisor {
         }
     }
 
-    /// Starts `spec` in the sandbox.
-    pub fn run(self: &Arc<Self>, spec: &RunSpec) -> Result<Supervised, ToolError> {
+    /// Counts a command in, unless the instance was ended.
+    fn enter(&self) -> Result<(), ToolError> {
+        let mut u = self.usage();
+        if u.retired || self.shared.dead.load(Ordering::Relaxed) {
+            return Err(ToolError::fatal(
+                "the command supervisor has ended; retry the command",
+            ));
+        }
+        u.in_flight += 1;
+        Ok(())
+    }
+
+    fn leave(&self) {
+        let mut u = self.usage();
+        u.in_flight = u.in_flight.saturating_sub(1);
+        if u.in_flight == 0 {
+            u.idle_since = Instant::now();
+        }
+    }
+
+    /// Starts `spec` with `io`'s descriptors (the caller closes its copies afterwards).
+    pub fn run(self: &Arc<Self>, spec: &RunSpec, io: &Io) -> Result<Supervised, ToolError> {
+        let null;
+        let stdin = match &io.cwd {
+            Some(fd) => fd.as_fd(),
+            None => {
+                null = std::fs::File::open("/dev/null")
+                    .map_err(|e| ToolError::io(Path::new("/dev/null"), e))?;
+                null.as_fd()
+            }
+        };
+        self.enter()?;
         let (id, rx) = self.register();
         let mut req = Vec::with_capacity(spec.command.len() + 256);
         let result = (|| {
             field(&mut req, id.to_string().as_bytes())?;
             field(&mut req, b"run")?;
             field(&mut req, spec.cwd.as_os_str().as_bytes())?;
-            // Files in the slot directory go by their name (shorter requests).
-            let short = |p: &Path| -> Vec<u8> {
-                let rel = p.strip_prefix(&self.key.live).unwrap_or(p);
-                rel.as_os_str().as_bytes().to_vec()
-            };
-            field(&mut req, &short(&spec.output))?;
-            let cwd_file = spec.cwd_file.as_deref().map(short).unwrap_or_default();
-            field(&mut req, &cwd_file)?;
-            field(&mut req, spec.env.len().to_string().as_bytes())?;
-            for (k, v) in &spec.env {
-                field(&mut req, format!("{k}={v}").as_bytes())?;
+            let vars = crate::process::command_vars(spec, io.cwd.is_some());
+            field(&mut req, vars.len().to_string().as_bytes())?;
+            for (k, v) in &vars {
+                let mut kv = k.as_bytes().to_vec();
+                kv.push(b'=');
+                kv.extend_from_slice(v.as_bytes());
+                field(&mut req, &kv)?;
             }
             field(&mut req, spec.command.as_bytes())?;
-            self.send(&req)
+            self.send(&req, &[io.output.as_fd(), stdin])
         })();
         if let Err(e) = result {
             self.unregister(id);
+            self.leave();
             return Err(e);
         }
         Ok(Supervised {
@@ -322,31 +536,48 @@ impl Supervisor {
         let _ = field(&mut req, id.to_string().as_bytes());
         let _ = field(&mut req, b"kill");
         let _ = field(&mut req, signal.as_bytes());
-        let _ = self.send(&req);
+        let _ = self.send(&req, &[]);
     }
 
-    /// Ends the instance at once (the supervisor does not answer).
+    /// Closes the request socket: the supervisor ends every process of its commands and
+    /// exits. A bubblewrap instance is killed as well, which takes its namespace with it.
+    fn shutdown(&self) {
+        self.shared.dead.store(true, Ordering::Relaxed);
+        if let Ok(mut s) = self.socket.lock() {
+            s.take();
+        }
+        if self.key.is_bubblewrap()
+            && let Ok(mut c) = self.child.lock()
+            && let Some(child) = c.as_mut()
+        {
+            let _ = child.start_kill();
+        }
+    }
+
+    /// Ends the instance at once (the supervisor does not answer): bubblewrap with its
+    /// namespace; an unsandboxed or Landlock supervisor after every process below it.
     fn kill(&self) {
         self.shared.dead.store(true, Ordering::Relaxed);
+        if let Ok(mut s) = self.socket.lock() {
+            s.take();
+        }
+        if !self.key.is_bubblewrap()
+            && let Ok(pid) = i32::try_from(self.pid)
+        {
+            // As long as it lives, orphans go to it: its subtree is everything.
+            crate::reaper::kill_descendants(pid, false);
+        }
         if let Ok(mut c) = self.child.lock()
             && let Some(child) = c.as_mut()
         {
-            let _ = child.kill();
+            let _ = child.start_kill();
         }
     }
 }
 
 impl Drop for Supervisor {
     fn drop(&mut self) {
-        if let Ok(mut stdin) = self.stdin.lock() {
-            *stdin = None;
-        }
-        if let Ok(mut c) = self.child.lock()
-            && let Some(mut child) = c.take()
-        {
-            let _ = child.kill();
-            let _ = child.wait();
-        }
+        self.shutdown();
     }
 }
 
@@ -355,7 +586,7 @@ impl Drop for Supervisor {
 async fn read_replies(
     stdout: tokio::process::ChildStdout,
     shared: &Shared,
-    ready: tokio::sync::oneshot::Sender<()>,
+    ready: oneshot::Sender<()>,
 ) {
     use tokio::io::AsyncBufReadExt as _;
     let mut ready = Some(ready);
@@ -385,7 +616,7 @@ async fn read_replies(
     }
 }
 
-/// A command running in the persistent sandbox.
+/// A command running under a supervisor.
 #[derive(Debug)]
 pub struct Supervised {
     sup: Arc<Supervisor>,
@@ -435,7 +666,7 @@ impl Supervised {
             }
         }
         if exit.is_none() {
-            // The supervisor did not answer: end the instance, and the namespace with it.
+            // The supervisor did not answer: end the instance and all it runs.
             self.sup.kill();
         }
         self.done();
@@ -443,8 +674,11 @@ impl Supervised {
     }
 
     fn done(&mut self) {
-        self.finished = true;
-        self.sup.unregister(self.id);
+        if !self.finished {
+            self.finished = true;
+            self.sup.unregister(self.id);
+            self.sup.leave();
+        }
     }
 }
 
@@ -455,7 +689,7 @@ impl Drop for Supervised {
         }
         // The call was abandoned: kill the group; the supervisor sweeps once nothing else
         // runs.
-        self.sup.unregister(self.id);
         self.sup.signal(self.id, "KILL");
+        self.done();
     }
 }

@@ -129,9 +129,17 @@ impl TypedTool for TaskOutput {
             (false, false) => "not_ready",
         };
         let shell_tasks = ctx.services().get::<Arc<ShellTasks>>();
-        let (output, truncated) = match (&shell_tasks, info.kind) {
-            (Some(tasks), TaskKind::Monitor) => (tasks.read_new(id, TASK_OUTPUT_CHARS)?, false),
-            _ => match read_tail(&info.output_path, TASK_OUTPUT_CHARS) {
+        let held = match (&shell_tasks, info.kind) {
+            (Some(tasks), TaskKind::Monitor) => {
+                Some((tasks.read_new(id, TASK_OUTPUT_CHARS)?, false))
+            }
+            // Through the task's own descriptor when this manager ran it.
+            (Some(tasks), _) => tasks.tail(id, TASK_OUTPUT_CHARS).ok().flatten(),
+            (None, _) => None,
+        };
+        let (output, truncated) = match held {
+            Some(t) => t,
+            None => match read_tail(&info.output_path, TASK_OUTPUT_CHARS) {
                 Ok(t) => t,
                 Err(e) if e.kind() == std::io::ErrorKind::NotFound => (String::new(), false),
                 Err(e) => return Err(ToolError::io(&info.output_path, e)),

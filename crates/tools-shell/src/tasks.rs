@@ -2,12 +2,17 @@
 //! `run_in_background`, Monitor commands, and tasks of other kinds (background agents) that
 //! register a future. Each task has an id, a status, an exit code and an output file; stopping
 //! one kills its whole process tree.
+//!
+//! A shell task runs under a supervisor of its own (the `supervisor` module), which ends
+//! everything the command started when the task ends, is stopped, or this process dies.
+//! Its output goes through a [`Spool`] into `<state>/tasks/<manager>/<id>.output`, capped
+//! like a foreground command's; readers (TaskOutput, readiness, Monitor) read the spool by
+//! stream offset, so they see the latest output also once the head is full.
 
 use std::collections::HashMap;
-use std::io::{Read, Seek, SeekFrom};
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicU64, Ordering};
-use std::sync::{Arc, Mutex};
+use std::sync::{Arc, Mutex, OnceLock};
 use std::time::Duration;
 
 use async_trait::async_trait;
@@ -19,8 +24,9 @@ use tool_core::{
     ToolError,
 };
 
-use crate::process::{self, Ending, RunSpec};
+use crate::process::{self, Ending, Io, RunSpec, Running};
 use crate::sandbox::{self, Launch, SandboxSettings};
+use crate::spool::{Caps, OutputDir, Spool};
 
 /// A readiness condition for a background command.
 #[derive(Debug, Clone)]
@@ -93,6 +99,8 @@ struct Entry {
     cancel: CancellationToken,
     /// How far TaskOutput has read a monitor's output
     cursor: Mutex<u64>,
+    /// The output as it is written
+    spool: OnceLock<Spool>,
 }
 
 impl Entry {
@@ -100,6 +108,24 @@ impl Entry {
         match self.info.lock() {
             Ok(i) => i.clone(),
             Err(p) => p.into_inner().clone(),
+        }
+    }
+
+    /// Once the output is final: makes sure its path leads to it (a copy, should a
+    /// sandboxed command have put something in its place).
+    fn settle(&self, dir: &OutputDir) {
+        let Some(spool) = self.spool.get() else {
+            return;
+        };
+        let path = self.snapshot().output_path;
+        let Some(name) = path.file_name().and_then(|n| n.to_str()) else {
+            return;
+        };
+        if let Ok(claimed) = dir.claim(name, spool.file())
+            && claimed != path
+            && let Ok(mut i) = self.info.lock()
+        {
+            i.output_path = claimed;
         }
     }
 
@@ -122,7 +148,11 @@ pub struct ShellTasks {
 
 #[derive(Debug)]
 struct Inner {
-    dir: PathBuf,
+    /// The state directory
+    state_dir: PathBuf,
+    /// This manager's directory under `<state>/tasks/`
+    unique: String,
+    dir: Mutex<Option<Arc<OutputDir>>>,
     tasks: Mutex<HashMap<String, Arc<Entry>>>,
     counter: AtomicU64,
     /// The sandbox for shell tasks started through the generic trait
@@ -148,7 +178,9 @@ impl ShellTasks {
         );
         ShellTasks {
             inner: Arc::new(Inner {
-                dir: state_dir.join("tasks").join(unique),
+                state_dir: state_dir.to_path_buf(),
+                unique,
+                dir: Mutex::new(None),
                 tasks: Mutex::new(HashMap::new()),
                 counter: AtomicU64::new(0),
                 sandbox,
@@ -169,12 +201,32 @@ impl ShellTasks {
             .ok_or_else(|| ToolError::respond(format!("No task found with ID: {}", id.trim())))
     }
 
+    /// The directory of this manager's output files, opened (and created) on first use.
+    fn dir(&self) -> Result<Arc<OutputDir>, ToolError> {
+        let mut dir = self
+            .inner
+            .dir
+            .lock()
+            .map_err(|_| ToolError::fatal("internal error: the task directory is poisoned"))?;
+        if let Some(d) = dir.as_ref() {
+            return Ok(Arc::clone(d));
+        }
+        let opened = Arc::new(OutputDir::open(
+            &self.inner.state_dir,
+            &["tasks", &self.inner.unique],
+        )?);
+        *dir = Some(Arc::clone(&opened));
+        Ok(opened)
+    }
+
+    /// Registers a task with its output: the entry, and the pipe end to write the output
+    /// to.
     fn register(
         &self,
         kind: TaskKind,
         description: String,
         command: Option<String>,
-    ) -> Result<(Arc<Entry>, watch::Receiver<bool>), ToolError> {
+    ) -> Result<(Arc<Entry>, std::os::fd::OwnedFd), ToolError> {
         let prefix = match kind {
             TaskKind::LocalBash => "b",
             TaskKind::LocalAgent => "a",
@@ -182,9 +234,10 @@ impl ShellTasks {
         };
         let n = self.inner.counter.fetch_add(1, Ordering::Relaxed) + 1;
         let id = format!("{prefix}{n}");
-        std::fs::create_dir_all(&self.inner.dir).map_err(|e| ToolError::io(&self.inner.dir, e))?;
-        let output_path = self.inner.dir.join(format!("{id}.output"));
-        let (tx, rx) = watch::channel(false);
+        let dir = self.dir()?;
+        let (file, output_path) = dir.create_unique(&id, "output")?;
+        let (spool, writer) = Spool::start(file, dir, Caps::OUTPUT)?;
+        let (tx, _) = watch::channel(false);
         let entry = Arc::new(Entry {
             info: Mutex::new(TaskInfo {
                 id: id.clone(),
@@ -198,30 +251,37 @@ impl ShellTasks {
             done: tx,
             cancel: CancellationToken::new(),
             cursor: Mutex::new(0),
+            spool: OnceLock::new(),
         });
+        let _ = entry.spool.set(spool);
         self.inner
             .tasks
             .lock()
             .map_err(|_| ToolError::fatal("internal error: the task table is poisoned"))?
             .insert(id, Arc::clone(&entry));
-        Ok((entry, rx))
+        Ok((entry, writer))
     }
 
     /// Starts a shell command as a task, in the given sandbox, and returns at once.
     pub async fn start_shell(&self, spec: ShellTaskSpec) -> Result<TaskInfo, ToolError> {
-        let (entry, _rx) =
+        let (entry, output) =
             self.register(spec.kind, spec.description, Some(spec.command.clone()))?;
         let info = entry.snapshot();
+        let spool = entry
+            .spool
+            .get()
+            .cloned()
+            .ok_or_else(|| ToolError::fatal("internal error: the task has no output"))?;
         let run = RunSpec {
             command: spec.command,
             cwd: spec.cwd,
             env: Vec::new(),
-            output: info.output_path.clone(),
-            cwd_file: None,
         };
-        let mut running = match process::spawn(&run, &spec.launch).await {
+        let io = Io { output, cwd: None };
+        let mut running = match start_process(&run, &spec.launch, io).await {
             Ok(r) => r,
             Err(e) => {
+                spool.close();
                 entry.finish(TaskStatus::Failed, None);
                 return Err(e);
             }
@@ -232,13 +292,16 @@ impl ShellTasks {
         let task_entry = Arc::clone(&entry);
         let limit = spec.time_limit;
         let watcher = spec.progress.map(|sink| {
-            let path = info.output_path.clone();
             let done = entry.done.subscribe();
-            tokio::spawn(report_lines(path, sink, done))
+            tokio::spawn(report_lines(spool.clone(), sink, done))
         });
+        let dir = self.dir()?;
         tokio::spawn(async move {
             let finished = running.wait(limit, &task_entry.cancel).await;
+            // The supervisor of the task ends with it, and everything it ran.
             drop(running);
+            spool.finish().await;
+            task_entry.settle(&dir);
             let status = match finished.ending {
                 Ending::Cancelled => TaskStatus::Killed,
                 Ending::TimedOut | Ending::SandboxLost => TaskStatus::Failed,
@@ -250,7 +313,7 @@ impl ShellTasks {
                 let _ = w.await;
             }
         });
-        Ok(entry.snapshot())
+        Ok(info)
     }
 
     /// Waits until a background command is ready (its output matches, its port accepts), it
@@ -262,17 +325,21 @@ impl ShellTasks {
         cancel: &CancellationToken,
     ) -> Result<ReadyOutcome, ToolError> {
         let entry = self.entry(id)?;
-        let path = entry.snapshot().output_path;
+        let spool = entry
+            .spool
+            .get()
+            .cloned()
+            .ok_or_else(|| ToolError::respond(format!("Task {id} has no command output")))?;
         let mut done = entry.done.subscribe();
         let deadline = tokio::time::Instant::now() + readiness.timeout;
         let mut scanner = LineScanner::default();
         loop {
             if let Some(re) = &readiness.pattern {
-                let file = path.clone();
+                let output = spool.clone();
                 let mut s = std::mem::take(&mut scanner);
                 let re = re.clone();
                 let (s, hit) = tokio::task::spawn_blocking(move || {
-                    let hit = s.scan(&file, |line| re.is_match(line));
+                    let hit = s.scan(&output, |line| re.is_match(line));
                     (s, hit)
                 })
                 .await
@@ -280,7 +347,7 @@ impl ShellTasks {
                 scanner = s;
                 if let Some(line) = hit {
                     return Ok(self.ready_outcome(
-                        &path,
+                        &spool,
                         true,
                         format!("Ready: a line matched ready_pattern: {}", line.trim_end()),
                     ));
@@ -290,7 +357,7 @@ impl ShellTasks {
                 let connect = tokio::net::TcpStream::connect(("127.0.0.1", port));
                 if let Ok(Ok(_)) = tokio::time::timeout(Duration::from_millis(200), connect).await {
                     return Ok(self.ready_outcome(
-                        &path,
+                        &spool,
                         true,
                         format!("Ready: 127.0.0.1:{port} accepts connections"),
                     ));
@@ -302,13 +369,13 @@ impl ShellTasks {
                     .exit_code
                     .map(|c| format!(" with exit code {c}"))
                     .unwrap_or_default();
-                return Ok(self.ready_outcome(&path, false, format!(
+                return Ok(self.ready_outcome(&spool, false, format!(
                     "Not ready: the command ended ({}){code} before its readiness condition was met",
                     status_name(info.status)
                 )));
             }
             if tokio::time::Instant::now() >= deadline {
-                return Ok(self.ready_outcome(&path, false, format!(
+                return Ok(self.ready_outcome(&spool, false, format!(
                     "Not ready: the readiness condition was not met within {:.1}s; the command is still running (stop it with TaskStop)",
                     readiness.timeout.as_secs_f64()
                 )));
@@ -317,14 +384,14 @@ impl ShellTasks {
                 () = tokio::time::sleep(Duration::from_millis(50)) => {}
                 _ = done.changed() => {}
                 () = cancel.cancelled() => {
-                    return Ok(self.ready_outcome(&path, false, "Not ready: the call was cancelled while waiting; the command is still running".to_owned()));
+                    return Ok(self.ready_outcome(&spool, false, "Not ready: the call was cancelled while waiting; the command is still running".to_owned()));
                 }
             }
         }
     }
 
-    fn ready_outcome(&self, path: &Path, ready: bool, message: String) -> ReadyOutcome {
-        let output = read_tail(path, 4_000).map(|(t, _)| t).unwrap_or_default();
+    fn ready_outcome(&self, spool: &Spool, ready: bool, message: String) -> ReadyOutcome {
+        let output = spool_tail(spool, 4_000).map(|(t, _)| t).unwrap_or_default();
         ReadyOutcome {
             ready,
             message,
@@ -336,21 +403,18 @@ impl ShellTasks {
     /// for the next call), and whether anything was skipped.
     pub fn read_new(&self, id: &str, cap: usize) -> Result<String, ToolError> {
         let entry = self.entry(id)?;
-        let path = entry.snapshot().output_path;
+        let Some(spool) = entry.spool.get() else {
+            return Ok(String::new());
+        };
         let mut cursor = entry
             .cursor
             .lock()
             .map_err(|_| ToolError::fatal("internal error: a task cursor is poisoned"))?;
-        let Ok(mut f) = std::fs::File::open(&path) else {
-            return Ok(String::new());
-        };
-        f.seek(SeekFrom::Start(*cursor))
+        let path = entry.snapshot().output_path;
+        let chunk = spool
+            .read_from(*cursor, cap)
             .map_err(|e| ToolError::io(&path, e))?;
-        let mut buf = Vec::new();
-        (&mut f)
-            .take(cap as u64)
-            .read_to_end(&mut buf)
-            .map_err(|e| ToolError::io(&path, e))?;
+        let buf = chunk.data;
         // Only whole lines, unless one line alone is longer than the cap.
         let keep = match buf.iter().rposition(|b| *b == b'\n') {
             Some(i) => i + 1,
@@ -358,12 +422,56 @@ impl ShellTasks {
             None if entry.snapshot().status.is_terminal() => buf.len(),
             None => 0,
         };
-        *cursor += keep as u64;
-        Ok(String::from_utf8_lossy(&buf[..keep]).into_owned())
+        *cursor = chunk.next - (buf.len() - keep) as u64;
+        let mut text = String::new();
+        if chunk.skipped > 0 {
+            text.push_str(&format!("… [{} bytes dropped] …\n", chunk.skipped));
+        }
+        text.push_str(&String::from_utf8_lossy(&buf[..keep]));
+        Ok(text)
+    }
+
+    /// The last `cap` characters of a task's output and whether it was cut; `None` for a
+    /// task whose output this manager does not hold.
+    pub fn tail(&self, id: &str, cap: usize) -> Result<Option<(String, bool)>, ToolError> {
+        let entry = self.entry(id)?;
+        let Some(spool) = entry.spool.get() else {
+            return Ok(None);
+        };
+        let path = entry.snapshot().output_path;
+        spool_tail(spool, cap)
+            .map(Some)
+            .map_err(|e| ToolError::io(&path, e))
     }
 }
 
-/// Scans a growing file for a line matching a predicate, remembering where it stopped.
+/// Starts a task's command: under a supervisor of its own when a supervisor program is
+/// registered, else as a child of this process.
+async fn start_process(run: &RunSpec, launch: &Launch, io: Io) -> Result<Running, ToolError> {
+    #[cfg(target_os = "linux")]
+    if crate::inside::supervisor_program().is_some() {
+        use crate::supervisor::{Key, Supervisor};
+        let sup = Arc::new(Supervisor::start(Key::new(launch)).await?);
+        let running = sup.run(run, &io)?;
+        return Ok(Running::Supervised(running));
+    }
+    process::spawn(run, launch, io).await
+}
+
+/// The last `cap` characters of a spool's stream, and whether it was cut.
+fn spool_tail(spool: &Spool, cap: usize) -> std::io::Result<(String, bool)> {
+    let bytes = spool.tail(cap.saturating_mul(4))?;
+    let whole = spool.summary().total == bytes.len() as u64;
+    let text = String::from_utf8_lossy(&bytes);
+    let count = text.chars().count();
+    if count <= cap && whole {
+        return Ok((text.into_owned(), false));
+    }
+    let skip = count.saturating_sub(cap);
+    Ok((text.chars().skip(skip).collect(), true))
+}
+
+/// Scans a growing output for a line matching a predicate, remembering where it stopped.
 #[derive(Debug, Default)]
 struct LineScanner {
     offset: u64,
@@ -371,19 +479,20 @@ struct LineScanner {
 }
 
 impl LineScanner {
-    fn scan(&mut self, path: &Path, mut matches: impl FnMut(&str) -> bool) -> Option<String> {
-        let mut f = std::fs::File::open(path).ok()?;
-        f.seek(SeekFrom::Start(self.offset)).ok()?;
-        let mut buf = vec![0_u8; 64 * 1024];
+    fn scan(&mut self, spool: &Spool, mut matches: impl FnMut(&str) -> bool) -> Option<String> {
         loop {
-            let n = f.read(&mut buf).ok()?;
-            if n == 0 {
+            let chunk = spool.read_from(self.offset, 64 * 1024).ok()?;
+            if chunk.skipped > 0 {
+                // The middle of a flood was dropped: the line in progress is incomplete.
+                self.partial.clear();
+            }
+            if chunk.data.is_empty() {
                 // The unterminated last line counts too (a prompt, "listening on ...").
                 let line = String::from_utf8_lossy(&self.partial).into_owned();
                 return (!line.is_empty() && matches(&line)).then_some(line);
             }
-            self.offset += n as u64;
-            for &b in &buf[..n] {
+            self.offset = chunk.next;
+            for &b in &chunk.data {
                 if b == b'\n' {
                     let line = String::from_utf8_lossy(&self.partial).into_owned();
                     self.partial.clear();
@@ -400,23 +509,22 @@ impl LineScanner {
 
 /// Reports each new line of a monitor's output as a progress event, about once a second,
 /// until the task ends.
-async fn report_lines(path: PathBuf, sink: ProgressSink, mut done: watch::Receiver<bool>) {
+async fn report_lines(spool: Spool, sink: ProgressSink, mut done: watch::Receiver<bool>) {
     let mut offset = 0_u64;
     let mut partial = String::new();
     let mut stop_after_next = false;
     loop {
         let finished = stop_after_next || *done.borrow();
-        if let Ok(mut f) = std::fs::File::open(&path)
-            && f.seek(SeekFrom::Start(offset)).is_ok()
-        {
-            let mut buf = Vec::new();
-            if (&mut f).take(1 << 20).read_to_end(&mut buf).is_ok() {
-                offset += buf.len() as u64;
-                partial.push_str(&String::from_utf8_lossy(&buf));
-                while let Some(i) = partial.find('\n') {
-                    let line: String = partial.drain(..=i).collect();
-                    sink.report(line.trim_end_matches(['\n', '\r']).to_owned());
-                }
+        if let Ok(chunk) = spool.read_from(offset, 1 << 20) {
+            offset = chunk.next;
+            if chunk.skipped > 0 {
+                partial.clear();
+                sink.report(format!("… [{} bytes dropped] …", chunk.skipped));
+            }
+            partial.push_str(&String::from_utf8_lossy(&chunk.data));
+            while let Some(i) = partial.find('\n') {
+                let line: String = partial.drain(..=i).collect();
+                sink.report(line.trim_end_matches(['\n', '\r']).to_owned());
             }
         }
         if finished {
@@ -437,9 +545,22 @@ async fn report_lines(path: PathBuf, sink: ProgressSink, mut done: watch::Receiv
 }
 
 /// The last `cap` characters of a file (read in bounded memory) and whether it was cut.
+/// The file is opened without following a link and must be a regular file.
 pub fn read_tail(path: &Path, cap: usize) -> std::io::Result<(String, bool)> {
-    let mut f = std::fs::File::open(path)?;
-    let len = f.metadata()?.len();
+    use std::io::{Read, Seek, SeekFrom};
+    use std::os::unix::fs::OpenOptionsExt;
+    let mut f = std::fs::OpenOptions::new()
+        .read(true)
+        .custom_flags(libc_flags())
+        .open(path)?;
+    let meta = f.metadata()?;
+    if !meta.is_file() {
+        return Err(std::io::Error::other(format!(
+            "{} is not a regular file",
+            path.display()
+        )));
+    }
+    let len = meta.len();
     let want = (cap as u64).saturating_mul(4);
     let start = len.saturating_sub(want);
     f.seek(SeekFrom::Start(start))?;
@@ -452,6 +573,11 @@ pub fn read_tail(path: &Path, cap: usize) -> std::io::Result<(String, bool)> {
     }
     let skip = count.saturating_sub(cap);
     Ok((text.chars().skip(skip).collect(), true))
+}
+
+/// `O_NOFOLLOW | O_NONBLOCK`: a link is refused and a FIFO does not block.
+fn libc_flags() -> i32 {
+    (rustix::fs::OFlags::NOFOLLOW | rustix::fs::OFlags::NONBLOCK).bits() as i32
 }
 
 /// The reference's name of a status.
@@ -509,25 +635,33 @@ impl TaskManager for ShellTasks {
                 .await
             }
             TaskRun::Future(start) => {
-                let (entry, _rx) = self.register(spec.kind, spec.description, None)?;
-                let path = entry.snapshot().output_path;
-                std::fs::File::create(&path).map_err(|e| ToolError::io(&path, e))?;
+                let (entry, output) = self.register(spec.kind, spec.description, None)?;
                 if let Ok(mut i) = entry.info.lock() {
                     i.status = TaskStatus::Running;
                 }
                 let fut = start(entry.cancel.clone());
                 let task_entry = Arc::clone(&entry);
+                let dir = self.dir();
                 tokio::spawn(async move {
                     let TaskFinish {
                         status,
                         exit_code,
-                        output,
+                        output: text,
                     } = fut.await;
-                    if !output.is_empty() {
+                    // Through the spool, as a command's output: capped the same way.
+                    let _ = tokio::task::spawn_blocking(move || {
                         use std::io::Write;
-                        if let Ok(mut f) = std::fs::OpenOptions::new().append(true).open(&path) {
-                            let _ = f.write_all(output.as_bytes());
+                        let mut pipe = std::fs::File::from(output);
+                        if !text.is_empty() {
+                            let _ = pipe.write_all(text.as_bytes());
                         }
+                    })
+                    .await;
+                    if let Some(spool) = task_entry.spool.get() {
+                        spool.finish().await;
+                    }
+                    if let Ok(dir) = &dir {
+                        task_entry.settle(dir);
                     }
                     let status = if task_entry.cancel.is_cancelled() && !status.is_terminal() {
                         TaskStatus::Killed

@@ -1,11 +1,14 @@
 //! Integration tests of tools-shell through tool-core's execution path: Bash's execution
 //! model (process groups, timeouts, output cap, cwd, exit codes, cancellation), the
 //! shell-aware permissions against safety.md §7 rows 1–16 and §6's bypasses, background
-//! tasks with TaskOutput and TaskStop, the sandbox under bubblewrap and Landlock, Monitor.
+//! tasks with TaskOutput and TaskStop, the sandbox under bubblewrap and Landlock, Monitor,
+//! and the lifecycle guarantees (planted links, capped output, no survivors, bounded
+//! instances) as root and as an unprivileged user.
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
 mod attacks;
 mod bash;
+mod lifecycle;
 #[cfg(feature = "monitor")]
 mod monitor;
 mod permissions;
@@ -14,7 +17,7 @@ mod sandbox;
 mod snapshots;
 mod tasks;
 
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -63,8 +66,13 @@ impl Fixture {
 
     /// A fixture with rules written as `("deny", "Bash(rm *)")`.
     pub fn with(mode: PermissionMode, rules: &[(&str, &str)], sandbox: SandboxSettings) -> Self {
-        // The persistent bubblewrap sandbox's supervisor (a host binary is its own).
-        tools_shell::set_supervisor_program(env!("CARGO_BIN_EXE_agent-tools-sandbox-supervisor"));
+        // The supervisor of commands (a host binary is its own); a child run that tests the
+        // embedding without one leaves it out.
+        if std::env::var_os(NO_SUPERVISOR_VAR).is_none() {
+            tools_shell::set_supervisor_program(env!(
+                "CARGO_BIN_EXE_agent-tools-sandbox-supervisor"
+            ));
+        }
         let dir = tempfile::tempdir().unwrap();
         let root = dir.path().join("work").canonicalize_or_create();
         let state = dir.path().join("state");
@@ -205,4 +213,92 @@ pub fn require(what: &str, present: bool) -> bool {
 /// A string field of a result's data.
 pub fn data_str<'a>(r: &'a CallResult, key: &str) -> &'a str {
     r.data.get(key).and_then(Value::as_str).unwrap_or_default()
+}
+
+/// Set in a child run (see [`in_child`]) that must not register a supervisor program.
+pub const NO_SUPERVISOR_VAR: &str = "AGENT_TOOLS_TEST_NO_SUPERVISOR";
+
+/// Tells a child run of this binary which test it runs.
+const CHILD_VAR: &str = "AGENT_TOOLS_TEST_CHILD";
+
+/// Who runs a test in a child process.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum User {
+    /// The user running the tests
+    Same,
+    /// An unprivileged user: `nobody` (65534) when the tests run as root, else the user
+    /// running them (who is unprivileged already)
+    Nobody,
+}
+
+/// For a test that needs a process of its own (process-wide settings) or an unprivileged
+/// user: in the child run of test `name` this returns true (run the test's body);
+/// otherwise it runs this binary again for that one test, as `user` and with `env`,
+/// asserts that it passed, and returns false.
+pub fn in_child(name: &str, user: User, env: &[(&str, &str)]) -> bool {
+    if std::env::var(CHILD_VAR).as_deref() == Ok(name) {
+        return true;
+    }
+    let exe = std::env::current_exe().unwrap();
+    let root = rustix::process::geteuid().is_root();
+    let setpriv = ["/usr/bin/setpriv", "/bin/setpriv"]
+        .into_iter()
+        .map(Path::new)
+        .find(|p| p.is_file());
+    let mut home = None;
+    let mut cmd = match (user, root) {
+        (User::Nobody, true) => {
+            let Some(setpriv) = setpriv else {
+                require("setpriv (util-linux), to run a test as user nobody", false);
+                return false;
+            };
+            // A home of its own that nobody can write.
+            let dir = tempfile::tempdir().unwrap();
+            std::os::unix::fs::chown(dir.path(), Some(65534), Some(65534)).unwrap();
+            let mut cmd = std::process::Command::new(setpriv);
+            cmd.args(["--reuid=65534", "--regid=65534", "--clear-groups", "--"])
+                .arg(&exe)
+                .env("HOME", dir.path());
+            home = Some(dir);
+            cmd
+        }
+        _ => std::process::Command::new(&exe),
+    };
+    cmd.args([name, "--exact", "--nocapture", "--test-threads=1"])
+        .env(CHILD_VAR, name)
+        .envs(env.iter().copied())
+        .current_dir("/");
+    let out = cmd.output().unwrap();
+    drop(home);
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        out.status.success() && stdout.contains("1 passed"),
+        "the child run of {name} ({user:?}) failed:\n{stdout}\n{stderr}"
+    );
+    false
+}
+
+/// Live processes whose parent is `parent` and whose command name is `comm`.
+pub fn children_named(parent: u32, comm: &str) -> Vec<u32> {
+    let Ok(entries) = std::fs::read_dir("/proc") else {
+        return Vec::new();
+    };
+    entries
+        .flatten()
+        .filter_map(|e| e.file_name().to_str()?.parse::<u32>().ok())
+        .filter(|pid| {
+            let Ok(stat) = std::fs::read_to_string(format!("/proc/{pid}/stat")) else {
+                return false;
+            };
+            let Some((head, rest)) = stat.rsplit_once(')') else {
+                return false;
+            };
+            let name = head.split_once('(').map(|(_, n)| n).unwrap_or("");
+            let mut f = rest.split_whitespace();
+            let state = f.next().unwrap_or("Z");
+            let ppid: u32 = f.next().and_then(|p| p.parse().ok()).unwrap_or(0);
+            name == comm && ppid == parent && state != "Z"
+        })
+        .collect()
 }

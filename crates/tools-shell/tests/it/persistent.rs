@@ -208,100 +208,175 @@ async fn nothing_a_command_starts_outlives_it() {
 #[tokio::test]
 async fn nothing_survives_the_session() {
     let Some(f) = bubblewrap() else { return };
+    let marker = "1000.0207";
     let r = f.bash("echo hi").await;
     assert_eq!(r.text(), "hi");
     let instance = sandbox_instance(&f.ctx).unwrap();
-    let live: Vec<_> = std::fs::read_dir(f.state.join("tool-results/test"))
-        .unwrap()
-        .flatten()
-        .map(|e| e.path())
-        .filter(|p| {
-            p.file_name()
-                .unwrap()
-                .to_string_lossy()
-                .starts_with("live-")
-        })
+    // The supervisor inside: the child of the sandbox's init, whose parent is bubblewrap.
+    let inside: Vec<u32> = processes_with(tools_shell::SUPERVISOR_ARG)
+        .into_iter()
+        .filter(|p| ppid(*p).and_then(ppid) == Some(instance.pid))
         .collect();
-    assert_eq!(live.len(), 1);
-    let live = live[0].to_string_lossy().into_owned();
+    assert_eq!(inside.len(), 1, "{inside:?}");
+    // A command still running when the session ends.
+    let command = format!("setsid sleep {marker} & sleep {marker}");
+    let call = f.bash(&command);
+    assert!(
+        tokio::time::timeout(Duration::from_millis(300), call)
+            .await
+            .is_err()
+    );
     drop(f);
     assert!(gone(instance.pid).await, "bubblewrap ends with the session");
-    assert_eq!(survivors(&live).await, Vec::<u32>::new());
+    assert!(
+        gone(inside[0]).await,
+        "the supervisor ends with the session"
+    );
+    assert_eq!(survivors(marker).await, Vec::<u32>::new());
 }
 
-/// The supervisor program on its own (outside bubblewrap it never sweeps): requests in,
-/// one `x ID STATUS` line out per command.
-#[test]
-fn the_supervisor_speaks_its_protocol() {
-    use std::io::{BufRead, BufReader, Write};
-    let dir = tempfile::tempdir().unwrap();
-    let slots = dir.path().join("slots");
-    std::fs::create_dir_all(&slots).unwrap();
-    let mut child =
-        std::process::Command::new(env!("CARGO_BIN_EXE_agent-tools-sandbox-supervisor"))
-            .arg(tools_shell::SUPERVISOR_ARG)
-            .arg("/bin/bash")
-            .arg("eval \"$1\"")
-            .arg("300")
-            .arg(&slots)
-            .stdin(std::process::Stdio::piped())
-            .stdout(std::process::Stdio::piped())
-            .spawn()
-            .unwrap();
-    let mut stdin = child.stdin.take().unwrap();
-    let mut lines = BufReader::new(child.stdout.take().unwrap()).lines();
-    let mut next = || lines.next().unwrap().unwrap();
-    assert_eq!(next(), "ready");
-    let mut send = |fields: &[&str]| {
+/// A supervisor program on its own (outside bubblewrap: a subreaper that ends its
+/// descendants), driven over its socket: requests and descriptors in, one `x ID STATUS`
+/// line out per command.
+struct Driven {
+    child: std::process::Child,
+    socket: Option<std::os::unix::net::UnixStream>,
+    lines: std::io::Lines<std::io::BufReader<std::process::ChildStdout>>,
+}
+
+impl Driven {
+    fn start() -> Driven {
+        use std::io::BufRead;
+        let (ours, theirs) = std::os::unix::net::UnixStream::pair().unwrap();
+        let mut child =
+            std::process::Command::new(env!("CARGO_BIN_EXE_agent-tools-sandbox-supervisor"))
+                .arg(tools_shell::SUPERVISOR_ARG)
+                .arg("/bin/bash")
+                .arg("eval \"$1\"")
+                .arg("300")
+                .stdin(std::process::Stdio::from(std::os::fd::OwnedFd::from(
+                    theirs,
+                )))
+                .stdout(std::process::Stdio::piped())
+                .spawn()
+                .unwrap();
+        let lines = std::io::BufReader::new(child.stdout.take().unwrap()).lines();
+        let mut d = Driven {
+            child,
+            socket: Some(ours),
+            lines,
+        };
+        assert_eq!(d.next(), "ready");
+        d
+    }
+
+    fn next(&mut self) -> String {
+        self.lines.next().unwrap().unwrap()
+    }
+
+    fn send(&self, fields: &[&str], fds: &[std::os::fd::BorrowedFd<'_>]) {
+        use rustix::net::{SendAncillaryBuffer, SendAncillaryMessage, SendFlags, sendmsg};
         let mut req = Vec::new();
         for f in fields {
             req.extend_from_slice(f.as_bytes());
             req.push(0);
         }
-        stdin.write_all(&req).unwrap();
-    };
+        let mut space = [std::mem::MaybeUninit::uninit(); rustix::cmsg_space!(ScmRights(2))];
+        let mut control = SendAncillaryBuffer::new(&mut space);
+        if !fds.is_empty() {
+            assert!(control.push(SendAncillaryMessage::ScmRights(fds)));
+        }
+        let n = sendmsg(
+            self.socket.as_ref().unwrap(),
+            &[std::io::IoSlice::new(&req)],
+            &mut control,
+            SendFlags::NOSIGNAL,
+        )
+        .unwrap();
+        assert_eq!(n, req.len());
+    }
+
+    /// Runs a command; returns the read end of its output.
+    fn run(&self, id: &str, dir: &str, vars: &[&str], command: &str) -> std::fs::File {
+        use std::os::fd::AsFd;
+        let (r, w) = rustix::pipe::pipe().unwrap();
+        let null = std::fs::File::open("/dev/null").unwrap();
+        let n = vars.len().to_string();
+        let mut fields = vec![id, "run", dir, &n];
+        fields.extend_from_slice(vars);
+        fields.push(command);
+        self.send(&fields, &[w.as_fd(), null.as_fd()]);
+        std::fs::File::from(r)
+    }
+}
+
+fn read_all(mut f: std::fs::File) -> String {
+    let mut s = String::new();
+    std::io::Read::read_to_string(&mut f, &mut s).unwrap();
+    s
+}
+
+#[test]
+fn the_supervisor_speaks_its_protocol() {
+    let dir = tempfile::tempdir().unwrap();
     let work = dir.path().to_str().unwrap();
+    let mut d = Driven::start();
     // A command: its output, variables and working directory.
-    send(&[
-        "1",
-        "run",
-        work,
-        "1.out",
-        "",
-        "1",
-        "GREETING=hi",
-        "echo $GREETING; pwd; exit 3",
-    ]);
-    assert_eq!(next(), "x 1 3");
-    let out = std::fs::read_to_string(slots.join("1.out")).unwrap();
-    assert_eq!(out, format!("hi\n{work}\n"));
+    let out = d.run("1", work, &["GREETING=hi"], "echo $GREETING; pwd; exit 3");
+    assert_eq!(d.next(), "x 1 3");
+    assert_eq!(read_all(out), format!("hi\n{work}\n"));
     // A directory that cannot be entered: 126 and the reason.
-    send(&["2", "run", "/nonexistent/dir", "2.out", "", "0", "true"]);
-    assert_eq!(next(), "x 2 126");
-    let out = std::fs::read_to_string(slots.join("2.out")).unwrap();
-    assert!(out.contains("/nonexistent/dir cannot be entered"), "{out}");
-    // What the command leaves in its group is ended (TERM first) before `x`.
+    let out = d.run("2", "/nonexistent/dir", &[], "true");
+    assert_eq!(d.next(), "x 2 126");
+    let text = read_all(out);
+    assert!(
+        text.contains("/nonexistent/dir cannot be entered"),
+        "{text}"
+    );
+    // What the command leaves in its group is ended (TERM first) before `x`, and so is
+    // what left the group: the supervisor is their subreaper.
     let marker = "1000.0204";
-    send(&[
+    let out = d.run(
         "3",
-        "run",
         work,
-        "3.out",
-        "",
-        "0",
-        &format!("sleep {marker} & echo left"),
-    ]);
-    assert_eq!(next(), "x 3 0");
-    assert!(processes_with(marker).is_empty());
+        &[],
+        &format!(
+            "sleep {marker} & setsid sleep {marker} >/dev/null 2>&1 & (sleep {marker} >/dev/null 2>&1 &); echo left"
+        ),
+    );
+    assert_eq!(d.next(), "x 3 0");
+    assert!(
+        processes_with(marker).is_empty(),
+        "{:?}",
+        processes_with(marker)
+    );
+    assert_eq!(read_all(out), "left\n");
     // A kill request for a running command (by its id); the status says which signal. A
     // kill for a command that is gone, or never was, does nothing.
-    send(&["4", "run", work, "4.out", "", "0", "sleep 1000.0205"]);
-    send(&["1", "kill", "KILL"]);
-    send(&["99", "kill", "KILL"]);
-    send(&["4", "kill", "TERM"]);
-    assert_eq!(next(), "x 4 143");
-    // Garbage is skipped; end of input ends the supervisor.
-    send(&["0", "dance", "now"]);
-    drop(stdin);
-    assert!(child.wait().unwrap().success());
+    let _out = d.run("4", work, &[], "sleep 1000.0205");
+    d.send(&["1", "kill", "KILL"], &[]);
+    d.send(&["99", "kill", "KILL"], &[]);
+    d.send(&["4", "kill", "TERM"], &[]);
+    assert_eq!(d.next(), "x 4 143");
+    // A run request without its descriptors cannot run.
+    d.send(&["5", "run", work, "0", "true"], &[]);
+    assert_eq!(d.next(), "x 5 127");
+    // Garbage is skipped; end of input ends the supervisor, and every command with it.
+    let marker = "1000.0206";
+    let _out = d.run(
+        "6",
+        work,
+        &[],
+        &format!("setsid sleep {marker} & sleep {marker}"),
+    );
+    d.send(&["0", "dance", "now"], &[]);
+    std::thread::sleep(Duration::from_millis(200));
+    assert!(!processes_with(marker).is_empty());
+    d.socket = None;
+    assert!(d.child.wait().unwrap().success());
+    assert!(
+        processes_with(marker).is_empty(),
+        "{:?}",
+        processes_with(marker)
+    );
 }
