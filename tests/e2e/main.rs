@@ -1,6 +1,7 @@
 //! End-to-end tests of the `agent-tools` binary: the command line (`list`, `schema`, `call`,
-//! `batch`), Glob through `call`, permissions from flags and settings files, and the file
-//! tools against a racing symbolic-link swap (as root and as an unprivileged user).
+//! `batch`), Glob through `call`, permissions from flags and settings files, the file
+//! tools against a racing symbolic-link swap (as root and as an unprivileged user), and
+//! `.mcp.json` servers that must not hold a command up.
 //!
 //! Every run gets its own temporary working directory (`--cwd`) and state directory
 //! (`AGENT_TOOLS_HOME`, also used as `HOME`), so no test reads or writes the real home.
@@ -9,6 +10,7 @@
 mod batch;
 mod call;
 mod cli;
+mod mcp_startup;
 mod permissions;
 mod race;
 mod serve;

@@ -278,7 +278,13 @@ async fn run(cli: Cli) -> Result<ExitCode> {
         Command::List { json } => list(&pool.settled().await, json).await,
         Command::Schema { tools, dialect } => schema(&pool.settled().await, &tools, dialect).await,
         Command::Call { tool, input } => {
-            let pool = pool.settled().await;
+            let mut current = pool.settled().await;
+            if let Some(manager) = &mcp
+                && mcp_startup::wait_for_tools(manager, &current, [tool.as_str()]).await
+            {
+                current = pool.settled().await;
+            }
+            let pool = current;
             match mcp
                 .as_deref()
                 .filter(|_| pool.get(&tool).is_none())
@@ -291,13 +297,16 @@ async fn run(cli: Cli) -> Result<ExitCode> {
                 None => call(&pool, &ctx, &tool, input.as_deref()).await,
             }
         }
-        Command::Batch => batch(&pool, &ctx).await,
+        Command::Batch => batch(&pool, &ctx, mcp.as_deref()).await,
         Command::Serve {
             http,
             allowed_hosts,
         } => serve::serve(pool, ctx, options, mcp.clone(), http, allowed_hosts).await,
         Command::Trust { .. } => Err(anyhow!("`trust` runs without a session")),
     };
+    if let Some(reporter) = reporter {
+        reporter.finish();
+    }
     if let Some(manager) = mcp {
         manager.shutdown().await;
     }
@@ -467,18 +476,34 @@ fn parse_batch_line(number: usize, line: &str) -> std::result::Result<ToolCall, 
 
 /// Runs `calls` in order under the pool's concurrency rule ([`ToolPool::batch`]), taking
 /// the pool afresh before each group: a call that changed an MCP server's tool list is
-/// followed by calls that see the new list.
-async fn run_calls(pool: &LivePool, calls: Vec<ToolCall>, ctx: &ToolContext) -> Vec<CallResult> {
+/// followed by calls that see the new list, and a call of a tool of an MCP server still
+/// starting waits for that server.
+async fn run_calls(
+    pool: &LivePool,
+    calls: Vec<ToolCall>,
+    ctx: &ToolContext,
+    mcp: Option<&tools_mcp::McpManager>,
+) -> Vec<CallResult> {
     let mut calls: std::collections::VecDeque<ToolCall> = calls.into();
     let mut results = Vec::with_capacity(calls.len());
     while !calls.is_empty() {
-        let current = pool.settled().await;
+        let mut current = pool.settled().await;
+        if let Some(manager) = mcp
+            && mcp_startup::wait_for_tools(manager, &current, calls.iter().map(|c| c.tool.as_str()))
+                .await
+        {
+            current = pool.settled().await;
+        }
         results.extend(current.batch_group(&mut calls, ctx).await);
     }
     results
 }
 
-async fn batch(pool: &LivePool, ctx: &ToolContext) -> Result<ExitCode> {
+async fn batch(
+    pool: &LivePool,
+    ctx: &ToolContext,
+    mcp: Option<&tools_mcp::McpManager>,
+) -> Result<ExitCode> {
     if std::io::stdin().is_terminal() {
         eprintln!("agent-tools batch: reading JSON lines from standard input; end with Ctrl-D");
     }
@@ -507,14 +532,14 @@ async fn batch(pool: &LivePool, ctx: &ToolContext) -> Result<ExitCode> {
         match slot {
             Ok(call) => pending.push(call),
             Err(result) => {
-                for r in run_calls(pool, std::mem::take(&mut pending), ctx).await {
+                for r in run_calls(pool, std::mem::take(&mut pending), ctx, mcp).await {
                     emit(&r)?;
                 }
                 emit(&result)?;
             }
         }
     }
-    for r in run_calls(pool, pending, ctx).await {
+    for r in run_calls(pool, pending, ctx, mcp).await {
         emit(&r)?;
     }
     Ok(if any_error {

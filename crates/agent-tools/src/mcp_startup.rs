@@ -1,15 +1,17 @@
 //! How a command starts the MCP servers of `.mcp.json`: in the background, so none holds
 //! the command up. `serve` answers its client at once and lets each server's tools join when
 //! it is ready; `call`, `list`, `schema` and `batch` wait for the servers at most
-//! `--mcp-wait` seconds and say which are still starting. Every problem (an entry that could
-//! not start, a server that failed, a rejected tool) is printed once on stderr, naming the
-//! server, when it happens.
+//! `--mcp-wait` seconds and say which are still starting. A call of a tool of a server still
+//! starting waits for that server only (up to its start-up timeout), since the call cannot
+//! run before. Every problem (an entry that could not start, a server that failed, a
+//! rejected tool) is printed once on stderr, naming the server, when it happens.
 
 use std::collections::HashSet;
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
-use tool_core::ToolContext;
+use tool_core::{ToolContext, ToolPool};
 use tools_mcp::McpManager;
 
 /// How long `call`, `list`, `schema` and `batch` wait for MCP servers by default, in
@@ -21,12 +23,17 @@ pub const DEFAULT_WAIT: &str = "5";
 pub struct Reporter {
     manager: Arc<McpManager>,
     printed: Mutex<HashSet<String>>,
+    /// Set when the command ends: stopping the servers is no news
+    finished: AtomicBool,
 }
 
 impl Reporter {
     /// Prints what is new: the errors of servers whose start ended (or that were not
     /// started), and their warnings.
     pub fn print_new(&self) {
+        if self.finished.load(Ordering::SeqCst) {
+            return;
+        }
         // Listing the tools is what finds rejected names and collisions.
         let _ = self.manager.tools();
         let Ok(mut printed) = self.printed.lock() else {
@@ -49,6 +56,13 @@ impl Reporter {
             }
         }
     }
+
+    /// Prints what is new for the last time: the command is ending, and the servers it
+    /// stops next are not reported as failures.
+    pub fn finish(&self) {
+        self.print_new();
+        self.finished.store(true, Ordering::SeqCst);
+    }
 }
 
 /// Starts the approved servers of the session's `.mcp.json` in the background and a task
@@ -65,6 +79,7 @@ pub fn start(ctx: &ToolContext) -> Option<(Arc<McpManager>, Arc<Reporter>)> {
     let reporter = Arc::new(Reporter {
         manager: Arc::clone(&manager),
         printed: Mutex::new(HashSet::new()),
+        finished: AtomicBool::new(false),
     });
     reporter.print_new();
     let follower = Arc::clone(&reporter);
@@ -93,6 +108,32 @@ pub async fn wait(manager: &McpManager, reporter: &Reporter, wait: Duration, lat
             wait.as_secs_f64()
         );
     }
+}
+
+/// Waits for each server still starting that owns one of `tools` missing from `pool`,
+/// saying so on stderr. Returns whether it waited (the pool should then be taken again).
+pub async fn wait_for_tools<'a>(
+    manager: &McpManager,
+    pool: &ToolPool,
+    tools: impl IntoIterator<Item = &'a str>,
+) -> bool {
+    let mut servers: Vec<String> = Vec::new();
+    for tool in tools {
+        if pool.get(tool).is_some() {
+            continue;
+        }
+        if let Some(status) = manager.status_of_tool(tool)
+            && status.starting
+            && !servers.contains(&status.name)
+        {
+            servers.push(status.name);
+        }
+    }
+    for name in &servers {
+        eprintln!("agent-tools: waiting for the MCP server \"{name}\" to start: a call needs it");
+        manager.wait_for_server(name).await;
+    }
+    !servers.is_empty()
 }
 
 /// Why `tool`, which is not in the pool, is unavailable when it names a tool of a

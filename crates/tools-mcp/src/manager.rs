@@ -1097,6 +1097,21 @@ impl McpManager {
         }
     }
 
+    /// Waits until the first connection attempt of the server named `name` has ended (its
+    /// start-up timeout bounds it); returns at once for a server not starting. A host calls
+    /// this before a call of one of that server's tools, which cannot run sooner.
+    pub async fn wait_for_server(&self, name: &str) {
+        let Some(server) = self.server(name) else {
+            return;
+        };
+        let mut started = self.shared.signals.started.subscribe();
+        while server.is_starting() {
+            if started.changed().await.is_err() {
+                return;
+            }
+        }
+    }
+
     /// The names of the servers whose first connection attempt is still under way.
     pub fn starting(&self) -> Vec<String> {
         self.servers

@@ -9,8 +9,8 @@ requests with TEXT plus the length of the prompt it got),
 "cancel_when_file": PATH (optional: cancel the call once PATH exists)} |
 {"op": "wait_list_changed", "seconds": N (default 20)} |
 {"op": "wait_tool", "tool": NAME, "seconds": N (default 20)} (lists the tools until NAME is
-among them; notifications/tools/list_changed that arrive meanwhile are not counted by the
-next wait_list_changed) |
+among them and, when it joined later, its notifications/tools/list_changed arrived; then
+counts notifications from zero again) |
 {"op": "touch", "path": PATH (creates PATH, to tell a test this client is ready)}],
 "capabilities": true (optional: print the server's capabilities first)}
 
@@ -95,7 +95,7 @@ async def run(scenario):
                             announced = announced or list_changes["seen"] > list_changes["waited"]
                         if not (found and announced):
                             await anyio.sleep(0.05)
-                list_changes["waited"] = list_changes["seen"]
+                list_changes["seen"] = list_changes["waited"] = 0
                 out({"found": found})
             elif step["op"] == "touch":
                 open(step["path"], "w").close()
