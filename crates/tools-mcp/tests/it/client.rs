@@ -385,7 +385,7 @@ async fn everything_http(peers: &Path, port: u16) -> tokio::process::Child {
     child
 }
 
-fn free_port() -> u16 {
+pub fn free_port() -> u16 {
     std::net::TcpListener::bind("127.0.0.1:0")
         .unwrap()
         .local_addr()
@@ -426,7 +426,7 @@ async fn everything_over_streamable_http() {
 }
 
 /// `dynamic_server.py` (the Python SDK) over streamable HTTP on `port`, killed on drop.
-async fn python_http(peers: &Path, port: u16) -> tokio::process::Child {
+pub async fn python_http(peers: &Path, port: u16) -> tokio::process::Child {
     python_server(peers, port, None).await
 }
 

@@ -1,8 +1,8 @@
 //! What the client gives and keeps, against the real servers: the protocol version each
 //! one answers with, the session's working directories as MCP roots (server-everything's
-//! get-roots-list, server-filesystem, the Python SDK's `roots/list`), and a tool's
+//! get-roots-list, server-filesystem, the Python SDK's `roots/list`), a tool's
 //! `outputSchema` with its `structuredContent` checked and passed on through the server
-//! adapter.
+//! adapter, and `TCP_NODELAY` on its HTTP connections.
 
 use std::path::Path;
 use std::sync::Arc;
@@ -12,7 +12,7 @@ use serde_json::{Value, json};
 use tool_core::{PermissionMode, ToolContext, ToolPool};
 use tools_mcp::{LivePool, SessionFactory, mcp_tool_list};
 
-use crate::client::{Session, bin, fake_server};
+use crate::client::{Session, bin, fake_server, free_port, python_http};
 use crate::live::{assembler, dynamic_server};
 use crate::peers::{peer, python};
 use crate::server::serve_with;
@@ -302,4 +302,56 @@ async fn the_server_adapter_passes_output_schema_and_structured_content_on() {
     shutdown.cancel();
     let _ = server.await;
     s.manager.shutdown().await;
+}
+
+/// The `TCP_NODELAY` option of every TCP connection of this process to 127.0.0.1:`port`,
+/// read through a duplicate of each socket (`pidfd_getfd` on this process).
+fn nodelay_of_connections_to(port: u16) -> Vec<bool> {
+    use rustix::process::{PidfdFlags, PidfdGetfdFlags, getpid, pidfd_getfd, pidfd_open};
+    let me = pidfd_open(getpid(), PidfdFlags::empty()).unwrap();
+    let mut found = Vec::new();
+    for entry in std::fs::read_dir("/proc/self/fd").unwrap().flatten() {
+        let is_socket = std::fs::read_link(entry.path())
+            .is_ok_and(|target| target.to_string_lossy().starts_with("socket:"));
+        let Some(fd) = entry.file_name().to_str().and_then(|n| n.parse().ok()) else {
+            continue;
+        };
+        if !is_socket {
+            continue;
+        }
+        let Ok(socket) = pidfd_getfd(&me, fd, PidfdGetfdFlags::empty()) else {
+            continue;
+        };
+        let peer = rustix::net::getpeername(&socket)
+            .ok()
+            .flatten()
+            .and_then(|a| std::net::SocketAddr::try_from(a).ok());
+        if peer.is_some_and(|a| a.port() == port && a.ip().is_loopback()) {
+            found.push(rustix::net::sockopt::tcp_nodelay(&socket).unwrap());
+        }
+    }
+    found
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn http_connections_to_a_server_do_not_wait_for_nagle() {
+    let Some(peers) = peer("py/mcp") else {
+        return;
+    };
+    let port = free_port();
+    let mut child = python_http(&peers, port).await;
+    let s = Session::start(
+        json!({"mcpServers": {"remote": {"type": "http", "url": format!("http://127.0.0.1:{port}/mcp")}}}),
+        &["mcp__remote"],
+        PermissionMode::Default,
+    )
+    .await;
+    let r = s.call("mcp__remote__greet", json!({"name": "x"})).await;
+    assert!(!r.is_error, "{r:?}");
+    // The kept-alive connections of the session (requests, the server's event stream).
+    let nodelay = nodelay_of_connections_to(port);
+    assert!(!nodelay.is_empty(), "no connection to port {port} found");
+    assert!(nodelay.iter().all(|on| *on), "{nodelay:?}");
+    s.manager.shutdown().await;
+    let _ = child.kill().await;
 }
