@@ -34,7 +34,9 @@
 //! `{"command", "args", "env", "cwd"}` for a stdio server or `{"type": "http", "url",
 //! "headers", "bearerTokenEnvVar", "caCertFile"}` for a streamable-HTTP one, plus
 //! `startupTimeoutMs` and `toolTimeoutMs` for either. Strings expand `${VAR}` and
-//! `${VAR:-default}`. An `https` server must have a certificate the system trusts, or one
+//! `${VAR:-default}`. An entry with a problem (an unset variable, an unknown `type`, the
+//! legacy `"type": "sse"`, which rmcp no longer speaks) is skipped with its reason
+//! ([`McpConfig::skipped`]) and the other servers start. An `https` server must have a certificate the system trusts, or one
 //! signed by the CA whose PEM file `caCertFile` names (trusted for that server only); a
 //! certificate that is not trusted is a connection error naming the server, the TLS problem
 //! and `caCertFile`. See [`parse_config`].
