@@ -278,18 +278,13 @@ async fn run(cli: Cli) -> Result<ExitCode> {
         Command::List { json } => list(&pool.settled().await, json).await,
         Command::Schema { tools, dialect } => schema(&pool.settled().await, &tools, dialect).await,
         Command::Call { tool, input } => {
-            let mut current = pool.settled().await;
-            if let Some(manager) = &mcp
-                && mcp_startup::wait_for_tools(manager, &current, [tool.as_str()]).await
-            {
-                current = pool.settled().await;
-            }
-            let pool = current;
+            let pool = session_pool(&pool, mcp.as_deref(), [tool.as_str()]).await;
             match mcp
                 .as_deref()
                 .filter(|_| pool.get(&tool).is_none())
                 .and_then(|m| mcp_startup::unavailable(m, &tool, waited))
             {
+                // A tool of an MCP server that did not start: a tool error, not a usage one.
                 Some(why) => {
                     print_line(&error_result(&tool, &ToolError::fatal(why)))?;
                     Ok(ExitCode::from(1))
@@ -474,6 +469,22 @@ fn parse_batch_line(number: usize, line: &str) -> std::result::Result<ToolCall, 
     Ok(ToolCall { tool, input, id })
 }
 
+/// The pool to run calls of `tools` in: settled, once the MCP servers still starting that
+/// own any of them are ready (each bounded by its start-up timeout).
+async fn session_pool<'a>(
+    pool: &LivePool,
+    mcp: Option<&tools_mcp::McpManager>,
+    tools: impl IntoIterator<Item = &'a str>,
+) -> ToolPool {
+    let current = pool.settled().await;
+    match mcp {
+        Some(manager) if mcp_startup::wait_for_tools(manager, &current, tools).await => {
+            pool.settled().await
+        }
+        _ => current,
+    }
+}
+
 /// Runs `calls` in order under the pool's concurrency rule ([`ToolPool::batch`]), taking
 /// the pool afresh before each group: a call that changed an MCP server's tool list is
 /// followed by calls that see the new list, and a call of a tool of an MCP server still
@@ -487,13 +498,7 @@ async fn run_calls(
     let mut calls: std::collections::VecDeque<ToolCall> = calls.into();
     let mut results = Vec::with_capacity(calls.len());
     while !calls.is_empty() {
-        let mut current = pool.settled().await;
-        if let Some(manager) = mcp
-            && mcp_startup::wait_for_tools(manager, &current, calls.iter().map(|c| c.tool.as_str()))
-                .await
-        {
-            current = pool.settled().await;
-        }
+        let current = session_pool(pool, mcp, calls.iter().map(|c| c.tool.as_str())).await;
         results.extend(current.batch_group(&mut calls, ctx).await);
     }
     results
