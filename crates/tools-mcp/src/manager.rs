@@ -1341,6 +1341,43 @@ mod tests {
         assert!(!tail.text().contains("line 0 "));
     }
 
+    #[tokio::test]
+    async fn skipped_servers_are_listed_and_tool_names_find_their_server() {
+        let dir = std::env::temp_dir();
+        let ctx = ToolContext::builder(&dir).state_dir(&dir).build();
+        let skipped = ["a", "a_b", "my.server"]
+            .map(|name| SkippedServer {
+                name: name.to_owned(),
+                reason: format!("mcpServers.{name}: broken"),
+            })
+            .to_vec();
+        let manager = McpManager::start(
+            McpConfig {
+                servers: Vec::new(),
+                skipped,
+            },
+            &ctx,
+        )
+        .unwrap();
+        assert_eq!(manager.server_names(), ["a", "a_b", "my.server"]);
+        assert!(manager.wait_started(None).await.is_empty());
+        let status = &manager.statuses()[1];
+        assert_eq!(
+            status.error.as_deref(),
+            Some("MCP server \"a_b\" was not started: mcpServers.a_b: broken")
+        );
+        assert!(!status.starting && !status.connected);
+        let check = |tool: &str, expected: Option<&str>| {
+            let got = manager.status_of_tool(tool).map(|s| s.name);
+            assert_eq!(got.as_deref(), expected, "{tool}");
+        };
+        check("mcp__a__x", Some("a"));
+        check("mcp__a_b__x", Some("a_b"));
+        check("mcp__my_server__x", Some("my.server"));
+        check("mcp__b__x", None);
+        check("Read", None);
+    }
+
     #[test]
     fn working_directories_become_file_uris() {
         let check = |dir: &str, expected: Option<(&str, Option<&str>)>| {
