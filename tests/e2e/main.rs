@@ -1,8 +1,8 @@
 //! End-to-end tests of the `agent-tools` binary: the command line (`list`, `schema`, `call`,
 //! `batch`), Glob through `call`, permissions from flags and settings files, the file
 //! tools against a racing symbolic-link swap and the shell's lifecycle guarantees (as root
-//! and as an unprivileged user), shell permissions against an attacker, project trust, and
-//! session events.
+//! and as an unprivileged user), shell permissions against an attacker, project trust,
+//! `.mcp.json` servers that must not hold a command up, and session events.
 //!
 //! Every run gets its own temporary working directory (`--cwd`) and state directory
 //! (`AGENT_TOOLS_HOME`, also used as `HOME`), so no test reads or writes the real home.
@@ -13,6 +13,7 @@ mod call;
 mod cli;
 mod events;
 mod lifecycle;
+mod mcp_startup;
 mod permissions;
 mod race;
 mod serve;

@@ -441,7 +441,8 @@ fn alive(pid: &str) -> bool {
 #[test]
 fn mcp_json_servers_join_the_pool_after_the_built_ins() {
     let (project, log) = project_with_fake_server();
-    let run = project.run(&["list"], None);
+    // `list` waits for the servers up to --mcp-wait (they start in the background).
+    let run = project.run(&["list", "--mcp-wait", "120"], None);
     run.assert_code(0);
     let names: Vec<&str> = run.stdout.lines().collect();
     let first_mcp = names.iter().position(|n| n.starts_with("mcp__")).unwrap();
@@ -498,15 +499,19 @@ fn a_broken_mcp_json_is_reported_and_the_built_ins_still_work() {
 
 #[test]
 fn serve_offers_the_mcp_json_tools_too() {
-    let Some(peers) = peer("node_modules/.bin/mcp-inspector") else {
+    let Some(peers) = peer("py/mcp") else {
         return;
     };
     let (project, _log) = project_with_fake_server();
-    let home_env = format!("AGENT_TOOLS_HOME={}", project.home().display());
-    let mut args = inspector_stdio_args(&project, &home_env);
-    args.extend(["--method", "tools/list"]);
-    let listed = inspector(&peers, &project, &args);
-    let names: Vec<&str> = listed["tools"]
+    // `serve` answers at once; the server's tools join when it is ready, announced with
+    // notifications/tools/list_changed.
+    let scenario = json!({
+        "transport": stdio(&project, &[]),
+        "steps": [{"op": "wait_tool", "tool": "mcp__fake__echo"}, {"op": "list"}],
+    });
+    let lines = python(&peers, &project, &scenario);
+    assert_eq!(lines[0]["found"], true, "{lines:#?}");
+    let names: Vec<&str> = lines[1]["tools"]
         .as_array()
         .unwrap()
         .iter()
@@ -555,10 +560,12 @@ fn project_with_dynamic_server(peers: &Path) -> Project {
     project
 }
 
-/// Adds a tool upstream, waits for the notification, lists, calls the new tool and finds it
-/// with ToolSearch.
+/// Waits for the upstream server to be ready (it starts in the background), adds a tool
+/// upstream, waits for the notification, lists, calls the new tool and finds it with
+/// ToolSearch.
 fn list_changed_steps() -> Vec<Value> {
     vec![
+        json!({"op": "wait_tool", "tool": "mcp__dyn__greet"}),
         json!({"op": "list"}),
         json!({"op": "call", "tool": "mcp__dyn__add_tool", "args": {"name": "fresh"}}),
         json!({"op": "wait_list_changed"}),
@@ -570,6 +577,13 @@ fn list_changed_steps() -> Vec<Value> {
 
 #[track_caller]
 fn assert_list_changed(lines: &[Value]) {
+    // The server was ready; the steps after waiting for it are what is checked.
+    let (waited, lines): (Vec<Value>, Vec<Value>) = lines
+        .iter()
+        .cloned()
+        .partition(|l| l.get("found").is_some());
+    assert_eq!(waited, [json!({"found": true})], "{lines:#?}");
+    let lines = &lines[..];
     let names = |line: &Value| -> Vec<String> {
         line["tools"]
             .as_array()
@@ -670,6 +684,10 @@ fn every_connected_http_client_is_told() {
     };
     let project = project_with_dynamic_server(&peers);
     let server = HttpServer::start(&project, &["--allow", "mcp__dyn"]);
+    // The upstream server starts in the background: wait until its tools are offered.
+    let up = json!({"transport": {"http": server.url},
+        "steps": [{"op": "wait_tool", "tool": "mcp__dyn__greet"}]});
+    assert_eq!(python(&peers, &project, &up)[0]["found"], true);
     let ready = project.root().join("ready");
     // A client that only listens, connected while another one adds a tool.
     let listening = json!({

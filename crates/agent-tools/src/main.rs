@@ -14,6 +14,7 @@ use anyhow::{Context, Result, anyhow};
 use clap::{Args, Parser, Subcommand};
 use registry::{SessionOptions, ToolRegistry, build_context};
 use serde_json::{Value, json};
+mod mcp_startup;
 mod serve;
 mod trust;
 
@@ -54,6 +55,11 @@ struct SessionArgs {
     /// Extra settings file, read after the user and project settings
     #[arg(long, global = true, value_name = "FILE")]
     settings: Option<PathBuf>,
+    /// How long call, list, schema and batch wait for the MCP servers of .mcp.json to start
+    /// (serve never waits: their tools join when they are ready)
+    #[arg(long, global = true, value_name = "SECONDS", value_parser = mcp_startup::parse_wait,
+          default_value = mcp_startup::DEFAULT_WAIT)]
+    mcp_wait: std::time::Duration,
 }
 
 fn parse_mode(s: &str) -> std::result::Result<PermissionMode, String> {
@@ -177,13 +183,14 @@ fn main() -> ExitCode {
 }
 
 /// What a command runs in: the context, the pool (which follows the tool lists of the MCP
-/// servers), the options it was built from, and the MCP servers of `.mcp.json` (shut down
-/// when the command ends).
+/// servers), the options it was built from, and the MCP servers of `.mcp.json` (started in
+/// the background, shut down when the command ends) with their reporter.
 struct Session {
     ctx: ToolContext,
     pool: LivePool,
     options: SessionOptions,
     mcp: Option<std::sync::Arc<tools_mcp::McpManager>>,
+    reporter: Option<std::sync::Arc<mcp_startup::Reporter>>,
 }
 
 fn session_options(args: &SessionArgs) -> Result<SessionOptions> {
@@ -217,24 +224,13 @@ async fn session(args: &SessionArgs) -> Result<Session> {
     if let Some(notice) = registry::trust_report(&ctx).and_then(|r| r.notice()) {
         eprintln!("agent-tools: {notice}");
     }
-    let (mcp, _mcp_tools) = match registry::start_mcp_servers(&ctx).await {
-        Ok(started) => started,
-        Err(e) => {
-            eprintln!("agent-tools: MCP servers not started: {e}");
-            (None, Vec::new())
-        }
+    // The servers start in the background; their problems are reported as they happen.
+    let (mcp, reporter) = match mcp_startup::start(&ctx) {
+        Some((manager, reporter)) => (Some(manager), Some(reporter)),
+        None => (None, None),
     };
-    if let Some(manager) = &mcp {
-        for status in manager.statuses() {
-            if let Some(error) = &status.error {
-                eprintln!("agent-tools: {error}");
-            }
-            for warning in &status.warnings {
-                eprintln!("agent-tools: MCP server \"{}\": {warning}", status.name);
-            }
-        }
-    }
-    // The pool is assembled again whenever an MCP server's tool list changes.
+    // The pool is assembled again whenever an MCP server's tool list changes (a server that
+    // finished starting included).
     let pool = ToolRegistry::new().live_pool(&ctx, mcp.clone());
     // ToolSearch and sub-agents see the whole pool as it is now, MCP tools included (the
     // registry's default catalog only knows the built-ins).
@@ -244,6 +240,7 @@ async fn session(args: &SessionArgs) -> Result<Session> {
         pool,
         options,
         mcp,
+        reporter,
     })
 }
 
@@ -263,18 +260,49 @@ async fn run(cli: Cli) -> Result<ExitCode> {
         pool,
         options,
         mcp,
+        reporter,
     } = session(&cli.session).await?;
+    // Every command but `serve` waits a little for the MCP servers (`serve` answers its
+    // client at once; their tools join when they are ready).
+    let waited = cli.session.mcp_wait;
+    if let (Some(manager), Some(reporter)) = (&mcp, &reporter) {
+        let later = match cli.command {
+            Command::Serve { .. } | Command::Trust { .. } => None,
+            Command::Batch => Some("its tools join the session when it is ready"),
+            _ => Some("its tools are not included (give --mcp-wait SECONDS to wait longer)"),
+        };
+        if let Some(later) = later {
+            mcp_startup::wait(manager, reporter, waited, later).await;
+        }
+    }
     let outcome = match cli.command {
-        Command::List { json } => list(&pool.current(), json).await,
-        Command::Schema { tools, dialect } => schema(&pool.current(), &tools, dialect).await,
-        Command::Call { tool, input } => call(&pool.current(), &ctx, &tool, input.as_deref()).await,
-        Command::Batch => batch(&pool, &ctx).await,
+        Command::List { json } => list(&pool.settled().await, json).await,
+        Command::Schema { tools, dialect } => schema(&pool.settled().await, &tools, dialect).await,
+        Command::Call { tool, input } => {
+            let pool = session_pool(&pool, mcp.as_deref(), [tool.as_str()]).await;
+            match mcp
+                .as_deref()
+                .filter(|_| pool.get(&tool).is_none())
+                .and_then(|m| mcp_startup::unavailable(m, &tool, waited))
+            {
+                // A tool of an MCP server that did not start: a tool error, not a usage one.
+                Some(why) => {
+                    print_line(&error_result(&tool, &ToolError::fatal(why)))?;
+                    Ok(ExitCode::from(1))
+                }
+                None => call(&pool, &ctx, &tool, input.as_deref()).await,
+            }
+        }
+        Command::Batch => batch(&pool, &ctx, mcp.as_deref()).await,
         Command::Serve {
             http,
             allowed_hosts,
         } => serve::serve(pool, ctx, options, mcp.clone(), http, allowed_hosts).await,
         Command::Trust { .. } => Err(anyhow!("`trust` runs without a session")),
     };
+    if let Some(reporter) = reporter {
+        reporter.finish();
+    }
     if let Some(manager) = mcp {
         manager.shutdown().await;
     }
@@ -442,7 +470,27 @@ fn parse_batch_line(number: usize, line: &str) -> std::result::Result<ToolCall, 
     Ok(ToolCall { tool, input, id })
 }
 
-async fn batch(pool: &LivePool, ctx: &ToolContext) -> Result<ExitCode> {
+/// The pool to run calls of `tools` in: settled, once the MCP servers still starting that
+/// own any of them are ready (each bounded by its start-up timeout).
+async fn session_pool<'a>(
+    pool: &LivePool,
+    mcp: Option<&tools_mcp::McpManager>,
+    tools: impl IntoIterator<Item = &'a str>,
+) -> ToolPool {
+    let current = pool.settled().await;
+    match mcp {
+        Some(manager) if mcp_startup::wait_for_tools(manager, &current, tools).await => {
+            pool.settled().await
+        }
+        _ => current,
+    }
+}
+
+async fn batch(
+    pool: &LivePool,
+    ctx: &ToolContext,
+    mcp: Option<&tools_mcp::McpManager>,
+) -> Result<ExitCode> {
     if std::io::stdin().is_terminal() {
         eprintln!("agent-tools batch: reading JSON lines from standard input; end with Ctrl-D");
     }
@@ -507,8 +555,9 @@ async fn batch(pool: &LivePool, ctx: &ToolContext) -> Result<ExitCode> {
             continue;
         }
         // One group (the pool's concurrency rule), taking the pool afresh: a call that
-        // changed an MCP server's tool list is followed by calls that see the new list.
-        let current = pool.settled().await;
+        // changed an MCP server's tool list is followed by calls that see the new list, and
+        // a call of a tool of an MCP server still starting waits for that server.
+        let current = session_pool(pool, mcp, calls.iter().map(|c| c.tool.as_str())).await;
         for r in current.batch_group(&mut calls, ctx).await {
             emit(&r)?;
         }

@@ -150,15 +150,18 @@ fn compiled_tools() -> Vec<Arc<dyn Tool>> {
 }
 
 /// Starts the MCP servers of the session's `.mcp.json` that a person approved (see
-/// [`tools_mcp::load_project_config`]): returns their manager (also stored in the context's
-/// services, where the MCP resource tools find it) and their tools, ready for
-/// [`ToolRegistry::pool`]. Without a `.mcp.json`, or without an approved server, nothing
-/// starts.
+/// [`tools_mcp::load_project_config`]) in the background and returns their manager at once
+/// (also stored in the context's services, where the MCP resource tools find it). Each
+/// server's tools join [`tools_mcp::McpManager::tools`] when it is ready, so a pool that
+/// follows them ([`ToolRegistry::live_pool`]) gains them then;
+/// [`tools_mcp::McpManager::wait_started`] waits for them. A server whose `.mcp.json` entry
+/// has a problem is not started and is listed with it. Without a `.mcp.json`, or without an
+/// approved server, nothing starts. Needs a tokio runtime.
 #[cfg(feature = "mcp")]
-pub async fn start_mcp_servers(
+pub fn start_mcp_servers(
     ctx: &tool_core::ToolContext,
-) -> Result<(Option<Arc<tools_mcp::McpManager>>, Vec<Arc<dyn Tool>>), tool_core::ToolError> {
-    tools_mcp::start_project_servers(ctx).await
+) -> Result<Option<Arc<tools_mcp::McpManager>>, tool_core::ToolError> {
+    tools_mcp::start_project_servers(ctx)
 }
 
 #[cfg(feature = "mcp")]

@@ -167,6 +167,11 @@ pub trait Tool: Send + Sync + 'static {
     }
     /// The input schema, generated once: an object root, no `$ref`.
     fn input_schema(&self) -> &Value;
+    /// The JSON schema of the structured output (`data`), when the tool declares one (an
+    /// MCP server's tool passes its `outputSchema` on; `agent-tools serve` offers it).
+    fn output_schema(&self) -> Option<&Value> {
+        None
+    }
     /// The description the model reads; may depend on the input.
     async fn description(&self, input: Option<&ParsedInput>) -> String;
     /// Checks raw JSON against the schema and reads it.

@@ -10,6 +10,12 @@
 //! process). One whose certificate a private CA signed names that CA in `caCertFile`: a PEM
 //! file (one or more certificates; a relative path starts at the project root) trusted in
 //! addition to the system ones, for that server only.
+//!
+//! A mistake in one server's entry (an unset `${VAR}`, an unknown `type`, a missing
+//! `command`) skips that server only: it comes back as a [`SkippedServer`] naming the server
+//! and the problem, and the other servers start. `"type": "sse"` (the legacy HTTP+SSE
+//! transport) is skipped the same way: rmcp, the MCP implementation agent-tools uses, no
+//! longer has an SSE client.
 
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
@@ -63,6 +69,41 @@ pub struct ServerConfig {
     pub startup_timeout: Duration,
     /// Per-call limit
     pub call_timeout: Duration,
+}
+
+/// A server of `.mcp.json` that is not started because its entry has a problem.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct SkippedServer {
+    /// The name under `mcpServers`
+    pub name: String,
+    /// What is wrong and what to do, starting with `mcpServers.<name>:`
+    pub reason: String,
+}
+
+/// The servers of a `.mcp.json`: those that can start, and those whose entries have a
+/// problem. Both are sorted by name.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct McpConfig {
+    /// Servers to start
+    pub servers: Vec<ServerConfig>,
+    /// Servers left out, with why
+    pub skipped: Vec<SkippedServer>,
+}
+
+impl McpConfig {
+    /// Whether there is nothing at all (no server to start and none skipped).
+    pub fn is_empty(&self) -> bool {
+        self.servers.is_empty() && self.skipped.is_empty()
+    }
+}
+
+impl From<Vec<ServerConfig>> for McpConfig {
+    fn from(servers: Vec<ServerConfig>) -> Self {
+        McpConfig {
+            servers,
+            skipped: Vec::new(),
+        }
+    }
 }
 
 #[derive(Deserialize)]
@@ -134,124 +175,141 @@ fn env_duration(name: &str) -> Option<Duration> {
 }
 
 /// Parses the text of a `.mcp.json` (`path` only names it in errors). Servers come back
-/// sorted by name, so they load in a deterministic order.
+/// sorted by name, so they load in a deterministic order. A file that is not valid JSON (or
+/// whose `mcpServers` is not an object) is an error; a problem in one server's entry only
+/// skips that server ([`McpConfig::skipped`]).
 pub fn parse_config(
     text: &str,
     path: &Path,
     root: &Path,
     lookup: &dyn Fn(&str) -> Option<String>,
-) -> Result<Vec<ServerConfig>, ToolError> {
-    let bad = |message: String| ToolError::Settings {
+) -> Result<McpConfig, ToolError> {
+    let file: RawFile = serde_json::from_str(text).map_err(|e| ToolError::Settings {
         path: path.to_path_buf(),
-        message,
-    };
-    let file: RawFile =
-        serde_json::from_str(text).map_err(|e| bad(format!("not a valid .mcp.json: {e}")))?;
-    parse_servers(file, path, root, lookup)
+        message: format!("not a valid .mcp.json: {e}"),
+    })?;
+    Ok(parse_servers(file, root, lookup))
 }
 
-fn parse_servers(
-    file: RawFile,
-    path: &Path,
+fn parse_servers(file: RawFile, root: &Path, lookup: &dyn Fn(&str) -> Option<String>) -> McpConfig {
+    let defaults = Defaults {
+        startup: env_duration("MCP_TIMEOUT").unwrap_or(DEFAULT_STARTUP_TIMEOUT),
+        call: env_duration("MCP_TOOL_TIMEOUT").unwrap_or(DEFAULT_CALL_TIMEOUT),
+    };
+    let mut config = McpConfig::default();
+    for (name, raw) in file.mcp_servers {
+        match parse_server(&name, raw, root, lookup, &defaults) {
+            Ok(server) => config.servers.push(server),
+            Err(problem) => config.skipped.push(SkippedServer {
+                reason: format!("mcpServers.{name}: {problem}"),
+                name,
+            }),
+        }
+    }
+    config
+}
+
+/// The default limits, from `MCP_TIMEOUT` and `MCP_TOOL_TIMEOUT` or built in.
+struct Defaults {
+    startup: Duration,
+    call: Duration,
+}
+
+/// One server's entry, or what is wrong with it.
+fn parse_server(
+    name: &str,
+    raw: Value,
     root: &Path,
     lookup: &dyn Fn(&str) -> Option<String>,
-) -> Result<Vec<ServerConfig>, ToolError> {
-    let bad = |message: String| ToolError::Settings {
-        path: path.to_path_buf(),
-        message,
-    };
-    let startup_default = env_duration("MCP_TIMEOUT").unwrap_or(DEFAULT_STARTUP_TIMEOUT);
-    let call_default = env_duration("MCP_TOOL_TIMEOUT").unwrap_or(DEFAULT_CALL_TIMEOUT);
-    let mut servers = Vec::new();
-    for (name, raw) in file.mcp_servers {
-        let at = |message: String| bad(format!("mcpServers.{name}: {message}"));
-        let raw: RawServer = serde_json::from_value(raw).map_err(|e| at(e.to_string()))?;
-        let ex = |s: &str| expand(s, lookup).map_err(&at);
-        let kind = raw
-            .kind
-            .as_deref()
-            .unwrap_or(if raw.url.is_some() { "http" } else { "stdio" });
-        let transport = match kind {
-            "stdio" => {
-                if raw.ca_cert_file.is_some() {
-                    return Err(at(
-                        "\"caCertFile\" applies to http servers only; remove it".to_owned()
-                    ));
-                }
-                let command = raw
-                    .command
-                    .as_deref()
-                    .ok_or_else(|| at("a stdio server needs \"command\"".to_owned()))?;
-                let mut env = BTreeMap::new();
-                for (k, v) in &raw.env {
-                    env.insert(k.clone(), ex(v)?);
-                }
-                Transport::Stdio {
-                    command: ex(command)?,
-                    args: raw.args.iter().map(|a| ex(a)).collect::<Result<_, _>>()?,
-                    env,
-                    cwd: raw
-                        .cwd
-                        .as_deref()
-                        .map(|c| ex(c).map(|c| root.join(c)))
-                        .transpose()?,
-                }
+    defaults: &Defaults,
+) -> Result<ServerConfig, String> {
+    let raw: RawServer = serde_json::from_value(raw).map_err(|e| e.to_string())?;
+    let ex = |s: &str| expand(s, lookup);
+    let kind = raw
+        .kind
+        .as_deref()
+        .unwrap_or(if raw.url.is_some() { "http" } else { "stdio" });
+    let transport = match kind {
+        "stdio" => {
+            if raw.ca_cert_file.is_some() {
+                return Err("\"caCertFile\" applies to http servers only; remove it".to_owned());
             }
-            "http" | "streamable-http" | "streamableHttp" => {
-                let url = raw
-                    .url
-                    .as_deref()
-                    .ok_or_else(|| at("an http server needs \"url\"".to_owned()))?;
-                let mut headers = BTreeMap::new();
-                for (k, v) in &raw.headers {
-                    headers.insert(k.clone(), ex(v)?);
-                }
-                let bearer_token = match &raw.bearer_token_env_var {
-                    Some(var) => Some(lookup(var).ok_or_else(|| {
-                        at(format!(
-                            "bearerTokenEnvVar names {var}, which is not set in the environment"
-                        ))
-                    })?),
-                    None => None,
-                };
-                let url = ex(url)?;
-                let ca_cert_file = raw
-                    .ca_cert_file
+            let command = raw
+                .command
+                .as_deref()
+                .ok_or_else(|| "a stdio server needs \"command\"".to_owned())?;
+            let mut env = BTreeMap::new();
+            for (k, v) in &raw.env {
+                env.insert(k.clone(), ex(v)?);
+            }
+            Transport::Stdio {
+                command: ex(command)?,
+                args: raw.args.iter().map(|a| ex(a)).collect::<Result<_, _>>()?,
+                env,
+                cwd: raw
+                    .cwd
                     .as_deref()
                     .map(|c| ex(c).map(|c| root.join(c)))
-                    .transpose()?;
-                if ca_cert_file.is_some() && !url.starts_with("https://") {
-                    return Err(at(format!(
-                        "\"caCertFile\" is for https servers, but the url is {url}"
-                    )));
-                }
-                Transport::Http {
-                    url,
-                    headers,
-                    bearer_token,
-                    ca_cert_file,
-                }
+                    .transpose()?,
             }
-            other => {
-                return Err(at(format!(
-                    "transport type \"{other}\" is not supported; use \"stdio\" or \"http\""
-                )));
+        }
+        "http" | "streamable-http" | "streamableHttp" => {
+            let url = raw
+                .url
+                .as_deref()
+                .ok_or_else(|| "an http server needs \"url\"".to_owned())?;
+            let mut headers = BTreeMap::new();
+            for (k, v) in &raw.headers {
+                headers.insert(k.clone(), ex(v)?);
             }
-        };
-        servers.push(ServerConfig {
-            name,
-            transport,
-            startup_timeout: raw
-                .startup_timeout_ms
-                .map(Duration::from_millis)
-                .unwrap_or(startup_default),
-            call_timeout: raw
-                .tool_timeout_ms
-                .map(Duration::from_millis)
-                .unwrap_or(call_default),
-        });
-    }
-    Ok(servers)
+            let bearer_token = match &raw.bearer_token_env_var {
+                Some(var) => Some(lookup(var).ok_or_else(|| {
+                    format!("bearerTokenEnvVar names {var}, which is not set in the environment")
+                })?),
+                None => None,
+            };
+            let url = ex(url)?;
+            let ca_cert_file = raw
+                .ca_cert_file
+                .as_deref()
+                .map(|c| ex(c).map(|c| root.join(c)))
+                .transpose()?;
+            if ca_cert_file.is_some() && !url.starts_with("https://") {
+                return Err(format!(
+                    "\"caCertFile\" is for https servers, but the url is {url}"
+                ));
+            }
+            Transport::Http {
+                url,
+                headers,
+                bearer_token,
+                ca_cert_file,
+            }
+        }
+        "sse" => {
+            return Err(
+                "the legacy HTTP+SSE transport (\"type\": \"sse\") is not supported: rmcp, the MCP implementation agent-tools uses, has no SSE client; if the server also offers streamable HTTP (often the same address ending in /mcp instead of /sse), use \"type\": \"http\" with that url"
+                    .to_owned(),
+            );
+        }
+        other => {
+            return Err(format!(
+                "transport type \"{other}\" is not supported; use \"stdio\" or \"http\""
+            ));
+        }
+    };
+    Ok(ServerConfig {
+        name: name.to_owned(),
+        transport,
+        startup_timeout: raw
+            .startup_timeout_ms
+            .map(Duration::from_millis)
+            .unwrap_or(defaults.startup),
+        call_timeout: raw
+            .tool_timeout_ms
+            .map(Duration::from_millis)
+            .unwrap_or(defaults.call),
+    })
 }
 
 /// Reads the `.mcp.json` of the session's project (its original working directory) and
@@ -264,13 +322,14 @@ fn parse_servers(
 /// project file), and never when `disabledMcpjsonServers` names it. The settings are the
 /// context's `Arc<Vec<SettingsLayer>>` service; without one only approvals count. Servers
 /// that may not start are left out before their entries are read, so a mistake in one of
-/// them is no error.
-pub fn load_project_config(ctx: &ToolContext) -> Result<Vec<ServerConfig>, ToolError> {
+/// them is no error. A problem in an allowed server's entry skips that server only
+/// ([`McpConfig::skipped`]).
+pub fn load_project_config(ctx: &ToolContext) -> Result<McpConfig, ToolError> {
     let root = ctx.original_cwd();
     let path = root.join(MCP_JSON);
     let bytes = match std::fs::read(&path) {
         Ok(bytes) => bytes,
-        Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(Vec::new()),
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(McpConfig::default()),
         Err(e) => return Err(ToolError::io(&path, e)),
     };
     let layers = ctx.services().get::<Arc<Vec<SettingsLayer>>>();
@@ -288,7 +347,7 @@ pub fn load_project_config(ctx: &ToolContext) -> Result<Vec<ServerConfig>, ToolE
     let mut file: RawFile =
         serde_json::from_str(text).map_err(|e| bad(format!("not a valid .mcp.json: {e}")))?;
     file.mcp_servers.retain(|name, _| approval.allows(name));
-    parse_servers(file, &path, root, &|name| std::env::var(name).ok())
+    Ok(parse_servers(file, root, &|name| std::env::var(name).ok()))
 }
 
 #[cfg(test)]
@@ -303,9 +362,16 @@ mod tests {
         }
     }
 
-    fn parse(text: &str) -> Result<Vec<ServerConfig>, String> {
+    fn parse(text: &str) -> Result<McpConfig, String> {
         parse_config(text, Path::new(".mcp.json"), Path::new("/p"), &lookup)
             .map_err(|e| e.to_string())
+    }
+
+    /// The servers of `text`, which must have no skipped entry.
+    fn good(text: &str) -> Vec<ServerConfig> {
+        let config = parse(text).unwrap();
+        assert!(config.skipped.is_empty(), "{:?}", config.skipped);
+        config.servers
     }
 
     #[test]
@@ -323,13 +389,12 @@ mod tests {
 
     #[test]
     fn servers_of_both_kinds_sorted_by_name() {
-        let servers = parse(
+        let servers = good(
             r#"{"mcpServers": {
                 "web": {"type": "http", "url": "http://${HOST}:9/mcp", "headers": {"X-A": "b"}, "bearerTokenEnvVar": "TOKEN"},
                 "fs": {"command": "npx", "args": ["-y", "server"], "env": {"K": "${HOST}"}, "toolTimeoutMs": 500}
             }}"#,
-        )
-        .unwrap();
+        );
         assert_eq!(servers[0].name, "fs");
         assert_eq!(servers[0].call_timeout, Duration::from_millis(500));
         assert!(
@@ -337,43 +402,70 @@ mod tests {
         );
         assert!(matches!(&servers[1].transport,
             Transport::Http { url, bearer_token: Some(t), ca_cert_file: None, .. } if url == "http://127.0.0.1:9/mcp" && t == "s3cret"));
-        let servers =
-            parse(r#"{"mcpServers": {"tls": {"url": "https://${HOST}/mcp", "caCertFile": "certs/ca.pem"}}}"#)
-                .unwrap();
+        let servers = good(
+            r#"{"mcpServers": {"tls": {"url": "https://${HOST}/mcp", "caCertFile": "certs/ca.pem"}}}"#,
+        );
         assert!(matches!(&servers[0].transport,
             Transport::Http { ca_cert_file: Some(p), .. } if p == Path::new("/p/certs/ca.pem")));
     }
 
     #[test]
-    fn mistakes_name_the_server_and_field() {
-        let check = |text: &str, needle: &str| {
+    fn a_broken_file_is_an_error() {
+        for text in ["{", r#"{"mcpServers": []}"#, r#"{"mcpServers": 1}"#] {
             let err = parse(text).unwrap_err();
-            assert!(err.contains(needle), "{err}");
+            assert!(err.contains("not a valid .mcp.json"), "{text}: {err}");
+        }
+    }
+
+    #[test]
+    fn a_mistake_in_one_entry_skips_that_server_only() {
+        // Each bad entry sits between two good ones; the good ones still load.
+        let check = |entry: &str, reason: &str| {
+            let text = format!(
+                r#"{{"mcpServers": {{"a": {{"command": "x"}}, "bad": {entry}, "z": {{"url": "http://${{HOST}}/mcp"}}}}}}"#
+            );
+            let config = parse(&text).unwrap();
+            let names: Vec<&str> = config.servers.iter().map(|s| s.name.as_str()).collect();
+            assert_eq!(names, ["a", "z"], "{entry}");
+            assert_eq!(config.skipped.len(), 1, "{entry}");
+            assert_eq!(config.skipped[0].name, "bad");
+            let got = &config.skipped[0].reason;
+            assert!(got.starts_with("mcpServers.bad: "), "{got}");
+            assert!(got.contains(reason), "{entry}: {got}");
         };
-        check("{", "not a valid .mcp.json");
+        check("{}", "a stdio server needs \"command\"");
+        check("[1]", "invalid type");
+        check(r#"{"args": "x", "command": "y"}"#, "invalid type");
+        check(r#"{"type": "http"}"#, "needs \"url\"");
+        check(r#"{"type": "ws", "url": "x"}"#, "\"ws\" is not supported");
         check(
-            r#"{"mcpServers": {"a": {}}}"#,
-            "mcpServers.a: a stdio server needs \"command\"",
+            r#"{"type": "sse", "url": "http://127.0.0.1:1/sse"}"#,
+            "(\"type\": \"sse\") is not supported",
         );
         check(
-            r#"{"mcpServers": {"a": {"type": "http"}}}"#,
-            "needs \"url\"",
-        );
-        check(
-            r#"{"mcpServers": {"a": {"type": "ws", "url": "x"}}}"#,
-            "\"ws\" is not supported",
-        );
-        check(
-            r#"{"mcpServers": {"a": {"url": "x", "bearerTokenEnvVar": "MISSING"}}}"#,
+            r#"{"url": "x", "bearerTokenEnvVar": "MISSING"}"#,
             "MISSING, which is not set",
         );
         check(
-            r#"{"mcpServers": {"a": {"command": "x", "caCertFile": "ca.pem"}}}"#,
-            "mcpServers.a: \"caCertFile\" applies to http servers only",
+            r#"{"command": "x", "caCertFile": "ca.pem"}"#,
+            "\"caCertFile\" applies to http servers only",
         );
         check(
-            r#"{"mcpServers": {"a": {"url": "http://127.0.0.1:1/mcp", "caCertFile": "ca.pem"}}}"#,
+            r#"{"url": "http://127.0.0.1:1/mcp", "caCertFile": "ca.pem"}"#,
             "\"caCertFile\" is for https servers, but the url is http://127.0.0.1:1/mcp",
         );
+        // An unset variable anywhere in the entry.
+        for entry in [
+            r#"{"command": "${MY_API_KEY}"}"#,
+            r#"{"command": "x", "args": ["--key", "${MY_API_KEY}"]}"#,
+            r#"{"command": "x", "env": {"KEY": "${MY_API_KEY}"}}"#,
+            r#"{"command": "x", "cwd": "${MY_API_KEY}"}"#,
+            r#"{"url": "http://h/${MY_API_KEY}"}"#,
+            r#"{"url": "http://h/mcp", "headers": {"Authorization": "Bearer ${MY_API_KEY}"}}"#,
+            r#"{"url": "https://h/mcp", "caCertFile": "${MY_API_KEY}"}"#,
+        ] {
+            check(entry, "environment variable MY_API_KEY is not set");
+        }
+        check(r#"{"command": "${HOST"}"#, "unclosed `${`");
     }
 }

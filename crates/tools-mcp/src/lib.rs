@@ -17,7 +17,10 @@
 //!   each server tool into a pool tool named `mcp__<server>__<tool>` ([`qualified_name`]);
 //!   [`start_project_servers`] does both for a session and stores the manager in the
 //!   context's services, where [`ListMcpResourcesTool`] and [`ReadMcpResourceTool`] (from
-//!   [`tools`]) find it.
+//!   [`tools`]) find it. Servers start in the background: no server holds up the host, and
+//!   each one's tools join when it is ready. The client offers the session's working
+//!   directories as MCP roots, keeps a tool's `outputSchema` and checks its
+//!   `structuredContent` against it.
 //!
 //! - [`LivePool`] keeps a session's pool current with its MCP servers: when a server sends
 //!   `tools/list_changed`, the manager lists its tools again and announces the change
@@ -31,7 +34,9 @@
 //! `{"command", "args", "env", "cwd"}` for a stdio server or `{"type": "http", "url",
 //! "headers", "bearerTokenEnvVar", "caCertFile"}` for a streamable-HTTP one, plus
 //! `startupTimeoutMs` and `toolTimeoutMs` for either. Strings expand `${VAR}` and
-//! `${VAR:-default}`. An `https` server must have a certificate the system trusts, or one
+//! `${VAR:-default}`. An entry with a problem (an unset variable, an unknown `type`, the
+//! legacy `"type": "sse"`, which rmcp no longer speaks) is skipped with its reason
+//! ([`McpConfig::skipped`]) and the other servers start. An `https` server must have a certificate the system trusts, or one
 //! signed by the CA whose PEM file `caCertFile` names (trusted for that server only); a
 //! certificate that is not trusted is a connection error naming the server, the TLS problem
 //! and `caCertFile`. See [`parse_config`].
@@ -61,6 +66,7 @@ mod naming;
 mod prompts;
 mod resources;
 mod server;
+mod structured;
 mod tool;
 
 use std::sync::Arc;
@@ -68,8 +74,8 @@ use std::sync::Arc;
 use tool_core::{Tool, ToolContext, ToolError, Typed};
 
 pub use config::{
-    DEFAULT_CALL_TIMEOUT, DEFAULT_STARTUP_TIMEOUT, ServerConfig, Transport, expand,
-    load_project_config, parse_config,
+    DEFAULT_CALL_TIMEOUT, DEFAULT_STARTUP_TIMEOUT, McpConfig, ServerConfig, SkippedServer,
+    Transport, expand, load_project_config, parse_config,
 };
 pub use live::LivePool;
 pub use manager::{McpManager, STDERR_CAP, ServerStatus, StderrTail};
@@ -93,18 +99,19 @@ pub fn tools() -> Vec<Arc<dyn Tool>> {
 }
 
 /// Starts the MCP servers of `<cwd>/.mcp.json` that a person approved (see
-/// [`load_project_config`]) for the session of `ctx`: the manager goes into the context's
-/// services (for the resource tools) and its tools are returned for the pool. Without a
-/// `.mcp.json`, or without an approved server, nothing starts and no tools are returned.
-pub async fn start_project_servers(
-    ctx: &ToolContext,
-) -> Result<(Option<Arc<McpManager>>, Vec<Arc<dyn Tool>>), ToolError> {
-    let configs = load_project_config(ctx)?;
-    if configs.is_empty() {
-        return Ok((None, Vec::new()));
+/// [`load_project_config`]) for the session of `ctx`, in the background, and returns their
+/// manager at once (also stored in the context's services, for the resource tools). Their
+/// tools join [`McpManager::tools`] as each server becomes ready; [`LivePool::following`]
+/// follows them and [`McpManager::wait_started`] waits for them. Without a `.mcp.json`, or
+/// without an approved server, nothing starts and `None` is returned. A server whose entry
+/// has a problem is not started and is listed with it ([`McpManager::skipped`]). Needs a
+/// tokio runtime.
+pub fn start_project_servers(ctx: &ToolContext) -> Result<Option<Arc<McpManager>>, ToolError> {
+    let config = load_project_config(ctx)?;
+    if config.is_empty() {
+        return Ok(None);
     }
-    let manager = McpManager::start(configs, ctx.original_cwd(), ctx.state_dir()).await;
+    let manager = McpManager::start(config, ctx)?;
     ctx.services().insert(Arc::clone(&manager));
-    let tools = manager.tools();
-    Ok((Some(manager), tools))
+    Ok(Some(manager))
 }

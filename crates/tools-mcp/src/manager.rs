@@ -1,37 +1,51 @@
 //! The MCP client manager: connects the servers of `.mcp.json` (stdio children in their own
 //! process group with a minimal environment and a bounded stderr buffer; streamable HTTP with
-//! headers and a bearer token), concurrently and under a start-up timeout; reconnects after
-//! a failure; starts a new session when an HTTP server no longer knows the old one (the
+//! headers, a bearer token and `TCP_NODELAY`) in the background, concurrently and each under
+//! its start-up timeout, so no server holds up the host ([`McpManager::wait_started`] waits
+//! for them when a host wants to); offers the session's working directories as MCP roots and
+//! answers `roots/list`; reconnects after a failure; starts a new session when an HTTP server no longer knows the old one (the
 //! spec's HTTP 404, or server-everything's HTTP 400 with an error naming no request) and
 //! sends the call again, with a note for the model; refreshes a server's tools on
 //! `tools/list_changed` and announces the change to whoever follows the manager
-//! ([`McpManager::subscribe`], used by [`crate::LivePool`]). A server that fails stays listed
-//! with its error and never blocks the others.
+//! ([`McpManager::subscribe`], used by [`crate::LivePool`]). A server that fails, or whose
+//! `.mcp.json` entry has a problem, stays listed with its error and never blocks the others.
+//!
+//! The client speaks protocol 2025-11-25, the newest version with the `initialize`
+//! handshake, which server-everything, server-filesystem and the Python SDK's servers all
+//! answer with. (The Python SDK's servers also speak 2026-07-28 through `server/discover`,
+//! but that version has no server-to-client requests, so no `roots/list`, and announces list
+//! changes only on `subscriptions/listen` streams.)
 
 use std::collections::{BTreeMap, HashMap};
 use std::path::{Path, PathBuf};
 use std::process::Stdio;
 use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex, RwLock, Weak};
+use std::time::Duration;
 
 use rmcp::model::{
     CallToolRequest, CallToolRequestParams, CancelledNotificationParam, ClientCapabilities,
-    ClientConfig, ClientNotification, ClientRequest, Implementation, JsonObject, JsonRpcMessage,
-    ProgressNotificationParam, ProgressToken, ReadResourceRequestParams, ReadResourceResult,
-    Resource, ServerNotification, ServerResult, Tool as McpToolDecl,
+    ClientConfig, ClientNotification, ClientRequest, ErrorData, Implementation, JsonObject,
+    JsonRpcMessage, ProgressNotificationParam, ProgressToken, ProtocolVersion,
+    ReadResourceRequestParams, ReadResourceResult, Resource, ServerNotification, ServerResult,
+    Tool as McpToolDecl,
 };
+// Roots are deprecated from protocol 2026-07-28 on (SEP-2577); this client speaks 2025-11-25.
+#[allow(deprecated)]
+use rmcp::model::{ListRootsResult, Root};
 use rmcp::service::{
-    NotificationContext, Peer, PeerRequestOptions, RunningService, RxJsonRpcMessage, ServiceError,
-    TxJsonRpcMessage,
+    NotificationContext, Peer, PeerRequestOptions, RequestContext, RunningService,
+    RxJsonRpcMessage, ServiceError, TxJsonRpcMessage,
 };
 use rmcp::transport::Transport as McpTransport;
 use rmcp::{ClientHandler, RoleClient, ServiceExt};
 use tokio::io::AsyncReadExt;
 use tokio::sync::{Notify, watch};
+use tokio_util::sync::CancellationToken;
 use tool_core::{Progress, ProgressSink, Tool, ToolContext, ToolError};
 
-use crate::config::{ServerConfig, Transport};
-use crate::naming::{clean_description, invalid_tool_name, qualified_name};
+use crate::config::{McpConfig, ServerConfig, SkippedServer, Transport};
+use crate::naming::{clean_description, invalid_tool_name, qualified_name, sanitize};
 use crate::tool::McpTool;
 
 /// At most this much of a server's stderr is kept (the tail).
@@ -95,9 +109,13 @@ impl StderrTail {
 pub struct ServerStatus {
     /// The configured name
     pub name: String,
+    /// Whether its first connection attempt is still under way
+    pub starting: bool,
     /// Whether it is connected now
     pub connected: bool,
-    /// The last connection or listing error
+    /// The protocol version the server chose in its last handshake
+    pub protocol_version: Option<String>,
+    /// The last connection or listing error, or why it was not started
     pub error: Option<String>,
     /// Tools it lists
     pub tools: usize,
@@ -112,6 +130,8 @@ pub(crate) struct Signals {
     generation: watch::Sender<u64>,
     /// Woken whenever a refresh in flight ends
     settled: Notify,
+    /// How many servers' first connection attempts have ended
+    started: watch::Sender<usize>,
 }
 
 impl Default for Signals {
@@ -119,8 +139,58 @@ impl Default for Signals {
         Signals {
             generation: watch::Sender::new(0),
             settled: Notify::new(),
+            started: watch::Sender::new(0),
         }
     }
+}
+
+/// What the servers of one manager share: the session's places, its roots, the signals to
+/// the manager, and the token that ends every start-up when the session ends.
+#[derive(Debug, Default)]
+pub(crate) struct Shared {
+    root: PathBuf,
+    state_dir: PathBuf,
+    /// The session's working directories, as `roots/list` answers them: URI and name
+    roots: Vec<(String, Option<String>)>,
+    signals: Signals,
+    closing: CancellationToken,
+}
+
+impl Shared {
+    pub(crate) fn new(root: &Path, state_dir: &Path, working_dirs: &[PathBuf]) -> Self {
+        Shared {
+            root: root.to_path_buf(),
+            state_dir: state_dir.to_path_buf(),
+            roots: roots_of(working_dirs),
+            ..Shared::default()
+        }
+    }
+}
+
+/// The working directories as MCP roots: `file://` URIs (percent-encoded) and the
+/// directory's name. Relative paths (never given by a session) are left out.
+fn roots_of(dirs: &[PathBuf]) -> Vec<(String, Option<String>)> {
+    dirs.iter()
+        .filter_map(|dir| {
+            let uri = url::Url::from_file_path(dir).ok()?;
+            let name = dir.file_name().map(|n| n.to_string_lossy().into_owned());
+            Some((uri.to_string(), name))
+        })
+        .collect()
+}
+
+/// The answer to `roots/list`.
+#[allow(deprecated)]
+fn list_roots_result(roots: &[(String, Option<String>)]) -> ListRootsResult {
+    ListRootsResult::new(
+        roots
+            .iter()
+            .map(|(uri, name)| match name {
+                Some(name) => Root::new(uri.clone()).with_name(name.clone()),
+                None => Root::new(uri.clone()),
+            })
+            .collect(),
+    )
 }
 
 /// A client transport that notices `notifications/tools/list_changed` as it arrives, before
@@ -217,10 +287,29 @@ pub(crate) struct Handler {
 
 impl ClientHandler for Handler {
     fn get_info(&self) -> ClientConfig {
+        // Roots are deprecated from 2026-07-28 on (SEP-2577); this client speaks 2025-11-25,
+        // where servers use them to learn the workspace (server-filesystem limits itself to
+        // them, server-everything offers get-roots-list).
+        #[allow(deprecated)]
+        let capabilities = ClientCapabilities::builder().enable_roots().build();
         ClientConfig::new(
-            ClientCapabilities::default(),
+            capabilities,
             Implementation::new("agent-tools", env!("CARGO_PKG_VERSION")),
         )
+        .with_protocol_version(ProtocolVersion::LATEST_WITH_INITIALIZE)
+    }
+
+    #[allow(deprecated)]
+    async fn list_roots(
+        &self,
+        _context: RequestContext<RoleClient>,
+    ) -> Result<ListRootsResult, ErrorData> {
+        let roots = self
+            .conn
+            .upgrade()
+            .map(|conn| list_roots_result(&conn.shared.roots))
+            .unwrap_or_else(|| list_roots_result(&[]));
+        Ok(roots)
     }
 
     async fn on_progress(
@@ -303,9 +392,14 @@ impl Connection {
 /// One configured server and its connection.
 pub(crate) struct ServerConn {
     pub(crate) config: ServerConfig,
-    root: PathBuf,
-    state_dir: PathBuf,
+    shared: Arc<Shared>,
     conn: tokio::sync::Mutex<Option<Connection>>,
+    /// True until the first connection attempt has ended
+    starting: AtomicBool,
+    /// The process group of a stdio server whose handshake is under way
+    spawned: Mutex<Option<u32>>,
+    /// The protocol version of the last handshake
+    protocol: RwLock<Option<String>>,
     tools: RwLock<Vec<McpToolDecl>>,
     error: RwLock<Option<String>>,
     warnings: RwLock<Vec<String>>,
@@ -314,7 +408,6 @@ pub(crate) struct ServerConn {
     list_changes: AtomicU64,
     /// `tools/list_changed` notifications received whose refresh has not finished
     refreshing: AtomicUsize,
-    signals: Arc<Signals>,
     /// The message of an error naming no request, which ended the connection
     lost: Mutex<Option<String>>,
     has_resources: RwLock<bool>,
@@ -396,17 +489,14 @@ fn minimal_env(configured: &BTreeMap<String, String>) -> Vec<(String, String)> {
 }
 
 impl ServerConn {
-    pub(crate) fn new(
-        config: ServerConfig,
-        root: &Path,
-        state_dir: &Path,
-        signals: Arc<Signals>,
-    ) -> Arc<Self> {
+    pub(crate) fn new(config: ServerConfig, shared: Arc<Shared>) -> Arc<Self> {
         Arc::new(ServerConn {
             config,
-            root: root.to_path_buf(),
-            state_dir: state_dir.to_path_buf(),
+            shared,
             conn: tokio::sync::Mutex::new(None),
+            starting: AtomicBool::new(true),
+            spawned: Mutex::new(None),
+            protocol: RwLock::new(None),
             tools: RwLock::new(Vec::new()),
             error: RwLock::new(None),
             warnings: RwLock::new(Vec::new()),
@@ -414,7 +504,6 @@ impl ServerConn {
             progress: Arc::new(Mutex::new(HashMap::new())),
             list_changes: AtomicU64::new(0),
             refreshing: AtomicUsize::new(0),
-            signals,
             lost: Mutex::new(None),
             has_resources: RwLock::new(false),
             restart: AtomicBool::new(false),
@@ -426,7 +515,25 @@ impl ServerConn {
     }
 
     pub(crate) fn state_dir(&self) -> &Path {
-        &self.state_dir
+        &self.shared.state_dir
+    }
+
+    /// Whether the first connection attempt is still under way.
+    pub(crate) fn is_starting(&self) -> bool {
+        self.starting.load(Ordering::SeqCst)
+    }
+
+    /// The first connection attempt has ended (connected or failed).
+    fn first_attempt_done(&self) {
+        if self.starting.swap(false, Ordering::SeqCst) {
+            self.shared.signals.started.send_modify(|n| *n += 1);
+        }
+    }
+
+    /// Kills the process group of a stdio server whose handshake did not finish.
+    fn kill_spawned(&self) {
+        let pgid = self.spawned.lock().ok().and_then(|mut s| s.take());
+        kill_group(pgid);
     }
 
     /// Stores the listed tools; a change is announced to the manager's followers.
@@ -439,7 +546,7 @@ impl ServerConn {
             _ => false,
         };
         if changed {
-            self.signals.generation.send_modify(|g| *g += 1);
+            self.shared.signals.generation.send_modify(|g| *g += 1);
         }
     }
 
@@ -448,7 +555,7 @@ impl ServerConn {
         let _ = self
             .refreshing
             .fetch_update(Ordering::SeqCst, Ordering::SeqCst, |n| n.checked_sub(1));
-        self.signals.settled.notify_waiters();
+        self.shared.signals.settled.notify_waiters();
     }
 
     pub(crate) fn listed_tools(&self) -> Vec<McpToolDecl> {
@@ -461,7 +568,7 @@ impl ServerConn {
         }
     }
 
-    fn error(&self) -> Option<String> {
+    pub(crate) fn error(&self) -> Option<String> {
         self.error.read().ok().and_then(|e| e.clone())
     }
 
@@ -490,6 +597,12 @@ impl ServerConn {
     /// The connected peer, connecting (again) when there is none or the old one closed.
     pub(crate) async fn peer(self: &Arc<Self>) -> Result<Peer<RoleClient>, String> {
         let mut guard = self.conn.lock().await;
+        if self.shared.closing.is_cancelled() {
+            return Err(format!(
+                "MCP server \"{}\" is not available: the session is ending",
+                self.config.name
+            ));
+        }
         if self.restart.swap(false, Ordering::SeqCst)
             && let Some(old) = guard.take()
         {
@@ -509,27 +622,42 @@ impl ServerConn {
             *lost = None;
         }
         let limit = self.config.startup_timeout;
-        let opened = tokio::time::timeout(limit, self.open()).await;
+        // Dropping `open` mid-way (time out, session ending) drops its transport, and with it
+        // a stdio child; its process group is killed as well, so nothing it started stays.
+        let opened = tokio::select! {
+            opened = tokio::time::timeout(limit, self.open()) => Some(opened),
+            () = self.shared.closing.cancelled() => None,
+        };
         let outcome = match opened {
-            Ok(Ok((conn, tools))) => {
+            Some(Ok(Ok((conn, tools)))) => {
+                if let Ok(mut spawned) = self.spawned.lock() {
+                    *spawned = None;
+                }
                 let peer = conn.service.peer().clone();
-                let resources = conn
-                    .service
-                    .peer_info()
+                let info = conn.service.peer_info();
+                let resources = info
+                    .as_ref()
                     .is_some_and(|i| i.capabilities.resources.is_some());
                 if let Ok(mut r) = self.has_resources.write() {
                     *r = resources;
+                }
+                if let Ok(mut p) = self.protocol.write() {
+                    *p = info.map(|i| i.protocol_version.to_string());
                 }
                 self.set_tools(tools);
                 *guard = Some(conn);
                 Ok(peer)
             }
-            Ok(Err(e)) => Err(e),
-            Err(_) => Err(format!(
+            Some(Ok(Err(e))) => Err(e),
+            Some(Err(_)) => Err(format!(
                 "did not finish starting within {}s (raise startupTimeoutMs in .mcp.json or MCP_TIMEOUT)",
                 limit.as_secs_f64()
             )),
+            None => Err("the session ended while it was starting".to_owned()),
         };
+        if outcome.is_err() {
+            self.kill_spawned();
+        }
         match outcome {
             Ok(peer) => {
                 self.set_error(None);
@@ -558,7 +686,7 @@ impl ServerConn {
         if let Ok(mut lost) = self.lost.lock() {
             *lost = None;
         }
-        self.signals.settled.notify_waiters();
+        self.shared.signals.settled.notify_waiters();
     }
 
     async fn open(self: &Arc<Self>) -> Result<(Connection, Vec<McpToolDecl>), String> {
@@ -577,7 +705,7 @@ impl ServerConn {
                 cmd.args(args)
                     .env_clear()
                     .envs(minimal_env(env))
-                    .current_dir(cwd.as_deref().unwrap_or(&self.root));
+                    .current_dir(cwd.as_deref().unwrap_or(&self.shared.root));
                 let mut wrap = process_wrap::tokio::CommandWrap::from(cmd);
                 wrap.wrap(process_wrap::tokio::ProcessGroup::leader());
                 let (process, stderr) = rmcp::transport::TokioChildProcess::builder(wrap)
@@ -585,6 +713,9 @@ impl ServerConn {
                     .spawn()
                     .map_err(|e| format!("cannot start `{command}`: {e}"))?;
                 let pgid = process.id();
+                if let Ok(mut spawned) = self.spawned.lock() {
+                    *spawned = pgid;
+                }
                 if let Some(mut stderr) = stderr {
                     let tail = Arc::clone(&self.stderr);
                     tokio::spawn(async move {
@@ -635,7 +766,9 @@ impl ServerConn {
                 if let Some(token) = bearer_token {
                     config = config.auth_header(token.clone());
                 }
-                let mut builder = reqwest::Client::builder();
+                // Small JSON-RPC messages on a kept-alive connection must not wait for
+                // Nagle's algorithm (reqwest's default, stated here because it matters).
+                let mut builder = reqwest::Client::builder().tcp_nodelay(true);
                 if let Some(path) = ca_cert_file {
                     builder = builder.tls_certs_merge(read_ca_certs(path)?);
                 }
@@ -890,45 +1023,120 @@ impl ServerConn {
 #[derive(Debug)]
 pub struct McpManager {
     servers: Vec<Arc<ServerConn>>,
-    signals: Arc<Signals>,
+    /// Servers of the configuration that were not started, with why
+    skipped: Vec<SkippedServer>,
+    shared: Arc<Shared>,
     /// Every pool tool handed out, by name: a tool keeps the definition it was first offered
     /// with, so a definition that changes later is refused rather than silently accepted.
     offered: Mutex<HashMap<String, Arc<McpTool>>>,
 }
 
 impl McpManager {
-    /// Connects every server concurrently (each under its start-up timeout). Failures are
-    /// kept as the server's status; they never stop the others.
-    pub async fn start(configs: Vec<ServerConfig>, root: &Path, state_dir: &Path) -> Arc<Self> {
-        let signals = Arc::new(Signals::default());
-        let servers: Vec<Arc<ServerConn>> = configs
+    /// Starts connecting every server of `config` in the background, concurrently, each
+    /// under its start-up timeout, and returns at once: a server's tools join
+    /// [`Self::tools`] (announced through [`Self::subscribe`]) when it is ready, and
+    /// [`Self::wait_started`] waits for them. Failures are kept as the server's status and
+    /// never stop the others; servers the configuration skipped are listed with their
+    /// problem.
+    ///
+    /// The session `ctx` gives the project root (a stdio server's default directory), the
+    /// state directory (saved blobs) and the working directories, which servers get as MCP
+    /// roots. Needs a tokio runtime.
+    pub fn start(config: impl Into<McpConfig>, ctx: &ToolContext) -> Result<Arc<Self>, ToolError> {
+        let runtime = tokio::runtime::Handle::try_current().map_err(|_| {
+            ToolError::fatal("MCP servers can only be started inside a tokio runtime")
+        })?;
+        let config = config.into();
+        let shared = Arc::new(Shared::new(
+            ctx.original_cwd(),
+            ctx.state_dir(),
+            &ctx.working_dirs(),
+        ));
+        let servers: Vec<Arc<ServerConn>> = config
+            .servers
             .into_iter()
-            .map(|c| ServerConn::new(c, root, state_dir, Arc::clone(&signals)))
+            .map(|c| ServerConn::new(c, Arc::clone(&shared)))
             .collect();
-        let mut set = tokio::task::JoinSet::new();
         for server in &servers {
             let server = Arc::clone(server);
-            set.spawn(async move {
+            runtime.spawn(async move {
                 let _ = server.peer().await;
+                server.first_attempt_done();
             });
         }
-        while set.join_next().await.is_some() {}
-        Arc::new(McpManager {
+        Ok(Arc::new(McpManager {
             servers,
-            signals,
+            skipped: config.skipped,
+            shared,
             offered: Mutex::new(HashMap::new()),
-        })
+        }))
     }
 
-    /// A receiver that wakes whenever a server's listed tools change (after a
-    /// `tools/list_changed` refresh or a reconnect); the value is [`Self::generation`].
+    /// Waits until every server's first connection attempt has ended (connected or
+    /// failed), for at most `limit` (`None`: each server's own start-up timeout bounds it).
+    /// Returns the names of the servers still starting, sorted.
+    pub async fn wait_started(&self, limit: Option<Duration>) -> Vec<String> {
+        let mut started = self.shared.signals.started.subscribe();
+        let deadline = limit.map(|l| tokio::time::Instant::now() + l);
+        loop {
+            let starting = self.starting();
+            if starting.is_empty() {
+                return starting;
+            }
+            let changed = started.changed();
+            let ended = match deadline {
+                Some(deadline) => match tokio::time::timeout_at(deadline, changed).await {
+                    Ok(result) => result.is_err(),
+                    Err(_) => true,
+                },
+                None => changed.await.is_err(),
+            };
+            if ended {
+                return self.starting();
+            }
+        }
+    }
+
+    /// Waits until the first connection attempt of the server named `name` has ended (its
+    /// start-up timeout bounds it); returns at once for a server not starting. A host calls
+    /// this before a call of one of that server's tools, which cannot run sooner.
+    pub async fn wait_for_server(&self, name: &str) {
+        let Some(server) = self.server(name) else {
+            return;
+        };
+        let mut started = self.shared.signals.started.subscribe();
+        while server.is_starting() {
+            if started.changed().await.is_err() {
+                return;
+            }
+        }
+    }
+
+    /// The names of the servers whose first connection attempt is still under way.
+    pub fn starting(&self) -> Vec<String> {
+        self.servers
+            .iter()
+            .filter(|s| s.is_starting())
+            .map(|s| s.name().to_owned())
+            .collect()
+    }
+
+    /// A receiver that wakes whenever a server's first connection attempt ends; the value
+    /// counts those that have. Hosts use it to report failures as they happen.
+    pub fn subscribe_started(&self) -> watch::Receiver<usize> {
+        self.shared.signals.started.subscribe()
+    }
+
+    /// A receiver that wakes whenever a server's listed tools change (after it started,
+    /// after a `tools/list_changed` refresh or a reconnect); the value is
+    /// [`Self::generation`].
     pub fn subscribe(&self) -> watch::Receiver<u64> {
-        self.signals.generation.subscribe()
+        self.shared.signals.generation.subscribe()
     }
 
     /// Counts the changes of the servers' tool lists so far.
     pub fn generation(&self) -> u64 {
-        *self.signals.generation.borrow()
+        *self.shared.signals.generation.borrow()
     }
 
     /// Waits until every `tools/list_changed` received so far has been followed by a fresh
@@ -936,10 +1144,11 @@ impl McpManager {
     /// host calls this between calls, so a call that changed the tool list is followed by a
     /// call that sees the new list.
     pub async fn settle(&self) {
+        let signals = &self.shared.signals;
         for server in &self.servers {
             let deadline = tokio::time::Instant::now() + server.config.startup_timeout;
             loop {
-                let woken = self.signals.settled.notified();
+                let woken = signals.settled.notified();
                 if server.refreshing.load(Ordering::SeqCst) == 0 {
                     break;
                 }
@@ -950,9 +1159,16 @@ impl McpManager {
         }
     }
 
-    /// The configured server names, sorted.
+    /// The configured server names (those skipped included), sorted.
     pub fn server_names(&self) -> Vec<String> {
-        self.servers.iter().map(|s| s.name().to_owned()).collect()
+        let mut names: Vec<String> = self
+            .servers
+            .iter()
+            .map(|s| s.name().to_owned())
+            .chain(self.skipped.iter().map(|s| s.name.clone()))
+            .collect();
+        names.sort();
+        names
     }
 
     pub(crate) fn server(&self, name: &str) -> Option<&Arc<ServerConn>> {
@@ -963,22 +1179,54 @@ impl McpManager {
         &self.servers
     }
 
-    /// Each server's state.
+    /// The servers of the configuration that were not started, with why.
+    pub fn skipped(&self) -> &[SkippedServer] {
+        &self.skipped
+    }
+
+    /// Each server's state, sorted by name (skipped servers included, with their problem
+    /// as the error).
     pub fn statuses(&self) -> Vec<ServerStatus> {
-        self.servers
+        let mut statuses: Vec<ServerStatus> = self
+            .servers
             .iter()
-            .map(|s| ServerStatus {
-                name: s.name().to_owned(),
-                connected: s
-                    .conn
-                    .try_lock()
-                    .map(|c| c.as_ref().is_some_and(|c| !c.service.is_closed()))
-                    .unwrap_or(true),
-                error: s.error(),
-                tools: s.listed_tools().len(),
-                warnings: s.warnings.read().map(|w| w.clone()).unwrap_or_default(),
+            .map(|s| {
+                let starting = s.is_starting();
+                ServerStatus {
+                    name: s.name().to_owned(),
+                    starting,
+                    connected: !starting
+                        && s.conn
+                            .try_lock()
+                            .map(|c| c.as_ref().is_some_and(|c| !c.service.is_closed()))
+                            .unwrap_or(true),
+                    protocol_version: s.protocol.read().ok().and_then(|p| p.clone()),
+                    error: s.error(),
+                    tools: s.listed_tools().len(),
+                    warnings: s.warnings.read().map(|w| w.clone()).unwrap_or_default(),
+                }
             })
-            .collect()
+            .chain(self.skipped.iter().map(|s| ServerStatus {
+                name: s.name.clone(),
+                starting: false,
+                connected: false,
+                protocol_version: None,
+                error: Some(skipped_message(s)),
+                tools: 0,
+                warnings: Vec::new(),
+            }))
+            .collect();
+        statuses.sort_by(|a, b| a.name.cmp(&b.name));
+        statuses
+    }
+
+    /// The status of the server whose tools are named like `tool` (`mcp__<server>__…`), if
+    /// one is configured.
+    pub fn status_of_tool(&self, tool: &str) -> Option<ServerStatus> {
+        self.statuses()
+            .into_iter()
+            .filter(|s| tool.starts_with(&format!("mcp__{}__", sanitize(&s.name))))
+            .max_by_key(|s| s.name.len())
     }
 
     /// How many `tools/list_changed` refreshes `server` has had.
@@ -1059,12 +1307,22 @@ impl McpManager {
         tools
     }
 
-    /// Disconnects every server, killing stdio servers' process groups.
+    /// Disconnects every server, killing stdio servers' process groups; servers still
+    /// starting are stopped too, and none starts again.
     pub async fn shutdown(&self) {
+        self.shared.closing.cancel();
         for server in &self.servers {
             server.disconnect().await;
         }
     }
+}
+
+/// How a host reports a server the configuration skipped.
+pub(crate) fn skipped_message(skipped: &SkippedServer) -> String {
+    format!(
+        "MCP server \"{}\" was not started: {}",
+        skipped.name, skipped.reason
+    )
 }
 
 #[cfg(test)]
@@ -1081,6 +1339,65 @@ mod tests {
         assert!(tail.total() > 200_000);
         assert!(tail.text().contains("line 99"));
         assert!(!tail.text().contains("line 0 "));
+    }
+
+    #[tokio::test]
+    async fn skipped_servers_are_listed_and_tool_names_find_their_server() {
+        let dir = std::env::temp_dir();
+        let ctx = ToolContext::builder(&dir).state_dir(&dir).build();
+        let skipped = ["a", "a_b", "my.server"]
+            .map(|name| SkippedServer {
+                name: name.to_owned(),
+                reason: format!("mcpServers.{name}: broken"),
+            })
+            .to_vec();
+        let manager = McpManager::start(
+            McpConfig {
+                servers: Vec::new(),
+                skipped,
+            },
+            &ctx,
+        )
+        .unwrap();
+        assert_eq!(manager.server_names(), ["a", "a_b", "my.server"]);
+        assert!(manager.wait_started(None).await.is_empty());
+        let status = &manager.statuses()[1];
+        assert_eq!(
+            status.error.as_deref(),
+            Some("MCP server \"a_b\" was not started: mcpServers.a_b: broken")
+        );
+        assert!(!status.starting && !status.connected);
+        let check = |tool: &str, expected: Option<&str>| {
+            let got = manager.status_of_tool(tool).map(|s| s.name);
+            assert_eq!(got.as_deref(), expected, "{tool}");
+        };
+        check("mcp__a__x", Some("a"));
+        check("mcp__a_b__x", Some("a_b"));
+        check("mcp__my_server__x", Some("my.server"));
+        check("mcp__b__x", None);
+        check("Read", None);
+    }
+
+    #[test]
+    fn working_directories_become_file_uris() {
+        let check = |dir: &str, expected: Option<(&str, Option<&str>)>| {
+            let got = roots_of(&[PathBuf::from(dir)]);
+            let expected: Vec<(String, Option<String>)> = expected
+                .map(|(u, n)| (u.to_owned(), n.map(str::to_owned)))
+                .into_iter()
+                .collect();
+            assert_eq!(got, expected, "{dir}");
+        };
+        check(
+            "/work/project",
+            Some(("file:///work/project", Some("project"))),
+        );
+        check("/", Some(("file:///", None)));
+        check(
+            "/tmp/with space/ü#?%",
+            Some(("file:///tmp/with%20space/%C3%BC%23%3F%25", Some("ü#?%"))),
+        );
+        check("relative/dir", None);
     }
 
     #[test]

@@ -80,7 +80,7 @@ fn is_invisible(c: char) -> bool {
 }
 
 /// A description as the model sees it: invisible characters removed, cut to
-/// [`MAX_DESCRIPTION_CHARS`] with "… [truncated]". Returns the text and warnings.
+/// [`MAX_DESCRIPTION_CHARS`] with "… \[truncated\]". Returns the text and warnings.
 pub fn clean_description(text: &str) -> (String, Vec<String>) {
     let mut warnings = Vec::new();
     let invisible = text.chars().filter(|c| is_invisible(*c)).count();

@@ -1,5 +1,7 @@
-//! ListMcpResourcesTool and ReadMcpResourceTool (reference §4.21): the resources of the
-//! session's MCP servers, found through the [`McpManager`] in the context's services.
+//! ListMcpResourcesTool and ReadMcpResourceTool: the resources of the session's MCP servers,
+//! found through the [`McpManager`] in the context's services. A server that failed to
+//! start, or that `.mcp.json` could not describe, is reported by name with why (the
+//! reference answers "No resources found" for it).
 
 use std::sync::Arc;
 
@@ -8,7 +10,7 @@ use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 use tool_core::{ToolAnnotations, ToolCategory, ToolContext, ToolError, ToolResult, TypedTool};
 
-use crate::manager::{McpManager, ServerConn};
+use crate::manager::{McpManager, ServerConn, skipped_message};
 use crate::tool::save_blob;
 
 /// The manager of the session, or the error that says there is none.
@@ -18,7 +20,11 @@ fn manager(ctx: &ToolContext) -> Result<Arc<McpManager>, ToolError> {
         .ok_or_else(|| ToolError::respond("No MCP servers are configured (add them to .mcp.json)."))
 }
 
+/// The server named `name`; one the configuration skipped is an error saying why.
 fn server<'a>(manager: &'a McpManager, name: &str) -> Result<&'a Arc<ServerConn>, ToolError> {
+    if let Some(skipped) = manager.skipped().iter().find(|s| s.name == name) {
+        return Err(ToolError::fatal(skipped_message(skipped)));
+    }
     manager.server(name).ok_or_else(|| {
         ToolError::respond(format!(
             "Server \"{name}\" not found. Available servers: {}",
@@ -101,15 +107,41 @@ impl TypedTool for ListMcpResourcesTool {
         ctx: &ToolContext,
     ) -> Result<ToolResult<Vec<ListedResource>>, ToolError> {
         let manager = manager(ctx)?;
+        let mut notes = Vec::new();
         let servers: Vec<Arc<ServerConn>> = match &input.server {
             Some(name) => vec![Arc::clone(server(&manager, name)?)],
-            None => manager.servers().to_vec(),
+            None => {
+                notes.extend(manager.skipped().iter().map(skipped_message));
+                manager.servers().to_vec()
+            }
         };
         let mut listed = Vec::new();
         for server in servers {
-            // A server that cannot be reached is skipped, as the reference does.
-            let Ok(resources) = server.list_resources().await else {
-                continue;
+            // Listing every server waits neither for one still starting nor for a new
+            // attempt at one that failed; naming it does (up to its start-up timeout).
+            if input.server.is_none() {
+                if server.is_starting() {
+                    notes.push(format!(
+                        "MCP server \"{}\" is still starting; its resources are not listed yet.",
+                        server.name()
+                    ));
+                    continue;
+                }
+                if let Some(error) = server.error() {
+                    notes.push(error);
+                    continue;
+                }
+            }
+            let resources = match server.list_resources().await {
+                Ok(resources) => resources,
+                Err(e) => {
+                    let why = naming(server.name(), e);
+                    if input.server.is_some() {
+                        return Err(ToolError::fatal(why));
+                    }
+                    notes.push(why);
+                    continue;
+                }
             };
             for r in resources {
                 listed.push(ListedResource {
@@ -122,9 +154,25 @@ impl TypedTool for ListMcpResourcesTool {
             }
         }
         if listed.is_empty() {
-            return Ok(ToolResult::ok(listed).with_text(NO_RESOURCES));
+            let mut text = NO_RESOURCES.to_owned();
+            for note in &notes {
+                text.push('\n');
+                text.push_str(note);
+            }
+            return Ok(ToolResult::ok(listed).with_text(text));
         }
-        Ok(ToolResult::ok(listed))
+        Ok(notes
+            .into_iter()
+            .fold(ToolResult::ok(listed), ToolResult::with_side_message))
+    }
+}
+
+/// `error` as a sentence that names the server (connection errors already do).
+fn naming(server: &str, error: String) -> String {
+    if error.contains(&format!("\"{server}\"")) {
+        error
+    } else {
+        format!("MCP server \"{server}\": {error}")
     }
 }
 
@@ -207,9 +255,9 @@ impl TypedTool for ReadMcpResourceTool {
     ) -> Result<ToolResult<ReadOutput>, ToolError> {
         let manager = manager(ctx)?;
         let server = server(&manager, &input.server)?;
-        if server.peer().await.is_err() {
-            return Err(ToolError::respond(format!(
-                "Server \"{}\" is not connected",
+        if let Err(e) = server.peer().await {
+            return Err(ToolError::fatal(format!(
+                "Server \"{}\" is not connected: {e}",
                 input.server
             )));
         }
@@ -219,10 +267,12 @@ impl TypedTool for ReadMcpResourceTool {
                 input.server
             )));
         }
-        let result = server
-            .read_resource(&input.uri)
-            .await
-            .map_err(|e| ToolError::respond(format!("Reading {}: {e}", input.uri)))?;
+        let result = server.read_resource(&input.uri).await.map_err(|e| {
+            ToolError::respond(format!(
+                "Reading {} from MCP server \"{}\": {e}",
+                input.uri, input.server
+            ))
+        })?;
         let mut contents = Vec::new();
         for part in result.contents {
             match part {

@@ -68,10 +68,12 @@ pub async fn mcp_tool_list(pool: &ToolPool) -> Vec<McpToolDecl> {
             .destructive(hints.destructive && !hints.read_only)
             .idempotent(hints.idempotent)
             .open_world(hints.open_world);
-        out.push(
-            McpToolDecl::new(tool.name().to_owned(), description, Arc::new(schema))
-                .with_annotations(annotations),
-        );
+        let mut decl = McpToolDecl::new(tool.name().to_owned(), description, Arc::new(schema))
+            .with_annotations(annotations);
+        if let Some(serde_json::Value::Object(output)) = tool.output_schema() {
+            decl.output_schema = Some(Arc::new(output.clone()));
+        }
+        out.push(decl);
     }
     out
 }
@@ -340,12 +342,13 @@ impl ServerHandler for PoolServer {
     ) -> Result<CallToolResponse, ErrorData> {
         let name = request.name.to_string();
         let pool = self.pool();
-        if pool.get(&name).is_none() {
+        let Some(tool) = pool.get(&name) else {
             return Err(ErrorData::invalid_params(
                 format!("Unknown tool: {name}; tools/list names the available tools"),
                 None,
             ));
-        }
+        };
+        let declares_output = tool.output_schema().is_some();
         let input = request
             .arguments
             .map(serde_json::Value::Object)
@@ -373,7 +376,13 @@ impl ServerHandler for PoolServer {
                 let _ = tokio::time::timeout(Duration::from_secs(2), done_rx).await;
             }
         }
-        Ok(to_mcp_result(&result).into())
+        let mut answer = to_mcp_result(&result);
+        // A tool with an output schema (a proxied MCP tool) gives its data as structured
+        // content, as the schema promises.
+        if declares_output && !result.is_error {
+            answer.structured_content = Some(result.data.clone());
+        }
+        Ok(answer.into())
     }
 }
 

@@ -1,6 +1,10 @@
 //! One pool tool per MCP server tool: the server's schema passed through, its hints mapped
 //! to read-only and concurrency-safe, its results mapped to content blocks, every call asked
 //! about unless a rule (`mcp__server`, `mcp__server__*`, `mcp__server__tool`) allows it.
+//!
+//! A tool that declares an `outputSchema` keeps it ([`Tool::output_schema`]); its successful
+//! results must carry `structuredContent` that conforms to it (checked, bounded, by
+//! [`crate::structured`]), which becomes the result's data.
 
 use std::path::PathBuf;
 use std::sync::Arc;
@@ -39,6 +43,8 @@ pub(crate) struct McpTool {
     name: String,
     description: String,
     schema: Value,
+    /// The declared `outputSchema`
+    output_schema: Option<Value>,
     hints: ToolAnnotations,
     deferred: bool,
     /// The definition offered when the tool joined the pool (description, schema, hints)
@@ -80,6 +86,10 @@ impl McpTool {
             name,
             description,
             schema,
+            output_schema: decl
+                .output_schema
+                .as_ref()
+                .map(|s| Value::Object(s.as_ref().clone())),
             hints,
             deferred: !always_load,
         }
@@ -95,6 +105,32 @@ impl std::fmt::Debug for McpTool {
 }
 
 impl McpTool {
+    /// A successful result of a tool with an output schema must carry structured content
+    /// that conforms to it (the MCP SDKs' clients refuse it otherwise, too).
+    fn check_structured(
+        &self,
+        schema: &Value,
+        structured: Option<&Value>,
+    ) -> Result<(), ToolError> {
+        let Some(structured) = structured else {
+            return Err(ToolError::fatal(format!(
+                "{} declares an output schema, but the MCP server \"{}\" returned no structuredContent",
+                self.name,
+                self.server.name()
+            )));
+        };
+        let problems = crate::structured::problems(schema, structured);
+        if problems.is_empty() {
+            return Ok(());
+        }
+        Err(ToolError::fatal(format!(
+            "{} returned structuredContent that does not match its output schema (a fault of the MCP server \"{}\"):\n{}",
+            self.name,
+            self.server.name(),
+            problems.join("\n")
+        )))
+    }
+
     /// Whether this is `remote` of `server` (the same connection, the same server tool).
     pub(crate) fn is_of(&self, server: &Arc<ServerConn>, remote: &str) -> bool {
         Arc::ptr_eq(&self.server, server) && self.remote == remote
@@ -228,6 +264,9 @@ impl Tool for McpTool {
     fn input_schema(&self) -> &Value {
         &self.schema
     }
+    fn output_schema(&self) -> Option<&Value> {
+        self.output_schema.as_ref()
+    }
     async fn description(&self, _input: Option<&ParsedInput>) -> String {
         self.description.clone()
     }
@@ -291,6 +330,7 @@ impl Tool for McpTool {
         // until a new session shows the new definition.
         if current.description != self.offered.description
             || current.input_schema != self.offered.input_schema
+            || current.output_schema != self.offered.output_schema
             || current.annotations != self.offered.annotations
         {
             return Err(ToolError::respond(format!(
@@ -303,6 +343,11 @@ impl Tool for McpTool {
             .server
             .call_tool(&self.remote, arguments, ctx, &self.name)
             .await?;
+        if let Some(schema) = &self.output_schema
+            && result.is_error != Some(true)
+        {
+            self.check_structured(schema, result.structured_content.as_ref())?;
+        }
         let mapped = map_result(&self.server, result);
         Ok(match note {
             Some(note) => mapped.with_side_message(note),
@@ -321,6 +366,7 @@ mod tests {
 
     use super::*;
     use crate::config::{ServerConfig, Transport};
+    use crate::manager::Shared;
 
     fn server(state: &std::path::Path) -> Arc<ServerConn> {
         let config = ServerConfig {
@@ -334,7 +380,7 @@ mod tests {
             startup_timeout: Duration::from_secs(1),
             call_timeout: Duration::from_secs(1),
         };
-        ServerConn::new(config, state, state, Arc::default())
+        ServerConn::new(config, Arc::new(Shared::new(state, state, &[])))
     }
 
     #[test]

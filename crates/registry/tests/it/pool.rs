@@ -340,9 +340,10 @@ async fn an_mcp_server_offering_read_does_not_shadow_the_built_in() {
     let ctx = ToolContext::builder(&root)
         .state_dir(root.join("state"))
         .build();
-    let (manager, mcp_tools) = registry::start_mcp_servers(&ctx).await.unwrap();
-    let manager = manager.unwrap();
-    let pool = ToolRegistry::new().pool(ctx.permissions(), mcp_tools);
+    let manager = registry::start_mcp_servers(&ctx).unwrap().unwrap();
+    // Servers start in the background; this test wants the pool once they are up.
+    assert!(manager.wait_started(None).await.is_empty());
+    let pool = ToolRegistry::new().pool(ctx.permissions(), manager.tools());
     let read = pool.get("Read").unwrap();
     assert_eq!(read.category(), ToolCategory::FileSystem);
     assert!(pool.get("mcp__fake__Read").is_some(), "{:?}", pool.names());

@@ -59,11 +59,13 @@ async fn check(approve: Approve, settings: Option<Value>, expected: &[&str]) {
     }
     let ctx = builder.build();
     let label = format!("{approve:?} with {settings:?}");
-    let started = start_project_servers(&ctx).await;
-    let (manager, _) = match (started, expected) {
-        (Ok(started), _) => started,
-        (Err(e), _) => panic!("{label}: {e}"),
+    let manager = match start_project_servers(&ctx) {
+        Ok(manager) => manager,
+        Err(e) => panic!("{label}: {e}"),
     };
+    if let Some(m) = &manager {
+        assert!(m.wait_started(None).await.is_empty(), "{label}");
+    }
     let names: Vec<String> = manager
         .as_ref()
         .map(|m| m.statuses().into_iter().map(|s| s.name).collect())

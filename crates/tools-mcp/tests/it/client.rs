@@ -50,14 +50,17 @@ impl Session {
             .mode(mode)
             .permissions(PermissionEngine::new(rules))
             .build();
-        let (manager, mcp_tools) = start_project_servers(&ctx).await.unwrap();
+        let manager = start_project_servers(&ctx).unwrap().unwrap();
+        // The servers start in the background; these tests want them started.
+        let starting = manager.wait_started(None).await;
+        assert!(starting.is_empty(), "{starting:?}");
         let mut tools: Vec<Arc<dyn Tool>> = tools_mcp::tools();
-        tools.extend(mcp_tools);
+        tools.extend(manager.tools());
         Session {
             _dir: dir,
             root,
             pool: ToolPool::new(tools),
-            manager: manager.unwrap(),
+            manager,
             ctx,
         }
     }
@@ -76,7 +79,7 @@ pub fn approve_mcp_json(root: &Path, state: &Path) {
         .unwrap();
 }
 
-fn bin(peers: &Path, name: &str) -> String {
+pub fn bin(peers: &Path, name: &str) -> String {
     peers
         .join("node_modules/.bin")
         .join(name)
@@ -85,7 +88,7 @@ fn bin(peers: &Path, name: &str) -> String {
         .to_owned()
 }
 
-fn fake_server(log: &Path, extra_tools: Value, timeout_ms: u64) -> Value {
+pub fn fake_server(log: &Path, extra_tools: Value, timeout_ms: u64) -> Value {
     let script = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/it/fake_server.py");
     json!({"command": "python3", "args": [script, log], "toolTimeoutMs": timeout_ms,
            "env": {"FAKE_TOOLS": extra_tools.to_string()}})
@@ -100,7 +103,7 @@ fn lines(path: &Path) -> Vec<String> {
 }
 
 /// Polls `check` for up to 20 s (notifications arrive asynchronously).
-async fn eventually(mut check: impl FnMut() -> bool) -> bool {
+pub async fn eventually(mut check: impl FnMut() -> bool) -> bool {
     for _ in 0..400 {
         if check() {
             return true;
@@ -301,32 +304,50 @@ async fn resources_are_listed_and_read() {
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn filesystem_server_reads_a_file() {
+async fn filesystem_server_reads_a_file_inside_the_sessions_roots_only() {
     let Some(peers) = peer("node_modules/.bin/mcp-server-filesystem") else {
         return;
     };
-    let dir = tempfile::tempdir().unwrap();
-    let allowed = dir.path().canonicalize().unwrap();
-    std::fs::write(
-        allowed.join("hello.txt"),
-        "hello from the filesystem server\n",
-    )
-    .unwrap();
+    // The directory given on its command line is replaced by the client's roots (the
+    // session's working directories), as server-filesystem does for a client with roots.
+    let other = tempfile::tempdir().unwrap();
+    let other = other.path().canonicalize().unwrap();
+    std::fs::write(other.join("elsewhere.txt"), "not in the session\n").unwrap();
     let s = Session::start(
-        json!({"mcpServers": {"fs": {"command": bin(&peers, "mcp-server-filesystem"), "args": [allowed]}}}),
+        json!({"mcpServers": {"fs": {"command": bin(&peers, "mcp-server-filesystem"), "args": [other]}}}),
         &["mcp__fs"],
         PermissionMode::Default,
     )
     .await;
+    std::fs::write(
+        s.root.join("hello.txt"),
+        "hello from the filesystem server\n",
+    )
+    .unwrap();
     assert!(
         s.pool.get("mcp__fs__read_text_file").is_some(),
         "{:?}",
         s.pool.names()
     );
+    // The server asks for the roots after the handshake, on its own time.
+    let root = s.root.display().to_string();
+    let mut allowed = String::new();
+    for _ in 0..200 {
+        allowed = s
+            .call("mcp__fs__list_allowed_directories", json!({}))
+            .await
+            .text();
+        if allowed.contains(&root) {
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+    assert!(allowed.contains(&root), "{allowed}");
+    assert!(!allowed.contains(&other.display().to_string()), "{allowed}");
     let r = s
         .call(
             "mcp__fs__read_text_file",
-            json!({"path": allowed.join("hello.txt")}),
+            json!({"path": s.root.join("hello.txt")}),
         )
         .await;
     assert!(!r.is_error, "{r:?}");
@@ -334,10 +355,18 @@ async fn filesystem_server_reads_a_file() {
         r.text().contains("hello from the filesystem server"),
         "{r:?}"
     );
-    let r = s
-        .call("mcp__fs__read_text_file", json!({"path": "/etc/passwd"}))
-        .await;
-    assert!(r.is_error, "outside the allowed directory: {r:?}");
+    for outside in [other.join("elsewhere.txt"), PathBuf::from("/etc/passwd")] {
+        let r = s
+            .call("mcp__fs__read_text_file", json!({"path": outside}))
+            .await;
+        assert!(r.is_error, "outside the roots: {r:?}");
+    }
+    let stderr = s.manager.stderr("fs").unwrap().text();
+    assert!(!stderr.contains("does not support MCP Roots"), "{stderr}");
+    assert!(
+        stderr.contains("Updated allowed directories from MCP roots"),
+        "{stderr}"
+    );
     s.manager.shutdown().await;
 }
 
@@ -356,7 +385,7 @@ async fn everything_http(peers: &Path, port: u16) -> tokio::process::Child {
     child
 }
 
-fn free_port() -> u16 {
+pub fn free_port() -> u16 {
     std::net::TcpListener::bind("127.0.0.1:0")
         .unwrap()
         .local_addr()
@@ -397,7 +426,7 @@ async fn everything_over_streamable_http() {
 }
 
 /// `dynamic_server.py` (the Python SDK) over streamable HTTP on `port`, killed on drop.
-async fn python_http(peers: &Path, port: u16) -> tokio::process::Child {
+pub async fn python_http(peers: &Path, port: u16) -> tokio::process::Child {
     python_server(peers, port, None).await
 }
 

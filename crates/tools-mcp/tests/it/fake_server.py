@@ -5,8 +5,9 @@ Usage: python3 fake_server.py LOGDIR
 Tools: echo (answers), hang (never answers), die (exits mid-call), flood (writes 5 MB to
 stderr, then answers), big (answers 10 MB of text), mutate (changes echo's description and sends
 notifications/tools/list_changed). Extra tools come from the env var FAKE_TOOLS, a JSON list of
-{"name", "description", "pad"} (pad: that many
-"d" appended to the description). Every start appends the pid to LOGDIR/starts; every
+{"name", "description", "pad", "outputSchema", "structured"} (pad: that many
+"d" appended to the description; outputSchema: declared as given; structured: the
+structuredContent its calls answer with, none when absent). Every start appends the pid to LOGDIR/starts; every
 notifications/cancelled appends its requestId to LOGDIR/cancelled. FAKE_BEFORE_INIT=list_changed
 sends notifications/tools/list_changed before the initialize response;
 FAKE_BEFORE_INIT=refuse answers initialize with an error that names no request.
@@ -40,8 +41,13 @@ TOOLS = [
 ]
 for extra in json.loads(os.environ.get("FAKE_TOOLS", "[]")):
     description = extra.get("description", "") + "d" * extra.get("pad", 0)
-    TOOLS.append({"name": extra["name"], "description": description,
-                  "inputSchema": {"type": "object"}})
+    tool = {"name": extra["name"], "description": description,
+            "inputSchema": {"type": "object"}}
+    if "outputSchema" in extra:
+        tool["outputSchema"] = extra["outputSchema"]
+    TOOLS.append(tool)
+STRUCTURED = {extra["name"]: extra["structured"]
+              for extra in json.loads(os.environ.get("FAKE_TOOLS", "[]")) if "structured" in extra}
 
 log("starts", str(os.getpid()))
 for line in sys.stdin:
@@ -84,8 +90,10 @@ for line in sys.stdin:
         text = json.dumps(message["params"].get("arguments") or {})
         if name == "big":
             text = "x" * (10 * 1024 * 1024)
-        send({"jsonrpc": "2.0", "id": mid, "result": {
-            "content": [{"type": "text", "text": name + " " + text}]}})
+        result = {"content": [{"type": "text", "text": name + " " + text}]}
+        if name in STRUCTURED:
+            result["structuredContent"] = STRUCTURED[name]
+        send({"jsonrpc": "2.0", "id": mid, "result": result})
     elif method == "ping":
         send({"jsonrpc": "2.0", "id": mid, "result": {}})
     else:

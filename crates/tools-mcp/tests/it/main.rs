@@ -1,9 +1,12 @@
 //! Integration tests of tools-mcp: the server adapter driven by the Python `mcp` client,
-//! and the client manager against the reference MCP servers.
+//! and the client manager against the reference MCP servers: how servers start, what the
+//! client offers them (roots) and keeps of their tools (output schemas, structured content).
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
 mod approval;
 mod client;
+mod complete;
 mod live;
 mod peers;
 mod server;
+mod startup;

@@ -8,11 +8,15 @@ requests with TEXT plus the length of the prompt it got),
 "steps": [{"op": "list"} | {"op": "call", "tool": .., "args": {..},
 "cancel_when_file": PATH (optional: cancel the call once PATH exists)} |
 {"op": "wait_list_changed", "seconds": N (default 20)} |
+{"op": "wait_tool", "tool": NAME, "seconds": N (default 20)} (lists the tools until NAME is
+among them and, when it joined later, its notifications/tools/list_changed arrived; then
+counts notifications from zero again) |
 {"op": "touch", "path": PATH (creates PATH, to tell a test this client is ready)}],
 "capabilities": true (optional: print the server's capabilities first)}
 
-Prints one JSON line per step: {"tools": [{"name", "annotations", "description"}]} for list,
-{"is_error", "text", "progress": [..], "cancelled"} for call, and {"list_changed": COUNT} for
+Prints one JSON line per step: {"tools": [{"name", "annotations", "description",
+"outputSchema"}]} for list, {"is_error", "text", "progress": [..], "cancelled", "structured"}
+for call, {"found": BOOL} for wait_tool, and {"list_changed": COUNT} for
 wait_list_changed (how many notifications/tools/list_changed arrived so far; it waits for
 one more than the previous wait saw). Also prints {"elicited": [..]} at the end with the
 messages of every elicitation it answered.
@@ -72,9 +76,27 @@ async def run(scenario):
                 out({"tools": [
                     {"name": t.name, "description": t.description,
                      "annotations": t.annotations.model_dump(by_alias=True, exclude_none=True)
-                     if t.annotations else {}}
+                     if t.annotations else {},
+                     "outputSchema": t.output_schema}
                     for t in listed.tools
                 ]})
+            elif step["op"] == "wait_tool":
+                # A tool that joins later is announced: wait for that notification too, so
+                # the next wait_list_changed waits for a new one.
+                found = False
+                announced = True
+                with anyio.move_on_after(step.get("seconds", 20)):
+                    while not (found and announced):
+                        listed = await session.list_tools()
+                        found = any(t.name == step["tool"] for t in listed.tools)
+                        if not found:
+                            announced = False
+                        else:
+                            announced = announced or list_changes["seen"] > list_changes["waited"]
+                        if not (found and announced):
+                            await anyio.sleep(0.05)
+                list_changes["seen"] = list_changes["waited"] = 0
+                out({"found": found})
             elif step["op"] == "touch":
                 open(step["path"], "w").close()
             elif step["op"] == "wait_list_changed":
@@ -114,7 +136,8 @@ async def run(scenario):
                     text = "\n".join(c.text for c in result.content if c.type == "text")
                     out({"is_error": bool(result.is_error), "text": text,
                          "progress": progress, "cancelled": False,
-                         "types": [c.type for c in result.content]})
+                         "types": [c.type for c in result.content],
+                         "structured": result.structured_content})
         out({"elicited": elicited, "sampled": sampled})
 
     transport = scenario["transport"]
