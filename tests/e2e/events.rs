@@ -117,3 +117,36 @@ fn a_due_cron_job_is_an_event_line_in_batch() {
     let listed = live.next("CronList result", |l| l["tool"] == "CronList");
     assert!(!listed.to_string().contains("feedbeef"), "{listed}");
 }
+
+#[test]
+fn monitor_lines_and_ended_tasks_are_event_lines_in_batch() {
+    let p = Project::new(&[]);
+    let mut live = Live::start(&p);
+    live.send(json!({"tool": "Monitor", "input": {
+        "command": "for i in 1 2 3; do echo line$i; sleep 0.2; done",
+        "description": "three lines"}}));
+    let started = live.next("Monitor result", |l| l["tool"] == "Monitor");
+    assert_eq!(started["is_error"], false, "{started}");
+    let mut text = String::new();
+    while !text.contains("line3") {
+        let e = live.next("monitor event", |l| l["event"] == "monitor");
+        text.push_str(e["text"].as_str().unwrap_or_default());
+        text.push('\n');
+    }
+    assert!(text.contains("line1") && text.contains("line2"), "{text}");
+    let ended = live.next("task event", |l| l["event"] == "task");
+    assert_eq!(ended["data"]["status"], "completed", "{ended}");
+    // A background Bash command that ends is announced too.
+    live.send(json!({"tool": "Bash", "input": {
+        "command": "echo finished", "run_in_background": true}}));
+    let bg = live.next("Bash result", |l| l["tool"] == "Bash");
+    let id = bg["data"]["backgroundTaskId"].clone();
+    let ended = live.next("task event", |l| l["event"] == "task" && l["id"] == id);
+    assert!(
+        ended["text"]
+            .as_str()
+            .unwrap_or_default()
+            .contains("completed"),
+        "{ended}"
+    );
+}

@@ -497,7 +497,7 @@ async fn batch(
     cancel_on_interrupt(ctx);
     // Events between results: fired cron prompts, Monitor lines, background tasks that
     // ended. An event line has "event" where a result line has "tool".
-    ctx.services().insert(tool_core::EventSink::new(|event| {
+    ctx.set_event_sink(tool_core::EventSink::new(|event| {
         let _ = print_line(&event);
     }));
     let events = registry::start_session_events(ctx).map_err(|e| anyhow!(e.to_string()))?;

@@ -60,9 +60,9 @@ pub struct SessionEvent {
     pub data: serde_json::Value,
 }
 
-/// Where a session's events go: a service the host installs with
-/// `ctx.services().insert(EventSink::new(...))`. Without one, events are dropped; the
-/// tools keep their own record (TaskOutput, CronList).
+/// Where a session's events go; the host installs it with
+/// [`ToolContext::set_event_sink`]. Without one, events are dropped; the tools keep their own
+/// record (TaskOutput, CronList).
 #[derive(Clone)]
 pub struct EventSink(Arc<dyn Fn(SessionEvent) + Send + Sync>);
 
@@ -426,6 +426,13 @@ impl ToolContext {
     /// Host services.
     pub fn services(&self) -> &Services {
         &self.session.services
+    }
+
+    /// Installs the host's [`EventSink`] for the whole session: as a service (for tools that
+    /// emit events) and in the background task manager (tasks that end, monitored lines).
+    pub fn set_event_sink(&self, sink: EventSink) {
+        self.tasks().set_event_sink(sink.clone());
+        self.services().insert(sink);
     }
 
     /// Passes a session event to the host's [`EventSink`], if it installed one.

@@ -196,6 +196,12 @@ pub trait TaskManager: Send + Sync + fmt::Debug {
     /// Starts a task and returns at once.
     async fn start(&self, spec: TaskSpec) -> Result<TaskInfo, ToolError>;
 
+    /// Where the session's events go (a task that ended, new lines of a monitored command):
+    /// see [`crate::ToolContext::set_event_sink`]. The default drops them.
+    fn set_event_sink(&self, sink: crate::EventSink) {
+        let _ = sink;
+    }
+
     /// The task's current state.
     async fn get(&self, id: &str) -> Result<TaskInfo, ToolError>;
 

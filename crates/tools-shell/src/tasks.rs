@@ -20,8 +20,8 @@ use regex::Regex;
 use tokio::sync::watch;
 use tokio_util::sync::CancellationToken;
 use tool_core::{
-    ProgressSink, TaskFinish, TaskInfo, TaskKind, TaskManager, TaskRun, TaskSpec, TaskStatus,
-    ToolError,
+    EventSink, ProgressSink, SessionEvent, TaskFinish, TaskInfo, TaskKind, TaskManager, TaskRun,
+    TaskSpec, TaskStatus, ToolError,
 };
 
 use crate::process::{self, Ending, Io, RunSpec, Running};
@@ -159,6 +159,42 @@ struct Inner {
     sandbox: SandboxSettings,
     /// The working directories for that sandbox
     dirs: Vec<PathBuf>,
+    /// Where the session's events go (tasks that end, monitored lines)
+    events: Mutex<Option<EventSink>>,
+}
+
+impl Inner {
+    fn events(&self) -> Option<EventSink> {
+        self.events.lock().ok().and_then(|e| e.clone())
+    }
+
+    /// Tells the host that a task ended.
+    fn announce(&self, info: &TaskInfo) {
+        let Some(sink) = self.events() else {
+            return;
+        };
+        let status = status_name(info.status);
+        let code = info
+            .exit_code
+            .map(|c| format!(" (exit code {c})"))
+            .unwrap_or_default();
+        sink.emit(SessionEvent {
+            event: "task".to_owned(),
+            id: Some(info.id.clone()),
+            text: format!(
+                "Background task {} ({}) {status}{code}. Read its output with TaskOutput or at {}.",
+                info.id,
+                info.description,
+                info.output_path.display()
+            ),
+            data: serde_json::json!({
+                "status": status,
+                "exitCode": info.exit_code,
+                "kind": format!("{:?}", info.kind),
+                "outputPath": info.output_path,
+            }),
+        });
+    }
 }
 
 static MANAGERS: AtomicU64 = AtomicU64::new(0);
@@ -185,6 +221,7 @@ impl ShellTasks {
                 counter: AtomicU64::new(0),
                 sandbox,
                 dirs: working_dirs,
+                events: Mutex::new(None),
             }),
         }
     }
@@ -293,9 +330,11 @@ impl ShellTasks {
         let limit = spec.time_limit;
         let watcher = spec.progress.map(|sink| {
             let done = entry.done.subscribe();
-            tokio::spawn(report_lines(spool.clone(), sink, done))
+            let events = Some((Arc::clone(&self.inner), info.id.clone()));
+            tokio::spawn(report_lines(spool.clone(), sink, done, events))
         });
         let dir = self.dir()?;
+        let inner = Arc::clone(&self.inner);
         tokio::spawn(async move {
             let finished = running.wait(limit, &task_entry.cancel).await;
             // The supervisor of the task ends with it, and everything it ran.
@@ -312,6 +351,7 @@ impl ShellTasks {
             if let Some(w) = watcher {
                 let _ = w.await;
             }
+            inner.announce(&task_entry.snapshot());
         });
         Ok(info)
     }
@@ -509,28 +549,49 @@ impl LineScanner {
 
 /// Reports each new line of a monitor's output as a progress event, about once a second,
 /// until the task ends.
-async fn report_lines(spool: Spool, sink: ProgressSink, mut done: watch::Receiver<bool>) {
+/// The new lines also go to the session's event sink, one `monitor` event per wake-up.
+async fn report_lines(
+    spool: Spool,
+    sink: ProgressSink,
+    mut done: watch::Receiver<bool>,
+    events: Option<(Arc<Inner>, String)>,
+) {
     let mut offset = 0_u64;
     let mut partial = String::new();
     let mut stop_after_next = false;
     loop {
         let finished = stop_after_next || *done.borrow();
+        let mut lines: Vec<String> = Vec::new();
         if let Ok(chunk) = spool.read_from(offset, 1 << 20) {
             offset = chunk.next;
             if chunk.skipped > 0 {
                 partial.clear();
-                sink.report(format!("… [{} bytes dropped] …", chunk.skipped));
+                lines.push(format!("… [{} bytes dropped] …", chunk.skipped));
             }
             partial.push_str(&String::from_utf8_lossy(&chunk.data));
             while let Some(i) = partial.find('\n') {
                 let line: String = partial.drain(..=i).collect();
-                sink.report(line.trim_end_matches(['\n', '\r']).to_owned());
+                lines.push(line.trim_end_matches(['\n', '\r']).to_owned());
             }
         }
+        if finished && !partial.is_empty() {
+            lines.push(std::mem::take(&mut partial));
+        }
+        for line in &lines {
+            sink.report(line.clone());
+        }
+        if !lines.is_empty()
+            && let Some((inner, id)) = &events
+            && let Some(events) = inner.events()
+        {
+            events.emit(SessionEvent {
+                event: "monitor".to_owned(),
+                id: Some(id.clone()),
+                text: lines.join("\n"),
+                data: serde_json::json!({ "lines": lines.len() }),
+            });
+        }
         if finished {
-            if !partial.is_empty() {
-                sink.report(std::mem::take(&mut partial));
-            }
             return;
         }
         // Wake every second, or when the task ends (a closed channel also means it ended).
@@ -593,6 +654,12 @@ pub fn status_name(status: TaskStatus) -> &'static str {
 
 #[async_trait]
 impl TaskManager for ShellTasks {
+    fn set_event_sink(&self, sink: EventSink) {
+        if let Ok(mut events) = self.inner.events.lock() {
+            *events = Some(sink);
+        }
+    }
+
     async fn start(&self, spec: TaskSpec) -> Result<TaskInfo, ToolError> {
         match spec.run {
             TaskRun::Shell { command, cwd, env } => {
@@ -642,6 +709,7 @@ impl TaskManager for ShellTasks {
                 let fut = start(entry.cancel.clone());
                 let task_entry = Arc::clone(&entry);
                 let dir = self.dir();
+                let inner = Arc::clone(&self.inner);
                 tokio::spawn(async move {
                     let TaskFinish {
                         status,
@@ -671,6 +739,7 @@ impl TaskManager for ShellTasks {
                         TaskStatus::Completed
                     };
                     task_entry.finish(status, exit_code);
+                    inner.announce(&task_entry.snapshot());
                 });
                 Ok(entry.snapshot())
             }
