@@ -54,6 +54,28 @@ fn have_bwrap() -> bool {
 }
 
 /// A project and a state directory that `user` owns.
+/// A copy of the binary that user nobody can reach (the build directory may sit under a
+/// home only its owner can search; the binary registers itself as the sandbox supervisor,
+/// which must be a file its user can see).
+fn nobody_binary() -> &'static Path {
+    static COPY: std::sync::OnceLock<(TempDir, PathBuf)> = std::sync::OnceLock::new();
+    let (_, path) = COPY.get_or_init(|| {
+        let dir = tempfile::Builder::new()
+            .prefix("agent-tools-nobody-")
+            .tempdir()
+            .expect("a temporary directory");
+        std::fs::set_permissions(
+            dir.path(),
+            std::os::unix::fs::PermissionsExt::from_mode(0o755),
+        )
+        .expect("chmod");
+        let copy = dir.path().join("agent-tools");
+        std::fs::copy(binary(), &copy).expect("copy the binary");
+        (dir, copy)
+    });
+    path
+}
+
 struct Place {
     user: User,
     _dir: TempDir,
@@ -99,7 +121,7 @@ impl Place {
             User::Nobody => {
                 let mut c = Command::new("/usr/bin/setpriv");
                 c.args(["--reuid=65534", "--regid=65534", "--clear-groups", "--"])
-                    .arg(binary());
+                    .arg(nobody_binary());
                 c
             }
         };
@@ -112,16 +134,29 @@ impl Place {
         cmd
     }
 
+    /// A settings file (given with `--settings`, so a person's choice) that turns the
+    /// sandbox off: how a session runs commands unsandboxed without asking for each.
+    fn unsandboxed_settings(&self) -> String {
+        let file = self.home.join("unsandboxed.json");
+        std::fs::write(&file, r#"{"sandbox": {"enabled": false}}"#).expect("write settings");
+        if self.user == User::Nobody {
+            std::os::unix::fs::chown(&file, Some(65534), Some(65534)).expect("chown");
+        }
+        file.display().to_string()
+    }
+
     /// `call Bash INPUT --mode bypassPermissions`: the result line.
     fn bash(&self, input: Value) -> Value {
+        self.bash_with(&[], input)
+    }
+
+    /// `call Bash INPUT --mode bypassPermissions` with more options.
+    fn bash_with(&self, options: &[&str], input: Value) -> Value {
+        let input = input.to_string();
+        let mut args = options.to_vec();
+        args.extend(["call", "Bash", &input, "--mode", "bypassPermissions"]);
         let out = self
-            .command(&[
-                "call",
-                "Bash",
-                &input.to_string(),
-                "--mode",
-                "bypassPermissions",
-            ])
+            .command(&args)
             .stdin(Stdio::null())
             .output()
             .expect("run agent-tools");
@@ -204,10 +239,12 @@ fn planted_links_are_not_followed(user: User) {
     let hook = place.root.join(".git/hooks/pre-commit");
     // The attack as filed: a command replaces the session's output files and every name
     // they could take next with links to .git/config and a hook, then parallel calls run.
+    // The targets sit in variables: the permission check refuses a write to a protected
+    // path it can see, and this tests what holds when it cannot.
     let plant = format!(
-        r#"(cd '{dir}'/* && for f in *.output; do p=${{f%-*}}; done
-for n in $(seq 0 20); do ln -sfn '{config}' "$p-$n.output"; ln -sfn '{hook}' "$p-$n-1.output"; done
-for f in *.output; do ln -sfn '{config}' "$f"; done); echo planted"#,
+        r#"c='{config}'; h='{hook}'; (cd '{dir}'/* && for f in *.output; do p=${{f%-*}}; done
+for n in $(seq 0 20); do ln -sfn "$c" "$p-$n.output"; ln -sfn "$h" "$p-$n-1.output"; done
+for f in *.output; do ln -sfn "$c" "$f"; done); echo planted"#,
         dir = dir.display(),
         config = config.display(),
         hook = hook.display(),
@@ -306,21 +343,33 @@ fn unsandboxed_commands_leave_nothing(user: User) {
         return;
     }
     let place = Place::new(user);
-    // As filed: `setsid sleep 1201 &` unsandboxed, and a double fork past a timeout.
+    // As filed: `setsid sleep 1201 &` unsandboxed, and a double fork past a timeout. Leaving
+    // the sandbox call by call needs a person now; a session a person runs unsandboxed is
+    // the same case.
+    let settings = place.unsandboxed_settings();
+    let options = ["--settings", settings.as_str()];
     let m = marker(1201, user, 0);
-    let r = place.bash(json!({
-        "command": format!("setsid sleep {m} >/dev/null 2>&1 & echo started"),
-        "dangerouslyDisableSandbox": true
-    }));
+    let r = place.bash_with(
+        &options,
+        json!({"command": format!("setsid sleep {m} >/dev/null 2>&1 & echo started")}),
+    );
     assert_eq!(text(&r), "started", "{user:?}: {r}");
-    assert_eq!(r["data"]["dangerouslyDisableSandbox"], true);
+    assert!(
+        r["data"]["sandbox"]
+            .as_str()
+            .unwrap_or_default()
+            .starts_with("none"),
+        "{user:?}: {r}"
+    );
     assert_eq!(survivors(&m), Vec::<u32>::new(), "{user:?}");
     let (a, b) = (marker(1301, user, 0), marker(1302, user, 0));
-    let r = place.bash(json!({
-        "command": format!("setsid sh -c \"sleep {a}\" & sleep {b}"),
-        "dangerouslyDisableSandbox": true,
-        "timeout": 1000
-    }));
+    let r = place.bash_with(
+        &options,
+        json!({
+            "command": format!("setsid sh -c \"sleep {a}\" & sleep {b}"),
+            "timeout": 1000
+        }),
+    );
     assert_eq!(r["data"]["timedOut"], true, "{user:?}: {r}");
     assert_eq!(survivors(&a), Vec::<u32>::new(), "{user:?}");
     assert_eq!(survivors(&b), Vec::<u32>::new(), "{user:?}");
@@ -346,18 +395,21 @@ fn killing_agent_tools_ends_its_commands(user: User) {
         marker(1402, user, 0),
         marker(1403, user, 0),
     );
-    let mut server = Server::start(&place);
+    // One server runs commands unsandboxed (its settings, a person's choice), one sandboxed.
+    let settings = place.unsandboxed_settings();
+    let mut server = Server::start_with(&place, &["--settings", &settings]);
+    let mut sandboxed_server = Server::start(&place);
     let session = server.session();
     let escape = |m: &str| format!("setsid sleep {m} & (sleep {m} &) ; sleep {m}");
     let r = server.bash(
         &session,
-        json!({"command": escape(&unsandboxed), "run_in_background": true,
-               "dangerouslyDisableSandbox": true}),
+        json!({"command": escape(&unsandboxed), "run_in_background": true}),
     );
     assert!(r.contains("Command running in background"), "{user:?}: {r}");
     if have_bwrap() {
-        let r = server.bash(
-            &session,
+        let sandboxed_session = sandboxed_server.session();
+        let r = sandboxed_server.bash(
+            &sandboxed_session,
             json!({"command": escape(&sandboxed), "run_in_background": true}),
         );
         assert!(r.contains("Command running in background"), "{user:?}: {r}");
@@ -366,7 +418,7 @@ fn killing_agent_tools_ends_its_commands(user: User) {
     let call = {
         let authority = server.authority.clone();
         let session = session.clone();
-        let input = json!({"command": escape(&foreground), "dangerouslyDisableSandbox": true});
+        let input = json!({"command": escape(&foreground)});
         std::thread::spawn(move || Server::post_to(&authority, Some(&session), &tool_call(input)))
     };
     let expected = [
@@ -392,8 +444,10 @@ fn killing_agent_tools_ends_its_commands(user: User) {
     for (m, n) in expected {
         assert_eq!(sleeping(m), n, "{user:?}: {m} before the kill");
     }
-    server.child.kill().expect("SIGKILL agent-tools");
-    server.child.wait().expect("reap agent-tools");
+    for s in [&mut server, &mut sandboxed_server] {
+        s.child.kill().expect("SIGKILL agent-tools");
+        s.child.wait().expect("reap agent-tools");
+    }
     for (m, _) in expected {
         assert_eq!(
             survivors(m),
@@ -424,26 +478,34 @@ struct Server {
 
 impl Server {
     fn start(place: &Place) -> Server {
+        Server::start_with(place, &[])
+    }
+
+    /// The same with more options.
+    fn start_with(place: &Place, options: &[&str]) -> Server {
+        let mut args = options.to_vec();
+        args.extend([
+            "serve",
+            "--http",
+            "127.0.0.1:0",
+            "--mode",
+            "bypassPermissions",
+        ]);
         let mut child = place
-            .command(&[
-                "serve",
-                "--http",
-                "127.0.0.1:0",
-                "--mode",
-                "bypassPermissions",
-            ])
+            .command(&args)
             .stdin(Stdio::null())
             .stdout(Stdio::null())
             .stderr(Stdio::piped())
             .spawn()
             .expect("spawn agent-tools serve");
         let mut lines = BufReader::new(child.stderr.take().expect("stderr")).lines();
-        let line = lines.next().expect("an address line").expect("readable");
-        let url = line
-            .split_whitespace()
-            .find(|w| w.starts_with("http://"))
-            .unwrap_or_else(|| panic!("no URL in {line}"))
-            .to_owned();
+        // Notices may come first; the address line names the URL.
+        let url = loop {
+            let line = lines.next().expect("an address line").expect("readable");
+            if let Some(url) = line.split_whitespace().find(|w| w.starts_with("http://")) {
+                break url.to_owned();
+            }
+        };
         std::thread::spawn(move || for _ in lines {});
         let authority = url
             .trim_start_matches("http://")

@@ -330,11 +330,12 @@ impl ShellTasks {
         let limit = spec.time_limit;
         let watcher = spec.progress.map(|sink| {
             let done = entry.done.subscribe();
-            let events = Some((Arc::clone(&self.inner), info.id.clone()));
+            // Weak: the manager's end (the session's) must not wait for its tasks.
+            let events = Some((Arc::downgrade(&self.inner), info.id.clone()));
             tokio::spawn(report_lines(spool.clone(), sink, done, events))
         });
         let dir = self.dir()?;
-        let inner = Arc::clone(&self.inner);
+        let inner = Arc::downgrade(&self.inner);
         tokio::spawn(async move {
             let finished = running.wait(limit, &task_entry.cancel).await;
             // The supervisor of the task ends with it, and everything it ran.
@@ -351,7 +352,9 @@ impl ShellTasks {
             if let Some(w) = watcher {
                 let _ = w.await;
             }
-            inner.announce(&task_entry.snapshot());
+            if let Some(inner) = inner.upgrade() {
+                inner.announce(&task_entry.snapshot());
+            }
         });
         Ok(info)
     }
@@ -554,7 +557,7 @@ async fn report_lines(
     spool: Spool,
     sink: ProgressSink,
     mut done: watch::Receiver<bool>,
-    events: Option<(Arc<Inner>, String)>,
+    events: Option<(std::sync::Weak<Inner>, String)>,
 ) {
     let mut offset = 0_u64;
     let mut partial = String::new();
@@ -582,7 +585,7 @@ async fn report_lines(
         }
         if !lines.is_empty()
             && let Some((inner, id)) = &events
-            && let Some(events) = inner.events()
+            && let Some(events) = inner.upgrade().and_then(|i| i.events())
         {
             events.emit(SessionEvent {
                 event: "monitor".to_owned(),
@@ -709,7 +712,7 @@ impl TaskManager for ShellTasks {
                 let fut = start(entry.cancel.clone());
                 let task_entry = Arc::clone(&entry);
                 let dir = self.dir();
-                let inner = Arc::clone(&self.inner);
+                let inner = Arc::downgrade(&self.inner);
                 tokio::spawn(async move {
                     let TaskFinish {
                         status,
@@ -739,7 +742,9 @@ impl TaskManager for ShellTasks {
                         TaskStatus::Completed
                     };
                     task_entry.finish(status, exit_code);
-                    inner.announce(&task_entry.snapshot());
+                    if let Some(inner) = inner.upgrade() {
+                        inner.announce(&task_entry.snapshot());
+                    }
                 });
                 Ok(entry.snapshot())
             }

@@ -69,9 +69,14 @@ impl Fixture {
         // The supervisor of commands (a host binary is its own); a child run that tests the
         // embedding without one leaves it out.
         if std::env::var_os(NO_SUPERVISOR_VAR).is_none() {
-            tools_shell::set_supervisor_program(env!(
-                "CARGO_BIN_EXE_agent-tools-sandbox-supervisor"
-            ));
+            // A child run as another user gets a copy it can reach (the build directory may
+            // sit under a home only its owner can search).
+            match std::env::var_os(SUPERVISOR_COPY_VAR) {
+                Some(copy) => tools_shell::set_supervisor_program(copy),
+                None => tools_shell::set_supervisor_program(env!(
+                    "CARGO_BIN_EXE_agent-tools-sandbox-supervisor"
+                )),
+            }
         }
         let dir = tempfile::tempdir().unwrap();
         let root = dir.path().join("work").canonicalize_or_create();
@@ -221,6 +226,9 @@ pub const NO_SUPERVISOR_VAR: &str = "AGENT_TOOLS_TEST_NO_SUPERVISOR";
 /// Tells a child run of this binary which test it runs.
 const CHILD_VAR: &str = "AGENT_TOOLS_TEST_CHILD";
 
+/// Where a child run as another user finds its copy of the supervisor program.
+const SUPERVISOR_COPY_VAR: &str = "AGENT_TOOLS_TEST_SUPERVISOR";
+
 /// Who runs a test in a child process.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum User {
@@ -252,13 +260,21 @@ pub fn in_child(name: &str, user: User, env: &[(&str, &str)]) -> bool {
                 require("setpriv (util-linux), to run a test as user nobody", false);
                 return false;
             };
-            // A home of its own that nobody can write.
+            // A home of its own that nobody can write, holding a copy of the supervisor
+            // program nobody can reach.
             let dir = tempfile::tempdir().unwrap();
             std::os::unix::fs::chown(dir.path(), Some(65534), Some(65534)).unwrap();
+            let supervisor = dir.path().join("agent-tools-sandbox-supervisor");
+            std::fs::copy(
+                env!("CARGO_BIN_EXE_agent-tools-sandbox-supervisor"),
+                &supervisor,
+            )
+            .unwrap();
             let mut cmd = std::process::Command::new(setpriv);
             cmd.args(["--reuid=65534", "--regid=65534", "--clear-groups", "--"])
                 .arg(&exe)
-                .env("HOME", dir.path());
+                .env("HOME", dir.path())
+                .env(SUPERVISOR_COPY_VAR, &supervisor);
             home = Some(dir);
             cmd
         }
