@@ -214,6 +214,15 @@ impl LspConfig {
     pub fn extensions(&self) -> Vec<String> {
         self.by_extension.keys().cloned().collect()
     }
+
+    /// The extensions `server` handles, sorted.
+    pub(crate) fn extensions_of(&self, server: &ServerConfig) -> Vec<String> {
+        self.by_extension
+            .iter()
+            .filter(|(_, s)| s.command_line() == server.command_line())
+            .map(|(e, _)| e.clone())
+            .collect()
+    }
 }
 
 /// The lower-case extension of `file`, without the dot.
