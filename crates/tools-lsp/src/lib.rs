@@ -2,7 +2,7 @@
 //! manager that starts, talks to and stops language servers (tool-core's `LspManager`).
 //!
 //! - [`LanguageServers`] runs one server per (server, workspace root), from an
-//!   [`LspConfig`] built from the settings' `lsp` section and the defaults of DESIGN.md §5.
+//!   [`LspConfig`] built from the settings' `lsp` section and the default servers.
 //!   It speaks JSON-RPC over the server's stdio with a small client of its own, answers the
 //!   server's requests, keeps documents in sync with versions, caches diagnostics, restarts a
 //!   crashed server on the next call, and stops every server (`shutdown`, `exit`, process

@@ -143,6 +143,9 @@ async fn openai_strict_declarations_use_only_documented_keywords() {
         }
     }
     // The tools that carried `minLength` are strict, with the limit in words instead.
+    if !cfg!(all(feature = "agent", feature = "web")) {
+        return;
+    }
     for name in [
         "Agent",
         "SendUserMessage",
@@ -189,11 +192,17 @@ async fn gemini_declarations_have_no_empty_objects_or_unknown_keywords() {
             }
         });
     }
-    for name in ["EnterPlanMode", "TaskList", "TeamDelete"] {
+    let expected: &[&str] = if cfg!(all(feature = "agent", feature = "v2-todo")) {
+        &["EnterPlanMode", "TaskList", "TeamDelete"]
+    } else {
+        &[]
+    };
+    for name in expected {
         assert!(without.iter().any(|t| t == name), "{name}: {without:?}");
     }
 }
 
+#[cfg(all(feature = "fs", feature = "lsp"))]
 #[tokio::test]
 async fn one_based_fields_say_minimum_1() {
     let fields = [("LSP", "line"), ("LSP", "character"), ("Read", "offset")];
