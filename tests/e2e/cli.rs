@@ -23,6 +23,11 @@ fn check_schema(dialect: &str, name_pointer: &str, schema_pointer: &str) {
     assert!(!decls.is_empty(), "no declarations: {run:#?}");
     let mut names = Vec::new();
     for decl in decls {
+        // Gemini refuses an empty object schema: a tool without parameters has none.
+        if dialect == "gemini" && decl.pointer(schema_pointer).is_none() {
+            names.push(decl.pointer(name_pointer).and_then(Value::as_str));
+            continue;
+        }
         let schema = decl
             .pointer(schema_pointer)
             .unwrap_or_else(|| panic!("no {schema_pointer} in {decl}"));
@@ -93,6 +98,11 @@ fn schema_anthropic() {
 #[test]
 fn schema_openai() {
     check_schema("openai", "/function/name", "/function/parameters");
+}
+
+#[test]
+fn schema_openai_responses() {
+    check_schema("openai-responses", "/name", "/parameters");
 }
 
 #[test]

@@ -4,7 +4,9 @@
 //! `~/.cache/agent-tools/peers`):
 //! - `node_modules/.bin/` — `mcp-server-everything`, `mcp-server-filesystem`, `mcp-inspector`,
 //!   `pyright-langserver`, `typescript-language-server` (npm, with `typescript` 6 beside them);
-//! - `py/` — the Python `mcp` package, used with `PYTHONPATH=<dir>/py`;
+//! - `py/` — the Python `mcp` package (the MCP tests' client and server) and the provider
+//!   SDKs `openai`, `google-genai` and `anthropic` (the schema tests validate every tool
+//!   declaration with them, offline), used with `PYTHONPATH=<dir>/py`;
 //! - `cargo/bin/rg` — ripgrep, the baseline of the Grep and Glob differential tests and
 //!   benchmarks (`cargo install --locked`);
 //! - `.stamps/<group>` — the exact spec each group was installed from.
@@ -41,7 +43,20 @@ pub const NPM_BINS: &[&str] = &[
 ];
 
 /// PyPI requirements, installed with `pip install --target <dir>/py`.
-pub const PIP_PACKAGES: &[&str] = &["mcp==2.3.0"];
+pub const PIP_PACKAGES: &[&str] = &[
+    "mcp==2.3.0",
+    "openai==3.51.0",
+    "google-genai==3.3.0",
+    "anthropic==2.10.0",
+];
+
+/// Files the PyPI group must leave in `py/`, one per package.
+const PIP_MARKERS: &[&str] = &[
+    "mcp/__init__.py",
+    "openai/__init__.py",
+    "google/genai/__init__.py",
+    "anthropic/__init__.py",
+];
 
 /// ripgrep, pinned, installed with `cargo install --locked --root <dir>/cargo`.
 pub const RIPGREP: (&str, &str) = ("ripgrep", "15.2.0");
@@ -133,7 +148,7 @@ fn pip_group(dir: &Path, python_version: &str) -> Group {
             "python3 -m pip install {} ({python_version})\n",
             PIP_PACKAGES.join(" ")
         ),
-        markers: vec![target.join("mcp/__init__.py")],
+        markers: PIP_MARKERS.iter().map(|m| target.join(m)).collect(),
         reset: vec![target.clone()],
         commands: vec![
             Cmd::new("python3")

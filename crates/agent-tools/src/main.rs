@@ -78,7 +78,8 @@ enum Command {
     Schema {
         /// Tools to print (default: all)
         tools: Vec<String>,
-        /// anthropic, openai, gemini or mcp
+        /// anthropic, openai (Chat Completions), openai-responses (Responses API), gemini or
+        /// mcp
         #[arg(long, default_value = "anthropic", value_parser = parse_dialect)]
         dialect: Dialect,
     },

@@ -118,8 +118,9 @@ pub use rule::{
     normalize_tool_name,
 };
 pub use schema::{
-    Dialect, ToolAnnotations, gemini_schema, has_refs, normalize as normalize_schema,
-    openai_strict, schema_for, tool_declaration,
+    Dialect, GEMINI_KEYWORDS, OPENAI_FORMATS, OPENAI_STRICT_KEYWORDS, ToolAnnotations,
+    gemini_schema, has_refs, normalize as normalize_schema, openai_strict, schema_for,
+    takes_no_parameters, tool_declaration,
 };
 pub use settings::{PermissionSettings, Settings, SettingsLayer};
 pub use summariser::Summariser;

@@ -88,9 +88,14 @@ fn walk(schema: &mut Value, f: &mut dyn FnMut(&mut Map<String, Value>)) {
 pub enum Dialect {
     /// Anthropic Messages API: `{name, description, input_schema}`
     Anthropic,
-    /// OpenAI function calling: `{type: "function", function: {name, description, parameters, strict}}`
+    /// OpenAI Chat Completions function calling:
+    /// `{type: "function", function: {name, description, parameters, strict}}`
     OpenAi,
-    /// Gemini function declarations (OpenAPI 3.0 subset): `{name, description, parameters}`
+    /// OpenAI Responses API function tools: `{type: "function", name, description,
+    /// parameters, strict}`
+    OpenAiResponses,
+    /// Gemini function declarations (OpenAPI 3.0 subset): `{name, description, parameters}`,
+    /// without `parameters` for a tool that takes none
     Gemini,
     /// MCP `tools/list` entries: `{name, description, inputSchema, annotations}`
     Mcp,
@@ -98,9 +103,10 @@ pub enum Dialect {
 
 impl Dialect {
     /// Every dialect, in a stable order.
-    pub const ALL: [Dialect; 4] = [
+    pub const ALL: [Dialect; 5] = [
         Dialect::Anthropic,
         Dialect::OpenAi,
+        Dialect::OpenAiResponses,
         Dialect::Gemini,
         Dialect::Mcp,
     ];
@@ -110,6 +116,7 @@ impl Dialect {
         match self {
             Dialect::Anthropic => "anthropic",
             Dialect::OpenAi => "openai",
+            Dialect::OpenAiResponses => "openai-responses",
             Dialect::Gemini => "gemini",
             Dialect::Mcp => "mcp",
         }
@@ -125,15 +132,17 @@ impl fmt::Display for Dialect {
 impl FromStr for Dialect {
     type Err = String;
     fn from_str(s: &str) -> Result<Self, Self::Err> {
-        match s.to_ascii_lowercase().as_str() {
-            "anthropic" => Ok(Dialect::Anthropic),
-            "openai" => Ok(Dialect::OpenAi),
-            "gemini" => Ok(Dialect::Gemini),
-            "mcp" => Ok(Dialect::Mcp),
-            other => Err(format!(
-                "unknown dialect `{other}`: expected one of anthropic, openai, gemini, mcp"
-            )),
-        }
+        let wanted = s.to_ascii_lowercase().replace('_', "-");
+        Dialect::ALL
+            .into_iter()
+            .find(|d| d.as_str() == wanted)
+            .ok_or_else(|| {
+                let names: Vec<&str> = Dialect::ALL.iter().map(|d| d.as_str()).collect();
+                format!(
+                    "unknown dialect `{s}`: expected one of {}",
+                    names.join(", ")
+                )
+            })
     }
 }
 
@@ -148,6 +157,15 @@ pub struct ToolAnnotations {
     pub idempotent: bool,
     /// The tool reaches outside this machine (the web, a remote service)
     pub open_world: bool,
+}
+
+/// Whether `schema` declares no parameters at all (an object with no properties).
+pub fn takes_no_parameters(schema: &Value) -> bool {
+    schema
+        .get("properties")
+        .is_none_or(|p| p.as_object().is_some_and(Map::is_empty))
+        && schema.get("anyOf").is_none()
+        && schema.get("oneOf").is_none()
 }
 
 /// The declaration of one tool in a dialect.
@@ -176,10 +194,7 @@ pub fn tool_declaration(
             },
         }),
         Dialect::OpenAi => {
-            let (parameters, strict) = match openai_strict(schema) {
-                Some(strict) => (strict, true),
-                None => (schema.clone(), false),
-            };
+            let (parameters, strict) = openai_parameters(schema);
             json!({
                 "type": "function",
                 "function": {
@@ -190,6 +205,22 @@ pub fn tool_declaration(
                 },
             })
         }
+        Dialect::OpenAiResponses => {
+            let (parameters, strict) = openai_parameters(schema);
+            json!({
+                "type": "function",
+                "name": name,
+                "description": description,
+                "parameters": parameters,
+                "strict": strict,
+            })
+        }
+        // Gemini refuses an object schema without properties ("properties: should be
+        // non-empty for OBJECT type"); a function without parameters simply has none.
+        Dialect::Gemini if takes_no_parameters(schema) => json!({
+            "name": name,
+            "description": description,
+        }),
         Dialect::Gemini => json!({
             "name": name,
             "description": description,
@@ -198,21 +229,206 @@ pub fn tool_declaration(
     }
 }
 
+/// OpenAI's parameters: the strict form when the schema qualifies, else the schema as is.
+fn openai_parameters(schema: &Value) -> (Value, bool) {
+    match openai_strict(schema) {
+        Some(strict) => (strict, true),
+        None => (schema.clone(), false),
+    }
+}
+
+/// The keywords OpenAI documents for strict mode ("Supported schemas" of its Structured
+/// Outputs guide): the structure (`type`, `properties`, `required`,
+/// `additionalProperties`, `items`, `enum`, `anyOf`, `$ref`, `$defs`, `description`), string
+/// `pattern` and `format` (of [`OPENAI_FORMATS`]), number `multipleOf`, `minimum`,
+/// `maximum`, `exclusiveMinimum`, `exclusiveMaximum`, and array `minItems`, `maxItems`.
+pub const OPENAI_STRICT_KEYWORDS: &[&str] = &[
+    "type",
+    "description",
+    "properties",
+    "required",
+    "additionalProperties",
+    "items",
+    "enum",
+    "anyOf",
+    "$ref",
+    "$defs",
+    "definitions",
+    "pattern",
+    "format",
+    "multipleOf",
+    "minimum",
+    "maximum",
+    "exclusiveMinimum",
+    "exclusiveMaximum",
+    "minItems",
+    "maxItems",
+];
+
+/// The string formats OpenAI documents for strict mode.
+pub const OPENAI_FORMATS: &[&str] = &[
+    "date-time",
+    "time",
+    "date",
+    "duration",
+    "email",
+    "hostname",
+    "ipv4",
+    "ipv6",
+    "uuid",
+];
+
+/// Annotations strict mode does not take; they constrain nothing, so they go silently.
+const ANNOTATIONS: &[&str] = &[
+    "default",
+    "title",
+    "examples",
+    "example",
+    "deprecated",
+    "readOnly",
+    "writeOnly",
+    "$comment",
+    "$schema",
+    "$id",
+    "$anchor",
+];
+
+/// Keywords that change which values are valid in ways a description cannot carry: a
+/// schema using them is sent non-strict.
+const INEXPRESSIBLE: &[&str] = &[
+    "allOf",
+    "not",
+    "if",
+    "then",
+    "else",
+    "dependentRequired",
+    "dependentSchemas",
+    "prefixItems",
+    "unevaluatedProperties",
+    "unevaluatedItems",
+    "patternProperties",
+    "propertyNames",
+    "contains",
+];
+
+/// Strict mode's limit on nesting.
+const OPENAI_MAX_DEPTH: usize = 10;
+
+/// A constraint strict mode does not take, as words for the description.
+fn constraint_words(key: &str, value: &Value) -> String {
+    let n = value.as_u64();
+    let plural = |n: u64, one: &str, many: &str| format!("{n} {}", if n == 1 { one } else { many });
+    match (key, n) {
+        ("minLength", Some(n)) => format!("at least {}", plural(n, "character", "characters")),
+        ("maxLength", Some(n)) => format!("at most {}", plural(n, "character", "characters")),
+        ("minProperties", Some(n)) => format!("at least {}", plural(n, "entry", "entries")),
+        ("maxProperties", Some(n)) => format!("at most {}", plural(n, "entry", "entries")),
+        ("minContains", Some(n)) => format!("at least {n} matching items"),
+        ("maxContains", Some(n)) => format!("at most {n} matching items"),
+        ("uniqueItems", _) if value == &Value::Bool(true) => "items must be unique".to_owned(),
+        ("format", _) => format!("format {}", value.as_str().unwrap_or_default()),
+        _ => format!("{key} {value}"),
+    }
+}
+
+/// Adds `notes` to the description of `obj`.
+fn describe(obj: &mut Map<String, Value>, notes: &[String]) {
+    if notes.is_empty() {
+        return;
+    }
+    let what = if notes.len() == 1 {
+        "constraint"
+    } else {
+        "constraints"
+    };
+    let note = format!("{what}: {}", notes.join(", "));
+    let text = match obj.get("description").and_then(Value::as_str) {
+        Some(d) if !d.trim().is_empty() => format!("{} ({note})", d.trim_end()),
+        _ => {
+            let mut c = note.chars();
+            c.next()
+                .map(|f| f.to_uppercase().collect::<String>() + c.as_str())
+                .unwrap_or_default()
+        }
+    };
+    obj.insert("description".into(), Value::String(text));
+}
+
+/// Depth of nested object schemas (the root is 1).
+fn object_depth(schema: &Value) -> usize {
+    match schema {
+        Value::Object(obj) => {
+            let own = usize::from(obj.get("type").is_some_and(|t| {
+                t == "object"
+                    || t.as_array()
+                        .is_some_and(|a| a.iter().any(|x| x == "object"))
+            }));
+            let children = obj
+                .iter()
+                .filter(|(k, _)| !matches!(k.as_str(), "enum" | "const" | "default" | "examples"))
+                .map(|(k, v)| match (k.as_str(), v) {
+                    ("properties" | "$defs" | "definitions", Value::Object(props)) => {
+                        props.values().map(object_depth).max().unwrap_or(0)
+                    }
+                    _ => object_depth(v),
+                })
+                .max()
+                .unwrap_or(0);
+            own + children
+        }
+        Value::Array(list) => list.iter().map(object_depth).max().unwrap_or(0),
+        _ => 0,
+    }
+}
+
 /// The schema in OpenAI's strict form, or `None` when it does not qualify.
 ///
 /// Strict mode needs every object closed (`additionalProperties: false`) and every property
 /// listed in `required`; optional properties are expressed as nullable, which the input
-/// parser reads back as "not given". Open maps (`additionalProperties` a schema or `true`)
-/// disqualify the schema, and then it is sent non-strict.
+/// parser reads back as "not given". It takes only the keywords OpenAI documents
+/// ([`OPENAI_STRICT_KEYWORDS`]): `oneOf` becomes `anyOf`, `const` a one-value `enum`,
+/// annotations such as `default` go, and a constraint it does not take (`minLength`,
+/// `maxLength`, `uniqueItems`, an undocumented `format`, ...) moves into the description
+/// (the input parser still enforces it). Open maps (`additionalProperties` a schema or
+/// `true`), keywords no description can carry (`allOf`, `not`, `if`, ...) and nesting past
+/// ten levels disqualify the schema, and then it is sent non-strict.
 pub fn openai_strict(schema: &Value) -> Option<Value> {
+    if object_depth(schema) > OPENAI_MAX_DEPTH {
+        return None;
+    }
     let mut out = schema.clone();
     let mut qualifies = true;
     walk(&mut out, &mut |obj| {
-        obj.remove("default");
-        obj.remove("format");
-        if let Some(one_of) = obj.remove("oneOf") {
+        if let Some(one_of) = obj.shift_remove("oneOf") {
             obj.insert("anyOf".into(), one_of);
         }
+        if let Some(c) = obj.shift_remove("const") {
+            obj.insert("enum".into(), json!([c]));
+        }
+        if INEXPRESSIBLE.iter().any(|k| obj.contains_key(*k)) {
+            qualifies = false;
+            return;
+        }
+        let mut notes = Vec::new();
+        let keys: Vec<String> = obj.keys().cloned().collect();
+        for key in keys {
+            let keep = match key.as_str() {
+                "format" => obj
+                    .get("format")
+                    .and_then(Value::as_str)
+                    .is_some_and(|f| OPENAI_FORMATS.contains(&f)),
+                k => OPENAI_STRICT_KEYWORDS.contains(&k),
+            };
+            if keep {
+                continue;
+            }
+            if let Some(value) = obj.shift_remove(&key)
+                && !ANNOTATIONS.contains(&key.as_str())
+            {
+                notes.push(constraint_words(&key, &value));
+            }
+        }
+        describe(obj, &notes);
         let is_object = obj.get("type").is_some_and(|t| {
             t == "object"
                 || t.as_array()
@@ -234,7 +450,11 @@ pub fn openai_strict(schema: &Value) -> Option<Value> {
                     .collect()
             })
             .unwrap_or_default();
-        let Some(Value::Object(props)) = obj.get_mut("properties") else {
+        let props = obj
+            .entry("properties")
+            .or_insert_with(|| Value::Object(Map::new()));
+        let Value::Object(props) = props else {
+            qualifies = false;
             return;
         };
         let mut all = Vec::new();
@@ -278,7 +498,7 @@ fn make_nullable(prop: &mut Value) {
 }
 
 /// Keys Gemini's OpenAPI 3.0 subset understands; everything else is dropped.
-const GEMINI_KEYS: &[&str] = &[
+pub const GEMINI_KEYWORDS: &[&str] = &[
     "type",
     "format",
     "description",
@@ -376,7 +596,7 @@ fn gemini_lower(schema: &mut Value) {
     {
         obj.remove("format");
     }
-    obj.retain(|k, _| GEMINI_KEYS.contains(&k.as_str()));
+    obj.retain(|k, _| GEMINI_KEYWORDS.contains(&k.as_str()));
     for (key, child) in obj.iter_mut() {
         match key.as_str() {
             "properties" => {
@@ -465,6 +685,97 @@ mod tests {
         }
     }
 
+    /// The strict lowering of a root object with one property `p` of schema `prop`
+    /// (required), compared with `expected` for that property; `None`: not strict.
+    fn check_strict(prop: Value, expected: Option<Value>) {
+        let schema = json!({
+            "type": "object",
+            "properties": {"p": prop},
+            "required": ["p"],
+            "additionalProperties": false
+        });
+        let got = openai_strict(&schema).map(|s| s["properties"]["p"].clone());
+        assert_eq!(got, expected, "{prop}");
+    }
+
+    #[test]
+    fn openai_strict_keeps_only_documented_keywords() {
+        let cases = [
+            // Length limits move into the description, in words.
+            (
+                json!({"type": "string", "description": "A name", "minLength": 1}),
+                Some(
+                    json!({"type": "string", "description": "A name (constraint: at least 1 character)"}),
+                ),
+            ),
+            (
+                json!({"type": "string", "minLength": 2, "maxLength": 1}),
+                Some(
+                    json!({"type": "string", "description": "Constraints: at least 2 characters, at most 1 character"}),
+                ),
+            ),
+            // Documented constraints stay.
+            (
+                json!({"type": "integer", "minimum": 1, "maximum": 9}),
+                Some(json!({"type": "integer", "minimum": 1, "maximum": 9})),
+            ),
+            (
+                json!({"type": "string", "pattern": "^a", "format": "date-time"}),
+                Some(json!({"type": "string", "pattern": "^a", "format": "date-time"})),
+            ),
+            (
+                json!({"type": "array", "items": {"type": "string"}, "minItems": 1, "maxItems": 4}),
+                Some(
+                    json!({"type": "array", "items": {"type": "string"}, "minItems": 1, "maxItems": 4}),
+                ),
+            ),
+            // An undocumented format is a note.
+            (
+                json!({"type": "string", "format": "uri", "description": "Where"}),
+                Some(json!({"type": "string", "description": "Where (constraint: format uri)"})),
+            ),
+            (
+                json!({"type": "array", "items": {"type": "string"}, "uniqueItems": true}),
+                Some(
+                    json!({"type": "array", "items": {"type": "string"}, "description": "Constraint: items must be unique"}),
+                ),
+            ),
+            // Annotations go silently; const becomes enum; oneOf becomes anyOf.
+            (
+                json!({"type": "boolean", "default": false, "title": "B", "examples": [true]}),
+                Some(json!({"type": "boolean"})),
+            ),
+            (
+                json!({"oneOf": [{"const": "a", "description": "first"}, {"type": "string", "const": "b"}]}),
+                Some(
+                    json!({"anyOf": [{"description": "first", "enum": ["a"]}, {"type": "string", "enum": ["b"]}]}),
+                ),
+            ),
+            // Nested objects are closed, their optional fields nullable.
+            (
+                json!({"type": "object", "properties": {"x": {"type": "string", "maxLength": 3}}, "additionalProperties": false}),
+                Some(
+                    json!({"type": "object", "properties": {"x": {"type": ["string", "null"], "description": "Constraint: at most 3 characters"}}, "additionalProperties": false, "required": ["x"]}),
+                ),
+            ),
+            // What no description can carry disqualifies the schema.
+            (json!({"allOf": [{"type": "string"}]}), None),
+            (json!({"type": "string", "not": {"enum": ["x"]}}), None),
+            (
+                json!({"type": "array", "prefixItems": [{"type": "string"}]}),
+                None,
+            ),
+            (
+                json!({"type": "object", "additionalProperties": {"type": "string"}}),
+                None,
+            ),
+            (json!({"type": "object", "properties": {}}), None),
+        ];
+        for (prop, expected) in cases {
+            check_strict(prop, expected);
+        }
+    }
+
     #[test]
     fn openai_strict_needs_closed_objects() {
         let open = json!({"type": "object", "properties": {"m": {"type": "object"}}});
@@ -482,6 +793,49 @@ mod tests {
             json!(["integer", "null"])
         );
         assert!(strict["properties"]["b"].get("default").is_none());
+        // Nesting past ten object levels is not strict.
+        let mut deep = json!({"type": "object", "properties": {}, "additionalProperties": false});
+        for _ in 0..10 {
+            deep = json!({"type": "object", "properties": {"d": deep}, "required": ["d"], "additionalProperties": false});
+        }
+        assert!(openai_strict(&deep).is_none());
+        let mut ten = json!({"type": "object", "properties": {}, "additionalProperties": false});
+        for _ in 0..9 {
+            ten = json!({"type": "object", "properties": {"d": ten}, "required": ["d"], "additionalProperties": false});
+        }
+        assert!(openai_strict(&ten).is_some());
+    }
+
+    #[test]
+    fn tools_without_parameters_are_declared_as_each_provider_takes_them() {
+        let none = json!({"type": "object", "properties": {}, "additionalProperties": false});
+        assert!(takes_no_parameters(&none));
+        assert!(!takes_no_parameters(&schema_for::<Example>()));
+        let gemini = tool_declaration("T", "d", &none, ToolAnnotations::default(), Dialect::Gemini);
+        assert_eq!(gemini, json!({"name": "T", "description": "d"}));
+        let openai = tool_declaration("T", "d", &none, ToolAnnotations::default(), Dialect::OpenAi);
+        assert_eq!(
+            openai["function"]["parameters"],
+            json!({"type": "object", "properties": {}, "additionalProperties": false, "required": []})
+        );
+        assert_eq!(openai["function"]["strict"], true);
+        let responses = tool_declaration(
+            "T",
+            "d",
+            &none,
+            ToolAnnotations::default(),
+            Dialect::OpenAiResponses,
+        );
+        assert_eq!(responses["name"], "T");
+        assert_eq!(responses["type"], "function");
+        assert_eq!(responses["parameters"], openai["function"]["parameters"]);
+        for d in [Dialect::Anthropic, Dialect::Mcp] {
+            let decl = tool_declaration("T", "d", &none, ToolAnnotations::default(), d);
+            assert_eq!(
+                decl.get("input_schema").or(decl.get("inputSchema")),
+                Some(&none)
+            );
+        }
     }
 
     #[test]
@@ -499,6 +853,14 @@ mod tests {
         for d in Dialect::ALL {
             assert_eq!(d.as_str().parse::<Dialect>(), Ok(d));
         }
-        assert!("klingon".parse::<Dialect>().is_err());
+        assert_eq!(
+            "OpenAI_Responses".parse::<Dialect>(),
+            Ok(Dialect::OpenAiResponses)
+        );
+        let err = "klingon".parse::<Dialect>().err().unwrap_or_default();
+        assert_eq!(
+            err,
+            "unknown dialect `klingon`: expected one of anthropic, openai, openai-responses, gemini, mcp"
+        );
     }
 }

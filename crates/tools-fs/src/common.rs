@@ -140,27 +140,73 @@ pub(crate) async fn notify_lsp(ctx: &ToolContext, path: &Path, text: &str) -> St
         .did_change_diagnostics(path, text)
         .await
         .unwrap_or_default();
-    render_diagnostics(&diagnostics, &ctx.cwd())
+    render_diagnostics(path, &diagnostics, &ctx.cwd())
 }
 
-/// At most this many new diagnostics are listed after a write.
+/// At most this many new diagnostics are listed after a write for the edited file, and as
+/// many for the other files it broke.
 const MAX_DIAGNOSTICS: usize = 20;
+/// Of each other file, at most this many.
+const MAX_PER_OTHER_FILE: usize = 5;
 
-/// The diagnostics a change introduced, as a note appended to the tool's message; empty when
-/// there are none.
-pub(crate) fn render_diagnostics(diagnostics: &[tool_core::FileDiagnostic], cwd: &Path) -> String {
-    if diagnostics.is_empty() {
-        return String::new();
+fn plural(n: usize, one: &str, many: &str) -> String {
+    format!("{n} {}", if n == 1 { one } else { many })
+}
+
+/// The diagnostics a change of `path` introduced, in it and in other files, as a note
+/// appended to the tool's message; empty when there are none.
+pub(crate) fn render_diagnostics(
+    path: &Path,
+    diagnostics: &[tool_core::FileDiagnostic],
+    cwd: &Path,
+) -> String {
+    let key = ledger_key(path);
+    let (own, others): (Vec<_>, Vec<_>) = diagnostics
+        .iter()
+        .partition(|d| d.path == path || ledger_key(&d.path) == key);
+    let mut out = String::new();
+    if !own.is_empty() {
+        out.push_str("\n\nNew diagnostics after this change:");
+        for d in own.iter().take(MAX_DIAGNOSTICS) {
+            out.push('\n');
+            out.push_str(&d.display(cwd));
+        }
+        if own.len() > MAX_DIAGNOSTICS {
+            out.push_str(&format!(
+                "\n... and {} more: call LSP with operation diagnostics to see them all",
+                own.len() - MAX_DIAGNOSTICS
+            ));
+        }
     }
-    let mut out = String::from("\n\nNew diagnostics after this change:");
-    for d in diagnostics.iter().take(MAX_DIAGNOSTICS) {
-        out.push('\n');
-        out.push_str(&d.display(cwd));
+    if others.is_empty() {
+        return out;
     }
-    if diagnostics.len() > MAX_DIAGNOSTICS {
+    let mut by_file: std::collections::BTreeMap<&Path, Vec<&tool_core::FileDiagnostic>> =
+        std::collections::BTreeMap::new();
+    for d in &others {
+        by_file.entry(d.path.as_path()).or_default().push(d);
+    }
+    out.push_str(&format!(
+        "\n\nNew diagnostics in {} using what this change touched:",
+        plural(by_file.len(), "other file", "other files")
+    ));
+    let (mut shown, mut files_left) = (0, 0);
+    for list in by_file.values() {
+        let room = MAX_PER_OTHER_FILE.min(MAX_DIAGNOSTICS - shown);
+        for d in list.iter().take(room) {
+            out.push('\n');
+            out.push_str(&d.display(cwd));
+        }
+        shown += room.min(list.len());
+        if list.len() > room {
+            files_left += 1;
+        }
+    }
+    if shown < others.len() {
         out.push_str(&format!(
-            "\n... and {} more: call LSP with operation diagnostics to see them all",
-            diagnostics.len() - MAX_DIAGNOSTICS
+            "\n... and {} more in {}: call LSP with operation diagnostics to see them all",
+            others.len() - shown,
+            plural(files_left, "file", "files")
         ));
     }
     out
@@ -276,6 +322,68 @@ fn stricter(a: PermissionDecision, b: PermissionDecision) -> PermissionDecision 
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    fn diag(path: &str, line: u32) -> tool_core::FileDiagnostic {
+        tool_core::FileDiagnostic {
+            path: PathBuf::from(path),
+            line,
+            character: 1,
+            severity: "error".to_owned(),
+            message: format!("broken {line}"),
+            source: None,
+        }
+    }
+
+    /// Renders the diagnostics of an edit of /p/u.ts and compares with `expected`.
+    fn check(diagnostics: &[tool_core::FileDiagnostic], expected: &str) {
+        let got = render_diagnostics(Path::new("/p/u.ts"), diagnostics, Path::new("/p"));
+        assert_eq!(got, expected, "{diagnostics:?}");
+    }
+
+    #[test]
+    fn other_files_are_listed_apart_and_capped() {
+        check(&[], "");
+        check(
+            &[diag("/p/u.ts", 1)],
+            "\n\nNew diagnostics after this change:\nu.ts:1:1: error: broken 1",
+        );
+        check(
+            &[diag("/p/u.ts", 1), diag("/p/a.ts", 3), diag("/p/b/c.ts", 4)],
+            "\n\nNew diagnostics after this change:\nu.ts:1:1: error: broken 1\n\nNew diagnostics in 2 other files using what this change touched:\na.ts:3:1: error: broken 3\nb/c.ts:4:1: error: broken 4",
+        );
+        check(
+            &[diag("/p/a.ts", 3)],
+            "\n\nNew diagnostics in 1 other file using what this change touched:\na.ts:3:1: error: broken 3",
+        );
+        // Five per file, twenty in all, then a summary of the rest.
+        let many: Vec<_> = (1..=7).map(|i| diag("/p/a.ts", i)).collect();
+        let text = render_diagnostics(Path::new("/p/u.ts"), &many, Path::new("/p"));
+        assert!(
+            text.contains("a.ts:5:1") && !text.contains("a.ts:6:1"),
+            "{text}"
+        );
+        assert!(
+            text.ends_with(
+                "\n... and 2 more in 1 file: call LSP with operation diagnostics to see them all"
+            ),
+            "{text}"
+        );
+        let wide: Vec<_> = (0..6)
+            .flat_map(|f| (1..=4).map(move |i| diag(&format!("/p/f{f}.ts"), i)))
+            .collect();
+        let text = render_diagnostics(Path::new("/p/u.ts"), &wide, Path::new("/p"));
+        assert_eq!(
+            text.lines().filter(|l| l.contains(": error: ")).count(),
+            20,
+            "{text}"
+        );
+        assert!(
+            text.ends_with(
+                "\n... and 4 more in 1 file: call LSP with operation diagnostics to see them all"
+            ),
+            "{text}"
+        );
+    }
 
     #[test]
     fn stream_hash_equals_content_hash() {

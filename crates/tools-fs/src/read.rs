@@ -56,7 +56,7 @@ pub struct ReadInput {
     /// The line number to start reading from (1-based). Only provide if the file is too
     /// large to read at once
     #[serde(default)]
-    #[schemars(range(min = 0))]
+    #[schemars(range(min = 1))]
     pub offset: Option<u64>,
     /// The number of lines to read. Only provide if the file is too large to read at once.
     #[serde(default)]
@@ -644,7 +644,7 @@ fn read_text(
     ctx: &ToolContext,
 ) -> Result<ToolResult<ReadOutput>, ToolError> {
     let offset = input.offset;
-    // Lines are numbered from 1 even for offset 0 (the reference numbered them from 0).
+    // Lines are numbered from 1; the schema refuses offset 0 (`minimum: 1`).
     let start_line = offset.unwrap_or(1).max(1);
     let limit = input.limit.unwrap_or(DEFAULT_LIMIT);
     let previous = ctx.ledger().get(key);

@@ -1,6 +1,6 @@
-//! Which server handles which file: the settings' `lsp` section and the defaults of
-//! DESIGN.md §5 (rust-analyzer, pyright, typescript-language-server, gopls, clangd), each
-//! used only when its command is on `PATH`.
+//! Which server handles which file: the settings' `lsp` section and the default servers
+//! (rust-analyzer, pyright, typescript-language-server, gopls, clangd), each used only when
+//! its command is on `PATH`.
 //!
 //! The `lsp` section maps extensions (one, or several separated by commas; the dot is
 //! optional) to a server:
@@ -102,7 +102,7 @@ pub struct LspConfig {
     by_extension: BTreeMap<String, ServerConfig>,
 }
 
-/// The defaults of DESIGN.md §5: (extensions, command, args, root markers).
+/// The default servers: (extensions, command, args, root markers).
 const DEFAULTS: &[(&str, &str, &[&str], &[&str])] = &[
     ("rs", "rust-analyzer", &[], &["Cargo.toml"]),
     (
@@ -213,6 +213,15 @@ impl LspConfig {
     /// Every configured extension, sorted.
     pub fn extensions(&self) -> Vec<String> {
         self.by_extension.keys().cloned().collect()
+    }
+
+    /// The extensions `server` handles, sorted.
+    pub(crate) fn extensions_of(&self, server: &ServerConfig) -> Vec<String> {
+        self.by_extension
+            .iter()
+            .filter(|(_, s)| s.command_line() == server.command_line())
+            .map(|(e, _)| e.clone())
+            .collect()
     }
 }
 

@@ -217,8 +217,119 @@ pub(crate) fn hover(hover: Option<Hover>) -> Option<String> {
             .join("\n\n"),
         HoverContents::Markup(m) => m.value,
     };
-    let text = text.trim().to_owned();
+    let text = clean_markdown(&text).trim().to_owned();
     (!text.is_empty()).then_some(text)
+}
+
+/// Markdown as clean text outside code: HTML entities decoded (pyright writes indentation
+/// as `&nbsp;` and `<` as `&lt;`), backslash escapes of punctuation removed (`a\_b`), and
+/// the trailing spaces of hard line breaks dropped. Fenced code blocks and inline code
+/// spans are kept exactly, as Markdown itself treats them.
+pub(crate) fn clean_markdown(text: &str) -> String {
+    let mut out = String::with_capacity(text.len());
+    let mut fence: Option<String> = None;
+    for (i, line) in text.split('\n').enumerate() {
+        if i > 0 {
+            out.push('\n');
+        }
+        let trimmed = line.trim_start();
+        let marker: String = trimmed
+            .chars()
+            .take_while(|c| *c == '`' || *c == '~')
+            .collect();
+        let is_fence = marker.len() >= 3
+            && marker
+                .chars()
+                .all(|c| c == marker.chars().next().unwrap_or('`'));
+        match &fence {
+            Some(open) => {
+                out.push_str(line);
+                if is_fence && marker.starts_with(open.as_str()) {
+                    fence = None;
+                }
+                continue;
+            }
+            None if is_fence => {
+                out.push_str(line);
+                fence = Some(marker);
+                continue;
+            }
+            None => {}
+        }
+        out.push_str(clean_line(line).trim_end());
+    }
+    out
+}
+
+/// One line outside fenced code: inline code spans kept, the rest cleaned.
+fn clean_line(line: &str) -> String {
+    let chars: Vec<char> = line.chars().collect();
+    let mut out = String::with_capacity(line.len());
+    let mut i = 0;
+    while i < chars.len() {
+        let c = chars[i];
+        if c == '`' {
+            // A code span: a run of backticks up to the same run again.
+            let run = chars[i..].iter().take_while(|c| **c == '`').count();
+            let close = (i + run..chars.len()).find(|&j| {
+                chars[j..].iter().take_while(|c| **c == '`').count() == run
+                    && (j == 0 || chars[j - 1] != '`')
+            });
+            match close {
+                Some(j) => {
+                    out.extend(&chars[i..j + run]);
+                    i = j + run;
+                }
+                None => {
+                    out.extend(&chars[i..i + run]);
+                    i += run;
+                }
+            }
+            continue;
+        }
+        if c == '\\' && chars.get(i + 1).is_some_and(char::is_ascii_punctuation) {
+            out.push(chars[i + 1]);
+            i += 2;
+            continue;
+        }
+        if c == '&'
+            && let Some((decoded, used)) = entity(&chars[i..])
+        {
+            out.push(decoded);
+            i += used;
+            continue;
+        }
+        out.push(c);
+        i += 1;
+    }
+    out
+}
+
+/// The character an HTML entity at the start of `chars` stands for, and its length.
+fn entity(chars: &[char]) -> Option<(char, usize)> {
+    let end = chars.iter().take(12).position(|c| *c == ';')?;
+    let name: String = chars[1..end].iter().collect();
+    let decoded = match name.as_str() {
+        "nbsp" | "ensp" | "emsp" | "thinsp" => ' ',
+        "lt" => '<',
+        "gt" => '>',
+        "amp" => '&',
+        "quot" => '"',
+        "apos" => '\'',
+        "#39" => '\'',
+        _ => {
+            let number = name.strip_prefix('#')?;
+            let code = match number.strip_prefix(['x', 'X']) {
+                Some(hex) => u32::from_str_radix(hex, 16).ok()?,
+                None => number.parse().ok()?,
+            };
+            match char::from_u32(code)? {
+                '\u{a0}' => ' ',
+                c => c,
+            }
+        }
+    };
+    Some((decoded, end + 1))
 }
 
 /// A hierarchical outline.
@@ -402,6 +513,48 @@ pub(crate) fn places(files: &mut Files, locations: &[Location]) -> Vec<Place> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn hover_markdown_becomes_clean_text() {
+        let cases = [
+            ("Doubles &lt;x&gt; &amp; more", "Doubles <x> & more"),
+            (
+                "Args:  \n&nbsp;&nbsp;&nbsp;&nbsp;x: the value  ",
+                "Args:\n    x: the value",
+            ),
+            ("a\\_b and \\*stars\\*", "a_b and *stars*"),
+            ("&#60;&#x3E;&#39;&quot;&#xA0;x", "<>'\" x"),
+            (
+                "`code &lt;x&gt; a\\_b` and &lt;",
+                "`code &lt;x&gt; a\\_b` and <",
+            ),
+            ("``a ` &lt;`` &gt;", "``a ` &lt;`` >"),
+            (
+                "```python\nx = \"&lt;\"  \n```\n&lt;",
+                "```python\nx = \"&lt;\"  \n```\n<",
+            ),
+            ("~~~\n&nbsp;\n~~~", "~~~\n&nbsp;\n~~~"),
+            (
+                "no entity & here; &bogus; &#xZZ; \\d",
+                "no entity & here; &bogus; &#xZZ; \\d",
+            ),
+            ("unclosed ` &lt;", "unclosed ` <"),
+        ];
+        for (input, expected) in cases {
+            assert_eq!(clean_markdown(input), expected, "{input:?}");
+        }
+        let hover = Hover {
+            contents: HoverContents::Markup(lsp_types::MarkupContent {
+                kind: lsp_types::MarkupKind::Markdown,
+                value: "```python\ndef f(x)\n```\n---\nDoubles a value &lt;x&gt;.\n\nArgs:  \n&nbsp;&nbsp;x: the value".to_owned(),
+            }),
+            range: None,
+        };
+        assert_eq!(
+            super::hover(Some(hover)).unwrap_or_default(),
+            "```python\ndef f(x)\n```\n---\nDoubles a value <x>.\n\nArgs:\n  x: the value"
+        );
+    }
 
     #[test]
     fn symbol_kinds_have_names() {

@@ -2,7 +2,7 @@
 //! manager that starts, talks to and stops language servers (tool-core's `LspManager`).
 //!
 //! - [`LanguageServers`] runs one server per (server, workspace root), from an
-//!   [`LspConfig`] built from the settings' `lsp` section and the defaults of DESIGN.md §5.
+//!   [`LspConfig`] built from the settings' `lsp` section and the default servers.
 //!   It speaks JSON-RPC over the server's stdio with a small client of its own, answers the
 //!   server's requests, keeps documents in sync with versions, caches diagnostics, restarts a
 //!   crashed server on the next call, and stops every server (`shutdown`, `exit`, process
@@ -13,8 +13,15 @@
 //!   file; results are readable text with paths relative to the working directory, and
 //!   locations in gitignored files are left out.
 //! - Edit and Write report the diagnostics their change introduced through
-//!   `LspManager::did_change_diagnostics`, which waits a bounded time
-//!   ([`CHANGE_DIAGNOSTICS_WAIT`]) and only when a server for the file already runs.
+//!   `LspManager::did_change_diagnostics`, only when a server for the file already runs:
+//!   in the edited file and in the other files that refer to what the change touched (the
+//!   server's outline and references, at most [`MAX_AFFECTED_FILES`]), compared with how
+//!   those stood before the change. Finding them takes at most [`IMPACT_WAIT`], the
+//!   server's verdict at most [`CHANGE_DIAGNOSTICS_WAIT`].
+//! - Before each use, a server hears which files in its workspace were created, changed or
+//!   deleted on disk since the last one (a bounded scan, `workspace/didChangeWatchedFiles`,
+//!   new files opened), so pyright's `workspaceSymbol` finds symbols in files it never had
+//!   open, also ones a shell command created after it started.
 //!
 //! # Example
 //!
@@ -33,16 +40,21 @@
 
 mod config;
 mod format;
+mod impact;
 mod manager;
 mod position;
 mod server;
 mod tool;
 mod transport;
+mod watch;
 
 use std::sync::Arc;
 
 pub use config::{DEFAULT_REQUEST_TIMEOUT, LspConfig, ServerConfig};
-pub use manager::{CHANGE_DIAGNOSTICS_WAIT, DIAGNOSTICS_WAIT, LanguageServers, ServerStatus};
+pub use manager::{
+    CHANGE_DIAGNOSTICS_WAIT, DIAGNOSTICS_WAIT, IMPACT_WAIT, LanguageServers, MAX_AFFECTED_FILES,
+    ServerStatus,
+};
 pub use tool::{Lsp, LspInput, LspOperation, LspOutput, MAX_LSP_FILE_BYTES};
 
 /// Every tool of this crate, ready for a pool: the `LSP` tool.

@@ -1,6 +1,19 @@
 //! [`LanguageServers`]: tool-core's `LspManager`, one server per (server command, workspace
 //! root), started on first use, restarted on the next use after a crash, stopped (with
 //! `shutdown`, `exit`, then its process group killed) when the manager is dropped.
+//!
+//! Before each use the server hears what changed on disk since the last one (`watch.rs`):
+//! files created, changed or deleted, as `workspace/didChangeWatchedFiles`; a new file is
+//! also opened (a few per scan), which pyright takes at once, where its watcher waits for a
+//! timer; an open document whose file changed is sent again.
+//!
+//! After an edit (`did_change_diagnostics`), the diagnostics reported are the ones the
+//! change introduced in the edited file and in the other files it broke. Before the change
+//! is sent, the server is asked which symbols the changed lines touch and who refers to
+//! them (`impact.rs`); those files are opened and their diagnostics taken as they were
+//! (pulled, where the server offers `textDocument/diagnostic`, published otherwise). After
+//! the change, the same files' new diagnostics are compared with those; a file whose state
+//! before is unknown counts only diagnostics on the lines that refer to what changed.
 
 use std::collections::HashMap;
 use std::path::{Path, PathBuf};
@@ -8,16 +21,31 @@ use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use async_trait::async_trait;
-use lsp_types::{Diagnostic, DiagnosticSeverity, DiagnosticTag, NumberOrString};
-use serde_json::Value;
+use lsp_types::{
+    Diagnostic, DiagnosticSeverity, DiagnosticTag, DocumentSymbolResponse, Location, NumberOrString,
+};
+use serde_json::{Value, json};
 use tool_core::{FileDiagnostic, LspManager, ToolError};
 
 use crate::config::{LspConfig, extension_of, find_root};
-use crate::position::{line_of, utf16_to_char};
+use crate::impact::{self, Users};
+use crate::position::{line_of, path_to_uri, utf16_to_char};
 use crate::server::{Published, Server, Sync};
+use crate::watch::{self, Change};
 
-/// How long an edit waits for the diagnostics of its new content.
+/// How long an edit waits, after its change is sent, for the diagnostics of the edited file
+/// and of the other files it may break.
 pub const CHANGE_DIAGNOSTICS_WAIT: Duration = Duration::from_secs(5);
+/// How long an edit spends, before its change is sent, finding the files that use what it
+/// changes and their diagnostics before the change.
+pub const IMPACT_WAIT: Duration = Duration::from_secs(2);
+/// At most this many other files are checked after an edit.
+pub const MAX_AFFECTED_FILES: usize = 10;
+/// After an edit, once no publication came for this long, files still silent are taken as
+/// unchanged (servers publish only diagnostics that changed).
+const AFFECTED_QUIET: Duration = Duration::from_secs(1);
+/// At most this many new files are opened in a server per scan.
+const MAX_BACKGROUND_OPENS: usize = 20;
 /// How long the `diagnostics` operation waits for a file's first diagnostics (a server
 /// that has just started may still be analysing the workspace).
 pub const DIAGNOSTICS_WAIT: Duration = Duration::from_secs(20);
@@ -157,7 +185,280 @@ impl LanguageServers {
         }
         let server = Server::start(config, &root).await?;
         *guard = Some(Arc::clone(&server));
+        drop(guard);
+        self.refresh_files(&server, None).await;
         Ok(Some(server))
+    }
+
+    /// Tells `server` what changed on disk in its workspace since the last scan (the first
+    /// scan only records what is there). `skip` is left alone: an edit syncs it itself.
+    async fn refresh_files(&self, server: &Server, skip: Option<&Path>) {
+        let extensions = self.config.extensions_of(server.config());
+        let root = server.root().to_path_buf();
+        let Ok(snapshot) = tokio::task::spawn_blocking(move || {
+            watch::scan(&root, &extensions, watch::MAX_SCAN_ENTRIES)
+        })
+        .await
+        else {
+            return;
+        };
+        let changes = {
+            let mut slot = server.files().lock().await;
+            let Some(old) = slot.replace(snapshot.clone()) else {
+                return;
+            };
+            watch::changes(&old, &snapshot)
+        };
+        if changes.is_empty() {
+            return;
+        }
+        let open = server.open_paths().await;
+        let mut events = Vec::new();
+        let mut resync = Vec::new();
+        let mut to_open = Vec::new();
+        for (path, change) in changes {
+            if skip == Some(path.as_path()) {
+                continue;
+            }
+            if open.binary_search(&path).is_ok() {
+                resync.push(path);
+                continue;
+            }
+            if let Ok(uri) = path_to_uri(&path) {
+                events.push(json!({"uri": uri, "type": change as u8}));
+            }
+            if change == Change::Created && to_open.len() < MAX_BACKGROUND_OPENS {
+                to_open.push(path);
+            }
+        }
+        if !events.is_empty() {
+            let _ = server
+                .notify(
+                    "workspace/didChangeWatchedFiles",
+                    json!({ "changes": events }),
+                )
+                .await;
+        }
+        // Errors (a file gone meanwhile) leave the server as it was: nothing to report.
+        for path in resync.iter().chain(&to_open) {
+            let _ = server.sync_document(path, None).await;
+        }
+    }
+
+    /// Whether `path` belongs to `server`: the same command and the same workspace root.
+    fn serves(&self, server: &Server, path: &Path) -> bool {
+        self.config.server_for(path).is_some_and(|c| {
+            c.command_line() == server.config().command_line()
+                && find_root(path, &c.root_markers, &self.cwd) == server.root()
+        })
+    }
+
+    /// The files that refer to what a change of `file` touches: the touched symbols from
+    /// the server's outline of `text` (what the server has now; `lines` the changed lines,
+    /// `None` for every symbol at the top), then their references, until `deadline`.
+    async fn users_of(
+        &self,
+        server: &Server,
+        file: &Path,
+        text: &str,
+        lines: Option<(u32, u32)>,
+        deadline: tokio::time::Instant,
+    ) -> Users {
+        let left = || deadline.saturating_duration_since(tokio::time::Instant::now());
+        let Ok(uri) = path_to_uri(file) else {
+            return Users::new();
+        };
+        let outline = server
+            .request_with_timeout(
+                "textDocument/documentSymbol",
+                json!({"textDocument": {"uri": uri}}),
+                left(),
+            )
+            .await
+            .ok()
+            .and_then(|v| serde_json::from_value::<Option<DocumentSymbolResponse>>(v).ok())
+            .flatten();
+        let Some(outline) = outline else {
+            return Users::new();
+        };
+        let mut users = Users::new();
+        for touched in impact::touched(outline, text, lines) {
+            if left().is_zero() {
+                break;
+            }
+            let answer = server
+                .request_with_timeout(
+                    "textDocument/references",
+                    json!({
+                        "textDocument": {"uri": uri},
+                        "position": touched.at,
+                        "context": {"includeDeclaration": false},
+                    }),
+                    left(),
+                )
+                .await;
+            let locations: Vec<Location> = answer
+                .ok()
+                .and_then(|v| serde_json::from_value::<Option<Vec<Location>>>(v).ok())
+                .flatten()
+                .unwrap_or_default();
+            impact::add_references(&mut users, file, &locations);
+        }
+        users.retain(|path, _| self.serves(server, path) && path.is_file());
+        impact::busiest(users, MAX_AFFECTED_FILES)
+    }
+
+    /// Opens the `users` the server does not have open and returns the diagnostics each
+    /// has now (pulled, or the first published after opening, until `deadline`); a file
+    /// missing from the result has no known state.
+    async fn diagnostics_before(
+        server: &Server,
+        users: &Users,
+        deadline: tokio::time::Instant,
+    ) -> HashMap<PathBuf, Vec<Diagnostic>> {
+        let left = || deadline.saturating_duration_since(tokio::time::Instant::now());
+        let mut out = HashMap::new();
+        let after = server.diagnostics_seq();
+        let mut opened = Vec::new();
+        for path in users.keys() {
+            if let Ok((Sync::Opened, _)) = server.sync_document(path, None).await {
+                opened.push(path.clone());
+            }
+        }
+        if server.pulls_diagnostics() {
+            for path in users.keys() {
+                if let Some(d) = server.pull_diagnostics(path, left()).await {
+                    out.insert(path.clone(), d);
+                }
+            }
+            return out;
+        }
+        let fresh = |p: &PathBuf| server.published(p).is_some_and(|x| x.seq > after);
+        let mut seen = after;
+        while opened.iter().any(|p| !fresh(p)) {
+            match server.wait_publication(seen, left()).await {
+                Some(seq) => seen = seq,
+                None => break,
+            }
+        }
+        if !opened.is_empty() && !server.versioned() {
+            // Published in parts (syntax, then semantic): the last part stands.
+            while let Some(seq) = server.wait_publication(seen, SETTLE.min(left())).await {
+                seen = seq;
+            }
+        }
+        for path in users.keys() {
+            let known = !opened.contains(path) || fresh(path);
+            if let Some(p) = server.published(path).filter(|_| known) {
+                out.insert(path.clone(), p.diagnostics);
+            }
+        }
+        out
+    }
+
+    /// The diagnostics the change (published after `after_seq`) introduced in other files:
+    /// the `users` (waited for until each was published again, the server fell quiet, or
+    /// `deadline`) and any other open document republished meanwhile (`before` holds what
+    /// every open document had). Errors and warnings only.
+    async fn broken_elsewhere(
+        server: &Server,
+        users: &Users,
+        before: &HashMap<PathBuf, Vec<Diagnostic>>,
+        after_seq: u64,
+        deadline: tokio::time::Instant,
+    ) -> Vec<FileDiagnostic> {
+        let left = || deadline.saturating_duration_since(tokio::time::Instant::now());
+        let mut now: Vec<(PathBuf, Vec<Diagnostic>)> = Vec::new();
+        if server.pulls_diagnostics() {
+            for path in users.keys() {
+                let pulled = server.pull_diagnostics(path, left()).await;
+                let published = || {
+                    server
+                        .published(path)
+                        .filter(|p| p.seq > after_seq)
+                        .map(|p| p.diagnostics)
+                };
+                if let Some(d) = pulled.or_else(published) {
+                    now.push((path.clone(), d));
+                }
+            }
+        } else {
+            let fresh = |p: &PathBuf| server.published(p).is_some_and(|x| x.seq > after_seq);
+            // A file never published yet will be (servers publish a file's first
+            // diagnostics); one published before is published again only if they changed.
+            let first: Vec<&PathBuf> = users
+                .keys()
+                .filter(|p| server.published(p).is_none())
+                .collect();
+            let mut seen = server.diagnostics_seq();
+            let mut quiet_from = tokio::time::Instant::now();
+            while users.keys().any(|p| !fresh(p)) {
+                let quiet_left = if first.iter().any(|p| !fresh(p)) {
+                    left()
+                } else {
+                    AFFECTED_QUIET.saturating_sub(quiet_from.elapsed())
+                };
+                match server.wait_publication(seen, left().min(quiet_left)).await {
+                    Some(seq) => {
+                        seen = seq;
+                        quiet_from = tokio::time::Instant::now();
+                    }
+                    None => break,
+                }
+            }
+            if !server.versioned() {
+                while let Some(seq) = server.wait_publication(seen, SETTLE.min(left())).await {
+                    seen = seq;
+                }
+            }
+            let mut paths: Vec<&PathBuf> = users.keys().chain(before.keys()).collect();
+            paths.sort();
+            paths.dedup();
+            for path in paths {
+                if let Some(p) = server.published(path).filter(|p| p.seq > after_seq) {
+                    now.push((path.clone(), p.diagnostics));
+                }
+            }
+        }
+        let mut out = Vec::new();
+        for (path, diagnostics) in now {
+            let new: Vec<Diagnostic> = match (before.get(&path), users.get(&path)) {
+                (Some(b), _) => introduced(b, &diagnostics),
+                (None, Some(lines)) => attributed(&diagnostics, lines),
+                (None, None) => Vec::new(),
+            };
+            let new: Vec<Diagnostic> = new
+                .into_iter()
+                .filter(|d| {
+                    matches!(
+                        d.severity,
+                        None | Some(DiagnosticSeverity::ERROR | DiagnosticSeverity::WARNING)
+                    )
+                })
+                .collect();
+            out.extend(Self::convert(server, &path, &new).await);
+        }
+        out
+    }
+
+    /// What the server says of `path` right after a sync (`synced`, `after` the
+    /// publication count before it), waiting at most `limit`: pulled where the server
+    /// pulls, else as [`fresh_diagnostics`](Self::fresh_diagnostics).
+    async fn current_diagnostics(
+        server: &Server,
+        path: &Path,
+        synced: (Sync, i32),
+        after: u64,
+        limit: Duration,
+    ) -> Option<Vec<Diagnostic>> {
+        let deadline = tokio::time::Instant::now() + limit;
+        if let Some(d) = server.pull_diagnostics(path, limit).await {
+            return Some(d);
+        }
+        let left = deadline.saturating_duration_since(tokio::time::Instant::now());
+        Self::fresh_diagnostics(server, path, synced, after, left)
+            .await
+            .map(|p| p.diagnostics)
     }
 
     /// The diagnostics of `path` for the content just synced (`sync`, `version`; `after` is
@@ -291,6 +592,20 @@ pub(crate) fn introduced(before: &[Diagnostic], after: &[Diagnostic]) -> Vec<Dia
         .collect()
 }
 
+/// The diagnostics that touch one of `lines` (0-based): in a file whose diagnostics before a
+/// change are unknown, the ones where it refers to what changed.
+pub(crate) fn attributed(diagnostics: &[Diagnostic], lines: &[u32]) -> Vec<Diagnostic> {
+    diagnostics
+        .iter()
+        .filter(|d| {
+            lines
+                .iter()
+                .any(|l| d.range.start.line <= *l && *l <= d.range.end.line)
+        })
+        .cloned()
+        .collect()
+}
+
 /// Turns a server's "method not found" into a sentence.
 fn explain(error: ToolError, server: &Server, method: &str) -> ToolError {
     let text = error.to_string();
@@ -318,16 +633,15 @@ impl LspManager for LanguageServers {
             .server(&file, true)
             .await?
             .ok_or_else(|| no_server(&file))?;
-        let first = server.open_paths().await.is_empty();
+        self.refresh_files(&server, None).await;
         let after_seq = server.diagnostics_seq();
         let (sync, version) = server.sync_document(&file, None).await?;
-        if sync == Sync::Opened {
-            // A server answers from a partial view until it has loaded the project
-            // (typescript-language-server's syntax server finds only the import for a
-            // definition); its first diagnostics for the file say it is ready.
-            let wait = if first { FIRST_OPEN_WAIT } else { OPEN_WAIT };
+        // Every call, also one running beside the first, waits until the server is ready.
+        server.wait_ready(&file, FIRST_OPEN_WAIT).await;
+        if sync == Sync::Opened && server.shows_readiness_in_publications() {
+            // A document opened later: its first diagnostics say the server has it.
             server
-                .wait_diagnostics(&file, version, after_seq, wait)
+                .wait_diagnostics(&file, version, after_seq, OPEN_WAIT)
                 .await;
         }
         server
@@ -353,28 +667,72 @@ impl LspManager for LanguageServers {
         let Some(server) = self.server(&file, false).await? else {
             return Ok(Vec::new());
         };
-        let was_open = server.open_text(&file).await.is_some();
-        let before = if was_open {
-            server
+        let old = server.open_text(&file).await;
+        if old.as_deref() == Some(text) {
+            return Ok(Vec::new());
+        }
+        self.refresh_files(&server, Some(&file)).await;
+        // Before the change: who uses what it touches, and how they stood.
+        let prepare = tokio::time::Instant::now() + IMPACT_WAIT;
+        let mut users = match &old {
+            Some(old) => {
+                let lines = impact::changed_lines(old, text);
+                self.users_of(&server, &file, old, lines, prepare).await
+            }
+            None => Users::new(),
+        };
+        let mut before_others = Self::diagnostics_before(&server, &users, prepare).await;
+        for path in server.open_paths().await {
+            if path != file
+                && !before_others.contains_key(&path)
+                && let Some(p) = server.published(&path)
+            {
+                before_others.insert(path, p.diagnostics);
+            }
+        }
+        let before = match &old {
+            Some(_) if server.pulls_diagnostics() => server
+                .pull_diagnostics(
+                    &file,
+                    prepare.saturating_duration_since(tokio::time::Instant::now()),
+                )
+                .await
+                .unwrap_or_default(),
+            Some(_) => server
                 .published(&file)
                 .map(|p| p.diagnostics)
-                .unwrap_or_default()
-        } else {
-            Vec::new()
+                .unwrap_or_default(),
+            None => Vec::new(),
         };
+        // The change, and the server's verdict within the same bounded wait.
+        let deadline = tokio::time::Instant::now() + CHANGE_DIAGNOSTICS_WAIT;
         let after_seq = server.diagnostics_seq();
         let synced = server.sync_document(&file, Some(text)).await?;
         if synced.0 == Sync::Unchanged {
             return Ok(Vec::new());
         }
-        let Some(published) =
-            Self::fresh_diagnostics(&server, &file, synced, after_seq, CHANGE_DIAGNOSTICS_WAIT)
-                .await
-        else {
-            return Ok(Vec::new());
+        if old.is_none() {
+            // What the file had before is unknown: every symbol at its top may have
+            // changed; their users count only diagnostics where they refer to them.
+            let find = tokio::time::Instant::now() + IMPACT_WAIT;
+            users = self.users_of(&server, &file, text, None, find).await;
+            for path in users.keys() {
+                let _ = server.sync_document(path, None).await;
+            }
+        }
+        let left = deadline.saturating_duration_since(tokio::time::Instant::now());
+        let mut out = match Self::current_diagnostics(&server, &file, synced, after_seq, left).await
+        {
+            Some(now) => {
+                let new = introduced(&before, &now);
+                Self::convert(&server, &file, &new).await
+            }
+            None => Vec::new(),
         };
-        let new = introduced(&before, &published.diagnostics);
-        Ok(Self::convert(&server, &file, &new).await)
+        out.extend(
+            Self::broken_elsewhere(&server, &users, &before_others, after_seq, deadline).await,
+        );
+        Ok(out)
     }
 
     async fn diagnostics(&self, file: Option<&Path>) -> Result<Vec<FileDiagnostic>, ToolError> {
@@ -386,8 +744,12 @@ impl LspManager for LanguageServers {
                     continue;
                 };
                 for path in server.open_paths().await {
-                    if let Some(p) = server.published(&path) {
-                        out.extend(Self::convert(&server, &path, &p.diagnostics).await);
+                    let diagnostics = match server.pull_diagnostics(&path, DIAGNOSTICS_WAIT).await {
+                        Some(d) => Some(d),
+                        None => server.published(&path).map(|p| p.diagnostics),
+                    };
+                    if let Some(d) = diagnostics {
+                        out.extend(Self::convert(&server, &path, &d).await);
                     }
                 }
             }
@@ -399,9 +761,10 @@ impl LspManager for LanguageServers {
             .server(&file, true)
             .await?
             .ok_or_else(|| no_server(&file))?;
+        self.refresh_files(&server, None).await;
         let after_seq = server.diagnostics_seq();
         let synced = server.sync_document(&file, None).await?;
-        let published = match Self::fresh_diagnostics(
+        let diagnostics = match Self::current_diagnostics(
             &server,
             &file,
             synced,
@@ -410,7 +773,7 @@ impl LspManager for LanguageServers {
         )
         .await
         {
-            Some(p) => p,
+            Some(d) => d,
             None if !server.is_alive() => {
                 return Err(ToolError::respond(format!(
                     "the language server {} stopped before it reported diagnostics for {}; it will be restarted on the next call",
@@ -427,7 +790,7 @@ impl LspManager for LanguageServers {
                 )));
             }
         };
-        Ok(Self::convert(&server, &file, &published.diagnostics).await)
+        Ok(Self::convert(&server, &file, &diagnostics).await)
     }
 }
 

@@ -256,6 +256,67 @@ pub(crate) enum Sync {
     Changed,
 }
 
+/// typescript-language-server's command that forwards a request to tsserver.
+const TSSERVER_REQUEST: &str = "typescript.tsserverRequest";
+
+/// How a server's diagnostics of a file are asked for.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Pull {
+    /// `textDocument/diagnostic`
+    Lsp,
+    /// tsserver's `syntacticDiagnosticsSync` and `semanticDiagnosticsSync`, through
+    /// `workspace/executeCommand`
+    Tsserver,
+}
+
+/// An LSP diagnostic from a tsserver one (1-based line and UTF-16 offset, `text`,
+/// `category`), as typescript-language-server converts them.
+fn from_tsserver(d: &Value) -> Option<Diagnostic> {
+    let position = |p: &Value| -> Option<lsp_types::Position> {
+        let line = p.get("line")?.as_u64()?.checked_sub(1)?;
+        let offset = p.get("offset")?.as_u64()?.checked_sub(1)?;
+        Some(lsp_types::Position::new(
+            u32::try_from(line).ok()?,
+            u32::try_from(offset).ok()?,
+        ))
+    };
+    let severity = match d.get("category").and_then(Value::as_str) {
+        Some("warning") => lsp_types::DiagnosticSeverity::WARNING,
+        Some("suggestion") => lsp_types::DiagnosticSeverity::HINT,
+        Some("message") => lsp_types::DiagnosticSeverity::INFORMATION,
+        _ => lsp_types::DiagnosticSeverity::ERROR,
+    };
+    let tags = [
+        ("reportsUnnecessary", lsp_types::DiagnosticTag::UNNECESSARY),
+        ("reportsDeprecated", lsp_types::DiagnosticTag::DEPRECATED),
+    ]
+    .into_iter()
+    .filter(|(key, _)| {
+        d.get(*key)
+            .is_some_and(|v| !v.is_null() && v != &Value::Bool(false))
+    })
+    .map(|(_, tag)| tag)
+    .collect::<Vec<_>>();
+    Some(Diagnostic {
+        range: lsp_types::Range::new(position(d.get("start")?)?, position(d.get("end")?)?),
+        severity: Some(severity),
+        code: d
+            .get("code")
+            .and_then(Value::as_i64)
+            .and_then(|c| i32::try_from(c).ok())
+            .map(lsp_types::NumberOrString::Number),
+        source: Some(
+            d.get("source")
+                .and_then(Value::as_str)
+                .unwrap_or("typescript")
+                .to_owned(),
+        ),
+        message: d.get("text").and_then(Value::as_str)?.to_owned(),
+        tags: (!tags.is_empty()).then_some(tags),
+        ..Diagnostic::default()
+    })
+}
+
 /// A running language server.
 #[derive(Debug)]
 pub(crate) struct Server {
@@ -266,6 +327,12 @@ pub(crate) struct Server {
     next_id: AtomicI64,
     docs: tokio::sync::Mutex<HashMap<PathBuf, OpenDoc>>,
     tick: AtomicU64,
+    /// The server's capabilities, from its `initialize` answer
+    capabilities: Value,
+    /// Set once the server has shown it is ready (see [`Server::wait_ready`])
+    ready: tokio::sync::OnceCell<()>,
+    /// What the last workspace scan saw, to tell the server what changed on disk since
+    files: tokio::sync::Mutex<Option<crate::watch::Snapshot>>,
 }
 
 impl Server {
@@ -337,7 +404,7 @@ impl Server {
                 "could not start a reader thread: {e}"
             )));
         }
-        let server = Server {
+        let mut server = Server {
             config: config.clone(),
             shared,
             child: Mutex::new(child),
@@ -345,9 +412,12 @@ impl Server {
             next_id: AtomicI64::new(1),
             docs: tokio::sync::Mutex::new(HashMap::new()),
             tick: AtomicU64::new(0),
+            capabilities: Value::Null,
+            ready: tokio::sync::OnceCell::new(),
+            files: tokio::sync::Mutex::new(None),
         };
         let params = initialize_params(config, root, &root_uri);
-        server
+        let answer = server
             .request_with_timeout("initialize", params, INITIALIZE_TIMEOUT)
             .await
             .map_err(|e| {
@@ -356,6 +426,7 @@ impl Server {
                     config.command_line()
                 ))
             })?;
+        server.capabilities = answer.get("capabilities").cloned().unwrap_or(Value::Null);
         server.notify("initialized", json!({})).await?;
         if let Some(settings) = &config.settings {
             server
@@ -366,6 +437,11 @@ impl Server {
                 .await?;
         }
         Ok(Arc::new(server))
+    }
+
+    /// How it was started.
+    pub(crate) fn config(&self) -> &ServerConfig {
+        &self.config
     }
 
     /// The server's name, for messages.
@@ -609,6 +685,149 @@ impl Server {
         self.shared.versioned.load(Ordering::SeqCst)
     }
 
+    /// How the server can be asked for a file's diagnostics, if it can.
+    fn pull_kind(&self) -> Option<Pull> {
+        let caps = &self.capabilities;
+        if caps
+            .get("diagnosticProvider")
+            .is_some_and(|p| !p.is_null() && p != &Value::Bool(false))
+        {
+            return Some(Pull::Lsp);
+        }
+        let commands = caps
+            .pointer("/executeCommandProvider/commands")
+            .and_then(Value::as_array);
+        if commands.is_some_and(|c| c.iter().any(|c| c == TSSERVER_REQUEST)) {
+            return Some(Pull::Tsserver);
+        }
+        None
+    }
+
+    /// Whether the server's first publications tell when it has loaded a project: every
+    /// server but one that offers `textDocument/diagnostic`. (typescript-language-server
+    /// sends references to its syntax server, which sees one file, until its semantic
+    /// server has reported diagnostics; a diagnostics request through tsserver does not end
+    /// that.)
+    pub(crate) fn shows_readiness_in_publications(&self) -> bool {
+        self.pull_kind() != Some(Pull::Lsp)
+    }
+
+    /// Whether the server's diagnostics of a file can be asked for (see
+    /// [`pull_diagnostics`](Self::pull_diagnostics)) rather than waited for.
+    pub(crate) fn pulls_diagnostics(&self) -> bool {
+        self.pull_kind().is_some()
+    }
+
+    /// The server's diagnostics of `path` now, asked for: `textDocument/diagnostic` where the
+    /// server offers it (pull diagnostics); for typescript-language-server, which offers no
+    /// pull but forwards requests to tsserver, tsserver's synchronous syntactic and semantic
+    /// diagnostics. `None` when the server cannot be asked, did not answer within `limit`,
+    /// or answered with something else than a full report.
+    pub(crate) async fn pull_diagnostics(
+        &self,
+        path: &Path,
+        limit: Duration,
+    ) -> Option<Vec<Diagnostic>> {
+        let kind = self.pull_kind()?;
+        if limit.is_zero() {
+            return None;
+        }
+        match kind {
+            Pull::Lsp => {
+                let uri = path_to_uri(path).ok()?;
+                let answer = self
+                    .request_with_timeout(
+                        "textDocument/diagnostic",
+                        json!({"textDocument": {"uri": uri}}),
+                        limit,
+                    )
+                    .await
+                    .ok()?;
+                if answer.get("kind").and_then(Value::as_str) != Some("full") {
+                    return None;
+                }
+                serde_json::from_value(answer.get("items").cloned().unwrap_or(Value::Null)).ok()
+            }
+            Pull::Tsserver => {
+                let deadline = tokio::time::Instant::now() + limit;
+                let mut out = Vec::new();
+                for command in ["syntacticDiagnosticsSync", "semanticDiagnosticsSync"] {
+                    let left = deadline.saturating_duration_since(tokio::time::Instant::now());
+                    let answer = self
+                        .request_with_timeout(
+                            "workspace/executeCommand",
+                            json!({
+                                "command": TSSERVER_REQUEST,
+                                "arguments": [command, {"file": path.display().to_string()}],
+                            }),
+                            left,
+                        )
+                        .await
+                        .ok()?;
+                    if answer.get("success") != Some(&Value::Bool(true)) {
+                        return None;
+                    }
+                    out.extend(
+                        answer
+                            .get("body")
+                            .and_then(Value::as_array)
+                            .into_iter()
+                            .flatten()
+                            .filter_map(from_tsserver),
+                    );
+                }
+                Some(out)
+            }
+        }
+    }
+
+    /// Waits, once per server, until it has shown it is ready: its first diagnostics of
+    /// any file (a pull of `path` for a server that offers `textDocument/diagnostic`), at
+    /// most `limit`. A server
+    /// answers from a partial view until it has loaded the project
+    /// (typescript-language-server's syntax server finds only the import for a definition;
+    /// pyright has not listed the workspace's files). Every caller waits for the same
+    /// moment, so concurrent first calls cannot slip past it.
+    pub(crate) async fn wait_ready(&self, path: &Path, limit: Duration) {
+        self.ready
+            .get_or_init(|| async {
+                let deadline = tokio::time::Instant::now() + limit;
+                if !self.shows_readiness_in_publications()
+                    && self.pull_diagnostics(path, limit).await.is_some()
+                {
+                    return;
+                }
+                let left = deadline.saturating_duration_since(tokio::time::Instant::now());
+                self.wait_publication(0, left).await;
+            })
+            .await;
+    }
+
+    /// Waits until any publication arrives after publication `after`; its sequence
+    /// number, or `None` after `limit` (or when the server died).
+    pub(crate) async fn wait_publication(&self, after: u64, limit: Duration) -> Option<u64> {
+        let mut rx = self.shared.diag_tx.subscribe();
+        let deadline = tokio::time::Instant::now() + limit;
+        loop {
+            let seq = *rx.borrow_and_update();
+            if seq > after {
+                return Some(seq);
+            }
+            if self.shared.dead.load(Ordering::SeqCst) {
+                return None;
+            }
+            match tokio::time::timeout_at(deadline, rx.changed()).await {
+                Ok(Ok(())) => {}
+                _ => return None,
+            }
+        }
+    }
+
+    /// The workspace snapshot slot (see `watch.rs`).
+    pub(crate) fn files(&self) -> &tokio::sync::Mutex<Option<crate::watch::Snapshot>> {
+        &self.files
+    }
+
     /// Waits until the server publishes diagnostics for `path` after publication `after`
     /// and for version `version` or later (when it names one); `None` after `limit`.
     pub(crate) async fn wait_diagnostics(
@@ -762,6 +981,10 @@ fn initialize_params(config: &ServerConfig, root: &Path, root_uri: &str) -> Valu
                 "didChangeConfiguration": {"dynamicRegistration": false},
                 "symbol": {"dynamicRegistration": false},
                 "applyEdit": false,
+                // The client reports files created, changed or deleted on disk (found by a
+                // bounded scan before each request); pyright sets up its watchers only when
+                // a client says it can, and otherwise never sees a file added after start.
+                "didChangeWatchedFiles": {"dynamicRegistration": true, "relativePatternSupport": false},
             },
             "textDocument": {
                 "synchronization": {"dynamicRegistration": false, "didSave": true, "willSave": false},
@@ -780,6 +1003,10 @@ fn initialize_params(config: &ServerConfig, root: &Path, root_uri: &str) -> Valu
                     "hierarchicalDocumentSymbolSupport": true,
                 },
                 "callHierarchy": {"dynamicRegistration": false},
+                // Pull diagnostics, for a server that offers them statically (pyright offers
+                // them only by dynamic registration, and then stops publishing: it keeps
+                // publishing here).
+                "diagnostic": {"dynamicRegistration": false, "relatedDocumentSupport": false},
             },
             "window": {"workDoneProgress": true, "showMessage": {}},
         },
@@ -793,6 +1020,41 @@ fn initialize_params(config: &ServerConfig, root: &Path, root_uri: &str) -> Valu
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn tsserver_diagnostics_become_lsp_diagnostics() {
+        let d = from_tsserver(&json!({
+            "start": {"line": 3, "offset": 18}, "end": {"line": 3, "offset": 23},
+            "text": "Expected 2 arguments, but got 1.", "code": 2554, "category": "error",
+        }))
+        .unwrap_or_default();
+        assert_eq!(
+            (
+                d.range.start.line,
+                d.range.start.character,
+                d.range.end.character
+            ),
+            (2, 17, 22)
+        );
+        assert_eq!(d.severity, Some(lsp_types::DiagnosticSeverity::ERROR));
+        assert_eq!(d.code, Some(lsp_types::NumberOrString::Number(2554)));
+        assert_eq!(d.source.as_deref(), Some("typescript"));
+        assert_eq!(d.message, "Expected 2 arguments, but got 1.");
+        let hint = from_tsserver(&json!({
+            "start": {"line": 1, "offset": 1}, "end": {"line": 1, "offset": 2},
+            "text": "unused", "category": "suggestion", "reportsUnnecessary": {},
+        }))
+        .unwrap_or_default();
+        assert_eq!(hint.severity, Some(lsp_types::DiagnosticSeverity::HINT));
+        assert_eq!(hint.tags, Some(vec![lsp_types::DiagnosticTag::UNNECESSARY]));
+        for bad in [
+            json!({"start": {"line": 0, "offset": 1}, "end": {"line": 1, "offset": 1}, "text": "x"}),
+            json!({"start": {"line": 1, "offset": 1}, "end": {"line": 1, "offset": 1}}),
+            json!("x"),
+        ] {
+            assert!(from_tsserver(&bad).is_none(), "{bad}");
+        }
+    }
 
     #[test]
     fn configuration_sections_are_looked_up() {

@@ -112,9 +112,11 @@ pub struct LspInput {
     pub file_path: Option<String>,
     /// The line number (1-based, as shown in editors)
     #[serde(default)]
+    #[schemars(range(min = 1))]
     pub line: Option<u32>,
     /// The character offset (1-based, as shown in editors)
     #[serde(default)]
+    #[schemars(range(min = 1))]
     pub character: Option<u32>,
     /// For workspaceSymbol: the symbol name to search for (default: the word at
     /// line/character)

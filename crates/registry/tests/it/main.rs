@@ -1,7 +1,10 @@
 //! Registry tests: pool order, MCP de-duplication, deny filtering, the feature plumbing,
-//! sessions from settings files, and schema snapshots of every tool in every dialect.
+//! sessions from settings files, schema snapshots of every tool in every dialect checked
+//! against each provider, and Edit reporting what it broke through a language server.
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
+#[cfg(all(feature = "fs", feature = "lsp"))]
+mod lsp_edit;
 mod pool;
 mod schemas;
 mod session;

@@ -38,8 +38,15 @@ fn numbered_lines_and_ranges() {
         "2\tb\n3\tc\n\n[Showing lines 2-3 of 4. To read more, call Read with offset: 4.]",
     );
     check("a\nb\n", json!({"offset": 2}), "2\tb");
-    // offset 0 and 1 both start at the first line, numbered 1 (the reference numbered from 0).
-    check("a\nb\n", json!({"offset": 0}), "1\ta\n2\tb");
+    // offset is 1-based, as the schema says (`minimum: 1`): 0 is refused with the reason.
+    let f = Fixture::new(&[]);
+    f.write("f.txt", "a\nb\n");
+    let r = read(&f, json!({"file_path": "{root}/f.txt", "offset": 0}));
+    assert!(r.is_error, "{r:#?}");
+    assert!(
+        r.text().contains("`offset` must be at least 1 but was 0"),
+        "{r:#?}"
+    );
     check(
         "a\nb\n",
         json!({"offset": "1", "limit": "1"}),

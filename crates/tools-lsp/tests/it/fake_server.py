@@ -2,9 +2,18 @@
 # receives, one JSON line each, to the file named by its first argument. Hover at line 0
 # answers, line 1 never answers, line 2 exits mid-request, line 3 sends a message over the
 # client's cap and then answers.
-import json, sys
+#
+# With "pull" as its second argument it offers pull diagnostics (and publishes none): a
+# document's diagnostics are an error on each line that says "call", while any document
+# whose text says "broken" is open; documentSymbol gives one function "thing" over the
+# whole document, and references of it are the lines saying "call" in every other open
+# document.
+import json, os, sys
+from urllib.parse import unquote, urlparse
 
 log = open(sys.argv[1], "a", buffering=1)
+pull = len(sys.argv) > 2 and sys.argv[2] == "pull"
+docs = {}
 inp, out = sys.stdin.buffer, sys.stdout.buffer
 
 def send(msg):
@@ -43,10 +52,50 @@ while True:
         ask("c3", "window/workDoneProgress/create", {"token": "t"})
         ask("c4", "workspace/workspaceFolders", None)
         ask("c5", "fake/unknownRequest", {})
-        send({"jsonrpc": "2.0", "id": msg["id"], "result": {"capabilities": {"hoverProvider": True}}})
+        caps = {"hoverProvider": True}
+        if pull:
+            caps["diagnosticProvider"] = {"interFileDependencies": True, "workspaceDiagnostics": False}
+        send({"jsonrpc": "2.0", "id": msg["id"], "result": {"capabilities": caps}})
     elif method == "textDocument/didOpen":
-        send({"jsonrpc": "2.0", "method": "textDocument/publishDiagnostics", "params": {
-            "uri": msg["params"]["textDocument"]["uri"], "version": 1, "diagnostics": []}})
+        doc = msg["params"]["textDocument"]
+        docs[doc["uri"]] = doc["text"]
+        if not pull:
+            send({"jsonrpc": "2.0", "method": "textDocument/publishDiagnostics", "params": {
+                "uri": doc["uri"], "version": 1, "diagnostics": []}})
+    elif method == "textDocument/didChange":
+        docs[msg["params"]["textDocument"]["uri"]] = msg["params"]["contentChanges"][-1]["text"]
+    elif method == "textDocument/didClose":
+        docs.pop(msg["params"]["textDocument"]["uri"], None)
+    elif method == "textDocument/diagnostic":
+        uri = msg["params"]["textDocument"]["uri"]
+        broken = any("broken" in t for t in docs.values())
+        items = [{"range": {"start": {"line": i, "character": 0}, "end": {"line": i, "character": 4}},
+                  "severity": 1, "message": "call is broken", "source": "fake"}
+                 for i, line in enumerate(docs.get(uri, "").split("\n")) if broken and "call" in line]
+        send({"jsonrpc": "2.0", "id": msg["id"], "result": {"kind": "full", "items": items}})
+    elif method == "textDocument/documentSymbol":
+        text = docs.get(msg["params"]["textDocument"]["uri"], "")
+        last = len(text.split("\n")) - 1
+        send({"jsonrpc": "2.0", "id": msg["id"], "result": [{
+            "name": "thing", "kind": 12,
+            "range": {"start": {"line": 0, "character": 0}, "end": {"line": last, "character": 0}},
+            "selectionRange": {"start": {"line": 0, "character": 0}, "end": {"line": 0, "character": 5}},
+        }]})
+    elif method == "textDocument/references":
+        me = msg["params"]["textDocument"]["uri"]
+        # Every other document in the folder, open or not, as a server that indexes would.
+        folder = unquote(urlparse(me).path).rsplit("/", 1)[0]
+        found = []
+        for name in sorted(os.listdir(folder)):
+            uri = "file://" + folder + "/" + name
+            if uri == me or not name.endswith(".fake"):
+                continue
+            text = docs.get(uri) or open(folder + "/" + name).read()
+            for i, line in enumerate(text.split("\n")):
+                if "call" in line:
+                    found.append({"uri": uri, "range": {"start": {"line": i, "character": 0},
+                                                        "end": {"line": i, "character": 4}}})
+        send({"jsonrpc": "2.0", "id": msg["id"], "result": found})
     elif method == "textDocument/hover":
         line = msg["params"]["position"]["line"]
         if line == 1:

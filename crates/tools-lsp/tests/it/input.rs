@@ -67,7 +67,7 @@ async fn bad_inputs_get_clear_errors() {
     .await;
     check(
         json!({"operation": "hover", "filePath": "a.py", "line": 0, "character": 1}),
-        "line must be 1 or more",
+        "The parameter `line` must be at least 1 but was 0",
     )
     .await;
     check(

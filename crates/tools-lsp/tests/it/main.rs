@@ -3,6 +3,7 @@
 //! typescript-language-server. A missing server skips its tests with a message, or fails
 //! them with `AGENT_TOOLS_REQUIRE_PEERS=1`.
 
+mod across;
 mod common;
 mod input;
 mod manager;

@@ -1,6 +1,8 @@
 //! The client's protocol against a scripted server (python3): the server's own requests
 //! answered, a request timeout followed by `$/cancelRequest`, a crash mid-request reported and
-//! the server restarted by the next call, `shutdown` and `exit` on drop.
+//! the server restarted by the next call, `shutdown` and `exit` on drop, files changed on
+//! disk reported to the server, and an edit's diagnostics in other files pulled from a
+//! server that offers pull diagnostics.
 
 use std::path::{Path, PathBuf};
 use std::time::Duration;
@@ -20,6 +22,11 @@ struct Fake {
 }
 
 fn fake() -> Option<Fake> {
+    fake_with(&[])
+}
+
+/// The scripted server with extra arguments (`pull`).
+fn fake_with(extra: &[&str]) -> Option<Fake> {
     let python = std::env::var_os("PATH").and_then(|path| {
         std::env::split_paths(&path)
             .map(|d| d.join("python3"))
@@ -43,6 +50,7 @@ fn fake() -> Option<Fake> {
     std::fs::write(&file, "one\ntwo\nthree\nfour\n").unwrap_or_else(|e| panic!("{e}"));
     let mut server = ServerConfig::new(python.display().to_string(), &[]);
     server.args = vec![script.display().to_string(), log.display().to_string()];
+    server.args.extend(extra.iter().map(|a| (*a).to_owned()));
     server.settings = Some(json!({"fake": {"answer": 42}}));
     server.request_timeout = Duration::from_millis(500);
     let servers = LanguageServers::new(LspConfig::empty().with_server("fake", server), &root);
@@ -256,4 +264,161 @@ async fn deleted_and_least_recently_used_documents_are_closed() {
     assert!(closed(&log, &f.uri), "the deleted file stays open");
     assert!(closed(&log, &uri_of(0)), "f0 stays open");
     assert!(!closed(&log, &uri_of(1)), "f1 was closed too early");
+}
+
+fn methods(log: &[Value]) -> Vec<String> {
+    log.iter()
+        .filter_map(|m| m["method"].as_str().map(str::to_owned))
+        .collect()
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn files_changed_on_disk_are_reported_before_the_next_request() {
+    let Some(f) = fake() else { return };
+    let dir = f.file.parent().map(Path::to_path_buf).unwrap_or_default();
+    std::fs::write(dir.join("old.fake"), "old\n").unwrap_or_else(|e| panic!("{e}"));
+    std::fs::write(dir.join("kept.fake"), "kept\n").unwrap_or_else(|e| panic!("{e}"));
+    f.hover(0).await.unwrap_or_else(|e| panic!("{e}"));
+    // As a shell command would: a new file, a deleted one, a changed closed one, and the
+    // open document changed behind the client's back.
+    std::fs::create_dir_all(dir.join("pkg")).unwrap_or_else(|e| panic!("{e}"));
+    std::fs::write(dir.join("pkg/new.fake"), "new\n").unwrap_or_else(|e| panic!("{e}"));
+    std::fs::remove_file(dir.join("old.fake")).unwrap_or_else(|e| panic!("{e}"));
+    std::fs::write(dir.join("kept.fake"), "kept, longer\n").unwrap_or_else(|e| panic!("{e}"));
+    std::fs::write(&f.file, "one\ntwo\nthree\nfour\nfive\n").unwrap_or_else(|e| panic!("{e}"));
+    std::fs::write(dir.join("notes.txt"), "not a source\n").unwrap_or_else(|e| panic!("{e}"));
+    f.hover(0).await.unwrap_or_else(|e| panic!("{e}"));
+    let log = received(&f.log);
+    let events: Vec<(String, i64)> = log
+        .iter()
+        .filter(|m| m["method"] == "workspace/didChangeWatchedFiles")
+        .flat_map(|m| {
+            m["params"]["changes"]
+                .as_array()
+                .cloned()
+                .unwrap_or_default()
+        })
+        .map(|c| {
+            let uri = c["uri"].as_str().unwrap_or_default();
+            let name = uri.strip_prefix(&format!("file://{}/", dir.display()));
+            (
+                name.unwrap_or(uri).to_owned(),
+                c["type"].as_i64().unwrap_or(0),
+            )
+        })
+        .collect();
+    assert_eq!(
+        events,
+        [
+            ("kept.fake".to_owned(), 2),
+            ("old.fake".to_owned(), 3),
+            ("pkg/new.fake".to_owned(), 1)
+        ],
+        "{log:#?}"
+    );
+    // The new file was opened, and the open document sent again with its new text.
+    let new_uri = format!("file://{}/pkg/new.fake", dir.display());
+    assert!(
+        log.iter().any(|m| m["method"] == "textDocument/didOpen"
+            && m["params"]["textDocument"]["uri"] == new_uri),
+        "{log:#?}"
+    );
+    assert!(
+        log.iter().any(|m| m["method"] == "textDocument/didChange"
+            && m["params"]["contentChanges"][0]["text"] == "one\ntwo\nthree\nfour\nfive\n"),
+        "{log:#?}"
+    );
+    // Nothing changed since: nothing more is reported.
+    f.hover(0).await.unwrap_or_else(|e| panic!("{e}"));
+    let again = received(&f.log);
+    let count = |log: &[Value]| {
+        methods(log)
+            .iter()
+            .filter(|m| *m == "workspace/didChangeWatchedFiles")
+            .count()
+    };
+    assert_eq!(count(&again), count(&log));
+    // initialize said the client reports watched files and can pull diagnostics.
+    let init = log
+        .iter()
+        .find(|m| m["method"] == "initialize")
+        .cloned()
+        .unwrap_or_default();
+    let caps = &init["params"]["capabilities"];
+    assert_eq!(
+        caps["workspace"]["didChangeWatchedFiles"]["dynamicRegistration"],
+        true
+    );
+    assert!(caps["textDocument"]["diagnostic"].is_object(), "{caps}");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_edit_reports_what_it_broke_in_other_files_by_pulled_diagnostics() {
+    let Some(f) = fake_with(&["pull"]) else {
+        return;
+    };
+    let dir = f.file.parent().map(Path::to_path_buf).unwrap_or_default();
+    let lib = dir.join("lib.fake");
+    let caller = dir.join("caller.fake");
+    std::fs::write(&lib, "thing\n").unwrap_or_else(|e| panic!("{e}"));
+    std::fs::write(&caller, "x\ncall here\n").unwrap_or_else(|e| panic!("{e}"));
+    std::fs::write(dir.join("other.fake"), "nothing\n").unwrap_or_else(|e| panic!("{e}"));
+    // The server runs and has lib.fake open (as after an LSP call on it).
+    let none = f
+        .servers
+        .diagnostics(Some(&lib))
+        .await
+        .unwrap_or_else(|e| panic!("{e}"));
+    assert!(none.is_empty(), "{none:?}");
+    std::fs::write(&lib, "thing broken\n").unwrap_or_else(|e| panic!("{e}"));
+    let new = f
+        .servers
+        .did_change_diagnostics(&lib, "thing broken\n")
+        .await
+        .unwrap_or_else(|e| panic!("{e}"));
+    let shown: Vec<String> = new.iter().map(|d| d.display(&dir)).collect();
+    assert_eq!(shown, ["caller.fake:2:1: error: call is broken [fake]"]);
+    // The caller was opened and its diagnostics pulled before the change was sent.
+    let log = received(&f.log);
+    let at = |pred: &dyn Fn(&Value) -> bool| log.iter().position(pred);
+    let caller_uri = format!("file://{}", caller.display());
+    let lib_uri = format!("file://{}", lib.display());
+    let opened = at(&|m| {
+        m["method"] == "textDocument/didOpen" && m["params"]["textDocument"]["uri"] == caller_uri
+    });
+    let pulled = at(&|m| {
+        m["method"] == "textDocument/diagnostic" && m["params"]["textDocument"]["uri"] == caller_uri
+    });
+    let changed = at(&|m| {
+        m["method"] == "textDocument/didChange" && m["params"]["textDocument"]["uri"] == lib_uri
+    });
+    assert!(
+        opened.is_some() && opened < pulled && pulled < changed,
+        "{opened:?} {pulled:?} {changed:?}"
+    );
+    assert!(
+        !methods(&log).contains(&"textDocument/publishDiagnostics".to_owned()),
+        "the pull server published"
+    );
+    // Every open file's diagnostics, pulled.
+    let all = f
+        .servers
+        .diagnostics(None)
+        .await
+        .unwrap_or_else(|e| panic!("{e}"));
+    assert_eq!(all.len(), 1, "{all:?}");
+    // The fix reports nothing new, and the caller is clean again.
+    std::fs::write(&lib, "thing\n").unwrap_or_else(|e| panic!("{e}"));
+    let fixed = f
+        .servers
+        .did_change_diagnostics(&lib, "thing\n")
+        .await
+        .unwrap_or_else(|e| panic!("{e}"));
+    assert!(fixed.is_empty(), "{fixed:?}");
+    let now = f
+        .servers
+        .diagnostics(Some(&caller))
+        .await
+        .unwrap_or_else(|e| panic!("{e}"));
+    assert!(now.is_empty(), "{now:?}");
 }
