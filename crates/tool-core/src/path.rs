@@ -137,7 +137,7 @@ pub fn check_regular_or_dir(path: &Path) -> Result<Option<Metadata>, ToolError> 
 }
 
 /// Whether a protected name is a file or a directory.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 pub enum EntryKind {
     /// A regular file
     File,

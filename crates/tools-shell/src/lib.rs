@@ -105,13 +105,21 @@
 
 mod bash;
 #[cfg(target_os = "linux")]
+mod filter;
+#[cfg(target_os = "linux")]
 mod inside;
+#[cfg(target_os = "linux")]
+mod landlock;
+mod mask;
 #[cfg(feature = "monitor")]
 mod monitor;
 mod output;
 mod parse;
 mod permissions;
+#[cfg(target_os = "linux")]
+mod placeholder;
 mod process;
+mod protect;
 mod readonly;
 mod sandbox;
 mod session;
@@ -136,8 +144,8 @@ pub use permissions::{MAX_SUBCOMMANDS, check as check_command, is_read_only};
 pub use process::KILL_GRACE;
 pub use readonly::is_read_only_command;
 pub use sandbox::{
-    Launch, Mechanism, Prepared, SandboxMode, SandboxPolicy, SandboxSettings, bubblewrap,
-    landlock_available, prepare as prepare_sandbox,
+    DenyRead, EXEC_ARG, Launch, Mask, Mechanism, Prepared, SECRETS, SandboxMode, SandboxPolicy,
+    SandboxSettings, bubblewrap, landlock_available, prepare as prepare_sandbox,
 };
 pub use session::{SandboxInstance, sandbox_instance};
 pub use task_tools::{
