@@ -202,9 +202,13 @@ fn eperm_part(sockets: Sockets) -> Result<BpfProgram, String> {
     compile(rules, SeccompAction::Errno(libc::EPERM as u32))
 }
 
-const BPF_LD_W_ABS: u16 = 0x00 | 0x00 | 0x20;
+/// `BPF_LD | BPF_W | BPF_ABS`: load a word of the system call's data.
+const BPF_LD_W_ABS: u16 = 0x20;
+/// `BPF_JMP | BPF_JA`: jump forward by `k`.
 const BPF_JMP_JA: u16 = 0x05;
+/// `BPF_JMP | BPF_JSET | BPF_K`: jump if the accumulator has a bit of `k`.
 const BPF_JMP_JSET_K: u16 = 0x05 | 0x40;
+/// `BPF_RET | BPF_K`: return `k`.
 const BPF_RET_K: u16 = 0x06;
 
 /// Runs `first`, then `second` where `first` allows: each "return allow" of `first`

@@ -1,10 +1,12 @@
 //! Integration tests of tools-shell through tool-core's execution path: Bash's execution
 //! model (process groups, timeouts, output cap, cwd, exit codes, cancellation), the
 //! shell-aware permissions against safety.md §7 rows 1–16 and §6's bypasses, background
-//! tasks with TaskOutput and TaskStop, the sandbox under bubblewrap and Landlock, Monitor.
+//! tasks with TaskOutput and TaskStop, the sandbox under bubblewrap and Landlock and what it
+//! contains against an attacker (as root and as an unprivileged user), Monitor.
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
 mod bash;
+mod containment;
 #[cfg(feature = "monitor")]
 mod monitor;
 mod permissions;
