@@ -35,20 +35,16 @@ pub const XATTR: &str = "user.agent-tools.placeholder";
 
 /// A placeholder this process uses.
 struct Entry {
-    dev: u64,
-    ino: u64,
+    /// Device, inode and change time when it was made or adopted: any write into it, an
+    /// entry added to it, or another entry in its place (even one that reuses the inode
+    /// number) changes one of them
+    id: (u64, u64, i64, i64),
     shape: Shape,
     users: usize,
-    /// Whether it carries [`XATTR`] (an inode number can be reused at once for an entry
-    /// the host makes in its place; the mark cannot)
-    marked: bool,
 }
 
-impl Entry {
-    /// Whether `meta` (of the entry now at the path) is this placeholder.
-    fn is(&self, path: &Path, meta: &std::fs::Metadata) -> bool {
-        (meta.dev(), meta.ino()) == (self.dev, self.ino) && (!self.marked || marked(path))
-    }
+fn identity(meta: &std::fs::Metadata) -> (u64, u64, i64, i64) {
+    (meta.dev(), meta.ino(), meta.ctime(), meta.ctime_nsec())
 }
 
 /// Held while a policy decides which protected names are placeholders and takes them, and
@@ -111,14 +107,15 @@ impl Leases {
 }
 
 /// Whether the entry at `path` (whose metadata is `meta`) is a placeholder of `shape`, as it
-/// was made: one this process made, or one marked by another process.
+/// was made: one this process holds (recognised by its identity, without reading it), or
+/// one marked by another process and still empty.
 pub fn is_placeholder(path: &Path, meta: &std::fs::Metadata, shape: Shape) -> bool {
-    let ours = table()
+    let known = table()
         .lock()
         .ok()
-        .and_then(|t| t.get(path).map(|e| e.is(path, meta)));
-    match ours {
-        Some(ours) => ours && unchanged(path, meta, shape),
+        .and_then(|t| t.get(path).map(|e| e.id == identity(meta)));
+    match known {
+        Some(same) => same,
         None => marked(path) && unchanged(path, meta, shape),
     }
 }
@@ -159,38 +156,32 @@ pub fn acquire(wanted: &[(PathBuf, Shape)]) -> Result<Leases, ToolError> {
     for (path, shape) in wanted {
         match std::fs::symlink_metadata(path) {
             Ok(meta) => {
-                let ours = t.get(path).is_some_and(|e| e.is(path, &meta));
-                if !unchanged(path, &meta, *shape) {
-                    if ours {
-                        // The host wrote into it: it is the user's now.
+                let id = identity(&meta);
+                match t.get_mut(path) {
+                    Some(e) if e.id == id => e.users += 1,
+                    Some(_) => {
+                        // The host wrote into it or replaced it: it is the user's now.
                         t.remove(path);
+                        continue;
                     }
-                    continue;
-                }
-                if ours {
-                    if let Some(e) = t.get_mut(path) {
-                        e.users += 1;
+                    None if marked(path) && unchanged(path, &meta, *shape) => {
+                        // Another process's (or a crashed one's): share it.
+                        t.insert(
+                            path.clone(),
+                            Entry {
+                                id,
+                                shape: *shape,
+                                users: 1,
+                            },
+                        );
                     }
-                } else if marked(path) {
-                    // Another process's (or a crashed one's): share it.
-                    t.insert(
-                        path.clone(),
-                        Entry {
-                            dev: meta.dev(),
-                            ino: meta.ino(),
-                            shape: *shape,
-                            users: 1,
-                            marked: true,
-                        },
-                    );
-                } else {
-                    continue;
+                    None => continue,
                 }
                 held.push(path.clone());
             }
             Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
-                let (meta, marked) = match make(path, *shape) {
-                    Ok(made) => made,
+                let meta = match make(path, *shape) {
+                    Ok(meta) => meta,
                     Err(e) if skippable(&e) => continue,
                     Err(e) => {
                         drop(t);
@@ -204,11 +195,9 @@ pub fn acquire(wanted: &[(PathBuf, Shape)]) -> Result<Leases, ToolError> {
                 t.insert(
                     path.clone(),
                     Entry {
-                        dev: meta.dev(),
-                        ino: meta.ino(),
+                        id: identity(&meta),
                         shape: *shape,
                         users: 1,
-                        marked,
                     },
                 );
                 held.push(path.clone());
@@ -230,8 +219,8 @@ fn skippable(e: &std::io::Error) -> bool {
     )
 }
 
-/// Makes a placeholder and marks it; its metadata, and whether the mark could be set.
-fn make(path: &Path, shape: Shape) -> std::io::Result<(std::fs::Metadata, bool)> {
+/// Makes a placeholder and marks it; its metadata once marked.
+fn make(path: &Path, shape: Shape) -> std::io::Result<std::fs::Metadata> {
     match shape.kind {
         EntryKind::Dir => std::fs::create_dir(path)?,
         EntryKind::File => {
@@ -244,8 +233,8 @@ fn make(path: &Path, shape: Shape) -> std::io::Result<(std::fs::Metadata, bool)>
         }
     }
     // Not every file system has user attributes; the process's own table still knows it.
-    let marked = rustix::fs::lsetxattr(path, XATTR, b"1", rustix::fs::XattrFlags::empty()).is_ok();
-    Ok((std::fs::symlink_metadata(path)?, marked))
+    let _ = rustix::fs::lsetxattr(path, XATTR, b"1", rustix::fs::XattrFlags::empty());
+    std::fs::symlink_metadata(path)
 }
 
 /// One user of `path` fewer; the last one removes it.
@@ -291,7 +280,7 @@ impl Pending {
         let Ok(meta) = std::fs::symlink_metadata(&self.path) else {
             return true;
         };
-        if !self.entry.is(&self.path, &meta) || !unchanged(&self.path, &meta, self.entry.shape) {
+        if identity(&meta) != self.entry.id {
             return true;
         }
         if mounted_elsewhere(&self.path) {
