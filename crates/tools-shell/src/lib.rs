@@ -15,8 +15,15 @@
 //! - Permissions parse the command with tree-sitter-bash into simple commands and match
 //!   `Bash(...)` rules against each ([`check_command`]); the read-only classification
 //!   ([`is_read_only_command`]) decides auto-approval and concurrency.
-//! - The [`SandboxSettings`] (the settings' `sandbox` section) select a policy enforced with
-//!   bubblewrap, or Landlock and seccomp when bubblewrap is missing; see [`prepare_sandbox`].
+//! - The [`SandboxSettings`] (the settings' `sandbox` section, and the session's Read deny
+//!   rules) select a policy enforced with bubblewrap, or Landlock and seccomp when
+//!   bubblewrap is missing; see [`prepare_sandbox`]. Inside, a command holds no capability,
+//!   runs under a seccomp filter (no mount, namespace, ptrace, keyring, bpf, module or
+//!   reboot call), cannot create, replace or rename a protected name (existing or not: a
+//!   missing one is bound over a placeholder), reaches no host network or host Unix socket
+//!   while the network is off, and cannot read what Read deny rules and the credential
+//!   defaults ([`SECRETS`]) hide. What holds under each mechanism, and where it stops, is in
+//!   `docs/sandbox.md`.
 //!
 //! # The persistent sandbox
 //!
@@ -28,9 +35,11 @@
 //! (agent-tools does), or names a program with [`set_supervisor_program`]; without one,
 //! each foreground command gets a bubblewrap of its own. The instance is started on first
 //! use, started anew when the policy changes (mode, network, writable roots, a protected
-//! path that appeared, a bound path replaced outside) or when it died, and it ends with the
-//! session (its pipe closes, bubblewrap is killed, `--die-with-parent` covers this process
-//! dying). Background commands and Monitor keep a sandbox of their own.
+//! or hidden path that appeared, a bound path replaced outside) or when it died, and it
+//! ends with the session (its pipe closes, bubblewrap is killed, `--die-with-parent` covers
+//! this process dying; the placeholders it bound are removed). Background commands and
+//! Monitor keep a sandbox of their own. The supervisor runs under the seccomp filter, which
+//! the host binary applies to itself before it becomes the supervisor ([`EXEC_ARG`]).
 //!
 //! Sharing the instance is as safe as one instance per call:
 //! - Every command gets the same mounts, namespaces and network policy it would have had
@@ -65,9 +74,19 @@
 //!   is killed, not moved to the background.
 //! - Commands tree-sitter-bash cannot parse are refused, not run; this includes the rare
 //!   read-write redirection `<>`.
-//! - Under Landlock (no bubblewrap), a writable root that holds protected paths (`.git`,
-//!   shell start-up files) is granted entry by entry, because Landlock rules only add access:
-//!   new entries can be created in its subdirectories but not directly in it.
+//! - Under Landlock (no bubblewrap), a working directory, and a writable root that holds
+//!   protected or hidden paths, are granted entry by entry, because Landlock rules only add
+//!   access: new entries can be created in their subdirectories but not directly in them
+//!   (which is what keeps a missing protected name from being created), and `git commit`
+//!   cannot create `.git/index.lock`.
+//! - With the network off, no Unix socket can be created inside the sandbox (so no host
+//!   Unix socket can be reached): a program that needs one of its own needs
+//!   `sandbox.network: true`. Under bubblewrap the sandbox's own loopback works; under
+//!   Landlock no socket can be created at all.
+//! - While a sandbox binds them, placeholders for missing protected names exist on the host
+//!   (an empty `.mcp.json` and `.gitmodules`, empty `.git/`, `.claude/`... directories);
+//!   whoever loads them meanwhile must read them as absent. `git init` at the top of a
+//!   working directory fails inside the sandbox.
 //! - A foreground command in the persistent bubblewrap sandbox costs about what an
 //!   unsandboxed one does: a `posix_spawn` of `bash -c` by the supervisor and two short
 //!   messages on its pipes (see `cargo xtask bench bash-200`). The persistent sandbox needs

@@ -242,6 +242,56 @@ pub struct SandboxPolicy {
 impl SandboxPolicy {
     /// The policy for `settings` in a session whose working directories are `dirs`.
     pub fn new(settings: &SandboxSettings, dirs: &[PathBuf], cwd: &Path) -> Self {
+        Self::build(settings, dirs, cwd, |decide| decide())
+    }
+
+    /// The policy for bubblewrap: the placeholders of the protected names that do not exist
+    /// are made (or shared) as their binds are decided, in one step, so that a placeholder
+    /// another sandbox just released is not removed under this one. A name that cannot be
+    /// created here is dropped from the policy (no sandboxed command could create it).
+    #[cfg(target_os = "linux")]
+    fn for_bubblewrap(
+        settings: &SandboxSettings,
+        dirs: &[PathBuf],
+        cwd: &Path,
+    ) -> Result<Self, ToolError> {
+        let mut leases = crate::placeholder::Leases::default();
+        let mut failed = Ok(());
+        let mut policy = Self::build(settings, dirs, cwd, |decide| {
+            let _gate = crate::placeholder::gate();
+            let mut binds = decide();
+            let wanted: Vec<(PathBuf, crate::protect::Shape)> = binds
+                .iter()
+                .filter_map(|b| match b {
+                    Bind::Missing(p, shape) => Some((p.clone(), *shape)),
+                    _ => None,
+                })
+                .collect();
+            match crate::placeholder::acquire(&wanted) {
+                Ok(l) => {
+                    binds.retain(|b| match b {
+                        Bind::Missing(p, _) => l.holds(p),
+                        _ => true,
+                    });
+                    leases = l;
+                }
+                Err(e) => failed = Err(e),
+            }
+            binds
+        });
+        failed?;
+        policy.leases = leases;
+        Ok(policy)
+    }
+
+    /// Builds the policy; `protect` gets the function that decides the protection's binds
+    /// and returns the binds to use.
+    fn build(
+        settings: &SandboxSettings,
+        dirs: &[PathBuf],
+        cwd: &Path,
+        protect: impl FnOnce(&dyn Fn() -> Vec<Bind>) -> Vec<Bind>,
+    ) -> Self {
         let mut roots: Vec<PathBuf> = Vec::new();
         let mut extra: Vec<PathBuf> = Vec::new();
         if settings.mode == SandboxMode::WorkspaceWrite {
@@ -297,7 +347,7 @@ impl SandboxPolicy {
             }
         }
         bases.retain(|b| roots.iter().any(|r| path::is_within(b.dir, r)));
-        let binds = crate::protect::binds(&bases, &roots);
+        let binds = protect(&|| crate::protect::binds(&bases, &roots));
         let mut keep = working.clone();
         keep.extend(roots.iter().cloned());
         if let Ok(c) = cwd.canonicalize() {
@@ -356,28 +406,6 @@ impl SandboxPolicy {
             #[cfg(target_os = "linux")]
             leases: crate::placeholder::Leases::default(),
         }
-    }
-
-    /// Makes the placeholders of the protected names that do not exist (bubblewrap binds
-    /// them read-only); a name that cannot be created here is dropped from the policy.
-    #[cfg(target_os = "linux")]
-    fn place_holders(&mut self) -> Result<(), ToolError> {
-        let wanted: Vec<(PathBuf, crate::protect::Shape)> = self
-            .binds
-            .iter()
-            .filter_map(|b| match b {
-                Bind::Missing(p, shape) => Some((p.clone(), *shape)),
-                _ => None,
-            })
-            .collect();
-        let leases = crate::placeholder::acquire(&wanted)?;
-        self.binds.retain(|b| match b {
-            Bind::Missing(p, _) => leases.holds(p),
-            _ => true,
-        });
-        self.leases = leases;
-        self.protected = self.bound_paths();
-        Ok(())
     }
 
     /// A short description for results: `workspace-write, network off`.
@@ -590,14 +618,10 @@ fn prepare_with(
     }
     let available = available();
     if available.bubblewrap {
-        // Deciding which protected names are placeholders and taking them is one step: a
-        // placeholder another sandbox just released is not removed under it.
         #[cfg(target_os = "linux")]
-        let _gate = crate::placeholder::gate();
-        #[allow(unused_mut)]
-        let mut policy = SandboxPolicy::new(settings, dirs, cwd);
-        #[cfg(target_os = "linux")]
-        policy.place_holders()?;
+        let policy = SandboxPolicy::for_bubblewrap(settings, dirs, cwd)?;
+        #[cfg(not(target_os = "linux"))]
+        let policy = SandboxPolicy::new(settings, dirs, cwd);
         let described = policy.describe();
         let userns = bwrap().is_none_or(|b| b.userns);
         let description = if userns {

@@ -684,4 +684,23 @@ async fn background_tasks_too(mechanism: Mechanism) {
         !mcp.contains("evil"),
         "{label}: a background task planted .mcp.json"
     );
+    #[cfg(feature = "monitor")]
+    {
+        let r = f
+            .call("Monitor", json!({"command": cmd, "description": "probe"}))
+            .await;
+        assert!(!r.is_error, "{label}: {}", r.text());
+        let id = data_str(&r, "taskId").to_owned();
+        let out = f
+            .call("TaskOutput", json!({"task_id": id, "timeout": 20000}))
+            .await;
+        let text = out.text();
+        assert!(
+            text.contains("CapEff:\t0000000000000000"),
+            "{label}: {text}"
+        );
+        assert!(text.contains("Seccomp:\t2"), "{label}: {text}");
+        assert!(!text.contains("CONNECTED"), "{label}: {text}");
+        assert!(unix.accept().is_err(), "{label}: Monitor reached the host");
+    }
 }
