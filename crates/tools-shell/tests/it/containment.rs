@@ -704,3 +704,45 @@ async fn background_tasks_too(mechanism: Mechanism) {
         assert!(unix.accept().is_err(), "{label}: Monitor reached the host");
     }
 }
+
+/// Read deny rules hold in every mode, even full access with the network on (which has no
+/// sandbox otherwise).
+#[tokio::test]
+async fn hidden_paths_hold_in_every_mode() {
+    for mechanism in [Mechanism::Bubblewrap, Mechanism::Landlock] {
+        let present = match mechanism {
+            Mechanism::Bubblewrap => tools_shell::bubblewrap().is_some(),
+            _ => tools_shell::landlock_available(),
+        };
+        if !require(&format!("{mechanism:?}"), present) {
+            continue;
+        }
+        for (mode, network) in [
+            (SandboxMode::ReadOnly, false),
+            (SandboxMode::FullAccess, false),
+            (SandboxMode::FullAccess, true),
+        ] {
+            let label = format!("{mechanism:?} {mode:?} network {network}");
+            let f = Fixture::with(
+                PermissionMode::BypassPermissions,
+                &[("deny", "Read(./secret.txt)")],
+                SandboxSettings {
+                    mechanism,
+                    mode,
+                    network,
+                    ..SandboxSettings::default()
+                },
+            );
+            std::fs::write(f.root.join("secret.txt"), "TOPSECRET").unwrap();
+            std::fs::write(f.root.join("open.txt"), "visible").unwrap();
+            let r = f.bash("cat secret.txt; cat open.txt").await;
+            assert!(
+                !data_str(&r, "sandbox").starts_with("none"),
+                "{label}: {:?}",
+                r.data
+            );
+            assert!(!r.text().contains("TOPSECRET"), "{label}: {}", r.text());
+            assert!(r.text().contains("visible"), "{label}: {}", r.text());
+        }
+    }
+}
