@@ -7,15 +7,16 @@
 //! - Directories are empty (git ignores an empty `.git` directory and keeps looking in the
 //!   parent; nothing reads an empty `.vscode/`). Files are empty, except a git directory's
 //!   `commondir`, which holds `.`, naming the directory itself, so git reads it as if it
-//!   were absent (an empty one stops git). An empty `.mcp.json` must be read as "no
-//!   servers" by whoever loads it while the session runs.
+//!   were absent (an empty one stops git), and the JSON files, which hold an empty
+//!   configuration (`.mcp.json` has no servers), so every loader reads them as valid.
 //! - Each is marked with the extended attribute [`XATTR`] (where the file system has user
 //!   attributes), so another process, or a later one after a crash, recognises it.
 //! - It is removed when the last sandbox of this process that binds it ends, only if it is
-//!   still the entry that was made (same inode, still empty) and no other mount namespace
-//!   still has it mounted (another process's sandbox); a sandbox that is still dying is
-//!   waited for, briefly, by a janitor thread. Anything the host wrote into it, or put in
-//!   its place, is the user's and stays.
+//!   still the entry that was made (same device, inode and change time) and no other mount
+//!   namespace still has it mounted (another process's sandbox). A sandbox just killed
+//!   takes a moment to die: its placeholders are waited for, up to [`WAIT_HERE`], where it
+//!   ends (so a process that exits next leaves none), then by a janitor thread. Anything the
+//!   host wrote into it, or put in its place, is the user's and stays.
 
 use std::collections::{HashMap, HashSet};
 use std::io::Write;
@@ -144,15 +145,22 @@ fn unchanged(path: &Path, meta: &std::fs::Metadata, shape: Shape) -> bool {
 /// Holds a placeholder at each of `wanted`, making those that do not exist. A name the host
 /// cannot create (no permission, a read-only file system) is skipped: no sandboxed command
 /// could create it either. An entry that exists and is not a placeholder is left alone
-/// (the caller binds it as it is).
-pub fn acquire(wanted: &[(PathBuf, Shape)]) -> Result<Leases, ToolError> {
+/// (the caller binds it as it is). Any other failure comes back beside what was taken
+/// (dropping leases may remove placeholders, which needs the [`gate`] the caller holds).
+pub fn acquire(wanted: &[(PathBuf, Shape)]) -> (Leases, Option<ToolError>) {
     if wanted.is_empty() {
-        return Ok(Leases(None));
+        return (Leases(None), None);
     }
+    let mut failure = None;
     let mut held = Vec::new();
-    let mut t = table()
-        .lock()
-        .map_err(|_| ToolError::fatal("internal error: the placeholder table is poisoned"))?;
+    let Ok(mut t) = table().lock() else {
+        return (
+            Leases(None),
+            Some(ToolError::fatal(
+                "internal error: the placeholder table is poisoned",
+            )),
+        );
+    };
     for (path, shape) in wanted {
         match std::fs::symlink_metadata(path) {
             Ok(meta) => {
@@ -184,12 +192,11 @@ pub fn acquire(wanted: &[(PathBuf, Shape)]) -> Result<Leases, ToolError> {
                     Ok(meta) => meta,
                     Err(e) if skippable(&e) => continue,
                     Err(e) => {
-                        drop(t);
-                        drop(Leases(Some(Arc::new(Held(held)))));
-                        return Err(ToolError::fatal(format!(
+                        failure = Some(ToolError::fatal(format!(
                             "cannot create a placeholder for the protected path {}: {e}",
                             path.display()
                         )));
+                        break;
                     }
                 };
                 t.insert(
@@ -205,7 +212,7 @@ pub fn acquire(wanted: &[(PathBuf, Shape)]) -> Result<Leases, ToolError> {
             Err(_) => {}
         }
     }
-    Ok(Leases(Some(Arc::new(Held(held)))))
+    (Leases(Some(Arc::new(Held(held)))), failure)
 }
 
 fn skippable(e: &std::io::Error) -> bool {
@@ -252,12 +259,19 @@ fn release(path: &Path) {
         entry: e,
         since: Instant::now(),
     };
-    if !pending.try_remove() {
-        janitor(pending);
+    while !pending.try_remove() {
+        if pending.since.elapsed() >= WAIT_HERE {
+            janitor(pending);
+            return;
+        }
+        std::thread::sleep(Duration::from_millis(5));
     }
 }
 
-/// How long a placeholder still mounted elsewhere is waited for.
+/// How long the end of a sandbox waits for its placeholders to be unmounted.
+pub const WAIT_HERE: Duration = Duration::from_secs(1);
+
+/// How long a placeholder still mounted elsewhere is waited for, in all.
 const WAIT_FOR_UNMOUNT: Duration = Duration::from_secs(5);
 
 /// A placeholder to remove once nothing mounts it.
@@ -394,8 +408,9 @@ mod tests {
             Shape::git_entry("commondir", EntryKind::File),
         );
         let wanted = vec![file.clone(), folder.clone(), commondir.clone()];
-        let first = acquire(&wanted).map_err(std::io::Error::other)?;
-        let second = acquire(&wanted).map_err(std::io::Error::other)?;
+        let (first, e1) = acquire(&wanted);
+        let (second, e2) = acquire(&wanted);
+        assert!(e1.is_none() && e2.is_none());
         for (p, shape) in &wanted {
             let meta = std::fs::symlink_metadata(p)?;
             assert!(is_placeholder(p, &meta, *shape), "{}", p.display());
@@ -422,7 +437,7 @@ mod tests {
             (folder.clone(), Shape::empty(EntryKind::Dir)),
             (replaced.clone(), Shape::empty(EntryKind::Dir)),
         ];
-        let leases = acquire(&wanted).map_err(std::io::Error::other)?;
+        let (leases, _) = acquire(&wanted);
         std::fs::write(&file, "[submodule]\n")?;
         std::fs::write(folder.join("settings.json"), "{}")?;
         std::fs::remove_dir(&replaced)?;
@@ -436,8 +451,7 @@ mod tests {
         // An existing entry that is not a placeholder is not taken over.
         let existing = root.join(".zshrc");
         std::fs::write(&existing, "")?;
-        let leases = acquire(&[(existing.clone(), Shape::empty(EntryKind::File))])
-            .map_err(std::io::Error::other)?;
+        let (leases, _) = acquire(&[(existing.clone(), Shape::empty(EntryKind::File))]);
         assert!(leases.is_empty());
         drop(leases);
         assert!(existing.exists());

@@ -42,6 +42,18 @@ impl Shape {
         Shape { kind, content: b"" }
     }
 
+    /// The shape of a missing protected name: empty, except the JSON files, which hold an
+    /// empty configuration, so that whoever loads them while the placeholder exists reads
+    /// "nothing configured" rather than invalid JSON.
+    pub fn name(name: &str, kind: EntryKind) -> Shape {
+        let content: &'static [u8] = match name {
+            ".mcp.json" => b"{\"mcpServers\": {}}\n",
+            ".claude.json" => b"{}\n",
+            _ => b"",
+        };
+        Shape { kind, content }
+    }
+
     /// The shape of a missing entry of a git directory named `name`.
     pub fn git_entry(name: &str, kind: EntryKind) -> Shape {
         if name == "commondir" {
@@ -122,7 +134,7 @@ impl Protect<'_> {
             let wanted = (base.project && name.read_from.in_project())
                 || (base.home && name.read_from.in_home());
             let p = base.dir.join(name.name);
-            let Some(meta) = self.existing(&p, Shape::empty(name.kind), wanted) else {
+            let Some(meta) = self.existing(&p, Shape::name(name.name, name.kind), wanted) else {
                 continue;
             };
             match (name.name, meta.is_dir()) {
@@ -341,6 +353,25 @@ mod tests {
     #[test]
     fn an_empty_project_gets_placeholders_for_what_it_reads() {
         check(&[], true, false, PROJECT_MISSING);
+    }
+
+    #[test]
+    fn placeholders_read_as_nothing_configured() {
+        for name in [".mcp.json", ".claude.json"] {
+            let shape = Shape::name(name, EntryKind::File);
+            let value: serde_json::Value =
+                serde_json::from_slice(shape.content).unwrap_or_else(|e| panic!("{name}: {e}"));
+            assert!(value.is_object(), "{name}");
+        }
+        let mcp: serde_json::Value =
+            serde_json::from_slice(Shape::name(".mcp.json", EntryKind::File).content)
+                .unwrap_or_default();
+        assert_eq!(mcp["mcpServers"], serde_json::json!({}));
+        assert_eq!(Shape::name(".bashrc", EntryKind::File).content, b"");
+        assert_eq!(
+            Shape::git_entry("commondir", EntryKind::File).content,
+            b".\n"
+        );
     }
 
     #[test]

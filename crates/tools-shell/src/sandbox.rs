@@ -267,18 +267,18 @@ impl SandboxPolicy {
                     _ => None,
                 })
                 .collect();
-            match crate::placeholder::acquire(&wanted) {
-                Ok(l) => {
-                    binds.retain(|b| match b {
-                        Bind::Missing(p, _) => l.holds(p),
-                        _ => true,
-                    });
-                    leases = l;
-                }
-                Err(e) => failed = Err(e),
+            let (taken, failure) = crate::placeholder::acquire(&wanted);
+            binds.retain(|b| match b {
+                Bind::Missing(p, _) => taken.holds(p),
+                _ => true,
+            });
+            leases = taken;
+            if let Some(e) = failure {
+                failed = Err(e);
             }
             binds
         });
+        // The leases outlive the gate: dropping them (on failure) may remove placeholders.
         failed?;
         policy.leases = leases;
         Ok(policy)

@@ -485,9 +485,10 @@ async fn no_privilege(mechanism: Mechanism) {
         assert!(!canary.exists(), "{label}: `{cmd}` wrote outside");
     }
     // ptrace of a child, of the shell, of the supervisor.
+    let marker = format!("31.{}", std::process::id());
     let r = f
         .bash(&format!(
-            "sleep 31.0731 & {PYTHON} -c \"import ctypes, sys\nlibc = ctypes.CDLL(None, use_errno=True)\nfor pid in map(int, sys.argv[1:]):\n    print('ptrace', libc.ptrace(16, pid, 0, 0), ctypes.get_errno())\" $! $$ 2; kill $!"
+            "sleep {marker} & {PYTHON} -c \"import ctypes, sys\nlibc = ctypes.CDLL(None, use_errno=True)\nfor pid in map(int, sys.argv[1:]):\n    print('ptrace', libc.ptrace(16, pid, 0, 0), ctypes.get_errno())\" $! $$ 2; kill $!"
         ))
         .await;
     assert_eq!(
@@ -499,7 +500,7 @@ async fn no_privilege(mechanism: Mechanism) {
     let r = f.bash("strace -f true").await;
     assert!(r.is_error, "{label}: strace ran: {}", r.text());
     // Nothing left running, nothing in a new namespace.
-    assert_eq!(processes_with("31.0731"), Vec::<u32>::new(), "{label}");
+    assert_eq!(processes_with(&marker), Vec::<u32>::new(), "{label}");
 }
 
 async fn no_host_network(mechanism: Mechanism) {
@@ -691,10 +692,17 @@ async fn background_tasks_too(mechanism: Mechanism) {
             .await;
         assert!(!r.is_error, "{label}: {}", r.text());
         let id = data_str(&r, "taskId").to_owned();
-        let out = f
-            .call("TaskOutput", json!({"task_id": id, "timeout": 20000}))
-            .await;
-        let text = out.text();
+        // Each read returns the lines since the previous one: read until the task ends.
+        let mut text = String::new();
+        for _ in 0..50 {
+            let out = f
+                .call("TaskOutput", json!({"task_id": id, "timeout": 20000}))
+                .await;
+            text.push_str(&out.text());
+            if !out.text().contains("<status>running</status>") {
+                break;
+            }
+        }
         assert!(
             text.contains("CapEff:\t0000000000000000"),
             "{label}: {text}"
