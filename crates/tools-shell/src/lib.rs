@@ -84,9 +84,9 @@
 //!   `sandbox.network: true`. Under bubblewrap the sandbox's own loopback works; under
 //!   Landlock no socket can be created at all.
 //! - While a sandbox binds them, placeholders for missing protected names exist on the host
-//!   (an empty `.mcp.json` and `.gitmodules`, empty `.git/`, `.claude/`... directories);
-//!   whoever loads them meanwhile must read them as absent. `git init` at the top of a
-//!   working directory fails inside the sandbox.
+//!   (a `.mcp.json` without servers, an empty `.gitmodules`, empty `.git/`, `.claude/`...
+//!   directories): `git status` lists the files as untracked meanwhile. `git init` at the
+//!   top of a working directory fails inside the sandbox.
 //! - A foreground command in the persistent bubblewrap sandbox costs about what an
 //!   unsandboxed one does: a `posix_spawn` of `bash -c` by the supervisor and two short
 //!   messages on its pipes (see `cargo xtask bench bash-200`). The persistent sandbox needs
