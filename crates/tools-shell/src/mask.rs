@@ -116,7 +116,11 @@ pub fn masks(rules: &[DenyRead], secrets: bool, scope: &Scope<'_>) -> Vec<Mask> 
     }
     let mut out: Vec<Mask> = Vec::new();
     for p in found {
-        // Resolve links: the mask goes where reads would land.
+        // Resolve links: the mask goes where reads would land (most defaults do not exist:
+        // one `lstat` says so, where resolving walks every component).
+        if std::fs::symlink_metadata(&p).is_err() {
+            continue;
+        }
         let Ok(p) = p.canonicalize() else { continue };
         narrow(&p, scope.keep, &mut out, 0);
     }
