@@ -136,31 +136,132 @@ pub fn check_regular_or_dir(path: &Path) -> Result<Option<Metadata>, ToolError> 
     }
 }
 
-/// File names that configure a shell, git or an agent, protected even in bypass mode.
-const PROTECTED_FILES: &[&str] = &[
-    ".bashrc",
-    ".bash_profile",
-    ".bash_login",
-    ".bash_logout",
-    ".profile",
-    ".zshrc",
-    ".zprofile",
-    ".zshenv",
-    ".zlogin",
-    ".gitconfig",
-    ".gitmodules",
-    ".ripgreprc",
-    ".mcp.json",
-    ".claude.json",
+/// Whether a protected name is a file or a directory.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum EntryKind {
+    /// A regular file
+    File,
+    /// A directory
+    Dir,
+}
+
+/// Where a protected name configures something when it is read: the directory it must be
+/// protected in even before it exists (inside the sandbox a missing name gets a placeholder
+/// there; elsewhere an existing one is protected wherever it is).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum ReadFrom {
+    /// The top of a project (a working directory): agent settings, `.mcp.json`, git
+    Project,
+    /// The home directory: shell start-up files, git's user configuration
+    Home,
+    /// Both
+    Both,
+}
+
+impl ReadFrom {
+    /// Whether a name read from `self` matters at the top of a project.
+    pub fn in_project(self) -> bool {
+        matches!(self, ReadFrom::Project | ReadFrom::Both)
+    }
+
+    /// Whether a name read from `self` matters in the home directory.
+    pub fn in_home(self) -> bool {
+        matches!(self, ReadFrom::Home | ReadFrom::Both)
+    }
+}
+
+/// A name that configures a shell, git, an editor or an agent: whatever writes it decides
+/// what runs later, outside any sandbox.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct ProtectedName {
+    /// The file or directory name
+    pub name: &'static str,
+    /// File or directory
+    pub kind: EntryKind,
+    /// Where it is read from
+    pub read_from: ReadFrom,
+}
+
+const fn protected(name: &'static str, kind: EntryKind, read_from: ReadFrom) -> ProtectedName {
+    ProtectedName {
+        name,
+        kind,
+        read_from,
+    }
+}
+
+/// The one list of protected names, shared by the file tools ([`is_protected`], which asks
+/// for approval before writing any of them, in any directory, even in bypassPermissions
+/// mode), the shell permissions, and the sandbox (which keeps them read-only inside writable
+/// roots and keeps missing ones from being created). A protected directory protects
+/// everything beneath it, except the worktrees of [`WORKTREE_PARENTS`]; inside the sandbox
+/// `.git` is the exception described at [`GIT_DIR_ENTRIES`].
+pub const PROTECTED_NAMES: &[ProtectedName] = &[
+    protected(".git", EntryKind::Dir, ReadFrom::Project),
+    protected(".agent-tools", EntryKind::Dir, ReadFrom::Both),
+    protected(".claude", EntryKind::Dir, ReadFrom::Both),
+    protected(".vscode", EntryKind::Dir, ReadFrom::Both),
+    protected(".idea", EntryKind::Dir, ReadFrom::Project),
+    protected(".mcp.json", EntryKind::File, ReadFrom::Project),
+    protected(".gitmodules", EntryKind::File, ReadFrom::Project),
+    protected(".gitconfig", EntryKind::File, ReadFrom::Home),
+    protected(".claude.json", EntryKind::File, ReadFrom::Home),
+    protected(".ripgreprc", EntryKind::File, ReadFrom::Home),
+    protected(".bashrc", EntryKind::File, ReadFrom::Home),
+    protected(".bash_profile", EntryKind::File, ReadFrom::Home),
+    protected(".bash_login", EntryKind::File, ReadFrom::Home),
+    protected(".bash_logout", EntryKind::File, ReadFrom::Home),
+    protected(".profile", EntryKind::File, ReadFrom::Home),
+    protected(".zshrc", EntryKind::File, ReadFrom::Home),
+    protected(".zprofile", EntryKind::File, ReadFrom::Home),
+    protected(".zshenv", EntryKind::File, ReadFrom::Home),
+    protected(".zlogin", EntryKind::File, ReadFrom::Home),
 ];
 
-/// Directories whose contents are protected (compared case-insensitively).
-const PROTECTED_DIRS: &[&str] = &[".git", ".agent-tools", ".claude", ".vscode", ".idea"];
+/// Protected directories whose `worktrees/` subdirectory stays writable: EnterWorktree
+/// creates git worktrees there, and the shell works in them.
+pub const WORKTREE_PARENTS: &[&str] = &[".agent-tools", ".claude"];
 
-/// Whether writing `path` needs explicit approval whatever the mode: version-control
-/// internals, agent and editor settings, shell start-up files. Compared case-insensitively,
-/// so `.GIT/hooks/x` is caught on case-insensitive file systems. Worktrees made by
-/// EnterWorktree (`.agent-tools/worktrees/`, `.claude/worktrees/`) are exempt.
+/// The writable subdirectory of each of [`WORKTREE_PARENTS`].
+pub const WORKTREES: &str = "worktrees";
+
+/// The entries of a git directory (`.git`, or a submodule's directory under
+/// `.git/modules/`) that run or configure code, or redirect git to another directory
+/// (`commondir`). The file tools protect all of `.git`; the sandbox keeps `.git` itself
+/// writable (objects, refs and the index, so `git commit` works) but these read-only, and
+/// `.git` cannot be renamed or replaced.
+pub const GIT_DIR_ENTRIES: &[(&str, EntryKind)] = &[
+    ("config", EntryKind::File),
+    ("config.worktree", EntryKind::File),
+    ("hooks", EntryKind::Dir),
+    ("commondir", EntryKind::File),
+];
+
+/// The entries of a linked worktree's administrative directory (`.git/worktrees/NAME`)
+/// that redirect or configure git.
+pub const GIT_WORKTREE_ENTRIES: &[(&str, EntryKind)] = &[
+    ("commondir", EntryKind::File),
+    ("gitdir", EntryKind::File),
+    ("config.worktree", EntryKind::File),
+];
+
+/// Subdirectories of a git directory that hold further git directories: `modules`
+/// (submodules, each a git directory) and `worktrees` (linked worktrees).
+pub const GIT_NESTED: &[&str] = &["modules", "worktrees"];
+
+/// The protected name `name` is, compared case-insensitively (`.GIT` on a
+/// case-insensitive file system is `.git`).
+pub fn protected_name(name: &str) -> Option<&'static ProtectedName> {
+    PROTECTED_NAMES
+        .iter()
+        .find(|p| p.name.eq_ignore_ascii_case(name))
+}
+
+/// Whether writing `path` needs explicit approval whatever the mode: a path through a
+/// protected directory or ending in a protected file name (see [`PROTECTED_NAMES`]).
+/// Compared case-insensitively, so `.GIT/hooks/x` is caught on case-insensitive file
+/// systems. Worktrees made by EnterWorktree (`.agent-tools/worktrees/`,
+/// `.claude/worktrees/`) are exempt.
 pub fn is_protected(path: &Path) -> bool {
     let names: Vec<String> = path
         .components()
@@ -170,18 +271,23 @@ pub fn is_protected(path: &Path) -> bool {
         })
         .collect();
     for (i, name) in names.iter().enumerate() {
-        if PROTECTED_DIRS.contains(&name.as_str()) {
-            let worktree = (name == ".agent-tools" || name == ".claude")
-                && names.get(i + 1).is_some_and(|n| n == "worktrees")
-                && names.len() > i + 2;
-            if !worktree {
-                return true;
-            }
+        let Some(p) = protected_name(name) else {
+            continue;
+        };
+        if p.kind == EntryKind::File {
+            continue;
+        }
+        let worktree = WORKTREE_PARENTS.contains(&p.name)
+            && names.get(i + 1).is_some_and(|n| n == WORKTREES)
+            && names.len() > i + 2;
+        if !worktree {
+            return true;
         }
     }
     names
         .last()
-        .is_some_and(|n| PROTECTED_FILES.contains(&n.as_str()))
+        .and_then(|n| protected_name(n))
+        .is_some_and(|p| p.kind == EntryKind::File)
 }
 
 /// `path` relative to `cwd` when it lies beneath it, otherwise absolute; for messages.
@@ -245,27 +351,59 @@ mod tests {
         Ok(())
     }
 
+    fn check_protected(path: &str, expected: bool) {
+        assert_eq!(is_protected(Path::new(path)), expected, "{path}");
+    }
+
     #[test]
     fn protected_paths() {
-        for p in [
-            "/p/.git/config",
-            "/p/.GIT/hooks/pre-commit",
-            "/home/u/.bashrc",
-            "/p/.agent-tools/settings.json",
-            "/p/.claude/settings.json",
-            "/p/.vscode/settings.json",
-            "/p/.mcp.json",
-            "/home/u/.gitconfig",
+        for (path, expected) in [
+            ("/p/.git/config", true),
+            ("/p/.GIT/hooks/pre-commit", true),
+            ("/p/.git", true),
+            ("/home/u/.bashrc", true),
+            ("/home/u/.Bash_Profile", true),
+            ("/p/.agent-tools/settings.json", true),
+            ("/p/.agent-tools/worktrees", true),
+            ("/p/.claude/settings.json", true),
+            ("/p/.claude/worktrees/w/.mcp.json", true),
+            ("/p/.vscode/settings.json", true),
+            ("/p/.idea/workspace.xml", true),
+            ("/p/.mcp.json", true),
+            ("/p/.gitmodules", true),
+            ("/home/u/.gitconfig", true),
+            ("/home/u/.claude.json", true),
+            ("/home/u/.zlogin", true),
+            ("/p/src/main.rs", false),
+            ("/p/.agent-tools/worktrees/w1/src/a.rs", false),
+            ("/p/.claude/worktrees/w1/README.md", false),
+            ("/p/git/config", false),
+            ("/p/.github/ci.yml", false),
+            ("/p/.bashrc/notes.txt", false),
+            ("/p/.gitignore", false),
         ] {
-            assert!(is_protected(Path::new(p)), "{p}");
+            check_protected(path, expected);
         }
-        for p in [
-            "/p/src/main.rs",
-            "/p/.agent-tools/worktrees/w1/src/a.rs",
-            "/p/git/config",
-            "/p/.github/ci.yml",
-        ] {
-            assert!(!is_protected(Path::new(p)), "{p}");
+    }
+
+    #[test]
+    fn the_list_is_consistent() {
+        for p in PROTECTED_NAMES {
+            assert_eq!(
+                protected_name(&p.name.to_uppercase()),
+                Some(p),
+                "{}",
+                p.name
+            );
+            assert!(
+                p.read_from.in_project() || p.read_from.in_home(),
+                "{}",
+                p.name
+            );
         }
+        for parent in WORKTREE_PARENTS {
+            assert_eq!(protected_name(parent).map(|p| p.kind), Some(EntryKind::Dir));
+        }
+        assert_eq!(protected_name("README.md"), None);
     }
 }

@@ -57,7 +57,10 @@ pub(crate) fn supervisor_program() -> Option<&'static Path> {
 
 /// Call first in `main`. When this process was started as the sandbox's supervisor (its
 /// first argument is [`SUPERVISOR_ARG`]), runs the supervisor and returns its exit code;
-/// otherwise registers the running executable as the supervisor program and returns `None`.
+/// when it was started as the sandbox's helper (its first argument is
+/// [`EXEC_ARG`](crate::EXEC_ARG)), applies the sandbox's seccomp filter to itself and
+/// executes the command that follows (returning only when that fails); otherwise registers
+/// the running executable as the supervisor program and returns `None`.
 ///
 /// ```no_run
 /// fn main() -> std::process::ExitCode {
@@ -70,7 +73,11 @@ pub(crate) fn supervisor_program() -> Option<&'static Path> {
 /// ```
 pub fn sandbox_supervisor_entry() -> Option<ExitCode> {
     let mut args = std::env::args_os().skip(1);
-    if args.next().as_deref() != Some(OsStr::new(SUPERVISOR_ARG)) {
+    let first = args.next();
+    if first.as_deref() == Some(OsStr::new(crate::sandbox::EXEC_ARG)) {
+        return Some(exec_filtered(args.collect()));
+    }
+    if first.as_deref() != Some(OsStr::new(SUPERVISOR_ARG)) {
         if let Ok(exe) = std::env::current_exe() {
             set_supervisor_program(exe);
         }
@@ -85,6 +92,36 @@ pub fn sandbox_supervisor_entry() -> Option<ExitCode> {
             ExitCode::from(2)
         }
     })
+}
+
+/// The helper inside bubblewrap: `SOCKETS -- PROGRAM ARGS...`. Applies the seccomp filter
+/// to this process (bubblewrap has set up the namespaces and mounts and dropped every
+/// capability), then becomes PROGRAM, which inherits the filter, as does everything it
+/// starts (the supervisor and its commands, or a command of its own).
+fn exec_filtered(args: Vec<OsString>) -> ExitCode {
+    let mut it = args.into_iter();
+    let sockets = it
+        .next()
+        .and_then(|s| s.to_str().and_then(crate::filter::Sockets::from_arg));
+    let separated = it.next().as_deref() == Some(OsStr::new("--"));
+    let rest: Vec<OsString> = it.collect();
+    let (Some(sockets), true, Some(program)) = (sockets, separated, rest.first()) else {
+        eprintln!(
+            "usage: {} private|none|host -- PROGRAM [ARGS...]",
+            crate::sandbox::EXEC_ARG
+        );
+        return ExitCode::from(2);
+    };
+    if let Err(e) = crate::filter::apply(sockets) {
+        eprintln!("agent-tools sandbox: {e}");
+        return ExitCode::from(126);
+    }
+    let e = Command::new(program).args(&rest[1..]).exec();
+    eprintln!(
+        "agent-tools sandbox: cannot run {}: {e}",
+        Path::new(program).display()
+    );
+    ExitCode::from(127)
 }
 
 /// The supervisor's arguments.

@@ -19,8 +19,15 @@
 //!   Read and Edit rules and the protected paths apply to the paths a command names, and
 //!   the read-only classification ([`is_read_only_command`], an allow-list of shapes)
 //!   decides auto-approval and concurrency. See "Shell permissions" below.
-//! - The [`SandboxSettings`] (the settings' `sandbox` section) select a policy enforced with
-//!   bubblewrap, or Landlock and seccomp when bubblewrap is missing; see [`prepare_sandbox`].
+//! - The [`SandboxSettings`] (the settings' `sandbox` section, and the session's Read deny
+//!   rules) select a policy enforced with bubblewrap, or Landlock and seccomp when
+//!   bubblewrap is missing; see [`prepare_sandbox`]. Inside, a command holds no capability,
+//!   runs under a seccomp filter (no mount, namespace, ptrace, keyring, bpf, module or
+//!   reboot call), cannot create, replace or rename a protected name (existing or not: a
+//!   missing one is bound over a placeholder), reaches no host network or host Unix socket
+//!   while the network is off, and cannot read what Read deny rules and the credential
+//!   defaults ([`SECRETS`]) hide. What holds under each mechanism, and where it stops, is in
+//!   `docs/sandbox.md`.
 //!
 //! # The supervisor
 //!
@@ -39,6 +46,9 @@
 //! [`SandboxLimits::max_instances`] (see [`set_sandbox_limits`]); at the limit the instance
 //! idle the longest is ended, and when all are busy the call is refused with a retryable
 //! error that says so.
+//! Inside bubblewrap the supervisor runs under the seccomp filter, which the host binary
+//! applies to itself before it becomes the supervisor ([`EXEC_ARG`]); the placeholders an
+//! instance bound over missing protected names are removed when it ends.
 //!
 //! Nothing a command starts outlives it, sandboxed or not. Its process group is signalled
 //! when its leader exits (TERM, the grace period, KILL), and when no command of the
@@ -139,9 +149,19 @@
 //!   is killed, not moved to the background.
 //! - Commands tree-sitter-bash cannot parse are refused, not run; this includes the rare
 //!   read-write redirection `<>`.
-//! - Under Landlock (no bubblewrap), a writable root that holds protected paths (`.git`,
-//!   shell start-up files) is granted entry by entry, because Landlock rules only add access:
-//!   new entries can be created in its subdirectories but not directly in it.
+//! - Under Landlock (no bubblewrap), a working directory, and a writable root that holds
+//!   protected or hidden paths, are granted entry by entry, because Landlock rules only add
+//!   access: new entries can be created in their subdirectories but not directly in them
+//!   (which is what keeps a missing protected name from being created), and `git commit`
+//!   cannot create `.git/index.lock`.
+//! - With the network off, no Unix socket can be created inside the sandbox (so no host
+//!   Unix socket can be reached): a program that needs one of its own needs
+//!   `sandbox.network: true`. Under bubblewrap the sandbox's own loopback works; under
+//!   Landlock no socket can be created at all.
+//! - While a sandbox binds them, placeholders for missing protected names exist on the host
+//!   (a `.mcp.json` without servers, an empty `.gitmodules`, empty `.git/`, `.claude/`...
+//!   directories): `git status` lists the files as untracked meanwhile. `git init` at the
+//!   top of a working directory fails inside the sandbox.
 //! - A foreground command in the persistent bubblewrap sandbox costs about what an
 //!   unsandboxed one does: a `posix_spawn` of `bash -c` by the supervisor and two short
 //!   messages on its socket and pipe (see `cargo xtask bench bash-200`). The supervisor
@@ -182,17 +202,25 @@
 
 mod bash;
 #[cfg(target_os = "linux")]
+mod filter;
+#[cfg(target_os = "linux")]
 mod inside;
 #[cfg(target_os = "linux")]
+mod landlock;
+#[cfg(target_os = "linux")]
 mod limits;
+mod mask;
 #[cfg(feature = "monitor")]
 mod monitor;
 mod operands;
 mod output;
 mod parse;
 mod permissions;
+#[cfg(target_os = "linux")]
+mod placeholder;
 mod process;
 mod programs;
+mod protect;
 mod readonly;
 mod reaper;
 mod sandbox;
@@ -224,8 +252,8 @@ pub use permissions::{
 pub use process::KILL_GRACE;
 pub use readonly::is_read_only_command;
 pub use sandbox::{
-    Launch, Mechanism, Prepared, SandboxMode, SandboxPolicy, SandboxSettings, bubblewrap,
-    landlock_available, prepare as prepare_sandbox,
+    DenyRead, EXEC_ARG, Launch, Mask, Mechanism, Prepared, SECRETS, SandboxMode, SandboxPolicy,
+    SandboxSettings, bubblewrap, landlock_available, prepare as prepare_sandbox,
 };
 pub use session::{SandboxInstance, sandbox_instance};
 pub use spool::OUTPUT_CAP;

@@ -167,12 +167,21 @@ fn command_line(
         .try_clone()
         .map_err(|e| ToolError::fatal(format!("cannot set up the command's output: {e}")))?;
     let reports_cwd = io.cwd.is_some();
-    match io.cwd {
-        Some(fd) => cmd.stdin(Stdio::from(fd)),
-        None => cmd.stdin(Stdio::null()),
+    let stdin = match io.cwd {
+        Some(fd) => Stdio::from(fd),
+        None => Stdio::null(),
     };
     cmd.stdout(Stdio::from(io.output));
-    cmd.stderr(Stdio::from(err));
+    if launch.filter_on_stdin() {
+        // bubblewrap reads the seccomp filter from stdin; the command's stdin goes in as
+        // stderr and the shell in the prefix swaps them back (stderr joins the output).
+        drop(err);
+        cmd.stdin(launch.filter_stdin()?);
+        cmd.stderr(stdin);
+    } else {
+        cmd.stdin(stdin);
+        cmd.stderr(Stdio::from(err));
+    }
     for (k, v) in ENV {
         cmd.env(k, v);
     }

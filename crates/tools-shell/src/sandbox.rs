@@ -1,20 +1,35 @@
 //! The sandbox every shell command runs in (Linux): a policy (read-only, workspace-write or
 //! full access, each with network on or off) enforced with bubblewrap when it is installed and
-//! with Landlock plus a seccomp network filter otherwise. When the requested sandbox cannot
-//! be applied the command is refused, unless the settings allow a degraded mode.
+//! with Landlock plus seccomp otherwise. When the requested sandbox cannot be applied the
+//! command is refused, unless the settings allow a degraded mode.
 //!
-//! The Landlock path needs no `unsafe`: Landlock and seccomp restrict the calling *thread*
-//! (no `TSYNC`), and a child inherits its creator's restrictions, so a short-lived helper
-//! thread restricts itself, spawns the command and ends; the rest of the process is
-//! untouched.
+//! Under bubblewrap every command runs in user, pid, IPC and (network off) network
+//! namespaces of its own, with every capability dropped (also when the host user is root),
+//! further user namespaces disabled, and the `filter` module's seccomp filter applied
+//! inside: by the host binary run as a small helper ([`EXEC_ARG`]) when a supervisor program
+//! is registered, else by bubblewrap itself from a program handed over on stdin. The
+//! protected paths (`protect` module) are bound read-only, missing ones over placeholders
+//! (`placeholder` module), and the paths of the session's Read deny rules and the user's
+//! credential stores are hidden (`mask` module). The Landlock mechanism is in the
+//! `landlock` module.
 
-use std::ffi::OsString;
+use std::ffi::{OsStr, OsString};
 use std::path::{Path, PathBuf};
 use std::sync::{Arc, OnceLock};
 
 use serde::Deserialize;
 use tokio::process::{Child, Command};
-use tool_core::{SettingsLayer, ToolContext, ToolError, path};
+use tool_core::{RuleBehavior, SettingsLayer, SourcedRule, ToolContext, ToolError, path};
+
+#[cfg(target_os = "linux")]
+use crate::filter::Sockets;
+pub use crate::mask::{DenyRead, Mask, SECRETS};
+use crate::protect::{Base, Bind};
+
+/// The first argument that makes the host binary apply the sandbox's seccomp filter to
+/// itself and then run the rest of its arguments (see `sandbox_supervisor_entry`):
+/// `EXEC_ARG SOCKETS -- PROGRAM ARGS...`.
+pub const EXEC_ARG: &str = "__agent-tools-sandbox-exec";
 
 /// What a sandboxed command may write.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Deserialize)]
@@ -42,13 +57,13 @@ pub enum Mechanism {
     Landlock,
 }
 
-/// The `sandbox` section of the settings files.
+/// The `sandbox` section of the settings files, and the session's Read deny rules.
 ///
 /// ```json
 /// "sandbox": {
 ///   "enabled": true, "mode": "workspace-write", "network": false,
 ///   "allowUnsandboxedCommands": true, "allowDegraded": false,
-///   "writableRoots": ["../shared"], "mechanism": "auto"
+///   "writableRoots": ["../shared"], "mechanism": "auto", "hideSecrets": true
 /// }
 /// ```
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -68,6 +83,13 @@ pub struct SandboxSettings {
     pub writable_roots: Vec<String>,
     /// The mechanism (default auto)
     pub mechanism: Mechanism,
+    /// Whether the user's credential stores ([`SECRETS`]) are hidden from sandboxed
+    /// commands (default true)
+    pub hide_secrets: bool,
+    /// The session's Read deny rules, which hold inside the sandbox too: what they match is
+    /// hidden from every sandboxed command (filled from the settings files' and the
+    /// session's rules, not a key of the section)
+    pub deny_read: Vec<DenyRead>,
 }
 
 impl Default for SandboxSettings {
@@ -80,6 +102,8 @@ impl Default for SandboxSettings {
             allow_degraded: false,
             writable_roots: Vec::new(),
             mechanism: Mechanism::Auto,
+            hide_secrets: true,
+            deny_read: Vec::new(),
         }
     }
 }
@@ -95,6 +119,7 @@ struct SandboxSection {
     #[serde(default)]
     writable_roots: Vec<String>,
     mechanism: Option<Mechanism>,
+    hide_secrets: Option<bool>,
     /// Claude Code's keys that have no meaning here are accepted and ignored
     #[serde(default)]
     auto_allow_bash_if_sandboxed: Option<bool>,
@@ -139,43 +164,56 @@ impl SandboxSettings {
             if let Some(v) = section.mechanism {
                 s.mechanism = v;
             }
+            if let Some(v) = section.hide_secrets {
+                s.hide_secrets = v;
+            }
             s.writable_roots.extend(section.writable_roots);
         }
+        s.deny_read = deny_read(layers.iter().flat_map(SettingsLayer::rules));
         Ok(s)
     }
 
     /// The session's settings: an `Arc<SandboxSettings>` service if the host put one in the
-    /// context, else the `sandbox` sections of the loaded settings layers, else defaults.
+    /// context, else the `sandbox` sections of the loaded settings layers, else defaults;
+    /// with the Read deny rules of the session's permission engine (settings files and
+    /// command line).
     pub fn from_context(ctx: &ToolContext) -> Result<Self, ToolError> {
-        if let Some(s) = ctx.services().get::<Arc<SandboxSettings>>() {
-            return Ok((*s).clone());
-        }
-        match ctx.services().get::<Arc<Vec<SettingsLayer>>>() {
-            Some(layers) => Self::from_layers(&layers),
-            None => Ok(SandboxSettings::default()),
-        }
+        let mut s = if let Some(s) = ctx.services().get::<Arc<SandboxSettings>>() {
+            (*s).clone()
+        } else {
+            match ctx.services().get::<Arc<Vec<SettingsLayer>>>() {
+                Some(layers) => Self::from_layers(&layers)?,
+                None => SandboxSettings::default(),
+            }
+        };
+        s.deny_read = deny_read(ctx.permissions().rules());
+        Ok(s)
     }
 }
 
-/// Names that stay read-only inside writable roots: version-control hooks and configuration,
-/// shell start-up files, agent settings.
-const PROTECTED_IN_ROOT: &[&str] = &[
-    ".git/hooks",
-    ".git/config",
-    ".bashrc",
-    ".bash_profile",
-    ".bash_login",
-    ".profile",
-    ".zshrc",
-    ".zprofile",
-    ".zshenv",
-    ".gitconfig",
-    ".agent-tools",
-    ".claude",
-    ".mcp.json",
-];
+/// The Read deny rules among `rules`.
+fn deny_read(rules: impl IntoIterator<Item = SourcedRule>) -> Vec<DenyRead> {
+    let mut out: Vec<DenyRead> = Vec::new();
+    for r in rules {
+        if r.behavior != RuleBehavior::Deny || r.rule.tool != "Read" {
+            continue;
+        }
+        let Some(pattern) = r.rule.content else {
+            continue;
+        };
+        let d = DenyRead {
+            pattern,
+            root: r.source.root,
+        };
+        if !out.contains(&d) {
+            out.push(d);
+        }
+    }
+    out
+}
 
-/// A resolved policy: canonical writable roots and the protected paths inside them.
+/// A resolved policy: canonical writable roots, what stays read-only inside them, and what
+/// is hidden.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct SandboxPolicy {
     /// What may be written
@@ -184,66 +222,189 @@ pub struct SandboxPolicy {
     pub network: bool,
     /// Canonical writable roots (workspace-write only)
     pub writable_roots: Vec<PathBuf>,
-    /// Existing protected paths inside the roots, canonical
+    /// Every path the sandbox binds over: protected paths and placeholders inside the
+    /// writable roots, and hidden paths; canonical. A running sandbox serves a policy only
+    /// while each of them keeps its identity (a bind keeps showing what was there when the
+    /// sandbox started, and the host replacing a bound file detaches the bind).
     pub protected: Vec<PathBuf>,
+    /// How the protected paths are bound, parents first
+    binds: Vec<Bind>,
+    /// Directories whose own entries must not change (where missing protected names are
+    /// protected)
+    bases: Vec<PathBuf>,
+    /// Hidden paths
+    masks: Vec<Mask>,
+    /// The placeholders bound (bubblewrap)
+    #[cfg(target_os = "linux")]
+    leases: crate::placeholder::Leases,
 }
 
 impl SandboxPolicy {
     /// The policy for `settings` in a session whose working directories are `dirs`.
     pub fn new(settings: &SandboxSettings, dirs: &[PathBuf], cwd: &Path) -> Self {
+        Self::build(settings, dirs, cwd, |decide| decide())
+    }
+
+    /// The policy for bubblewrap: the placeholders of the protected names that do not exist
+    /// are made (or shared) as their binds are decided, in one step, so that a placeholder
+    /// another sandbox just released is not removed under this one. A name that cannot be
+    /// created here is dropped from the policy (no sandboxed command could create it).
+    #[cfg(target_os = "linux")]
+    fn for_bubblewrap(
+        settings: &SandboxSettings,
+        dirs: &[PathBuf],
+        cwd: &Path,
+    ) -> Result<Self, ToolError> {
+        let mut leases = crate::placeholder::Leases::default();
+        let mut failed = Ok(());
+        let mut policy = Self::build(settings, dirs, cwd, |decide| {
+            let _gate = crate::placeholder::gate();
+            let mut binds = decide();
+            let wanted: Vec<(PathBuf, crate::protect::Shape)> = binds
+                .iter()
+                .filter_map(|b| match b {
+                    Bind::Missing(p, shape) => Some((p.clone(), *shape)),
+                    _ => None,
+                })
+                .collect();
+            let (taken, failure) = crate::placeholder::acquire(&wanted);
+            binds.retain(|b| match b {
+                Bind::Missing(p, _) => taken.holds(p),
+                _ => true,
+            });
+            leases = taken;
+            if let Some(e) = failure {
+                failed = Err(e);
+            }
+            binds
+        });
+        // The leases outlive the gate: dropping them (on failure) may remove placeholders.
+        failed?;
+        policy.leases = leases;
+        Ok(policy)
+    }
+
+    /// Builds the policy; `protect` gets the function that decides the protection's binds
+    /// and returns the binds to use.
+    fn build(
+        settings: &SandboxSettings,
+        dirs: &[PathBuf],
+        cwd: &Path,
+        protect: impl FnOnce(&dyn Fn() -> Vec<Bind>) -> Vec<Bind>,
+    ) -> Self {
         let mut roots: Vec<PathBuf> = Vec::new();
-        // Every directory the roots came from: protected paths are looked for in each, since
-        // a working directory may sit inside a broader root such as /tmp.
-        let mut bases: Vec<PathBuf> = Vec::new();
+        let mut extra: Vec<PathBuf> = Vec::new();
         if settings.mode == SandboxMode::WorkspaceWrite {
             let mut candidates: Vec<PathBuf> = dirs.to_vec();
             candidates.push(std::env::temp_dir());
             candidates.push(PathBuf::from("/tmp"));
             for r in &settings.writable_roots {
-                candidates.push(path::resolve(cwd, r));
+                let p = path::resolve(cwd, r);
+                if let Ok(c) = p.canonicalize() {
+                    extra.push(c);
+                }
+                candidates.push(p);
             }
             for c in candidates {
                 // Canonical roots: a symlinked root would otherwise be bound at the link.
                 let Ok(c) = c.canonicalize() else { continue };
-                if !bases.contains(&c) {
-                    bases.push(c.clone());
-                }
                 if !roots.iter().any(|r| path::is_within(&c, r)) {
                     roots.retain(|r| !path::is_within(r, &c));
                     roots.push(c);
                 }
             }
         }
-        if let Some(h) = path::home_dir().and_then(|h| h.canonicalize().ok())
-            && roots.iter().any(|r| path::is_within(&h, r))
-            && !bases.contains(&h)
-        {
-            bases.push(h);
+        let working: Vec<PathBuf> = dirs.iter().filter_map(|d| d.canonicalize().ok()).collect();
+        let home = path::home_dir().and_then(|h| h.canonicalize().ok());
+        // The protection's bases: working directories, the home directory and the other
+        // writable roots, each once. A working directory inside another (the shell's `cd`
+        // into a subdirectory) only protects the names that exist there.
+        let mut bases: Vec<Base<'_>> = Vec::new();
+        for d in &working {
+            let nested = working.iter().any(|o| o != d && d.starts_with(o));
+            bases.push(Base {
+                dir: d,
+                project: !nested,
+                home: home.as_ref() == Some(d),
+            });
         }
-        let mut protected = Vec::new();
-        for base in &bases {
-            for name in PROTECTED_IN_ROOT {
-                let p = base.join(name);
-                // Most of these do not exist: one `lstat` says so, where resolving the path
-                // walks every component (this runs for every command).
-                if std::fs::symlink_metadata(&p).is_err() {
-                    continue;
-                }
-                // Resolve links: binding over a symlink fails, and the target is what needs
-                // protecting (when it is writable at all).
-                if let Ok(c) = p.canonicalize()
-                    && roots.iter().any(|r| path::is_within(&c, r))
-                    && !protected.contains(&c)
-                {
-                    protected.push(c);
-                }
+        if let Some(h) = &home
+            && !working.contains(h)
+        {
+            bases.push(Base {
+                dir: h,
+                project: false,
+                home: true,
+            });
+        }
+        for d in &extra {
+            if !working.contains(d) && home.as_ref() != Some(d) {
+                bases.push(Base {
+                    dir: d,
+                    project: false,
+                    home: false,
+                });
             }
         }
-        SandboxPolicy {
+        bases.retain(|b| roots.iter().any(|r| path::is_within(b.dir, r)));
+        let binds = protect(&|| crate::protect::binds(&bases, &roots));
+        let mut keep = working.clone();
+        keep.extend(roots.iter().cloned());
+        if let Ok(c) = cwd.canonicalize() {
+            keep.push(c);
+        }
+        let masks = crate::mask::masks(
+            &settings.deny_read,
+            settings.hide_secrets,
+            &crate::mask::Scope {
+                dirs: &working,
+                cwd,
+                home: home.as_deref(),
+                keep: &keep,
+            },
+        );
+        // Under Landlock, the directories where missing names are protected are granted
+        // entry by entry.
+        let bases: Vec<PathBuf> = bases
+            .iter()
+            .filter(|b| b.project || b.home)
+            .map(|b| b.dir.to_path_buf())
+            .collect();
+        let mut policy = SandboxPolicy {
             mode: settings.mode,
             network: settings.network,
             writable_roots: roots,
-            protected,
+            protected: Vec::new(),
+            binds,
+            bases,
+            masks,
+            #[cfg(target_os = "linux")]
+            leases: crate::placeholder::Leases::default(),
+        };
+        policy.protected = policy.bound_paths();
+        policy
+    }
+
+    fn bound_paths(&self) -> Vec<PathBuf> {
+        self.binds
+            .iter()
+            .map(|b| b.path().to_path_buf())
+            .chain(self.masks.iter().map(|m| m.path().to_path_buf()))
+            .collect()
+    }
+
+    /// A read-only policy without network, protection or masks (for probes).
+    pub(crate) fn bare() -> Self {
+        SandboxPolicy {
+            mode: SandboxMode::ReadOnly,
+            network: false,
+            writable_roots: Vec::new(),
+            protected: Vec::new(),
+            binds: Vec::new(),
+            bases: Vec::new(),
+            masks: Vec::new(),
+            #[cfg(target_os = "linux")]
+            leases: crate::placeholder::Leases::default(),
         }
     }
 
@@ -258,8 +419,29 @@ impl SandboxPolicy {
         format!("{mode}, network {net}")
     }
 
-    fn is_unrestricted(&self) -> bool {
-        self.mode == SandboxMode::FullAccess && self.network
+    /// The protected paths' binds, parents first.
+    pub(crate) fn binds(&self) -> &[Bind] {
+        &self.binds
+    }
+
+    /// The directories whose own entries must not change.
+    pub(crate) fn bases(&self) -> &[PathBuf] {
+        &self.bases
+    }
+
+    /// The hidden paths.
+    pub fn masks(&self) -> &[Mask] {
+        &self.masks
+    }
+
+    /// Which sockets commands may create.
+    #[cfg(target_os = "linux")]
+    pub(crate) fn sockets(&self, own_netns: bool) -> Sockets {
+        match (self.network, own_netns) {
+            (true, _) => Sockets::Host,
+            (false, true) => Sockets::Private,
+            (false, false) => Sockets::None,
+        }
     }
 }
 
@@ -286,9 +468,26 @@ pub struct Prepared {
     pub notice: Option<String>,
 }
 
+/// What this machine's bubblewrap can do.
+#[derive(Debug, Clone)]
+struct Bwrap {
+    path: PathBuf,
+    /// `--unshare-user` works (no user namespaces: a setuid bubblewrap, or root)
+    userns: bool,
+    /// `--disable-userns` works (bubblewrap 0.8 and later)
+    disable_userns: bool,
+}
+
 /// Finds bubblewrap and checks once that it can start a sandbox here.
 pub fn bubblewrap() -> Option<&'static Path> {
-    static FOUND: OnceLock<Option<PathBuf>> = OnceLock::new();
+    bwrap().map(|b| b.path.as_path())
+}
+
+/// Finds bubblewrap and learns, once, which of the isolation flags it can use here: the
+/// full set, then without `--disable-userns` (bubblewrap before 0.8), then without a user
+/// namespace (none available: a setuid bubblewrap, or root on a kernel without them).
+fn bwrap() -> Option<&'static Bwrap> {
+    static FOUND: OnceLock<Option<Bwrap>> = OnceLock::new();
     FOUND
         .get_or_init(|| {
             let candidates = ["/usr/bin/bwrap", "/bin/bwrap", "/usr/local/bin/bwrap"];
@@ -303,53 +502,59 @@ pub fn bubblewrap() -> Option<&'static Path> {
                             .find(|p| p.is_file())
                     })
                 })?;
-            let ok = std::process::Command::new(&path)
-                .args([
-                    "--ro-bind",
-                    "/",
-                    "/",
-                    "--dev",
-                    "/dev",
-                    "--proc",
-                    "/proc",
-                    "--unshare-pid",
-                    "--unshare-net",
-                    "--die-with-parent",
-                    "--new-session",
-                    "--",
-                    "true",
-                ])
-                .stdin(std::process::Stdio::null())
-                .stdout(std::process::Stdio::null())
-                .stderr(std::process::Stdio::null())
-                .status()
-                .is_ok_and(|s| s.success());
-            ok.then_some(path)
+            let works = |flags: &[&str]| {
+                std::process::Command::new(&path)
+                    .args([
+                        "--ro-bind",
+                        "/",
+                        "/",
+                        "--dev",
+                        "/dev",
+                        "--proc",
+                        "/proc",
+                        "--perms",
+                        "0700",
+                        "--tmpfs",
+                        "/tmp",
+                        "--unshare-pid",
+                        "--unshare-net",
+                        "--unshare-ipc",
+                        "--die-with-parent",
+                        "--new-session",
+                        "--cap-drop",
+                        "ALL",
+                    ])
+                    .args(flags)
+                    .args(["--", "true"])
+                    .stdin(std::process::Stdio::null())
+                    .stdout(std::process::Stdio::null())
+                    .stderr(std::process::Stdio::null())
+                    .status()
+                    .is_ok_and(|s| s.success())
+            };
+            let (userns, disable_userns) = if works(&["--unshare-user", "--disable-userns"]) {
+                (true, true)
+            } else if works(&["--unshare-user"]) {
+                (true, false)
+            } else if works(&[]) {
+                (false, false)
+            } else {
+                return None;
+            };
+            Some(Bwrap {
+                path,
+                userns,
+                disable_userns,
+            })
         })
-        .as_deref()
+        .as_ref()
 }
 
 /// Whether Landlock can be enforced here (checked once, in a throw-away thread).
 pub fn landlock_available() -> bool {
     #[cfg(target_os = "linux")]
     {
-        static OK: OnceLock<bool> = OnceLock::new();
-        *OK.get_or_init(|| {
-            std::thread::spawn(|| {
-                linux::restrict_thread(
-                    &SandboxPolicy {
-                        mode: SandboxMode::ReadOnly,
-                        network: false,
-                        writable_roots: Vec::new(),
-                        protected: Vec::new(),
-                    },
-                    &[],
-                )
-                .is_ok()
-            })
-            .join()
-            .unwrap_or(false)
-        })
+        crate::landlock::available()
     }
     #[cfg(not(target_os = "linux"))]
     {
@@ -407,24 +612,35 @@ fn prepare_with(
             "dangerouslyDisableSandbox is not allowed: the settings set sandbox.allowUnsandboxedCommands to false. Run the command inside the sandbox.",
         ));
     }
-    let policy = SandboxPolicy::new(settings, dirs, cwd);
-    if policy.is_unrestricted() {
+    if settings.mode == SandboxMode::FullAccess && settings.network && settings.deny_read.is_empty()
+    {
         return Ok(direct("none (full-access, network on)", None));
     }
-    let described = policy.describe();
-    let policy = Arc::new(policy);
     let available = available();
     if available.bubblewrap {
+        #[cfg(target_os = "linux")]
+        let policy = SandboxPolicy::for_bubblewrap(settings, dirs, cwd)?;
+        #[cfg(not(target_os = "linux"))]
+        let policy = SandboxPolicy::new(settings, dirs, cwd);
+        let described = policy.describe();
+        let userns = bwrap().is_none_or(|b| b.userns);
+        let description = if userns {
+            format!("bubblewrap ({described})")
+        } else {
+            format!("bubblewrap without user namespaces ({described})")
+        };
         return Ok(Prepared {
-            launch: Launch::Bubblewrap(policy),
-            description: format!("bubblewrap ({described})"),
+            launch: Launch::Bubblewrap(Arc::new(policy)),
+            description,
             notice: None,
         });
     }
+    let policy = SandboxPolicy::new(settings, dirs, cwd);
+    let described = policy.describe();
     #[cfg(target_os = "linux")]
     if available.landlock {
         return Ok(Prepared {
-            launch: Launch::Landlock(policy),
+            launch: Launch::Landlock(Arc::new(policy)),
             description: format!("landlock+seccomp ({described})"),
             notice: None,
         });
@@ -451,305 +667,236 @@ fn prepare_with(
     )))
 }
 
+/// Builds bubblewrap's command line.
+struct Args(Vec<OsString>);
+
+impl Args {
+    fn push(&mut self, items: &[&OsStr]) {
+        self.0.extend(items.iter().map(|s| s.to_os_string()));
+    }
+
+    fn flag(&mut self, flag: &str) {
+        self.0.push(flag.into());
+    }
+
+    fn bind(&mut self, flag: &str, src: &Path, dest: &Path) {
+        self.push(&[flag.as_ref(), src.as_os_str(), dest.as_os_str()]);
+    }
+}
+
 impl Launch {
-    /// What goes before `bash -c COMMAND` (bubblewrap's command line, or nothing).
-    /// `writable_files` are files the command must be able to write (its output file).
+    /// What goes before `bash -c COMMAND`: bubblewrap's command line and the helper that
+    /// applies the seccomp filter inside, or nothing. `writable_files` are files the command
+    /// must be able to write (its output file, the session's slot directory).
     pub fn prefix(&self, cwd: &Path, writable_files: &[PathBuf]) -> Vec<OsString> {
         let Launch::Bubblewrap(policy) = self else {
             return Vec::new();
         };
-        let mut a: Vec<OsString> = Vec::new();
-        let mut push =
-            |items: &[&std::ffi::OsStr]| a.extend(items.iter().map(|s| s.to_os_string()));
-        let bwrap = bubblewrap().unwrap_or(Path::new("bwrap"));
-        push(&[bwrap.as_os_str()]);
-        push(&[
-            "--new-session".as_ref(),
-            "--die-with-parent".as_ref(),
-            "--unshare-pid".as_ref(),
-        ]);
-        if policy.mode == SandboxMode::FullAccess {
-            push(&["--bind".as_ref(), "/".as_ref(), "/".as_ref()]);
-        } else {
-            push(&["--ro-bind".as_ref(), "/".as_ref(), "/".as_ref()]);
+        let bwrap = bwrap();
+        let mut a = Args(Vec::new());
+        a.push(&[bwrap.map_or(OsStr::new("bwrap"), |b| b.path.as_os_str())]);
+        for f in [
+            "--new-session",
+            "--die-with-parent",
+            "--unshare-pid",
+            "--unshare-ipc",
+        ] {
+            a.flag(f);
         }
-        push(&[
+        if bwrap.is_none_or(|b| b.userns) {
+            a.flag("--unshare-user");
+            if bwrap.is_none_or(|b| b.disable_userns) {
+                a.flag("--disable-userns");
+            }
+        }
+        a.push(&["--cap-drop".as_ref(), "ALL".as_ref()]);
+        let root = Path::new("/");
+        if policy.mode == SandboxMode::FullAccess {
+            a.bind("--bind", root, root);
+        } else {
+            a.bind("--ro-bind", root, root);
+        }
+        a.push(&[
             "--dev".as_ref(),
             "/dev".as_ref(),
             "--proc".as_ref(),
             "/proc".as_ref(),
         ]);
-        for root in &policy.writable_roots {
-            push(&["--bind".as_ref(), root.as_os_str(), root.as_os_str()]);
+        for r in &policy.writable_roots {
+            a.bind("--bind", r, r);
+        }
+        for b in &policy.binds {
+            match b {
+                Bind::ReadOnly(p) | Bind::Missing(p, _) => a.bind("--ro-bind", p, p),
+                Bind::Pinned(p) | Bind::Writable(p) => a.bind("--bind", p, p),
+            }
+        }
+        for m in &policy.masks {
+            match m {
+                Mask::File(p) => a.bind("--ro-bind", Path::new("/dev/null"), p),
+                Mask::Dir(p) => {
+                    a.push(&[
+                        "--perms".as_ref(),
+                        "0000".as_ref(),
+                        "--tmpfs".as_ref(),
+                        p.as_os_str(),
+                        "--remount-ro".as_ref(),
+                        p.as_os_str(),
+                    ]);
+                }
+            }
         }
         if policy.mode != SandboxMode::FullAccess {
             for f in writable_files {
-                push(&["--bind".as_ref(), f.as_os_str(), f.as_os_str()]);
+                a.bind("--bind", f, f);
             }
         }
-        for p in &policy.protected {
-            push(&["--ro-bind".as_ref(), p.as_os_str(), p.as_os_str()]);
-        }
         if !policy.network {
-            push(&["--unshare-net".as_ref()]);
+            a.flag("--unshare-net");
         }
-        push(&["--chdir".as_ref(), cwd.as_os_str(), "--".as_ref()]);
-        a
+        #[cfg(target_os = "linux")]
+        let sockets = policy.sockets(true).as_arg();
+        #[cfg(not(target_os = "linux"))]
+        let sockets = "private";
+        match helper() {
+            Some(program) => {
+                a.push(&["--chdir".as_ref(), cwd.as_os_str(), "--".as_ref()]);
+                a.push(&[
+                    program.as_os_str(),
+                    EXEC_ARG.as_ref(),
+                    sockets.as_ref(),
+                    "--".as_ref(),
+                ]);
+            }
+            None => {
+                // bubblewrap applies the filter, read from stdin (see `Launch::spawn`). What
+                // the command's stdin would have been arrives as stderr (see `Launch::spawn`):
+                // a shell makes it the command's stdin again and its stderr the output.
+                a.push(&[
+                    "--seccomp".as_ref(),
+                    "0".as_ref(),
+                    "--chdir".as_ref(),
+                    cwd.as_os_str(),
+                    "--".as_ref(),
+                    "/bin/sh".as_ref(),
+                    "-c".as_ref(),
+                    "exec \"$@\" 0<&2 2>&1".as_ref(),
+                    "sh".as_ref(),
+                ]);
+            }
+        }
+        a.0
     }
 
     /// Spawns the prepared command.
     pub async fn spawn(
         &self,
-        mut cmd: Command,
+        #[allow(unused_mut)] mut cmd: Command,
         writable_files: &[PathBuf],
     ) -> Result<Child, ToolError> {
+        let start = |mut cmd: Command| {
+            cmd.spawn()
+                .map_err(|e| ToolError::fatal(format!("cannot start bash: {e}")))
+        };
         match self {
-            Launch::Direct | Launch::Bubblewrap(_) => cmd
-                .spawn()
-                .map_err(|e| ToolError::fatal(format!("cannot start bash: {e}"))),
+            Launch::Direct => start(cmd),
+            Launch::Bubblewrap(policy) => {
+                // Without the helper, bubblewrap reads the filter from stdin: the caller set
+                // it up with `filter_stdin` (see `process::command_line`).
+                let child = start(cmd)?;
+                #[cfg(target_os = "linux")]
+                hold_until_exit(policy, &child);
+                #[cfg(not(target_os = "linux"))]
+                let _ = (policy, writable_files);
+                Ok(child)
+            }
             #[cfg(target_os = "linux")]
-            Launch::Landlock(policy) => {
-                let spawner = landlock_spawner(policy, writable_files)?;
-                let (tx, rx) = tokio::sync::oneshot::channel();
-                spawner
-                    .send((cmd, tokio::runtime::Handle::current(), tx))
-                    .map_err(|_| ToolError::fatal("the sandbox thread is gone"))?;
-                rx.await.map_err(|_| {
-                    ToolError::fatal("the sandbox thread ended without starting the command")
-                })?
-            }
+            Launch::Landlock(policy) => crate::landlock::spawn(policy, writable_files, cmd).await,
         }
     }
 }
 
-/// A command for a restricted thread to start, with the runtime to register it with.
-#[cfg(target_os = "linux")]
-type LandlockJob = (
-    Command,
-    tokio::runtime::Handle,
-    tokio::sync::oneshot::Sender<Result<Child, ToolError>>,
-);
-
-/// What a restricted thread was restricted to: the policy, the writable files, the paths
-/// granted (a root holding protected paths is granted entry by entry, so new entries change
-/// them), and the identity (device, inode) of each, since Landlock holds the inode it saw.
-#[cfg(target_os = "linux")]
-type LandlockKey = (
-    SandboxPolicy,
-    Vec<PathBuf>,
-    Vec<(PathBuf, Option<(u64, u64)>)>,
-);
-
-/// A thread restricted to `policy` and `files` that starts commands: restricting a new
-/// thread per command (building the ruleset, walking roots that hold protected paths) cost
-/// more than a short command. Threads are kept per policy and set of files (a session's
-/// slots reuse the same files), at most 32, the oldest dropped first.
-#[cfg(target_os = "linux")]
-fn landlock_spawner(
-    policy: &SandboxPolicy,
-    files: &[PathBuf],
-) -> Result<std::sync::mpsc::Sender<LandlockJob>, ToolError> {
-    use std::os::unix::fs::MetadataExt;
-    use std::sync::Mutex;
-    use std::sync::mpsc;
-    type Spawners = Mutex<Vec<(LandlockKey, mpsc::Sender<LandlockJob>)>>;
-    static SPAWNERS: Spawners = Mutex::new(Vec::new());
-    let grants = if policy.mode == SandboxMode::WorkspaceWrite {
-        linux::write_grants(policy)
-    } else {
-        Vec::new()
-    };
-    let identity = grants
-        .iter()
-        .chain(&policy.protected)
-        .chain(files)
-        .map(|p| {
-            let id = std::fs::metadata(p).ok().map(|m| (m.dev(), m.ino()));
-            (p.clone(), id)
-        })
-        .collect();
-    let key: LandlockKey = (policy.clone(), files.to_vec(), identity);
-    let mut spawners = SPAWNERS
-        .lock()
-        .map_err(|_| ToolError::fatal("internal error: the sandbox thread table is poisoned"))?;
-    if let Some((_, tx)) = spawners.iter().find(|(k, _)| *k == key) {
-        return Ok(tx.clone());
+impl Launch {
+    /// Whether bubblewrap reads the seccomp filter from stdin for this launch (no helper
+    /// program is registered): the command's own stdin then goes in as stderr, and the
+    /// prefix's shell puts it back.
+    pub(crate) fn filter_on_stdin(&self) -> bool {
+        #[cfg(target_os = "linux")]
+        {
+            matches!(self, Launch::Bubblewrap(_)) && helper().is_none()
+        }
+        #[cfg(not(target_os = "linux"))]
+        {
+            false
+        }
     }
-    let (tx, rx) = mpsc::channel::<LandlockJob>();
-    let (ready_tx, ready_rx) = mpsc::channel();
-    let (policy, files) = (key.0.clone(), key.1.clone());
-    std::thread::Builder::new()
-        .name("agent-tools-sandbox".into())
+
+    /// The seccomp filter for bubblewrap's stdin (see [`Launch::filter_on_stdin`]).
+    pub(crate) fn filter_stdin(&self) -> Result<std::process::Stdio, ToolError> {
+        match self {
+            #[cfg(target_os = "linux")]
+            Launch::Bubblewrap(policy) => seccomp_stdin(policy.sockets(true)),
+            _ => Ok(std::process::Stdio::null()),
+        }
+    }
+}
+
+/// The program that applies the seccomp filter inside bubblewrap: the registered supervisor
+/// program (the host binary), when there is one.
+fn helper() -> Option<&'static Path> {
+    #[cfg(target_os = "linux")]
+    {
+        crate::inside::supervisor_program()
+    }
+    #[cfg(not(target_os = "linux"))]
+    {
+        None
+    }
+}
+
+/// The seccomp program, on a memory file positioned at its start, for bubblewrap's
+/// `--seccomp 0`.
+#[cfg(target_os = "linux")]
+fn seccomp_stdin(sockets: Sockets) -> Result<std::process::Stdio, ToolError> {
+    use rustix::fs::{MemfdFlags, SeekFrom, memfd_create, seek};
+    let fail = |e: &dyn std::fmt::Display| {
+        ToolError::fatal(format!("cannot hand the seccomp filter to bubblewrap: {e}"))
+    };
+    let bytes = crate::filter::program_bytes(sockets)?;
+    let fd = memfd_create("agent-tools-seccomp", MemfdFlags::CLOEXEC).map_err(|e| fail(&e))?;
+    let mut written = 0;
+    while written < bytes.len() {
+        written += rustix::io::write(&fd, &bytes[written..]).map_err(|e| fail(&e))?;
+    }
+    seek(&fd, SeekFrom::Start(0)).map_err(|e| fail(&e))?;
+    Ok(std::process::Stdio::from(fd))
+}
+
+/// Keeps `policy` (and the placeholders it binds) until bubblewrap has exited: a small
+/// thread waits on the process's pidfd.
+#[cfg(target_os = "linux")]
+fn hold_until_exit(policy: &Arc<SandboxPolicy>, child: &Child) {
+    use rustix::event::{PollFd, PollFlags, poll};
+    if policy.leases.is_empty() {
+        return;
+    }
+    let Some(pid) = child
+        .id()
+        .and_then(|p| rustix::process::Pid::from_raw(p as i32))
+    else {
+        return;
+    };
+    let Ok(pidfd) = rustix::process::pidfd_open(pid, rustix::process::PidfdFlags::empty()) else {
+        return;
+    };
+    let policy = Arc::clone(policy);
+    let _ = std::thread::Builder::new()
+        .name("agent-tools-sandbox-hold".into())
         .spawn(move || {
-            let restricted = linux::restrict_thread(&policy, &files);
-            let ok = restricted.is_ok();
-            let _ = ready_tx.send(restricted);
-            if !ok {
-                return;
-            }
-            for (mut cmd, handle, reply) in rx {
-                let _guard = handle.enter();
-                let _ = reply.send(
-                    cmd.spawn()
-                        .map_err(|e| ToolError::fatal(format!("cannot start bash: {e}"))),
-                );
-            }
-        })
-        .map_err(|e| ToolError::fatal(format!("cannot start the sandbox thread: {e}")))?;
-    ready_rx
-        .recv()
-        .map_err(|_| ToolError::fatal("the sandbox thread ended before restricting itself"))??;
-    if spawners.len() >= 32 {
-        spawners.remove(0);
-    }
-    spawners.push((key, tx.clone()));
-    Ok(tx)
-}
-
-#[cfg(target_os = "linux")]
-mod linux {
-    use std::collections::BTreeMap;
-    use std::path::{Path, PathBuf};
-    use std::sync::OnceLock;
-
-    use landlock::{
-        ABI, Access, AccessFs, AccessNet, Ruleset, RulesetAttr, RulesetCreatedAttr, RulesetStatus,
-        path_beneath_rules,
-    };
-    use seccompiler::{
-        BpfProgram, SeccompAction, SeccompCmpArgLen, SeccompCmpOp, SeccompCondition, SeccompFilter,
-        SeccompRule,
-    };
-    use tool_core::{ToolError, path};
-
-    use super::{SandboxMode, SandboxPolicy};
-
-    const ABI_USED: ABI = ABI::V5;
-
-    /// Device files any command may write.
-    const DEVICES: &[&str] = &[
-        "/dev/null",
-        "/dev/zero",
-        "/dev/full",
-        "/dev/tty",
-        "/dev/ptmx",
-    ];
-
-    /// The paths to grant write access on for `policy`: every writable root, except that a
-    /// root holding protected paths is granted piecewise (its entries, recursively, minus the
-    /// protected ones), because Landlock rules only add access and a grant on a directory
-    /// covers everything beneath it. The price: new entries cannot be created directly in
-    /// such a root (bubblewrap has no such limit).
-    pub fn write_grants(policy: &SandboxPolicy) -> Vec<PathBuf> {
-        let mut out = Vec::new();
-        for root in &policy.writable_roots {
-            grant(root, &policy.protected, &mut out, 0);
-        }
-        out
-    }
-
-    fn grant(dir: &Path, protected: &[PathBuf], out: &mut Vec<PathBuf>, depth: usize) {
-        if protected.iter().any(|p| p == dir) {
-            return;
-        }
-        if !protected.iter().any(|p| path::is_within(p, dir)) || depth > 8 {
-            out.push(dir.to_path_buf());
-            return;
-        }
-        let Ok(entries) = std::fs::read_dir(dir) else {
-            return;
-        };
-        for entry in entries.flatten() {
-            let p = entry.path();
-            let is_real_dir = entry.file_type().is_ok_and(|t| t.is_dir());
-            if is_real_dir {
-                grant(&p, protected, out, depth + 1);
-            } else if !protected.iter().any(|q| q == &p) {
-                out.push(p);
-            }
-        }
-    }
-
-    fn network_filter() -> Result<&'static BpfProgram, ToolError> {
-        static FILTER: OnceLock<Result<BpfProgram, String>> = OnceLock::new();
-        FILTER
-            .get_or_init(|| {
-                let arch = std::env::consts::ARCH
-                    .try_into()
-                    .map_err(|e| format!("seccomp: unsupported architecture: {e:?}"))?;
-                // socket(2) for anything but AF_UNIX fails with EPERM; io_uring (which can open
-                // sockets without socket(2)) is refused outright.
-                let not_unix = SeccompCondition::new(
-                    0,
-                    SeccompCmpArgLen::Dword,
-                    SeccompCmpOp::Ne,
-                    libc::AF_UNIX as u64,
-                )
-                .map_err(|e| e.to_string())?;
-                let mut rules: BTreeMap<i64, Vec<SeccompRule>> = BTreeMap::new();
-                rules.insert(
-                    libc::SYS_socket,
-                    vec![SeccompRule::new(vec![not_unix]).map_err(|e| e.to_string())?],
-                );
-                rules.insert(libc::SYS_io_uring_setup, Vec::new());
-                let filter = SeccompFilter::new(
-                    rules,
-                    SeccompAction::Allow,
-                    SeccompAction::Errno(libc::EPERM as u32),
-                    arch,
-                )
-                .map_err(|e| e.to_string())?;
-                BpfProgram::try_from(filter).map_err(|e| e.to_string())
-            })
-            .as_ref()
-            .map_err(|e| ToolError::fatal(format!("cannot build the network filter: {e}")))
-    }
-
-    /// Restricts the calling thread (and every process it starts afterwards) to `policy`.
-    pub fn restrict_thread(
-        policy: &SandboxPolicy,
-        writable_files: &[PathBuf],
-    ) -> Result<(), ToolError> {
-        let fail = |e: &dyn std::fmt::Display| {
-            ToolError::fatal(format!("cannot apply the Landlock sandbox: {e}"))
-        };
-        if policy.mode != SandboxMode::FullAccess {
-            let read = AccessFs::from_read(ABI_USED);
-            let all = AccessFs::from_all(ABI_USED);
-            let mut writes: Vec<PathBuf> = DEVICES.iter().map(PathBuf::from).collect();
-            writes.extend(writable_files.iter().cloned());
-            if policy.mode == SandboxMode::WorkspaceWrite {
-                writes.extend(write_grants(policy));
-            }
-            let mut ruleset = Ruleset::default()
-                .handle_access(all)
-                .map_err(|e| fail(&e))?;
-            if !policy.network {
-                ruleset = ruleset
-                    .handle_access(AccessNet::from_all(ABI_USED))
-                    .map_err(|e| fail(&e))?;
-            }
-            let status = ruleset
-                .create()
-                .map_err(|e| fail(&e))?
-                .add_rules(path_beneath_rules(["/"], read))
-                .map_err(|e| fail(&e))?
-                .add_rules(path_beneath_rules(writes.iter(), all))
-                .map_err(|e| fail(&e))?
-                .restrict_self()
-                .map_err(|e| fail(&e))?;
-            if status.ruleset == RulesetStatus::NotEnforced {
-                return Err(fail(&"the kernel does not enforce Landlock"));
-            }
-        }
-        if !policy.network {
-            seccompiler::apply_filter(network_filter()?)
-                .map_err(|e| ToolError::fatal(format!("cannot apply the network filter: {e}")))?;
-        } else if policy.mode == SandboxMode::FullAccess {
-            return Ok(());
-        }
-        Ok(())
-    }
+            let mut fds = [PollFd::new(&pidfd, PollFlags::IN)];
+            while matches!(poll(&mut fds, None), Err(rustix::io::Errno::INTR)) {}
+            drop(policy);
+        });
 }
 
 #[cfg(all(test, target_os = "linux"))]
@@ -836,12 +983,13 @@ mod tests {
     }
 
     #[test]
-    fn policy_protects_existing_paths_inside_roots() -> std::io::Result<()> {
+    fn policy_protects_existing_and_missing_paths_inside_roots() -> std::io::Result<()> {
         let dir = tempfile::tempdir()?;
         let root = dir.path().canonicalize()?;
         std::fs::create_dir_all(root.join(".git/hooks"))?;
         std::fs::write(root.join(".git/config"), "")?;
         std::fs::write(root.join(".bashrc"), "")?;
+        std::fs::create_dir_all(root.join("src"))?;
         let policy = SandboxPolicy::new(
             &SandboxSettings::default(),
             std::slice::from_ref(&root),
@@ -853,18 +1001,83 @@ mod tests {
                 .iter()
                 .any(|r| path::is_within(&root, r))
         );
-        for p in [".git/hooks", ".git/config", ".bashrc"] {
+        for p in [
+            ".git",
+            ".git/hooks",
+            ".git/config",
+            ".bashrc",
+            ".mcp.json",
+            ".claude",
+        ] {
             assert!(policy.protected.contains(&root.join(p)), "{p}: {policy:?}");
         }
+        assert!(policy.binds().contains(&Bind::Pinned(root.join(".git"))));
+        // A shell start-up file is read from home only: no placeholder in a project.
         assert!(!policy.protected.iter().any(|p| p.ends_with(".zshrc")));
-        let grants = linux::write_grants(&policy);
+        // Landlock grants the project entry by entry, without the protected paths.
+        let grants = crate::landlock::Grants::of(&policy).write;
         assert!(!grants.contains(&root));
+        assert!(grants.contains(&root.join("src")));
+        assert!(
+            grants.contains(&root.join(".git"))
+                || grants.iter().any(|g| g.starts_with(root.join(".git")))
+                || !root.join(".git/objects").exists()
+        );
         assert!(
             !grants
                 .iter()
-                .any(|g| g.starts_with(root.join(".git/hooks")))
+                .any(|g| g.starts_with(root.join(".git/hooks")) || g == &root.join(".git/config"))
         );
         assert!(!grants.contains(&root.join(".bashrc")));
+        assert!(!grants.contains(&root.join(".git")));
+        Ok(())
+    }
+
+    #[test]
+    fn read_deny_rules_reach_the_policy() -> Result<(), ToolError> {
+        let dir = tempfile::tempdir().map_err(|e| ToolError::io(Path::new("tmp"), e))?;
+        let root = dir
+            .path()
+            .canonicalize()
+            .map_err(|e| ToolError::io(dir.path(), e))?;
+        std::fs::write(root.join(".env"), "TOKEN=1").map_err(|e| ToolError::io(&root, e))?;
+        let layer = SettingsLayer::parse(
+            tool_core::RuleSourceKind::ProjectSettings,
+            &root.join(".agent-tools/settings.json"),
+            r#"{"permissions": {"deny": ["Read(./.env)", "Edit(/x)", "Bash(rm *)"]}, "sandbox": {"hideSecrets": false}}"#,
+        )?;
+        let s = SandboxSettings::from_layers(&[layer])?;
+        assert!(!s.hide_secrets);
+        assert_eq!(
+            s.deny_read,
+            vec![DenyRead {
+                pattern: "./.env".to_owned(),
+                root: root.clone()
+            }]
+        );
+        let policy = SandboxPolicy::new(&s, std::slice::from_ref(&root), &root);
+        assert_eq!(policy.masks(), &[Mask::File(root.join(".env"))]);
+        assert!(policy.protected.contains(&root.join(".env")));
+        // Full access with the network on still gets a sandbox when rules hide something.
+        let none = || Available {
+            bubblewrap: false,
+            landlock: false,
+        };
+        let open = SandboxSettings {
+            mode: SandboxMode::FullAccess,
+            network: true,
+            ..s
+        };
+        let dirs = std::slice::from_ref(&root);
+        assert!(prepare_with(&open, dirs, &root, false, none).is_err());
+        let open = SandboxSettings {
+            deny_read: Vec::new(),
+            ..open
+        };
+        assert!(matches!(
+            prepare_with(&open, dirs, &root, false, none).map(|p| p.launch),
+            Ok(Launch::Direct)
+        ));
         Ok(())
     }
 }
