@@ -19,6 +19,7 @@ mod race;
 mod serve;
 mod shell;
 mod trust;
+mod worktree;
 
 use std::io::Write;
 use std::path::{Path, PathBuf};

@@ -185,11 +185,20 @@ fn marked(mark: &str) -> Vec<i32> {
 /// Kills every process carrying `mark` (SIGKILL) until none is left; returns whether none
 /// is left.
 pub fn kill_marked(mark: &str) -> bool {
+    // A process being forked is not in the table yet: only two empty looks in a row, a
+    // pause apart, mean none is left.
+    let mut empty_before = false;
     for round in 0..ROUNDS {
         let found = marked(mark);
         if found.is_empty() {
-            return true;
+            if empty_before {
+                return true;
+            }
+            empty_before = true;
+            std::thread::sleep(PAUSE);
+            continue;
         }
+        empty_before = false;
         for p in found {
             if let Some(pid) = Pid::from_raw(p) {
                 let _ = kill_process(pid, Signal::KILL);

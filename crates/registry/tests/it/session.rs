@@ -393,3 +393,95 @@ fn no_planted_permissions_widen_the_session() {
     }
     assert_eq!(cases, 2 * 5 * 3 * 2);
 }
+
+/// Plan mode is read-only in a session that started in bypassPermissions: EnterPlanMode,
+/// then Write, Edit and a writing Bash command are refused (nothing on disk changes);
+/// ExitPlanMode, approved by a person, restores bypass and Write works again.
+#[cfg(all(feature = "agent", feature = "fs", feature = "shell"))]
+#[tokio::test]
+async fn plan_mode_holds_in_a_bypass_session() {
+    use std::sync::Arc;
+    use tool_core::{
+        AskKind, PermissionAnswer, PermissionMode, PermissionPrompter, PermissionRequest,
+    };
+
+    struct ApprovePlans;
+    #[async_trait::async_trait]
+    impl PermissionPrompter for ApprovePlans {
+        async fn ask(&self, request: &PermissionRequest) -> PermissionAnswer {
+            if request.kind == AskKind::Interaction && request.tool == "ExitPlanMode" {
+                PermissionAnswer::Allow
+            } else {
+                PermissionAnswer::Deny(None)
+            }
+        }
+    }
+
+    let dir = tempfile::tempdir().unwrap();
+    let root = dir.path().canonicalize().unwrap();
+    std::fs::write(root.join("a.txt"), "one\n").unwrap();
+    let opts = SessionOptions {
+        mode: Some(PermissionMode::BypassPermissions),
+        ..options(&root)
+    };
+    let ctx = build_context(&opts).unwrap();
+    let prompter: Arc<dyn PermissionPrompter> = Arc::new(ApprovePlans);
+    ctx.services().insert(prompter);
+    let pool = registry::ToolRegistry::new().pool(ctx.permissions(), Vec::new());
+    let call = |tool: &'static str, input: serde_json::Value| pool.call(tool, input, &ctx);
+    let path = root.join("a.txt").display().to_string();
+    let r = call("Read", serde_json::json!({"file_path": path})).await;
+    assert!(!r.is_error, "{}", r.text());
+    let r = call("EnterPlanMode", serde_json::json!({})).await;
+    assert!(!r.is_error, "{}", r.text());
+    for (tool, input) in [
+        (
+            "Write",
+            serde_json::json!({"file_path": root.join("new.txt"), "content": "x"}),
+        ),
+        (
+            "Edit",
+            serde_json::json!({"file_path": path, "old_string": "one", "new_string": "two"}),
+        ),
+        ("Bash", serde_json::json!({"command": "touch touched.txt"})),
+    ] {
+        let r = call(tool, input).await;
+        assert!(r.is_error, "{tool} ran in plan mode: {}", r.text());
+        assert!(
+            r.text().contains("Plan mode is read-only"),
+            "{tool}: {}",
+            r.text()
+        );
+    }
+    assert!(!root.join("new.txt").exists());
+    assert!(!root.join("touched.txt").exists());
+    assert_eq!(
+        std::fs::read_to_string(root.join("a.txt")).unwrap(),
+        "one\n"
+    );
+    // The plan file is writable, and ExitPlanMode (approved) restores bypass.
+    let plan = ctx.state_dir().join("plans");
+    let r = call("Bash", serde_json::json!({"command": "ls"})).await;
+    assert!(
+        !r.is_error,
+        "a read-only command in plan mode: {}",
+        r.text()
+    );
+    let plan_path = plan.join(format!("{}.md", ctx.session_id()));
+    let r = call(
+        "Write",
+        serde_json::json!({"file_path": plan_path, "content": "1. write new.txt\n"}),
+    )
+    .await;
+    assert!(!r.is_error, "the plan file: {}", r.text());
+    let r = call("ExitPlanMode", serde_json::json!({})).await;
+    assert!(!r.is_error, "{}", r.text());
+    assert_eq!(ctx.permission_mode(), PermissionMode::BypassPermissions);
+    let r = call(
+        "Write",
+        serde_json::json!({"file_path": root.join("new.txt"), "content": "x"}),
+    )
+    .await;
+    assert!(!r.is_error, "{}", r.text());
+    assert!(root.join("new.txt").exists());
+}

@@ -199,7 +199,14 @@ pub async fn survivors(marker: &str) -> Vec<u32> {
         }
         tokio::time::sleep(Duration::from_millis(20)).await;
     }
-    processes_with(marker)
+    // The test fails; kill what is left so it does not fail the next run too.
+    let left = processes_with(marker);
+    for p in &left {
+        let _ = std::process::Command::new("kill")
+            .args(["-9", &p.to_string()])
+            .status();
+    }
+    left
 }
 
 /// Whether a test that needs `what` should run: true when present; when absent, fails
