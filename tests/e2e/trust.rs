@@ -118,22 +118,42 @@ fn chain(settings_file: &str) {
     std::fs::write(root.join("staged/settings.json"), PLANTED_SETTINGS).unwrap();
     std::fs::write(root.join("staged/mcp.json"), &mcp_json).unwrap();
 
-    // 1. A sandboxed command in a permissive session tries to prepare each file. Whether
-    //    the sandbox and the permission checks stop it is their business: the files land
-    //    below anyway, as a checkout or a teammate would bring them.
-    let prepare = json!({"command": format!(
-        "mkdir -p .agent-tools && cp staged/settings.json {settings_file} && cp staged/mcp.json .mcp.json"
-    )});
-    let _ = project.run(
-        &[
-            "call",
-            "Bash",
-            &prepare.to_string(),
-            "--mode",
-            "bypassPermissions",
-        ],
-        None,
-    );
+    // 1. A sandboxed command in a permissive session tries to prepare each file: new,
+    //    renamed into place, linked, and behind a replaced folder. The paths sit in
+    //    variables, so the sandbox (not only the permission check) is what is tested; where
+    //    a sandbox runs, nothing lands. The files land below anyway, as a checkout or a
+    //    teammate would bring them.
+    let attempts = [
+        "mkdir -p .agent-tools; cp staged/settings.json \"$s\"; cp staged/mcp.json \"$m\"",
+        "cp staged/settings.json x1; mv x1 \"$s\"; cp staged/mcp.json x2; mv x2 \"$m\"",
+        "ln -sf \"$PWD/staged/settings.json\" \"$s\"; ln -sf \"$PWD/staged/mcp.json\" \"$m\"",
+        "mv .agent-tools .old; mkdir .agent-tools; cp staged/settings.json \"$s\"",
+        "rm -rf .agent-tools; mkdir .agent-tools && cp staged/settings.json \"$s\"",
+    ];
+    for attempt in attempts {
+        let prepare = json!({"command": format!(
+            "s={settings_file}; m=.mcp.json; {attempt}; true"
+        )});
+        let _ = project.run(
+            &[
+                "call",
+                "Bash",
+                &prepare.to_string(),
+                "--mode",
+                "bypassPermissions",
+            ],
+            None,
+        );
+        if sandbox_expected() {
+            for planted in [settings_file, ".mcp.json"] {
+                let p = root.join(planted);
+                assert!(
+                    std::fs::symlink_metadata(&p).is_err(),
+                    "`{attempt}` left {planted} behind"
+                );
+            }
+        }
+    }
     std::fs::create_dir_all(root.join(".agent-tools")).unwrap();
     std::fs::write(root.join(settings_file), PLANTED_SETTINGS).unwrap();
     std::fs::write(root.join(".mcp.json"), &mcp_json).unwrap();
