@@ -12,6 +12,7 @@ mod cli;
 mod permissions;
 mod race;
 mod serve;
+mod serve_eras;
 mod shell;
 mod trust;
 
