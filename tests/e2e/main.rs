@@ -13,6 +13,7 @@ mod permissions;
 mod race;
 mod serve;
 mod serve_eras;
+mod serve_http;
 mod shell;
 mod trust;
 

@@ -270,16 +270,21 @@ struct Gate {
     requests: AtomicU64,
 }
 
-/// A JSON-RPC error without an id, as an HTTP response.
+/// A JSON-RPC error without an id, as an HTTP response that closes the connection (the
+/// request's body is left unread).
 fn refuse(status: StatusCode, code: i32, message: String) -> Response {
-    json_response(
+    let mut response = json_response(
         status,
         &serde_json::json!({
             "jsonrpc": "2.0",
             "id": null,
             "error": {"code": code, "message": message},
         }),
-    )
+    );
+    response
+        .headers_mut()
+        .insert(header::CONNECTION, HeaderValue::from_static("close"));
+    response
 }
 
 fn json_response(status: StatusCode, body: &serde_json::Value) -> Response {
@@ -339,7 +344,9 @@ impl Gate {
         }
         match found {
             Some(label) => Ok(Principal::named(label)),
-            None => Err("the bearer token is not one this server accepts"),
+            None => Err(
+                "the bearer token is not one this server accepts; send `Authorization: Bearer <token>` with a token the server was started with",
+            ),
         }
     }
 }
@@ -393,7 +400,12 @@ async fn gate(State(gate): State<Arc<Gate>>, mut request: Request, next: Next) -
     if let Some(id) = &session {
         let owner = gate.owners.lock().ok().and_then(|mut o| o.owner(id));
         if owner.as_ref() != Some(&principal) {
-            return (StatusCode::NOT_FOUND, "Not Found: Session not found").into_response();
+            return (
+                StatusCode::NOT_FOUND,
+                [(header::CONNECTION, HeaderValue::from_static("close"))],
+                "Not Found: Session not found",
+            )
+                .into_response();
         }
     }
     request.extensions_mut().insert(principal.clone());
