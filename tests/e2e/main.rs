@@ -12,6 +12,7 @@ mod cli;
 mod permissions;
 mod race;
 mod serve;
+mod serve_deploy;
 mod serve_eras;
 mod serve_http;
 mod shell;
