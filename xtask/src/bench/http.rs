@@ -2,12 +2,13 @@
 //! connections, 8 sessions at once, through one raw HTTP/1.1 client written here (so client
 //! cost is the same on both sides).
 //!
-//! Ours: `Read` of a 1,000-line file through `agent-tools serve --http`, as protocol
+//! Ours: `Read` of a 20-line file through `agent-tools serve --http`, as protocol
 //! 2026-07-28 requests (stateless, `_meta` per request) and as legacy sessions
 //! (`initialize`, `Mcp-Session-Id`, SSE answers). Baseline: server-everything's `echo` over
 //! its streamable HTTP transport (legacy sessions, SSE answers). Each timed run makes
 //! [`CALLS`] calls per session; the table shows the wall time per call, and the lines
-//! before it calls per second and the median and 99th percentile latency.
+//! before it calls per second, the median and 99th percentile latency, and the server's CPU
+//! time per call (which other load on the machine does not inflate).
 
 use std::fmt::Write as _;
 use std::fs;
@@ -25,6 +26,9 @@ use crate::cmd::Cmd;
 const SESSIONS: usize = 8;
 /// Calls per session in a timed run.
 const CALLS: usize = 500;
+/// Lines of the file Read reads (a small file: the call's cost, not the payload's; the
+/// `mcp-read` benchmark reads a large one).
+const LINES: usize = 20;
 
 /// The protocol era of a run.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -39,9 +43,17 @@ enum Era {
 #[derive(Clone)]
 struct Workload {
     tool: &'static str,
-    args: String,
+    /// Arguments by session (cycled), then alternating by call: a context that reads the
+    /// same range twice in a row gets a "file unchanged" stub, not the file
+    args: Vec<[String; 2]>,
     /// Text the answer must contain
     expect: String,
+}
+
+impl Workload {
+    fn args(&self, session: usize, id: usize) -> &str {
+        &self.args[session % self.args.len()][id % 2]
+    }
 }
 
 /// One timed run: the wall time and every call's latency.
@@ -153,7 +165,8 @@ impl Conn {
     }
 
     /// One `tools/call`; fails unless the answer is a success containing `expect`.
-    fn call(&mut self, era: Era, id: usize, work: &Workload) -> Result<()> {
+    fn call(&mut self, era: Era, session: usize, id: usize, work: &Workload) -> Result<()> {
+        let args = work.args(session, id);
         let (headers, body) = match era {
             Era::Stateless => (
                 format!(
@@ -162,14 +175,14 @@ impl Conn {
                 ),
                 format!(
                     r#"{{"jsonrpc":"2.0","id":{id},"method":"tools/call","params":{{"name":"{}","arguments":{},"_meta":{{"io.modelcontextprotocol/protocolVersion":"2026-07-28","io.modelcontextprotocol/clientInfo":{{"name":"bench","version":"1"}},"io.modelcontextprotocol/clientCapabilities":{{}}}}}}}}"#,
-                    work.tool, work.args
+                    work.tool, args
                 ),
             ),
             Era::Session => (
                 "MCP-Protocol-Version: 2025-11-25\r\n".to_owned(),
                 format!(
                     r#"{{"jsonrpc":"2.0","id":{id},"method":"tools/call","params":{{"name":"{}","arguments":{}}}}}"#,
-                    work.tool, work.args
+                    work.tool, args
                 ),
             ),
         };
@@ -201,12 +214,13 @@ fn load(authority: &str, era: Era, work: &Workload, calls: usize) -> Result<Run>
     let results: Vec<Result<Vec<Duration>>> = std::thread::scope(|scope| {
         let handles: Vec<_> = conns
             .into_iter()
-            .map(|mut conn| {
+            .enumerate()
+            .map(|(session, mut conn)| {
                 scope.spawn(move || {
                     let mut latencies = Vec::with_capacity(calls);
                     for id in 1..=calls {
                         let t = Instant::now();
-                        conn.call(era, id, work)?;
+                        conn.call(era, session, id, work)?;
                         latencies.push(t.elapsed());
                     }
                     Ok(latencies)
@@ -270,6 +284,22 @@ fn free_port() -> Result<u16> {
         .port())
 }
 
+/// CPU time (user and system) process `pid` has used so far (Linux; zero elsewhere).
+fn cpu_time(pid: u32) -> Duration {
+    let stat = fs::read_to_string(format!("/proc/{pid}/stat")).unwrap_or_default();
+    // The fields after the command name (which may contain spaces) start at state (3rd).
+    let after = stat.rsplit_once(')').map_or("", |(_, rest)| rest);
+    let fields: Vec<&str> = after.split_whitespace().collect();
+    let ticks = |i: usize| {
+        fields
+            .get(i)
+            .and_then(|v| v.parse::<u64>().ok())
+            .unwrap_or(0)
+    };
+    // utime and stime are fields 14 and 15, here at 11 and 12; clock ticks are 1/100 s.
+    Duration::from_millis((ticks(11) + ticks(12)) * 10)
+}
+
 /// Timed runs of one side: one warm-up, then `runs`; the median wall time per call, and
 /// every latency of the timed runs.
 fn measure(
@@ -319,25 +349,30 @@ pub fn mcp_http(ctx: &Ctx) -> Result<Vec<Comparison>> {
         .canonicalize()
         .context("cannot resolve the scratch dir")?;
     let mut text = String::new();
-    for i in 0..1000 {
+    for i in 0..LINES {
         let _ = writeln!(
             text,
             "fn line_{i}(x: u64) -> u64 {{ x.wrapping_mul({i}).rotate_left(7) ^ 0x5eed }}"
         );
     }
-    let file = root.join("sample.rs");
-    fs::write(&file, text).context("cannot write the sample file")?;
+    // A file per session, read whole by each call (two limits alternate).
+    let mut read_args = Vec::with_capacity(SESSIONS);
+    for session in 0..SESSIONS {
+        let file = root.join(format!("sample-{session}.rs"));
+        fs::write(&file, &text).context("cannot write a sample file")?;
+        let path = super::mcp::serde_quote(&file.display().to_string());
+        read_args
+            .push([1000, 2000].map(|limit| format!("{{\"file_path\":{path},\"limit\":{limit}}}")));
+    }
     let read = Workload {
         tool: "Read",
-        args: format!(
-            "{{\"file_path\":{}}}",
-            super::mcp::serde_quote(&file.display().to_string())
-        ),
-        expect: "line_999".to_owned(),
+        args: read_args,
+        expect: format!("line_{}", LINES - 1),
     };
+    let message = r#"{"message":"hello from the benchmark"}"#.to_owned();
     let echo = Workload {
         tool: "echo",
-        args: r#"{"message":"hello from the benchmark"}"#.to_owned(),
+        args: vec![[message.clone(), message]],
         expect: "hello from the benchmark".to_owned(),
     };
 
@@ -374,22 +409,45 @@ pub fn mcp_http(ctx: &Ctx) -> Result<Vec<Comparison>> {
     );
     wait_listening(&theirs_addr, &mut theirs.0)?;
 
+    let calls = (SESSIONS * CALLS * ctx.runs + SESSIONS * (CALLS / 5)) as u32;
+    let cpu = |pid: u32, before: Duration| (cpu_time(pid).saturating_sub(before)) / calls;
+    let before = cpu_time(ours.0.id());
     let (stateless, mut stateless_lat) = measure(&ours_addr, Era::Stateless, &read, ctx.runs)?;
+    let stateless_cpu = cpu(ours.0.id(), before);
+    let before = cpu_time(ours.0.id());
     let (session, mut session_lat) = measure(&ours_addr, Era::Session, &read, ctx.runs)?;
+    let session_cpu = cpu(ours.0.id(), before);
+    let before = cpu_time(theirs.0.id());
     let (baseline, mut baseline_lat) = measure(&theirs_addr, Era::Session, &echo, ctx.runs)?;
+    let baseline_cpu = cpu(theirs.0.id(), before);
     println!("mcp-http: {SESSIONS} keep-alive sessions × {CALLS} calls per run");
-    println!(
-        "{}",
-        describe("Read, 2026-07-28", stateless, &mut stateless_lat)
-    );
-    println!(
-        "{}",
-        describe("Read, legacy sessions", session, &mut session_lat)
-    );
-    println!(
-        "{}",
-        describe("server-everything echo", baseline, &mut baseline_lat)
-    );
+    let lines = [
+        (
+            "Read, 2026-07-28",
+            stateless,
+            &mut stateless_lat,
+            stateless_cpu,
+        ),
+        (
+            "Read, legacy sessions",
+            session,
+            &mut session_lat,
+            session_cpu,
+        ),
+        (
+            "server-everything echo",
+            baseline,
+            &mut baseline_lat,
+            baseline_cpu,
+        ),
+    ];
+    for (label, per_call, latencies, cpu) in lines {
+        println!(
+            "{}, server CPU {} µs per call",
+            describe(label, per_call, latencies),
+            cpu.as_micros()
+        );
+    }
     println!(
         "  ratio ours/baseline per call: {:.2} (2026-07-28), {:.2} (legacy sessions)",
         stateless.as_secs_f64() / baseline.as_secs_f64().max(f64::MIN_POSITIVE),
@@ -438,13 +496,19 @@ mod tests {
     fn the_stateless_request_is_one_json_rpc_message() {
         let work = Workload {
             tool: "Read",
-            args: r#"{"file_path":"/x"}"#.to_owned(),
+            args: vec![[
+                r#"{"file_path":"/x"}"#.to_owned(),
+                r#"{"file_path":"/y"}"#.to_owned(),
+            ]],
             expect: String::new(),
         };
+        assert_eq!(work.args(5, 3), r#"{"file_path":"/y"}"#);
         // The body a stateless call sends, rebuilt as `call` builds it.
         let body = format!(
             r#"{{"jsonrpc":"2.0","id":{},"method":"tools/call","params":{{"name":"{}","arguments":{},"_meta":{{"io.modelcontextprotocol/protocolVersion":"2026-07-28","io.modelcontextprotocol/clientInfo":{{"name":"bench","version":"1"}},"io.modelcontextprotocol/clientCapabilities":{{}}}}}}}}"#,
-            3, work.tool, work.args
+            3,
+            work.tool,
+            work.args(0, 0)
         );
         let opens = body.matches('{').count();
         let closes = body.matches('}').count();
