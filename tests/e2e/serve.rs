@@ -559,7 +559,7 @@ fn ask_user_question_is_answered_through_elicitation() {
 
 /// A project whose `.mcp.json` starts `dynamic_server.py` (the Python SDK's MCPServer, whose
 /// `add_tool` adds a tool at run time and announces it with `tools/list_changed`).
-fn project_with_dynamic_server(peers: &Path) -> Project {
+pub(crate) fn project_with_dynamic_server(peers: &Path) -> Project {
     let project = Project::new(&[]);
     let script = Path::new(env!("CARGO_MANIFEST_DIR"))
         .join("../crates/tools-mcp/tests/it/dynamic_server.py");

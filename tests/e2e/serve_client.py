@@ -18,12 +18,15 @@ SCENARIO_JSON:
      "capture": {"name": NAME, "pattern": REGEX} (optional: keep group 1 of the first match
                 in the result text; later args may say "{NAME}")},
     {"op": "list"},
+    {"op": "listen"} (2026-07-28: open a subscriptions/listen stream for tool list changes),
+    {"op": "wait_list_changed", "seconds": N} (wait for one more list change than before),
     {"op": "touch", "path": PATH},
     {"op": "wait_file", "path": PATH, "seconds": N}
   ]
 
 Prints one JSON line per step: {"is_error", "text", "context", "progress", "cancelled"} for
-call, {"tools": [names]} for list, {} otherwise; then {"elicited": [messages], "protocol":
+call, {"tools": [names]} for list, {"list_changed": COUNT} for wait_list_changed, {"honored":
+bool} for listen, {} otherwise; then {"elicited": [messages], "protocol":
 VERSION}.
 """
 
@@ -82,13 +85,36 @@ async def run(scenario):
     callback = on_elicit if "elicit" in scenario else None
     last_context = None
     saved = {}
-    async with Client(server, mode=scenario.get("mode", "auto"),
-                      elicitation_callback=callback, cache=None) as client:
+    changes = {"seen": 0, "waited": 0}
+
+    async def on_message(message):
+        if isinstance(message, types.ToolListChangedNotification):
+            changes["seen"] += 1
+
+    async with Client(server, mode=scenario.get("mode", "auto"), elicitation_callback=callback,
+                      message_handler=on_message, cache=None) as client, \
+            anyio.create_task_group() as background:
+
+        async def listener(*, task_status=anyio.TASK_STATUS_IGNORED):
+            async with client.listen(tools_list_changed=True) as subscription:
+                task_status.started(bool(subscription.honored and subscription.honored.tools_list_changed))
+                async for _ in subscription:
+                    changes["seen"] += 1
+
         for step in scenario["steps"]:
             op = step["op"]
             if op == "list":
                 listed = await client.list_tools()
                 out({"tools": [t.name for t in listed.tools]})
+            elif op == "listen":
+                honored = await background.start(listener)
+                out({"honored": honored})
+            elif op == "wait_list_changed":
+                with anyio.move_on_after(step.get("seconds", 20)):
+                    while changes["seen"] <= changes["waited"]:
+                        await anyio.sleep(0.02)
+                changes["waited"] = changes["seen"]
+                out({"list_changed": changes["seen"]})
             elif op == "touch":
                 open(step["path"], "w").close()
                 out({})
@@ -144,6 +170,7 @@ async def run(scenario):
                 out({"is_error": bool(result.is_error), "text": text, "context": context,
                      "progress": progress, "cancelled": False})
         out({"elicited": elicited, "protocol": client.protocol_version})
+        background.cancel_scope.cancel()
 
 
 if __name__ == "__main__":

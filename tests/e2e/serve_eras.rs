@@ -378,3 +378,34 @@ fn a_minted_context_is_separate_and_named_in_every_result() {
         "{stderr}"
     );
 }
+
+#[test]
+fn a_tool_added_upstream_reaches_a_client_listening_on_2026_07_28() {
+    let Some(peers) = peer("py/mcp") else {
+        return;
+    };
+    let project = crate::serve::project_with_dynamic_server(&peers);
+    let steps = json!([
+        {"op": "listen"},
+        {"op": "call", "tool": "mcp__dyn__add_tool", "args": {"name": "fresh"}},
+        {"op": "wait_list_changed", "seconds": 30},
+        {"op": "list"},
+        {"op": "call", "tool": "mcp__dyn__fresh"},
+    ]);
+    let stdio_transport = stdio(&project, &["--allow", "mcp__dyn"]);
+    let server = HttpServer::start(&project, &["--allow", "mcp__dyn"]);
+    for transport in [stdio_transport, json!({"http": server.url})] {
+        let scenario = json!({"transport": transport, "steps": steps});
+        let lines = python(&peers, &project, &scenario);
+        assert_eq!(lines[0]["honored"], true, "{lines:#?}");
+        assert_eq!(lines[1]["is_error"], false, "{lines:#?}");
+        assert!(
+            lines[2]["list_changed"].as_u64().unwrap_or(0) >= 1,
+            "{lines:#?}"
+        );
+        let names = lines[3]["tools"].as_array().cloned().unwrap_or_default();
+        assert!(names.iter().any(|n| n == "mcp__dyn__fresh"), "{lines:#?}");
+        assert_eq!(lines[4]["text"], "fresh was added", "{lines:#?}");
+        assert_eq!(lines[5]["protocol"], "2026-07-28", "{lines:#?}");
+    }
+}
