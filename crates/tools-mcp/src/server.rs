@@ -766,53 +766,65 @@ pub fn check_message(text: &str) -> Result<(), Rejection> {
         code: -32700,
         message: format!("Parse error: the message is not valid JSON ({e})"),
     })?;
-    let id = value.get("id").cloned().unwrap_or_default();
-    let method = value
-        .get("method")
-        .and_then(|m| m.as_str())
-        .map(str::to_owned);
-    let invalid_params = |method: &str, detail: String| Rejection {
+    let invalid_request = |id: serde_json::Value| {
+        Rejection {
+        id,
+        code: -32600,
+        message: "Invalid Request: expected one JSON-RPC 2.0 request or notification ({\"jsonrpc\": \"2.0\", \"method\": .., \"params\": {..}}, with an \"id\" for a request)".to_owned(),
+    }
+    };
+    let Some(object) = value.as_object() else {
+        return Err(invalid_request(serde_json::Value::Null));
+    };
+    let id = object.get("id").cloned().unwrap_or_default();
+    if object.get("jsonrpc").and_then(|v| v.as_str()) != Some("2.0") {
+        return Err(invalid_request(id));
+    }
+    let Some(method) = object.get("method").and_then(|m| m.as_str()) else {
+        // A response to one of the server's requests (legacy elicitation), or nothing.
+        return if object.contains_key("result") || object.contains_key("error") {
+            Ok(())
+        } else {
+            Err(invalid_request(id))
+        };
+    };
+    if !CLIENT_METHODS.contains(&method) || !object.contains_key("id") {
+        // Unknown methods are answered -32601 by the MCP layer; notifications get no answer.
+        return Ok(());
+    }
+    let invalid_params = |detail: String| Rejection {
         id: id.clone(),
         code: -32602,
         message: format!(
             "Invalid params for {method}: {detail}; see the method's schema in the MCP specification"
         ),
     };
-    let detail = |method: &str, params: Option<&serde_json::Value>| -> String {
-        let params = params.cloned().unwrap_or_default();
-        let parsed = match method {
-            "tools/call" => serde_json::from_value::<CallToolRequestParams>(params).err(),
-            "initialize" => serde_json::from_value::<InitializeRequestParams>(params).err(),
-            _ => None,
-        };
-        match parsed {
-            Some(e) => e.to_string(),
-            None => "the params do not have the expected shape".to_owned(),
-        }
-    };
-    match serde_json::from_value::<ClientJsonRpcMessage>(value.clone()) {
-        Ok(ClientJsonRpcMessage::Request(request)) => match &request.request {
-            ClientRequest::CustomRequest(custom) if CLIENT_METHODS.contains(&custom.method.as_str()) => {
-                Err(invalid_params(&custom.method, detail(&custom.method, value.get("params"))))
-            }
-            _ => Ok(()),
-        },
-        Ok(_) => Ok(()),
-        Err(_) => match method {
-            Some(method)
-                if CLIENT_METHODS.contains(&method.as_str())
-                    && value.get("id").is_some()
-                    && value.get("jsonrpc").and_then(|v| v.as_str()) == Some("2.0") =>
-            {
-                Err(invalid_params(&method, detail(&method, value.get("params"))))
-            }
-            _ => Err(Rejection {
-                id,
-                code: -32600,
-                message: "Invalid Request: expected one JSON-RPC 2.0 request or notification ({\"jsonrpc\": \"2.0\", \"method\": .., \"params\": {..}}, with an \"id\" for a request)".to_owned(),
-            }),
-        },
+    let params = object.get("params").cloned().unwrap_or_default();
+    if method == "tools/call" {
+        // The common case, checked without parsing the whole message again.
+        return serde_json::from_value::<CallToolRequestParams>(params)
+            .map(|_| ())
+            .map_err(|e| invalid_params(e.to_string()));
     }
+    let typed = match serde_json::from_value::<ClientJsonRpcMessage>(value.clone()) {
+        Ok(ClientJsonRpcMessage::Request(request)) => {
+            !matches!(request.request, ClientRequest::CustomRequest(_))
+        }
+        Ok(_) => true,
+        Err(_) => false,
+    };
+    if typed {
+        return Ok(());
+    }
+    let detail = match method {
+        "initialize" => serde_json::from_value::<InitializeRequestParams>(params)
+            .err()
+            .map(|e| e.to_string()),
+        _ => None,
+    };
+    Err(invalid_params(detail.unwrap_or_else(|| {
+        "the params do not have the expected shape".to_owned()
+    })))
 }
 
 /// Standard input and output for the MCP layer: each input line is checked
