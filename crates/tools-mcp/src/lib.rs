@@ -62,6 +62,7 @@ mod manager;
 mod mrtr;
 mod naming;
 mod prompts;
+mod reaper;
 mod resources;
 mod server;
 mod tool;

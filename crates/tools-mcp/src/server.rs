@@ -684,11 +684,13 @@ pub async fn serve_stdio_with(
     outcome
 }
 
-/// Ends every context and waits (bounded) for the cancelled calls to return, so that no
-/// process of theirs outlives the server.
+/// Ends every context and waits (bounded) for the cancelled calls to return, then kills
+/// what they left behind, so that no process of theirs outlives the server.
 pub(crate) async fn finish(contexts: &Contexts) {
+    let adoption = crate::reaper::adopt_orphans();
     contexts.shutdown().await;
     let _ = tokio::time::timeout(Duration::from_secs(10), contexts.settled()).await;
+    adoption.kill_adopted().await;
 }
 
 /// A `tools/call` message whose arguments repeat a key, rewritten so that the execution path
@@ -788,13 +790,16 @@ pub fn check_message(text: &str) -> Result<(), Rejection> {
             Err(invalid_request(id))
         };
     };
-    if !CLIENT_METHODS.contains(&method) || !object.contains_key("id") {
-        // Unknown methods are answered -32601 by the MCP layer; notifications get no answer.
+    if !CLIENT_METHODS.contains(&method) {
+        // Unknown methods are answered -32601 by the MCP layer, unknown notifications
+        // ignored.
         return Ok(());
     }
+    // A request method without an id is no valid request (and gets no answer on stdio).
+    let has_id = object.contains_key("id");
     let invalid_params = |detail: String| Rejection {
         id: id.clone(),
-        code: -32602,
+        code: if has_id { -32602 } else { -32600 },
         message: format!(
             "Invalid params for {method}: {detail}; see the method's schema in the MCP specification"
         ),
@@ -882,7 +887,14 @@ fn guarded_stdio() -> (
             let out = tokio::select! {
                 biased;
                 read = from_mcp.read_until(b'\n', &mut line) => match read {
-                    Ok(0) | Err(_) => break,
+                    Ok(0) | Err(_) => {
+                        // The MCP layer is done; answers already queued still go out.
+                        while let Ok(answer) = answered.try_recv() {
+                            let _ = stdout.write_all(format!("{answer}\n").as_bytes()).await;
+                        }
+                        let _ = stdout.flush().await;
+                        break;
+                    }
                     Ok(_) => std::mem::take(&mut line),
                 },
                 Some(answer) = answered.recv() => {
@@ -955,6 +967,11 @@ mod tests {
                 )),
             );
         }
+        // A request method without an id and with bad params is no request at all.
+        check(
+            r#"{"jsonrpc":"2.0","method":"tools/call","params":7}"#,
+            Some((-32600, serde_json::Value::Null)),
+        );
         // Well-formed messages pass, including methods the server does not know (the MCP
         // layer answers those with -32601).
         for text in [
