@@ -15,7 +15,7 @@ use serde_json::{Value, json};
 use crate::{Project, binary};
 
 /// The peers directory, or `None` (after saying why) when `what` is not installed there.
-fn peer(what: &str) -> Option<PathBuf> {
+pub(crate) fn peer(what: &str) -> Option<PathBuf> {
     let dir = std::env::var_os("AGENT_TOOLS_PEERS_DIR")
         .map(PathBuf::from)
         .or_else(|| {
@@ -66,7 +66,7 @@ fn python(peers: &Path, project: &Project, scenario: &Value) -> Vec<Value> {
 }
 
 /// The stdio transport of the Python client: `agent-tools --cwd ROOT serve ARGS`.
-fn stdio(project: &Project, args: &[&str]) -> Value {
+pub(crate) fn stdio(project: &Project, args: &[&str]) -> Value {
     let mut all = vec!["--cwd", project.root_str(), "serve"];
     all.extend_from_slice(args);
     let home = project.home().to_str().expect("UTF-8 home");
@@ -78,10 +78,12 @@ fn stdio(project: &Project, args: &[&str]) -> Value {
 }
 
 /// Runs the inspector CLI with `args` and parses its JSON output.
-fn inspector(peers: &Path, project: &Project, args: &[&str]) -> Value {
+pub(crate) fn inspector(peers: &Path, project: &Project, args: &[&str]) -> Value {
     let output = Command::new(peers.join("node_modules/.bin/mcp-inspector"))
         .arg("--cli")
         .args(args)
+        // The CLI looks for its package.json relative to the working directory first.
+        .current_dir(project.root())
         .env("HOME", project.home())
         .env("AGENT_TOOLS_HOME", project.home())
         .stdin(Stdio::null())
@@ -109,13 +111,18 @@ fn inspector_stdio_args<'a>(project: &'a Project, home_env: &'a str) -> Vec<&'a 
 }
 
 /// A running `agent-tools serve --http 127.0.0.1:0`, killed on drop.
-struct HttpServer {
-    child: Child,
-    url: String,
+pub(crate) struct HttpServer {
+    pub(crate) child: Child,
+    pub(crate) url: String,
 }
 
 impl HttpServer {
-    fn start(project: &Project, extra: &[&str]) -> Self {
+    pub(crate) fn start(project: &Project, extra: &[&str]) -> Self {
+        Self::start_with_env(project, extra, &[])
+    }
+
+    /// Starts the server with `env` added to its environment.
+    pub(crate) fn start_with_env(project: &Project, extra: &[&str], env: &[(&str, &str)]) -> Self {
         let mut child = Command::new(binary())
             .args([
                 "--cwd",
@@ -127,6 +134,7 @@ impl HttpServer {
             .args(extra)
             .env("AGENT_TOOLS_HOME", project.home())
             .env("HOME", project.home())
+            .envs(env.iter().copied())
             .stdin(Stdio::null())
             .stdout(Stdio::null())
             .stderr(Stdio::piped())
@@ -146,6 +154,13 @@ impl HttpServer {
         // Keep draining stderr so the server never blocks on a full pipe.
         std::thread::spawn(move || for _ in lines {});
         HttpServer { child, url }
+    }
+
+    /// `host:port` of the server.
+    pub(crate) fn authority(&self) -> &str {
+        self.url
+            .trim_start_matches("http://")
+            .trim_end_matches("/mcp")
     }
 }
 
@@ -549,7 +564,7 @@ fn ask_user_question_is_answered_through_elicitation() {
 
 /// A project whose `.mcp.json` starts `dynamic_server.py` (the Python SDK's MCPServer, whose
 /// `add_tool` adds a tool at run time and announces it with `tools/list_changed`).
-fn project_with_dynamic_server(peers: &Path) -> Project {
+pub(crate) fn project_with_dynamic_server(peers: &Path) -> Project {
     let project = Project::new(&[]);
     let script = Path::new(env!("CARGO_MANIFEST_DIR"))
         .join("../crates/tools-mcp/tests/it/dynamic_server.py");
@@ -822,8 +837,9 @@ fn an_unknown_or_ended_http_session_is_answered_404_so_clients_start_again() {
     assert!(status.contains(" 202"), "{status}");
     let (status, _) = exchange(&server, "POST", Some(&id), list);
     assert!(status.contains(" 200"), "{status}");
+    // The Python SDK treats anything but 200 and 204 as a failed termination.
     let (status, _) = exchange(&server, "DELETE", Some(&id), "");
-    assert!(status.contains(" 20"), "{status}");
+    assert!(status.contains(" 204"), "{status}");
     let (status, _) = exchange(&server, "POST", Some(&id), list);
     assert!(status.contains(" 404"), "{status}");
 }

@@ -20,6 +20,7 @@ use anyhow::{Context, Result, bail};
 use crate::cmd::{Cmd, target_dir};
 
 mod files;
+mod http;
 mod lsp;
 mod mcp;
 mod shell;
@@ -129,6 +130,11 @@ const BENCHES: &[Bench] = &[
         name: "mcp-read",
         about: "tools/call round trip of Read via `agent-tools serve` vs server-filesystem's read_text_file, same file, same raw client",
         run: mcp::mcp_read,
+    },
+    Bench {
+        name: "mcp-http",
+        about: "tools/call Read over streamable HTTP, 8 keep-alive sessions (2026-07-28 and legacy sessions) vs server-everything's echo, same raw client; calls/s and p50",
+        run: http::mcp_http,
     },
     Bench {
         name: "bash-200",

@@ -27,7 +27,7 @@ use crate::cmd::{Cmd, secs};
 pub const NPM_PACKAGES: &[&str] = &[
     "@modelcontextprotocol/server-everything@2026.8.31",
     "@modelcontextprotocol/server-filesystem@2026.8.31",
-    "@modelcontextprotocol/inspector@0.15.0",
+    "@modelcontextprotocol/inspector@0.18.0",
     "pyright@1.1.414",
     "typescript-language-server@5.3.0",
     "typescript@6.0.3",

@@ -95,14 +95,41 @@ enum Command {
     /// is done; all calls share one session until the end of input
     Batch,
     /// Serve the pool as an MCP server: over stdio, or over streamable HTTP with --http
+    ///
+    /// Legacy clients (protocol 2025-11-25 and earlier) get one context per MCP session.
+    /// On protocol 2026-07-28, which has no sessions, a request runs in its principal's
+    /// context (one per bearer token, or one for the local client), or in the context its
+    /// `_meta` names under "agent-tools/context" ("new" starts one; results name theirs).
+    /// SIGTERM or Ctrl-C: calls in flight get --grace seconds, then are cancelled, and
+    /// background commands are stopped.
     Serve {
         /// Listen for streamable HTTP at ADDR (PORT, :PORT or HOST:PORT; a bare port listens
-        /// on 127.0.0.1 only); the endpoint is /mcp
+        /// on 127.0.0.1 only); the endpoint is /mcp, and /healthz answers without auth
         #[arg(long, value_name = "ADDR")]
         http: Option<String>,
-        /// Host names accepted in the HTTP Host header (repeatable; default: loopback names)
+        /// Host names accepted in the HTTP Host header (repeatable; default: loopback names,
+        /// or any host when tokens are required; '*' accepts any, only with a token)
         #[arg(long = "allowed-host", value_name = "HOST", requires = "http")]
         allowed_hosts: Vec<String>,
+        /// Browser origins accepted in the Origin header, such as https://app.example.com or
+        /// http://localhost:* (repeatable; default: loopback origins); others get 403
+        #[arg(long = "allowed-origin", value_name = "ORIGIN", requires = "http")]
+        allowed_origins: Vec<String>,
+        /// Require a bearer token: read the accepted tokens from FILE, one per line
+        /// (repeatable; each token is its own principal with its own context)
+        #[arg(long = "token-file", value_name = "FILE", requires = "http")]
+        token_files: Vec<PathBuf>,
+        /// Require a bearer token: read the accepted tokens from the environment variable
+        /// VAR (comma- or newline-separated; repeatable)
+        #[arg(long = "token-env", value_name = "VAR", requires = "http")]
+        token_envs: Vec<String>,
+        /// The largest HTTP request body accepted, in bytes (default: 64 MiB)
+        #[arg(long = "max-request-bytes", value_name = "N", requires = "http")]
+        max_request_bytes: Option<usize>,
+        /// Seconds that calls in flight get to finish after SIGTERM before they are
+        /// cancelled (default: 10)
+        #[arg(long, value_name = "SECONDS")]
+        grace: Option<u64>,
     },
     /// Review and approve the project's own settings and MCP servers
     ///
@@ -298,7 +325,23 @@ async fn run(cli: Cli) -> Result<ExitCode> {
         Command::Serve {
             http,
             allowed_hosts,
-        } => serve::serve(pool, ctx, options, mcp.clone(), http, allowed_hosts).await,
+            allowed_origins,
+            token_files,
+            token_envs,
+            max_request_bytes,
+            grace,
+        } => {
+            let args = serve::ServeArgs {
+                http,
+                allowed_hosts,
+                allowed_origins,
+                token_files,
+                token_envs,
+                max_request_bytes,
+                grace,
+            };
+            serve::serve(pool, ctx, options, mcp.clone(), args).await
+        }
         Command::Trust { .. } => Err(anyhow!("`trust` runs without a session")),
     };
     if let Some(reporter) = reporter {

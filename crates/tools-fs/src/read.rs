@@ -319,6 +319,12 @@ impl TypedTool for Read {
         }
         let key = common::ledger_key(&target);
         let shown = target.display().to_string();
+        let text = !IMAGE_EXTENSIONS.contains(&ext.as_str()) && ext != "pdf" && ext != "ipynb";
+        if text && meta.len() <= INLINE_READ_BYTES {
+            // A small text file is read here: handing it to a blocking thread and back cost
+            // more than reading it.
+            return read_text(&target, &shown, &meta, &input, &key, ctx);
+        }
         let ctx2 = ctx.clone();
         let result = tokio::task::spawn_blocking(move || -> Result<_, ToolError> {
             if IMAGE_EXTENSIONS.contains(&ext.as_str()) {
@@ -337,6 +343,9 @@ impl TypedTool for Read {
         Ok(result)
     }
 }
+
+/// Text files up to this size are read on the calling task rather than a blocking thread.
+const INLINE_READ_BYTES: u64 = 64 * 1024;
 
 /// What one streamed pass over a text file found.
 #[derive(Debug, Default)]
@@ -513,7 +522,13 @@ fn scan_page_from(
 ) -> std::io::Result<Page> {
     let mut page = Page::default();
     let mut hash = (size <= HASH_LIMIT && skipped.is_none()).then(StreamHash::default);
-    let mut buf = vec![0_u8; 1 << 20];
+    // A buffer the size of the file (plus the byte that shows its end), at most 1 MiB:
+    // zeroing a whole MiB for a small file cost more than reading it.
+    let capacity = usize::try_from(size)
+        .unwrap_or(usize::MAX)
+        .saturating_add(1)
+        .clamp(8192, 1 << 20);
+    let mut buf = vec![0_u8; capacity];
     // 0-based index of the line being read
     let mut line_no: u64 = skipped.map_or(0, |(lines, _)| lines);
     page.binary = skipped.is_some_and(|(_, binary)| binary);

@@ -60,10 +60,14 @@
 //! ```
 
 mod config;
+mod contexts;
+mod http;
 mod live;
 mod manager;
+mod mrtr;
 mod naming;
 mod prompts;
+mod reaper;
 mod resources;
 mod server;
 mod structured;
@@ -77,16 +81,22 @@ pub use config::{
     DEFAULT_CALL_TIMEOUT, DEFAULT_STARTUP_TIMEOUT, McpConfig, ServerConfig, SkippedServer,
     Transport, expand, load_project_config, parse_config,
 };
+pub use contexts::{CONTEXT_META_KEY, MAX_MINTED, MINTED_IDLE, Principal, SessionFactory};
+pub use http::{
+    DEFAULT_GRACE, HttpOptions, MIN_TOKEN_LEN, Token, parse_listen_addr, serve_http,
+    tokens_from_text,
+};
 pub use live::LivePool;
 pub use manager::{McpManager, STDERR_CAP, ServerStatus, StderrTail};
+pub use mrtr::{ROUND_TTL, UpfrontInput};
 pub use naming::{
     MAX_DESCRIPTION_CHARS, MAX_NAME_LEN, clean_description, qualified_name, sanitize,
 };
 pub use prompts::{ElicitationPrompter, SamplingSummariser};
 pub use resources::{ListMcpResourcesTool, ReadMcpResourceTool};
 pub use server::{
-    ClientHook, ClientHookFn, HttpOptions, SessionFactory, mcp_tool_list, parse_listen_addr,
-    serve_http, serve_stdio, to_mcp_result,
+    ClientHook, ClientHookFn, MAX_REQUEST_BYTES, StdioOptions, mcp_tool_list, serve_stdio,
+    serve_stdio_with, to_mcp_result,
 };
 pub use tool::MAX_RESULT_CHARS;
 

@@ -9,8 +9,8 @@ use std::time::Duration;
 use async_trait::async_trait;
 use rmcp::RoleServer;
 use rmcp::model::{
-    CreateMessageRequestParams, ElicitRequestParams, ElicitationAction, ElicitationSchema,
-    SamplingMessage,
+    CreateMessageRequestParams, ElicitRequestParams, ElicitResult, ElicitationAction,
+    ElicitationSchema, SamplingMessage,
 };
 use rmcp::service::Peer;
 use tool_core::{PermissionAnswer, PermissionPrompter, PermissionRequest, Summariser, ToolError};
@@ -50,52 +50,63 @@ fn question(request: &PermissionRequest) -> String {
     text
 }
 
+/// The elicitation form that asks about `request`: `allow` (required) and `always`.
+pub(crate) fn permission_form(request: &PermissionRequest) -> ElicitRequestParams {
+    let schema: ElicitationSchema = ElicitationSchema::builder()
+        .required_bool_property("allow", |s| {
+            s.title("Allow this call")
+                .description("true runs the call, false refuses it")
+        })
+        .bool_property("always", |s| {
+            s.title("Always allow")
+                .description("also allow similar calls for the rest of this session")
+                .with_default(false)
+        })
+        .build_unchecked();
+    ElicitRequestParams::FormElicitationParams {
+        meta: None,
+        message: question(request),
+        requested_schema: schema,
+    }
+}
+
+/// What the person's answer to [`permission_form`] means for `request`.
+pub(crate) fn permission_answer(
+    request: &PermissionRequest,
+    result: &ElicitResult,
+) -> PermissionAnswer {
+    if result.action != ElicitationAction::Accept {
+        return PermissionAnswer::Deny(Some(format!(
+            "The user declined to allow {}.",
+            request.tool
+        )));
+    }
+    let field = |name: &str| {
+        result
+            .content
+            .as_ref()
+            .and_then(|c| c.get(name))
+            .and_then(|v| v.as_bool())
+            .unwrap_or(false)
+    };
+    match (field("allow"), field("always")) {
+        (true, true) if !request.suggestions.is_empty() => {
+            PermissionAnswer::AllowAlways(request.suggestions.clone())
+        }
+        (true, _) => PermissionAnswer::Allow,
+        (false, _) => PermissionAnswer::Deny(None),
+    }
+}
+
 #[async_trait]
 impl PermissionPrompter for ElicitationPrompter {
     async fn ask(&self, request: &PermissionRequest) -> PermissionAnswer {
-        let schema: ElicitationSchema = ElicitationSchema::builder()
-            .required_bool_property("allow", |s| {
-                s.title("Allow this call")
-                    .description("true runs the call, false refuses it")
-            })
-            .bool_property("always", |s| {
-                s.title("Always allow")
-                    .description("also allow similar calls for the rest of this session")
-                    .with_default(false)
-            })
-            .build_unchecked();
-        let params = ElicitRequestParams::FormElicitationParams {
-            meta: None,
-            message: question(request),
-            requested_schema: schema,
-        };
         let answer = self
             .peer
-            .create_elicitation_with_timeout(params, Some(ELICIT_TIMEOUT))
+            .create_elicitation_with_timeout(permission_form(request), Some(ELICIT_TIMEOUT))
             .await;
         match answer {
-            Ok(result) if result.action == ElicitationAction::Accept => {
-                let content = result.content.unwrap_or_default();
-                let allow = content
-                    .get("allow")
-                    .and_then(|v| v.as_bool())
-                    .unwrap_or(false);
-                let always = content
-                    .get("always")
-                    .and_then(|v| v.as_bool())
-                    .unwrap_or(false);
-                match (allow, always) {
-                    (true, true) if !request.suggestions.is_empty() => {
-                        PermissionAnswer::AllowAlways(request.suggestions.clone())
-                    }
-                    (true, _) => PermissionAnswer::Allow,
-                    (false, _) => PermissionAnswer::Deny(None),
-                }
-            }
-            Ok(_) => PermissionAnswer::Deny(Some(format!(
-                "The user declined to allow {}.",
-                request.tool
-            ))),
+            Ok(result) => permission_answer(request, &result),
             Err(e) => PermissionAnswer::Deny(Some(format!(
                 "Permission to use {} was not granted: the MCP client did not answer the question ({e}).",
                 request.tool

@@ -1,41 +1,47 @@
-//! The server adapter: any [`ToolPool`] as an MCP server, over stdio or streamable HTTP.
+//! The server adapter: any [`ToolPool`] as an MCP server, over stdio (here) or streamable
+//! HTTP (`http.rs`), on every protocol version.
 //!
-//! Every MCP session gets one [`ToolContext`] (so Read then Edit works across calls); every
-//! `tools/call` goes through [`ToolPool::execute`] with a child of that context, whose token
-//! the client's `notifications/cancelled` cancels, and a [`ProgressSink`] that turns the
-//! tool's progress into `notifications/progress` when the client sent a progress token.
+//! A request runs in a [`ToolContext`] that `contexts.rs` chooses: a legacy session's own
+//! (made at `initialize`), or for protocol 2026-07-28 the context of the principal and the
+//! handle it names. Every `tools/call` goes through [`ToolPool::execute`] with a child of
+//! that context, whose token the client's cancellation cancels, and a [`ProgressSink`] that
+//! turns the tool's progress into `notifications/progress` when the client sent a progress
+//! token. Permission questions go to the client through elicitation (legacy sessions) or as
+//! multi round-trip requests (2026-07-28, `mrtr.rs`).
 //!
 //! The pool may change while the server runs ([`LivePool::following`]): the server then
-//! advertises `tools.listChanged`, sends `notifications/tools/list_changed` to every client
-//! once the new list is ready, and answers later `tools/list` and `tools/call` requests from
-//! the new pool.
+//! advertises `tools.listChanged`, sends `notifications/tools/list_changed` to every legacy
+//! session and every `subscriptions/listen` stream once the new list is ready, and answers
+//! later `tools/list` and `tools/call` requests from the new pool.
+//!
+//! Before the MCP layer reads a message, [`check_message`] answers what it would answer
+//! wrongly (not JSON: -32700; wrong params of a known method: -32602), and
+//! [`mark_repeated_arguments`] marks tool arguments that repeat a key.
 
-use std::net::SocketAddr;
-use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::{Arc, OnceLock};
 use std::time::Duration;
 
-use rmcp::model::ClientCapabilities;
 use rmcp::model::{
-    CallToolRequestParams, CallToolResponse, CallToolResult, ContentBlock as McpBlock,
-    Implementation, InitializeRequestParams, InitializeResult, JsonObject, ListToolsResult,
-    PaginatedRequestParams, ProgressNotificationParam, ServerCapabilities, ServerConfig,
-    Tool as McpToolDecl, ToolAnnotations as McpAnnotations,
+    CallToolRequestParams, CallToolResponse, CallToolResult, ClientCapabilities,
+    ContentBlock as McpBlock, Implementation, InitializeRequestParams, InitializeResult,
+    JsonObject, ListToolsResult, PaginatedRequestParams, ProgressNotificationParam,
+    ProtocolVersion, ServerCapabilities, ServerConfig, SubscriptionFilter, Tool as McpToolDecl,
+    ToolAnnotations as McpAnnotations,
 };
-use rmcp::service::{NotificationContext, Peer, RequestContext};
+use rmcp::service::{NotificationContext, Peer, RequestContext, SubscriptionContext};
 use rmcp::{ErrorData, RoleServer, ServerHandler, ServiceExt};
 use tokio::sync::{mpsc, oneshot, watch};
-use tokio_util::sync::{CancellationToken, DropGuard};
+use tokio_util::sync::CancellationToken;
 use tool_core::{
     CallResult, ContentBlock, PermissionPrompter, Progress, ProgressSink, Summariser, ToolCall,
     ToolContext, ToolError, ToolPool,
 };
 
+use crate::contexts::{CONTEXT_META_KEY, Contexts, Principal, SessionFactory};
 use crate::live::LivePool;
+use crate::mrtr::{Binding, Round, Rounds, UpfrontInput, run_round, upfront};
 use crate::prompts::{ElicitationPrompter, SamplingSummariser};
-
-/// Builds the context of a new MCP session (HTTP serves many sessions, stdio one).
-pub type SessionFactory = Arc<dyn Fn() -> Result<ToolContext, ToolError> + Send + Sync>;
 
 /// A host's hook, called when a client initializes a session, to install services that talk
 /// to that client (for example an AskUserQuestion prompter over elicitation, which lives
@@ -79,7 +85,7 @@ pub async fn mcp_tool_list(pool: &ToolPool) -> Vec<McpToolDecl> {
 }
 
 /// A pool and its MCP tool list, computed once per pool.
-struct Catalog {
+pub(crate) struct Catalog {
     pool: ToolPool,
     tools: Arc<Vec<McpToolDecl>>,
 }
@@ -93,7 +99,7 @@ impl Catalog {
 
 /// The catalogue of `live` now, and a task that publishes a new one whenever the pool
 /// changes (until every receiver is gone). Sessions watch it to tell their clients.
-async fn follow_catalog(live: LivePool) -> watch::Receiver<Arc<Catalog>> {
+pub(crate) async fn follow_catalog(live: LivePool) -> watch::Receiver<Arc<Catalog>> {
     let mut pools = live.subscribe();
     let first = pools.borrow_and_update().clone();
     let (tx, rx) = watch::channel(Arc::new(Catalog::of(first).await));
@@ -117,21 +123,57 @@ async fn follow_catalog(live: LivePool) -> watch::Receiver<Arc<Catalog>> {
     rx
 }
 
-/// The MCP server of one session: the pool's catalogue (which may change), and the
-/// session's context.
+/// What every request handler of a server shares: the contexts and the sealer of
+/// multi round-trip state.
+#[derive(Debug)]
+pub(crate) struct Shared {
+    pub(crate) contexts: Arc<Contexts>,
+    rounds: Rounds,
+}
+
+impl Shared {
+    pub(crate) fn new(contexts: Contexts) -> Result<Arc<Self>, ToolError> {
+        Ok(Arc::new(Shared {
+            contexts: Arc::new(contexts),
+            rounds: Rounds::new()?,
+        }))
+    }
+}
+
+/// The state of one legacy session (or of one stdio connection): its context, once
+/// `initialize` made it, and what ends when the session ends.
+struct SessionState {
+    ctx: OnceLock<ToolContext>,
+    /// Whether the context was made for this session (HTTP), and ends with it
+    owned: bool,
+    contexts: Arc<Contexts>,
+    /// Cancelled when the session ends, which ends the task that forwards list changes
+    closed: CancellationToken,
+    /// The catalogue as of `initialize`, until `notifications/initialized` starts the task
+    /// that announces changes
+    seen: std::sync::Mutex<Option<watch::Receiver<Arc<Catalog>>>>,
+}
+
+impl Drop for SessionState {
+    fn drop(&mut self) {
+        self.closed.cancel();
+        if self.owned
+            && let Some(ctx) = self.ctx.get()
+        {
+            self.contexts.end_session(ctx);
+        }
+    }
+}
+
+/// The MCP server behind one connection or legacy session: the pool's catalogue (which
+/// may change), the server's contexts, and the session's own context.
 #[derive(Clone)]
 pub struct PoolServer {
     catalog: watch::Receiver<Arc<Catalog>>,
     /// Whether the pool can change (then `tools.listChanged` is advertised)
     live: bool,
-    ctx: ToolContext,
-    /// Cancelled when the last clone of this session's server is dropped, which ends the
-    /// task that forwards list changes to the client
-    closed: CancellationToken,
-    _guard: Arc<DropGuard>,
-    /// The catalogue as of `initialize`, until `notifications/initialized` starts the task
-    /// that announces changes
-    seen: Arc<std::sync::Mutex<Option<watch::Receiver<Arc<Catalog>>>>>,
+    shared: Arc<Shared>,
+    session: Arc<SessionState>,
 }
 
 impl std::fmt::Debug for PoolServer {
@@ -139,27 +181,218 @@ impl std::fmt::Debug for PoolServer {
         f.debug_struct("PoolServer")
             .field("tools", &self.catalog.borrow().tools.len())
             .field("live", &self.live)
-            .field("session", &self.ctx.session_id())
+            .field("session", &self.session.ctx.get().map(|c| c.session_id()))
             .finish()
     }
 }
 
+/// Whether a request follows protocol 2026-07-28 or later (no session: it names its own
+/// version, capabilities and context).
+fn is_stateless(context: &RequestContext<RoleServer>) -> bool {
+    context
+        .meta
+        .protocol_version()
+        .is_some_and(|v| v.as_str() >= ProtocolVersion::V_2026_07_28.as_str())
+}
+
+/// Who sent the request: the principal the HTTP layer authenticated, or the local client.
+fn principal_of(context: &RequestContext<RoleServer>) -> Principal {
+    context
+        .extensions
+        .get::<axum::http::request::Parts>()
+        .and_then(|parts| parts.extensions.get::<Principal>().cloned())
+        .unwrap_or_else(Principal::local)
+}
+
 impl PoolServer {
-    fn new(catalog: watch::Receiver<Arc<Catalog>>, live: bool, ctx: ToolContext) -> Self {
-        let closed = CancellationToken::new();
+    /// A server whose session context `initialize` will make (HTTP: one per legacy
+    /// session; stateless requests find theirs in `shared`).
+    pub(crate) fn new(
+        catalog: watch::Receiver<Arc<Catalog>>,
+        live: bool,
+        shared: Arc<Shared>,
+        session: Option<ToolContext>,
+    ) -> Self {
+        let owned = session.is_none();
+        let ctx = OnceLock::new();
+        if let Some(session) = session {
+            let _ = ctx.set(session);
+        }
         PoolServer {
             catalog,
             live,
-            ctx,
-            _guard: Arc::new(closed.clone().drop_guard()),
-            closed,
-            seen: Arc::default(),
+            session: Arc::new(SessionState {
+                ctx,
+                owned,
+                contexts: Arc::clone(&shared.contexts),
+                closed: CancellationToken::new(),
+                seen: std::sync::Mutex::default(),
+            }),
+            shared,
         }
     }
 
     fn pool(&self) -> ToolPool {
         self.catalog.borrow().pool.clone()
     }
+
+    /// The context of this legacy session, made on first use.
+    fn session_ctx(&self) -> Result<ToolContext, ErrorData> {
+        if let Some(ctx) = self.session.ctx.get() {
+            return Ok(ctx.clone());
+        }
+        let made = self.shared.contexts.session()?;
+        match self.session.ctx.set(made.clone()) {
+            Ok(()) => Ok(made),
+            // Another request of the session made it first.
+            Err(_) => {
+                self.shared.contexts.end_session(&made);
+                self.session.ctx.get().cloned().ok_or_else(|| {
+                    ErrorData::internal_error("the session context is missing", None)
+                })
+            }
+        }
+    }
+
+    /// Runs one call through the pool's execution path in `ctx`: progress goes to the
+    /// client when it sent a progress token, and the client's cancellation cancels it.
+    async fn execute(
+        &self,
+        pool: &ToolPool,
+        call: ToolCall,
+        ctx: &ToolContext,
+        context: &RequestContext<RoleServer>,
+    ) -> CallResult {
+        let _in_flight = self.shared.contexts.call_started();
+        let call_ctx = ctx.child();
+        let (sink, flush) = progress_forwarder(context);
+        let exec = pool.execute(call, &call_ctx, sink);
+        tokio::pin!(exec);
+        let result = tokio::select! {
+            result = &mut exec => result,
+            () = context.ct.cancelled() => {
+                call_ctx.cancel_token().cancel();
+                exec.await
+            }
+        };
+        if let Some(tx) = flush {
+            let (done_tx, done_rx) = oneshot::channel();
+            if tx.send(ProgressMsg::Flush(done_tx)).is_ok() {
+                let _ = tokio::time::timeout(Duration::from_secs(2), done_rx).await;
+            }
+        }
+        result
+    }
+
+    /// A `tools/call` of protocol 2026-07-28: the context the request names, and questions
+    /// to the person as multi round-trip requests.
+    async fn call_stateless(
+        &self,
+        pool: &ToolPool,
+        request: CallToolRequestParams,
+        input: serde_json::Value,
+        context: &RequestContext<RoleServer>,
+    ) -> Result<CallToolResponse, ErrorData> {
+        let name = request.name.to_string();
+        let principal = principal_of(context);
+        let handle = match context.meta.get(CONTEXT_META_KEY) {
+            None => None,
+            Some(serde_json::Value::String(h)) => Some(h.clone()),
+            Some(other) => {
+                return Err(ErrorData::invalid_params(
+                    format!(
+                        "_meta `{CONTEXT_META_KEY}` must be a string (a context handle, \"new\" or \"default\"), not {other}"
+                    ),
+                    None,
+                ));
+            }
+        };
+        let rounds = &self.shared.rounds;
+        let binding = Binding::new(&principal, handle.as_deref(), &name, &input);
+        let mut state = rounds.open(
+            request.request_state.as_deref(),
+            request.input_responses,
+            &binding,
+        )?;
+        // A call that asked for a new context keeps the one its first round minted.
+        let wanted = match (handle.as_deref(), state.minted_context()) {
+            (Some("new"), Some(minted)) => Some(minted.to_owned()),
+            (h, _) => h.map(str::to_owned),
+        };
+        let (id, ctx) = self
+            .shared
+            .contexts
+            .resolve(&principal, wanted.as_deref())?;
+        if handle.as_deref() == Some("new") {
+            state.set_minted_context(&id);
+        }
+        let can_elicit = context
+            .meta
+            .client_capabilities()
+            .is_some_and(|c| c.elicitation.is_some());
+        let host = ctx.services().get::<Arc<dyn UpfrontInput>>();
+        let (input, state) = match upfront(
+            rounds,
+            state,
+            host.as_deref(),
+            can_elicit,
+            &name,
+            input,
+            &binding,
+        )? {
+            Ok(ready) => ready,
+            Err(Round::Done(result)) => {
+                return Ok(with_context(answer(pool, &result), &id).into());
+            }
+            Err(Round::Ask(interim)) => return Ok(CallToolResponse::InputRequired(interim)),
+        };
+        let call = ToolCall {
+            tool: name,
+            input,
+            id: Some(next_call_id()),
+        };
+        let round = run_round(
+            rounds,
+            state,
+            can_elicit,
+            &binding,
+            self.execute(pool, call, &ctx, context),
+        )
+        .await?;
+        Ok(match round {
+            Round::Done(result) => with_context(answer(pool, &result), &id).into(),
+            Round::Ask(interim) => CallToolResponse::InputRequired(interim),
+        })
+    }
+}
+
+/// `result` with the handle of the context that served it in `_meta`.
+fn with_context(mut result: CallToolResult, handle: &str) -> CallToolResult {
+    let mut meta = result.meta.take().unwrap_or_default();
+    meta.insert(
+        CONTEXT_META_KEY.to_owned(),
+        serde_json::Value::String(handle.to_owned()),
+    );
+    result.meta = Some(meta);
+    result
+}
+
+fn next_call_id() -> String {
+    format!("mcp-{}", CALL_IDS.fetch_add(1, Ordering::Relaxed))
+}
+
+/// The MCP result of a call in `pool`: a tool that declares an output schema (a proxied MCP
+/// tool) gives its data as structured content, as the schema promises.
+fn answer(pool: &ToolPool, result: &CallResult) -> CallToolResult {
+    let mut answer = to_mcp_result(result);
+    if !result.is_error
+        && pool
+            .get(&result.tool)
+            .is_some_and(|t| t.output_schema().is_some())
+    {
+        answer.structured_content = Some(result.data.clone());
+    }
+    answer
 }
 
 /// Converts a finished call into MCP content; `is_error` becomes `CallToolResult::error`.
@@ -276,12 +509,13 @@ impl ServerHandler for PoolServer {
         context: RequestContext<RoleServer>,
     ) -> Result<InitializeResult, ErrorData> {
         context.peer.set_peer_info(request.clone());
-        install_client_services(&self.ctx, &request, &context);
+        let ctx = self.session_ctx()?;
+        install_client_services(&ctx, &request, &context);
         // The tool list the client is about to learn: changes from here on are announced
         // once it has sent `notifications/initialized`.
         let mut seen = self.catalog.clone();
         seen.borrow_and_update();
-        if let Ok(mut slot) = self.seen.lock() {
+        if let Ok(mut slot) = self.session.seen.lock() {
             *slot = Some(seen);
         }
         self.negotiate_initialize(&request)
@@ -293,14 +527,19 @@ impl ServerHandler for PoolServer {
         }
         // Tell the client whenever the tool list changes after `initialize`, until the
         // session ends.
-        let seen = self.seen.lock().ok().and_then(|mut s| s.take());
+        let seen = self.session.seen.lock().ok().and_then(|mut s| s.take());
         let mut catalog = seen.unwrap_or_else(|| {
             let mut fresh = self.catalog.clone();
             fresh.borrow_and_update();
             fresh
         });
-        let closed = self.closed.clone();
-        let stop = self.ctx.cancel_token().clone();
+        let closed = self.session.closed.clone();
+        let stop = self
+            .session
+            .ctx
+            .get()
+            .map(|c| c.cancel_token().clone())
+            .unwrap_or_default();
         let peer = context.peer;
         tokio::spawn(async move {
             loop {
@@ -315,6 +554,35 @@ impl ServerHandler for PoolServer {
                 }
             }
         });
+    }
+
+    fn accepted_subscription_filter(
+        &self,
+        requested: &SubscriptionFilter,
+    ) -> Option<SubscriptionFilter> {
+        (self.live && requested.tools_list_changed == Some(true))
+            .then(|| SubscriptionFilter::builder().tools_list_changed().build())
+    }
+
+    async fn listen(&self, subscription: SubscriptionContext) -> Result<(), ErrorData> {
+        // Protocol 2026-07-28: list changes go to the clients that listen for them.
+        let mut catalog = self.catalog.clone();
+        catalog.borrow_and_update();
+        loop {
+            tokio::select! {
+                () = subscription.cancelled() => return Ok(()),
+                changed = catalog.changed() => if changed.is_err() { return Ok(()) },
+            }
+            catalog.borrow_and_update();
+            if subscription
+                .sink()
+                .notify_tool_list_changed()
+                .await
+                .is_err()
+            {
+                return Ok(());
+            }
+        }
     }
 
     async fn list_tools(
@@ -340,68 +608,105 @@ impl ServerHandler for PoolServer {
         request: CallToolRequestParams,
         context: RequestContext<RoleServer>,
     ) -> Result<CallToolResponse, ErrorData> {
-        let name = request.name.to_string();
         let pool = self.pool();
-        let Some(tool) = pool.get(&name) else {
+        if pool.get(&request.name).is_none() {
             return Err(ErrorData::invalid_params(
-                format!("Unknown tool: {name}; tools/list names the available tools"),
+                format!(
+                    "Unknown tool: {}; tools/list names the available tools",
+                    request.name
+                ),
                 None,
             ));
-        };
-        let declares_output = tool.output_schema().is_some();
-        let input = request
-            .arguments
-            .map(serde_json::Value::Object)
-            .unwrap_or_else(|| serde_json::Value::Object(JsonObject::new()));
-        let id = format!("mcp-{}", CALL_IDS.fetch_add(1, Ordering::Relaxed));
+        }
+        let input = serde_json::Value::Object(request.arguments.clone().unwrap_or_default());
+        if is_stateless(&context) {
+            return self.call_stateless(&pool, request, input, &context).await;
+        }
+        let ctx = self.session_ctx()?;
         let call = ToolCall {
-            tool: name,
+            tool: request.name.to_string(),
             input,
-            id: Some(id),
+            id: Some(next_call_id()),
         };
-        let call_ctx = self.ctx.child();
-        let (sink, flush) = progress_forwarder(&context);
-        let exec = pool.execute(call, &call_ctx, sink);
-        tokio::pin!(exec);
-        let result = tokio::select! {
-            result = &mut exec => result,
-            () = context.ct.cancelled() => {
-                call_ctx.cancel_token().cancel();
-                exec.await
-            }
-        };
-        if let Some(tx) = flush {
-            let (done_tx, done_rx) = oneshot::channel();
-            if tx.send(ProgressMsg::Flush(done_tx)).is_ok() {
-                let _ = tokio::time::timeout(Duration::from_secs(2), done_rx).await;
-            }
-        }
-        let mut answer = to_mcp_result(&result);
-        // A tool with an output schema (a proxied MCP tool) gives its data as structured
-        // content, as the schema promises.
-        if declares_output && !result.is_error {
-            answer.structured_content = Some(result.data.clone());
-        }
-        Ok(answer.into())
+        let result = self.execute(&pool, call, &ctx, &context).await;
+        Ok(answer(&pool, &result).into())
     }
 }
 
-/// Serves `pool` (a [`ToolPool`] or a [`LivePool`]) over stdin/stdout until the client
-/// closes the connection.
+/// Options of [`serve_stdio_with`].
+#[derive(Clone, Default)]
+pub struct StdioOptions {
+    /// Builds contexts a client asks for with `"new"` in `_meta` (protocol 2026-07-28);
+    /// without it the connection has one context
+    pub factory: Option<SessionFactory>,
+    /// Stops the server: calls in flight get [`StdioOptions::grace`] to finish, then are
+    /// cancelled, and background tasks are stopped
+    pub shutdown: CancellationToken,
+    /// How long calls in flight may take to finish after `shutdown`
+    pub grace: Duration,
+}
+
+impl std::fmt::Debug for StdioOptions {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("StdioOptions")
+            .field("factory", &self.factory.is_some())
+            .field("grace", &self.grace)
+            .finish_non_exhaustive()
+    }
+}
+
+/// Serves `pool` (a [`ToolPool`] or a [`LivePool`]) over stdin/stdout with `ctx` as the
+/// connection's context, until the client closes the connection.
 pub async fn serve_stdio(pool: impl Into<LivePool>, ctx: ToolContext) -> Result<(), ToolError> {
+    serve_stdio_with(pool, ctx, StdioOptions::default()).await
+}
+
+/// [`serve_stdio`] with options: a factory for minted contexts, and a shutdown signal.
+/// Before it returns, every call has ended and every background task has been stopped.
+pub async fn serve_stdio_with(
+    pool: impl Into<LivePool>,
+    ctx: ToolContext,
+    options: StdioOptions,
+) -> Result<(), ToolError> {
     let live: LivePool = pool.into();
     let follows = live.follows_changes();
     let catalog = follow_catalog(live).await;
-    let server = PoolServer::new(catalog, follows, ctx.clone());
-    let running = server
-        .serve((guarded_stdin(), tokio::io::stdout()))
-        .await
-        .map_err(|e| ToolError::fatal(format!("MCP initialization over stdio failed: {e}")))?;
-    let outcome = running.waiting().await;
-    ctx.cancel_token().cancel();
+    let shared = Shared::new(Contexts::with_default(ctx.clone(), options.factory))?;
+    let server = PoolServer::new(catalog, follows, Arc::clone(&shared), Some(ctx.clone()));
+    let (input, output, writer) = guarded_stdio();
+    let shutdown = options.shutdown.clone();
+    let outcome = tokio::select! {
+        started = server.serve((input, output)) => match started {
+            Ok(running) => {
+                let stop = running.cancellation_token();
+                tokio::select! {
+                    ended = running.waiting() => ended
+                        .map(|_| ())
+                        .map_err(|e| ToolError::fatal(format!("the MCP stdio session ended with an error: {e}"))),
+                    () = shutdown.cancelled() => {
+                        let _ = tokio::time::timeout(options.grace, shared.contexts.settled()).await;
+                        stop.cancel();
+                        Ok(())
+                    }
+                }
+            }
+            Err(e) => Err(ToolError::fatal(format!("MCP initialization over stdio failed: {e}"))),
+        },
+        () = shutdown.cancelled() => Ok(()),
+    };
+    finish(&shared.contexts).await;
+    // Whatever the server wrote reaches standard output before the process ends.
+    let _ = tokio::time::timeout(Duration::from_secs(2), writer).await;
     outcome
-        .map(|_| ())
-        .map_err(|e| ToolError::fatal(format!("the MCP stdio session ended with an error: {e}")))
+}
+
+/// Ends every context and waits (bounded) for the cancelled calls to return, then kills
+/// what they left behind, so that no process of theirs outlives the server.
+pub(crate) async fn finish(contexts: &Contexts) {
+    let adoption = crate::reaper::adopt_orphans();
+    contexts.shutdown().await;
+    let _ = tokio::time::timeout(Duration::from_secs(10), contexts.settled()).await;
+    adoption.kill_adopted().await;
 }
 
 /// A `tools/call` message whose arguments repeat a key, rewritten so that the execution path
@@ -427,10 +732,135 @@ pub fn mark_repeated_arguments(message: &str) -> std::borrow::Cow<'_, str> {
     }
 }
 
-/// Standard input, one JSON-RPC message per line, with [`mark_repeated_arguments`] applied.
-fn guarded_stdin() -> tokio::io::DuplexStream {
+/// Requests of the MCP specification a client may send; a message naming one of these
+/// whose parameters do not have the method's shape has invalid params.
+const CLIENT_METHODS: &[&str] = &[
+    "initialize",
+    "ping",
+    "server/discover",
+    "completion/complete",
+    "logging/setLevel",
+    "prompts/get",
+    "prompts/list",
+    "resources/list",
+    "resources/templates/list",
+    "resources/read",
+    "resources/subscribe",
+    "resources/unsubscribe",
+    "subscriptions/listen",
+    "tools/call",
+    "tools/list",
+];
+
+/// A JSON-RPC error that answers a message the server cannot take, per the JSON-RPC and
+/// MCP specifications: not JSON (-32700), not a request or notification (-32600), or a
+/// known method with parameters of the wrong shape (-32602).
+#[derive(Debug, Clone, PartialEq)]
+pub struct Rejection {
+    /// The request's id (null when it has none or could not be read)
+    pub id: serde_json::Value,
+    /// The JSON-RPC error code
+    pub code: i32,
+    /// What is wrong and what to send instead
+    pub message: String,
+}
+
+impl Rejection {
+    /// The JSON-RPC error response.
+    pub fn to_json(&self) -> serde_json::Value {
+        serde_json::json!({
+            "jsonrpc": "2.0",
+            "id": self.id,
+            "error": {"code": self.code, "message": self.message},
+        })
+    }
+}
+
+/// Checks one incoming message before the MCP layer reads it (see [`Rejection`]).
+pub fn check_message(text: &str) -> Result<(), Rejection> {
+    use rmcp::model::{ClientJsonRpcMessage, ClientRequest};
+    let value: serde_json::Value = serde_json::from_str(text).map_err(|e| Rejection {
+        id: serde_json::Value::Null,
+        code: -32700,
+        message: format!("Parse error: the message is not valid JSON ({e})"),
+    })?;
+    let invalid_request = |id: serde_json::Value| {
+        Rejection {
+        id,
+        code: -32600,
+        message: "Invalid Request: expected one JSON-RPC 2.0 request or notification ({\"jsonrpc\": \"2.0\", \"method\": .., \"params\": {..}}, with an \"id\" for a request)".to_owned(),
+    }
+    };
+    let Some(object) = value.as_object() else {
+        return Err(invalid_request(serde_json::Value::Null));
+    };
+    let id = object.get("id").cloned().unwrap_or_default();
+    if object.get("jsonrpc").and_then(|v| v.as_str()) != Some("2.0") {
+        return Err(invalid_request(id));
+    }
+    let Some(method) = object.get("method").and_then(|m| m.as_str()) else {
+        // A response to one of the server's requests (legacy elicitation), or nothing.
+        return if object.contains_key("result") || object.contains_key("error") {
+            Ok(())
+        } else {
+            Err(invalid_request(id))
+        };
+    };
+    if !CLIENT_METHODS.contains(&method) {
+        // Unknown methods are answered -32601 by the MCP layer, unknown notifications
+        // ignored.
+        return Ok(());
+    }
+    // A request method without an id is no valid request (and gets no answer on stdio).
+    let has_id = object.contains_key("id");
+    let invalid_params = |detail: String| Rejection {
+        id: id.clone(),
+        code: if has_id { -32602 } else { -32600 },
+        message: format!(
+            "Invalid params for {method}: {detail}; see the method's schema in the MCP specification"
+        ),
+    };
+    let params = object.get("params").cloned().unwrap_or_default();
+    if method == "tools/call" {
+        // The common case, checked without parsing the whole message again.
+        return serde_json::from_value::<CallToolRequestParams>(params)
+            .map(|_| ())
+            .map_err(|e| invalid_params(e.to_string()));
+    }
+    let typed = match serde_json::from_value::<ClientJsonRpcMessage>(value.clone()) {
+        Ok(ClientJsonRpcMessage::Request(request)) => {
+            !matches!(request.request, ClientRequest::CustomRequest(_))
+        }
+        Ok(_) => true,
+        Err(_) => false,
+    };
+    if typed {
+        return Ok(());
+    }
+    let detail = match method {
+        "initialize" => serde_json::from_value::<InitializeRequestParams>(params)
+            .err()
+            .map(|e| e.to_string()),
+        _ => None,
+    };
+    Err(invalid_params(detail.unwrap_or_else(|| {
+        "the params do not have the expected shape".to_owned()
+    })))
+}
+
+/// Standard input and output for the MCP layer: each input line is checked
+/// ([`check_message`]; a rejected one is answered here and never reaches the MCP layer)
+/// and marked ([`mark_repeated_arguments`]); output lines go to standard output, and the
+/// returned task ends once the MCP layer's output has all been written.
+fn guarded_stdio() -> (
+    tokio::io::DuplexStream,
+    tokio::io::DuplexStream,
+    tokio::task::JoinHandle<()>,
+) {
     use tokio::io::{AsyncBufReadExt, AsyncReadExt, AsyncWriteExt};
-    let (mut tx, rx) = tokio::io::duplex(256 * 1024);
+    let (mut to_mcp, from_stdin) = tokio::io::duplex(256 * 1024);
+    let (to_stdout, mut from_mcp) = tokio::io::duplex(256 * 1024);
+    let (answers, mut answered) = mpsc::unbounded_channel::<String>();
     tokio::spawn(async move {
         let mut input = tokio::io::BufReader::new(tokio::io::stdin());
         let mut line = Vec::new();
@@ -444,141 +874,139 @@ fn guarded_stdin() -> tokio::io::DuplexStream {
                 Ok(_) => {}
             }
             let text = String::from_utf8_lossy(&line);
-            let out = mark_repeated_arguments(text.trim_end_matches(['\n', '\r']));
-            if tx.write_all(out.as_bytes()).await.is_err() || tx.write_all(b"\n").await.is_err() {
+            let text = text.trim_end_matches(['\n', '\r']);
+            if text.trim().is_empty() {
+                continue;
+            }
+            if let Err(rejection) = check_message(text) {
+                // A notification gets no answer, even a malformed one.
+                let is_request = rejection.code == -32700 || !rejection.id.is_null();
+                if is_request && answers.send(rejection.to_json().to_string()).is_err() {
+                    break;
+                }
+                continue;
+            }
+            let out = mark_repeated_arguments(text);
+            if to_mcp.write_all(out.as_bytes()).await.is_err()
+                || to_mcp.write_all(b"\n").await.is_err()
+            {
                 break;
             }
         }
     });
-    rx
-}
-
-/// An HTTP request body with [`mark_repeated_arguments`] applied (a POST of one JSON-RPC
-/// message).
-async fn guard_repeated_arguments(
-    request: axum::extract::Request,
-) -> Result<axum::extract::Request, axum::http::StatusCode> {
-    if request.method() != axum::http::Method::POST {
-        return Ok(request);
-    }
-    let (parts, body) = request.into_parts();
-    let bytes = axum::body::to_bytes(body, MAX_REQUEST_BYTES)
-        .await
-        .map_err(|_| axum::http::StatusCode::PAYLOAD_TOO_LARGE)?;
-    let body = match std::str::from_utf8(&bytes) {
-        Ok(text) => match mark_repeated_arguments(text) {
-            std::borrow::Cow::Owned(marked) => axum::body::Body::from(marked),
-            std::borrow::Cow::Borrowed(_) => axum::body::Body::from(bytes),
-        },
-        Err(_) => axum::body::Body::from(bytes),
-    };
-    Ok(axum::extract::Request::from_parts(parts, body))
-}
-
-/// The largest HTTP request body the server reads.
-const MAX_REQUEST_BYTES: usize = 64 * 1024 * 1024;
-
-/// Options of the streamable HTTP server.
-#[derive(Debug, Clone)]
-pub struct HttpOptions {
-    /// Where to listen; a bare port or `:PORT` means 127.0.0.1
-    pub addr: SocketAddr,
-    /// Host names (or `host:port`) accepted in the `Host` header; empty means the loopback
-    /// names plus the address listened on
-    pub allowed_hosts: Vec<String>,
-}
-
-/// Reads `--http ADDR`: `PORT`, `:PORT`, `HOST:PORT` or `[V6]:PORT`. Without a host the
-/// server listens on 127.0.0.1 only.
-pub fn parse_listen_addr(text: &str) -> Result<SocketAddr, ToolError> {
-    let text = text.trim();
-    let port_only = text.strip_prefix(':').unwrap_or(text);
-    if let Ok(port) = port_only.parse::<u16>() {
-        return Ok(SocketAddr::from(([127, 0, 0, 1], port)));
-    }
-    let candidate = text.replace("localhost:", "127.0.0.1:");
-    candidate.parse::<SocketAddr>().map_err(|_| {
-        ToolError::respond(format!(
-            "--http {text}: expected PORT, :PORT or HOST:PORT with an IP address, such as 127.0.0.1:8080"
-        ))
-    })
-}
-
-/// Serves `pool` (a [`ToolPool`] or a [`LivePool`]) over streamable HTTP at `/mcp` until
-/// `shutdown` fires. Each MCP session gets a fresh context from `factory`. `on_bound`
-/// receives the address actually bound (useful with port 0).
-pub async fn serve_http(
-    pool: impl Into<LivePool>,
-    factory: SessionFactory,
-    options: HttpOptions,
-    shutdown: CancellationToken,
-    on_bound: impl FnOnce(SocketAddr),
-) -> Result<(), ToolError> {
-    use rmcp::transport::streamable_http_server::{
-        StreamableHttpServerConfig, StreamableHttpService, session::local::LocalSessionManager,
-    };
-    let listener = tokio::net::TcpListener::bind(options.addr)
-        .await
-        .map_err(|e| ToolError::respond(format!("--http {}: cannot listen: {e}", options.addr)))?;
-    let bound = listener
-        .local_addr()
-        .map_err(|e| ToolError::fatal(format!("cannot read the bound address: {e}")))?;
-    let live: LivePool = pool.into();
-    let follows = live.follows_changes();
-    let catalog = follow_catalog(live).await;
-    let mut hosts = options.allowed_hosts.clone();
-    if hosts.is_empty() {
-        hosts = vec!["localhost".into(), "127.0.0.1".into(), "::1".into()];
-        if !bound.ip().is_loopback() && !bound.ip().is_unspecified() {
-            hosts.push(bound.ip().to_string());
+    let writer = tokio::spawn(async move {
+        let mut stdout = tokio::io::stdout();
+        let mut from_mcp = tokio::io::BufReader::new(&mut from_mcp);
+        let mut line = Vec::new();
+        loop {
+            line.clear();
+            let out = tokio::select! {
+                biased;
+                read = from_mcp.read_until(b'\n', &mut line) => match read {
+                    Ok(0) | Err(_) => {
+                        // The MCP layer is done; answers already queued still go out.
+                        while let Ok(answer) = answered.try_recv() {
+                            let _ = stdout.write_all(format!("{answer}\n").as_bytes()).await;
+                        }
+                        let _ = stdout.flush().await;
+                        break;
+                    }
+                    Ok(_) => std::mem::take(&mut line),
+                },
+                Some(answer) = answered.recv() => {
+                    let mut bytes = answer.into_bytes();
+                    bytes.push(b'\n');
+                    bytes
+                }
+            };
+            if stdout.write_all(&out).await.is_err() || stdout.flush().await.is_err() {
+                break;
+            }
         }
-    }
-    let config = StreamableHttpServerConfig::default()
-        .with_allowed_hosts(hosts)
-        .with_cancellation_token(shutdown.child_token());
-    let service = StreamableHttpService::new(
-        move || {
-            let ctx = factory().map_err(|e| std::io::Error::other(e.to_string()))?;
-            Ok(PoolServer::new(catalog.clone(), follows, ctx))
-        },
-        LocalSessionManager::default().into(),
-        config,
-    );
-    let router = axum::Router::new()
-        .nest_service("/mcp", service)
-        .layer(axum::middleware::map_request(guard_repeated_arguments));
-    on_bound(bound);
-    axum::serve(listener, router)
-        .with_graceful_shutdown(async move { shutdown.cancelled().await })
-        .await
-        .map_err(|e| ToolError::fatal(format!("the MCP HTTP server failed: {e}")))
+    });
+    (from_stdin, to_stdout, writer)
 }
+
+/// The largest message the server reads, on either transport, unless configured otherwise.
+pub const MAX_REQUEST_BYTES: usize = 64 * 1024 * 1024;
 
 #[cfg(test)]
 mod tests {
     use super::*;
 
     #[test]
-    fn listen_addresses_default_to_loopback() {
-        let check = |text: &str, expected: &str| {
-            assert_eq!(
-                parse_listen_addr(text)
-                    .map(|a| a.to_string())
-                    .ok()
-                    .as_deref(),
-                Some(expected),
-                "{text}"
-            );
+    fn malformed_messages_get_the_json_rpc_error_the_specifications_name() {
+        let check = |text: &str, expected: Option<(i32, serde_json::Value)>| {
+            let got = check_message(text).err().map(|r| (r.code, r.id));
+            assert_eq!(got, expected, "{text}");
         };
-        check("8080", "127.0.0.1:8080");
-        check(":0", "127.0.0.1:0");
-        check("localhost:9", "127.0.0.1:9");
-        check("0.0.0.0:80", "0.0.0.0:80");
-        check("[::1]:7", "[::1]:7");
-        let err = parse_listen_addr("example.com:80")
+        let call = |params: &str| {
+            format!(r#"{{"jsonrpc":"2.0","id":7,"method":"tools/call","params":{params}}}"#)
+        };
+        let id = serde_json::json!(7);
+        // Not JSON: a parse error, whatever else is wrong.
+        for text in [
+            "{",
+            "not json",
+            r#"{"jsonrpc":"2.0","id":1,"method":"tools/list""#,
+            "\u{0}",
+        ] {
+            check(text, Some((-32700, serde_json::Value::Null)));
+        }
+        // A known method with params of the wrong shape: invalid params, with the id.
+        for params in [
+            r#"{"name":"Read","arguments":"str"}"#,
+            r#"{"name":"Read","arguments":[1]}"#,
+            r#"{"name":7}"#,
+            r#"{"arguments":{}}"#,
+            r#""x""#,
+            "3",
+        ] {
+            check(&call(params), Some((-32602, id.clone())));
+        }
+        // Valid JSON that is no JSON-RPC message: an invalid request.
+        for text in [
+            "[1]",
+            "3",
+            r#"{"jsonrpc":"2.0","id":1}"#,
+            r#"{"id":1,"method":"tools/list"}"#,
+        ] {
+            check(
+                text,
+                Some((
+                    -32600,
+                    if text.contains("\"id\"") {
+                        serde_json::json!(1)
+                    } else {
+                        serde_json::Value::Null
+                    },
+                )),
+            );
+        }
+        // A request method without an id and with bad params is no request at all.
+        check(
+            r#"{"jsonrpc":"2.0","method":"tools/call","params":7}"#,
+            Some((-32600, serde_json::Value::Null)),
+        );
+        // Well-formed messages pass, including methods the server does not know (the MCP
+        // layer answers those with -32601).
+        for text in [
+            call(r#"{"name":"Read","arguments":{"file_path":"/x"}}"#),
+            call(r#"{"name":"Read"}"#),
+            r#"{"jsonrpc":"2.0","id":1,"method":"tools/list"}"#.to_owned(),
+            r#"{"jsonrpc":"2.0","id":1,"method":"no/such"}"#.to_owned(),
+            r#"{"jsonrpc":"2.0","method":"notifications/initialized"}"#.to_owned(),
+        ] {
+            check(&text, None);
+        }
+        let message = check_message(&call(r#"{"name":"Read","arguments":"str"}"#))
             .err()
-            .map(|e| e.to_string());
-        assert!(err.is_some_and(|e| e.contains("HOST:PORT")));
+            .map(|r| r.message)
+            .unwrap_or_default();
+        assert!(
+            message.contains("tools/call") && message.contains("expected a map"),
+            "{message}"
+        );
     }
 
     #[test]

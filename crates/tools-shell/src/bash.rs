@@ -10,8 +10,8 @@ use async_trait::async_trait;
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 use tool_core::{
-    PermissionDecision, ToolAnnotations, ToolCategory, ToolContext, ToolError, ToolResult,
-    TypedTool, ValidationResult, format_size,
+    PermissionDecision, Progress, ToolAnnotations, ToolCategory, ToolContext, ToolError,
+    ToolResult, TypedTool, ValidationResult, format_size,
 };
 
 use crate::output::{MAX_OUTPUT_CHARS, read_head, truncation_marker};
@@ -292,7 +292,7 @@ impl TypedTool for Bash {
                 return Err(e);
             }
         };
-        let finished = running.wait(Some(timeout), ctx.cancel_token()).await;
+        let finished = wait_reporting(&mut running, timeout, ctx, &spool).await;
         drop(running);
         let summary = spool.finish().await;
 
@@ -385,6 +385,61 @@ impl TypedTool for Bash {
             }
         })
     }
+}
+
+/// How often a running foreground command's new output lines are reported as progress.
+const PROGRESS_EVERY: Duration = Duration::from_secs(1);
+
+/// At most this much of a command's new output is read for one progress report.
+const PROGRESS_READ_CAP: u64 = 64 * 1024;
+
+/// Waits for a foreground command like [`process::Running::wait`], reporting the complete
+/// lines it wrote since the last report as progress (a host that shows progress, such as an
+/// MCP client, sees a long command's output as it comes). The lines are read from the
+/// output's spool, never from a path.
+async fn wait_reporting(
+    running: &mut process::Running,
+    timeout: Duration,
+    ctx: &ToolContext,
+    output: &Spool,
+) -> process::Finished {
+    let wait = running.wait(Some(timeout), ctx.cancel_token());
+    tokio::pin!(wait);
+    let mut ticker =
+        tokio::time::interval_at(tokio::time::Instant::now() + PROGRESS_EVERY, PROGRESS_EVERY);
+    let (mut offset, mut lines) = (0u64, 0u64);
+    loop {
+        tokio::select! {
+            finished = &mut wait => return finished,
+            _ = ticker.tick() => report_new_lines(output, &mut offset, &mut lines, ctx),
+        }
+    }
+}
+
+/// Reports the complete lines written to `output` after `offset` (at most
+/// [`PROGRESS_READ_CAP`] bytes at a time); `lines` counts the lines reported so far.
+fn report_new_lines(output: &Spool, offset: &mut u64, lines: &mut u64, ctx: &ToolContext) {
+    let Ok(chunk) = output.read_from(*offset, PROGRESS_READ_CAP as usize) else {
+        return;
+    };
+    let buf = chunk.data;
+    let start = chunk.next - buf.len() as u64;
+    let Some(end) = buf.iter().rposition(|&b| b == b'\n') else {
+        // A line longer than the cap is reported in pieces.
+        if buf.len() as u64 == PROGRESS_READ_CAP {
+            *offset = chunk.next;
+        }
+        return;
+    };
+    let new = &buf[..=end];
+    *offset = start + new.len() as u64;
+    *lines += memchr::memchr_iter(b'\n', new).count() as u64;
+    let text = String::from_utf8_lossy(new);
+    ctx.progress().report_progress(Progress {
+        message: tool_core::cut_middle(text.trim_end(), 2_000),
+        progress: Some(*lines as f64),
+        total: None,
+    });
 }
 
 /// What the model is told about the saved output: where it is, its size, and what the cap

@@ -124,7 +124,7 @@ pub fn mcp_read(ctx: &Ctx) -> Result<Vec<Comparison>> {
 }
 
 /// A JSON string literal for `text` (xtask has no serde).
-fn serde_quote(text: &str) -> String {
+pub(super) fn serde_quote(text: &str) -> String {
     let mut out = String::from("\"");
     for c in text.chars() {
         match c {

@@ -159,10 +159,7 @@ pub async fn serve_with(
     let server = tokio::spawn(serve_http(
         pool.into(),
         factory,
-        HttpOptions {
-            addr: "127.0.0.1:0".parse().unwrap(),
-            allowed_hosts: Vec::new(),
-        },
+        HttpOptions::new("127.0.0.1:0".parse().unwrap()),
         shutdown.clone(),
         move |addr| {
             let _ = tx.send(addr);

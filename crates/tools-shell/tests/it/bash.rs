@@ -243,3 +243,32 @@ async fn a_failing_bash_cancels_its_siblings() {
     );
     assert_eq!(survivors(marker).await, Vec::<u32>::new());
 }
+
+#[tokio::test]
+async fn a_long_command_reports_its_output_lines_as_progress() {
+    for f in lifecycle_fixtures() {
+        let events = std::sync::Arc::new(std::sync::Mutex::new(Vec::new()));
+        let sink = {
+            let events = std::sync::Arc::clone(&events);
+            ProgressSink::new(move |e| events.lock().unwrap().push(e))
+        };
+        let command = "for i in 1 2 3 4; do echo line$i; sleep 0.7; done";
+        let call = ToolCall::new("Bash", json!({ "command": command }));
+        let r = f.pool.execute(call, &f.ctx, sink).await;
+        assert!(!r.is_error, "{}", r.text());
+        let events = events.lock().unwrap().clone();
+        assert!(!events.is_empty(), "no progress for a 2.8 s command");
+        assert!(events[0].message.starts_with("line1"), "{events:?}");
+        // Counts of lines reported so far: strictly increasing, never past what was printed.
+        let counts: Vec<f64> = events.iter().filter_map(|e| e.progress).collect();
+        assert!(counts.windows(2).all(|w| w[0] < w[1]), "{events:?}");
+        assert!(
+            counts.iter().all(|&c| (1.0..=4.0).contains(&c)),
+            "{events:?}"
+        );
+        let text: String = events.iter().map(|e| format!("{}\n", e.message)).collect();
+        let seen: Vec<&str> = text.lines().collect();
+        let want: Vec<String> = (1..=seen.len()).map(|i| format!("line{i}")).collect();
+        assert_eq!(seen, want, "each line once, in order");
+    }
+}

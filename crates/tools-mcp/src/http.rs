@@ -1,0 +1,785 @@
+//! The streamable HTTP transport of the server adapter: `/mcp` behind a gate, `/healthz`
+//! without one.
+//!
+//! The gate checks, in order: the server is not stopping (503); the `Origin` header, when a
+//! browser sent one, is allowed (403; loopback origins by default, against DNS rebinding);
+//! the bearer token, when the server has tokens (401); a legacy session id belongs to the
+//! principal that opened the session (404, as for an unknown session); the body is at most
+//! the cap (413) and a JSON-RPC message the MCP layer can read ([`check_message`]: -32700,
+//! -32600, -32602). Each request carries its [`Principal`] to the handler. A `DELETE` of a
+//! session answers 204 No Content.
+//!
+//! Tokens are compared in constant time (SHA-256 digests, every token checked). Binding a
+//! non-loopback address needs at least one token. Every accepted connection has
+//! `TCP_NODELAY` set: a reused connection would otherwise wait for the delayed ACK on every
+//! response.
+//!
+//! Shutdown ([`serve_http`]'s token): new requests get 503 and new connections are refused;
+//! calls in flight get the grace period to finish, then every context is ended (calls
+//! cancelled, background tasks stopped, their process groups killed and reaped).
+
+use std::collections::HashMap;
+use std::net::SocketAddr;
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use axum::body::Body;
+use axum::extract::{Request, State};
+use axum::http::{HeaderMap, HeaderValue, Method, StatusCode, header};
+use axum::middleware::Next;
+use axum::response::{IntoResponse, Response};
+use sha2::{Digest, Sha256};
+use tokio_util::sync::CancellationToken;
+use tool_core::ToolError;
+
+use crate::contexts::{Contexts, Principal, SessionFactory};
+use crate::live::LivePool;
+use crate::server::{
+    MAX_REQUEST_BYTES, PoolServer, Shared, check_message, finish, follow_catalog,
+    mark_repeated_arguments,
+};
+
+/// How long calls in flight may take to finish after a shutdown, unless configured.
+pub const DEFAULT_GRACE: Duration = Duration::from_secs(10);
+
+/// The shortest token accepted.
+pub const MIN_TOKEN_LEN: usize = 16;
+
+/// How many legacy session owners the gate remembers (the least recently seen go first).
+const MAX_OWNERS: usize = 65_536;
+
+/// A bearer token the server accepts: its label (the principal's name) and the digest of
+/// its secret.
+#[derive(Clone)]
+pub struct Token {
+    label: String,
+    digest: [u8; 32],
+}
+
+impl std::fmt::Debug for Token {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Token")
+            .field("label", &self.label)
+            .finish_non_exhaustive()
+    }
+}
+
+fn sha256(bytes: &[u8]) -> [u8; 32] {
+    Sha256::digest(bytes).into()
+}
+
+impl Token {
+    /// A token with `secret`, known as `label` (never the secret) in the server.
+    pub fn new(label: impl Into<String>, secret: &str) -> Result<Self, ToolError> {
+        let label = label.into();
+        if secret.chars().count() < MIN_TOKEN_LEN {
+            return Err(ToolError::respond(format!(
+                "{label}: a token needs at least {MIN_TOKEN_LEN} characters; generate one with `openssl rand -hex 32`"
+            )));
+        }
+        if secret.chars().any(|c| c.is_whitespace() || c.is_control()) {
+            return Err(ToolError::respond(format!(
+                "{label}: a token may not contain spaces or control characters"
+            )));
+        }
+        Ok(Token {
+            label,
+            digest: sha256(secret.as_bytes()),
+        })
+    }
+
+    /// The label.
+    pub fn label(&self) -> &str {
+        &self.label
+    }
+}
+
+/// The tokens in `text` from `source` (a file name or an environment variable): one per
+/// line, or several on a line separated by commas; blank lines and lines starting with `#`
+/// are skipped. Labels are `token N`, counting from `first`.
+pub fn tokens_from_text(text: &str, source: &str, first: usize) -> Result<Vec<Token>, ToolError> {
+    let mut tokens = Vec::new();
+    for (number, line) in text.lines().enumerate() {
+        let line = line.trim();
+        if line.is_empty() || line.starts_with('#') {
+            continue;
+        }
+        for secret in line.split(',').map(str::trim).filter(|s| !s.is_empty()) {
+            let label = format!("token {}", first + tokens.len());
+            let token = Token::new(label, secret)
+                .map_err(|e| ToolError::respond(format!("{source}, line {}: {e}", number + 1)))?;
+            tokens.push(token);
+        }
+    }
+    if tokens.is_empty() {
+        return Err(ToolError::respond(format!(
+            "{source} holds no token; put one token per line"
+        )));
+    }
+    Ok(tokens)
+}
+
+/// Options of the streamable HTTP server.
+#[derive(Debug, Clone)]
+pub struct HttpOptions {
+    /// Where to listen; a bare port or `:PORT` means 127.0.0.1
+    pub addr: SocketAddr,
+    /// Host names (or `host:port`) accepted in the `Host` header; `*` accepts any (only
+    /// with tokens). Empty means the loopback names plus the address listened on without
+    /// tokens, and any host with tokens.
+    pub allowed_hosts: Vec<String>,
+    /// Browser origins accepted in the `Origin` header (`scheme://host[:port]`, `:*` for
+    /// any port); empty means the loopback origins. Requests without `Origin` pass.
+    pub allowed_origins: Vec<String>,
+    /// Bearer tokens; empty means no authentication (loopback only)
+    pub tokens: Vec<Token>,
+    /// The largest request body accepted
+    pub max_body_bytes: usize,
+    /// How long calls in flight may take to finish after a shutdown
+    pub grace: Duration,
+}
+
+impl HttpOptions {
+    /// Defaults for listening at `addr`.
+    pub fn new(addr: SocketAddr) -> Self {
+        HttpOptions {
+            addr,
+            allowed_hosts: Vec::new(),
+            allowed_origins: Vec::new(),
+            tokens: Vec::new(),
+            max_body_bytes: MAX_REQUEST_BYTES,
+            grace: DEFAULT_GRACE,
+        }
+    }
+}
+
+/// Reads `--http ADDR`: `PORT`, `:PORT`, `HOST:PORT` or `[V6]:PORT`. Without a host the
+/// server listens on 127.0.0.1 only.
+pub fn parse_listen_addr(text: &str) -> Result<SocketAddr, ToolError> {
+    let text = text.trim();
+    let port_only = text.strip_prefix(':').unwrap_or(text);
+    if let Ok(port) = port_only.parse::<u16>() {
+        return Ok(SocketAddr::from(([127, 0, 0, 1], port)));
+    }
+    let candidate = text.replace("localhost:", "127.0.0.1:");
+    candidate.parse::<SocketAddr>().map_err(|_| {
+        ToolError::respond(format!(
+            "--http {text}: expected PORT, :PORT or HOST:PORT with an IP address, such as 127.0.0.1:8080"
+        ))
+    })
+}
+
+/// One allowed origin: scheme, host and port (`None` for any port).
+#[derive(Debug, Clone, PartialEq, Eq)]
+struct OriginRule {
+    scheme: String,
+    host: String,
+    port: Option<u16>,
+}
+
+fn default_port(scheme: &str) -> u16 {
+    if scheme == "https" { 443 } else { 80 }
+}
+
+/// Splits `scheme://host[:port]` (port `*` is `None`, a missing port the scheme's default).
+fn parse_origin(text: &str, wildcard: bool) -> Option<OriginRule> {
+    let (scheme, rest) = text.trim().split_once("://")?;
+    let scheme = scheme.to_ascii_lowercase();
+    let rest = rest.trim_end_matches('/');
+    if scheme.is_empty() || rest.is_empty() || rest.contains('/') {
+        return None;
+    }
+    let (host, port) = if let Some(v6) = rest.strip_prefix('[') {
+        let (host, after) = v6.split_once(']')?;
+        (
+            format!("[{}]", host.to_ascii_lowercase()),
+            after.strip_prefix(':'),
+        )
+    } else {
+        match rest.rsplit_once(':') {
+            Some((host, port)) => (host.to_ascii_lowercase(), Some(port)),
+            None => (rest.to_ascii_lowercase(), None),
+        }
+    };
+    if host.is_empty() {
+        return None;
+    }
+    let port = match port {
+        None => Some(default_port(&scheme)),
+        Some("*") if wildcard => None,
+        Some(p) => Some(p.parse().ok()?),
+    };
+    Some(OriginRule { scheme, host, port })
+}
+
+/// The origins of pages served from this machine.
+fn loopback_origins() -> Vec<OriginRule> {
+    ["http", "https"]
+        .iter()
+        .flat_map(|scheme| {
+            ["localhost", "127.0.0.1", "[::1]"].map(|host| OriginRule {
+                scheme: (*scheme).to_owned(),
+                host: host.to_owned(),
+                port: None,
+            })
+        })
+        .collect()
+}
+
+/// Who owns which legacy session, least recently seen first out.
+#[derive(Default)]
+struct Owners {
+    map: HashMap<String, (Principal, u64)>,
+    tick: u64,
+}
+
+impl Owners {
+    fn bind(&mut self, session: String, principal: Principal) {
+        self.tick += 1;
+        self.map.insert(session, (principal, self.tick));
+        if self.map.len() > MAX_OWNERS
+            && let Some(oldest) = self
+                .map
+                .iter()
+                .min_by_key(|(_, (_, seen))| *seen)
+                .map(|(k, _)| k.clone())
+        {
+            self.map.remove(&oldest);
+        }
+    }
+
+    /// The owner of `session`, marking it seen.
+    fn owner(&mut self, session: &str) -> Option<Principal> {
+        self.tick += 1;
+        let tick = self.tick;
+        self.map.get_mut(session).map(|(p, seen)| {
+            *seen = tick;
+            p.clone()
+        })
+    }
+}
+
+/// What the gate in front of `/mcp` knows.
+struct Gate {
+    tokens: Vec<Token>,
+    origins: Vec<OriginRule>,
+    max_body: usize,
+    owners: Mutex<Owners>,
+    stopping: AtomicBool,
+    requests: AtomicU64,
+}
+
+/// A JSON-RPC error without an id, as an HTTP response that closes the connection (the
+/// request's body is left unread).
+fn refuse(status: StatusCode, code: i32, message: String) -> Response {
+    let mut response = json_response(
+        status,
+        &serde_json::json!({
+            "jsonrpc": "2.0",
+            "id": null,
+            "error": {"code": code, "message": message},
+        }),
+    );
+    response
+        .headers_mut()
+        .insert(header::CONNECTION, HeaderValue::from_static("close"));
+    response
+}
+
+fn json_response(status: StatusCode, body: &serde_json::Value) -> Response {
+    (
+        status,
+        [(
+            header::CONTENT_TYPE,
+            HeaderValue::from_static("application/json"),
+        )],
+        body.to_string(),
+    )
+        .into_response()
+}
+
+impl Gate {
+    fn origin_allowed(&self, origin: &HeaderValue) -> bool {
+        let Some(origin) = origin.to_str().ok().and_then(|o| parse_origin(o, false)) else {
+            return false;
+        };
+        self.origins.iter().any(|rule| {
+            rule.scheme == origin.scheme
+                && rule.host == origin.host
+                && rule.port.is_none_or(|p| Some(p) == origin.port)
+        })
+    }
+
+    /// The principal of a request: the token it presents, or the local client when the
+    /// server has no tokens.
+    fn authenticate(&self, headers: &HeaderMap) -> Result<Principal, &'static str> {
+        if self.tokens.is_empty() {
+            return Ok(Principal::local());
+        }
+        let presented = headers
+            .get(header::AUTHORIZATION)
+            .and_then(|v| v.to_str().ok())
+            .and_then(|v| {
+                let (scheme, token) = v.trim().split_once(' ')?;
+                scheme
+                    .eq_ignore_ascii_case("bearer")
+                    .then(|| token.trim().to_owned())
+            });
+        let Some(presented) = presented else {
+            return Err("this server needs a bearer token: send `Authorization: Bearer <token>`");
+        };
+        let digest = sha256(presented.as_bytes());
+        // Every token is compared, each in constant time.
+        let mut found = None;
+        for token in &self.tokens {
+            let diff = token
+                .digest
+                .iter()
+                .zip(digest.iter())
+                .fold(0u8, |acc, (a, b)| acc | (a ^ b));
+            if std::hint::black_box(diff) == 0 {
+                found = Some(token.label.as_str());
+            }
+        }
+        match found {
+            Some(label) => Ok(Principal::named(label)),
+            None => Err(
+                "the bearer token is not one this server accepts; send `Authorization: Bearer <token>` with a token the server was started with",
+            ),
+        }
+    }
+}
+
+fn unauthorized(message: &str) -> Response {
+    let mut response = refuse(
+        StatusCode::UNAUTHORIZED,
+        -32000,
+        format!("Unauthorized: {message}"),
+    );
+    response.headers_mut().insert(
+        header::WWW_AUTHENTICATE,
+        HeaderValue::from_static("Bearer realm=\"agent-tools\""),
+    );
+    response
+}
+
+const SESSION_HEADER: &str = "mcp-session-id";
+
+/// The gate in front of `/mcp` (see the module documentation).
+async fn gate(State(gate): State<Arc<Gate>>, mut request: Request, next: Next) -> Response {
+    gate.requests.fetch_add(1, Ordering::Relaxed);
+    if gate.stopping.load(Ordering::SeqCst) {
+        return refuse(
+            StatusCode::SERVICE_UNAVAILABLE,
+            -32000,
+            "the server is shutting down; send the request to another instance or retry once it is back".to_owned(),
+        );
+    }
+    if let Some(origin) = request.headers().get(header::ORIGIN)
+        && !gate.origin_allowed(origin)
+    {
+        return refuse(
+            StatusCode::FORBIDDEN,
+            -32000,
+            format!(
+                "Forbidden: Origin {} is not allowed (start the server with --allowed-origin to accept it)",
+                origin.to_str().unwrap_or("(not text)")
+            ),
+        );
+    }
+    let principal = match gate.authenticate(request.headers()) {
+        Ok(p) => p,
+        Err(message) => return unauthorized(message),
+    };
+    let session = request
+        .headers()
+        .get(SESSION_HEADER)
+        .and_then(|v| v.to_str().ok())
+        .map(str::to_owned);
+    if let Some(id) = &session {
+        let owner = gate.owners.lock().ok().and_then(|mut o| o.owner(id));
+        if owner.as_ref() != Some(&principal) {
+            return (
+                StatusCode::NOT_FOUND,
+                [(header::CONNECTION, HeaderValue::from_static("close"))],
+                "Not Found: Session not found",
+            )
+                .into_response();
+        }
+    }
+    request.extensions_mut().insert(principal.clone());
+    let method = request.method().clone();
+    if method == Method::POST {
+        request = match check_body(request, gate.max_body).await {
+            Ok(request) => request,
+            Err(response) => return *response,
+        };
+    }
+    let mut response = next.run(request).await;
+    match (&session, &method, response.status()) {
+        (None, _, status) if status.is_success() => {
+            let minted = response
+                .headers()
+                .get(SESSION_HEADER)
+                .and_then(|v| v.to_str().ok())
+                .map(str::to_owned);
+            if let (Some(id), Ok(mut owners)) = (minted, gate.owners.lock()) {
+                owners.bind(id, principal);
+            }
+        }
+        (Some(id), &Method::DELETE, status) if status.is_success() => {
+            // The session is gone; there is nothing to say about it.
+            if let Ok(mut owners) = gate.owners.lock() {
+                owners.map.remove(id);
+            }
+            *response.status_mut() = StatusCode::NO_CONTENT;
+            *response.body_mut() = Body::empty();
+            response.headers_mut().remove(header::CONTENT_TYPE);
+            response.headers_mut().remove(header::CONTENT_LENGTH);
+        }
+        (Some(id), _, StatusCode::NOT_FOUND) => {
+            if let Ok(mut owners) = gate.owners.lock() {
+                owners.map.remove(id);
+            }
+        }
+        _ => {}
+    }
+    response
+}
+
+/// A POST body read whole (at most `max` bytes), checked, and with repeated argument keys
+/// marked.
+async fn check_body(request: Request, max: usize) -> Result<Request, Box<Response>> {
+    let (parts, body) = request.into_parts();
+    let bytes = axum::body::to_bytes(body, max).await.map_err(|_| {
+        Box::new(refuse(
+            StatusCode::PAYLOAD_TOO_LARGE,
+            -32600,
+            format!("the request body is larger than {max} bytes, the most this server reads"),
+        ))
+    })?;
+    let Ok(text) = std::str::from_utf8(&bytes) else {
+        return Err(Box::new(refuse(
+            StatusCode::BAD_REQUEST,
+            -32700,
+            "Parse error: the body is not UTF-8 JSON".to_owned(),
+        )));
+    };
+    if let Err(rejection) = check_message(text) {
+        let status = if rejection.code == -32602 && !rejection.id.is_null() {
+            StatusCode::OK
+        } else {
+            StatusCode::BAD_REQUEST
+        };
+        return Err(Box::new(json_response(status, &rejection.to_json())));
+    }
+    let body = match mark_repeated_arguments(text) {
+        std::borrow::Cow::Owned(marked) => Body::from(marked),
+        std::borrow::Cow::Borrowed(_) => Body::from(bytes),
+    };
+    Ok(Request::from_parts(parts, body))
+}
+
+/// `GET /healthz`: 200 while the server takes requests, 503 once it is stopping.
+async fn healthz(State(gate): State<Arc<Gate>>) -> Response {
+    if gate.stopping.load(Ordering::SeqCst) {
+        json_response(
+            StatusCode::SERVICE_UNAVAILABLE,
+            &serde_json::json!({"status": "stopping"}),
+        )
+    } else {
+        json_response(StatusCode::OK, &serde_json::json!({"status": "ok"}))
+    }
+}
+
+/// Serves `pool` (a [`tool_core::ToolPool`] or a [`LivePool`]) over streamable HTTP at
+/// `/mcp` (and `/healthz`) until `shutdown` fires and the calls in flight have finished or
+/// were cancelled after the grace period. Legacy sessions get a fresh context from
+/// `factory`; protocol 2026-07-28 requests get their principal's (see `contexts.rs`).
+/// `on_bound` receives the address actually bound (useful with port 0).
+pub async fn serve_http(
+    pool: impl Into<LivePool>,
+    factory: SessionFactory,
+    options: HttpOptions,
+    shutdown: CancellationToken,
+    on_bound: impl FnOnce(SocketAddr),
+) -> Result<(), ToolError> {
+    use axum::serve::ListenerExt;
+    use rmcp::transport::streamable_http_server::{
+        StreamableHttpServerConfig, StreamableHttpService, session::local::LocalSessionManager,
+    };
+    let addr = options.addr;
+    if !addr.ip().is_loopback() && options.tokens.is_empty() {
+        return Err(ToolError::respond(format!(
+            "--http {addr}: listening beyond loopback needs a bearer token (--token-file FILE or --token-env VAR), or listen on 127.0.0.1"
+        )));
+    }
+    let any_host = options.allowed_hosts.iter().any(|h| h == "*");
+    if any_host && options.tokens.is_empty() {
+        return Err(ToolError::respond(
+            "--allowed-host '*' needs a bearer token (--token-file FILE or --token-env VAR): without one, any web page could reach the server through DNS rebinding",
+        ));
+    }
+    let mut origins = Vec::new();
+    for text in &options.allowed_origins {
+        origins.push(parse_origin(text, true).ok_or_else(|| {
+            ToolError::respond(format!(
+                "--allowed-origin {text}: expected scheme://host[:port], such as https://app.example.com or http://localhost:*"
+            ))
+        })?);
+    }
+    if origins.is_empty() {
+        origins = loopback_origins();
+    }
+    let listener = tokio::net::TcpListener::bind(addr)
+        .await
+        .map_err(|e| ToolError::respond(format!("--http {addr}: cannot listen: {e}")))?;
+    let bound = listener
+        .local_addr()
+        .map_err(|e| ToolError::fatal(format!("cannot read the bound address: {e}")))?;
+    let live: LivePool = pool.into();
+    let follows = live.follows_changes();
+    let catalog = follow_catalog(live).await;
+    let shared = Shared::new(Contexts::new(factory))?;
+    let mcp_stop = CancellationToken::new();
+    let mut config = StreamableHttpServerConfig::default()
+        .with_cancellation_token(mcp_stop.clone())
+        .with_json_response(true)
+        .with_max_request_body_bytes(options.max_body_bytes);
+    if any_host || (options.allowed_hosts.is_empty() && !options.tokens.is_empty()) {
+        config = config.disable_allowed_hosts();
+    } else {
+        let mut hosts = options.allowed_hosts.clone();
+        if hosts.is_empty() {
+            hosts = vec!["localhost".into(), "127.0.0.1".into(), "::1".into()];
+            if !bound.ip().is_loopback() && !bound.ip().is_unspecified() {
+                hosts.push(bound.ip().to_string());
+            }
+        }
+        config = config.with_allowed_hosts(hosts);
+    }
+    let handlers = Arc::clone(&shared);
+    let service = StreamableHttpService::new(
+        move || {
+            Ok(PoolServer::new(
+                catalog.clone(),
+                follows,
+                Arc::clone(&handlers),
+                None,
+            ))
+        },
+        LocalSessionManager::default().into(),
+        config,
+    );
+    let gate_state = Arc::new(Gate {
+        tokens: options.tokens.clone(),
+        origins,
+        max_body: options.max_body_bytes,
+        owners: Mutex::default(),
+        stopping: AtomicBool::new(false),
+        requests: AtomicU64::new(0),
+    });
+    let router = axum::Router::new()
+        .nest_service("/mcp", service)
+        .layer(axum::middleware::from_fn_with_state(
+            Arc::clone(&gate_state),
+            gate,
+        ))
+        .route("/healthz", axum::routing::get(healthz))
+        .with_state(Arc::clone(&gate_state));
+    let listener = listener.tap_io(|tcp| {
+        // A reused connection must not wait for the peer's delayed ACK on every response.
+        let _ = tcp.set_nodelay(true);
+    });
+    on_bound(bound);
+    let stop_accepting = shutdown.clone();
+    let serving = axum::serve(listener, router)
+        .with_graceful_shutdown(async move { stop_accepting.cancelled().await });
+    let mut serving = std::pin::pin!(serving.into_future());
+    let early = tokio::select! {
+        ended = &mut serving => Some(ended),
+        () = shutdown.cancelled() => None,
+    };
+    gate_state.stopping.store(true, Ordering::SeqCst);
+    if early.is_none() {
+        // Calls in flight may finish within the grace period.
+        let _ = tokio::time::timeout(options.grace, shared.contexts.settled()).await;
+    }
+    // Then every context ends: calls cancelled, background tasks stopped.
+    finish(&shared.contexts).await;
+    mcp_stop.cancel();
+    let ended = match early {
+        Some(ended) => ended,
+        None => match tokio::time::timeout(Duration::from_secs(5), &mut serving).await {
+            Ok(ended) => ended,
+            // Connections that stay open (idle streams) end with the process.
+            Err(_) => Ok(()),
+        },
+    };
+    ended.map_err(|e| ToolError::fatal(format!("the MCP HTTP server failed: {e}")))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn listen_addresses_default_to_loopback() {
+        let check = |text: &str, expected: &str| {
+            assert_eq!(
+                parse_listen_addr(text)
+                    .map(|a| a.to_string())
+                    .ok()
+                    .as_deref(),
+                Some(expected),
+                "{text}"
+            );
+        };
+        check("8080", "127.0.0.1:8080");
+        check(":0", "127.0.0.1:0");
+        check("localhost:9", "127.0.0.1:9");
+        check("0.0.0.0:80", "0.0.0.0:80");
+        check("[::1]:7", "[::1]:7");
+        let err = parse_listen_addr("example.com:80")
+            .err()
+            .map(|e| e.to_string());
+        assert!(err.is_some_and(|e| e.contains("HOST:PORT")));
+    }
+
+    fn gate_with(tokens: &[&str], origins: &[&str]) -> Gate {
+        let tokens = tokens
+            .iter()
+            .enumerate()
+            .filter_map(|(i, t)| Token::new(format!("token {}", i + 1), t).ok())
+            .collect();
+        let origins: Vec<OriginRule> = if origins.is_empty() {
+            loopback_origins()
+        } else {
+            origins
+                .iter()
+                .filter_map(|o| parse_origin(o, true))
+                .collect()
+        };
+        Gate {
+            tokens,
+            origins,
+            max_body: 1024,
+            owners: Mutex::default(),
+            stopping: AtomicBool::new(false),
+            requests: AtomicU64::new(0),
+        }
+    }
+
+    #[test]
+    fn origins_are_checked_by_scheme_host_and_port() {
+        let check = |gate: &Gate, origin: &str, expected: bool| {
+            let value = HeaderValue::from_str(origin).unwrap_or(HeaderValue::from_static("x"));
+            assert_eq!(gate.origin_allowed(&value), expected, "{origin}");
+        };
+        let local = gate_with(&[], &[]);
+        for origin in [
+            "http://localhost:6274",
+            "http://127.0.0.1",
+            "https://[::1]:9",
+            "HTTP://LOCALHOST:3000",
+        ] {
+            check(&local, origin, true);
+        }
+        for origin in [
+            "http://evil.example",
+            "http://localhost.evil.example",
+            "http://127.0.0.1.nip.io:80",
+            "null",
+            "file://",
+            "",
+            "localhost",
+            "ftp://localhost",
+        ] {
+            check(&local, origin, false);
+        }
+        let custom = gate_with(&[], &["https://app.example.com", "http://10.0.0.5:*"]);
+        check(&custom, "https://app.example.com", true);
+        check(&custom, "https://app.example.com:443", true);
+        check(&custom, "https://app.example.com:8443", false);
+        check(&custom, "http://app.example.com", false);
+        check(&custom, "http://10.0.0.5:1234", true);
+        check(&custom, "http://localhost:6274", false);
+    }
+
+    #[test]
+    fn bearer_tokens_name_their_principal() {
+        let gate = gate_with(&["aaaaaaaaaaaaaaaaaaaa", "bbbbbbbbbbbbbbbbbbbb"], &[]);
+        let check = |authorization: Option<&str>, expected: Option<&str>| {
+            let mut headers = HeaderMap::new();
+            if let Some(value) = authorization
+                && let Ok(value) = HeaderValue::from_str(value)
+            {
+                headers.insert(header::AUTHORIZATION, value);
+            }
+            let got = gate.authenticate(&headers).ok();
+            assert_eq!(
+                got.as_ref().map(Principal::as_str),
+                expected,
+                "{authorization:?}"
+            );
+        };
+        check(Some("Bearer aaaaaaaaaaaaaaaaaaaa"), Some("token 1"));
+        check(Some("bearer bbbbbbbbbbbbbbbbbbbb"), Some("token 2"));
+        check(Some("Bearer  bbbbbbbbbbbbbbbbbbbb "), Some("token 2"));
+        for wrong in [
+            None,
+            Some("Bearer"),
+            Some("Bearer aaaaaaaaaaaaaaaaaaa"),
+            Some("Bearer aaaaaaaaaaaaaaaaaaaaa"),
+            Some("Basic aaaaaaaaaaaaaaaaaaaa"),
+            Some("aaaaaaaaaaaaaaaaaaaa"),
+            Some("Bearer AAAAAAAAAAAAAAAAAAAA"),
+        ] {
+            check(wrong, None);
+        }
+        // Without tokens everyone is the local client.
+        let open = gate_with(&[], &[]);
+        assert_eq!(
+            open.authenticate(&HeaderMap::new()).ok(),
+            Some(Principal::local())
+        );
+    }
+
+    #[test]
+    fn token_files_hold_one_or_more_tokens() {
+        let labels = |text: &str| {
+            tokens_from_text(text, "FILE", 1)
+                .map(|t| t.iter().map(|t| t.label().to_owned()).collect::<Vec<_>>())
+                .map_err(|e| e.to_string())
+        };
+        assert_eq!(
+            labels("# ours\n0123456789abcdef\n\n  fedcba9876543210fedc  \n"),
+            Ok(vec!["token 1".to_owned(), "token 2".to_owned()])
+        );
+        assert_eq!(
+            labels("0123456789abcdef,fedcba9876543210").map(|l| l.len()),
+            Ok(2)
+        );
+        let short = labels("short").err().unwrap_or_default();
+        assert!(
+            short.contains("line 1") && short.contains("16 characters"),
+            "{short}"
+        );
+        let empty = labels("# nothing\n").err().unwrap_or_default();
+        assert!(empty.contains("no token"), "{empty}");
+        let spaced = labels("0123456789 abcdef0123").err().unwrap_or_default();
+        assert!(spaced.contains("spaces"), "{spaced}");
+    }
+
+    #[test]
+    fn session_owners_are_bounded() {
+        let mut owners = Owners::default();
+        for i in 0..MAX_OWNERS + 10 {
+            owners.bind(format!("s{i}"), Principal::local());
+        }
+        assert_eq!(owners.map.len(), MAX_OWNERS);
+        assert!(owners.owner("s0").is_none(), "the oldest went first");
+        assert!(owners.owner(&format!("s{}", MAX_OWNERS + 9)).is_some());
+    }
+}
