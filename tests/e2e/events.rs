@@ -125,14 +125,19 @@ fn monitor_lines_and_ended_tasks_are_event_lines_in_batch() {
     live.send(json!({"tool": "Monitor", "input": {
         "command": "for i in 1 2 3; do echo line$i; sleep 0.2; done",
         "description": "three lines"}}));
-    let started = live.next("Monitor result", |l| l["tool"] == "Monitor");
-    assert_eq!(started["is_error"], false, "{started}");
+    // The first lines may arrive before the result line: read every line, in order.
+    let mut started = Value::Null;
     let mut text = String::new();
-    while !text.contains("line3") {
-        let e = live.next("monitor event", |l| l["event"] == "monitor");
-        text.push_str(e["text"].as_str().unwrap_or_default());
-        text.push('\n');
+    while started.is_null() || !text.contains("line3") {
+        let l = live.next("line", |_| true);
+        if l["tool"] == "Monitor" {
+            started = l;
+        } else if l["event"] == "monitor" {
+            text.push_str(l["text"].as_str().unwrap_or_default());
+            text.push('\n');
+        }
     }
+    assert_eq!(started["is_error"], false, "{started}");
     assert!(text.contains("line1") && text.contains("line2"), "{text}");
     let ended = live.next("task event", |l| l["event"] == "task");
     assert_eq!(ended["data"]["status"], "completed", "{ended}");
@@ -149,4 +154,79 @@ fn monitor_lines_and_ended_tasks_are_event_lines_in_batch() {
             .contains("completed"),
         "{ended}"
     );
+}
+
+/// Over `serve` (stdio, a protocol version that has logging), the same events reach the
+/// client as `notifications/message` from the logger `agent-tools/event`.
+#[test]
+fn ended_tasks_reach_an_mcp_client_as_notifications() {
+    let p = Project::new(&[]);
+    let mut child = Command::new(crate::binary())
+        .args([
+            "--cwd",
+            p.root_str(),
+            "--mode",
+            "bypassPermissions",
+            "serve",
+        ])
+        .env("AGENT_TOOLS_HOME", p.home())
+        .env("HOME", p.home())
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::null())
+        .spawn()
+        .unwrap();
+    let mut stdin = child.stdin.take().unwrap();
+    let stdout = child.stdout.take().unwrap();
+    let (tx, lines) = mpsc::channel::<Value>();
+    std::thread::spawn(move || {
+        for line in BufReader::new(stdout).lines() {
+            let Ok(line) = line else { break };
+            if let Ok(v) = serde_json::from_str(&line)
+                && tx.send(v).is_err()
+            {
+                break;
+            }
+        }
+    });
+    let mut send = |v: Value| {
+        stdin.write_all(v.to_string().as_bytes()).unwrap();
+        stdin.write_all(b"\n").unwrap();
+        stdin.flush().unwrap();
+    };
+    let next = |want: &dyn Fn(&Value) -> bool| loop {
+        let v = lines
+            .recv_timeout(Duration::from_secs(120))
+            .expect("a line from serve");
+        if want(&v) {
+            return v;
+        }
+    };
+    send(
+        json!({"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {
+        "protocolVersion": "2025-06-18", "capabilities": {},
+        "clientInfo": {"name": "raw", "version": "1"}}}),
+    );
+    let init = next(&|v| v["id"] == 1);
+    assert!(
+        init["result"]["capabilities"].get("logging").is_some(),
+        "{init}"
+    );
+    send(json!({"jsonrpc": "2.0", "method": "notifications/initialized"}));
+    send(
+        json!({"jsonrpc": "2.0", "id": 2, "method": "tools/call", "params": {
+        "name": "Bash", "arguments": {"command": "echo hi", "run_in_background": true}}}),
+    );
+    let started = next(&|v| v["id"] == 2);
+    assert_eq!(started["result"]["isError"], false, "{started}");
+    let note = next(&|v| {
+        v["method"] == "notifications/message" && v["params"]["logger"] == "agent-tools/event"
+    });
+    assert_eq!(note["params"]["data"]["event"], "task", "{note}");
+    assert_eq!(
+        note["params"]["data"]["data"]["status"], "completed",
+        "{note}"
+    );
+    let _ = child.kill();
+    let _ = child.wait();
 }

@@ -73,6 +73,12 @@ pub async fn serve(
     });
     let Some(addr) = args.http else {
         install_host_services(&ctx);
+        // The one session of stdio runs the scheduler (agent-triggers): its due prompts
+        // reach the client as events. Over HTTP, contexts come and go and several would
+        // each fire the project's durable jobs, so none runs it.
+        let _events = registry::start_session_events(&ctx)
+            .map_err(|e| anyhow!(e.to_string()))?
+            .drop_guard();
         let stdio = StdioOptions {
             factory: Some(factory),
             shutdown,

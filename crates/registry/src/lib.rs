@@ -67,7 +67,8 @@ pub use session::{
 pub fn start_session_events(
     ctx: &tool_core::ToolContext,
 ) -> Result<tool_core::CancellationToken, tool_core::ToolError> {
-    let stop = tool_core::CancellationToken::new();
+    // It stops with the session, or when the token is cancelled.
+    let stop = ctx.cancel_token().child_token();
     #[cfg(feature = "agent-triggers")]
     {
         let scheduler = tools_agent::cron_scheduler(ctx)?;

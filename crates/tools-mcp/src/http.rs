@@ -539,9 +539,10 @@ pub async fn serve_http(
         .local_addr()
         .map_err(|e| ToolError::fatal(format!("cannot read the bound address: {e}")))?;
     let live: LivePool = pool.into();
+    let upstream = live.manager();
     let follows = live.follows_changes();
     let catalog = follow_catalog(live).await;
-    let shared = Shared::new(Contexts::new(factory))?;
+    let shared = Shared::new(Contexts::new(factory), upstream)?;
     let mcp_stop = CancellationToken::new();
     let mut config = StreamableHttpServerConfig::default()
         .with_cancellation_token(mcp_stop.clone())

@@ -96,6 +96,11 @@ impl LivePool {
         live
     }
 
+    /// The MCP manager this pool follows, if it follows one.
+    pub fn manager(&self) -> Option<Arc<McpManager>> {
+        self.inner.source.as_ref().map(|s| Arc::clone(&s.manager))
+    }
+
     /// The pool as it is now.
     pub fn current(&self) -> ToolPool {
         self.inner.pools.borrow().clone()

@@ -129,13 +129,19 @@ pub(crate) async fn follow_catalog(live: LivePool) -> watch::Receiver<Arc<Catalo
 pub(crate) struct Shared {
     pub(crate) contexts: Arc<Contexts>,
     rounds: Rounds,
+    /// The `.mcp.json` servers behind the pool, to wait for one that is still starting
+    upstream: Option<Arc<crate::McpManager>>,
 }
 
 impl Shared {
-    pub(crate) fn new(contexts: Contexts) -> Result<Arc<Self>, ToolError> {
+    pub(crate) fn new(
+        contexts: Contexts,
+        upstream: Option<Arc<crate::McpManager>>,
+    ) -> Result<Arc<Self>, ToolError> {
         Ok(Arc::new(Shared {
             contexts: Arc::new(contexts),
             rounds: Rounds::new()?,
+            upstream,
         }))
     }
 }
@@ -234,6 +240,32 @@ impl PoolServer {
 
     fn pool(&self) -> ToolPool {
         self.catalog.borrow().pool.clone()
+    }
+
+    /// The pool for a call of `name`: when `name` belongs to a `.mcp.json` server that is
+    /// still starting, after that server has started and its tools have joined (bounded by
+    /// its start-up timeout, then a few seconds for the new list).
+    async fn pool_for(&self, name: &str) -> ToolPool {
+        let pool = self.pool();
+        if pool.get(name).is_some() {
+            return pool;
+        }
+        let Some(manager) = &self.shared.upstream else {
+            return pool;
+        };
+        let Some(status) = manager.status_of_tool(name).filter(|s| s.starting) else {
+            return pool;
+        };
+        manager.wait_for_server(&status.name).await;
+        let mut catalog = self.catalog.clone();
+        let deadline = tokio::time::Instant::now() + Duration::from_secs(5);
+        while catalog.borrow_and_update().pool.get(name).is_none() {
+            match tokio::time::timeout_at(deadline, catalog.changed()).await {
+                Ok(Ok(())) => {}
+                _ => break,
+            }
+        }
+        self.pool()
     }
 
     /// The context of this legacy session, made on first use.
@@ -475,22 +507,66 @@ fn install_client_services(
             Arc::new(SamplingSummariser::new(context.peer.clone()));
         ctx.services().insert(summariser);
     }
+    install_event_notifications(ctx, &context.peer);
     if let Some(hook) = ctx.services().get::<ClientHook>() {
         (hook.0)(ctx, &context.peer, &request.capabilities);
     }
 }
 
+/// The session's events (fired cron prompts, Monitor lines, background tasks that ended)
+/// reach the client as `notifications/message` (logging, level info, logger
+/// `agent-tools/event`, the event as data), in order. Protocol versions up to 2025-11-25 have
+/// that notification; 2026-07-28 removed it and has no other channel outside a request, so
+/// a stateless client reads the same with TaskOutput and CronList. (rmcp marks logging
+/// deprecated, after SEP-2577; the clients of those versions still read it.)
+#[allow(deprecated)]
+fn install_event_notifications(ctx: &ToolContext, peer: &Peer<RoleServer>) {
+    let (tx, mut rx) = mpsc::unbounded_channel::<tool_core::SessionEvent>();
+    let peer = peer.clone();
+    let stop = ctx.cancel_token().clone();
+    tokio::spawn(async move {
+        loop {
+            let event = tokio::select! {
+                () = stop.cancelled() => break,
+                event = rx.recv() => match event {
+                    Some(event) => event,
+                    None => break,
+                },
+            };
+            let data = serde_json::to_value(&event).unwrap_or_default();
+            let param = rmcp::model::LoggingMessageNotificationParam::new(
+                rmcp::model::LoggingLevel::Info,
+                data,
+            )
+            .with_logger("agent-tools/event");
+            if peer.is_transport_closed() || peer.notify_logging_message(param).await.is_err() {
+                break;
+            }
+        }
+    });
+    ctx.set_event_sink(tool_core::EventSink::new(move |event| {
+        let _ = tx.send(event);
+    }));
+}
+
 static CALL_IDS: AtomicU64 = AtomicU64::new(0);
 
 impl ServerHandler for PoolServer {
+    // Logging is announced for the session events of protocol versions up to 2025-11-25
+    // (see `install_event_notifications`).
+    #[allow(deprecated)]
     fn get_info(&self) -> ServerConfig {
         let capabilities = if self.live {
             ServerCapabilities::builder()
+                .enable_logging()
                 .enable_tools()
                 .enable_tool_list_changed()
                 .build()
         } else {
-            ServerCapabilities::builder().enable_tools().build()
+            ServerCapabilities::builder()
+                .enable_logging()
+                .enable_tools()
+                .build()
         };
         ServerConfig::new(capabilities)
             .with_server_info(Implementation::new(
@@ -556,6 +632,16 @@ impl ServerHandler for PoolServer {
         });
     }
 
+    // The client picks a level; events are always info, and nothing else is logged.
+    #[allow(deprecated)]
+    async fn set_level(
+        &self,
+        _request: rmcp::model::SetLevelRequestParams,
+        _context: RequestContext<RoleServer>,
+    ) -> Result<(), ErrorData> {
+        Ok(())
+    }
+
     fn accepted_subscription_filter(
         &self,
         requested: &SubscriptionFilter,
@@ -608,7 +694,7 @@ impl ServerHandler for PoolServer {
         request: CallToolRequestParams,
         context: RequestContext<RoleServer>,
     ) -> Result<CallToolResponse, ErrorData> {
-        let pool = self.pool();
+        let pool = self.pool_for(&request.name).await;
         if pool.get(&request.name).is_none() {
             return Err(ErrorData::invalid_params(
                 format!(
@@ -669,9 +755,13 @@ pub async fn serve_stdio_with(
     options: StdioOptions,
 ) -> Result<(), ToolError> {
     let live: LivePool = pool.into();
+    let upstream = live.manager();
     let follows = live.follows_changes();
     let catalog = follow_catalog(live).await;
-    let shared = Shared::new(Contexts::with_default(ctx.clone(), options.factory))?;
+    let shared = Shared::new(
+        Contexts::with_default(ctx.clone(), options.factory),
+        upstream,
+    )?;
     let server = PoolServer::new(catalog, follows, Arc::clone(&shared), Some(ctx.clone()));
     let (input, output, writer) = guarded_stdio();
     let shutdown = options.shutdown.clone();
