@@ -230,3 +230,78 @@ fn ended_tasks_reach_an_mcp_client_as_notifications() {
     let _ = child.kill();
     let _ = child.wait();
 }
+
+/// The Python SDK's client (legacy era, over stdio, the agent-triggers build) receives a due
+/// cron job, Monitor lines and the ended Monitor task as `notifications/message` from the
+/// logger `agent-tools/event`, through its logging callback.
+#[test]
+fn the_python_sdk_client_receives_cron_monitor_and_task_events() {
+    let Some(peers) = crate::serve::peer("py/mcp") else {
+        return;
+    };
+    let p = Project::new(&[".agent-tools/"]);
+    let created = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .unwrap()
+        .as_millis() as i64
+        - 180_000;
+    let job = json!([{"id": "c0ffee01", "cron": "* * * * *", "prompt": "run the nightly check",
+        "recurring": false, "durable": true, "createdAt": created}]);
+    std::fs::write(
+        p.root().join(".agent-tools/scheduled_tasks.json"),
+        job.to_string(),
+    )
+    .unwrap();
+    let home = p.home().to_str().unwrap().to_owned();
+    let scenario = json!({
+        "transport": {"stdio": {
+            "command": triggers_binary(),
+            "args": ["--cwd", p.root_str(), "--mode", "bypassPermissions", "serve"],
+            "env": {"AGENT_TOOLS_HOME": home, "HOME": home},
+        }},
+        "mode": "legacy",
+        "steps": [
+            {"op": "wait_event", "event": "cron", "seconds": 120},
+            {"op": "call", "tool": "Monitor", "args": {
+                "command": "for i in 1 2 3; do echo line$i; sleep 0.2; done",
+                "description": "three lines"}},
+            {"op": "wait_event", "event": "monitor", "until": "line3", "seconds": 120},
+            {"op": "wait_event", "event": "task", "until": "completed", "seconds": 120},
+            {"op": "call", "tool": "CronList", "args": {}},
+        ],
+    });
+    let lines = crate::serve_eras::python(&peers, &p, &scenario);
+    assert_eq!(lines.len(), 6, "{lines:#?}");
+    let cron = lines[0]["events"].as_array().cloned().unwrap_or_default();
+    assert_eq!(cron.len(), 1, "the due job fired once: {lines:#?}");
+    assert_eq!(cron[0]["id"], "c0ffee01", "{lines:#?}");
+    assert_eq!(cron[0]["text"], "run the nightly check", "{lines:#?}");
+    assert_eq!(lines[1]["is_error"], false, "{lines:#?}");
+    let monitor: String = lines[2]["events"]
+        .as_array()
+        .cloned()
+        .unwrap_or_default()
+        .iter()
+        .map(|e| e["text"].as_str().unwrap_or_default().to_owned())
+        .collect();
+    for want in ["line1", "line2", "line3"] {
+        assert!(monitor.contains(want), "{want} missing: {lines:#?}");
+    }
+    let tasks = lines[3]["events"].as_array().cloned().unwrap_or_default();
+    assert!(
+        tasks.iter().any(|t| t["data"]["status"] == "completed"),
+        "{lines:#?}"
+    );
+    // One-shot: gone after it fired.
+    assert!(
+        !lines[4]["text"]
+            .as_str()
+            .unwrap_or_default()
+            .contains("c0ffee01"),
+        "{lines:#?}"
+    );
+    assert!(
+        lines[5]["protocol"].as_str().unwrap_or_default() < "2026-07-28",
+        "{lines:#?}"
+    );
+}

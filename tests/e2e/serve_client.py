@@ -21,12 +21,15 @@ SCENARIO_JSON:
     {"op": "listen"} (2026-07-28: open a subscriptions/listen stream for tool list changes),
     {"op": "wait_list_changed", "seconds": N} (wait for one more list change than before),
     {"op": "touch", "path": PATH},
-    {"op": "wait_file", "path": PATH, "seconds": N}
+    {"op": "wait_file", "path": PATH, "seconds": N},
+    {"op": "wait_event", "event": KIND, "until": TEXT (optional), "seconds": N} (wait until
+     the session events received as `notifications/message` from the logger
+     `agent-tools/event` include one of KIND whose text contains TEXT)
   ]
 
 Prints one JSON line per step: {"is_error", "text", "context", "progress", "cancelled"} for
 call, {"tools": [names]} for list, {"list_changed": COUNT} for wait_list_changed, {"honored":
-bool} for listen, {} otherwise; then {"elicited": [messages], "protocol":
+bool} for listen, {"events": [events of KIND so far]} for wait_event, {} otherwise; then {"elicited": [messages], "protocol":
 VERSION}.
 """
 
@@ -87,12 +90,18 @@ async def run(scenario):
     saved = {}
     changes = {"seen": 0, "waited": 0}
 
+    events = []
+
+    async def on_log(params):
+        if params.logger == "agent-tools/event":
+            events.append(params.data)
+
     async def on_message(message):
         if isinstance(message, types.ToolListChangedNotification):
             changes["seen"] += 1
 
     async with Client(server, mode=scenario.get("mode", "auto"), elicitation_callback=callback,
-                      message_handler=on_message, cache=None) as client, \
+                      logging_callback=on_log, message_handler=on_message, cache=None) as client, \
             anyio.create_task_group() as background:
 
         async def listener(*, task_status=anyio.TASK_STATUS_IGNORED):
@@ -115,6 +124,19 @@ async def run(scenario):
                         await anyio.sleep(0.02)
                 changes["waited"] = changes["seen"]
                 out({"list_changed": changes["seen"]})
+            elif op == "wait_event":
+                def matching():
+                    return [e for e in events if isinstance(e, dict)
+                            and e.get("event") == step["event"]]
+
+                def done():
+                    return any(step.get("until", "") in str(e.get("text", ""))
+                               for e in matching())
+
+                with anyio.move_on_after(step.get("seconds", 20)):
+                    while not done():
+                        await anyio.sleep(0.02)
+                out({"events": matching()})
             elif op == "touch":
                 open(step["path"], "w").close()
                 out({})

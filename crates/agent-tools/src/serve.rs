@@ -74,7 +74,8 @@ pub async fn serve(
     let Some(addr) = args.http else {
         install_host_services(&ctx);
         // The one session of stdio runs the scheduler (agent-triggers): its due prompts
-        // reach the client as events. Over HTTP, contexts come and go and several would
+        // reach the client as events (one that fires before the client has initialized
+        // waits in the session until it has). Over HTTP, contexts come and go and several would
         // each fire the project's durable jobs, so none runs it.
         let _events = registry::start_session_events(&ctx)
             .map_err(|e| anyhow!(e.to_string()))?

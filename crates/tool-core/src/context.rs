@@ -3,10 +3,10 @@
 //! ledger — plus per-call cancellation and progress.
 
 use std::any::{Any, TypeId};
-use std::collections::HashMap;
+use std::collections::{HashMap, VecDeque};
 use std::fmt;
 use std::path::{Path, PathBuf};
-use std::sync::{Arc, RwLock};
+use std::sync::{Arc, Mutex, RwLock};
 use std::time::Duration;
 
 use tokio_util::sync::CancellationToken;
@@ -60,9 +60,14 @@ pub struct SessionEvent {
     pub data: serde_json::Value,
 }
 
+/// How many events a session holds while no [`EventSink`] is installed (a scheduler can fire
+/// a job that came due while nothing ran before the host's client is connected); older ones
+/// are dropped first.
+pub const PENDING_EVENTS: usize = 256;
+
 /// Where a session's events go; the host installs it with
-/// [`ToolContext::set_event_sink`]. Without one, events are dropped; the tools keep their own
-/// record (TaskOutput, CronList).
+/// [`ToolContext::set_event_sink`]. Events emitted before one is installed wait for it (the
+/// latest [`PENDING_EVENTS`]); the tools keep their own record too (TaskOutput, CronList).
 #[derive(Clone)]
 pub struct EventSink(Arc<dyn Fn(SessionEvent) + Send + Sync>);
 
@@ -147,6 +152,9 @@ struct Session {
     ledger: ReadLedger,
     state_dir: PathBuf,
     call_timeout: Option<Duration>,
+    /// Events emitted while no sink was installed; the lock also orders emits against
+    /// [`ToolContext::set_event_sink`].
+    pending_events: Mutex<VecDeque<SessionEvent>>,
 }
 
 /// The design's `ToolExecutionContext` in Rust.
@@ -255,6 +263,7 @@ impl ToolContextBuilder {
                 ledger: ReadLedger::new(),
                 state_dir: self.state_dir.unwrap_or_else(default_state_dir),
                 call_timeout: self.call_timeout,
+                pending_events: Mutex::new(VecDeque::new()),
             }),
             cancel: CancellationToken::new(),
             progress: ProgressSink::default(),
@@ -430,15 +439,36 @@ impl ToolContext {
 
     /// Installs the host's [`EventSink`] for the whole session: as a service (for tools that
     /// emit events) and in the background task manager (tasks that end, monitored lines).
+    /// Events emitted before it was installed are passed to it first, in order.
     pub fn set_event_sink(&self, sink: EventSink) {
         self.tasks().set_event_sink(sink.clone());
-        self.services().insert(sink);
+        let mut pending = self
+            .session
+            .pending_events
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner);
+        self.services().insert(sink.clone());
+        for event in pending.drain(..) {
+            sink.emit(event);
+        }
     }
 
-    /// Passes a session event to the host's [`EventSink`], if it installed one.
+    /// Passes a session event to the host's [`EventSink`]; without one yet, the event waits
+    /// for it (see [`PENDING_EVENTS`]).
     pub fn emit_event(&self, event: SessionEvent) {
-        if let Some(sink) = self.services().get::<EventSink>() {
-            sink.emit(event);
+        let mut pending = self
+            .session
+            .pending_events
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner);
+        match self.services().get::<EventSink>() {
+            Some(sink) => sink.emit(event),
+            None => {
+                if pending.len() == PENDING_EVENTS {
+                    pending.pop_front();
+                }
+                pending.push_back(event);
+            }
         }
     }
 
@@ -488,6 +518,40 @@ mod tests {
             Some("x")
         );
         assert_eq!(s.get::<u32>(), Some(7));
+    }
+
+    fn event(n: usize) -> SessionEvent {
+        SessionEvent {
+            event: "cron".to_owned(),
+            id: Some(n.to_string()),
+            text: format!("prompt {n}"),
+            data: serde_json::Value::Null,
+        }
+    }
+
+    #[test]
+    fn events_before_the_sink_wait_for_it_in_order() -> std::io::Result<()> {
+        let dir = tempfile::tempdir()?;
+        let ctx = ToolContext::builder(dir.path())
+            .state_dir(dir.path().join("state"))
+            .build();
+        for n in 0..PENDING_EVENTS + 3 {
+            ctx.emit_event(event(n));
+        }
+        let seen = Arc::new(Mutex::new(Vec::new()));
+        let into = Arc::clone(&seen);
+        ctx.set_event_sink(EventSink::new(move |e| {
+            if let Ok(mut v) = into.lock() {
+                v.push(e.id.unwrap_or_default());
+            }
+        }));
+        ctx.emit_event(event(9999));
+        let seen = seen.lock().map(|v| v.clone()).unwrap_or_default();
+        // The oldest three were dropped; the rest arrive first, in order, then the new one.
+        let mut want: Vec<String> = (3..PENDING_EVENTS + 3).map(|n| n.to_string()).collect();
+        want.push("9999".to_owned());
+        assert_eq!(seen, want);
+        Ok(())
     }
 
     #[test]
