@@ -181,16 +181,31 @@ impl PermissionEngine {
         self.rules.read().map(|r| r.clone()).unwrap_or_default()
     }
 
-    /// The first blanket (content-less) rule of `behavior` naming `tool`.
+    /// The first blanket (content-less) rule of `behavior` naming `tool`, or the built-ins
+    /// it is checked as ([`Tool::checked_as`]).
     pub fn blanket_rule(&self, tool: &dyn Tool, behavior: RuleBehavior) -> Option<SourcedRule> {
         let rules = self.rules.read().ok()?;
-        rules
-            .iter()
-            .find(|r| {
-                r.behavior == behavior
-                    && r.rule.is_blanket()
-                    && r.rule.names_tool(tool.name(), tool.aliases())
+        let blanket = |name: &str, aliases: &[&str]| {
+            rules.iter().find(|r| {
+                r.behavior == behavior && r.rule.is_blanket() && r.rule.names_tool(name, aliases)
             })
+        };
+        if let Some(rule) = blanket(tool.name(), tool.aliases()) {
+            return Some(rule.clone());
+        }
+        let governing = tool.checked_as();
+        if governing.is_empty() {
+            return None;
+        }
+        if behavior == RuleBehavior::Allow {
+            // Allowing one of the tools it stands for does not allow the rest of what it does.
+            let all: Option<Vec<&SourcedRule>> =
+                governing.iter().map(|name| blanket(name, &[])).collect();
+            return all.and_then(|rules| rules.first().map(|r| (*r).clone()));
+        }
+        governing
+            .iter()
+            .find_map(|name| blanket(name, &[]))
             .cloned()
     }
 

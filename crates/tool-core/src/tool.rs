@@ -139,6 +139,13 @@ pub trait Tool: Send + Sync + 'static {
     fn search_hint(&self) -> Option<&str> {
         None
     }
+    /// The built-in tools whose permission rules also govern this one: a tool of another
+    /// vocabulary (a model family's profile) that does what `Bash` or `Edit` does answers to
+    /// their rules. A blanket deny or ask rule on any of them applies to this tool; a blanket
+    /// allow rule applies only when it names every one of them.
+    fn checked_as(&self) -> &[&str] {
+        &[]
+    }
     /// The category.
     fn category(&self) -> ToolCategory;
     /// A runtime switch; disabled tools are left out of the pool.
@@ -210,6 +217,11 @@ pub trait TypedTool: Send + Sync + 'static {
     /// A short capability phrase for ToolSearch.
     fn search_hint(&self) -> Option<&'static str> {
         None
+    }
+    /// The built-in tools whose permission rules also govern this one (see
+    /// [`Tool::checked_as`]).
+    fn checked_as(&self) -> &'static [&'static str] {
+        &[]
     }
     /// The category.
     fn category(&self) -> ToolCategory;
@@ -315,6 +327,9 @@ impl<T: TypedTool> Tool for Typed<T> {
     }
     fn search_hint(&self) -> Option<&str> {
         self.tool.search_hint()
+    }
+    fn checked_as(&self) -> &[&str] {
+        self.tool.checked_as()
     }
     fn category(&self) -> ToolCategory {
         self.tool.category()

@@ -775,3 +775,77 @@ fn blanket_deny_hides_and_mode_names_parse() {
     }
     assert!("yolo".parse::<PermissionMode>().is_err());
 }
+
+/// A tool of another vocabulary that does what `Shell` and `Files` do.
+struct Patch;
+
+#[async_trait::async_trait]
+impl tool_core::TypedTool for Patch {
+    type Input = serde_json::Value;
+    type Output = String;
+    fn name(&self) -> &'static str {
+        "patch"
+    }
+    fn checked_as(&self) -> &'static [&'static str] {
+        &["Shell", "Files"]
+    }
+    fn category(&self) -> tool_core::ToolCategory {
+        tool_core::ToolCategory::FileSystem
+    }
+    fn is_concurrency_safe(&self, _: &serde_json::Value) -> bool {
+        false
+    }
+    fn is_read_only(&self, _: &serde_json::Value) -> bool {
+        false
+    }
+    async fn call(
+        &self,
+        _: serde_json::Value,
+        _: &tool_core::ToolContext,
+    ) -> Result<tool_core::ToolResult<String>, tool_core::ToolError> {
+        Ok(tool_core::ToolResult::ok(String::new()))
+    }
+}
+
+#[test]
+fn blanket_rules_on_the_tools_a_tool_is_checked_as_govern_it() {
+    use tool_core::{RuleBehavior, RuleSource, RuleSourceKind, SourcedRule};
+    let engine = |rules: &[(&str, RuleBehavior)]| {
+        let source = RuleSource {
+            kind: RuleSourceKind::CliArg,
+            file: None,
+            root: "/".into(),
+        };
+        tool_core::PermissionEngine::new(
+            rules
+                .iter()
+                .map(|(tool, behavior)| SourcedRule {
+                    rule: PermissionRule::tool(*tool),
+                    behavior: *behavior,
+                    source: source.clone(),
+                })
+                .collect(),
+        )
+    };
+    let patch = arc(Patch);
+    let check = |rules: &[(&str, RuleBehavior)], behavior: RuleBehavior, expected: bool| {
+        assert_eq!(
+            engine(rules)
+                .blanket_rule(patch.as_ref(), behavior)
+                .is_some(),
+            expected,
+            "{rules:?} {behavior:?}"
+        );
+    };
+    use RuleBehavior::{Allow, Ask, Deny};
+    check(&[("Shell", Deny)], Deny, true);
+    check(&[("Files", Deny)], Deny, true);
+    check(&[("patch", Deny)], Deny, true);
+    check(&[("Other", Deny)], Deny, false);
+    check(&[("Files", Ask)], Ask, true);
+    check(&[("Shell", Allow)], Allow, false);
+    check(&[("Shell", Allow), ("Files", Allow)], Allow, true);
+    check(&[("patch", Allow)], Allow, true);
+    assert!(engine(&[("Files", Deny)]).is_hidden(patch.as_ref()));
+    assert!(!engine(&[("Files", Allow)]).is_hidden(patch.as_ref()));
+}
