@@ -20,7 +20,6 @@ mod trust;
 
 use tool_core::{
     CallResult, Dialect, PermissionMode, ToolCall, ToolContext, ToolError, ToolPool, error_result,
-    tool_declaration,
 };
 use tools_mcp::LivePool;
 
@@ -52,6 +51,11 @@ struct SessionArgs {
     /// Ask before calls matching RULE; without a person this denies them (repeatable)
     #[arg(long, global = true, value_name = "RULE")]
     ask: Vec<String>,
+    /// Tool vocabulary: claude (Read, Edit, Bash, ...: the default), codex (apply_patch,
+    /// shell, update_plan, view_image) or gemini (read_file, replace, run_shell_command, ...);
+    /// overrides the toolProfile setting
+    #[arg(long, global = true, value_name = "PROFILE", value_parser = parse_profile)]
+    profile: Option<registry::Profile>,
     /// Extra settings file, read after the user and project settings
     #[arg(long, global = true, value_name = "FILE")]
     settings: Option<PathBuf>,
@@ -63,6 +67,10 @@ struct SessionArgs {
 }
 
 fn parse_mode(s: &str) -> std::result::Result<PermissionMode, String> {
+    s.parse()
+}
+
+fn parse_profile(s: &str) -> std::result::Result<registry::Profile, String> {
     s.parse()
 }
 
@@ -234,6 +242,7 @@ fn session_options(args: &SessionArgs) -> Result<SessionOptions> {
         ask: args.ask.clone(),
         settings_file: args.settings.clone(),
         state_dir: None,
+        profile: args.profile,
     })
 }
 
@@ -259,7 +268,8 @@ async fn session(args: &SessionArgs) -> Result<Session> {
     };
     // The pool is assembled again whenever an MCP server's tool list changes (a server that
     // finished starting included).
-    let pool = ToolRegistry::new().live_pool(&ctx, mcp.clone());
+    let pool =
+        ToolRegistry::for_profile(registry::session_profile(&ctx)).live_pool(&ctx, mcp.clone());
     // ToolSearch and sub-agents see the whole pool as it is now, MCP tools included (the
     // registry's default catalog only knows the built-ins).
     ctx.services().insert(catalog(&pool));
@@ -389,17 +399,7 @@ async fn schema(pool: &ToolPool, names: &[String], dialect: Dialect) -> Result<E
             .map(|n| pool.get(n).cloned().ok_or_else(|| unknown_tool(pool, n)))
             .collect::<Result<_>>()?
     };
-    let mut decls = Vec::new();
-    for tool in selected {
-        let description = tool.description(None).await;
-        decls.push(tool_declaration(
-            tool.name(),
-            &description,
-            tool.input_schema(),
-            tool.annotations(),
-            dialect,
-        ));
-    }
+    let decls = registry::declarations(&selected, dialect).await;
     let mut out = std::io::stdout().lock();
     serde_json::to_writer_pretty(&mut out, &decls)?;
     out.write_all(b"\n")?;

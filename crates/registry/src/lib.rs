@@ -47,16 +47,18 @@
 //! # }
 //! ```
 
+mod profiles;
 mod session;
 
 use std::collections::HashSet;
 use std::sync::{Arc, OnceLock};
 
-use tool_core::{PermissionEngine, Tool, ToolPool};
+use tool_core::{Dialect, PermissionEngine, Tool, ToolPool};
 
+pub use profiles::Profile;
 pub use session::{
-    SessionOptions, approve_project, build_context, review_project, revoke_project, settings_paths,
-    trust_report,
+    SessionOptions, approve_project, build_context, review_project, revoke_project,
+    session_profile, settings_paths, trust_report,
 };
 
 /// Starts what produces a live session's events outside calls (see
@@ -93,30 +95,47 @@ pub fn start_session_events(
     Ok(stop)
 }
 
-/// Assembles tool pools (the design's `ToolRegistry`).
+/// Assembles tool pools (the design's `ToolRegistry`) in one [`Profile`]'s vocabulary.
 #[derive(Default)]
 pub struct ToolRegistry {
+    profile: Profile,
     base: OnceLock<Vec<Arc<dyn Tool>>>,
 }
 
 impl std::fmt::Debug for ToolRegistry {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("ToolRegistry")
+            .field("profile", &self.profile)
             .field("base", &self.base.get().map(Vec::len))
             .finish()
     }
 }
 
 impl ToolRegistry {
-    /// A registry; the built-in tools are built on first use and cached.
+    /// A registry of the default profile (`claude`); the built-in tools are built on first
+    /// use and cached.
     pub fn new() -> Self {
         Self::default()
     }
 
-    /// The built-in tools compiled in, sorted by name (ordinal), built once.
+    /// A registry whose built-ins speak `profile`'s vocabulary.
+    pub fn for_profile(profile: Profile) -> Self {
+        ToolRegistry {
+            profile,
+            base: OnceLock::new(),
+        }
+    }
+
+    /// The profile of this registry.
+    pub fn profile(&self) -> Profile {
+        self.profile
+    }
+
+    /// The built-in tools compiled in, in the registry's profile, sorted by name (ordinal),
+    /// built once.
     pub fn base_tools(&self) -> &[Arc<dyn Tool>] {
         self.base.get_or_init(|| {
-            let mut tools = compiled_tools();
+            let mut tools = profiles::apply(self.profile, compiled_tools());
             tools.sort_by(|a, b| a.name().cmp(b.name()));
             tools
         })
@@ -128,6 +147,36 @@ impl ToolRegistry {
     pub fn pool(&self, permissions: &PermissionEngine, mcp_tools: Vec<Arc<dyn Tool>>) -> ToolPool {
         assemble_pool(self.base_tools(), mcp_tools, permissions)
     }
+}
+
+/// The declarations of `tools` for a model provider, in pool order: name, description and
+/// input schema in `dialect`'s shape. For the OpenAI Responses API a tool that also takes
+/// free-form text (codex's `apply_patch`) is declared twice, as a function tool and as a
+/// custom tool with its Lark grammar; a host sends the model one of the two (a custom
+/// tool's text input is the value of the function form's one string field).
+pub async fn declarations(tools: &[Arc<dyn Tool>], dialect: Dialect) -> Vec<serde_json::Value> {
+    let mut decls = Vec::new();
+    for tool in tools {
+        let description = tool.description(None).await;
+        decls.push(tool_core::tool_declaration(
+            tool.name(),
+            &description,
+            tool.input_schema(),
+            tool.annotations(),
+            dialect,
+        ));
+        if dialect == Dialect::OpenAiResponses
+            && let Some(grammar) = tool.freeform_grammar()
+        {
+            decls.push(serde_json::json!({
+                "type": "custom",
+                "name": tool.name(),
+                "description": description,
+                "format": {"type": "grammar", "syntax": "lark", "definition": grammar},
+            }));
+        }
+    }
+    decls
 }
 
 /// The tools of every category compiled in. Each category crate adds its `tools()` here

@@ -4,6 +4,7 @@
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
+use crate::Profile;
 use tool_core::{
     Approval, PermissionEngine, PermissionMode, PermissionRule, RuleBehavior, RuleSource,
     RuleSourceKind, SettingsLayer, SourcedRule, ToolContext, ToolError, TrustReport, TrustStore,
@@ -27,6 +28,8 @@ pub struct SessionOptions {
     pub settings_file: Option<PathBuf>,
     /// The state directory (default: `AGENT_TOOLS_HOME`, else `~/.agent-tools`)
     pub state_dir: Option<PathBuf>,
+    /// `--profile`; overrides the `toolProfile` setting
+    pub profile: Option<Profile>,
 }
 
 /// The settings files a session reads, lowest precedence first: user, project, local, and
@@ -170,6 +173,45 @@ pub fn revoke_project(options: &SessionOptions) -> Result<Vec<String>, ToolError
     TrustStore::in_state_dir(&state_dir).revoke(&cwd)
 }
 
+/// The tool profile of the session of `ctx` ([`build_context`] records it): the
+/// `--profile` option, else the last settings file that sets `toolProfile`, else `claude`.
+pub fn session_profile(ctx: &ToolContext) -> Profile {
+    ctx.services()
+        .get::<Arc<Profile>>()
+        .map(|p| *p)
+        .unwrap_or_default()
+}
+
+/// The profile `options` and the settings `layers` choose (see [`session_profile`]).
+fn choose_profile(
+    options: &SessionOptions,
+    layers: &[SettingsLayer],
+) -> Result<Profile, ToolError> {
+    if let Some(profile) = options.profile {
+        return Ok(profile);
+    }
+    for layer in layers.iter().rev() {
+        match layer.settings.other.get("toolProfile") {
+            None => {}
+            Some(serde_json::Value::String(name)) => {
+                return name.parse().map_err(|message| ToolError::Settings {
+                    path: layer.path.clone(),
+                    message: format!("toolProfile: {message}"),
+                });
+            }
+            Some(other) => {
+                return Err(ToolError::Settings {
+                    path: layer.path.clone(),
+                    message: format!(
+                        "toolProfile must be a string (claude, codex or gemini), not {other}"
+                    ),
+                });
+            }
+        }
+    }
+    Ok(Profile::default())
+}
+
 /// What the session of `ctx` ignored of the project's files ([`build_context`] records
 /// it); hosts show its [`TrustReport::notice`] to the person running them.
 pub fn trust_report(ctx: &ToolContext) -> Option<Arc<TrustReport>> {
@@ -197,6 +239,7 @@ pub fn build_context(options: &SessionOptions) -> Result<ToolContext, ToolError>
     };
     let state_dir = options.state_dir.clone().unwrap_or_else(default_state_dir);
     let (layers, report) = load_layers(&options, &cwd, &state_dir)?;
+    let profile = choose_profile(&options, &layers)?;
 
     let mut rules: Vec<SourcedRule> = layers.iter().flat_map(SettingsLayer::rules).collect();
     let cli = RuleSource {
@@ -289,7 +332,7 @@ pub fn build_context(options: &SessionOptions) -> Result<ToolContext, ToolError>
     {
         // ToolSearch (and sub-agents) find the session's tools here; a host whose pool also
         // holds MCP tools replaces this with `ToolCatalog::from_pool` over its whole pool.
-        let registry = Arc::new(crate::ToolRegistry::new());
+        let registry = Arc::new(crate::ToolRegistry::for_profile(profile));
         builder = builder.service(tools_agent::ToolCatalog::new(move || {
             registry.base_tools().to_vec()
         }));
@@ -308,6 +351,7 @@ pub fn build_context(options: &SessionOptions) -> Result<ToolContext, ToolError>
         }
     }
     Ok(builder
+        .service(Arc::new(profile))
         .service(Arc::new(layers))
         .service(Arc::new(report))
         .build())

@@ -174,6 +174,11 @@ pub trait Tool: Send + Sync + 'static {
     }
     /// The input schema, generated once: an object root, no `$ref`.
     fn input_schema(&self) -> &Value;
+    /// The Lark grammar of a tool that also takes its input as free-form text (the OpenAI
+    /// Responses API's custom tools): the text is the value of the input's one string field.
+    fn freeform_grammar(&self) -> Option<&str> {
+        None
+    }
     /// The JSON schema of the structured output (`data`), when the tool declares one (an
     /// MCP server's tool passes its `outputSchema` on; `agent-tools serve` offers it).
     fn output_schema(&self) -> Option<&Value> {
@@ -248,6 +253,10 @@ pub trait TypedTool: Send + Sync + 'static {
     /// Whether an error cancels concurrent siblings.
     fn cancels_siblings_on_error(&self) -> bool {
         false
+    }
+    /// The Lark grammar of a free-form input (see [`Tool::freeform_grammar`]).
+    fn freeform_grammar(&self) -> Option<&'static str> {
+        None
     }
     /// The description; the design's default is "Execute {name}".
     async fn description(&self, _input: Option<&Self::Input>) -> String {
@@ -354,6 +363,9 @@ impl<T: TypedTool> Tool for Typed<T> {
     }
     fn input_schema(&self) -> &Value {
         self.schema()
+    }
+    fn freeform_grammar(&self) -> Option<&str> {
+        self.tool.freeform_grammar()
     }
     async fn description(&self, input: Option<&ParsedInput>) -> String {
         let typed = input.and_then(|i| self.typed(i));

@@ -369,7 +369,7 @@ fn neutral_key(section: &str, key: &str) -> bool {
 /// effect; `disableBypassPermissionsMode`; `sandbox` values at least as strict as those in
 /// effect; `lsp` entries that remove a server (`null`); the limits of `webFetch`,
 /// `webSearch` and `agent` (`timeoutSeconds`, `maxResults`, `model`, ...); `model`;
-/// `disabledMcpjsonServers`.
+/// `toolProfile` (a vocabulary, checked by the same rules); `disabledMcpjsonServers`.
 ///
 /// Withheld: allow rules, a wider `defaultMode`, `additionalDirectories`, looser `sandbox`
 /// values and `writableRoots`, every `lsp` server and `agent.command` (programs the host
@@ -416,7 +416,7 @@ pub fn narrow(layer: &SettingsLayer, before: &[SettingsLayer]) -> (SettingsLayer
     let mut kept = Map::new();
     for (section, value) in std::mem::take(&mut out.settings.other) {
         match (section.as_str(), value) {
-            ("$schema" | "model" | "disabledMcpjsonServers", value) => {
+            ("$schema" | "model" | "toolProfile" | "disabledMcpjsonServers", value) => {
                 kept.insert(section, value);
             }
             ("sandbox", Value::Object(map)) => {
