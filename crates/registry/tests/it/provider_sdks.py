@@ -12,7 +12,7 @@ from anthropic.types import ToolParam
 from google.genai import types as genai
 from mcp import types as mcp
 from openai.types.chat import ChatCompletionFunctionToolParam
-from openai.types.responses import FunctionToolParam
+from openai.types.responses import CustomToolParam, FunctionToolParam
 
 
 def unknown_keys(given, kept, path=""):
@@ -53,10 +53,18 @@ def mcp_tool(decl):
         raise ValueError("inputSchema is not an object schema")
 
 
+def responses(decl):
+    # A tool with a free-form grammar is also declared as a custom tool.
+    if decl.get("type") == "custom":
+        typed_dict(CustomToolParam)(decl)
+    else:
+        typed_dict(FunctionToolParam)(decl)
+
+
 CHECKS = {
     "anthropic": typed_dict(ToolParam),
     "openai": typed_dict(ChatCompletionFunctionToolParam),
-    "openai-responses": typed_dict(FunctionToolParam),
+    "openai-responses": responses,
     "gemini": gemini,
     "mcp": mcp_tool,
 }

@@ -2,54 +2,66 @@
 //! and no `$ref`; each dialect holds to what its provider accepts (OpenAI strict mode's
 //! documented keywords, Gemini's subset without empty objects, `minimum: 1` on 1-based
 //! fields), checked here and, where the peers are installed, by the providers' own SDKs.
+//! Every profile's tools are covered, each name once, and each profile's pool is listed.
 //! `cargo xtask schemas` regenerates the snapshots.
 
 use std::io::Write as _;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
 
-use registry::ToolRegistry;
-use serde_json::{Map, Value, json};
-use tool_core::{
-    Dialect, GEMINI_KEYWORDS, OPENAI_FORMATS, OPENAI_STRICT_KEYWORDS, has_refs, tool_declaration,
-};
+use std::collections::HashSet;
+use std::sync::Arc;
 
-/// Every base tool's declaration in `dialect`, in pool order.
-async fn declarations(dialect: Dialect) -> Vec<Value> {
-    let registry = ToolRegistry::new();
+use registry::{Profile, ToolRegistry};
+use serde_json::{Map, Value, json};
+use tool_core::{Dialect, GEMINI_KEYWORDS, OPENAI_FORMATS, OPENAI_STRICT_KEYWORDS, Tool, has_refs};
+
+/// The built-ins of every profile, each name once: the default profile's first, then what
+/// each other profile adds, in pool order.
+fn every_profile_tools() -> Vec<Arc<dyn Tool>> {
+    let mut seen = HashSet::new();
     let mut out = Vec::new();
-    for tool in registry.base_tools() {
-        let description = tool.description(None).await;
-        out.push(tool_declaration(
-            tool.name(),
-            &description,
-            tool.input_schema(),
-            tool.annotations(),
-            dialect,
-        ));
+    for profile in Profile::ALL {
+        for tool in ToolRegistry::for_profile(profile).base_tools() {
+            if seen.insert(tool.name().to_owned()) {
+                out.push(Arc::clone(tool));
+            }
+        }
     }
     out
 }
 
+/// Every profile's built-ins declared in `dialect`, in pool order.
+async fn declarations(dialect: Dialect) -> Vec<Value> {
+    registry::declarations(&every_profile_tools(), dialect).await
+}
+
 #[tokio::test]
 async fn schema_snapshots_every_tool_every_dialect() {
-    let registry = ToolRegistry::new();
-    for tool in registry.base_tools() {
-        let description = tool.description(None).await;
+    for tool in every_profile_tools() {
         let schema = tool.input_schema();
         assert_eq!(schema["type"], "object", "{}", tool.name());
         assert!(!has_refs(schema), "{} has $ref", tool.name());
         for dialect in Dialect::ALL {
-            let decl = tool_declaration(
-                tool.name(),
-                &description,
-                schema,
-                tool.annotations(),
-                dialect,
-            );
-            assert!(!has_refs(&decl), "{} {dialect}", tool.name());
-            insta::assert_json_snapshot!(format!("{}-{dialect}", tool.name()), decl);
+            let decls = registry::declarations(std::slice::from_ref(&tool), dialect).await;
+            for decl in &decls {
+                assert!(!has_refs(decl), "{} {dialect}", tool.name());
+                let name = match decl["type"].as_str() {
+                    Some("custom") => format!("{}-{dialect}-custom", tool.name()),
+                    _ => format!("{}-{dialect}", tool.name()),
+                };
+                insta::assert_json_snapshot!(name, decl);
+            }
         }
+    }
+}
+
+#[test]
+fn every_profile_names_its_pool() {
+    for profile in Profile::ALL {
+        let registry = ToolRegistry::for_profile(profile);
+        let names: Vec<&str> = registry.base_tools().iter().map(|t| t.name()).collect();
+        insta::assert_json_snapshot!(format!("pool-{profile}"), names);
     }
 }
 
@@ -268,7 +280,9 @@ async fn provider_sdks_accept_every_declaration() {
     let reject = json!({
         "anthropic": [{"name": "T", "input_schema": {"type": "object"}, "inputSchema": {}}],
         "openai": [{"type": "function", "function": {"name": "T", "parameters": {}, "strictly": true}}],
-        "openai-responses": [{"type": "function", "function": {"name": "T"}}],
+        "openai-responses": [{"type": "function", "function": {"name": "T"}},
+                             {"type": "custom", "name": "T",
+                              "format": {"type": "grammar", "syntax": "peg", "definition": "x"}}],
         "gemini": [{"name": "T", "parameters": {"type": "object", "properties": {}}},
                    {"name": "U", "parameters": {"type": "object", "properties": {"a": {"type": "string", "const": "x"}}}}],
         "mcp": [{"name": "T", "inputSchema": {"type": "string"}}],

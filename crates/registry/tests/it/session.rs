@@ -485,3 +485,79 @@ async fn plan_mode_holds_in_a_bypass_session() {
     assert!(!r.is_error, "{}", r.text());
     assert!(root.join("new.txt").exists());
 }
+
+#[test]
+fn the_tool_profile_comes_from_the_option_else_the_last_setting() {
+    use registry::{Profile, session_profile};
+    let check = |user: Option<&str>,
+                 project: Option<&str>,
+                 flag: Option<Profile>,
+                 expected: Result<Profile, &str>| {
+        let dir = tempfile::tempdir().unwrap();
+        let root = dir.path().canonicalize().unwrap();
+        if let Some(text) = user {
+            write(&root.join("home/settings.json"), text);
+        }
+        if let Some(text) = project {
+            write(&root.join(".agent-tools/settings.json"), text);
+        }
+        let opts = SessionOptions {
+            profile: flag,
+            ..options(&root)
+        };
+        match (build_context(&opts), expected) {
+            (Ok(ctx), Ok(want)) => {
+                assert_eq!(session_profile(&ctx), want, "{user:?} {project:?} {flag:?}")
+            }
+            (Err(e), Err(want)) => assert!(e.to_string().contains(want), "{e}"),
+            (got, want) => panic!(
+                "{user:?} {project:?} {flag:?}: {:?} vs {want:?}",
+                got.map(|c| session_profile(&c))
+            ),
+        }
+    };
+    check(None, None, None, Ok(Profile::Claude));
+    check(
+        Some(r#"{"toolProfile": "codex"}"#),
+        None,
+        None,
+        Ok(Profile::Codex),
+    );
+    check(
+        Some(r#"{"toolProfile": "codex"}"#),
+        None,
+        Some(Profile::Gemini),
+        Ok(Profile::Gemini),
+    );
+    // A vocabulary widens nothing (the same rules apply), so an unapproved project file
+    // may choose it.
+    check(
+        Some(r#"{"toolProfile": "codex"}"#),
+        Some(r#"{"toolProfile": "gemini"}"#),
+        None,
+        Ok(Profile::Gemini),
+    );
+    check(None, None, Some(Profile::Claude), Ok(Profile::Claude));
+    check(
+        Some(r#"{"toolProfile": "gpt"}"#),
+        None,
+        None,
+        Err("toolProfile: unknown tool profile `gpt`; use one of: claude, codex, gemini"),
+    );
+    check(
+        Some(r#"{"toolProfile": 3}"#),
+        None,
+        None,
+        Err("toolProfile must be a string"),
+    );
+    check(
+        Some(r#"{"toolProfile": "gpt"}"#),
+        None,
+        Some(Profile::Codex),
+        Ok(Profile::Codex),
+    );
+    for profile in Profile::ALL {
+        assert_eq!(profile.as_str().parse::<Profile>(), Ok(profile));
+        assert_eq!(profile.to_string(), profile.as_str());
+    }
+}
