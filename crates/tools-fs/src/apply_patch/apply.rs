@@ -28,6 +28,9 @@ pub(crate) struct Replacement {
     pub start: usize,
     pub len: usize,
     pub lines: Vec<String>,
+    /// For each new line that is a context line, its offset in the replaced lines (the
+    /// file's own text is kept, as codex keeps it)
+    pub kept: Vec<Option<usize>>,
 }
 
 /// Why a chunk could not be placed: codex's message (the file named by `shown`).
@@ -65,12 +68,14 @@ pub(crate) fn replacements<S: AsRef<str>>(
                 start: lines.len(),
                 len: 0,
                 lines: chunk.new_lines.clone(),
+                kept: Vec::new(),
             });
             continue;
         }
         let mut pattern: &[String] = &chunk.old_lines;
         let mut new: &[String] = &chunk.new_lines;
         let mut found = seek(lines, pattern, at, chunk.end_of_file);
+        let mut kept = chunk.kept.clone();
         if found.is_none() && pattern.last().is_some_and(String::is_empty) {
             // A trailing empty line stands for the file's final newline.
             pattern = &pattern[..pattern.len() - 1];
@@ -78,6 +83,7 @@ pub(crate) fn replacements<S: AsRef<str>>(
                 new = &new[..new.len() - 1];
             }
             found = seek(lines, pattern, at, chunk.end_of_file);
+            kept.clear();
         }
         let Some(start) = found else {
             return Err(lines_missing(&chunk.old_lines, shown));
@@ -86,6 +92,7 @@ pub(crate) fn replacements<S: AsRef<str>>(
             start,
             len: pattern.len(),
             lines: new.to_vec(),
+            kept,
         });
         at = start + pattern.len();
     }
@@ -141,8 +148,12 @@ pub(crate) fn apply(text: &str, chunks: &[Chunk], shown: &str) -> Result<String,
         for &(line, ending) in &lines[next.min(keep_to)..keep_to] {
             push(line, ending);
         }
-        for line in &r.lines {
-            push(line, Some(preferred));
+        for (k, line) in r.lines.iter().enumerate() {
+            let own = r.kept.get(k).copied().flatten().filter(|&o| o < r.len);
+            match own.and_then(|o| lines.get(r.start + o)) {
+                Some(&(text, ending)) => push(text, ending),
+                None => push(line, Some(preferred)),
+            }
         }
         next = next.max(r.start.saturating_add(r.len)).max(keep_to);
     }
@@ -161,6 +172,7 @@ mod tests {
             context: context.map(str::to_owned),
             old_lines: old.iter().map(|s| (*s).to_owned()).collect(),
             new_lines: new.iter().map(|s| (*s).to_owned()).collect(),
+            kept: Vec::new(),
             end_of_file: eof,
         }
     }

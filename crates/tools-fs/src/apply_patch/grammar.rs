@@ -67,6 +67,9 @@ pub(crate) struct Chunk {
     pub old_lines: Vec<String>,
     /// Their replacement (context and `+` lines)
     pub new_lines: Vec<String>,
+    /// For each new line that is a context line, the index of its old line (the file's own
+    /// text of that line is kept)
+    pub kept: Vec<Option<usize>>,
     /// `*** End of File`: the old lines end the file
     pub end_of_file: bool,
 }
@@ -226,7 +229,7 @@ fn parse_chunk(
     };
     let mut parsed = 0;
     for l in &lines[start..] {
-        if *l == END_OF_FILE {
+        if l.trim() == END_OF_FILE {
             if parsed == 0 {
                 return Err(ParseError::Hunk {
                     message: NO_LINES.to_owned(),
@@ -238,15 +241,16 @@ fn parse_chunk(
             break;
         }
         match l.chars().next() {
-            None => {
-                chunk.old_lines.push(String::new());
-                chunk.new_lines.push(String::new());
+            None | Some(' ') => {
+                let text = l.get(1..).unwrap_or_default();
+                chunk.kept.push(Some(chunk.old_lines.len()));
+                chunk.old_lines.push(text.to_owned());
+                chunk.new_lines.push(text.to_owned());
             }
-            Some(' ') => {
-                chunk.old_lines.push(l[1..].to_owned());
+            Some('+') => {
+                chunk.kept.push(None);
                 chunk.new_lines.push(l[1..].to_owned());
             }
-            Some('+') => chunk.new_lines.push(l[1..].to_owned()),
             Some('-') => chunk.old_lines.push(l[1..].to_owned()),
             Some(_) if parsed == 0 => {
                 return Err(ParseError::Hunk {
@@ -281,16 +285,26 @@ mod tests {
             context: context.map(str::to_owned),
             old_lines: old.iter().map(|s| (*s).to_owned()).collect(),
             new_lines: new.iter().map(|s| (*s).to_owned()).collect(),
+            kept: Vec::new(),
             end_of_file: eof,
         }
     }
 
+    fn strip(mut hunks: Vec<Hunk>) -> Vec<Hunk> {
+        for h in &mut hunks {
+            if let Hunk::Update { chunks, .. } = h {
+                chunks.iter_mut().for_each(|c| c.kept.clear());
+            }
+        }
+        hunks
+    }
+
     #[test]
     fn sections_and_chunks() {
-        let got = parse(
+        let got = strip(parse(
             "*** Begin Patch\n*** Add File: a.txt\n+x\n+\n*** Delete File: b.txt\n*** Update File: c.txt\n*** Move to: d/c.txt\n@@ fn main\n ctx\n-old\n+new\n\n@@\n-z\n*** End of File\n*** End Patch\n",
         )
-        .unwrap();
+        .unwrap());
         assert_eq!(
             got,
             vec![

@@ -103,7 +103,13 @@ fn current(slot: &mut Slot) -> Result<&TextFile, ToolError> {
         )
     };
     if let Some(e) = &slot.open_error {
-        return Err(missing(slot, e));
+        let dir = std::fs::symlink_metadata(&slot.key).is_ok_and(|m| m.is_dir());
+        let why = if dir {
+            format!("path `{}` is not a file", slot.shown)
+        } else {
+            e.clone()
+        };
+        return Err(missing(slot, &why));
     }
     if matches!(slot.state, State::Disk) {
         let Some(original) = &slot.original else {

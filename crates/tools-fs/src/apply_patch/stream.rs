@@ -219,6 +219,7 @@ mod tests {
             context: context.map(str::to_owned),
             old_lines: old.iter().map(|s| (*s).to_owned()).collect(),
             new_lines: new.iter().map(|s| (*s).to_owned()).collect(),
+            kept: Vec::new(),
             end_of_file: false,
         }
     }
