@@ -331,8 +331,10 @@ mod tests {
             ]
         );
         // The first chunk may omit its @@ line; CRLF patches and padded markers parse.
-        let got = parse("  *** Begin Patch \r\n*** Update File: f\r\n x\r\n+y\r\n *** End Patch")
-            .unwrap();
+        let got = strip(
+            parse("  *** Begin Patch \r\n*** Update File: f\r\n x\r\n+y\r\n *** End Patch")
+                .unwrap(),
+        );
         assert_eq!(
             got,
             vec![update("f", vec![chunk(None, &["x"], &["x", "y"], false)])]
