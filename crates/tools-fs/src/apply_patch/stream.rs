@@ -147,7 +147,7 @@ fn scan(file: &File, len: u64, sought: &[Sought]) -> std::io::Result<Option<Vec<
         .iter()
         .map(|s| [b"\n".as_slice(), &s.needle].concat())
         .collect();
-    let finders: Vec<Finder<'_>> = needles.iter().map(|n| Finder::new(n)).collect();
+    let finders: Vec<Finder<'_>> = needles.iter().map(Finder::new).collect();
     let mut window: Vec<u8> = vec![b'\n'];
     let mut base = 0_u64;
     let mut from = 0_u64;
