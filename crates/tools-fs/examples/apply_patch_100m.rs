@@ -53,11 +53,18 @@ async fn main() {
             };
             let took = start.elapsed();
             assert!(!r.is_error, "{}", r.text());
-            if which == "edit" { edit.push(took) } else { patch.push(took) }
+            if which == "edit" {
+                edit.push(took)
+            } else {
+                patch.push(took)
+            }
         }
     }
     edit.sort();
     patch.sort();
     let (e, p) = (edit[2], patch[2]);
-    println!("Read+Edit {e:?}, apply_patch {p:?}, ratio {:.2}", p.as_secs_f64() / e.as_secs_f64());
+    println!(
+        "Read+Edit {e:?}, apply_patch {p:?}, ratio {:.2}",
+        p.as_secs_f64() / e.as_secs_f64()
+    );
 }

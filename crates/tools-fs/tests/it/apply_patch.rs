@@ -140,7 +140,8 @@ fn the_mode_is_kept_and_a_later_edit_needs_no_read() {
         .permissions()
         .mode();
     assert_eq!(mode & 0o777, 0o755);
-    let edit = json!({"file_path": fx.path("run.sh"), "old_string": "echo ho", "new_string": "echo hey"});
+    let edit =
+        json!({"file_path": fx.path("run.sh"), "old_string": "echo ho", "new_string": "echo hey"});
     let r = call(&ctx, "Edit", edit);
     assert!(!r.is_error, "{}", r.text());
     assert_eq!(fx.read("run.sh"), b"echo hey\n");
