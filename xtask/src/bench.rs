@@ -122,6 +122,11 @@ const BENCHES: &[Bench] = &[
         run: files::edit_100m,
     },
     Bench {
+        name: "apply-patch-100m",
+        about: "apply_patch (`--profile codex`) of one line of a 100 MB file vs Read + Edit of the same line",
+        run: files::apply_patch_100m,
+    },
+    Bench {
         name: "lsp",
         about: "LSP hover, first (server start included) and warm, for pyright and typescript-language-server vs a minimal python3 LSP client",
         run: lsp::lsp,

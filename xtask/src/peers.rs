@@ -4,6 +4,8 @@
 //! `~/.cache/agent-tools/peers`):
 //! - `node_modules/.bin/` — `mcp-server-everything`, `mcp-server-filesystem`, `mcp-inspector`,
 //!   `pyright-langserver`, `typescript-language-server` (npm, with `typescript` 6 beside them);
+//! - `node_modules/@openai/codex-linux-x64/…/codex` — codex's native binary (see
+//!   [`CODEX_NATIVE`]), whose `apply_patch` judges tools-fs's ApplyPatch;
 //! - `py/` — the Python `mcp` package (the MCP tests' client and server) and the provider
 //!   SDKs `openai`, `google-genai` and `anthropic` (the schema tests validate every tool
 //!   declaration with them, offline), used with `PYTHONPATH=<dir>/py`;
@@ -31,6 +33,10 @@ pub const NPM_PACKAGES: &[&str] = &[
     "pyright@1.1.414",
     "typescript-language-server@5.3.0",
     "typescript@6.0.3",
+    // codex's own apply_patch (its native binary run as `apply_patch`): the judge of
+    // tools-fs's ApplyPatch differential test. The linux-x64 binary comes as the optional
+    // dependency `@openai/codex-linux-x64` (`npm:@openai/codex@0.171.0-linux-x64`).
+    "@openai/codex@0.171.0",
 ];
 
 /// Executables the npm group must leave in `node_modules/.bin`.
@@ -41,6 +47,12 @@ pub const NPM_BINS: &[&str] = &[
     "typescript-language-server",
     "mcp-inspector",
 ];
+
+/// codex's native binary under the peers directory (x86_64 Linux, from the optional
+/// dependency `@openai/codex-linux-x64`); run under the name `apply_patch` it applies the
+/// patch given as its argument or on stdin.
+pub const CODEX_NATIVE: &str =
+    "node_modules/@openai/codex-linux-x64/vendor/x86_64-unknown-linux-musl/bin/codex";
 
 /// PyPI requirements, installed with `pip install --target <dir>/py`.
 pub const PIP_PACKAGES: &[&str] = &[
@@ -125,7 +137,14 @@ fn npm_group(dir: &Path) -> Group {
             "npm install --no-audit --no-fund {}\n",
             NPM_PACKAGES.join(" ")
         ),
-        markers: NPM_BINS.iter().map(|b| bin.join(b)).collect(),
+        markers: NPM_BINS
+            .iter()
+            .map(|b| bin.join(b))
+            .chain(
+                (cfg!(all(target_os = "linux", target_arch = "x86_64")))
+                    .then(|| dir.join(CODEX_NATIVE)),
+            )
+            .collect(),
         reset: vec![dir.join("package.json"), dir.join("package-lock.json")],
         commands: vec![
             Cmd::new("npm")

@@ -94,6 +94,56 @@ pub(crate) fn clean_stray_temps(target: &WriteTarget) {
     }
 }
 
+/// The original of a file a multi-file change replaces or removes, kept under a temporary
+/// name in the same directory until the whole change is done (so it can be put back), and
+/// cleaned up like a stray temporary file if the process dies meanwhile.
+#[derive(Debug)]
+pub(crate) struct Backup {
+    name: OsString,
+    path: PathBuf,
+}
+
+impl Backup {
+    /// Keeps the current target under a second name (a hard link): the target stays in
+    /// place until a rename replaces it.
+    pub(crate) fn link(target: &WriteTarget) -> Result<Backup, ToolError> {
+        Self::make(target, |name| target.link_as(name))
+    }
+
+    /// Moves the current target away under a temporary name (the target disappears).
+    pub(crate) fn take(target: &WriteTarget) -> Result<Backup, ToolError> {
+        Self::make(target, |name| target.rename_away(name))
+    }
+
+    fn make(
+        target: &WriteTarget,
+        how: impl FnOnce(&OsStr) -> std::io::Result<()>,
+    ) -> Result<Backup, ToolError> {
+        let name = temp_name(target);
+        let path = target.dir_path().join(&name);
+        in_flight(&path, true);
+        if let Err(e) = how(&name) {
+            in_flight(&path, false);
+            return Err(ToolError::io(target.path(), e));
+        }
+        Ok(Backup { name, path })
+    }
+
+    /// Puts the original back over (or in place of) the target.
+    pub(crate) fn restore(self, target: &WriteTarget) -> std::io::Result<()> {
+        let done = target.rename_over(&self.name, true);
+        in_flight(&self.path, false);
+        target.sync_dir();
+        done
+    }
+
+    /// Drops the original: the change is complete.
+    pub(crate) fn discard(self, target: &WriteTarget) {
+        let _ = target.remove(&self.name);
+        in_flight(&self.path, false);
+    }
+}
+
 /// What happens between writing the temporary file and renaming it (tests inject faults).
 pub(crate) enum BeforeRename {
     /// Go on and rename

@@ -287,23 +287,34 @@ pub(crate) fn check_write(
     checked: &CheckedTarget,
 ) -> PermissionDecision {
     let given = resolve(ctx, file_path);
-    let lexical = ctx.permissions().check_write_path(&given, ctx);
-    // A dangling link: the call reports it.
-    let Ok(resolved) = write_target(&given) else {
-        return lexical;
+    let (decision, resolved) = check_write_resolved(ctx, &given);
+    if let Some(resolved) = resolved {
+        checked.set(&given, resolved);
+    }
+    decision
+}
+
+/// The decision of [`check_write`] for the absolute path `given`, and the path it resolved
+/// to (`None` for a dangling link, which the call reports).
+pub(crate) fn check_write_resolved(
+    ctx: &ToolContext,
+    given: &Path,
+) -> (PermissionDecision, Option<PathBuf>) {
+    let lexical = ctx.permissions().check_write_path(given, ctx);
+    let Ok(resolved) = write_target(given) else {
+        return (lexical, None);
     };
     let decision = if resolved == given {
         lexical
     } else {
         stricter(lexical, ctx.permissions().check_write_path(&resolved, ctx))
     };
-    checked.set(&given, resolved);
-    decision
+    (decision, Some(resolved))
 }
 
 /// The stricter of two decisions: deny, then an ask bypass cannot skip, then an ask about a
 /// path outside (over one the mode would allow), then allow.
-fn stricter(a: PermissionDecision, b: PermissionDecision) -> PermissionDecision {
+pub(crate) fn stricter(a: PermissionDecision, b: PermissionDecision) -> PermissionDecision {
     fn rank(d: &PermissionDecision) -> u8 {
         match d {
             PermissionDecision::Allow => 0,

@@ -24,6 +24,8 @@
 //!   (`openat2(RESOLVE_BENEATH | RESOLVE_NO_SYMLINKS)`, or `O_NOFOLLOW` per component) and
 //!   every later step is relative to it, so a link swapped onto the path meanwhile fails the
 //!   call instead of redirecting it.
+//! - [`ApplyPatch`] is codex's `apply_patch` (a model-family profile's tool, not in
+//!   [`tools`]): one patch adds, deletes, updates and moves files, all or nothing.
 //! - [`tools`] returns every tool ready for a pool.
 //!
 //! It depends only on `tool-core`: permission checks go through the context's
@@ -56,6 +58,7 @@
 //! # }
 //! ```
 
+mod apply_patch;
 mod atomic;
 mod common;
 mod diff;
@@ -77,6 +80,10 @@ mod write;
 
 use std::sync::Arc;
 
+pub use apply_patch::{
+    APPLY_PATCH_DESCRIPTION, APPLY_PATCH_FREEFORM_DESCRIPTION, APPLY_PATCH_GRAMMAR, ApplyPatch,
+    ApplyPatchInput, ApplyPatchOutput,
+};
 pub use diff::Hunk;
 pub use edit::{
     AppliedEdit, Edit, EditInput, EditOperation, EditOutput, MAX_EDIT_FILE, MultiEdit,
@@ -100,7 +107,8 @@ pub use read::{
 };
 pub use write::{Write, WriteInput, WriteOutput};
 
-/// Every tool of this crate, ready for a pool.
+/// Every tool of this crate's default vocabulary, ready for a pool ([`ApplyPatch`] is
+/// offered by the codex profile, not here).
 pub fn tools() -> Vec<Arc<dyn tool_core::Tool>> {
     vec![
         Arc::new(tool_core::Typed::new(Glob)),

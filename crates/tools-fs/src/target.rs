@@ -262,6 +262,31 @@ impl WriteTarget {
         rustix::fs::renameat(&self.dir, from, &self.dir, &self.name).map_err(Into::into)
     }
 
+    /// Gives the target a second name `to` in the held directory (a hard link).
+    pub(crate) fn link_as(&self, to: &OsStr) -> std::io::Result<()> {
+        rustix::fs::linkat(&self.dir, &self.name, &self.dir, to, AtFlags::empty())
+            .map_err(Into::into)
+    }
+
+    /// Renames the target to `to` in the held directory, which must not exist.
+    pub(crate) fn rename_away(&self, to: &OsStr) -> std::io::Result<()> {
+        #[cfg(target_os = "linux")]
+        {
+            use rustix::fs::RenameFlags;
+            match rustix::fs::renameat_with(
+                &self.dir,
+                &self.name,
+                &self.dir,
+                to,
+                RenameFlags::NOREPLACE,
+            ) {
+                Err(Errno::INVAL | Errno::NOSYS) => {}
+                other => return other.map_err(Into::into),
+            }
+        }
+        rustix::fs::renameat(&self.dir, &self.name, &self.dir, to).map_err(Into::into)
+    }
+
     /// Removes `name` from the held directory (a link itself, never what it points to).
     pub(crate) fn remove(&self, name: &OsStr) -> std::io::Result<()> {
         rustix::fs::unlinkat(&self.dir, name, AtFlags::empty()).map_err(Into::into)

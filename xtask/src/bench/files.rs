@@ -4,7 +4,10 @@
 //! - `glob-linux`: Glob `**/*.c` over that tree against `rg --files -g '*.c'`;
 //! - `read-1g`: Read 2000 lines at line 5,000,000 of a generated 1 GB file against
 //!   `sed -n 'A,Bp;Bq'`;
-//! - `edit-100m`: Read then Edit one line of a 100 MB file against a `cp` of the file.
+//! - `edit-100m`: Read then Edit one line of a 100 MB file against a `cp` of the file;
+//! - `apply-patch-100m`: the same one-line change as a codex `apply_patch` (`agent-tools
+//!   --profile codex call apply_patch`) against Read + Edit (`agent-tools batch`); the
+//!   target is at most 1.2× the Edit.
 //!
 //! `rg` is the one `cargo xtask peers` installs (`<peers>/cargo/bin/rg`), else the one on
 //! `PATH`. The corpus is installed with apt-get when `/usr/src/linux-source-6.1.tar.xz` is
@@ -192,13 +195,11 @@ pub fn read_1g(ctx: &Ctx) -> Result<Vec<Comparison>> {
     )?])
 }
 
-/// Read then Edit one line of a 100 MB file against `cp` of it; the file is restored before
-/// every run (untimed).
-pub fn edit_100m(ctx: &Ctx) -> Result<Vec<Comparison>> {
-    let dir = ctx.scratch.join("edit-100m");
-    fs::create_dir_all(&dir)?;
+/// The 100 MB file of `edit-100m` and `apply-patch-100m` (made once under `dir`): one line
+/// `    let marker = "EDIT ME";` at line 250,000.
+fn pristine_100m(dir: &Path) -> Result<PathBuf> {
+    fs::create_dir_all(dir)?;
     let pristine = dir.join("pristine.txt");
-    let work = dir.join("work.txt");
     if !pristine.is_file() {
         let file = fs::File::create(&pristine)?;
         let mut w = BufWriter::with_capacity(1 << 20, file);
@@ -216,6 +217,15 @@ pub fn edit_100m(ctx: &Ctx) -> Result<Vec<Comparison>> {
         }
         w.flush()?;
     }
+    Ok(pristine)
+}
+
+/// Read then Edit one line of a 100 MB file against `cp` of it; the file is restored before
+/// every run (untimed).
+pub fn edit_100m(ctx: &Ctx) -> Result<Vec<Comparison>> {
+    let dir = ctx.scratch.join("edit-100m");
+    let pristine = pristine_100m(&dir)?;
+    let work = dir.join("work.txt");
     let read_line = serde_line(
         "Read",
         &format!(r#"{{"file_path":"{}","limit":1}}"#, work.display()),
@@ -313,6 +323,81 @@ pub fn edit_100m(ctx: &Ctx) -> Result<Vec<Comparison>> {
             baseline_label: "cp".to_owned(),
         },
     ])
+}
+
+/// One line of a 100 MB file changed by codex's `apply_patch` (the binary's codex profile,
+/// one `call`: apply_patch needs no Read) against Read + Edit of the same line in one
+/// `batch`; the file is restored before every run (untimed).
+pub fn apply_patch_100m(ctx: &Ctx) -> Result<Vec<Comparison>> {
+    let dir = ctx.scratch.join("apply-patch-100m");
+    let pristine = pristine_100m(&ctx.scratch.join("edit-100m"))?;
+    fs::create_dir_all(&dir)?;
+    let work = dir.join("work.txt");
+    let home = ctx.scratch.join("agent-tools-home");
+    // The JSON input, its patch's line breaks and quotes escaped.
+    let patch = r#"{"input":"*** Begin Patch\n*** Update File: work.txt\n@@\n-    let marker = \"EDIT ME\";\n+    let marker = \"EDITED\";\n*** End Patch\n"}"#;
+    let ours = Cmd::new(&ctx.bin)
+        .args(["--profile", "codex", "call", "apply_patch", patch])
+        .args(["--mode", "acceptEdits", "--cwd"])
+        .arg(&dir)
+        .env("AGENT_TOOLS_HOME", &home);
+    let calls = dir.join("calls.jsonl");
+    fs::write(
+        &calls,
+        format!(
+            "{}\n{}\n",
+            serde_line(
+                "Read",
+                &format!(r#"{{"file_path":"{}","limit":1}}"#, work.display())
+            ),
+            serde_line(
+                "Edit",
+                &format!(
+                    r#"{{"file_path":"{}","old_string":"let marker = \"EDIT ME\";","new_string":"let marker = \"EDITED\";"}}"#,
+                    work.display()
+                )
+            )
+        ),
+    )?;
+    let edit = Cmd::new("sh")
+        .arg("-c")
+        .arg(format!(
+            "exec '{}' batch --mode acceptEdits --cwd '{}' < '{}'",
+            ctx.bin.display(),
+            dir.display(),
+            calls.display()
+        ))
+        .env("AGENT_TOOLS_HOME", &home);
+    let restore = || -> Result<()> {
+        fs::copy(&pristine, &work).context("restoring the file to patch")?;
+        Ok(())
+    };
+    let check = |what: &str| -> Result<()> {
+        let text = fs::read_to_string(&work)?;
+        if !text.contains("let marker = \"EDITED\";") {
+            bail!("{what} did not change {}", work.display());
+        }
+        Ok(())
+    };
+    restore()?;
+    time_once(&ours)?;
+    check("apply_patch (does the binary have `--profile codex`?)")?;
+    let mut ours_times = Vec::new();
+    let mut edit_times = Vec::new();
+    for _ in 0..ctx.runs {
+        restore()?;
+        ours_times.push(time_once(&ours)?);
+        check("apply_patch")?;
+        restore()?;
+        edit_times.push(time_once(&edit)?);
+        check("Edit")?;
+    }
+    Ok(vec![Comparison {
+        case: "one line of 100 MB: apply_patch vs Read + Edit (target ≤ 1.2×)".to_owned(),
+        ours: median(ours_times),
+        baseline: median(edit_times),
+        baseline_label: "Read + Edit".to_owned(),
+    }])
 }
 
 /// One line of `agent-tools batch` input.

@@ -3,6 +3,8 @@
 //! read-deny rules, cancellation, and snapshots of its schema and output.
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
+mod apply_patch;
+mod apply_patch_codex;
 mod differential;
 mod edit;
 mod glob;
