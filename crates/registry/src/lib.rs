@@ -171,7 +171,7 @@ pub async fn declarations(tools: &[Arc<dyn Tool>], dialect: Dialect) -> Vec<serd
             decls.push(serde_json::json!({
                 "type": "custom",
                 "name": tool.name(),
-                "description": description,
+                "description": tool.freeform_description().unwrap_or(&description),
                 "format": {"type": "grammar", "syntax": "lark", "definition": grammar},
             }));
         }

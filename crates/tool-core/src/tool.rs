@@ -179,6 +179,10 @@ pub trait Tool: Send + Sync + 'static {
     fn freeform_grammar(&self) -> Option<&str> {
         None
     }
+    /// What the model reads about the free-form form, when it differs from the description.
+    fn freeform_description(&self) -> Option<&str> {
+        None
+    }
     /// The JSON schema of the structured output (`data`), when the tool declares one (an
     /// MCP server's tool passes its `outputSchema` on; `agent-tools serve` offers it).
     fn output_schema(&self) -> Option<&Value> {
@@ -256,6 +260,10 @@ pub trait TypedTool: Send + Sync + 'static {
     }
     /// The Lark grammar of a free-form input (see [`Tool::freeform_grammar`]).
     fn freeform_grammar(&self) -> Option<&'static str> {
+        None
+    }
+    /// The description of the free-form form (see [`Tool::freeform_description`]).
+    fn freeform_description(&self) -> Option<&'static str> {
         None
     }
     /// The description; the design's default is "Execute {name}".
@@ -366,6 +374,9 @@ impl<T: TypedTool> Tool for Typed<T> {
     }
     fn freeform_grammar(&self) -> Option<&str> {
         self.tool.freeform_grammar()
+    }
+    fn freeform_description(&self) -> Option<&str> {
+        self.tool.freeform_description()
     }
     async fn description(&self, input: Option<&ParsedInput>) -> String {
         let typed = input.and_then(|i| self.typed(i));

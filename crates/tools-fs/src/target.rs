@@ -539,6 +539,8 @@ mod tests {
         let outside = tempfile::tempdir().unwrap();
         std::fs::create_dir(root.join("d")).unwrap();
         symlink(outside.path(), root.join("d.alt")).unwrap();
+        // Before the swapper starts: afterwards `d` may be the link to `outside`.
+        let real_ino = std::fs::metadata(root.join("d")).unwrap().ino();
         let stop = Arc::new(AtomicBool::new(false));
         let swapper = {
             let (stop, a, b) = (Arc::clone(&stop), root.join("d"), root.join("d.alt"));
@@ -555,7 +557,6 @@ mod tests {
                 }
             })
         };
-        let real_ino = std::fs::metadata(root.join("d")).unwrap().ino();
         let mut opened = 0;
         for i in 0..600 {
             // Both ways of opening, and directories made on the way.

@@ -10,14 +10,20 @@ use tool_core::{Tool, ToolError, shell_quote};
 use super::{Mapping, adapt};
 
 /// Built-ins the codex profile replaces.
-pub(crate) const REPLACED: &[&str] = &["Bash"];
+pub(crate) const REPLACED: &[&str] = &["Bash", "Edit", "MultiEdit", "Write"];
 
 /// The codex profile's own tools, over the built-ins of `builtins`.
 pub(crate) fn tools(builtins: &[Arc<dyn Tool>]) -> Vec<Arc<dyn Tool>> {
-    [adapt(builtins, "Bash", Shell)]
+    #[allow(unused_mut)]
+    let mut tools: Vec<Arc<dyn Tool>> = [adapt(builtins, "Bash", Shell)]
         .into_iter()
         .flatten()
-        .collect()
+        .collect();
+    // codex's patch tool is an implementation of its own (its grammar and matching), over
+    // the file tools' writer, checks and ledger.
+    #[cfg(feature = "fs")]
+    tools.push(Arc::new(tool_core::Typed::new(tools_fs::ApplyPatch)));
+    tools
 }
 
 /// codex's `shell`: an argv array, run as Bash runs a command line.

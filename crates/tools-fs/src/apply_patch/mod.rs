@@ -315,6 +315,12 @@ impl TypedTool for ApplyPatch {
     fn checked_as(&self) -> &'static [&'static str] {
         &["Edit", "Write"]
     }
+    fn freeform_grammar(&self) -> Option<&'static str> {
+        Some(APPLY_PATCH_GRAMMAR)
+    }
+    fn freeform_description(&self) -> Option<&'static str> {
+        Some(APPLY_PATCH_FREEFORM_DESCRIPTION)
+    }
     fn category(&self) -> ToolCategory {
         ToolCategory::FileSystem
     }
