@@ -15,6 +15,7 @@ mod events;
 mod lifecycle;
 mod mcp_startup;
 mod permissions;
+mod profile_codex;
 mod profiles;
 mod race;
 mod serve;

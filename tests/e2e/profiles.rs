@@ -1,7 +1,8 @@
 //! `agent-tools serve --profile codex` used by the Python SDK's client, as an OpenAI model's
 //! host would: codex's vocabulary over MCP on both protocol eras, over stdio and HTTP —
-//! `apply_patch` adds and updates a file, `shell` runs a command, and the built-ins the
-//! profile replaces are not offered.
+//! `apply_patch` adds and updates a file, `exec_command` runs a command, `shell` (deferred,
+//! callable by name) is refused a command no rule allows, and the built-ins the profile
+//! replaces are not offered.
 
 use serde_json::{Value, json};
 
@@ -16,7 +17,7 @@ fn steps() -> Value {
         {"op": "list"},
         {"op": "call", "tool": "apply_patch", "args": {"input": add}},
         {"op": "call", "tool": "apply_patch", "args": {"input": update}},
-        {"op": "call", "tool": "shell", "args": {"command": ["bash", "-lc", "cat todo.txt"], "workdir": "notes"}},
+        {"op": "call", "tool": "exec_command", "args": {"cmd": "cat todo.txt", "workdir": "notes"}},
         {"op": "call", "tool": "shell", "args": {"command": ["rm", "notes/todo.txt"]}},
     ])
 }
@@ -27,7 +28,13 @@ fn check(project: &Project, lines: &[Value], label: &str) {
         .as_array()
         .map(|a| a.iter().filter_map(Value::as_str).collect())
         .unwrap_or_default();
-    for want in ["apply_patch", "shell", "update_plan", "view_image"] {
+    for want in [
+        "apply_patch",
+        "exec_command",
+        "write_stdin",
+        "update_plan",
+        "view_image",
+    ] {
         assert!(
             names.contains(&want),
             "{label}: {want} missing from {names:?}"

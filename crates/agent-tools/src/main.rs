@@ -51,9 +51,9 @@ struct SessionArgs {
     /// Ask before calls matching RULE; without a person this denies them (repeatable)
     #[arg(long, global = true, value_name = "RULE")]
     ask: Vec<String>,
-    /// Tool vocabulary: claude (Read, Edit, Bash, ...: the default), codex (apply_patch,
-    /// shell, update_plan, view_image) or gemini (read_file, replace, run_shell_command, ...);
-    /// overrides the toolProfile setting
+    /// Tool vocabulary: claude (Read, Edit, Bash, ...: the default), codex (exec_command,
+    /// write_stdin, update_plan, view_image, ...) or gemini (read_file, replace,
+    /// run_shell_command, ...); overrides the toolProfile setting
     #[arg(long, global = true, value_name = "PROFILE", value_parser = parse_profile)]
     profile: Option<registry::Profile>,
     /// Extra settings file, read after the user and project settings

@@ -3,6 +3,7 @@
 
 use std::marker::PhantomData;
 use std::sync::{Arc, OnceLock};
+use std::time::{Duration, Instant};
 
 use async_trait::async_trait;
 use schemars::JsonSchema;
@@ -14,6 +15,7 @@ use tool_core::{
 };
 
 /// How one family tool maps onto a built-in.
+#[async_trait]
 pub(crate) trait Mapping: Send + Sync + 'static {
     /// The family's input; its JSON schema is the tool's schema.
     type Input: DeserializeOwned + JsonSchema + Send + Sync + 'static;
@@ -32,6 +34,31 @@ pub(crate) trait Mapping: Send + Sync + 'static {
     /// A failed call in the family's words; the default keeps the error.
     fn render_error(&self, _input: &Self::Input, error: ToolError) -> ToolError {
         error
+    }
+    /// Whether the tool is loaded on demand; the default follows the built-in.
+    fn deferred(&self, inner: bool) -> bool {
+        inner
+    }
+    /// Checks of the family's input that need the context (a directory that must exist),
+    /// run before the built-in's validation; the default accepts.
+    async fn check(&self, _input: &Self::Input, _ctx: &ToolContext) -> ValidationResult {
+        ValidationResult::Valid
+    }
+    /// What the person is asked when the built-in's check asks; the default keeps it.
+    fn ask_reason(&self, _input: &Self::Input, reason: String) -> String {
+        reason
+    }
+    /// The result after the built-in's call returned, which took `elapsed`: the default
+    /// renders it with [`Mapping::render`]; a mapping that waits for more (a command that
+    /// went on running) does it here.
+    async fn finish(
+        &self,
+        input: &Self::Input,
+        result: ToolResult<Value>,
+        _elapsed: Duration,
+        _ctx: &ToolContext,
+    ) -> Result<ToolResult<Value>, ToolError> {
+        Ok(self.render(input, result))
     }
 }
 
@@ -87,7 +114,7 @@ impl<M: Mapping> Tool for Adapter<M> {
         self.inner.is_enabled()
     }
     fn is_deferred(&self) -> bool {
-        self.inner.is_deferred()
+        self.mapping.deferred(self.inner.is_deferred())
     }
     fn annotations(&self) -> ToolAnnotations {
         self.inner.annotations()
@@ -123,15 +150,29 @@ impl<M: Mapping> Tool for Adapter<M> {
             .is_some_and(|b| self.inner.is_read_only(&b.inner))
     }
     async fn validate(&self, input: &ParsedInput, ctx: &ToolContext) -> ValidationResult {
-        match self.both(input) {
-            Some(b) => self.inner.validate(&b.inner, ctx).await,
-            None => ValidationResult::invalid(misrouted()),
+        let Some(b) = self.both(input) else {
+            return ValidationResult::invalid(misrouted());
+        };
+        match self.mapping.check(&b.outer, ctx).await {
+            ValidationResult::Valid => self.inner.validate(&b.inner, ctx).await,
+            invalid => invalid,
         }
     }
     async fn check_permission(&self, input: &ParsedInput, ctx: &ToolContext) -> PermissionDecision {
-        match self.both(input) {
-            Some(b) => self.inner.check_permission(&b.inner, ctx).await,
-            None => PermissionDecision::deny(misrouted()),
+        let Some(b) = self.both(input) else {
+            return PermissionDecision::deny(misrouted());
+        };
+        match self.inner.check_permission(&b.inner, ctx).await {
+            PermissionDecision::Ask {
+                reason,
+                suggestions,
+                kind,
+            } => PermissionDecision::Ask {
+                reason: self.mapping.ask_reason(&b.outer, reason),
+                suggestions,
+                kind,
+            },
+            other => other,
         }
     }
     async fn call(
@@ -140,8 +181,13 @@ impl<M: Mapping> Tool for Adapter<M> {
         ctx: &ToolContext,
     ) -> Result<ToolResult<Value>, ToolError> {
         let Both { outer, inner } = input.into_typed::<Both<M::Input>>()?;
+        let started = Instant::now();
         match self.inner.call(inner, ctx).await {
-            Ok(result) => Ok(self.mapping.render(&outer, result)),
+            Ok(result) => {
+                self.mapping
+                    .finish(&outer, result, started.elapsed(), ctx)
+                    .await
+            }
             Err(error) => Err(self.mapping.render_error(&outer, error)),
         }
     }

@@ -25,7 +25,7 @@ pub enum Profile {
     /// The reference agent's tools (Read, Edit, Bash, ...): the default.
     #[default]
     Claude,
-    /// codex's tools for OpenAI's GPT-5 and codex models: `apply_patch`, `shell`,
+    /// codex's tools for OpenAI's GPT-5 and codex models: `exec_command`, `write_stdin`,
     /// `update_plan`, `view_image`.
     Codex,
     /// Gemini CLI's tools for Gemini models: `read_file`, `replace`, `run_shell_command`, ...
