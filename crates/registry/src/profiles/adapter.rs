@@ -29,6 +29,21 @@ pub(crate) trait Mapping: Send + Sync + 'static {
     fn render(&self, _input: &Self::Input, result: ToolResult<Value>) -> ToolResult<Value> {
         result
     }
+    /// Checks the family's own rules that need the file system, after the permission check
+    /// and before the built-in runs (so a refused call writes nothing); the default has none.
+    fn precheck(&self, _input: &Self::Input, _ctx: &ToolContext) -> Result<(), ToolError> {
+        Ok(())
+    }
+    /// [`Mapping::render`] with the session at hand (to show paths as the family shows
+    /// them); the default is `render`.
+    fn render_in(
+        &self,
+        input: &Self::Input,
+        result: ToolResult<Value>,
+        _ctx: &ToolContext,
+    ) -> ToolResult<Value> {
+        self.render(input, result)
+    }
     /// A failed call in the family's words; the default keeps the error.
     fn render_error(&self, _input: &Self::Input, error: ToolError) -> ToolError {
         error
@@ -140,8 +155,11 @@ impl<M: Mapping> Tool for Adapter<M> {
         ctx: &ToolContext,
     ) -> Result<ToolResult<Value>, ToolError> {
         let Both { outer, inner } = input.into_typed::<Both<M::Input>>()?;
+        if let Err(error) = self.mapping.precheck(&outer, ctx) {
+            return Err(self.mapping.render_error(&outer, error));
+        }
         match self.inner.call(inner, ctx).await {
-            Ok(result) => Ok(self.mapping.render(&outer, result)),
+            Ok(result) => Ok(self.mapping.render_in(&outer, result, ctx)),
             Err(error) => Err(self.mapping.render_error(&outer, error)),
         }
     }
