@@ -44,7 +44,8 @@ pub(crate) trait Mapping: Send + Sync + 'static {
     ) -> ToolResult<Value> {
         self.render(input, result)
     }
-    /// A failed call in the family's words; the default keeps the error.
+    /// A failed call, or the built-in's refusal of the input, in the family's words; the
+    /// default keeps the error.
     fn render_error(&self, _input: &Self::Input, error: ToolError) -> ToolError {
         error
     }
@@ -139,7 +140,19 @@ impl<M: Mapping> Tool for Adapter<M> {
     }
     async fn validate(&self, input: &ParsedInput, ctx: &ToolContext) -> ValidationResult {
         match self.both(input) {
-            Some(b) => self.inner.validate(&b.inner, ctx).await,
+            Some(b) => match self.inner.validate(&b.inner, ctx).await {
+                ValidationResult::Invalid {
+                    message,
+                    error_code,
+                } => ValidationResult::Invalid {
+                    message: self
+                        .mapping
+                        .render_error(&b.outer, ToolError::respond(message))
+                        .to_string(),
+                    error_code,
+                },
+                valid => valid,
+            },
             None => ValidationResult::invalid(misrouted()),
         }
     }

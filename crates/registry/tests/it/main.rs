@@ -6,5 +6,6 @@
 #[cfg(all(feature = "fs", feature = "lsp"))]
 mod lsp_edit;
 mod pool;
+mod profile_gemini;
 mod schemas;
 mod session;

@@ -61,6 +61,13 @@ impl Mapping for ReadFile {
 
     fn render(&self, _input: &ReadFileInput, result: ToolResult<Value>) -> ToolResult<Value> {
         let data = &result.data;
+        if !result.is_error && str_of(data, "type") == "file_unchanged" {
+            let text = format!(
+                "File unchanged since it was last read: the content from the earlier read_file result for {} is still current; refer to that instead of reading it again.",
+                str_of(data, "filePath")
+            );
+            return with_text(result, text);
+        }
         if result.is_error || str_of(data, "type") != "text" {
             return result;
         }

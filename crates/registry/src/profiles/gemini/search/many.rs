@@ -329,6 +329,8 @@ impl Tool for ReadManyFiles {
                 skipped.push((shown, reason));
                 continue;
             }
+            // Every file is shown in full here, even one read before in the session.
+            ctx.ledger().forget(&path);
             let raw = json!({ "file_path": shown });
             let parsed = self.read.parse_input(&raw)?;
             match self.read.call(parsed, ctx).await {
