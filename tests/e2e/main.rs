@@ -15,6 +15,7 @@ mod events;
 mod lifecycle;
 mod mcp_startup;
 mod permissions;
+mod profile_gemini;
 mod race;
 mod serve;
 mod serve_deploy;
