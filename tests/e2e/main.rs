@@ -16,6 +16,7 @@ mod lifecycle;
 mod mcp_startup;
 mod permissions;
 mod profile_codex;
+mod profile_gemini;
 mod profiles;
 mod race;
 mod serve;

@@ -31,7 +31,23 @@ pub(crate) trait Mapping: Send + Sync + 'static {
     fn render(&self, _input: &Self::Input, result: ToolResult<Value>) -> ToolResult<Value> {
         result
     }
-    /// A failed call in the family's words; the default keeps the error.
+    /// Checks the family's own rules that need the file system, after the permission check
+    /// and before the built-in runs (so a refused call writes nothing); the default has none.
+    fn precheck(&self, _input: &Self::Input, _ctx: &ToolContext) -> Result<(), ToolError> {
+        Ok(())
+    }
+    /// [`Mapping::render`] with the session at hand (to show paths as the family shows
+    /// them); the default is `render`.
+    fn render_in(
+        &self,
+        input: &Self::Input,
+        result: ToolResult<Value>,
+        _ctx: &ToolContext,
+    ) -> ToolResult<Value> {
+        self.render(input, result)
+    }
+    /// A failed call, or the built-in's refusal of the input, in the family's words; the
+    /// default keeps the error.
     fn render_error(&self, _input: &Self::Input, error: ToolError) -> ToolError {
         error
     }
@@ -49,16 +65,16 @@ pub(crate) trait Mapping: Send + Sync + 'static {
         reason
     }
     /// The result after the built-in's call returned, which took `elapsed`: the default
-    /// renders it with [`Mapping::render`]; a mapping that waits for more (a command that
+    /// renders it with [`Mapping::render_in`]; a mapping that waits for more (a command that
     /// went on running) does it here.
     async fn finish(
         &self,
         input: &Self::Input,
         result: ToolResult<Value>,
         _elapsed: Duration,
-        _ctx: &ToolContext,
+        ctx: &ToolContext,
     ) -> Result<ToolResult<Value>, ToolError> {
-        Ok(self.render(input, result))
+        Ok(self.render_in(input, result, ctx))
     }
 }
 
@@ -154,7 +170,20 @@ impl<M: Mapping> Tool for Adapter<M> {
             return ValidationResult::invalid(misrouted());
         };
         match self.mapping.check(&b.outer, ctx).await {
-            ValidationResult::Valid => self.inner.validate(&b.inner, ctx).await,
+            ValidationResult::Valid => match self.inner.validate(&b.inner, ctx).await {
+                // The built-in's refusal, in the family's words.
+                ValidationResult::Invalid {
+                    message,
+                    error_code,
+                } => ValidationResult::Invalid {
+                    message: self
+                        .mapping
+                        .render_error(&b.outer, ToolError::respond(message))
+                        .to_string(),
+                    error_code,
+                },
+                valid => valid,
+            },
             invalid => invalid,
         }
     }
@@ -181,6 +210,9 @@ impl<M: Mapping> Tool for Adapter<M> {
         ctx: &ToolContext,
     ) -> Result<ToolResult<Value>, ToolError> {
         let Both { outer, inner } = input.into_typed::<Both<M::Input>>()?;
+        if let Err(error) = self.mapping.precheck(&outer, ctx) {
+            return Err(self.mapping.render_error(&outer, error));
+        }
         let started = Instant::now();
         match self.inner.call(inner, ctx).await {
             Ok(result) => {

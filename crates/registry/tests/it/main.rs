@@ -7,5 +7,6 @@
 mod lsp_edit;
 mod pool;
 mod profile_codex;
+mod profile_gemini;
 mod schemas;
 mod session;
