@@ -18,7 +18,7 @@ fn steps() -> Value {
         {"op": "call", "tool": "apply_patch", "args": {"input": add}},
         {"op": "call", "tool": "apply_patch", "args": {"input": update}},
         {"op": "call", "tool": "exec_command", "args": {"cmd": "cat todo.txt", "workdir": "notes"}},
-        {"op": "call", "tool": "shell", "args": {"command": ["rm", "notes/todo.txt"]}},
+        {"op": "call", "tool": "shell", "args": {"command": ["rm", "keep.txt"]}},
     ])
 }
 
@@ -51,8 +51,9 @@ fn check(project: &Project, lines: &[Value], label: &str) {
     assert_eq!(lines[3]["is_error"], false, "{label}: {lines:#?}");
     let text = lines[3]["text"].as_str().unwrap_or_default();
     assert!(text.contains("alpha\ngamma"), "{label}: {text}");
-    // No rule allows `rm`: refused without anyone to ask, and the file is still there.
+    // No rule allows removing keep.txt: refused without anyone to ask; it is still there.
     assert_eq!(lines[4]["is_error"], true, "{label}: {lines:#?}");
+    assert!(project.root().join("keep.txt").is_file(), "{label}");
     assert_eq!(
         std::fs::read_to_string(project.root().join("notes/todo.txt")).unwrap(),
         "alpha\ngamma\n",
@@ -60,14 +61,9 @@ fn check(project: &Project, lines: &[Value], label: &str) {
     );
 }
 
-const ARGS: &[&str] = &[
-    "--profile",
-    "codex",
-    "--mode",
-    "acceptEdits",
-    "--allow",
-    "Bash(cat:*)",
-];
+/// Writes under notes/ allowed through the rules apply_patch answers to (Edit); nothing
+/// allows removing keep.txt.
+const ARGS: &[&str] = &["--profile", "codex", "--allow", "Edit(notes/**)"];
 
 #[test]
 fn the_python_client_uses_the_codex_profile_over_stdio_on_both_eras() {
@@ -75,7 +71,7 @@ fn the_python_client_uses_the_codex_profile_over_stdio_on_both_eras() {
         return;
     };
     for mode in ["auto", "legacy"] {
-        let project = Project::new(&["notes/"]);
+        let project = Project::new(&["notes/", "keep.txt"]);
         let scenario = json!({"transport": stdio(&project, ARGS), "mode": mode, "steps": steps()});
         check(&project, &python(&peers, &project, &scenario), mode);
     }
@@ -87,7 +83,7 @@ fn the_python_client_uses_the_codex_profile_over_http_on_both_eras() {
         return;
     };
     for mode in ["auto", "legacy"] {
-        let project = Project::new(&["notes/"]);
+        let project = Project::new(&["notes/", "keep.txt"]);
         let server = HttpServer::start(&project, ARGS);
         let scenario = json!({"transport": {"http": server.url}, "mode": mode, "steps": steps()});
         check(&project, &python(&peers, &project, &scenario), mode);
