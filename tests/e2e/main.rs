@@ -276,7 +276,7 @@ impl Run {
             .collect()
     }
 
-    /// The one result line of `call`, checked to have the shape of DESIGN.md §6.
+    /// The one result line of `call`, checked to have the shape of `tool_core::CallResult`.
     #[track_caller]
     pub fn result(&self) -> Value {
         let lines = self.lines();

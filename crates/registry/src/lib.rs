@@ -6,7 +6,7 @@
 //! - [`ToolRegistry`] builds the built-in tools once (sorted by ordinal name, for prompt-cache
 //!   stability) and assembles a [`tool_core::ToolPool`]: built-ins first, then MCP tools
 //!   sorted by name; an MCP tool can never take a built-in's name or alias; tools with a
-//!   blanket deny rule and disabled tools are left out (the design's §7.4).
+//!   blanket deny rule and disabled tools are left out.
 //! - [`SessionOptions`] and [`build_context`] load the settings files (user
 //!   `<state dir>/settings.json`, project `.agent-tools/settings.json`, local
 //!   `.agent-tools/settings.local.json`, `--settings`) plus command-line rules and mode into
@@ -95,7 +95,7 @@ pub fn start_session_events(
     Ok(stop)
 }
 
-/// Assembles tool pools (the design's `ToolRegistry`) in one [`Profile`]'s vocabulary.
+/// Assembles tool pools in one [`Profile`]'s vocabulary.
 #[derive(Default)]
 pub struct ToolRegistry {
     profile: Profile,
@@ -239,7 +239,9 @@ impl ToolRegistry {
     }
 }
 
-/// The assembly rule of the design's §7.4 and reference §2.3, on explicit inputs.
+/// The assembly rule, on explicit inputs: built-ins sorted by name, then MCP tools sorted by
+/// name; an MCP tool never takes a built-in's name or alias; tools under a blanket deny rule
+/// and disabled tools are left out.
 pub fn assemble_pool(
     base: &[Arc<dyn Tool>],
     mcp_tools: Vec<Arc<dyn Tool>>,

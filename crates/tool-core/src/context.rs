@@ -157,7 +157,7 @@ struct Session {
     pending_events: Mutex<VecDeque<SessionEvent>>,
 }
 
-/// The design's `ToolExecutionContext` in Rust.
+/// What a call runs in: the session it belongs to and the services the host provides.
 ///
 /// Cloning is cheap: clones share the session (working directory, mode, rules, ledger,
 /// managers, services) and the cancellation token. [`ToolContext::for_call`] derives the

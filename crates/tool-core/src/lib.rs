@@ -1,13 +1,13 @@
 //! Contracts and shared mechanisms of the agent-tools tool layer.
 //!
-//! Every tool of every category crate is built on this crate; it is the Rust form of the
-//! design's interfaces (`ITool`, `ToolBase`, `ToolResult`, `ToolExecutionContext`) plus the
-//! mechanisms all categories share.
+//! Every tool of every category crate is built on this crate: the contracts a tool
+//! implements (a tool, its result, the context a call runs in) plus the mechanisms all
+//! categories share.
 //!
 //! # Overview
 //!
 //! - [`Tool`] is the object-safe contract pools hold (`Arc<dyn Tool>`); [`TypedTool`] is the
-//!   typed one tools implement, with the design's defaults, and [`Typed`] adapts the second
+//!   typed one tools implement, with defaults for everything but the call, and [`Typed`] adapts the second
 //!   to the first (schema generated once, input parsed with readable errors).
 //! - [`ToolContext`] carries the session: working directory, [`PermissionMode`], additional
 //!   directories, the [`PermissionEngine`], the [`LspManager`] and [`TaskManager`], host

@@ -52,7 +52,7 @@ impl FileDiagnostic {
     }
 }
 
-/// Language servers, one per language and workspace root (DESIGN.md §5).
+/// Language servers, one per language and workspace root.
 #[async_trait]
 pub trait LspManager: Send + Sync + fmt::Debug {
     /// Whether a server is configured for `file`'s language.
@@ -190,7 +190,7 @@ pub struct TaskSpec {
     pub run: TaskRun,
 }
 
-/// Background tasks of every kind (DESIGN.md §3): shell commands, agents, monitors.
+/// Background tasks of every kind: shell commands, agents, monitors.
 #[async_trait]
 pub trait TaskManager: Send + Sync + fmt::Debug {
     /// Starts a task and returns at once.

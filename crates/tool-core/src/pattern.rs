@@ -7,7 +7,8 @@ use globset::{GlobBuilder, GlobMatcher};
 
 use crate::ToolError;
 
-/// A Bash-style command pattern (reference §3.1): exact, legacy `prefix:*`, or wildcard.
+/// A Bash-style command pattern (the content of a `Bash(…)` rule): exact, legacy `prefix:*`,
+/// or wildcard.
 ///
 /// It matches one simple command; splitting a compound command into subcommands is the
 /// shell tool's job.

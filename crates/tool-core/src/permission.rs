@@ -1,5 +1,5 @@
-//! The permission engine: modes, rules from every source, the evaluation order of the
-//! reference (§3.3), and the file-system checks (§3.4) that path-taking tools share.
+//! The permission engine: modes, rules from every source, the evaluation order (see
+//! [`PermissionEngine::decide`]), and the file-system checks that path-taking tools share.
 
 use std::fmt;
 use std::path::{Path, PathBuf};
@@ -13,7 +13,7 @@ use crate::rule::{PermissionRule, RuleBehavior, SourcedRule};
 use crate::tool::{ParsedInput, Tool};
 use crate::{ToolContext, path};
 
-/// How much the session may do without asking (reference §3.2).
+/// How much the session may do without asking.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Hash, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase")]
 pub enum PermissionMode {
@@ -377,7 +377,7 @@ impl PermissionEngine {
         })
     }
 
-    /// The reference's read check (§3.4), on the given path and its symlink-resolved form:
+    /// The read check, on the given path and its symlink-resolved form:
     /// Read deny, Read ask, Edit allow (which implies read), inside the working directories,
     /// the session's own state files, Read allow; otherwise ask.
     pub fn check_read_path(&self, target: &Path, ctx: &ToolContext) -> PermissionDecision {
@@ -416,7 +416,7 @@ impl PermissionEngine {
         }
     }
 
-    /// The reference's write check (§3.4): Edit deny, the session's plan files, protected
+    /// The write check: Edit deny, the session's plan files, protected
     /// paths (an ask that bypass cannot skip), Edit ask, acceptEdits inside the working
     /// directories, Edit allow; otherwise ask.
     pub fn check_write_path(&self, target: &Path, ctx: &ToolContext) -> PermissionDecision {
@@ -483,7 +483,7 @@ impl PermissionEngine {
         }
     }
 
-    /// The whole evaluation order of reference §3.3 for one call.
+    /// The whole evaluation order for one call.
     ///
     /// 1a blanket deny → deny; 1b blanket ask → ask; 1c the tool's own check; 1d its deny →
     /// deny; 1e–1g asks that bypass cannot skip (interaction, content ask rules, protected

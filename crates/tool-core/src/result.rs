@@ -36,8 +36,8 @@ impl ContentBlock {
     }
 }
 
-/// The result of a tool call: the design's `ToolResult<T>(Data, IsError, ErrorMessage,
-/// SideMessages)` plus the content blocks the model reads.
+/// The result of a tool call: its data, whether it failed, the error message and side
+/// messages, plus the content blocks the model reads.
 ///
 /// When `content` is empty the execution path renders `data` as JSON text for the model.
 #[derive(Debug, Clone, PartialEq)]
@@ -109,7 +109,7 @@ impl<T> ToolResult<T> {
 }
 
 /// A finished call as the binary, the MCP server and library users see it: the result line
-/// `{"tool", "is_error", "content", "data"}` of DESIGN.md §6.
+/// `{"tool", "is_error", "content", "data"}` (one JSON object per call).
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct CallResult {
     /// The tool's canonical name (or the name asked for, when no tool matched)

@@ -1,5 +1,5 @@
-//! The tool contracts: the object-safe [`Tool`], the typed [`TypedTool`] with the design's
-//! `ToolBase` defaults, and [`Typed`], the one adapter between them.
+//! The tool contracts: the object-safe [`Tool`], the typed [`TypedTool`] with defaults for
+//! everything but the call, and [`Typed`], the one adapter between them.
 
 use std::any::Any;
 use std::fmt;
@@ -13,7 +13,7 @@ use serde_json::Value;
 use crate::schema::{ToolAnnotations, schema_for};
 use crate::{PermissionDecision, ToolContext, ToolError, ToolResult, input};
 
-/// The 13 categories of the design (§7.1).
+/// The 13 categories a tool belongs to (by kind of work, not by crate).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, serde::Serialize, serde::Deserialize)]
 pub enum ToolCategory {
     /// Read, Edit, Write, Glob, Grep, NotebookEdit
@@ -126,7 +126,7 @@ impl ParsedInput {
     }
 }
 
-/// A tool as pools hold it: object-safe, JSON in, result out (the design's `ITool`).
+/// A tool as pools hold it: object-safe, JSON in, result out.
 #[async_trait]
 pub trait Tool: Send + Sync + 'static {
     /// The wire name.
@@ -208,8 +208,8 @@ pub trait Tool: Send + Sync + 'static {
     ) -> Result<ToolResult<Value>, ToolError>;
 }
 
-/// A tool with typed input and output (the design's `ITool<TInput, TOutput>` with the
-/// defaults of `ToolBase`). Wrap it in [`Typed`] to put it in a pool.
+/// A tool with typed input and output, with defaults for everything but the call. Wrap it
+/// in [`Typed`] to put it in a pool.
 #[async_trait]
 pub trait TypedTool: Send + Sync + 'static {
     /// The input; its JSON schema is the tool's schema.
@@ -266,7 +266,7 @@ pub trait TypedTool: Send + Sync + 'static {
     fn freeform_description(&self) -> Option<&'static str> {
         None
     }
-    /// The description; the design's default is "Execute {name}".
+    /// The description; "Execute {name}" unless the tool says more.
     async fn description(&self, _input: Option<&Self::Input>) -> String {
         format!("Execute {}", self.name())
     }

@@ -1,5 +1,5 @@
 //! Jupyter notebooks: Read renders every cell with its outputs; NotebookEdit replaces,
-//! inserts or deletes one cell (reference §4.11).
+//! inserts or deletes one cell.
 
 use std::path::Path;
 

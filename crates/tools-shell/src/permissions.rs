@@ -846,7 +846,7 @@ fn dangerous_rm(cmd: &SimpleCommand, cwd: &Path) -> Option<String> {
 }
 
 /// acceptEdits mode allows these file-system commands when every path argument is inside
-/// the working directories (reference §3.2).
+/// the working directories.
 fn accept_edits_allows(cmd: &SimpleCommand, ctx: &ToolContext) -> bool {
     let Some(name) = cmd.name() else {
         return false;

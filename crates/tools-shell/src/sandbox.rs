@@ -63,7 +63,7 @@ pub enum Mechanism {
 /// "sandbox": {
 ///   "enabled": true, "mode": "workspace-write", "network": false,
 ///   "allowUnsandboxedCommands": true, "allowDegraded": false,
-///   "writableRoots": ["../shared"], "mechanism": "auto", "hideSecrets": true
+///   "writableRoots": ["../common"], "mechanism": "auto", "hideSecrets": true
 /// }
 /// ```
 #[derive(Debug, Clone, PartialEq, Eq)]

@@ -260,7 +260,7 @@ pub fn edit_100m(ctx: &Ctx) -> Result<Vec<Comparison>> {
     let copy = dir.join("copy.txt");
     let baseline = Cmd::new("cp").arg(&pristine).arg(&copy);
     // The floor of any atomic replacement, with the standard tools: copy to a temporary file,
-    // fsync it (`sync FILE`), rename it over the target. DESIGN.md §4 requires all three.
+    // fsync it (`sync FILE`), rename it over the target. Atomic writes need all three.
     let staged = dir.join(".copy.txt.tmp");
     let atomic = Cmd::new("sh").arg("-c").arg(format!(
         "cp '{p}' '{t}' && sync '{t}' && mv '{t}' '{c}'",

@@ -1,5 +1,6 @@
-//! The rule forms of reference §3.1 and each step of the evaluation order of §3.3, as they
-//! reach the model through the execution path.
+//! The rule forms (`Tool`, `Tool(content)`, `Bash(prefix:*)`, wildcards, paths) and each
+//! step of the evaluation order of `PermissionEngine::decide`, as they reach the model
+//! through the execution path.
 
 use std::path::Path;
 use std::sync::Arc;
@@ -146,7 +147,7 @@ fn step_1d_content_deny_holds_in_bypass() {
 
 #[test]
 fn deny_wins_over_a_more_specific_allow() {
-    // safety.md §7 row 12: deny → ask → allow, specificity irrelevant.
+    // Deny beats ask beats allow, however specific the allow rule is.
     check(
         Def,
         &[("allow", "Shell(aws s3 ls)"), ("deny", "Shell(aws *)")],

@@ -1,5 +1,5 @@
 //! NotebookEdit through the pool: replace, insert and delete, addressing by id and by
-//! `cell-N`, read-before-edit, and every message of reference §4.11.
+//! `cell-N`, read-before-edit, and every error message NotebookEdit gives.
 
 use serde_json::{Value, json};
 use tool_core::{CallResult, PermissionMode, ToolContext};

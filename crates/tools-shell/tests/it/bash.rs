@@ -1,5 +1,5 @@
 //! Bash in the foreground: output, exit codes, the working directory, process groups on
-//! timeout and cancellation (safety.md §7 rows 13–16), the output cap and spill.
+//! timeout and cancellation (no process outlives its call), the output cap and spill.
 
 use std::time::Duration;
 
@@ -46,7 +46,7 @@ async fn exit_codes_and_semantic_exits() {
 
 #[tokio::test]
 async fn stdin_is_closed() {
-    // safety.md §7 row 16: a command reading stdin gets EOF, it does not hang.
+    // A command reading stdin gets EOF, it does not hang.
     let f = Fixture::new();
     let r = f.bash("cat; echo done").await;
     assert_eq!(r.text(), "done");
@@ -95,7 +95,7 @@ fn lifecycle_fixtures() -> Vec<Fixture> {
 
 #[tokio::test]
 async fn timeout_kills_the_whole_group() {
-    // safety.md §7 row 13: `sh -c 'sleep 1000 & sleep 1000'` with a 1 s timeout.
+    // `sh -c 'sleep 1000 & sleep 1000'` with a 1 s timeout: both sleeps die.
     for (i, f) in lifecycle_fixtures().into_iter().enumerate() {
         let marker = format!("1000.013{i}");
         let r = f
@@ -115,7 +115,7 @@ async fn timeout_kills_the_whole_group() {
 
 #[tokio::test]
 async fn sigterm_ignored_escalates_to_sigkill() {
-    // safety.md §7 row 14.
+    // A command that ignores SIGTERM is killed with SIGKILL after the grace period.
     for (i, f) in lifecycle_fixtures().into_iter().enumerate() {
         let marker = format!("100.014{i}");
         let r = f
@@ -132,7 +132,8 @@ async fn sigterm_ignored_escalates_to_sigkill() {
 
 #[tokio::test]
 async fn large_output_is_capped_and_spilled_whole() {
-    // safety.md §7 row 15, at 64 MiB (the benchmark does the GiB).
+    // Output past the cap is spilled whole and bounded in memory, at 64 MiB (the benchmark
+    // does the GiB).
     let f = Fixture::new();
     let r = f.bash("yes | head -c 64M").await;
     assert!(!r.is_error, "{}", &r.text()[..200.min(r.text().len())]);
@@ -190,7 +191,7 @@ async fn cancellation_kills_the_tree_and_returns_a_result() {
 
 #[tokio::test]
 async fn bad_commands_are_refused_before_running() {
-    // safety.md §7 row 11: a parse error runs nothing.
+    // A line that does not parse runs nothing.
     let f = Fixture::new();
     for bad in [
         "touch made; echo \"abc",

@@ -1,9 +1,10 @@
 //! Integration tests of tools-shell through tool-core's execution path: Bash's execution
 //! model (process groups, timeouts, output cap, cwd, exit codes, cancellation), the
-//! shell-aware permissions against safety.md §7 rows 1–16 and §6's bypasses, background
-//! tasks with TaskOutput and TaskStop, the sandbox under bubblewrap and Landlock and what it
-//! contains against an attacker, Monitor, and the lifecycle guarantees (planted links,
-//! capped output, no survivors, bounded instances), as root and as an unprivileged user.
+//! shell-aware permissions against the known ways around a rule (see permissions.rs),
+//! background tasks with TaskOutput and TaskStop, the sandbox under bubblewrap and Landlock
+//! and what it contains against an attacker, Monitor, and the lifecycle guarantees (planted
+//! links, capped output, no survivors, bounded instances), as root and as an unprivileged
+//! user.
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
 mod attacks;

@@ -1,5 +1,6 @@
-//! Shell-aware permissions: safety.md §7 rows 1–12 and the bypasses of §6, checked through
-//! the tool's permission check and, where it matters, through the whole execution path.
+//! Shell-aware permissions: deny rules in every spelling, compound and substituted
+//! commands, wrappers, paths named by operands, and the known ways around a rule, checked
+//! through the tool's permission check and, where it matters, through the whole execution path.
 
 use serde_json::json;
 use tool_core::{AskKind, PermissionDecision, PermissionMode, PermissionRule};
