@@ -190,7 +190,7 @@ fn run_step(root: &Path, peers_dir: &Path, step: &Step, dry_run: bool) -> Result
                 println!("(in-process) tidy: check {}", root.display());
                 Ok(())
             } else {
-                tidy::run(root)
+                tidy::run(root, false)
             }
         }
         Action::Peers => peers::run(peers_dir, dry_run),

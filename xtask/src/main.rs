@@ -2,7 +2,8 @@
 //!
 //! Subcommands: `ci` (the whole CI sequence), `peers` (install the real peers the tests need),
 //! `schemas` (regenerate the insta schema snapshots), `bench` (compare our binary against a
-//! baseline tool) and `tidy` (source hygiene checks). Run `cargo xtask help` for the details.
+//! baseline tool) and `tidy` (source hygiene and architecture checks). Run `cargo xtask help`
+//! for the details.
 
 #![allow(
     clippy::print_stdout,
@@ -33,7 +34,10 @@ commands:
   schemas                    regenerate the insta schema snapshots and list changed .snap files
   bench [--runs N] [NAME...] run benchmarks (default: all), median of N runs (default 10)
   bench --list               list the benchmarks
-  tidy                       check source hygiene under crates/, xtask/ and tests/
+  tidy [--report]            check source hygiene and the architecture's invariants
+                             (dependency rules, shell spawns, import cycles, references
+                             outside the repository); --report also prints every crate's
+                             import cycles
   help                       print this message
 ";
 
@@ -44,7 +48,7 @@ enum Command {
     Peers { dry_run: bool },
     Schemas,
     Bench(bench::Options),
-    Tidy,
+    Tidy { report: bool },
     Help,
 }
 
@@ -79,10 +83,13 @@ fn parse(args: &[String]) -> Result<Command, UsageError> {
             no_args("schemas", rest)?;
             Ok(Command::Schemas)
         }
-        "tidy" => {
-            no_args("tidy", rest)?;
-            Ok(Command::Tidy)
-        }
+        "tidy" => match rest {
+            [] => Ok(Command::Tidy { report: false }),
+            [flag] if flag == "--report" => Ok(Command::Tidy { report: true }),
+            [arg, ..] => Err(usage_error(format!(
+                "`tidy` takes only `--report`, got `{arg}`"
+            ))),
+        },
         "bench" => parse_bench(rest).map(Command::Bench),
         "help" | "-h" | "--help" => Ok(Command::Help),
         other => Err(usage_error(format!("unknown command `{other}`"))),
@@ -148,7 +155,7 @@ fn run(command: Command) -> Result<()> {
         Command::Peers { dry_run } => peers::run(&peers::peers_dir()?, dry_run),
         Command::Schemas => schemas::run(&cmd::workspace_root()?),
         Command::Bench(options) => bench::run(&cmd::workspace_root()?, &options),
-        Command::Tidy => tidy::run(&cmd::workspace_root()?),
+        Command::Tidy { report } => tidy::run(&cmd::workspace_root()?, report),
         Command::Help => {
             print!("{USAGE}");
             Ok(())
@@ -197,7 +204,14 @@ mod tests {
             Command::Peers { dry_run: false }
         );
         assert_eq!(parse(&args(&["schemas"])).unwrap(), Command::Schemas);
-        assert_eq!(parse(&args(&["tidy"])).unwrap(), Command::Tidy);
+        assert_eq!(
+            parse(&args(&["tidy"])).unwrap(),
+            Command::Tidy { report: false }
+        );
+        assert_eq!(
+            parse(&args(&["tidy", "--report"])).unwrap(),
+            Command::Tidy { report: true }
+        );
         assert_eq!(parse(&args(&["--help"])).unwrap(), Command::Help);
     }
 

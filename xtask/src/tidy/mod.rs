@@ -1,6 +1,6 @@
-//! `cargo xtask tidy`: source hygiene checks, also run as the `tidy` test.
+//! `cargo xtask tidy`: source hygiene and architecture checks, also run as the `tidy` test.
 //!
-//! Under `crates/`, `xtask/` and `tests/` (tracked or not, `target/` skipped):
+//! Hygiene, under `crates/`, `xtask/` and `tests/` (tracked or not, `target/` skipped):
 //! - every `.rs` file starts (after blank lines) with a `//!` line;
 //! - no file contains an ignore or should-panic test attribute, or a todo or unimplemented
 //!   macro call (the needles are built by concatenation so this file does not flag itself);
@@ -9,7 +9,23 @@
 //! - `.rs` and `.toml` files have no trailing whitespace (the workspace's own `*.toml`,
 //!   `.cargo/*.toml` and `.config/*.toml` too).
 //!
-//! Every problem is reported as `path:line: message`.
+//! Architecture (each in its own module, each taking the workspace root):
+//! - [`deps`]: the dependency rules between crates, from `crates/*/Cargo.toml`;
+//! - [`shell`]: only tools-shell starts a shell;
+//! - [`cycles`]: no import cycle between a crate's top-level modules;
+//! - [`refs`]: no reference to a document outside the repository.
+//!
+//! Every problem is reported as `path:line: message`. `cargo xtask tidy --report` also
+//! prints every crate's import cycles, exceptions included.
+
+pub mod cycles;
+pub mod deps;
+pub mod refs;
+pub mod shell;
+pub mod source;
+
+#[cfg(test)]
+mod seeded;
 
 use std::fmt;
 use std::fs;
@@ -62,7 +78,7 @@ impl fmt::Display for Problem {
 }
 
 /// Collects every file under `dir`, skipping `target` directories and not following symlinks.
-fn walk(dir: &Path, files: &mut Vec<PathBuf>) -> Result<()> {
+pub(crate) fn walk(dir: &Path, files: &mut Vec<PathBuf>) -> Result<()> {
     let entries = match fs::read_dir(dir) {
         Ok(entries) => entries,
         Err(err) if err.kind() == std::io::ErrorKind::NotFound => return Ok(()),
@@ -170,8 +186,47 @@ fn check_crate(root: &Path, crate_dir: &Path, problems: &mut Vec<Problem>) -> Re
     Ok(())
 }
 
-/// Runs every check against the workspace at `root`.
+/// Runs every check against the workspace at `root`, with the exceptions in the source.
 pub fn check(root: &Path) -> Result<Vec<Problem>> {
+    let mut problems = hygiene(root)?;
+    check_references(root, refs::REFERENCE_EXCEPTIONS, &mut problems)?;
+    deps::check(root, &mut problems)?;
+    shell::check(root, &mut problems)?;
+    cycles::check(root, &mut problems)?;
+    Ok(problems)
+}
+
+/// The reference check over the files it covers (see [`refs`]).
+fn check_references(root: &Path, exceptions: &[&str], problems: &mut Vec<Problem>) -> Result<()> {
+    let mut files = Vec::new();
+    for dir in refs::CHECKED_DIRS {
+        walk(&root.join(dir), &mut files)?;
+    }
+    if let Ok(entries) = fs::read_dir(root) {
+        for entry in entries.flatten() {
+            if entry.file_type().is_ok_and(|t| t.is_file()) {
+                files.push(entry.path());
+            }
+        }
+    }
+    files.sort();
+    let mut texts = Vec::new();
+    for file in &files {
+        let bytes = fs::read(file).with_context(|| format!("cannot read {}", file.display()))?;
+        if let Ok(text) = String::from_utf8(bytes) {
+            texts.push((file.strip_prefix(root).unwrap_or(file).to_path_buf(), text));
+        }
+    }
+    refs::check_files(
+        texts.iter().map(|(p, t)| (p.as_path(), t.as_str())),
+        exceptions,
+        problems,
+    );
+    Ok(())
+}
+
+/// The hygiene checks (see the module's doc).
+fn hygiene(root: &Path) -> Result<Vec<Problem>> {
     let mut files = Vec::new();
     for dir in CHECKED_DIRS {
         walk(&root.join(dir), &mut files)?;
@@ -220,11 +275,47 @@ pub fn check(root: &Path) -> Result<Vec<Problem>> {
     Ok(problems)
 }
 
-/// Checks the workspace and prints every problem; fails when there is one.
-pub fn run(root: &Path) -> Result<()> {
+/// Prints every crate's import cycles and the exceptions that tolerate them.
+pub fn report(root: &Path) -> Result<()> {
+    println!("import cycles per crate (top-level modules; see xtask/src/tidy/cycles.rs):");
+    for cycles::CrateCycles {
+        krate,
+        graph,
+        cycles,
+    } in cycles::all(root)?
+    {
+        if cycles.is_empty() {
+            println!("  {krate}: none");
+        }
+        for cycle in &cycles {
+            let excepted = cycles::excepted(cycles::CYCLE_EXCEPTIONS, &krate, cycle);
+            println!(
+                "  {krate}: {{{}}}{}",
+                cycle.join(", "),
+                if excepted {
+                    " (listed in CYCLE_EXCEPTIONS)"
+                } else {
+                    ""
+                }
+            );
+            println!("      {}", cycles::describe(&graph, cycle));
+        }
+    }
+    Ok(())
+}
+
+/// Checks the workspace and prints every problem; fails when there is one. With `report`,
+/// prints every crate's import cycles first.
+pub fn run(root: &Path, report_cycles: bool) -> Result<()> {
+    if report_cycles {
+        report(root)?;
+    }
     let problems = check(root)?;
     if problems.is_empty() {
-        println!("tidy: ok ({})", CHECKED_DIRS.join("/, ") + "/");
+        println!(
+            "tidy: ok ({}; dependency rules, shell spawns, import cycles, outside references)",
+            CHECKED_DIRS.join("/, ") + "/"
+        );
         return Ok(());
     }
     for problem in &problems {
@@ -323,7 +414,7 @@ mod tests {
         write("tests/e2e.rs", "fn main() {}\n");
         write("xtask/src/main.rs", "//! Fine.\n");
         write("Cargo.toml", "[workspace] \n");
-        let found: Vec<String> = check(&root)
+        let found: Vec<String> = hygiene(&root)
             .unwrap()
             .iter()
             .map(ToString::to_string)
