@@ -47,6 +47,7 @@
 //! # }
 //! ```
 
+mod checks;
 mod profiles;
 mod session;
 
@@ -55,6 +56,11 @@ use std::sync::{Arc, OnceLock};
 
 use tool_core::{Dialect, PermissionEngine, Tool, ToolPool};
 
+#[cfg(feature = "lsp")]
+pub use checks::{LanguageServerCheck, language_servers};
+pub use checks::{McpEntry, project_mcp_servers};
+#[cfg(feature = "shell")]
+pub use checks::{SandboxProbe, SandboxTrial, probe_sandbox, try_sandbox};
 pub use profiles::Profile;
 pub use session::{
     SessionOptions, approve_project, build_context, review_project, revoke_project,
