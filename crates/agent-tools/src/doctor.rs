@@ -281,6 +281,12 @@ pub fn sandbox_report(
         .fix("use a kernel with seccomp filters (CONFIG_SECCOMP_FILTER)")
     };
     let run = match &trial.ran {
+        Ok(description) if !trial.enabled => check(
+            "sandbox.run",
+            Status::Warning,
+            format!("a command ran unsandboxed: {description}"),
+        )
+        .fix("set sandbox.enabled to true in the settings to sandbox commands"),
         Ok(description) if description.starts_with("none") => check(
             "sandbox.run",
             Status::Warning,
@@ -505,5 +511,14 @@ mod tests {
         assert!(fix.contains("sandbox.allowDegraded"), "{fix}");
         assert_eq!(checks[2].status, Status::Problem);
         assert_eq!(checks[3].name, "sandbox.session");
+
+        let mut off = trial(Ok("none (sandbox disabled in settings)"));
+        off.enabled = false;
+        let checks = sandbox_report(&probe, &off);
+        assert_eq!(checks[2].status, Status::Warning);
+        assert_eq!(
+            checks[2].fix.as_deref(),
+            Some("set sandbox.enabled to true in the settings to sandbox commands")
+        );
     }
 }

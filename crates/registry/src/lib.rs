@@ -15,6 +15,9 @@
 //!   `.agent-tools/settings*.json` that restrict the session apply, and `.mcp.json` servers
 //!   do not start (unless the user settings enable them). [`trust_report`] says what a
 //!   session ignored, [`review_project`] and [`approve_project`] are `agent-tools trust`.
+//! - For `agent-tools doctor`, the category crates' probes pass through here:
+//!   `probe_sandbox` and `try_sandbox` (shell), `language_servers` (lsp),
+//!   [`project_mcp_servers`].
 //!
 //! # Features
 //!
