@@ -2,7 +2,7 @@
 //! `batch`), Glob through `call`, permissions from flags and settings files, the file
 //! tools against a racing symbolic-link swap and the shell's lifecycle guarantees (as root
 //! and as an unprivileged user), shell permissions against an attacker, project trust,
-//! `.mcp.json` servers that must not hold a command up, and session events.
+//! `.mcp.json` servers that must not hold a command up, session events, and `doctor`.
 //!
 //! Every run gets its own temporary working directory (`--cwd`) and state directory
 //! (`AGENT_TOOLS_HOME`, also used as `HOME`), so no test reads or writes the real home.
@@ -11,6 +11,7 @@
 mod batch;
 mod call;
 mod cli;
+mod doctor;
 mod events;
 mod lifecycle;
 mod mcp_startup;

@@ -1,6 +1,6 @@
 //! `agent-tools`: run any tool of the pool from a shell (`list`, `schema`, `call`, `batch`),
-//! serve the whole pool as an MCP server (`serve`), or approve the project's own settings
-//! and MCP servers (`trust`).
+//! serve the whole pool as an MCP server (`serve`), approve the project's own settings
+//! and MCP servers (`trust`), or check what works on this machine (`doctor`).
 //!
 //! The binary is thin: it parses arguments, loads settings through the registry, runs calls
 //! through tool-core's one execution path and prints results as JSON lines. Exit status of
@@ -14,6 +14,7 @@ use anyhow::{Context, Result, anyhow};
 use clap::{Args, Parser, Subcommand};
 use registry::{SessionOptions, ToolRegistry, build_context};
 use serde_json::{Value, json};
+mod doctor;
 mod mcp_startup;
 mod serve;
 mod trust;
@@ -157,6 +158,18 @@ enum Command {
         #[arg(long)]
         show: bool,
     },
+    /// Check what works here and say what to do about what does not
+    ///
+    /// The sandbox (its mechanism, seccomp, and a trial command through Bash), the language
+    /// servers, the MCP servers of .mcp.json (approved, and whether each starts and lists
+    /// its tools within --mcp-wait seconds), the settings files, the tool profile and the
+    /// pool. Each line is ok, warning or problem; exit status 0 when nothing is a problem,
+    /// 1 otherwise.
+    Doctor {
+        /// Print one JSON object {"ok": .., "checks": [{name, status, detail, fix}]}
+        #[arg(long)]
+        json: bool,
+    },
 }
 
 fn parse_dialect(s: &str) -> std::result::Result<Dialect, String> {
@@ -293,6 +306,10 @@ async fn run(cli: Cli) -> Result<ExitCode> {
     if let Command::Trust { yes, revoke, show } = cli.command {
         return tokio::task::block_in_place(|| trust::run(&cli.session, yes, revoke, show));
     }
+    // `doctor` makes its own sessions: a settings file that does not load is a finding.
+    if let Command::Doctor { json } = cli.command {
+        return doctor::run(&cli.session, json).await;
+    }
     let Session {
         ctx,
         pool,
@@ -305,7 +322,7 @@ async fn run(cli: Cli) -> Result<ExitCode> {
     let waited = cli.session.mcp_wait;
     if let (Some(manager), Some(reporter)) = (&mcp, &reporter) {
         let later = match cli.command {
-            Command::Serve { .. } | Command::Trust { .. } => None,
+            Command::Serve { .. } | Command::Trust { .. } | Command::Doctor { .. } => None,
             Command::Batch => Some("its tools join the session when it is ready"),
             _ => Some("its tools are not included (give --mcp-wait SECONDS to wait longer)"),
         };
@@ -353,6 +370,7 @@ async fn run(cli: Cli) -> Result<ExitCode> {
             serve::serve(pool, ctx, options, mcp.clone(), args).await
         }
         Command::Trust { .. } => Err(anyhow!("`trust` runs without a session")),
+        Command::Doctor { .. } => Err(anyhow!("`doctor` runs without a session")),
     };
     if let Some(reporter) = reporter {
         reporter.finish();

@@ -15,6 +15,9 @@
 //!   `.agent-tools/settings*.json` that restrict the session apply, and `.mcp.json` servers
 //!   do not start (unless the user settings enable them). [`trust_report`] says what a
 //!   session ignored, [`review_project`] and [`approve_project`] are `agent-tools trust`.
+//! - For `agent-tools doctor`, the category crates' probes pass through here:
+//!   `probe_sandbox` and `try_sandbox` (shell), `language_servers` (lsp),
+//!   [`project_mcp_servers`].
 //!
 //! # Features
 //!
@@ -47,6 +50,7 @@
 //! # }
 //! ```
 
+mod checks;
 mod profiles;
 mod session;
 
@@ -55,6 +59,11 @@ use std::sync::{Arc, OnceLock};
 
 use tool_core::{Dialect, PermissionEngine, Tool, ToolPool};
 
+#[cfg(feature = "lsp")]
+pub use checks::{LanguageServerCheck, language_servers};
+pub use checks::{McpEntry, project_mcp_servers};
+#[cfg(feature = "shell")]
+pub use checks::{SandboxProbe, SandboxTrial, probe_sandbox, try_sandbox};
 pub use profiles::Profile;
 pub use session::{
     SessionOptions, approve_project, build_context, review_project, revoke_project,

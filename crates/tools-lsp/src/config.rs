@@ -225,6 +225,89 @@ impl LspConfig {
     }
 }
 
+/// What each default server is for and how to install it: (command, language, install).
+const INSTALL: &[(&str, &str, &str)] = &[
+    (
+        "rust-analyzer",
+        "Rust",
+        "rustup component add rust-analyzer",
+    ),
+    ("pyright-langserver", "Python", "npm install -g pyright"),
+    (
+        "typescript-language-server",
+        "TypeScript/JavaScript",
+        "npm install -g typescript-language-server typescript",
+    ),
+    ("gopls", "Go", "go install golang.org/x/tools/gopls@latest"),
+    ("clangd", "C/C++", "apt-get install clangd"),
+];
+
+/// One language server a session could use: the defaults, found or not, and the settings'
+/// `lsp` entries.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct LanguageServerCheck {
+    /// The language (`Rust`), or the extensions for a server only the settings name
+    pub language: String,
+    /// The extensions it handles, sorted
+    pub extensions: Vec<String>,
+    /// Its command line
+    pub command: String,
+    /// Where its program was found (on `PATH`, or the path given)
+    pub found: Option<PathBuf>,
+    /// What to do when it is missing
+    pub install: String,
+}
+
+/// The language servers of a session with these settings layers: every default server
+/// (whether its command is on `PATH` or not) and then each layer's `lsp` section, one
+/// entry per server command. A malformed `lsp` entry is an error naming the file.
+pub fn language_servers(layers: &[SettingsLayer]) -> Result<Vec<LanguageServerCheck>, ToolError> {
+    let mut config = LspConfig::empty();
+    for (exts, command, args, markers) in DEFAULTS {
+        config = config.with_server(
+            exts,
+            ServerConfig::new(*command, args).with_markers(markers),
+        );
+    }
+    for layer in layers {
+        if let Some(section) = layer.settings.other.get("lsp") {
+            config
+                .apply_section(section)
+                .map_err(|message| ToolError::Settings {
+                    path: layer.path.clone(),
+                    message,
+                })?;
+        }
+    }
+    let mut checks: Vec<LanguageServerCheck> = Vec::new();
+    for server in config.by_extension.values() {
+        let command = server.command_line();
+        if checks.iter().any(|c| c.command == command) {
+            continue;
+        }
+        let extensions = config.extensions_of(server);
+        let known = INSTALL.iter().find(|(c, _, _)| *c == server.name());
+        let language = known.map_or_else(|| extensions.join(","), |(_, l, _)| (*l).to_owned());
+        let install = known.map_or_else(
+            || {
+                format!(
+                    "install `{}` or change the `lsp` section of the settings",
+                    server.command
+                )
+            },
+            |(_, _, i)| (*i).to_owned(),
+        );
+        checks.push(LanguageServerCheck {
+            language,
+            extensions,
+            command,
+            found: find_on_path(&server.command),
+            install,
+        });
+    }
+    Ok(checks)
+}
+
 /// The lower-case extension of `file`, without the dot.
 pub(crate) fn extension_of(file: &Path) -> Option<String> {
     Some(file.extension()?.to_string_lossy().to_lowercase())
@@ -404,6 +487,49 @@ mod tests {
     use serde_json::json;
 
     use super::*;
+
+    #[test]
+    fn language_servers_lists_defaults_and_settings_entries() {
+        let layer = SettingsLayer::parse(
+            tool_core::RuleSourceKind::UserSettings,
+            Path::new("/home/u/.agent-tools/settings.json"),
+            r#"{"lsp": {"go": null, "zig": "/nowhere/zls --stdio"}}"#,
+        )
+        .unwrap();
+        let checks = language_servers(&[layer]).unwrap();
+        let names: Vec<&str> = checks.iter().map(|c| c.language.as_str()).collect();
+        assert!(names.contains(&"Rust"), "{names:?}");
+        assert!(names.contains(&"C/C++"), "{names:?}");
+        assert!(!names.contains(&"Go"), "go was turned off: {names:?}");
+        let zig = checks.iter().find(|c| c.language == "zig").unwrap();
+        assert_eq!(zig.command, "/nowhere/zls --stdio");
+        assert_eq!(zig.found, None);
+        assert_eq!(
+            zig.install,
+            "install `/nowhere/zls` or change the `lsp` section of the settings"
+        );
+        let ts = checks
+            .iter()
+            .find(|c| c.language == "TypeScript/JavaScript")
+            .unwrap();
+        assert!(ts.extensions.contains(&"tsx".to_owned()));
+        assert_eq!(
+            ts.install,
+            "npm install -g typescript-language-server typescript"
+        );
+        let broken = SettingsLayer::parse(
+            tool_core::RuleSourceKind::UserSettings,
+            Path::new("/s.json"),
+            r#"{"lsp": 3}"#,
+        )
+        .unwrap();
+        assert!(
+            language_servers(&[broken])
+                .unwrap_err()
+                .to_string()
+                .contains("/s.json")
+        );
+    }
 
     fn check(section: Value, file: &str, expected: Option<(&str, &[&str])>) {
         let mut config = LspConfig::empty()

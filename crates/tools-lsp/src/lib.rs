@@ -50,7 +50,9 @@ mod watch;
 
 use std::sync::Arc;
 
-pub use config::{DEFAULT_REQUEST_TIMEOUT, LspConfig, ServerConfig};
+pub use config::{
+    DEFAULT_REQUEST_TIMEOUT, LanguageServerCheck, LspConfig, ServerConfig, language_servers,
+};
 pub use manager::{
     CHANGE_DIAGNOSTICS_WAIT, DIAGNOSTICS_WAIT, IMPACT_WAIT, LanguageServers, MAX_AFFECTED_FILES,
     ServerStatus,

@@ -270,6 +270,16 @@ pub fn apply(sockets: Sockets) -> Result<(), ToolError> {
         .map_err(|e| ToolError::fatal(format!("cannot apply the sandbox's seccomp filter: {e}")))
 }
 
+/// Whether the kernel takes the filter (checked once, on a throw-away thread).
+pub fn available() -> bool {
+    static OK: OnceLock<bool> = OnceLock::new();
+    *OK.get_or_init(|| {
+        std::thread::spawn(|| apply(Sockets::Host).is_ok())
+            .join()
+            .unwrap_or(false)
+    })
+}
+
 /// Drops every capability of the calling thread, for good: the bounding set (so that
 /// executing a program as root does not grant them again), the ambient, inheritable,
 /// permitted and effective sets. Without the privilege to change the bounding set (an

@@ -22,8 +22,8 @@ use std::path::{Path, PathBuf};
 use std::sync::{Mutex, OnceLock, mpsc};
 
 use landlock::{
-    ABI, Access, AccessFs, AccessNet, Ruleset, RulesetAttr, RulesetCreatedAttr, RulesetStatus,
-    Scope, path_beneath_rules,
+    ABI, Access, AccessFs, AccessNet, LandlockStatus, Ruleset, RulesetAttr, RulesetCreatedAttr,
+    RulesetStatus, Scope, path_beneath_rules,
 };
 use tokio::process::{Child, Command};
 use tool_core::ToolError;
@@ -52,6 +52,32 @@ pub fn available() -> bool {
         std::thread::spawn(|| restrict_thread(&SandboxPolicy::bare(), &[]).is_ok())
             .join()
             .unwrap_or(false)
+    })
+}
+
+/// The Landlock ABI version of the running kernel, or `None` when it has no Landlock or
+/// Landlock is turned off (learned once, by restricting a throw-away thread).
+pub fn abi() -> Option<i32> {
+    static ABI_FOUND: OnceLock<Option<i32>> = OnceLock::new();
+    *ABI_FOUND.get_or_init(|| {
+        std::thread::spawn(|| {
+            let status = Ruleset::default()
+                .handle_access(AccessFs::from_all(ABI_USED))
+                .ok()?
+                .create()
+                .ok()?
+                .restrict_self()
+                .ok()?;
+            match status.landlock {
+                LandlockStatus::Available {
+                    effective_abi,
+                    kernel_abi,
+                } => Some(kernel_abi.unwrap_or(effective_abi as i32)),
+                _ => None,
+            }
+        })
+        .join()
+        .unwrap_or(None)
     })
 }
 

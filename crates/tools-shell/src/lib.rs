@@ -218,6 +218,7 @@ mod parse;
 mod permissions;
 #[cfg(target_os = "linux")]
 mod placeholder;
+mod probe;
 mod process;
 mod programs;
 mod protect;
@@ -249,6 +250,7 @@ pub use permissions::{
     MAX_SUBCOMMANDS, check as check_command, check_with as check_command_with, command_programs,
     is_read_only,
 };
+pub use probe::{SandboxProbe, SandboxTrial, probe_sandbox, try_sandbox};
 pub use process::KILL_GRACE;
 pub use readonly::is_read_only_command;
 pub use sandbox::{

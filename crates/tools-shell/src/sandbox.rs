@@ -483,6 +483,12 @@ pub fn bubblewrap() -> Option<&'static Path> {
     bwrap().map(|b| b.path.as_path())
 }
 
+/// Whether the bubblewrap found by [`bubblewrap`] runs its sandboxes in a user namespace
+/// (`None` without a working bubblewrap).
+pub(crate) fn bubblewrap_user_namespaces() -> Option<bool> {
+    bwrap().map(|b| b.userns)
+}
+
 /// Finds bubblewrap and learns, once, which of the isolation flags it can use here: the
 /// full set, then without `--disable-userns` (bubblewrap before 0.8), then without a user
 /// namespace (none available: a setuid bubblewrap, or root on a kernel without them).
