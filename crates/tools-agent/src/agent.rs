@@ -21,7 +21,7 @@ use crate::runs::RunStore;
 use crate::search::ToolCatalog;
 use crate::store::AgentIdentity;
 use crate::store::blocking;
-use crate::team::{InboxMessage, TeamFile, TeamMember, TeamStore, TeammateIdentity};
+use crate::team::{InboxMessage, TeamFile, TeamMember, TeamMessage, TeamStore, TeammateIdentity};
 use crate::worktree::ActiveWorktree;
 use crate::{frontmatter, store, team};
 
@@ -684,12 +684,16 @@ fn mail_blocks(ctx: &ToolContext, mail: &[InboxMessage]) -> Vec<Value> {
         return Vec::new();
     }
     let mut blocks = vec![json!({"type": "text", "text": team::render_messages(mail)})];
-    for m in mail
-        .iter()
-        .filter(|m| m.kind() == Some("plan_approval_response"))
-    {
-        let id = m.message["request_id"].as_str().unwrap_or_default();
-        let text = if m.message["approve"] == true {
+    for (id, approve, feedback) in mail.iter().filter_map(|m| match m.typed_message() {
+        Some(TeamMessage::PlanApprovalResponse {
+            request_id,
+            approve,
+            feedback,
+            ..
+        }) => Some((request_id, approve, feedback)),
+        _ => None,
+    }) {
+        let text = if approve {
             format!(
                 "The team lead approved your plan ({id}). You are out of plan mode (permission mode: {}): implement the plan now.",
                 ctx.permission_mode()
@@ -697,7 +701,7 @@ fn mail_blocks(ctx: &ToolContext, mail: &[InboxMessage]) -> Vec<Value> {
         } else {
             format!(
                 "The team lead rejected your plan ({id}). Feedback: {}\nYou are still in plan mode: revise the plan in {} and call ExitPlanMode again.",
-                m.message["feedback"].as_str().unwrap_or("(none)"),
+                feedback.as_deref().unwrap_or("(none)"),
                 crate::plan::plan_file(ctx).display()
             )
         };
@@ -716,9 +720,12 @@ async fn take_mail(
     let (team_name, name) = (mate.team_name.clone(), mate.name.clone());
     let mail = blocking(move || store.take_unread(&team_name, &name)).await?;
     if ctx.permission_mode() == PermissionMode::Plan
-        && mail
-            .iter()
-            .any(|m| m.kind() == Some("plan_approval_response") && m.message["approve"] == true)
+        && mail.iter().any(|m| {
+            matches!(
+                m.typed_message(),
+                Some(TeamMessage::PlanApprovalResponse { approve: true, .. })
+            )
+        })
     {
         ctx.set_permission_mode(mate.after_plan);
     }
@@ -751,12 +758,15 @@ const MAIL_POLL: Duration = Duration::from_millis(100);
 async fn notify_idle(ctx: &ToolContext, mate: &TeammateIdentity, last: &str) {
     let store = TeamStore::for_context(ctx);
     let (team_name, name) = (mate.team_name.clone(), mate.name.clone());
-    let body = json!({"type": "idle_notification", "idle_reason": "available", "summary": tool_core::cut_middle(last, 500)});
+    let body = TeamMessage::IdleNotification {
+        idle_reason: "available".to_owned(),
+        summary: tool_core::cut_middle(last, 500),
+    };
     let _ = blocking(move || {
         store.deliver(
             &team_name,
             team::TEAM_LEAD_NAME,
-            InboxMessage::new(name, body, None),
+            InboxMessage::typed(name, body),
         )
     })
     .await;
@@ -1576,10 +1586,11 @@ async fn spawn_teammate(
                     end_store.deliver(
                         &end_team,
                         team::TEAM_LEAD_NAME,
-                        InboxMessage::new(
+                        InboxMessage::typed(
                             end_name.clone(),
-                            json!({"type": "teammate_terminated", "message": format!("{end_name} {notice}")}),
-                            None,
+                            TeamMessage::TeammateTerminated {
+                                message: format!("{end_name} {notice}"),
+                            },
                         ),
                     )
                 })

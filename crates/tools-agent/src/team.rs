@@ -10,7 +10,7 @@ use std::sync::Arc;
 use async_trait::async_trait;
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
-use serde_json::{Value, json};
+use serde_json::Value;
 use tool_core::{
     CancellationToken, ToolCategory, ToolContext, ToolError, ToolResult, TypedTool,
     ValidationResult,
@@ -163,10 +163,93 @@ impl InboxMessage {
         }
     }
 
+    /// A new unread plain-text message.
+    pub(crate) fn text(from: impl Into<String>, text: String, summary: Option<String>) -> Self {
+        InboxMessage::new(from, Value::String(text), summary)
+    }
+
+    /// A new unread protocol message.
+    pub(crate) fn typed(from: impl Into<String>, message: TeamMessage) -> Self {
+        let body = serde_json::to_value(&message).unwrap_or_default();
+        InboxMessage::new(from, body, None)
+    }
+
     /// The structured message's `type`, if it is one.
     pub fn kind(&self) -> Option<&str> {
         self.message.get("type").and_then(Value::as_str)
     }
+
+    /// The protocol message, when this is one this library knows.
+    pub(crate) fn typed_message(&self) -> Option<TeamMessage> {
+        match &self.message {
+            Value::Object(_) => serde_json::from_value(self.message.clone()).ok(),
+            _ => None,
+        }
+    }
+}
+
+/// A protocol message in an inbox: the `message` field of an [`InboxMessage`], tagged by
+/// `type`. Every structured message the teams write or read goes through this enum; the
+/// field order is the order on disk. Fields missing from a file read as their defaults.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(tag = "type", rename_all = "snake_case")]
+pub(crate) enum TeamMessage {
+    /// The lead asks a teammate to finish.
+    ShutdownRequest {
+        #[serde(default)]
+        request_id: String,
+        #[serde(default)]
+        from: String,
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        reason: Option<String>,
+    },
+    /// A teammate's answer to a shutdown request.
+    ShutdownResponse {
+        #[serde(default)]
+        request_id: String,
+        #[serde(default)]
+        approve: bool,
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        reason: Option<String>,
+        #[serde(default)]
+        from: String,
+    },
+    /// A teammate in plan mode asks the lead to approve its plan.
+    PlanApprovalRequest {
+        #[serde(default)]
+        request_id: String,
+        #[serde(default)]
+        from: String,
+        #[serde(default)]
+        plan_file_path: PathBuf,
+        #[serde(default)]
+        plan: String,
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        allowed_prompts: Option<Value>,
+    },
+    /// The lead's answer to a plan approval request.
+    PlanApprovalResponse {
+        #[serde(default)]
+        request_id: String,
+        #[serde(default)]
+        approve: bool,
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        feedback: Option<String>,
+        #[serde(default)]
+        from: String,
+    },
+    /// A teammate ended its turn and waits for messages.
+    IdleNotification {
+        #[serde(default)]
+        idle_reason: String,
+        #[serde(default)]
+        summary: String,
+    },
+    /// A teammate's run ended.
+    TeammateTerminated {
+        #[serde(default)]
+        message: String,
+    },
 }
 
 /// A teammate's plan waiting for the lead's answer, kept in the team's
@@ -187,14 +270,18 @@ pub struct PlanRequest {
 /// The body of a message as the model reads it. A plan approval request shows the plan as
 /// text and how to answer it, rather than as one line of escaped JSON.
 fn message_body(m: &InboxMessage) -> String {
-    if m.kind() == Some("plan_approval_request") {
-        let field = |k: &str| m.message.get(k).and_then(Value::as_str).unwrap_or_default();
-        let id = field("request_id");
+    if let Some(TeamMessage::PlanApprovalRequest {
+        request_id: id,
+        plan_file_path,
+        plan,
+        ..
+    }) = m.typed_message()
+    {
         return format!(
             "Plan approval request {id} from {from} (plan file: {file}):\n\n{plan}\n\nAnswer with SendMessage {{\"to\": \"{from}\", \"message\": {{\"type\": \"plan_approval_response\", \"request_id\": \"{id}\", \"approve\": true}}}} to let {from} start implementing, or with \"approve\": false and \"feedback\" saying what to change.",
             from = m.from,
-            file = field("plan_file_path"),
-            plan = field("plan").trim_end(),
+            file = plan_file_path.display(),
+            plan = plan.trim_end(),
         );
     }
     match &m.message {
@@ -471,16 +558,15 @@ impl TeamStore {
             plan_file_path: plan_file.to_path_buf(),
             timestamp,
         });
-        let body = json!({
-            "type": "plan_approval_request",
-            "request_id": request_id,
-            "from": from,
-            "plan_file_path": plan_file,
-            "plan": plan,
-            "allowed_prompts": allowed_prompts,
-        });
+        let body = TeamMessage::PlanApprovalRequest {
+            request_id: request_id.clone(),
+            from: from.to_owned(),
+            plan_file_path: plan_file.to_path_buf(),
+            plan: plan.to_owned(),
+            allowed_prompts,
+        };
         // The request is recorded only once the lead can read it.
-        self.deliver(team, TEAM_LEAD_NAME, InboxMessage::new(from, body, None))?;
+        self.deliver(team, TEAM_LEAD_NAME, InboxMessage::typed(from, body))?;
         write_json(&path, &pending)?;
         Ok(request_id)
     }
@@ -880,7 +966,7 @@ async fn deliver(
                 for r in &recipients {
                     send(
                         r.clone(),
-                        InboxMessage::new(from, Value::String(text.clone()), summary.clone()),
+                        InboxMessage::text(from, text.clone(), summary.clone()),
                     )
                     .await?;
                 }
@@ -897,11 +983,7 @@ async fn deliver(
                     "You cannot send a message to yourself: name another teammate",
                 ));
             }
-            send(
-                name.clone(),
-                InboxMessage::new(from, Value::String(text), summary),
-            )
-            .await?;
+            send(name.clone(), InboxMessage::text(from, text, summary)).await?;
             let stopped = team
                 .member(&name)
                 .is_some_and(|m| m.name != TEAM_LEAD_NAME && !m.is_running());
@@ -924,8 +1006,12 @@ async fn deliver(
                         )));
                     }
                     let request_id = format!("shutdown-{}@{name}", now_ms());
-                    let body = json!({"type": "shutdown_request", "request_id": request_id, "from": from, "reason": reason});
-                    send(name.clone(), InboxMessage::new(from, body, None)).await?;
+                    let body = TeamMessage::ShutdownRequest {
+                        request_id: request_id.clone(),
+                        from: from.to_owned(),
+                        reason,
+                    };
+                    send(name.clone(), InboxMessage::typed(from, body)).await?;
                     Ok(sent(
                         format!("Shutdown request sent to {name}. Request ID: {request_id}"),
                         vec![name],
@@ -942,12 +1028,13 @@ async fn deliver(
                             "Only a teammate answers a shutdown request: the team lead ends teammates with shutdown_request",
                         ));
                     };
-                    let body = json!({"type": "shutdown_response", "request_id": request_id, "approve": approve, "reason": reason, "from": from});
-                    send(
-                        TEAM_LEAD_NAME.to_owned(),
-                        InboxMessage::new(from, body, None),
-                    )
-                    .await?;
+                    let body = TeamMessage::ShutdownResponse {
+                        request_id: request_id.clone(),
+                        approve,
+                        reason: reason.clone(),
+                        from: from.to_owned(),
+                    };
+                    send(TEAM_LEAD_NAME.to_owned(), InboxMessage::typed(from, body)).await?;
                     if approve {
                         me.exit.cancel();
                         Ok(sent(
@@ -987,7 +1074,12 @@ async fn deliver(
                     let feedback = feedback
                         .map(|f| f.trim().to_owned())
                         .filter(|f| !f.is_empty());
-                    let body = json!({"type": "plan_approval_response", "request_id": request_id, "approve": approve, "feedback": feedback, "from": from});
+                    let body = TeamMessage::PlanApprovalResponse {
+                        request_id: request_id.clone(),
+                        approve,
+                        feedback: feedback.clone(),
+                        from: from.to_owned(),
+                    };
                     {
                         let (store, team_name, name, id) = (
                             store.clone(),
@@ -995,7 +1087,7 @@ async fn deliver(
                             name.clone(),
                             request_id.clone(),
                         );
-                        let message = InboxMessage::new(from, body, None);
+                        let message = InboxMessage::typed(from, body);
                         blocking(move || {
                             store.answer_plan_request(&team_name, &name, &id, message)
                         })
@@ -1240,6 +1332,7 @@ impl TypedTool for TeamDelete {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use serde_json::json;
 
     #[test]
     fn slugs() {
