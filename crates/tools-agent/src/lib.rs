@@ -96,18 +96,31 @@
 //! # }
 //! ```
 
+// Stores: data and persistence, no tool logic.
+mod frontmatter;
+mod inbox;
+mod plans;
+mod runs;
+mod store;
+mod teams;
+mod worktrees;
+// Runners: the sub-agent runners and what they share.
+mod api_runner;
+mod command_runner;
+mod definitions;
+mod runner;
+mod runner_setup;
+// Tools: the TypedTool impls.
 mod agent;
 mod ask;
 mod brief;
 mod config;
 #[cfg(feature = "cron")]
 mod cron;
-mod frontmatter;
 mod plan;
-mod runs;
 mod search;
+mod send_message;
 mod skill;
-mod store;
 #[cfg(feature = "v2-todo")]
 mod tasks;
 mod team;
@@ -117,12 +130,10 @@ mod worktree;
 use std::sync::Arc;
 
 pub use agent::{
-    AGENT_DISALLOWED_TOOLS, ASYNC_AGENT_ALLOWED_TOOLS, Agent, AgentDefinition, AgentInput,
-    AgentMode, AgentModel, AgentOutcome, AgentOutput, AgentRequest, AgentRunner, AgentSettings,
-    ApiRunner, CWD_WITH_ISOLATION, CommandRunner, Isolation, MAX_COMMAND_OUTPUT, MAX_TURNS,
-    NO_OUTPUT, TEAMMATE_TOOLS, TEAMMATES_CANNOT_SPAWN, builtin_agents, load_agents,
-    runner_from_settings, subagent_context, subagent_context_in, tools_for_agent,
+    Agent, AgentInput, AgentMode, AgentModel, AgentOutput, CWD_WITH_ISOLATION, Isolation,
+    TEAMMATE_TOOLS, TEAMMATES_CANNOT_SPAWN,
 };
+pub use api_runner::{ApiRunner, MAX_TURNS};
 pub use ask::{
     ASK_IN_AGENT, AskUserQuestion, AskUserQuestionInput, AskUserQuestionOutput, DECLINED,
     LinePrompter, NOT_UNIQUE, Question, QuestionAnswers, QuestionMetadata, QuestionOption,
@@ -132,6 +143,7 @@ pub use brief::{
     Attachment, DELIVERED, MessageStatus, SendUserMessage, SendUserMessageInput, UserMessage,
     UserMessageSink,
 };
+pub use command_runner::{CommandRunner, MAX_COMMAND_OUTPUT};
 pub use config::{
     Config, ConfigInput, ConfigOutput, ConfigValue, SETTINGS, SettingKind, SettingSpec, normalise,
     project_settings_file,
@@ -143,16 +155,33 @@ pub use cron::{
     ONE_SHOT_EARLY, RECURRING_EXPIRY, RECURRING_JITTER_FRACTION, TOO_MANY_JOBS, cron_scheduler,
     fire_time, jitter, next_fire, parse_cron,
 };
+pub use definitions::{
+    AGENT_DISALLOWED_TOOLS, ASYNC_AGENT_ALLOWED_TOOLS, AgentDefinition, builtin_agents,
+    load_agents, tools_for_agent,
+};
 pub use frontmatter::{FrontMatter, FrontValue, parse as parse_front_matter};
+pub use inbox::{InboxMessage, render_messages, take_inbox};
 pub use plan::{
     AllowedPrompt, AllowedPromptTool, ENTERED_PLAN_MODE, EnterPlanMode, EnterPlanModeInput,
     EnterPlanModeOutput, ExitPlanMode, ExitPlanModeInput, ExitPlanModeOutput, NOT_IN_PLAN_MODE,
-    PLAN_APPROVED, PLAN_MODE_IN_AGENT, plan_file,
+    PLAN_APPROVED, PLAN_MODE_IN_AGENT, PLAN_SUBMITTED,
 };
+pub use plans::{PlanRequest, plan_file};
+pub use runner::{
+    AgentOutcome, AgentRequest, AgentRunner, AgentSettings, NO_OUTPUT, subagent_context,
+    subagent_context_in,
+};
+pub use runner_setup::runner_from_settings;
 pub use runs::AgentRun;
 pub use search::{
     NO_MATCH, ToolCatalog, ToolSearch, ToolSearchInput, ToolSearchOutput, is_deferred_tool,
     name_parts, score_term,
+};
+pub use send_message::{
+    EMPTY_RECIPIENT, MessageBody, NO_CROSS_SESSION, NO_STRUCTURED_BROADCAST,
+    PLAN_REJECTION_NEEDS_FEEDBACK, PLAN_REQUEST_ID_REQUIRED, REJECTION_NEEDS_REASON,
+    SHUTDOWN_RESPONSE_TO_LEAD, SUMMARY_REQUIRED, SendMessage, SendMessageInput, SendMessageOutput,
+    StructuredMessage,
 };
 pub use skill::{
     SKILL_DESCRIPTION_CAP, SKILL_LISTING_BUDGET, Skill, SkillInfo, SkillInput, SkillOutput,
@@ -166,21 +195,18 @@ pub use tasks::{
     UpdateOutcome, UpdateStatus,
 };
 pub use team::{
-    EMPTY_RECIPIENT, InboxMessage, MessageBody, NO_CROSS_SESSION, NO_STRUCTURED_BROADCAST,
-    PLAN_REJECTION_NEEDS_FEEDBACK, PLAN_REQUEST_ID_REQUIRED, PLAN_SUBMITTED, PlanRequest,
-    REJECTION_NEEDS_REASON, SHUTDOWN_RESPONSE_TO_LEAD, SUMMARY_REQUIRED, SendMessage,
-    SendMessageInput, SendMessageOutput, StructuredMessage, TEAM_LEAD_NAME, TeamCreate,
-    TeamCreateInput, TeamCreateOutput, TeamDelete, TeamDeleteInput, TeamDeleteOutput, TeamFile,
-    TeamMember, TeamStore, TeammateIdentity, render_messages, take_inbox,
+    TeamCreate, TeamCreateInput, TeamCreateOutput, TeamDelete, TeamDeleteInput, TeamDeleteOutput,
 };
+pub use teams::{TEAM_LEAD_NAME, TeamFile, TeamMember, TeamStore, TeammateIdentity};
 pub use todo::{
     TODOS_MODIFIED, TodoItem, TodoStatus, TodoWrite, TodoWriteInput, TodoWriteOutput, current_todos,
 };
 pub use worktree::{
-    ALREADY_IN_WORKTREE, ActiveWorktree, EnterWorktree, EnterWorktreeInput, ExitAction,
-    ExitWorktree, ExitWorktreeInput, ExitWorktreeOutput, MAX_WORKTREE_NAME, NO_WORKTREE_SESSION,
+    ALREADY_IN_WORKTREE, EnterWorktree, EnterWorktreeInput, ExitAction, ExitWorktree,
+    ExitWorktreeInput, ExitWorktreeOutput, MAX_WORKTREE_NAME, NO_WORKTREE_SESSION,
     check_worktree_name,
 };
+pub use worktrees::ActiveWorktree;
 
 /// Every finished tool of this crate compiled in, ready for a pool.
 pub fn tools() -> Vec<Arc<dyn tool_core::Tool>> {

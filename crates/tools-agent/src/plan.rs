@@ -13,9 +13,12 @@ use tool_core::{
     TypedTool, ValidationResult,
 };
 
-use crate::store::{agent_id, blocking, safe_component, session};
-use crate::team::{PLAN_SUBMITTED, TeamStore, TeammateIdentity, teammate};
+use crate::plans::plan_file;
+use crate::store::{agent_id, blocking, session};
+use crate::teams::{TeamStore, TeammateIdentity, teammate};
 
+/// The first line of a teammate's ExitPlanMode result (reference §4.26).
+pub const PLAN_SUBMITTED: &str = "Your plan has been submitted to the team lead for approval.";
 /// The first line of EnterPlanMode's result.
 pub const ENTERED_PLAN_MODE: &str = "Entered plan mode. You should now focus on exploring the codebase and designing an implementation approach.";
 /// ExitPlanMode's validation message outside plan mode (reference code 1).
@@ -34,17 +37,6 @@ In plan mode you may only read and search; the one file you may write is the pla
 const EXIT_DESCRIPTION: &str = "Use this tool when you are in plan mode and have finished writing your plan to the plan file: it asks the user to approve the plan and, on approval, leaves plan mode so you can start implementing.
 
 The plan is read from the plan file EnterPlanMode named; write it there first. A teammate in plan mode sends the plan to its team lead instead and stays in plan mode until the lead's answer arrives as a message. Only use this tool for tasks that need code to be written, not for research. Do not use AskUserQuestion to ask \"is this plan okay?\": that is what this tool does.";
-
-/// The plan file of this context's session (or sub-agent):
-/// `<state>/plans/<session>.md` or `<state>/plans/<session>-agent-<id>.md`.
-pub fn plan_file(ctx: &ToolContext) -> PathBuf {
-    let session_id = safe_component(ctx.session_id());
-    let name = match agent_id(ctx) {
-        Some(agent) => format!("{session_id}-agent-{}.md", safe_component(&agent)),
-        None => format!("{session_id}.md"),
-    };
-    ctx.state_dir().join("plans").join(name)
-}
 
 /// Input of EnterPlanMode (none).
 #[derive(Debug, Clone, Deserialize, JsonSchema)]

@@ -112,7 +112,7 @@ impl TaskStore {
                     .filter(|s| !s.trim().is_empty())
             })
             // A team's lead and teammates share the team's list.
-            .or_else(|| crate::team::sender(ctx).map(|(team, _)| team))
+            .or_else(|| crate::teams::sender(ctx).map(|(team, _)| team))
             .unwrap_or_else(|| ctx.session_id().to_owned());
         TaskStore::open(ctx.state_dir().join("tasks").join(safe_component(&id)))
     }
