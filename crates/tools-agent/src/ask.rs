@@ -141,7 +141,7 @@ fn answered_in_input(input: &AskUserQuestionInput) -> bool {
 }
 
 /// The text the model reads for a set of answers.
-pub fn render_answers(
+pub(crate) fn render_answers(
     questions: &[Question],
     answers: &BTreeMap<String, String>,
     annotations: Option<&Map<String, Value>>,

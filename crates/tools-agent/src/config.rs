@@ -123,14 +123,14 @@ fn spec(key: &str) -> Option<&'static SettingSpec> {
 }
 
 /// The project settings file Config writes.
-pub fn project_settings_file(ctx: &ToolContext) -> PathBuf {
+pub(crate) fn project_settings_file(ctx: &ToolContext) -> PathBuf {
     ctx.original_cwd()
         .join(".agent-tools")
         .join("settings.json")
 }
 
 /// Checks and normalises a value for a setting; errors are the reference's messages.
-pub fn normalise(spec: &SettingSpec, value: &ConfigValue) -> Result<Value, String> {
+pub(crate) fn normalise(spec: &SettingSpec, value: &ConfigValue) -> Result<Value, String> {
     match spec.kind {
         SettingKind::Bool => match value {
             ConfigValue::Bool(b) => Ok(Value::Bool(*b)),

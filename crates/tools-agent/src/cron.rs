@@ -130,7 +130,7 @@ pub fn parse_cron(expr: &str) -> Result<Cron, String> {
 }
 
 /// The next time `expr` fires strictly after `after`, if within a year.
-pub fn next_fire<Tz: TimeZone>(cron: &Cron, after: &DateTime<Tz>) -> Option<DateTime<Tz>> {
+pub(crate) fn next_fire<Tz: TimeZone>(cron: &Cron, after: &DateTime<Tz>) -> Option<DateTime<Tz>> {
     let next = cron.find_next_occurrence(after, false).ok()?;
     let limit = after.clone() + chrono::Duration::days(366);
     (next <= limit).then_some(next)

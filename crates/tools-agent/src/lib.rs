@@ -45,7 +45,7 @@
 //!   marked inactive and the lead gets a `teammate_terminated` message. Teammates cannot
 //!   spawn teammates.
 //! - **Continuation:** the API runner keeps every other sub-agent's conversation in
-//!   `<state>/agent-runs/<agentId>.json` ([`AgentRun`]); SendMessage to that id (or to a
+//!   `<state>/agent-runs/<agentId>.json`; SendMessage to that id (or to a
 //!   background agent's task id) queues the message for the agent's next tool round while it
 //!   runs, and resumes a stopped agent in the background from its transcript plus the
 //!   message. The sync result's `agentId: X (use SendMessage with to: 'X' to continue this
@@ -137,7 +137,7 @@ pub use api_runner::{ApiRunner, MAX_TURNS};
 pub use ask::{
     ASK_IN_AGENT, AskUserQuestion, AskUserQuestionInput, AskUserQuestionOutput, DECLINED,
     LinePrompter, NOT_UNIQUE, Question, QuestionAnswers, QuestionMetadata, QuestionOption,
-    QuestionPrompter, render_answers,
+    QuestionPrompter,
 };
 pub use brief::{
     Attachment, DELIVERED, MessageStatus, SendUserMessage, SendUserMessageInput, UserMessage,
@@ -145,21 +145,20 @@ pub use brief::{
 };
 pub use command_runner::{CommandRunner, MAX_COMMAND_OUTPUT};
 pub use config::{
-    Config, ConfigInput, ConfigOutput, ConfigValue, SETTINGS, SettingKind, SettingSpec, normalise,
-    project_settings_file,
+    Config, ConfigInput, ConfigOutput, ConfigValue, SETTINGS, SettingKind, SettingSpec,
 };
 #[cfg(feature = "cron")]
 pub use cron::{
     CronCreate, CronCreateInput, CronDelete, CronDeleteInput, CronFire, CronJob, CronList,
     CronListEntry, CronListInput, CronScheduler, MAX_CRON_JOBS, MAX_RECURRING_JITTER,
     ONE_SHOT_EARLY, RECURRING_EXPIRY, RECURRING_JITTER_FRACTION, TOO_MANY_JOBS, cron_scheduler,
-    fire_time, jitter, next_fire, parse_cron,
+    fire_time, jitter, parse_cron,
 };
 pub use definitions::{
     AGENT_DISALLOWED_TOOLS, ASYNC_AGENT_ALLOWED_TOOLS, AgentDefinition, builtin_agents,
     load_agents, tools_for_agent,
 };
-pub use frontmatter::{FrontMatter, FrontValue, parse as parse_front_matter};
+
 pub use inbox::{InboxMessage, render_messages, take_inbox};
 pub use plan::{
     AllowedPrompt, AllowedPromptTool, ENTERED_PLAN_MODE, EnterPlanMode, EnterPlanModeInput,
@@ -169,13 +168,11 @@ pub use plan::{
 pub use plans::{PlanRequest, plan_file};
 pub use runner::{
     AgentOutcome, AgentRequest, AgentRunner, AgentSettings, NO_OUTPUT, subagent_context,
-    subagent_context_in,
 };
 pub use runner_setup::runner_from_settings;
-pub use runs::AgentRun;
+
 pub use search::{
-    NO_MATCH, ToolCatalog, ToolSearch, ToolSearchInput, ToolSearchOutput, is_deferred_tool,
-    name_parts, score_term,
+    NO_MATCH, ToolCatalog, ToolSearch, ToolSearchInput, ToolSearchOutput, name_parts,
 };
 pub use send_message::{
     EMPTY_RECIPIENT, MessageBody, NO_CROSS_SESSION, NO_STRUCTURED_BROADCAST,
@@ -204,7 +201,6 @@ pub use todo::{
 pub use worktree::{
     ALREADY_IN_WORKTREE, EnterWorktree, EnterWorktreeInput, ExitAction, ExitWorktree,
     ExitWorktreeInput, ExitWorktreeOutput, MAX_WORKTREE_NAME, NO_WORKTREE_SESSION,
-    check_worktree_name,
 };
 pub use worktrees::ActiveWorktree;
 

@@ -155,7 +155,7 @@ pub fn subagent_context(
 }
 
 /// [`subagent_context`] rooted in another working directory (`cwd`, or a worktree).
-pub fn subagent_context_in(
+pub(crate) fn subagent_context_in(
     ctx: &ToolContext,
     agent_id: &str,
     mode: Option<PermissionMode>,

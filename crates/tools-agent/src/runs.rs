@@ -15,7 +15,7 @@ use crate::store::{lock_file, process_alive, read_json, safe_component, write_js
 /// One sub-agent's run as the runner records it.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase")]
-pub struct AgentRun {
+pub(crate) struct AgentRun {
     /// The sub-agent's id
     pub agent_id: String,
     /// Its agent type

@@ -77,7 +77,7 @@ fn is_mcp(tool: &dyn Tool) -> bool {
 }
 
 /// Whether a tool is loaded on demand (reference §2.4).
-pub fn is_deferred_tool(tool: &dyn Tool) -> bool {
+pub(crate) fn is_deferred_tool(tool: &dyn Tool) -> bool {
     tool.name() != "ToolSearch" && (tool.is_deferred() || is_mcp(tool))
 }
 
@@ -126,7 +126,7 @@ fn words(text: &str) -> Vec<String> {
 /// The reference's score of one term against one tool: exact name part 10 (12 for MCP),
 /// partial name part 5 (6), substring of the whole name 3 (only when no part matched),
 /// search-hint word 4, description word 2.
-pub fn score_term(
+pub(crate) fn score_term(
     name: &str,
     mcp: bool,
     hint: &[String],

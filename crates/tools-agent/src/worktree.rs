@@ -21,7 +21,7 @@ pub const ALREADY_IN_WORKTREE: &str = "Already in a worktree session";
 pub const NO_WORKTREE_SESSION: &str = "No-op: there is no active EnterWorktree session to exit. This tool only acts on worktrees created by EnterWorktree in the current session; it does not touch worktrees created any other way.";
 
 /// Checks a worktree name: `/`-separated segments of `[A-Za-z0-9._-]`, at most 64 characters.
-pub fn check_worktree_name(name: &str) -> Result<(), String> {
+pub(crate) fn check_worktree_name(name: &str) -> Result<(), String> {
     if name.chars().count() > MAX_WORKTREE_NAME {
         return Err(format!(
             "Invalid worktree name \"{name}\": at most {MAX_WORKTREE_NAME} characters"
