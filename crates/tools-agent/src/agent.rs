@@ -453,7 +453,7 @@ impl TypedTool for Agent {
     }
 }
 
-/// The error of a teammate that tries to spawn one (the reference's rule: the roster is flat).
+/// The error of a teammate that tries to spawn one (the roster is flat).
 pub const TEAMMATES_CANNOT_SPAWN: &str = "Teammates cannot spawn other teammates: the team roster is flat. Leave out name and team_name, or ask the team lead to spawn one.";
 /// Agent with both `cwd` and `isolation`.
 pub const CWD_WITH_ISOLATION: &str = "cwd and isolation cannot be used together: with isolation: \"worktree\" the agent works in a new worktree. Leave out cwd or isolation.";

@@ -9,7 +9,7 @@ use tool_core::{PermissionMode, Tool, ToolCategory, ToolContext};
 
 use crate::frontmatter;
 
-/// Tools no sub-agent gets (the reference's `ALL_AGENT_DISALLOWED_TOOLS`; no nesting).
+/// Tools no sub-agent gets: no nesting, no questions or plan mode of its own.
 pub const AGENT_DISALLOWED_TOOLS: &[&str] = &[
     "TaskOutput",
     "ExitPlanMode",

@@ -16,7 +16,7 @@
 //! - [`Config`]: reads and writes this project's `.agent-tools/settings.json` keys
 //!   ([`SETTINGS`]); reads are allowed, writes ask.
 //! - [`ToolSearch`]: finds deferred tools in the session's [`ToolCatalog`] by `select:`,
-//!   keywords with the reference's scores, `+required` words or an `mcp__server` prefix.
+//!   scored keywords, `+required` words or an `mcp__server` prefix.
 //! - With feature `v2-todo`: `TaskCreate`, `TaskGet`, `TaskUpdate`, `TaskList` over a
 //!   `TaskStore`, one JSON file per task with a high-water mark and a lock file, so several
 //!   processes share one list; dependencies (blocks / blockedBy) and owners.
@@ -31,7 +31,7 @@
 //!   unless `discard_changes`.
 //! - [`Agent`] (alias `Task`): runs a sub-agent through the session's [`AgentRunner`]:
 //!   [`ApiRunner`] (an Anthropic Messages API tool-use loop over the session's tools, filtered
-//!   by the reference's sub-agent rules) or [`CommandRunner`] (a configured command);
+//!   by the sub-agent rules: no nesting, a background agent's allow-list) or [`CommandRunner`] (a configured command);
 //!   built-in types general-purpose, Explore and Plan plus `.agent-tools/agents/*.md`;
 //!   `run_in_background` through the context's task manager. [`runner_from_settings`] picks
 //!   the runner from the `agent` settings section and `ANTHROPIC_API_KEY`. `isolation:

@@ -1,5 +1,5 @@
 //! EnterPlanMode and ExitPlanMode: switch the session to plan mode and back, with the plan
-//! kept in a file under the state directory (reference §4.26). A teammate in plan mode asks
+//! kept in a file under the state directory. A teammate in plan mode asks
 //! its team lead to approve the plan through the lead's mailbox instead of asking a person.
 
 use std::path::PathBuf;
@@ -17,11 +17,11 @@ use crate::plans::plan_file;
 use crate::store::{agent_id, blocking, session};
 use crate::teams::{TeamStore, TeammateIdentity, teammate};
 
-/// The first line of a teammate's ExitPlanMode result (reference §4.26).
+/// The first line of a teammate's ExitPlanMode result.
 pub const PLAN_SUBMITTED: &str = "Your plan has been submitted to the team lead for approval.";
 /// The first line of EnterPlanMode's result.
 pub const ENTERED_PLAN_MODE: &str = "Entered plan mode. You should now focus on exploring the codebase and designing an implementation approach.";
-/// ExitPlanMode's validation message outside plan mode (reference code 1).
+/// ExitPlanMode's validation message outside plan mode (validation error code 1).
 pub const NOT_IN_PLAN_MODE: &str = "You are not in plan mode. This tool is only for exiting plan mode after writing a plan. If your plan was already approved, continue with implementation.";
 /// EnterPlanMode inside a sub-agent.
 pub const PLAN_MODE_IN_AGENT: &str = "EnterPlanMode tool cannot be used in agent contexts";
@@ -87,7 +87,7 @@ impl TypedTool for EnterPlanMode {
         if agent_id(ctx).is_some() {
             return ValidationResult::invalid(PLAN_MODE_IN_AGENT);
         }
-        // The reference re-enters silently and so loses the mode to restore; refuse instead.
+        // Entering again would overwrite the mode to restore on exit; refuse instead.
         if ctx.permission_mode() == PermissionMode::Plan {
             return ValidationResult::invalid(format!(
                 "You are already in plan mode. Write your plan to {} and call ExitPlanMode when it is ready.",
@@ -147,7 +147,7 @@ pub enum AllowedPromptTool {
     Bash,
 }
 
-/// Input of ExitPlanMode. Other keys are accepted and passed through, as the reference does.
+/// Input of ExitPlanMode. Other keys are accepted and passed through.
 #[derive(Debug, Clone, Deserialize, JsonSchema)]
 pub struct ExitPlanModeInput {
     /// Prompt-based permissions the plan needs to be carried out
@@ -211,8 +211,8 @@ impl TypedTool for ExitPlanMode {
         if ctx.permission_mode() != PermissionMode::Plan {
             return ValidationResult::invalid_code(NOT_IN_PLAN_MODE, 1);
         }
-        // The reference approves an empty plan; asking the user to approve nothing helps no
-        // one, so the plan file must exist and say something.
+        // Asking the user to approve nothing helps no one, so the plan file must exist and
+        // say something.
         let path = plan_file(ctx);
         match std::fs::read_to_string(&path) {
             Ok(text) if !text.trim().is_empty() => ValidationResult::Valid,
@@ -227,7 +227,7 @@ impl TypedTool for ExitPlanMode {
         _input: &ExitPlanModeInput,
         ctx: &ToolContext,
     ) -> PermissionDecision {
-        // A teammate asks its lead, through the mailbox, not a person (reference §4.26).
+        // A teammate asks its lead, through the mailbox, not a person.
         if teammate(ctx).is_some() {
             return PermissionDecision::Allow;
         }

@@ -1,7 +1,7 @@
-//! Sub-agent transcripts and continuation (reference §4.14 Continuation, §4.24): the
-//! Messages API runner keeps each sub-agent's conversation in `<state>/agent-runs/<id>.json`;
-//! SendMessage to a sub-agent's id queues the message for its next tool round while it runs,
-//! or resumes it in the background from its transcript once it has stopped.
+//! Sub-agent transcripts: the Messages API runner keeps each sub-agent's conversation in
+//! `<state>/agent-runs/<id>.json`, with the messages queued for it while it runs, so
+//! SendMessage can queue to a running agent or resume a stopped one. Data and persistence
+//! only; every change is a read-modify-write under the agent's lock file.
 
 use std::fs::File;
 use std::path::PathBuf;

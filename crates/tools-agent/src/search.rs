@@ -1,5 +1,5 @@
 //! ToolSearch: finds deferred tools (MCP tools and tools marked deferred) by exact name,
-//! keywords or server prefix, and returns their definitions (reference §4.19).
+//! keywords or server prefix, and returns their definitions.
 
 use std::fmt;
 use std::sync::Arc;
@@ -76,7 +76,8 @@ fn is_mcp(tool: &dyn Tool) -> bool {
     tool.category() == ToolCategory::Mcp || tool.name().starts_with("mcp__")
 }
 
-/// Whether a tool is loaded on demand (reference §2.4).
+/// Whether a tool is loaded on demand: MCP tools and tools marked deferred are; their
+/// definitions reach the model only through ToolSearch.
 pub(crate) fn is_deferred_tool(tool: &dyn Tool) -> bool {
     tool.name() != "ToolSearch" && (tool.is_deferred() || is_mcp(tool))
 }
@@ -123,7 +124,7 @@ fn words(text: &str) -> Vec<String> {
         .collect()
 }
 
-/// The reference's score of one term against one tool: exact name part 10 (12 for MCP),
+/// The score of one term against one tool: exact name part 10 (12 for MCP),
 /// partial name part 5 (6), substring of the whole name 3 (only when no part matched),
 /// search-hint word 4, description word 2.
 pub(crate) fn score_term(

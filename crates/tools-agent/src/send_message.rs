@@ -21,7 +21,7 @@ use crate::runs::{AgentRun, RunStore, resumable};
 use crate::store::{blocking, now_ms};
 use crate::teams::{TEAM_LEAD_NAME, TeamFile, TeamStore, sender, teammate};
 
-/// SendMessage with an empty `to` (reference error code 9, as all of SendMessage's).
+/// SendMessage with an empty `to` (validation error code 9, as all of SendMessage's).
 pub const EMPTY_RECIPIENT: &str =
     "to must not be empty: name a teammate, \"*\" for every teammate, or an agentId";
 /// SendMessage to a cross-session target (`uds:` or `bridge:`), which needs a transport
@@ -166,9 +166,9 @@ impl TypedTool for SendMessage {
         if to.is_empty() {
             return ValidationResult::invalid_code(EMPTY_RECIPIENT, 9);
         }
-        // The reference delivers these over a Unix socket or a remote bridge (and asks before
-        // a bridge message, which arrives as a user prompt elsewhere); refuse them plainly
-        // rather than reading them as a teammate's name.
+        // These targets need a transport between sessions (a Unix socket or a remote bridge)
+        // that this library does not have; refuse them plainly rather than reading them as a
+        // teammate's name.
         if to.starts_with("uds:") || to.starts_with("bridge:") {
             return ValidationResult::invalid_code(NO_CROSS_SESSION, 9);
         }

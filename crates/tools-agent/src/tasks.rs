@@ -1,4 +1,4 @@
-//! TaskCreate, TaskGet, TaskUpdate and TaskList ("Todo V2", reference §4.23): a task list
+//! TaskCreate, TaskGet, TaskUpdate and TaskList ("Todo V2"): a task list
 //! shared by every process that names the same list, one JSON file per task under
 //! `<state>/tasks/<list>/`, ids from a high-water mark, writes under a file lock.
 
@@ -723,8 +723,8 @@ impl TypedTool for TaskUpdate {
         let store = TaskStore::for_context(ctx);
         let shown = input.task_id.trim().trim_start_matches('#').to_owned();
         let outcome = blocking(move || store.update(&input)).await?;
-        // A missing task is an ordinary result, as in the reference, so it never reads as a
-        // failure of sibling calls.
+        // A missing task is an ordinary result, not an error, so it never reads as a failure
+        // of sibling calls.
         let Some(outcome) = outcome else {
             return Ok(ToolResult::ok(None).with_text(format!("Task #{shown} not found")));
         };

@@ -1,6 +1,6 @@
 //! EnterWorktree and ExitWorktree: a real `git worktree` under
 //! `<repo>/.agent-tools/worktrees/<name>` on branch `worktree-<name>`, with the session's
-//! working directory switched into it and back (reference §4.27).
+//! working directory switched into it and back.
 
 use async_trait::async_trait;
 use schemars::JsonSchema;
@@ -17,7 +17,7 @@ use crate::worktrees::{ActiveWorktree, create_worktree, pending_work, remove_wor
 pub const MAX_WORKTREE_NAME: usize = 64;
 /// EnterWorktree while one is active.
 pub const ALREADY_IN_WORKTREE: &str = "Already in a worktree session";
-/// ExitWorktree without an active worktree (reference code 1).
+/// ExitWorktree without an active worktree (validation error code 1).
 pub const NO_WORKTREE_SESSION: &str = "No-op: there is no active EnterWorktree session to exit. This tool only acts on worktrees created by EnterWorktree in the current session; it does not touch worktrees created any other way.";
 
 /// Checks a worktree name: `/`-separated segments of `[A-Za-z0-9._-]`, at most 64 characters.
