@@ -102,6 +102,8 @@ mod inbox;
 mod plans;
 mod runs;
 mod store;
+#[cfg(feature = "v2-todo")]
+mod task_store;
 mod teams;
 mod worktrees;
 // Runners: the sub-agent runners and what they share.
@@ -186,10 +188,13 @@ pub use skill::{
 };
 pub use store::AgentIdentity;
 #[cfg(feature = "v2-todo")]
-pub use tasks::{
-    HIGH_WATER_MARK, TASK_LIST_ENV, TaskCreate, TaskCreateInput, TaskGet, TaskGetInput, TaskList,
-    TaskListId, TaskListInput, TaskRecord, TaskState, TaskStore, TaskUpdate, TaskUpdateInput,
+pub use task_store::{
+    HIGH_WATER_MARK, TASK_LIST_ENV, TaskListId, TaskRecord, TaskState, TaskStore, TaskUpdateInput,
     UpdateOutcome, UpdateStatus,
+};
+#[cfg(feature = "v2-todo")]
+pub use tasks::{
+    TaskCreate, TaskCreateInput, TaskGet, TaskGetInput, TaskList, TaskListInput, TaskUpdate,
 };
 pub use team::{
     TeamCreate, TeamCreateInput, TeamCreateOutput, TeamDelete, TeamDeleteInput, TeamDeleteOutput,
