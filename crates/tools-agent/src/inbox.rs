@@ -10,10 +10,10 @@ use std::time::Duration;
 
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
-use tool_core::{CancellationToken, PermissionMode, ToolContext, ToolError, ToolResult};
+use tool_core::{CancellationToken, PermissionMode, ToolContext, ToolError};
 
 use crate::store::{blocking, lock_file, now_ms, read_json, safe_component, write_json};
-use crate::teams::{TEAM_LEAD_NAME, TeamStore, TeammateIdentity, sender, teammate};
+use crate::teams::{TEAM_LEAD_NAME, TeamStore, TeammateIdentity, sender};
 
 /// One message in an inbox file.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -243,27 +243,6 @@ pub fn take_inbox(ctx: &ToolContext) -> Result<Vec<InboxMessage>, ToolError> {
     }
 }
 
-/// Attaches the lead's unread messages to a result as one side message; `me` is the
-/// context's [`sender`], which the caller has looked up already.
-pub(crate) async fn with_inbox<T>(
-    result: ToolResult<T>,
-    ctx: &ToolContext,
-    me: Option<(String, String)>,
-) -> ToolResult<T> {
-    // A teammate's runner delivers its inbox between turns.
-    let (Some((team, name)), None) = (me, teammate(ctx)) else {
-        return result;
-    };
-    let store = TeamStore::for_context(ctx);
-    match blocking(move || store.take_unread(&team, &name)).await {
-        Ok(messages) if !messages.is_empty() => result.with_side_message(format!(
-            "New messages from your teammates:\n{}",
-            render_messages(&messages)
-        )),
-        _ => result,
-    }
-}
-
 /// Takes a teammate's unread messages. An approved plan takes it out of plan mode (into
 /// [`TeammateIdentity::after_plan`]).
 pub(crate) async fn take_mail(
@@ -320,4 +299,89 @@ pub(crate) async fn notify_idle(ctx: &ToolContext, mate: &TeammateIdentity, last
         store.deliver(&team_name, TEAM_LEAD_NAME, InboxMessage::typed(name, body))
     })
     .await;
+}
+
+#[cfg(test)]
+mod tests {
+    use std::path::PathBuf;
+
+    use serde_json::{Value, json};
+
+    use super::{InboxMessage, TeamMessage};
+
+    fn body(message: TeamMessage) -> String {
+        InboxMessage::typed("alice", message).message.to_string()
+    }
+
+    /// The inbox files keep the field names and order the messages had when they were
+    /// written as JSON literals; absent optional fields are left out.
+    #[test]
+    fn protocol_messages_keep_their_wire_form() {
+        let cases = [
+            (
+                TeamMessage::ShutdownRequest {
+                    request_id: "shutdown-1@bob".to_owned(),
+                    from: "team-lead".to_owned(),
+                    reason: Some("done".to_owned()),
+                },
+                json!({"type": "shutdown_request", "request_id": "shutdown-1@bob", "from": "team-lead", "reason": "done"}),
+            ),
+            (
+                TeamMessage::ShutdownResponse {
+                    request_id: "shutdown-1@bob".to_owned(),
+                    approve: true,
+                    reason: None,
+                    from: "bob".to_owned(),
+                },
+                json!({"type": "shutdown_response", "request_id": "shutdown-1@bob", "approve": true, "from": "bob"}),
+            ),
+            (
+                TeamMessage::PlanApprovalRequest {
+                    request_id: "plan-1@bob".to_owned(),
+                    from: "bob".to_owned(),
+                    plan_file_path: PathBuf::from("/s/plans/p.md"),
+                    plan: "1. Parse".to_owned(),
+                    allowed_prompts: None,
+                },
+                json!({"type": "plan_approval_request", "request_id": "plan-1@bob", "from": "bob", "plan_file_path": "/s/plans/p.md", "plan": "1. Parse"}),
+            ),
+            (
+                TeamMessage::PlanApprovalResponse {
+                    request_id: "plan-1@bob".to_owned(),
+                    approve: false,
+                    feedback: Some("add tests".to_owned()),
+                    from: "team-lead".to_owned(),
+                },
+                json!({"type": "plan_approval_response", "request_id": "plan-1@bob", "approve": false, "feedback": "add tests", "from": "team-lead"}),
+            ),
+            (
+                TeamMessage::IdleNotification {
+                    idle_reason: "available".to_owned(),
+                    summary: "Done.".to_owned(),
+                },
+                json!({"type": "idle_notification", "idle_reason": "available", "summary": "Done."}),
+            ),
+            (
+                TeamMessage::TeammateTerminated {
+                    message: "bob finished".to_owned(),
+                },
+                json!({"type": "teammate_terminated", "message": "bob finished"}),
+            ),
+        ];
+        for (message, expected) in cases {
+            assert_eq!(body(message.clone()), expected.to_string());
+            let read = InboxMessage::new("alice", expected, None);
+            assert_eq!(read.typed_message(), Some(message));
+        }
+    }
+
+    #[test]
+    fn text_and_unknown_messages_are_not_protocol_messages() {
+        let text = InboxMessage::text("alice", "hi".to_owned(), Some("greeting".to_owned()));
+        assert_eq!(text.message, Value::String("hi".to_owned()));
+        assert_eq!(text.typed_message(), None);
+        let other = InboxMessage::new("alice", json!({"type": "something_else"}), None);
+        assert_eq!(other.kind(), Some("something_else"));
+        assert_eq!(other.typed_message(), None);
+    }
 }

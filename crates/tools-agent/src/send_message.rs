@@ -15,10 +15,11 @@ use tool_core::{
 };
 
 use crate::definitions::{load_agents, tools_for_agent};
-use crate::inbox::{InboxMessage, TeamMessage, with_inbox};
+use crate::inbox::{InboxMessage, TeamMessage};
 use crate::runner::{AgentRequest, AgentRunner, available_tools, finish_task, subagent_context_in};
 use crate::runs::{AgentRun, RunStore, resumable};
 use crate::store::{blocking, now_ms};
+use crate::team::with_inbox;
 use crate::teams::{TEAM_LEAD_NAME, TeamFile, TeamStore, sender, teammate};
 
 /// SendMessage with an empty `to` (validation error code 9, as all of SendMessage's).

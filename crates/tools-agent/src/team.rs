@@ -1,6 +1,7 @@
 //! TeamCreate and TeamDelete: a session creates the one team it leads (its name in the
 //! team is `team-lead`) and deletes it with its mailboxes and task list once no teammate
-//! runs.
+//! runs. The team tools (and SendMessage) show the lead its unread messages as a side
+//! message of their results.
 
 use std::path::PathBuf;
 
@@ -9,9 +10,30 @@ use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 use tool_core::{ToolCategory, ToolContext, ToolError, ToolResult, TypedTool, ValidationResult};
 
-use crate::inbox::{render_messages, with_inbox};
+use crate::inbox::render_messages;
 use crate::store::{agent_id, blocking, safe_component};
-use crate::teams::{TEAM_LEAD_NAME, TeamStore};
+use crate::teams::{TEAM_LEAD_NAME, TeamStore, teammate};
+
+/// Attaches the lead's unread messages to a result as one side message; `me` is the
+/// context's [`sender`](crate::teams::sender), which the caller has looked up already.
+pub(crate) async fn with_inbox<T>(
+    result: ToolResult<T>,
+    ctx: &ToolContext,
+    me: Option<(String, String)>,
+) -> ToolResult<T> {
+    // A teammate's runner delivers its inbox between turns.
+    let (Some((team, name)), None) = (me, teammate(ctx)) else {
+        return result;
+    };
+    let store = TeamStore::for_context(ctx);
+    match blocking(move || store.take_unread(&team, &name)).await {
+        Ok(messages) if !messages.is_empty() => result.with_side_message(format!(
+            "New messages from your teammates:\n{}",
+            render_messages(&messages)
+        )),
+        _ => result,
+    }
+}
 
 /// Input of TeamCreate.
 #[derive(Debug, Clone, Deserialize, JsonSchema)]
