@@ -97,6 +97,7 @@
 //! ```
 
 // Stores: data and persistence, no tool logic.
+mod catalog;
 mod frontmatter;
 mod inbox;
 mod plans;
@@ -173,9 +174,8 @@ pub use runner::{
 };
 pub use runner_setup::runner_from_settings;
 
-pub use search::{
-    NO_MATCH, ToolCatalog, ToolSearch, ToolSearchInput, ToolSearchOutput, name_parts,
-};
+pub use catalog::ToolCatalog;
+pub use search::{NO_MATCH, ToolSearch, ToolSearchInput, ToolSearchOutput, name_parts};
 pub use send_message::{
     EMPTY_RECIPIENT, MessageBody, NO_CROSS_SESSION, NO_STRUCTURED_BROADCAST,
     PLAN_REJECTION_NEEDS_FEEDBACK, PLAN_REQUEST_ID_REQUIRED, REJECTION_NEEDS_REASON,

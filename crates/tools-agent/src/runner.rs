@@ -15,8 +15,8 @@ use tool_core::{
     Tool, ToolContext, ToolError,
 };
 
+use crate::catalog::ToolCatalog;
 use crate::definitions::AgentDefinition;
-use crate::search::ToolCatalog;
 use crate::store::{AgentIdentity, safe_component};
 
 /// What a sub-agent that said nothing returns.
