@@ -68,7 +68,7 @@ pub struct AgentOutcome {
 }
 
 /// Runs sub-agents. Hosts put an `Arc<dyn AgentRunner>` in the context's services;
-/// [`runner_from_settings`] builds one of the two real runners.
+/// [`runner_from_settings`](crate::runner_from_settings) builds one of the two real runners.
 #[async_trait]
 pub trait AgentRunner: Send + Sync {
     /// Runs one sub-agent to its final answer.

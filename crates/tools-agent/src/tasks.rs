@@ -1,5 +1,5 @@
 //! TaskCreate, TaskGet, TaskUpdate and TaskList ("Todo V2") over a shared
-//! [`TaskStore`](crate::TaskStore).
+//! [`TaskStore`].
 
 use async_trait::async_trait;
 use schemars::JsonSchema;
