@@ -1,5 +1,5 @@
 //! AskUserQuestion: multiple-choice questions to the user, answered by a prompter the host
-//! provides, or by answers already in the input (reference §4.13).
+//! provides, or by answers already in the input.
 
 use std::collections::{BTreeMap, HashSet};
 use std::sync::Arc;
@@ -15,7 +15,7 @@ use tool_core::{
 
 use crate::store::agent_id;
 
-/// The validation message for repeated questions or option labels (the reference's text).
+/// The validation message for repeated questions or option labels .
 pub const NOT_UNIQUE: &str =
     "Question texts must be unique, option labels must be unique within each question";
 /// What the model reads when the user declines.
@@ -141,7 +141,7 @@ fn answered_in_input(input: &AskUserQuestionInput) -> bool {
 }
 
 /// The text the model reads for a set of answers.
-pub fn render_answers(
+pub(crate) fn render_answers(
     questions: &[Question],
     answers: &BTreeMap<String, String>,
     annotations: Option<&Map<String, Value>>,

@@ -1,5 +1,5 @@
 //! SendUserMessage (alias Brief): a message to the user, with optional file attachments,
-//! delivered to a sink the host provides (reference §4.18).
+//! delivered to a sink the host provides.
 
 use std::path::PathBuf;
 use std::sync::Arc;

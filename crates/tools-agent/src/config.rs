@@ -123,14 +123,14 @@ fn spec(key: &str) -> Option<&'static SettingSpec> {
 }
 
 /// The project settings file Config writes.
-pub fn project_settings_file(ctx: &ToolContext) -> PathBuf {
+pub(crate) fn project_settings_file(ctx: &ToolContext) -> PathBuf {
     ctx.original_cwd()
         .join(".agent-tools")
         .join("settings.json")
 }
 
-/// Checks and normalises a value for a setting; errors are the reference's messages.
-pub fn normalise(spec: &SettingSpec, value: &ConfigValue) -> Result<Value, String> {
+/// Checks and normalises a value for a setting; errors say what the setting accepts.
+pub(crate) fn normalise(spec: &SettingSpec, value: &ConfigValue) -> Result<Value, String> {
     match spec.kind {
         SettingKind::Bool => match value {
             ConfigValue::Bool(b) => Ok(Value::Bool(*b)),
@@ -302,8 +302,8 @@ impl TypedTool for Config {
         let (Some(value), Some(spec)) = (&input.value, spec(input.setting.trim())) else {
             return PermissionDecision::Allow;
         };
-        // Unlike the reference, no mode lets a tool change the sandbox or the permission
-        // mode (validation refuses first; this holds for callers that skip it).
+        // No mode lets a tool change the sandbox or the permission mode: only a person may
+        // (validation refuses first; this holds for callers that skip it).
         if is_person_only_setting(spec.key) {
             return PermissionDecision::deny(person_only(spec.key));
         }

@@ -1,4 +1,4 @@
-//! CronCreate, CronDelete and CronList (feature `cron`, reference §4.22), and the
+//! CronCreate, CronDelete and CronList (feature `cron`), and the
 //! [`CronScheduler`] that hands due prompts to a callback of the host.
 //!
 //! Expressions are 5-field local-time cron ("M H DoM Mon DoW"), parsed and evaluated by the
@@ -6,7 +6,7 @@
 //! days, firing one last time. Durable jobs are kept in `.agent-tools/scheduled_tasks.json`
 //! of the project; the others live as long as the session's scheduler.
 //!
-//! Firing times are jittered (reference §4.22), so the many sessions that schedule
+//! Firing times are jittered, so the many sessions that schedule
 //! "0 9 * * *" do not all start at the same second: a recurring job fires up to 10% of its
 //! period late (at most 15 minutes), a one-shot job scheduled on the hour or half hour up to
 //! 90 seconds early (never before it was created). The offset is a hash of the job's id —
@@ -30,7 +30,7 @@ use crate::store::{read_json, write_json};
 pub const MAX_CRON_JOBS: usize = 50;
 /// Recurring jobs expire this long after they were created.
 pub const RECURRING_EXPIRY: Duration = Duration::from_secs(7 * 24 * 3600);
-/// The message for too many jobs (reference code 3).
+/// The message for too many jobs (validation error code 3).
 pub const TOO_MANY_JOBS: &str = "Too many scheduled jobs (max 50). Cancel one first.";
 
 /// The largest delay of a recurring job, as a fraction of its period.
@@ -119,7 +119,7 @@ impl CronJob {
     }
 }
 
-/// Parses a 5-field expression; the error is the reference's message.
+/// Parses a 5-field expression; the error names the expression and the 5 fields expected.
 pub fn parse_cron(expr: &str) -> Result<Cron, String> {
     let invalid =
         || format!("Invalid cron expression '{expr}'. Expected 5 fields: M H DoM Mon DoW.");
@@ -130,7 +130,7 @@ pub fn parse_cron(expr: &str) -> Result<Cron, String> {
 }
 
 /// The next time `expr` fires strictly after `after`, if within a year.
-pub fn next_fire<Tz: TimeZone>(cron: &Cron, after: &DateTime<Tz>) -> Option<DateTime<Tz>> {
+pub(crate) fn next_fire<Tz: TimeZone>(cron: &Cron, after: &DateTime<Tz>) -> Option<DateTime<Tz>> {
     let next = cron.find_next_occurrence(after, false).ok()?;
     let limit = after.clone() + chrono::Duration::days(366);
     (next <= limit).then_some(next)

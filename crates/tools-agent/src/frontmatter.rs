@@ -6,7 +6,7 @@ use std::collections::BTreeMap;
 
 /// A front-matter value.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub enum FrontValue {
+pub(crate) enum FrontValue {
     /// A scalar, unquoted
     Text(String),
     /// A list of scalars
@@ -42,7 +42,7 @@ impl FrontValue {
 
 /// A parsed document: front-matter keys and the markdown body after it.
 #[derive(Debug, Clone, PartialEq, Eq, Default)]
-pub struct FrontMatter {
+pub(crate) struct FrontMatter {
     /// The keys
     pub keys: BTreeMap<String, FrontValue>,
     /// The text after the closing `---`
@@ -68,7 +68,7 @@ fn unquote(s: &str) -> String {
 
 /// Parses `text`. A file without front matter has no keys and is all body; an unclosed
 /// front matter or a line that is not `key: value` is an error naming the line.
-pub fn parse(text: &str) -> Result<FrontMatter, String> {
+pub(crate) fn parse(text: &str) -> Result<FrontMatter, String> {
     let text = text.strip_prefix('\u{feff}').unwrap_or(text);
     let mut lines = text.lines();
     match lines.next() {

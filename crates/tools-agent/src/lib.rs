@@ -16,7 +16,7 @@
 //! - [`Config`]: reads and writes this project's `.agent-tools/settings.json` keys
 //!   ([`SETTINGS`]); reads are allowed, writes ask.
 //! - [`ToolSearch`]: finds deferred tools in the session's [`ToolCatalog`] by `select:`,
-//!   keywords with the reference's scores, `+required` words or an `mcp__server` prefix.
+//!   scored keywords, `+required` words or an `mcp__server` prefix.
 //! - With feature `v2-todo`: `TaskCreate`, `TaskGet`, `TaskUpdate`, `TaskList` over a
 //!   `TaskStore`, one JSON file per task with a high-water mark and a lock file, so several
 //!   processes share one list; dependencies (blocks / blockedBy) and owners.
@@ -31,7 +31,7 @@
 //!   unless `discard_changes`.
 //! - [`Agent`] (alias `Task`): runs a sub-agent through the session's [`AgentRunner`]:
 //!   [`ApiRunner`] (an Anthropic Messages API tool-use loop over the session's tools, filtered
-//!   by the reference's sub-agent rules) or [`CommandRunner`] (a configured command);
+//!   by the sub-agent rules: no nesting, a background agent's allow-list) or [`CommandRunner`] (a configured command);
 //!   built-in types general-purpose, Explore and Plan plus `.agent-tools/agents/*.md`;
 //!   `run_in_background` through the context's task manager. [`runner_from_settings`] picks
 //!   the runner from the `agent` settings section and `ANTHROPIC_API_KEY`. `isolation:
@@ -45,7 +45,7 @@
 //!   marked inactive and the lead gets a `teammate_terminated` message. Teammates cannot
 //!   spawn teammates.
 //! - **Continuation:** the API runner keeps every other sub-agent's conversation in
-//!   `<state>/agent-runs/<agentId>.json` ([`AgentRun`]); SendMessage to that id (or to a
+//!   `<state>/agent-runs/<agentId>.json`; SendMessage to that id (or to a
 //!   background agent's task id) queues the message for the agent's next tool round while it
 //!   runs, and resumes a stopped agent in the background from its transcript plus the
 //!   message. The sync result's `agentId: X (use SendMessage with to: 'X' to continue this
@@ -96,18 +96,34 @@
 //! # }
 //! ```
 
+// Stores: data and persistence, no tool logic.
+mod catalog;
+mod frontmatter;
+mod inbox;
+mod plans;
+mod runs;
+mod store;
+#[cfg(feature = "v2-todo")]
+mod task_store;
+mod teams;
+mod worktrees;
+// Runners: the sub-agent runners and what they share.
+mod api_runner;
+mod command_runner;
+mod definitions;
+mod runner;
+mod runner_setup;
+// Tools: the TypedTool impls.
 mod agent;
 mod ask;
 mod brief;
 mod config;
 #[cfg(feature = "cron")]
 mod cron;
-mod frontmatter;
 mod plan;
-mod runs;
 mod search;
+mod send_message;
 mod skill;
-mod store;
 #[cfg(feature = "v2-todo")]
 mod tasks;
 mod team;
@@ -117,42 +133,54 @@ mod worktree;
 use std::sync::Arc;
 
 pub use agent::{
-    AGENT_DISALLOWED_TOOLS, ASYNC_AGENT_ALLOWED_TOOLS, Agent, AgentDefinition, AgentInput,
-    AgentMode, AgentModel, AgentOutcome, AgentOutput, AgentRequest, AgentRunner, AgentSettings,
-    ApiRunner, CWD_WITH_ISOLATION, CommandRunner, Isolation, MAX_COMMAND_OUTPUT, MAX_TURNS,
-    NO_OUTPUT, TEAMMATE_TOOLS, TEAMMATES_CANNOT_SPAWN, builtin_agents, load_agents,
-    runner_from_settings, subagent_context, subagent_context_in, tools_for_agent,
+    Agent, AgentInput, AgentMode, AgentModel, AgentOutput, CWD_WITH_ISOLATION, Isolation,
+    TEAMMATE_TOOLS, TEAMMATES_CANNOT_SPAWN,
 };
+pub use api_runner::{ApiRunner, MAX_TURNS};
 pub use ask::{
     ASK_IN_AGENT, AskUserQuestion, AskUserQuestionInput, AskUserQuestionOutput, DECLINED,
     LinePrompter, NOT_UNIQUE, Question, QuestionAnswers, QuestionMetadata, QuestionOption,
-    QuestionPrompter, render_answers,
+    QuestionPrompter,
 };
 pub use brief::{
     Attachment, DELIVERED, MessageStatus, SendUserMessage, SendUserMessageInput, UserMessage,
     UserMessageSink,
 };
+pub use command_runner::{CommandRunner, MAX_COMMAND_OUTPUT};
 pub use config::{
-    Config, ConfigInput, ConfigOutput, ConfigValue, SETTINGS, SettingKind, SettingSpec, normalise,
-    project_settings_file,
+    Config, ConfigInput, ConfigOutput, ConfigValue, SETTINGS, SettingKind, SettingSpec,
 };
 #[cfg(feature = "cron")]
 pub use cron::{
     CronCreate, CronCreateInput, CronDelete, CronDeleteInput, CronFire, CronJob, CronList,
     CronListEntry, CronListInput, CronScheduler, MAX_CRON_JOBS, MAX_RECURRING_JITTER,
     ONE_SHOT_EARLY, RECURRING_EXPIRY, RECURRING_JITTER_FRACTION, TOO_MANY_JOBS, cron_scheduler,
-    fire_time, jitter, next_fire, parse_cron,
+    fire_time, jitter, parse_cron,
 };
-pub use frontmatter::{FrontMatter, FrontValue, parse as parse_front_matter};
+pub use definitions::{
+    AGENT_DISALLOWED_TOOLS, ASYNC_AGENT_ALLOWED_TOOLS, AgentDefinition, builtin_agents,
+    load_agents, tools_for_agent,
+};
+
+pub use inbox::{InboxMessage, render_messages, take_inbox};
 pub use plan::{
     AllowedPrompt, AllowedPromptTool, ENTERED_PLAN_MODE, EnterPlanMode, EnterPlanModeInput,
     EnterPlanModeOutput, ExitPlanMode, ExitPlanModeInput, ExitPlanModeOutput, NOT_IN_PLAN_MODE,
-    PLAN_APPROVED, PLAN_MODE_IN_AGENT, plan_file,
+    PLAN_APPROVED, PLAN_MODE_IN_AGENT, PLAN_SUBMITTED,
 };
-pub use runs::AgentRun;
-pub use search::{
-    NO_MATCH, ToolCatalog, ToolSearch, ToolSearchInput, ToolSearchOutput, is_deferred_tool,
-    name_parts, score_term,
+pub use plans::{PlanRequest, plan_file};
+pub use runner::{
+    AgentOutcome, AgentRequest, AgentRunner, AgentSettings, NO_OUTPUT, subagent_context,
+};
+pub use runner_setup::runner_from_settings;
+
+pub use catalog::ToolCatalog;
+pub use search::{NO_MATCH, ToolSearch, ToolSearchInput, ToolSearchOutput, name_parts};
+pub use send_message::{
+    EMPTY_RECIPIENT, MessageBody, NO_CROSS_SESSION, NO_STRUCTURED_BROADCAST,
+    PLAN_REJECTION_NEEDS_FEEDBACK, PLAN_REQUEST_ID_REQUIRED, REJECTION_NEEDS_REASON,
+    SHUTDOWN_RESPONSE_TO_LEAD, SUMMARY_REQUIRED, SendMessage, SendMessageInput, SendMessageOutput,
+    StructuredMessage,
 };
 pub use skill::{
     SKILL_DESCRIPTION_CAP, SKILL_LISTING_BUDGET, Skill, SkillInfo, SkillInput, SkillOutput,
@@ -160,27 +188,26 @@ pub use skill::{
 };
 pub use store::AgentIdentity;
 #[cfg(feature = "v2-todo")]
-pub use tasks::{
-    HIGH_WATER_MARK, TASK_LIST_ENV, TaskCreate, TaskCreateInput, TaskGet, TaskGetInput, TaskList,
-    TaskListId, TaskListInput, TaskRecord, TaskState, TaskStore, TaskUpdate, TaskUpdateInput,
+pub use task_store::{
+    HIGH_WATER_MARK, TASK_LIST_ENV, TaskListId, TaskRecord, TaskState, TaskStore, TaskUpdateInput,
     UpdateOutcome, UpdateStatus,
 };
-pub use team::{
-    EMPTY_RECIPIENT, InboxMessage, MessageBody, NO_CROSS_SESSION, NO_STRUCTURED_BROADCAST,
-    PLAN_REJECTION_NEEDS_FEEDBACK, PLAN_REQUEST_ID_REQUIRED, PLAN_SUBMITTED, PlanRequest,
-    REJECTION_NEEDS_REASON, SHUTDOWN_RESPONSE_TO_LEAD, SUMMARY_REQUIRED, SendMessage,
-    SendMessageInput, SendMessageOutput, StructuredMessage, TEAM_LEAD_NAME, TeamCreate,
-    TeamCreateInput, TeamCreateOutput, TeamDelete, TeamDeleteInput, TeamDeleteOutput, TeamFile,
-    TeamMember, TeamStore, TeammateIdentity, render_messages, take_inbox,
+#[cfg(feature = "v2-todo")]
+pub use tasks::{
+    TaskCreate, TaskCreateInput, TaskGet, TaskGetInput, TaskList, TaskListInput, TaskUpdate,
 };
+pub use team::{
+    TeamCreate, TeamCreateInput, TeamCreateOutput, TeamDelete, TeamDeleteInput, TeamDeleteOutput,
+};
+pub use teams::{TEAM_LEAD_NAME, TeamFile, TeamMember, TeamStore, TeammateIdentity};
 pub use todo::{
     TODOS_MODIFIED, TodoItem, TodoStatus, TodoWrite, TodoWriteInput, TodoWriteOutput, current_todos,
 };
 pub use worktree::{
-    ALREADY_IN_WORKTREE, ActiveWorktree, EnterWorktree, EnterWorktreeInput, ExitAction,
-    ExitWorktree, ExitWorktreeInput, ExitWorktreeOutput, MAX_WORKTREE_NAME, NO_WORKTREE_SESSION,
-    check_worktree_name,
+    ALREADY_IN_WORKTREE, EnterWorktree, EnterWorktreeInput, ExitAction, ExitWorktree,
+    ExitWorktreeInput, ExitWorktreeOutput, MAX_WORKTREE_NAME, NO_WORKTREE_SESSION,
 };
+pub use worktrees::ActiveWorktree;
 
 /// Every finished tool of this crate compiled in, ready for a pool.
 pub fn tools() -> Vec<Arc<dyn tool_core::Tool>> {

@@ -1,5 +1,5 @@
 //! EnterPlanMode and ExitPlanMode: switch the session to plan mode and back, with the plan
-//! kept in a file under the state directory (reference §4.26). A teammate in plan mode asks
+//! kept in a file under the state directory. A teammate in plan mode asks
 //! its team lead to approve the plan through the lead's mailbox instead of asking a person.
 
 use std::path::PathBuf;
@@ -13,12 +13,15 @@ use tool_core::{
     TypedTool, ValidationResult,
 };
 
-use crate::store::{agent_id, blocking, safe_component, session};
-use crate::team::{PLAN_SUBMITTED, TeamStore, TeammateIdentity, teammate};
+use crate::plans::plan_file;
+use crate::store::{agent_id, blocking, session};
+use crate::teams::{TeamStore, TeammateIdentity, teammate};
 
+/// The first line of a teammate's ExitPlanMode result.
+pub const PLAN_SUBMITTED: &str = "Your plan has been submitted to the team lead for approval.";
 /// The first line of EnterPlanMode's result.
 pub const ENTERED_PLAN_MODE: &str = "Entered plan mode. You should now focus on exploring the codebase and designing an implementation approach.";
-/// ExitPlanMode's validation message outside plan mode (reference code 1).
+/// ExitPlanMode's validation message outside plan mode (validation error code 1).
 pub const NOT_IN_PLAN_MODE: &str = "You are not in plan mode. This tool is only for exiting plan mode after writing a plan. If your plan was already approved, continue with implementation.";
 /// EnterPlanMode inside a sub-agent.
 pub const PLAN_MODE_IN_AGENT: &str = "EnterPlanMode tool cannot be used in agent contexts";
@@ -34,17 +37,6 @@ In plan mode you may only read and search; the one file you may write is the pla
 const EXIT_DESCRIPTION: &str = "Use this tool when you are in plan mode and have finished writing your plan to the plan file: it asks the user to approve the plan and, on approval, leaves plan mode so you can start implementing.
 
 The plan is read from the plan file EnterPlanMode named; write it there first. A teammate in plan mode sends the plan to its team lead instead and stays in plan mode until the lead's answer arrives as a message. Only use this tool for tasks that need code to be written, not for research. Do not use AskUserQuestion to ask \"is this plan okay?\": that is what this tool does.";
-
-/// The plan file of this context's session (or sub-agent):
-/// `<state>/plans/<session>.md` or `<state>/plans/<session>-agent-<id>.md`.
-pub fn plan_file(ctx: &ToolContext) -> PathBuf {
-    let session_id = safe_component(ctx.session_id());
-    let name = match agent_id(ctx) {
-        Some(agent) => format!("{session_id}-agent-{}.md", safe_component(&agent)),
-        None => format!("{session_id}.md"),
-    };
-    ctx.state_dir().join("plans").join(name)
-}
 
 /// Input of EnterPlanMode (none).
 #[derive(Debug, Clone, Deserialize, JsonSchema)]
@@ -95,7 +87,7 @@ impl TypedTool for EnterPlanMode {
         if agent_id(ctx).is_some() {
             return ValidationResult::invalid(PLAN_MODE_IN_AGENT);
         }
-        // The reference re-enters silently and so loses the mode to restore; refuse instead.
+        // Entering again would overwrite the mode to restore on exit; refuse instead.
         if ctx.permission_mode() == PermissionMode::Plan {
             return ValidationResult::invalid(format!(
                 "You are already in plan mode. Write your plan to {} and call ExitPlanMode when it is ready.",
@@ -155,7 +147,7 @@ pub enum AllowedPromptTool {
     Bash,
 }
 
-/// Input of ExitPlanMode. Other keys are accepted and passed through, as the reference does.
+/// Input of ExitPlanMode. Other keys are accepted and passed through.
 #[derive(Debug, Clone, Deserialize, JsonSchema)]
 pub struct ExitPlanModeInput {
     /// Prompt-based permissions the plan needs to be carried out
@@ -219,8 +211,8 @@ impl TypedTool for ExitPlanMode {
         if ctx.permission_mode() != PermissionMode::Plan {
             return ValidationResult::invalid_code(NOT_IN_PLAN_MODE, 1);
         }
-        // The reference approves an empty plan; asking the user to approve nothing helps no
-        // one, so the plan file must exist and say something.
+        // Asking the user to approve nothing helps no one, so the plan file must exist and
+        // say something.
         let path = plan_file(ctx);
         match std::fs::read_to_string(&path) {
             Ok(text) if !text.trim().is_empty() => ValidationResult::Valid,
@@ -235,7 +227,7 @@ impl TypedTool for ExitPlanMode {
         _input: &ExitPlanModeInput,
         ctx: &ToolContext,
     ) -> PermissionDecision {
-        // A teammate asks its lead, through the mailbox, not a person (reference §4.26).
+        // A teammate asks its lead, through the mailbox, not a person.
         if teammate(ctx).is_some() {
             return PermissionDecision::Allow;
         }

@@ -1,31 +1,21 @@
-//! Sub-agent transcripts and continuation (reference §4.14 Continuation, §4.24): the
-//! Messages API runner keeps each sub-agent's conversation in `<state>/agent-runs/<id>.json`;
-//! SendMessage to a sub-agent's id queues the message for its next tool round while it runs,
-//! or resumes it in the background from its transcript once it has stopped.
+//! Sub-agent transcripts: the Messages API runner keeps each sub-agent's conversation in
+//! `<state>/agent-runs/<id>.json`, with the messages queued for it while it runs, so
+//! SendMessage can queue to a running agent or resume a stopped one. Data and persistence
+//! only; every change is a read-modify-write under the agent's lock file.
 
 use std::fs::File;
-use std::path::{Path, PathBuf};
-use std::sync::Arc;
-use std::time::Instant;
+use std::path::PathBuf;
 
 use serde::{Deserialize, Serialize};
 use serde_json::{Value, json};
-use tool_core::{
-    CancellationToken, PermissionMode, TaskKind, TaskRun, TaskSpec, ToolContext, ToolError,
-    ToolResult,
-};
+use tool_core::{PermissionMode, ToolContext, ToolError};
 
-use crate::agent::{
-    AgentRequest, AgentRunner, available_tools, finish_task, load_agents, subagent_context_in,
-    tools_for_agent,
-};
-use crate::store::{blocking, lock_file, read_json, safe_component, write_json};
-use crate::team::{MessageBody, SendMessageInput, SendMessageOutput, process_alive, sent};
+use crate::store::{lock_file, process_alive, read_json, safe_component, write_json};
 
 /// One sub-agent's run as the runner records it.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase")]
-pub struct AgentRun {
+pub(crate) struct AgentRun {
     /// The sub-agent's id
     pub agent_id: String,
     /// Its agent type
@@ -126,25 +116,11 @@ impl RunStore {
     }
 
     /// Records the start of a run (keeping messages already queued for it).
-    pub(crate) fn begin(
-        &self,
-        request: &AgentRequest,
-        messages: &[Value],
-    ) -> Result<(), ToolError> {
-        self.update(&request.agent_id, |run| {
+    pub(crate) fn begin(&self, start: AgentRun) -> Result<(), ToolError> {
+        let id = start.agent_id.clone();
+        self.update(&id, |run| {
             let queued = run.take().map(|r| r.queued).unwrap_or_default();
-            *run = Some(AgentRun {
-                agent_id: request.agent_id.clone(),
-                agent_type: request.definition.name.clone(),
-                model: request.model.clone(),
-                parent_session_id: request.parent_session_id.clone(),
-                cwd: request.context.cwd(),
-                mode: request.context.permission_mode(),
-                running: true,
-                pid: std::process::id(),
-                messages: messages.to_vec(),
-                queued,
-            });
+            *run = Some(AgentRun { queued, ..start });
         })
     }
 
@@ -201,144 +177,6 @@ pub(crate) fn resumable(mut messages: Vec<Value>) -> Vec<Value> {
         messages.push(json!({"role": "user", "content": pending}));
     }
     messages
-}
-
-/// SendMessage to a sub-agent's id (or its background task's id): queues the message while
-/// it runs, resumes it in the background when it has stopped. `Ok(None)` when `to` is not
-/// a sub-agent this session launched with a transcript.
-pub(crate) async fn send_to_agent(
-    to: &str,
-    input: &SendMessageInput,
-    ctx: &ToolContext,
-) -> Result<Option<ToolResult<SendMessageOutput>>, ToolError> {
-    let runs = RunStore::for_context(ctx);
-    let session = ctx.session_id().to_owned();
-    let lookup = {
-        let (runs, to) = (runs.clone(), to.to_owned());
-        blocking(move || match runs.resolve(&to) {
-            Some(id) => runs.load(&id),
-            None => Ok(None),
-        })
-        .await?
-    };
-    let Some(found) = lookup.filter(|r| r.parent_session_id == session) else {
-        return Ok(None);
-    };
-    let MessageBody::Text(text) = &input.message else {
-        return Err(ToolError::respond(format!(
-            "{to} is a sub-agent, not a teammate: structured messages go to teammates. Send it plain text to continue it."
-        )));
-    };
-    let id = found.agent_id.clone();
-    // Under the run's lock: queue to a running agent, or claim a stopped one for resuming.
-    let claimed = {
-        let (runs, id, text) = (runs.clone(), id.clone(), text.clone());
-        blocking(move || {
-            runs.update(&id, |run| match run {
-                Some(r) if r.is_running() => {
-                    r.queued.push(text);
-                    None
-                }
-                Some(r) => {
-                    r.running = true;
-                    r.pid = std::process::id();
-                    Some(r.clone())
-                }
-                None => None,
-            })
-        })
-        .await?
-    };
-    let Some(run) = claimed else {
-        return Ok(Some(sent(
-            format!("Message queued for delivery to {to} at its next tool round."),
-            vec![id],
-            None,
-        )));
-    };
-    match resume(run, text.clone(), ctx).await {
-        Ok(result) => Ok(Some(result)),
-        Err(e) => {
-            let runs2 = runs.clone();
-            let _ = blocking(move || {
-                runs2.update(&id, |run| {
-                    if let Some(r) = run {
-                        r.running = false;
-                    }
-                })
-            })
-            .await;
-            Err(e)
-        }
-    }
-}
-
-async fn resume(
-    run: AgentRun,
-    text: String,
-    ctx: &ToolContext,
-) -> Result<ToolResult<SendMessageOutput>, ToolError> {
-    let runner = ctx
-        .services()
-        .get::<Arc<dyn AgentRunner>>()
-        .ok_or_else(|| {
-            ToolError::respond(
-                "No sub-agent runner is configured, so the agent cannot be continued",
-            )
-        })?;
-    let (agents, _) = load_agents(ctx);
-    let definition = agents
-        .into_iter()
-        .find(|a| a.name == run.agent_type)
-        .ok_or_else(|| {
-            ToolError::respond(format!(
-                "The agent's type '{}' no longer exists, so it cannot be continued",
-                run.agent_type
-            ))
-        })?;
-    if !Path::new(&run.cwd).is_dir() {
-        return Err(ToolError::respond(format!(
-            "The agent's working directory {} no longer exists, so it cannot be continued: launch a new agent",
-            run.cwd.display()
-        )));
-    }
-    // It goes on in the background, with a background agent's tools.
-    let tools = tools_for_agent(&definition, &available_tools(ctx), true);
-    let context = subagent_context_in(ctx, &run.agent_id, Some(run.mode), &run.cwd);
-    let request = AgentRequest {
-        agent_id: run.agent_id.clone(),
-        definition,
-        prompt: text,
-        model: run.model.clone(),
-        tools,
-        context,
-        cancel: CancellationToken::new(),
-        history: resumable(run.messages.clone()),
-        parent_session_id: run.parent_session_id.clone(),
-    };
-    let started = Instant::now();
-    let spec = TaskSpec {
-        kind: TaskKind::LocalAgent,
-        description: format!("continue agent {}", run.agent_id),
-        run: TaskRun::Future(Box::new(move |token: CancellationToken| {
-            Box::pin(async move {
-                let request = AgentRequest {
-                    cancel: token,
-                    ..request
-                };
-                let result = runner.run(request).await;
-                finish_task(result, started, &None)
-            })
-        })),
-    };
-    let info = ctx.tasks().start(spec).await?;
-    let message = format!(
-        "Agent \"{}\" had stopped; resumed it in the background with your message. You will be notified when it finishes.\ntask_id: {}\noutput_file: {}",
-        run.agent_id,
-        info.id,
-        info.output_path.display()
-    );
-    Ok(sent(message, vec![run.agent_id], None))
 }
 
 #[cfg(test)]

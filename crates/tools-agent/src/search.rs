@@ -1,46 +1,18 @@
 //! ToolSearch: finds deferred tools (MCP tools and tools marked deferred) by exact name,
-//! keywords or server prefix, and returns their definitions (reference §4.19).
+//! keywords or server prefix, and returns their definitions.
 
-use std::fmt;
 use std::sync::Arc;
 
 use async_trait::async_trait;
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 use serde_json::json;
-use tool_core::{Tool, ToolCategory, ToolContext, ToolError, ToolPool, ToolResult, TypedTool};
+use tool_core::{Tool, ToolCategory, ToolContext, ToolError, ToolResult, TypedTool};
+
+use crate::catalog::ToolCatalog;
 
 /// What ToolSearch says when nothing matches.
 pub const NO_MATCH: &str = "No matching deferred tools found";
-
-/// The tools of the session, as ToolSearch and sub-agents see them. Hosts put a
-/// `ToolCatalog` in the context's services (the registry does for its built-ins; a host with
-/// MCP tools replaces it with one over its whole pool).
-#[derive(Clone)]
-pub struct ToolCatalog(Arc<dyn Fn() -> Vec<Arc<dyn Tool>> + Send + Sync>);
-
-impl fmt::Debug for ToolCatalog {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.write_str("ToolCatalog(..)")
-    }
-}
-
-impl ToolCatalog {
-    /// A catalog computed by `f` on every use.
-    pub fn new(f: impl Fn() -> Vec<Arc<dyn Tool>> + Send + Sync + 'static) -> Self {
-        ToolCatalog(Arc::new(f))
-    }
-
-    /// A catalog over a pool.
-    pub fn from_pool(pool: ToolPool) -> Self {
-        ToolCatalog::new(move || pool.tools().to_vec())
-    }
-
-    /// The tools.
-    pub fn tools(&self) -> Vec<Arc<dyn Tool>> {
-        (self.0)()
-    }
-}
 
 /// Input of ToolSearch.
 #[derive(Debug, Clone, Deserialize, JsonSchema)]
@@ -76,8 +48,9 @@ fn is_mcp(tool: &dyn Tool) -> bool {
     tool.category() == ToolCategory::Mcp || tool.name().starts_with("mcp__")
 }
 
-/// Whether a tool is loaded on demand (reference §2.4).
-pub fn is_deferred_tool(tool: &dyn Tool) -> bool {
+/// Whether a tool is loaded on demand: MCP tools and tools marked deferred are; their
+/// definitions reach the model only through ToolSearch.
+pub(crate) fn is_deferred_tool(tool: &dyn Tool) -> bool {
     tool.name() != "ToolSearch" && (tool.is_deferred() || is_mcp(tool))
 }
 
@@ -123,10 +96,10 @@ fn words(text: &str) -> Vec<String> {
         .collect()
 }
 
-/// The reference's score of one term against one tool: exact name part 10 (12 for MCP),
+/// The score of one term against one tool: exact name part 10 (12 for MCP),
 /// partial name part 5 (6), substring of the whole name 3 (only when no part matched),
 /// search-hint word 4, description word 2.
-pub fn score_term(
+pub(crate) fn score_term(
     name: &str,
     mcp: bool,
     hint: &[String],

@@ -1,6 +1,6 @@
 //! Skill: runs a skill from `.agent-tools/skills/<name>/SKILL.md` (project) or
 //! `<state dir>/skills/<name>/SKILL.md` (user): the result carries the skill's instructions
-//! for the host to inject (reference §4.15).
+//! for the host to inject.
 
 use std::path::{Path, PathBuf};
 
@@ -14,10 +14,10 @@ use tool_core::{
 
 use crate::frontmatter;
 
-/// Each skill description in a listing is cut to this many characters (the reference's cap).
+/// Each skill description in a listing is cut to this many characters.
 pub const SKILL_DESCRIPTION_CAP: usize = 250;
-/// The default character budget of a skill listing (1% of a 200k-token context, as the
-/// reference computes it).
+/// The default character budget of a skill listing (1% of a 200k-token context, at four
+/// characters a token).
 pub const SKILL_LISTING_BUDGET: usize = 8_000;
 
 /// Where a skill was found.
@@ -301,8 +301,8 @@ impl TypedTool for Skill {
             skill.base_dir.display(),
             instructions
         );
-        // The skill's allowed-tools become session allow rules (the reference's context
-        // modifier); calls were approved above when a skill has any.
+        // The skill's allowed-tools become session allow rules, so the skill's own tool calls
+        // do not ask again; calls were approved above when a skill has any.
         for tool in &skill.allowed_tools {
             if let Some(rule) = PermissionRule::parse(tool) {
                 ctx.permissions().add_rule(SourcedRule {

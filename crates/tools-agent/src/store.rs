@@ -122,6 +122,24 @@ pub(crate) fn safe_component(name: &str) -> String {
     }
 }
 
+/// Now, in ms since the epoch.
+pub(crate) fn now_ms() -> u64 {
+    std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map(|d| d.as_millis() as u64)
+        .unwrap_or(0)
+}
+
+/// Whether process `pid` still runs. Where `/proc` is not available every process counts as
+/// alive (the safe answer for TeamDelete).
+pub(crate) fn process_alive(pid: u32) -> bool {
+    let proc = Path::new("/proc");
+    if !proc.join("self").exists() {
+        return true;
+    }
+    proc.join(pid.to_string()).exists()
+}
+
 /// Marks a context as a sub-agent's: hosts (and the Agent tool) put an `Arc<AgentIdentity>`
 /// in the services of a sub-agent's context. Tools that only the main session may use
 /// (EnterPlanMode, AskUserQuestion) refuse when it is present.
@@ -145,7 +163,7 @@ pub(crate) struct AgentSession {
     /// The mode before EnterPlanMode
     pub pre_plan_mode: Mutex<Option<PermissionMode>>,
     /// The worktree EnterWorktree created in this session
-    pub worktree: Mutex<Option<crate::worktree::ActiveWorktree>>,
+    pub worktree: Mutex<Option<crate::worktrees::ActiveWorktree>>,
 }
 
 /// The session state, created on first use.

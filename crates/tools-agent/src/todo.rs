@@ -1,4 +1,4 @@
-//! TodoWrite: the session's todo list, replaced whole on every call (reference §4.10).
+//! TodoWrite: the session's todo list, replaced whole on every call.
 
 use async_trait::async_trait;
 use schemars::JsonSchema;

@@ -1,9 +1,6 @@
 //! EnterWorktree and ExitWorktree: a real `git worktree` under
 //! `<repo>/.agent-tools/worktrees/<name>` on branch `worktree-<name>`, with the session's
-//! working directory switched into it and back (reference §4.27).
-
-use std::path::{Path, PathBuf};
-use std::process::Command;
+//! working directory switched into it and back.
 
 use async_trait::async_trait;
 use schemars::JsonSchema;
@@ -14,53 +11,17 @@ use tool_core::{
 };
 
 use crate::store::{blocking, session};
+use crate::worktrees::{ActiveWorktree, create_worktree, pending_work, remove_worktree};
 
 /// The longest worktree name.
 pub const MAX_WORKTREE_NAME: usize = 64;
 /// EnterWorktree while one is active.
 pub const ALREADY_IN_WORKTREE: &str = "Already in a worktree session";
-/// ExitWorktree without an active worktree (reference code 1).
+/// ExitWorktree without an active worktree (validation error code 1).
 pub const NO_WORKTREE_SESSION: &str = "No-op: there is no active EnterWorktree session to exit. This tool only acts on worktrees created by EnterWorktree in the current session; it does not touch worktrees created any other way.";
 
-/// The worktree EnterWorktree created in this session.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
-#[serde(rename_all = "camelCase")]
-pub struct ActiveWorktree {
-    /// The worktree directory
-    pub path: PathBuf,
-    /// Its branch
-    pub branch: String,
-    /// The repository's top directory
-    pub repo: PathBuf,
-    /// The commit the worktree started from
-    pub base_commit: String,
-    /// The working directory to return to
-    pub original_cwd: PathBuf,
-}
-
-/// Runs git in `dir`; stdout on success, a message with git's stderr otherwise.
-fn git(dir: &Path, args: &[&str]) -> Result<String, String> {
-    let out = Command::new("git")
-        .arg("-C")
-        .arg(dir)
-        .args(args)
-        .env("GIT_TERMINAL_PROMPT", "0")
-        .stdin(std::process::Stdio::null())
-        .output()
-        .map_err(|e| format!("cannot run git: {e}"))?;
-    if out.status.success() {
-        Ok(String::from_utf8_lossy(&out.stdout).trim_end().to_owned())
-    } else {
-        Err(format!(
-            "git {} failed: {}",
-            args.join(" "),
-            String::from_utf8_lossy(&out.stderr).trim()
-        ))
-    }
-}
-
 /// Checks a worktree name: `/`-separated segments of `[A-Za-z0-9._-]`, at most 64 characters.
-pub fn check_worktree_name(name: &str) -> Result<(), String> {
+pub(crate) fn check_worktree_name(name: &str) -> Result<(), String> {
     if name.chars().count() > MAX_WORKTREE_NAME {
         return Err(format!(
             "Invalid worktree name \"{name}\": at most {MAX_WORKTREE_NAME} characters"
@@ -88,48 +49,6 @@ fn random_name() -> String {
         .map(|d| d.subsec_nanos() ^ (d.as_secs() as u32))
         .unwrap_or(0);
     format!("wt-{:08x}", nanos ^ std::process::id().rotate_left(16))
-}
-
-/// Creates `<repo>/.agent-tools/worktrees/<name>` on a new branch `worktree-<name>` from
-/// the commit `cwd` is at (blocking: it runs git); `who` names the caller in errors.
-pub(crate) fn create_worktree(cwd: &Path, name: &str, who: &str) -> Result<ActiveWorktree, String> {
-    let branch = format!("worktree-{name}");
-    let repo = PathBuf::from(git(cwd, &["rev-parse", "--show-toplevel"]).map_err(|_| {
-        format!(
-            "{who} needs a git repository, and {} is not inside one",
-            cwd.display()
-        )
-    })?);
-    let base_commit = git(&repo, &["rev-parse", "HEAD"]).map_err(|_| {
-        "The repository has no commit yet: commit something before creating a worktree".to_owned()
-    })?;
-    let path = repo.join(".agent-tools").join("worktrees").join(name);
-    if path.exists() {
-        return Err(format!(
-            "{} already exists: choose another name, or remove it with `git worktree remove`",
-            path.display()
-        ));
-    }
-    let shown = path.to_string_lossy().into_owned();
-    git(
-        &repo,
-        &["worktree", "add", "-b", &branch, &shown, &base_commit],
-    )?;
-    Ok(ActiveWorktree {
-        path: tool_core::path::canonicalize_lenient(&path),
-        branch,
-        repo,
-        base_commit,
-        original_cwd: cwd.to_path_buf(),
-    })
-}
-
-/// Deletes a worktree and its branch (blocking: it runs git).
-pub(crate) fn remove_worktree(wt: &ActiveWorktree) -> Result<(), String> {
-    let path = wt.path.to_string_lossy().into_owned();
-    git(&wt.repo, &["worktree", "remove", "--force", &path])?;
-    git(&wt.repo, &["branch", "-D", &wt.branch])?;
-    Ok(())
 }
 
 /// Input of EnterWorktree.
@@ -249,18 +168,6 @@ pub struct ExitWorktree;
 
 fn active(ctx: &ToolContext) -> Option<ActiveWorktree> {
     session(ctx).worktree.lock().ok().and_then(|w| w.clone())
-}
-
-/// Uncommitted files and commits since the start, or why they cannot be counted.
-pub(crate) fn pending_work(wt: &ActiveWorktree) -> Result<(usize, usize), String> {
-    let status = git(&wt.path, &["status", "--porcelain"])?;
-    let files = status.lines().filter(|l| !l.trim().is_empty()).count();
-    let range = format!("{}..HEAD", wt.base_commit);
-    let commits: usize = git(&wt.path, &["rev-list", "--count", &range])?
-        .trim()
-        .parse()
-        .map_err(|e| format!("unexpected output of git rev-list: {e}"))?;
-    Ok((files, commits))
 }
 
 #[async_trait]
