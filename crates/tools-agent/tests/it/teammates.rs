@@ -473,7 +473,7 @@ async fn take_plan_request(lead: &ToolContext) -> (InboxMessage, Vec<InboxMessag
     panic!("the lead never got a plan approval request: {seen:?}");
 }
 
-/// Reference §4.26's teammate path, end to end through the Messages API runner: a teammate
+/// The teammate path, end to end through the Messages API runner: a teammate
 /// spawned in plan mode writes its plan and calls ExitPlanMode, which sends a
 /// plan_approval_request to the lead's inbox instead of asking a person; the lead (reading
 /// it through take_inbox) rejects it with feedback, the teammate (still in plan mode, told
