@@ -18,6 +18,11 @@
 //! - For `agent-tools doctor`, the category crates' probes pass through here:
 //!   `probe_sandbox` and `try_sandbox` (shell), `language_servers` (lsp),
 //!   [`project_mcp_servers`].
+//! - The binary depends on this crate and tool-core only, so the rest of what it needs of the
+//!   category crates passes through here too: [`LivePool`] (fixed without `mcp`),
+//!   [`install_catalog`] (ToolSearch over the live pool), `sandbox_supervisor_entry`
+//!   (shell) and the `mcp` module (the MCP server's pieces and the host services each served
+//!   context gets).
 //!
 //! # Features
 //!
@@ -51,6 +56,7 @@
 //! ```
 
 mod checks;
+mod host;
 mod profiles;
 mod session;
 
@@ -64,6 +70,11 @@ pub use checks::{LanguageServerCheck, language_servers};
 pub use checks::{McpEntry, project_mcp_servers};
 #[cfg(feature = "shell")]
 pub use checks::{SandboxProbe, SandboxTrial, probe_sandbox, try_sandbox};
+#[cfg(feature = "mcp")]
+pub use host::mcp;
+#[cfg(feature = "shell")]
+pub use host::sandbox_supervisor_entry;
+pub use host::{LivePool, install_catalog};
 pub use profiles::Profile;
 pub use session::{
     SessionOptions, approve_project, build_context, review_project, revoke_project,

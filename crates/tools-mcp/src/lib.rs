@@ -67,6 +67,7 @@ mod manager;
 mod mrtr;
 mod naming;
 mod prompts;
+mod questions;
 mod reaper;
 mod resources;
 mod server;
@@ -93,6 +94,9 @@ pub use naming::{
     MAX_DESCRIPTION_CHARS, MAX_NAME_LEN, clean_description, qualified_name, sanitize,
 };
 pub use prompts::{ElicitationPrompter, SamplingSummariser};
+pub use questions::{
+    ElicitQuestions, FormAnswers, FormOption, FormQuestion, QuestionForm, question_hook,
+};
 pub use resources::{ListMcpResourcesTool, ReadMcpResourceTool};
 pub use server::{
     ClientHook, ClientHookFn, MAX_REQUEST_BYTES, StdioOptions, mcp_tool_list, serve_stdio,
