@@ -67,7 +67,7 @@ pub fn binary() -> &'static Path {
     })
 }
 
-/// The `agent-tools` binary built with `registry/agent-triggers` (cron tools and Monitor),
+/// The `agent-tools` binary built with its `agent-triggers` feature (cron tools and Monitor),
 /// kept next to the default one as `agent-tools-triggers`: `cargo xtask ci` builds it before
 /// the tests; elsewhere it is built on first use.
 pub fn triggers_binary() -> &'static Path {
@@ -87,17 +87,11 @@ pub fn triggers_binary() -> &'static Path {
             let scratch = target_dir.join("triggers");
             let cargo = std::env::var_os("CARGO").unwrap_or_else(|| "cargo".into());
             let status = Command::new(cargo)
-                .args([
-                    "build",
-                    "-p",
-                    "agent-tools",
-                    "--features",
-                    "registry/agent-triggers",
-                ])
+                .args(["build", "-p", "agent-tools", "--features", "agent-triggers"])
                 .current_dir(concat!(env!("CARGO_MANIFEST_DIR"), "/.."))
                 .env("CARGO_TARGET_DIR", &scratch)
                 .status()
-                .expect("cargo build -p agent-tools --features registry/agent-triggers");
+                .expect("cargo build -p agent-tools --features agent-triggers");
             assert!(status.success(), "the agent-triggers build failed");
             let built = scratch
                 .join(profile_dir.file_name().expect("a profile name"))

@@ -36,6 +36,14 @@ const REGISTRY_FEATURES: &[&str] = &[
     "v2-todo",
 ];
 
+/// Feature sets the binary is checked with: it forwards the registry's features, and each
+/// command degrades when one is off.
+const BINARY_FEATURE_SETS: &[&[&str]] = &[
+    &["--no-default-features"],
+    &["--no-default-features", "--features", "fs,shell"],
+    &["--features", "agent-triggers"],
+];
+
 /// The cargo-deny release CI installs when `cargo deny` is missing.
 const CARGO_DENY: &str = "cargo-deny@0.20.2";
 
@@ -49,8 +57,8 @@ enum Action {
     Peers,
     /// Install cargo-deny if missing, then run its offline checks.
     Deny,
-    /// Build the binaries the end-to-end tests drive: `agent-tools` with
-    /// `registry/agent-triggers`, kept as `agent-tools-triggers`, then the default one.
+    /// Build the binaries the end-to-end tests drive: `agent-tools` with its
+    /// `agent-triggers` feature, kept as `agent-tools-triggers`, then the default one.
     Binaries,
 }
 
@@ -65,7 +73,8 @@ fn cargo(args: &[&str]) -> Cmd {
 }
 
 /// The feature matrix: every category crate alone, the registry bare and with each feature,
-/// then the whole workspace with every feature. Library targets only.
+/// the binary with a few feature sets, then the whole workspace with every feature. Library
+/// targets only, but for the binary.
 fn feature_matrix() -> Vec<Cmd> {
     let mut cmds: Vec<Cmd> = LIB_CRATES
         .iter()
@@ -88,6 +97,11 @@ fn feature_matrix() -> Vec<Cmd> {
             feature,
             "--lib",
         ])
+    }));
+    cmds.extend(BINARY_FEATURE_SETS.iter().map(|set| {
+        let mut args = vec!["check", "-p", "agent-tools"];
+        args.extend_from_slice(set);
+        cargo(&args)
     }));
     cmds.push(cargo(&["check", "--workspace", "--all-features", "--lib"]));
     cmds
@@ -195,13 +209,7 @@ fn run_step(root: &Path, peers_dir: &Path, step: &Step, dry_run: bool) -> Result
         }
         Action::Peers => peers::run(peers_dir, dry_run),
         Action::Binaries => {
-            let triggers = cargo(&[
-                "build",
-                "-p",
-                "agent-tools",
-                "--features",
-                "registry/agent-triggers",
-            ]);
+            let triggers = cargo(&["build", "-p", "agent-tools", "--features", "agent-triggers"]);
             let default = cargo(&["build", "-p", "agent-tools"]);
             let target = std::env::var_os("CARGO_TARGET_DIR")
                 .map(std::path::PathBuf::from)
@@ -312,7 +320,7 @@ mod tests {
         let lines: Vec<String> = feature_matrix().iter().map(ToString::to_string).collect();
         assert_eq!(
             lines.len(),
-            LIB_CRATES.len() + 1 + REGISTRY_FEATURES.len() + 1
+            LIB_CRATES.len() + 1 + REGISTRY_FEATURES.len() + BINARY_FEATURE_SETS.len() + 1
         );
         assert_eq!(
             lines[0],
@@ -324,6 +332,9 @@ mod tests {
                     .to_owned()
             )
         );
+        assert!(lines.contains(
+            &"cargo check -p agent-tools --no-default-features --features fs,shell".to_owned()
+        ));
         assert_eq!(
             lines.last().map(String::as_str),
             Some("cargo check --workspace --all-features --lib")

@@ -1,11 +1,14 @@
 //! `agent-tools doctor`: what works on this machine and in this project, and what to do
 //! about what does not. Each check is a line (ok, warning or problem) with what was found
 //! and, for what is not ok, the one thing to do. Exit status 0 when nothing is a problem,
-//! 1 otherwise. The probes are the crates' own, reached through the registry.
+//! 1 otherwise. The probes are the crates' own, reached through the registry; a check of
+//! what the build leaves out (the sandbox without `shell`, language servers without `lsp`,
+//! MCP servers without `mcp`) is skipped.
 
 use std::io::Write;
 use std::path::Path;
 use std::process::ExitCode;
+#[cfg(feature = "mcp")]
 use std::time::Duration;
 
 use anyhow::Result;
@@ -97,9 +100,12 @@ pub async fn run(args: &SessionArgs, as_json: bool) -> Result<ExitCode> {
         }
     };
     let loaded = checks.iter().all(|c| c.name != "session");
+    #[cfg(feature = "shell")]
     checks.extend(sandbox_checks(&ctx).await);
+    #[cfg(feature = "lsp")]
     checks.extend(lsp_checks(&ctx));
     if loaded {
+        #[cfg(feature = "mcp")]
         checks.extend(mcp_checks(&ctx, args.mcp_wait).await);
         let profile = registry::session_profile(&ctx);
         let pool = registry::ToolRegistry::for_profile(profile).pool(ctx.permissions(), Vec::new());
@@ -212,15 +218,18 @@ fn settings_check(kind: RuleSourceKind, path: &Path, report: Option<&TrustReport
 }
 
 /// The sandbox's mechanism, seccomp, and a trial command through Bash's own path.
+#[cfg(feature = "shell")]
 async fn sandbox_checks(ctx: &ToolContext) -> Vec<Check> {
     let probe = tokio::task::block_in_place(registry::probe_sandbox);
     let trial = registry::try_sandbox(ctx).await;
     sandbox_report(&probe, &trial)
 }
 
+#[cfg(feature = "shell")]
 const NO_MECHANISM_FIX: &str = "install bubblewrap (`apt-get install bubblewrap`) and enable unprivileged user namespaces (`sysctl -w kernel.unprivileged_userns_clone=1`, or `kernel.apparmor_restrict_unprivileged_userns=0` on Ubuntu), or set sandbox.allowDegraded to true in the settings to run commands unsandboxed";
 
 /// The sandbox lines from what was probed and tried.
+#[cfg(feature = "shell")]
 pub fn sandbox_report(
     probe: &registry::SandboxProbe,
     trial: &registry::SandboxTrial,
@@ -319,11 +328,13 @@ pub fn sandbox_report(
     checks
 }
 
+#[cfg(feature = "shell")]
 fn first_line(text: &str) -> &str {
     text.lines().next().unwrap_or(text)
 }
 
 /// One line per language server: found on PATH (ok) or not (a warning: LSP is optional).
+#[cfg(feature = "lsp")]
 fn lsp_checks(ctx: &ToolContext) -> Vec<Check> {
     match registry::language_servers(ctx) {
         Err(e) => vec![
@@ -355,6 +366,7 @@ fn lsp_checks(ctx: &ToolContext) -> Vec<Check> {
 
 /// One line per `.mcp.json` server: approved or not and, if approved, whether it started
 /// and listed its tools within `wait`.
+#[cfg(feature = "mcp")]
 async fn mcp_checks(ctx: &ToolContext, wait: Duration) -> Vec<Check> {
     let entries = match registry::project_mcp_servers(ctx) {
         Ok(None) => return vec![check("mcp", Status::Ok, "no .mcp.json in the project")],
@@ -467,6 +479,7 @@ mod tests {
         assert_eq!(value["ok"], false);
     }
 
+    #[cfg(feature = "shell")]
     fn trial(ran: Result<&str, &str>) -> registry::SandboxTrial {
         registry::SandboxTrial {
             allow_degraded: false,
@@ -476,6 +489,7 @@ mod tests {
         }
     }
 
+    #[cfg(feature = "shell")]
     #[test]
     fn sandbox_lines() {
         let probe = registry::SandboxProbe {

@@ -15,14 +15,21 @@ use clap::{Args, Parser, Subcommand};
 use registry::{SessionOptions, ToolRegistry, build_context};
 use serde_json::{Value, json};
 mod doctor;
+#[cfg(not(feature = "mcp"))]
+#[path = "mcp_absent.rs"]
 mod mcp_startup;
+#[cfg(feature = "mcp")]
+mod mcp_startup;
+mod mcp_wait;
+#[cfg(feature = "mcp")]
 mod serve;
 mod trust;
 
+use mcp_startup::McpManager;
+use registry::LivePool;
 use tool_core::{
     CallResult, Dialect, PermissionMode, ToolCall, ToolContext, ToolError, ToolPool, error_result,
 };
-use tools_mcp::LivePool;
 
 /// Run agent tools from a shell.
 #[derive(Debug, Parser)]
@@ -62,8 +69,8 @@ struct SessionArgs {
     settings: Option<PathBuf>,
     /// How long call, list, schema and batch wait for the MCP servers of .mcp.json to start
     /// (serve never waits: their tools join when they are ready)
-    #[arg(long, global = true, value_name = "SECONDS", value_parser = mcp_startup::parse_wait,
-          default_value = mcp_startup::DEFAULT_WAIT)]
+    #[arg(long, global = true, value_name = "SECONDS", value_parser = mcp_wait::parse_wait,
+          default_value = mcp_wait::DEFAULT_WAIT)]
     mcp_wait: std::time::Duration,
 }
 
@@ -194,7 +201,8 @@ pub(crate) fn usage(message: impl Into<String>) -> anyhow::Error {
 
 fn main() -> ExitCode {
     // This binary is also the persistent sandbox's supervisor, run inside bubblewrap.
-    if let Some(code) = tools_shell::sandbox_supervisor_entry() {
+    #[cfg(feature = "shell")]
+    if let Some(code) = registry::sandbox_supervisor_entry() {
         return code;
     }
     let cli = Cli::parse();
@@ -238,7 +246,7 @@ struct Session {
     ctx: ToolContext,
     pool: LivePool,
     options: SessionOptions,
-    mcp: Option<std::sync::Arc<tools_mcp::McpManager>>,
+    mcp: Option<std::sync::Arc<McpManager>>,
     reporter: Option<std::sync::Arc<mcp_startup::Reporter>>,
 }
 
@@ -281,11 +289,14 @@ async fn session(args: &SessionArgs) -> Result<Session> {
     };
     // The pool is assembled again whenever an MCP server's tool list changes (a server that
     // finished starting included).
-    let pool =
-        ToolRegistry::for_profile(registry::session_profile(&ctx)).live_pool(&ctx, mcp.clone());
+    let tools = ToolRegistry::for_profile(registry::session_profile(&ctx));
+    #[cfg(feature = "mcp")]
+    let pool = tools.live_pool(&ctx, mcp.clone());
+    #[cfg(not(feature = "mcp"))]
+    let pool = tools.live_pool(&ctx);
     // ToolSearch and sub-agents see the whole pool as it is now, MCP tools included (the
     // registry's default catalog only knows the built-ins).
-    ctx.services().insert(catalog(&pool));
+    registry::install_catalog(&ctx, &pool);
     Ok(Session {
         ctx,
         pool,
@@ -293,12 +304,6 @@ async fn session(args: &SessionArgs) -> Result<Session> {
         mcp,
         reporter,
     })
-}
-
-/// The ToolSearch catalogue of a session: the live pool's tools at the time of the search.
-pub(crate) fn catalog(pool: &LivePool) -> tools_agent::ToolCatalog {
-    let pools = pool.subscribe();
-    tools_agent::ToolCatalog::new(move || pools.borrow().tools().to_vec())
 }
 
 async fn run(cli: Cli) -> Result<ExitCode> {
@@ -358,16 +363,35 @@ async fn run(cli: Cli) -> Result<ExitCode> {
             max_request_bytes,
             grace,
         } => {
-            let args = serve::ServeArgs {
-                http,
-                allowed_hosts,
-                allowed_origins,
-                token_files,
-                token_envs,
-                max_request_bytes,
-                grace,
-            };
-            serve::serve(pool, ctx, options, mcp.clone(), args).await
+            #[cfg(feature = "mcp")]
+            {
+                let args = serve::ServeArgs {
+                    http,
+                    allowed_hosts,
+                    allowed_origins,
+                    token_files,
+                    token_envs,
+                    max_request_bytes,
+                    grace,
+                };
+                serve::serve(pool, ctx, options, mcp.clone(), args).await
+            }
+            #[cfg(not(feature = "mcp"))]
+            {
+                let _ = (
+                    http,
+                    allowed_hosts,
+                    allowed_origins,
+                    token_files,
+                    token_envs,
+                    max_request_bytes,
+                    grace,
+                    options,
+                );
+                Err(usage(
+                    "`serve` needs the `mcp` feature; this agent-tools was built without it",
+                ))
+            }
         }
         Command::Trust { .. } => Err(anyhow!("`trust` runs without a session")),
         Command::Doctor { .. } => Err(anyhow!("`doctor` runs without a session")),
@@ -536,7 +560,7 @@ fn parse_batch_line(number: usize, line: &str) -> std::result::Result<ToolCall, 
 /// own any of them are ready (each bounded by its start-up timeout).
 async fn session_pool<'a>(
     pool: &LivePool,
-    mcp: Option<&tools_mcp::McpManager>,
+    mcp: Option<&McpManager>,
     tools: impl IntoIterator<Item = &'a str>,
 ) -> ToolPool {
     let current = pool.settled().await;
@@ -548,11 +572,7 @@ async fn session_pool<'a>(
     }
 }
 
-async fn batch(
-    pool: &LivePool,
-    ctx: &ToolContext,
-    mcp: Option<&tools_mcp::McpManager>,
-) -> Result<ExitCode> {
+async fn batch(pool: &LivePool, ctx: &ToolContext, mcp: Option<&McpManager>) -> Result<ExitCode> {
     if std::io::stdin().is_terminal() {
         eprintln!("agent-tools batch: reading JSON lines from standard input; end with Ctrl-D");
     }

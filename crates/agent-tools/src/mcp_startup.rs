@@ -11,12 +11,8 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
+pub use registry::mcp::McpManager;
 use tool_core::{ToolContext, ToolPool};
-use tools_mcp::McpManager;
-
-/// How long `call`, `list`, `schema` and `batch` wait for MCP servers by default, in
-/// seconds.
-pub const DEFAULT_WAIT: &str = "5";
 
 /// Prints each server's problems on stderr once.
 #[derive(Debug)]
@@ -150,38 +146,4 @@ pub fn unavailable(manager: &McpManager, tool: &str, waited: Duration) -> Option
     status
         .error
         .map(|error| format!("{tool} is not available: {error}"))
-}
-
-/// Parses `--mcp-wait`: seconds, zero or more.
-pub fn parse_wait(text: &str) -> Result<Duration, String> {
-    let seconds: f64 = text
-        .trim()
-        .parse()
-        .map_err(|_| format!("`{text}` is not a number of seconds"))?;
-    Duration::try_from_secs_f64(seconds)
-        .map_err(|_| format!("`{text}` is not a number of seconds from 0 up"))
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn waits_are_seconds() {
-        let check = |text: &str, expected: Result<Duration, &str>| {
-            let got = parse_wait(text);
-            assert_eq!(
-                got.as_ref().map_err(String::as_str),
-                expected.as_ref().map_err(|e| *e),
-                "{text}"
-            );
-        };
-        check("5", Ok(Duration::from_secs(5)));
-        check("0", Ok(Duration::ZERO));
-        check(" 0.25 ", Ok(Duration::from_millis(250)));
-        check("-1", Err("`-1` is not a number of seconds from 0 up"));
-        check("inf", Err("`inf` is not a number of seconds from 0 up"));
-        check("NaN", Err("`NaN` is not a number of seconds from 0 up"));
-        check("soon", Err("`soon` is not a number of seconds"));
-    }
 }

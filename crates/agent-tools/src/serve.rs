@@ -1,8 +1,9 @@
 //! `agent-tools serve`: the pool as an MCP server over stdio or streamable HTTP. The server
 //! itself lives in tools-mcp; this module turns the command line into its options, loads
-//! the bearer tokens, stops the server on SIGTERM or Ctrl-C, and installs the host's way of
-//! asking AskUserQuestion's questions (elicitation for legacy sessions, a form asked before
-//! the call on protocol 2026-07-28).
+//! the bearer tokens, stops the server on SIGTERM or Ctrl-C, and has the registry install
+//! the host's services in each context (AskUserQuestion's questions through elicitation for
+//! legacy sessions, a form asked before the call on protocol 2026-07-28). Built with the
+//! `mcp` feature only.
 
 use std::path::PathBuf;
 use std::process::ExitCode;
@@ -10,18 +11,12 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use anyhow::{Context, Result, anyhow};
-use async_trait::async_trait;
-use registry::{SessionOptions, build_context};
-use rmcp::RoleServer;
-use rmcp::model::{ElicitRequestParams, ElicitResult, ElicitationAction, ElicitationSchema};
-use rmcp::service::Peer;
-use serde_json::Value;
-use tool_core::{CallResult, CancellationToken, ToolContext, ToolError, error_result};
-use tools_agent::{DECLINED, Question, QuestionAnswers, QuestionPrompter};
-use tools_mcp::{
-    ClientHook, HttpOptions, LivePool, McpManager, SessionFactory, StdioOptions, Token,
-    UpfrontInput, parse_listen_addr, serve_http, serve_stdio_with, tokens_from_text,
+use registry::mcp::{
+    HttpOptions, McpManager, SessionFactory, StdioOptions, Token, install_host_services,
+    parse_listen_addr, serve_http, serve_stdio_with, tokens_from_text,
 };
+use registry::{LivePool, SessionOptions, build_context};
+use tool_core::{CancellationToken, ToolContext};
 
 /// The `serve` options of the command line.
 #[derive(Debug, Clone, Default)]
@@ -57,7 +52,7 @@ pub async fn serve(
     stop_on_signals(shutdown.clone())?;
     let grace = args
         .grace
-        .map_or(tools_mcp::DEFAULT_GRACE, Duration::from_secs);
+        .map_or(registry::mcp::DEFAULT_GRACE, Duration::from_secs);
     // Every further context (legacy HTTP sessions, principals, minted handles) gets the
     // same services; the `.mcp.json` servers are shared, and ToolSearch sees the whole
     // pool as it is now.
@@ -65,7 +60,7 @@ pub async fn serve(
     let factory: SessionFactory = Arc::new(move || {
         let ctx = build_context(&options)?;
         install_host_services(&ctx);
-        ctx.services().insert(crate::catalog(&catalog_pool));
+        registry::install_catalog(&ctx, &catalog_pool);
         if let Some(manager) = &mcp {
             ctx.services().insert(Arc::clone(manager));
         }
@@ -165,124 +160,4 @@ fn load_tokens(files: &[PathBuf], envs: &[String]) -> Result<Vec<Token>> {
         );
     }
     Ok(tokens)
-}
-
-/// What every context of the server gets from the host: AskUserQuestion's questions asked
-/// through elicitation (legacy sessions, whose client may be asked during a call) or as a
-/// form before the call (protocol 2026-07-28).
-fn install_host_services(ctx: &ToolContext) {
-    ctx.services().insert(question_hook());
-    let upfront: Arc<dyn UpfrontInput> = Arc::new(QuestionForm);
-    ctx.services().insert(upfront);
-}
-
-/// Installs an AskUserQuestion prompter for legacy clients that offer elicitation.
-fn question_hook() -> ClientHook {
-    ClientHook(Arc::new(|ctx, peer, capabilities| {
-        if capabilities.elicitation.is_some() {
-            let prompter: Arc<dyn QuestionPrompter> = Arc::new(ElicitQuestions(peer.clone()));
-            ctx.services().insert(prompter);
-        }
-    }))
-}
-
-/// The elicitation form for AskUserQuestion's questions: one text field per question
-/// (`q1`, `q2`, ...), its options listed in the field's description.
-fn question_form(questions: &[Question]) -> ElicitRequestParams {
-    let mut builder = ElicitationSchema::builder();
-    for (i, q) in questions.iter().enumerate() {
-        let options: Vec<String> = q
-            .options
-            .iter()
-            .map(|o| format!("- {}: {}", o.label, o.description))
-            .collect();
-        let how = if q.multi_select {
-            "Answer with one or more option labels, comma-separated, or your own text."
-        } else {
-            "Answer with one option label, or your own text."
-        };
-        let description = format!("{}\n{}\n{how}", q.question, options.join("\n"));
-        builder = builder.required_string_property(format!("q{}", i + 1), |s| {
-            s.title(q.header.clone()).description(description)
-        });
-    }
-    ElicitRequestParams::FormElicitationParams {
-        meta: None,
-        message: "The agent has questions for you.".to_owned(),
-        requested_schema: builder.build_unchecked(),
-    }
-}
-
-/// The answers in an accepted [`question_form`], by question text.
-fn form_answers(
-    questions: &[Question],
-    result: &ElicitResult,
-) -> std::collections::BTreeMap<String, String> {
-    let mut answers = std::collections::BTreeMap::new();
-    let content = result.content.clone().unwrap_or_default();
-    for (i, q) in questions.iter().enumerate() {
-        if let Some(answer) = content.get(format!("q{}", i + 1)).and_then(|v| v.as_str()) {
-            answers.insert(q.question.clone(), answer.to_owned());
-        }
-    }
-    answers
-}
-
-/// Asks AskUserQuestion's questions through MCP elicitation during the call (legacy
-/// sessions).
-struct ElicitQuestions(Peer<RoleServer>);
-
-#[async_trait]
-impl QuestionPrompter for ElicitQuestions {
-    async fn ask(&self, questions: &[Question]) -> Result<QuestionAnswers, ToolError> {
-        let result = self
-            .0
-            .create_elicitation(question_form(questions))
-            .await
-            .map_err(|e| ToolError::fatal(format!("the MCP client did not answer: {e}")))?;
-        if result.action != ElicitationAction::Accept {
-            return Ok(QuestionAnswers::Declined);
-        }
-        Ok(QuestionAnswers::Answered(form_answers(questions, &result)))
-    }
-}
-
-/// Asks AskUserQuestion's questions before the call (protocol 2026-07-28) and runs the
-/// call with the answers in its `answers` field.
-struct QuestionForm;
-
-/// The questions of an AskUserQuestion input that still needs its answers.
-fn unanswered(tool: &str, input: &Value) -> Option<Vec<Question>> {
-    if tool != "AskUserQuestion" || input.get("answers").is_some_and(|a| !a.is_null()) {
-        return None;
-    }
-    serde_json::from_value(input.get("questions")?.clone()).ok()
-}
-
-impl UpfrontInput for QuestionForm {
-    fn form(&self, tool: &str, input: &Value) -> Option<ElicitRequestParams> {
-        unanswered(tool, input).map(|questions| question_form(&questions))
-    }
-
-    fn complete(
-        &self,
-        tool: &str,
-        mut input: Value,
-        answer: &ElicitResult,
-    ) -> Result<Value, Box<CallResult>> {
-        let Some(questions) = unanswered(tool, &input) else {
-            return Ok(input);
-        };
-        if answer.action != ElicitationAction::Accept {
-            return Err(Box::new(error_result(tool, &ToolError::respond(DECLINED))));
-        }
-        let answers = form_answers(&questions, answer);
-        if let Some(object) = input.as_object_mut() {
-            object.insert(
-                "answers".to_owned(),
-                serde_json::to_value(answers).unwrap_or_default(),
-            );
-        }
-        Ok(input)
-    }
 }

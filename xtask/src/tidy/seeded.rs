@@ -35,18 +35,8 @@ impl Fake {
         let mut all = vec!["tool-core"];
         all.extend(deps::CATEGORIES);
         fake.manifest("registry", &all, "");
-        // The binary's exception, as today.
-        fake.manifest(
-            "agent-tools",
-            &[
-                "registry",
-                "tool-core",
-                "tools-agent",
-                "tools-mcp",
-                "tools-shell",
-            ],
-            "rmcp.workspace = true\n",
-        );
+        // The binary reaches the tools through the registry and tool-core.
+        fake.manifest("agent-tools", &["registry", "tool-core"], "");
         fake.write(
             "crates/tools-fs/src/lib.rs",
             "//! Files.\nmod a;\nmod b;\npub use a::A;\n",
@@ -206,15 +196,41 @@ fn http_in_tool_core_fails() {
 }
 
 #[test]
-fn a_stale_binary_exception_fails() {
-    let fake = Fake::clean("stale");
-    fake.manifest(
-        "agent-tools",
-        &["registry", "tool-core", "tools-agent", "tools-mcp"],
-        "rmcp.workspace = true\n",
-    );
+fn the_binary_past_the_registry_fails() {
+    let fake = Fake::clean("binary");
+    fake.manifest("agent-tools", &["registry", "tool-core", "tools-shell"], "");
     assert_one(
         &fake.problems(),
+        "crates/agent-tools/Cargo.toml:7: ",
+        &["`tools-shell`", "through the registry and tool-core"],
+    );
+}
+
+#[test]
+fn mcp_in_the_binary_fails() {
+    let fake = Fake::clean("binary-rmcp");
+    fake.manifest("agent-tools", &["registry", "tool-core"], "rmcp = \"1\"\n");
+    assert_one(
+        &fake.problems(),
+        "crates/agent-tools/Cargo.toml:7: ",
+        &["`rmcp`", "only crate that speaks the MCP wire format"],
+    );
+}
+
+#[test]
+fn a_stale_exception_fails() {
+    let fake = Fake::clean("stale");
+    fake.manifest("agent-tools", &["registry", "tool-core", "tools-agent"], "");
+    let mut rules = deps::RULES.to_vec();
+    rules.push(deps::Rule::Exception(
+        "agent-tools",
+        &["tools-agent", "tools-shell"],
+    ));
+    let mut problems: Vec<Problem> = Vec::new();
+    deps::check_with(fake.path(), &rules, &mut problems).unwrap();
+    let problems: Vec<String> = problems.iter().map(ToString::to_string).collect();
+    assert_one(
+        &problems,
         "crates/agent-tools/Cargo.toml:1: ",
         &["no longer depends on `tools-shell`", "Rule::Exception"],
     );
