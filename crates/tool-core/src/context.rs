@@ -41,6 +41,44 @@ impl Services {
         let map = self.map.read().ok()?;
         map.get(&TypeId::of::<T>())?.downcast_ref::<T>().cloned()
     }
+
+    /// The stored value of type `T`, made by `make` and stored first when there is none:
+    /// create-on-first-use of session state. The check and the insert happen under one
+    /// write lock, so concurrent first calls all get the same value and `make` runs at most
+    /// once per type. `make` runs under that lock: it must not use these services.
+    pub fn get_or_insert_with<T: Clone + Send + Sync + 'static>(
+        &self,
+        make: impl FnOnce() -> T,
+    ) -> T {
+        match self.get_or_try_insert_with(|| Ok::<T, std::convert::Infallible>(make())) {
+            Ok(value) => value,
+            Err(never) => match never {},
+        }
+    }
+
+    /// [`Services::get_or_insert_with`] for a `make` that can fail: on failure nothing is
+    /// stored and the error is returned (a later call tries again).
+    pub fn get_or_try_insert_with<T: Clone + Send + Sync + 'static, E>(
+        &self,
+        make: impl FnOnce() -> Result<T, E>,
+    ) -> Result<T, E> {
+        if let Some(value) = self.get::<T>() {
+            return Ok(value);
+        }
+        let mut map = self
+            .map
+            .write()
+            .unwrap_or_else(std::sync::PoisonError::into_inner);
+        if let Some(value) = map
+            .get(&TypeId::of::<T>())
+            .and_then(|v| v.downcast_ref::<T>())
+        {
+            return Ok(value.clone());
+        }
+        let value = make()?;
+        map.insert(TypeId::of::<T>(), Arc::new(value.clone()));
+        Ok(value)
+    }
 }
 
 /// Something that happened in a session outside any call: a scheduled prompt fired, a
@@ -518,6 +556,50 @@ mod tests {
             Some("x")
         );
         assert_eq!(s.get::<u32>(), Some(7));
+    }
+
+    #[test]
+    fn concurrent_first_uses_share_one_instance() {
+        use std::sync::Barrier;
+        use std::sync::atomic::{AtomicUsize, Ordering};
+        const THREADS: usize = 16;
+        let services = Services::default();
+        let made = AtomicUsize::new(0);
+        let barrier = Barrier::new(THREADS);
+        let got: Vec<Arc<String>> = std::thread::scope(|scope| {
+            let handles: Vec<_> = (0..THREADS)
+                .map(|_| {
+                    scope.spawn(|| {
+                        barrier.wait();
+                        services.get_or_insert_with(|| {
+                            made.fetch_add(1, Ordering::SeqCst);
+                            // Widen the window in which a racy version would make a second.
+                            std::thread::sleep(Duration::from_millis(20));
+                            Arc::new("state".to_owned())
+                        })
+                    })
+                })
+                .collect();
+            handles.into_iter().filter_map(|h| h.join().ok()).collect()
+        });
+        assert_eq!(got.len(), THREADS);
+        assert_eq!(made.load(Ordering::SeqCst), 1);
+        assert!(got.iter().all(|s| Arc::ptr_eq(s, &got[0])));
+        assert!(
+            services
+                .get::<Arc<String>>()
+                .is_some_and(|s| Arc::ptr_eq(&s, &got[0]))
+        );
+    }
+
+    #[test]
+    fn a_failed_make_stores_nothing() {
+        let services = Services::default();
+        let failed: Result<u32, &str> = services.get_or_try_insert_with(|| Err("no"));
+        assert_eq!(failed, Err("no"));
+        assert_eq!(services.get::<u32>(), None);
+        assert_eq!(services.get_or_try_insert_with(|| Ok::<_, &str>(3_u32)), Ok(3));
+        assert_eq!(services.get_or_insert_with(|| 4_u32), 3);
     }
 
     fn event(n: usize) -> SessionEvent {

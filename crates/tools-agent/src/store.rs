@@ -168,17 +168,8 @@ pub(crate) struct AgentSession {
 
 /// The session state, created on first use.
 pub(crate) fn session(ctx: &ToolContext) -> Arc<AgentSession> {
-    static INIT: Mutex<()> = Mutex::new(());
-    if let Some(s) = ctx.services().get::<Arc<AgentSession>>() {
-        return s;
-    }
-    let _guard = INIT.lock();
-    if let Some(s) = ctx.services().get::<Arc<AgentSession>>() {
-        return s;
-    }
-    let s = Arc::new(AgentSession::default());
-    ctx.services().insert(Arc::clone(&s));
-    s
+    ctx.services()
+        .get_or_insert_with(Arc::<AgentSession>::default)
 }
 
 /// `<state>/<kind>/<session or agent id>.json`: per-session files of a tool.
