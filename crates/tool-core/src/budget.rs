@@ -79,16 +79,7 @@ pub fn apply_budget(
     let full: Vec<&str> = content.iter().filter_map(ContentBlock::as_text).collect();
     let full = full.join("\n");
     content.retain(|b| b.as_text().is_none());
-    let safe_name: String = name
-        .chars()
-        .map(|c| {
-            if c.is_ascii_alphanumeric() || c == '-' || c == '_' {
-                c
-            } else {
-                '_'
-            }
-        })
-        .collect();
+    let safe_name = crate::path::safe_stem(name);
     let path = dir.join(format!("{safe_name}.txt"));
     let written = std::fs::create_dir_all(dir).and_then(|()| {
         let mut f = std::fs::File::create(&path)?;

@@ -3,7 +3,7 @@
 //! ledger — plus per-call cancellation and progress.
 
 use std::any::{Any, TypeId};
-use std::collections::{HashMap, VecDeque};
+use std::collections::{HashMap, HashSet, VecDeque};
 use std::fmt;
 use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex, RwLock};
@@ -12,13 +12,35 @@ use std::time::Duration;
 use tokio_util::sync::CancellationToken;
 
 use crate::managers::{LspManager, TaskManager, Unconfigured};
-use crate::{PermissionEngine, PermissionMode, ReadLedger, path};
+use crate::{PermissionEngine, PermissionMode, ReadLedger, ToolError, path};
 
 /// A typed map of what the host provides: sub-agent runner, user prompter, summariser,
-/// search provider. Keyed by type, so store trait objects as `Arc<dyn Trait>`.
+/// search provider. Keyed by exact type, so store trait objects as `Arc<dyn Trait>` (an
+/// `Arc<MyImpl>` is a different key, and a reader of `Arc<dyn Trait>` never sees it); see
+/// [`ToolContextBuilder::service`] for the types the crates read.
+///
+/// A value stored under a type nothing reads is otherwise silent, so the map remembers which
+/// types were looked up: [`Services::unread`] lists the stored ones no code has asked for,
+/// and [`Services::require`]'s error names the type it wanted and those unread ones.
 #[derive(Default)]
 pub struct Services {
-    map: RwLock<HashMap<TypeId, Arc<dyn Any + Send + Sync>>>,
+    map: RwLock<HashMap<TypeId, Stored>>,
+    looked_up: Mutex<HashSet<TypeId>>,
+}
+
+/// One stored value and the name of its type.
+struct Stored {
+    value: Arc<dyn Any + Send + Sync>,
+    type_name: &'static str,
+}
+
+impl Stored {
+    fn new<T: Send + Sync + 'static>(value: T) -> Self {
+        Stored {
+            value: Arc::new(value),
+            type_name: std::any::type_name::<T>(),
+        }
+    }
 }
 
 impl fmt::Debug for Services {
@@ -32,15 +54,130 @@ impl Services {
     /// Stores `value`, replacing any earlier value of the same type.
     pub fn insert<T: Send + Sync + 'static>(&self, value: T) {
         if let Ok(mut map) = self.map.write() {
-            map.insert(TypeId::of::<T>(), Arc::new(value));
+            map.insert(TypeId::of::<T>(), Stored::new(value));
         }
     }
 
     /// A clone of the stored value of type `T`.
     pub fn get<T: Clone + Send + Sync + 'static>(&self) -> Option<T> {
+        self.note_lookup::<T>();
         let map = self.map.read().ok()?;
-        map.get(&TypeId::of::<T>())?.downcast_ref::<T>().cloned()
+        map.get(&TypeId::of::<T>())?
+            .value
+            .downcast_ref::<T>()
+            .cloned()
     }
+
+    /// The stored value of type `T`, for a read whose service the host must provide: the
+    /// error says `what` is missing, names the type expected (`Arc<dyn PermissionPrompter>`,
+    /// not the implementation's type), how a host installs it, and the stored types nothing
+    /// has read (the likely mistake). Reads where a missing service is legitimately optional
+    /// use [`Services::get`].
+    pub fn require<T: Clone + Send + Sync + 'static>(&self, what: &str) -> Result<T, ToolError> {
+        if let Some(value) = self.get::<T>() {
+            return Ok(value);
+        }
+        let mut message = format!(
+            "{what} (the host installed no `{}` service; a host adds one with `ToolContextBuilder::service` or `Services::insert`, as exactly that type",
+            short_type_name(std::any::type_name::<T>())
+        );
+        let unread = self.unread();
+        if !unread.is_empty() {
+            message.push_str("; installed but never read: ");
+            message.push_str(
+                &unread
+                    .iter()
+                    .map(|t| format!("`{t}`"))
+                    .collect::<Vec<_>>()
+                    .join(", "),
+            );
+        }
+        message.push(')');
+        Err(ToolError::respond(message))
+    }
+
+    /// The types (short names) of stored values no code has looked up yet: a value stored
+    /// under a type nothing reads (`SandboxSettings` where `Arc<SandboxSettings>` is read,
+    /// `Arc<MyImpl>` where `Arc<dyn Trait>` is) stays here for the whole session.
+    pub fn unread(&self) -> Vec<String> {
+        let looked_up = self
+            .looked_up
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner);
+        let Ok(map) = self.map.read() else {
+            return Vec::new();
+        };
+        let mut names: Vec<String> = map
+            .iter()
+            .filter(|(id, _)| !looked_up.contains(id))
+            .map(|(_, stored)| short_type_name(stored.type_name))
+            .collect();
+        names.sort();
+        names
+    }
+
+    fn note_lookup<T: 'static>(&self) {
+        self.looked_up
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
+            .insert(TypeId::of::<T>());
+    }
+
+    /// The stored value of type `T`, made by `make` and stored first when there is none:
+    /// create-on-first-use of session state. The check and the insert happen under one
+    /// write lock, so concurrent first calls all get the same value and `make` runs at most
+    /// once per type. `make` runs under that lock: it must not use these services.
+    pub fn get_or_insert_with<T: Clone + Send + Sync + 'static>(
+        &self,
+        make: impl FnOnce() -> T,
+    ) -> T {
+        match self.get_or_try_insert_with(|| Ok::<T, std::convert::Infallible>(make())) {
+            Ok(value) => value,
+            Err(never) => match never {},
+        }
+    }
+
+    /// [`Services::get_or_insert_with`] for a `make` that can fail: on failure nothing is
+    /// stored and the error is returned (a later call tries again).
+    pub fn get_or_try_insert_with<T: Clone + Send + Sync + 'static, E>(
+        &self,
+        make: impl FnOnce() -> Result<T, E>,
+    ) -> Result<T, E> {
+        if let Some(value) = self.get::<T>() {
+            return Ok(value);
+        }
+        let mut map = self
+            .map
+            .write()
+            .unwrap_or_else(std::sync::PoisonError::into_inner);
+        if let Some(value) = map
+            .get(&TypeId::of::<T>())
+            .and_then(|v| v.value.downcast_ref::<T>())
+        {
+            return Ok(value.clone());
+        }
+        let value = make()?;
+        map.insert(TypeId::of::<T>(), Stored::new(value.clone()));
+        Ok(value)
+    }
+}
+
+/// A type name without module paths: `alloc::sync::Arc<dyn tool_core::exec::Prompter>` is
+/// `Arc<dyn Prompter>`.
+fn short_type_name(full: &str) -> String {
+    let mut out = String::with_capacity(full.len());
+    let mut word = String::new();
+    for c in full.chars() {
+        if c.is_alphanumeric() || c == '_' || c == ':' {
+            word.push(c);
+        } else {
+            out.push_str(word.rsplit("::").next().unwrap_or_default());
+            word.clear();
+            out.push(c);
+        }
+    }
+    out.push_str(word.rsplit("::").next().unwrap_or_default());
+    out
 }
 
 /// Something that happened in a session outside any call: a scheduled prompt fired, a
@@ -216,7 +353,40 @@ impl ToolContextBuilder {
         self
     }
 
-    /// Adds a host service.
+    /// Adds a host service, keyed by its exact type: install trait objects as
+    /// `Arc<dyn Trait>` (an `Arc<MyImpl>` is stored under its own type and nothing reads it)
+    /// and values wrapped as the table says. [`Services::unread`] lists what was installed
+    /// and never read.
+    ///
+    /// The types the crates read:
+    ///
+    /// | Type | Read by |
+    /// |---|---|
+    /// | `Arc<dyn PermissionPrompter>` | tool-core (execution path), tools-agent (sub-agents) |
+    /// | [`EventSink`] | tool-core (set it with [`ToolContext::set_event_sink`]) |
+    /// | `Arc<Vec<SettingsLayer>>` | tools-web, tools-shell, tools-agent, tools-mcp, registry |
+    /// | `Arc<TrustReport>` | tools-agent (Config), registry |
+    /// | `Arc<dyn Summariser>` | tools-web (WebFetch) |
+    /// | `Arc<dyn SearchProvider>` | tools-web (WebSearch) |
+    /// | `Arc<dyn HostLookup>` | tools-web (WebFetch) |
+    /// | `Arc<SandboxSettings>` | tools-shell |
+    /// | `Arc<ShellTasks>` | tools-shell (background commands, Monitor, TaskOutput), registry |
+    /// | `Arc<dyn AgentRunner>` | tools-agent (Agent, SendMessage: required) |
+    /// | `Arc<dyn QuestionPrompter>` | tools-agent (AskUserQuestion) |
+    /// | `Arc<dyn UserMessageSink>` | tools-agent (SendUserMessage) |
+    /// | `ToolCatalog` | tools-agent (ToolSearch, sub-agents) |
+    /// | `Arc<TaskListId>` | tools-agent (task lists) |
+    /// | `Arc<AgentIdentity>`, `Arc<TeammateIdentity>` | tools-agent |
+    /// | `Arc<CronScheduler>` | tools-agent (Cron tools; made on first use when absent) |
+    /// | `Arc<McpManager>` | tools-mcp (resources) |
+    /// | `Arc<dyn UpfrontInput>`, `ClientHook` | tools-mcp (server mode) |
+    /// | `Arc<Profile>` | registry |
+    ///
+    /// Each crate falls back to its default when an optional one is missing; a required one
+    /// is read with [`Services::require`], whose error names the type.
+    ///
+    /// Session state a crate keeps for itself (`Arc<FetchCache>`, `Arc<ShellSession>`) is
+    /// made on first use with [`Services::get_or_insert_with`].
     pub fn service<T: Send + Sync + 'static>(self, value: T) -> Self {
         self.services.insert(value);
         self
@@ -518,6 +688,96 @@ mod tests {
             Some("x")
         );
         assert_eq!(s.get::<u32>(), Some(7));
+    }
+
+    #[test]
+    fn concurrent_first_uses_share_one_instance() {
+        use std::sync::Barrier;
+        use std::sync::atomic::{AtomicUsize, Ordering};
+        const THREADS: usize = 16;
+        let services = Services::default();
+        let made = AtomicUsize::new(0);
+        let barrier = Barrier::new(THREADS);
+        let got: Vec<Arc<String>> = std::thread::scope(|scope| {
+            let handles: Vec<_> = (0..THREADS)
+                .map(|_| {
+                    scope.spawn(|| {
+                        barrier.wait();
+                        services.get_or_insert_with(|| {
+                            made.fetch_add(1, Ordering::SeqCst);
+                            // Widen the window in which a racy version would make a second.
+                            std::thread::sleep(Duration::from_millis(20));
+                            Arc::new("state".to_owned())
+                        })
+                    })
+                })
+                .collect();
+            handles.into_iter().filter_map(|h| h.join().ok()).collect()
+        });
+        assert_eq!(got.len(), THREADS);
+        assert_eq!(made.load(Ordering::SeqCst), 1);
+        assert!(got.iter().all(|s| Arc::ptr_eq(s, &got[0])));
+        assert!(
+            services
+                .get::<Arc<String>>()
+                .is_some_and(|s| Arc::ptr_eq(&s, &got[0]))
+        );
+    }
+
+    #[test]
+    fn a_failed_make_stores_nothing() {
+        let services = Services::default();
+        let failed: Result<u32, &str> = services.get_or_try_insert_with(|| Err("no"));
+        assert_eq!(failed, Err("no"));
+        assert_eq!(services.get::<u32>(), None);
+        assert_eq!(
+            services.get_or_try_insert_with(|| Ok::<_, &str>(3_u32)),
+            Ok(3)
+        );
+        assert_eq!(services.get_or_insert_with(|| 4_u32), 3);
+    }
+
+    trait Prompter: Send + Sync {}
+    struct Mine;
+    impl Prompter for Mine {}
+
+    #[test]
+    fn a_missing_required_service_names_the_type_and_the_unread_ones() {
+        let services = Services::default();
+        // The implementation's type, not the trait object a reader asks for.
+        services.insert(Arc::new(Mine));
+        services.insert(7_u32);
+        assert_eq!(services.get::<u32>(), Some(7));
+        assert_eq!(services.unread(), vec!["Arc<Mine>".to_owned()]);
+        let err = services
+            .require::<Arc<dyn Prompter>>("No prompter is configured")
+            .err()
+            .map(|e| e.to_string())
+            .unwrap_or_default();
+        assert!(err.starts_with("No prompter is configured ("), "{err}");
+        assert!(err.contains("no `Arc<dyn Prompter>` service"), "{err}");
+        assert!(err.contains("ToolContextBuilder::service"), "{err}");
+        assert!(
+            err.contains("installed but never read: `Arc<Mine>`"),
+            "{err}"
+        );
+        let prompter: Arc<dyn Prompter> = Arc::new(Mine);
+        services.insert(prompter);
+        assert!(services.require::<Arc<dyn Prompter>>("x").is_ok());
+        assert_eq!(services.unread(), vec!["Arc<Mine>".to_owned()]);
+    }
+
+    #[test]
+    fn type_names_lose_their_paths() {
+        assert_eq!(
+            short_type_name("alloc::sync::Arc<dyn tool_core::exec::PermissionPrompter>"),
+            "Arc<dyn PermissionPrompter>"
+        );
+        assert_eq!(
+            short_type_name("alloc::sync::Arc<alloc::vec::Vec<tool_core::SettingsLayer>>"),
+            "Arc<Vec<SettingsLayer>>"
+        );
+        assert_eq!(short_type_name("u32"), "u32");
     }
 
     fn event(n: usize) -> SessionEvent {

@@ -368,12 +368,7 @@ async fn run(
         task_tool.call(input, &task_ctx).await
     }));
     let timeout = ctx.call_timeout();
-    let sleep = async {
-        match timeout {
-            Some(d) => tokio::time::sleep(d).await,
-            None => std::future::pending::<()>().await,
-        }
-    };
+    let sleep = crate::sleep_or_never(timeout);
     let mut interrupted: Option<ToolError> = None;
     let joined = tokio::select! {
         joined = &mut handle.0 => Some(joined),

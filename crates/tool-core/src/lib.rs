@@ -84,6 +84,7 @@ mod rule;
 mod schema;
 mod settings;
 mod summariser;
+mod time;
 mod tool;
 mod trust;
 
@@ -124,6 +125,7 @@ pub use schema::{
 };
 pub use settings::{PermissionSettings, Settings, SettingsLayer};
 pub use summariser::Summariser;
+pub use time::sleep_or_never;
 pub use tool::{ParsedInput, Tool, ToolCategory, Typed, TypedTool, ValidationResult};
 pub use trust::{
     Approval, FileReview, MCP_JSON, McpApproval, TRUST_FILE, TrustReport, TrustStore, Withheld,

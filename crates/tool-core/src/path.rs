@@ -298,9 +298,54 @@ pub fn display_path(path: &Path, cwd: &Path) -> String {
     }
 }
 
+/// `name` as one file-name component: `[A-Za-z0-9._-]` kept, every other character `_`, and
+/// a name that would be empty, `.` or `..` is `_`. For ids and names the model or a person
+/// chose (sessions, agents, teams) used as a file or directory name.
+pub fn safe_component(name: &str) -> String {
+    let cleaned = replace_unsafe(name, true);
+    match cleaned.as_str() {
+        "" | "." | ".." => "_".to_owned(),
+        _ => cleaned,
+    }
+}
+
+/// `name` with every character outside `[A-Za-z0-9_-]` replaced by `_` (dots too): a stem
+/// an extension is appended to, or a name part where a dot would mean something (MCP tool
+/// names). An empty name stays empty.
+pub fn safe_stem(name: &str) -> String {
+    replace_unsafe(name, false)
+}
+
+fn replace_unsafe(name: &str, keep_dots: bool) -> String {
+    name.chars()
+        .map(|c| {
+            if c.is_ascii_alphanumeric() || c == '_' || c == '-' || (keep_dots && c == '.') {
+                c
+            } else {
+                '_'
+            }
+        })
+        .collect()
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn safe_names() {
+        assert_eq!(safe_component("a/b c"), "a_b_c");
+        assert_eq!(safe_component(".."), "_");
+        assert_eq!(safe_component("."), "_");
+        assert_eq!(safe_component(""), "_");
+        assert_eq!(safe_component("..."), "...");
+        assert_eq!(safe_component("s1-2.x"), "s1-2.x");
+        assert_eq!(safe_component("é/\\0"), "___0");
+        assert_eq!(safe_stem("s1-2.x"), "s1-2_x");
+        assert_eq!(safe_stem("toolu_01:a/b"), "toolu_01_a_b");
+        assert_eq!(safe_stem("naïve"), "na_ve");
+        assert_eq!(safe_stem(""), "");
+    }
 
     #[test]
     fn normalize_and_resolve() {

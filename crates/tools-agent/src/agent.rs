@@ -293,8 +293,7 @@ impl TypedTool for Agent {
     ) -> Result<ToolResult<AgentOutput>, ToolError> {
         let runner = ctx
             .services()
-            .get::<Arc<dyn AgentRunner>>()
-            .ok_or_else(|| ToolError::respond("No sub-agent runner is configured"))?;
+            .require::<Arc<dyn AgentRunner>>("No sub-agent runner is configured")?;
         let wanted = agent_type(&input);
         let (agents, _) = load_agents(ctx);
         let definition = agents

@@ -322,21 +322,12 @@ fn new_id(jobs: &[CronJob]) -> String {
 /// `<project>/.agent-tools/scheduled_tasks.json`). A host may install its own
 /// `Arc<CronScheduler>` service first.
 pub fn cron_scheduler(ctx: &ToolContext) -> Result<Arc<CronScheduler>, ToolError> {
-    static INIT: Mutex<()> = Mutex::new(());
-    if let Some(s) = ctx.services().get::<Arc<CronScheduler>>() {
-        return Ok(s);
-    }
-    let _guard = INIT.lock();
-    if let Some(s) = ctx.services().get::<Arc<CronScheduler>>() {
-        return Ok(s);
-    }
     let file = ctx
         .original_cwd()
         .join(".agent-tools")
         .join("scheduled_tasks.json");
-    let s = Arc::new(CronScheduler::new(file)?);
-    ctx.services().insert(Arc::clone(&s));
-    Ok(s)
+    ctx.services()
+        .get_or_try_insert_with(|| CronScheduler::new(file).map(Arc::new))
 }
 
 /// Input of CronCreate.

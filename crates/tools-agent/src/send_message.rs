@@ -516,14 +516,9 @@ async fn resume(
     text: String,
     ctx: &ToolContext,
 ) -> Result<ToolResult<SendMessageOutput>, ToolError> {
-    let runner = ctx
-        .services()
-        .get::<Arc<dyn AgentRunner>>()
-        .ok_or_else(|| {
-            ToolError::respond(
-                "No sub-agent runner is configured, so the agent cannot be continued",
-            )
-        })?;
+    let runner = ctx.services().require::<Arc<dyn AgentRunner>>(
+        "No sub-agent runner is configured, so the agent cannot be continued",
+    )?;
     let (agents, _) = load_agents(ctx);
     let definition = agents
         .into_iter()

@@ -104,23 +104,7 @@ pub(crate) async fn blocking<T: Send + 'static>(
         .map_err(|e| ToolError::fatal(format!("internal error: a blocking worker failed: {e}")))?
 }
 
-/// A name safe to use as one path component: `[A-Za-z0-9._-]`, others become `_`.
-pub(crate) fn safe_component(name: &str) -> String {
-    let cleaned: String = name
-        .chars()
-        .map(|c| {
-            if c.is_ascii_alphanumeric() || matches!(c, '.' | '_' | '-') {
-                c
-            } else {
-                '_'
-            }
-        })
-        .collect();
-    match cleaned.as_str() {
-        "" | "." | ".." => "_".to_owned(),
-        _ => cleaned,
-    }
-}
+pub(crate) use tool_core::path::safe_component;
 
 /// Now, in ms since the epoch.
 pub(crate) fn now_ms() -> u64 {
@@ -168,17 +152,8 @@ pub(crate) struct AgentSession {
 
 /// The session state, created on first use.
 pub(crate) fn session(ctx: &ToolContext) -> Arc<AgentSession> {
-    static INIT: Mutex<()> = Mutex::new(());
-    if let Some(s) = ctx.services().get::<Arc<AgentSession>>() {
-        return s;
-    }
-    let _guard = INIT.lock();
-    if let Some(s) = ctx.services().get::<Arc<AgentSession>>() {
-        return s;
-    }
-    let s = Arc::new(AgentSession::default());
-    ctx.services().insert(Arc::clone(&s));
-    s
+    ctx.services()
+        .get_or_insert_with(Arc::<AgentSession>::default)
 }
 
 /// `<state>/<kind>/<session or agent id>.json`: per-session files of a tool.
@@ -211,12 +186,5 @@ mod tests {
                 .unwrap()
                 .is_none()
         );
-    }
-
-    #[test]
-    fn components_are_safe() {
-        assert_eq!(safe_component("a/b c"), "a_b_c");
-        assert_eq!(safe_component(".."), "_");
-        assert_eq!(safe_component("s1-2.x"), "s1-2.x");
     }
 }

@@ -92,14 +92,8 @@ impl std::fmt::Debug for Contexts {
 /// Installs what every context of the server needs: the prompter that turns permission
 /// questions into multi round-trip requests (or the headless rule).
 fn prepare(ctx: &ToolContext) {
-    if ctx
-        .services()
-        .get::<Arc<dyn PermissionPrompter>>()
-        .is_none()
-    {
-        let prompter: Arc<dyn PermissionPrompter> = Arc::new(RoutingPrompter);
-        ctx.services().insert(prompter);
-    }
+    ctx.services()
+        .get_or_insert_with::<Arc<dyn PermissionPrompter>>(|| Arc::new(RoutingPrompter));
 }
 
 fn invalid(message: String) -> ErrorData {

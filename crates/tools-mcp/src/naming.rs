@@ -11,15 +11,7 @@ pub const MAX_SERVER_TOOL_NAME: usize = 128;
 
 /// One name part with every character outside `[A-Za-z0-9_-]` replaced by `_`.
 pub fn sanitize(part: &str) -> String {
-    part.chars()
-        .map(|c| {
-            if c.is_ascii_alphanumeric() || c == '_' || c == '-' {
-                c
-            } else {
-                '_'
-            }
-        })
-        .collect()
+    tool_core::path::safe_stem(part)
 }
 
 /// FNV-1a, 64 bits: a stable hash for name suffixes (not for security).

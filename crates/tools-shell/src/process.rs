@@ -239,12 +239,7 @@ impl Local {
     /// [`KILL_GRACE`], KILL) or for `cancel` (likewise). Whatever happens the group is gone
     /// when this returns.
     pub async fn wait(&mut self, limit: Option<Duration>, cancel: &CancellationToken) -> Finished {
-        let sleep = async {
-            match limit {
-                Some(d) => tokio::time::sleep(d).await,
-                None => std::future::pending::<()>().await,
-            }
-        };
+        let sleep = tool_core::sleep_or_never(limit);
         let ending = tokio::select! {
             status = self.child.wait() => {
                 let code = status.map(code_of).unwrap_or(-1);

@@ -64,30 +64,22 @@ pub struct ShellSession {
 impl ShellSession {
     /// The session's shell state, created on first use.
     pub fn of(ctx: &ToolContext) -> Arc<ShellSession> {
-        static CREATE: Mutex<()> = Mutex::new(());
-        if let Some(s) = ctx.services().get::<Arc<ShellSession>>() {
-            return s;
-        }
-        let _guard = CREATE.lock();
-        if let Some(s) = ctx.services().get::<Arc<ShellSession>>() {
-            return s;
-        }
-        let s = Arc::new(ShellSession {
-            state_dir: ctx.state_dir().to_path_buf(),
-            session_dir: ctx.session_id().to_owned(),
-            dir: Mutex::new(None),
-            free: Mutex::new(Vec::new()),
-            serial: SESSIONS.fetch_add(1, Ordering::Relaxed),
-            next_file: AtomicU64::new(0),
-            #[cfg(target_os = "linux")]
-            instances: tokio::sync::Mutex::new(Vec::new()),
-            #[cfg(target_os = "linux")]
-            starts: AtomicU64::new(0),
-            #[cfg(target_os = "linux")]
-            current: Mutex::new(None),
-        });
-        ctx.services().insert(Arc::clone(&s));
-        s
+        ctx.services().get_or_insert_with(|| {
+            Arc::new(ShellSession {
+                state_dir: ctx.state_dir().to_path_buf(),
+                session_dir: ctx.session_id().to_owned(),
+                dir: Mutex::new(None),
+                free: Mutex::new(Vec::new()),
+                serial: SESSIONS.fetch_add(1, Ordering::Relaxed),
+                next_file: AtomicU64::new(0),
+                #[cfg(target_os = "linux")]
+                instances: tokio::sync::Mutex::new(Vec::new()),
+                #[cfg(target_os = "linux")]
+                starts: AtomicU64::new(0),
+                #[cfg(target_os = "linux")]
+                current: Mutex::new(None),
+            })
+        })
     }
 
     /// The session's output directory, opened (and created) on first use.

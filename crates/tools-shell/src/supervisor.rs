@@ -629,12 +629,7 @@ impl Supervised {
     /// Waits for the command's end (its whole group gone), for `limit` or for `cancel`
     /// (then TERM through the supervisor, the grace period, KILL).
     pub async fn wait(&mut self, limit: Option<Duration>, cancel: &CancellationToken) -> Finished {
-        let sleep = async {
-            match limit {
-                Some(d) => tokio::time::sleep(d).await,
-                None => std::future::pending::<()>().await,
-            }
-        };
+        let sleep = tool_core::sleep_or_never(limit);
         let ending = tokio::select! {
             reply = &mut self.rx => {
                 self.done();

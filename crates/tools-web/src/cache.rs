@@ -61,12 +61,8 @@ pub struct FetchCache {
 impl FetchCache {
     /// The session's cache, created on first use.
     pub fn of(ctx: &ToolContext) -> Arc<FetchCache> {
-        if let Some(cache) = ctx.services().get::<Arc<FetchCache>>() {
-            return cache;
-        }
-        let cache = Arc::new(FetchCache::default());
-        ctx.services().insert(Arc::clone(&cache));
-        ctx.services().get::<Arc<FetchCache>>().unwrap_or(cache)
+        ctx.services()
+            .get_or_insert_with(|| Arc::new(FetchCache::default()))
     }
 
     /// The fresh entry for `key`.
@@ -155,6 +151,27 @@ impl FetchCache {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn concurrent_first_uses_get_one_cache() {
+        const THREADS: usize = 16;
+        let dir = std::env::temp_dir();
+        let ctx = ToolContext::builder(&dir).state_dir(&dir).build();
+        let barrier = std::sync::Barrier::new(THREADS);
+        let caches: Vec<Arc<FetchCache>> = std::thread::scope(|scope| {
+            let handles: Vec<_> = (0..THREADS)
+                .map(|_| {
+                    scope.spawn(|| {
+                        barrier.wait();
+                        FetchCache::of(&ctx)
+                    })
+                })
+                .collect();
+            handles.into_iter().filter_map(|h| h.join().ok()).collect()
+        });
+        assert_eq!(caches.len(), THREADS);
+        assert!(caches.iter().all(|c| Arc::ptr_eq(c, &caches[0])));
+    }
 
     fn page(content_len: usize) -> CachedPage {
         CachedPage {

@@ -161,17 +161,7 @@ async fn save_binary(
         .and_then(|mut s| s.rfind(|x| !x.is_empty()).map(str::to_owned))
         .unwrap_or_default();
     let last = last.split('.').next().unwrap_or_default();
-    let mut stem: String = last
-        .chars()
-        .map(|c| {
-            if c.is_ascii_alphanumeric() || matches!(c, '-' | '_') {
-                c
-            } else {
-                '_'
-            }
-        })
-        .take(60)
-        .collect();
+    let mut stem: String = tool_core::path::safe_stem(last).chars().take(60).collect();
     if stem.is_empty() {
         stem = "download".to_owned();
     }

@@ -597,6 +597,42 @@ async fn pages_are_cached_per_session_by_url() {
     assert_eq!(server.hits(), 2);
 }
 
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn concurrent_first_fetches_share_one_cache() {
+    const PAGES: usize = 16;
+    let server = page_server().await;
+    let session = Session::local();
+    let pool = Arc::new(tool_core::ToolPool::new(tools_web::tools()));
+    let barrier = Arc::new(tokio::sync::Barrier::new(PAGES));
+    let calls: Vec<_> = (0..PAGES)
+        .map(|n| {
+            let (pool, ctx, barrier) =
+                (Arc::clone(&pool), session.ctx.clone(), Arc::clone(&barrier));
+            let url = server.url(&format!("/page{n}"));
+            tokio::spawn(async move {
+                barrier.wait().await;
+                pool.call(
+                    "WebFetch",
+                    json!({"url": url, "prompt": "What does the page say?"}),
+                    &ctx,
+                )
+                .await
+            })
+        })
+        .collect();
+    for call in calls {
+        let result = call.await.unwrap();
+        assert!(!result.is_error, "{result:#?}");
+    }
+    assert_eq!(server.hits(), PAGES);
+    // Had two first calls each made a cache, the pages kept in the lost one would be fetched
+    // again.
+    for n in 0..PAGES {
+        session.fetch(&server.url(&format!("/page{n}"))).await;
+    }
+    assert_eq!(server.hits(), PAGES);
+}
+
 #[tokio::test]
 async fn without_a_summariser_the_content_comes_back_with_a_note() {
     let server = page_server().await;
