@@ -11,6 +11,7 @@
 mod batch;
 mod call;
 mod cli;
+mod clients;
 mod doctor;
 mod events;
 mod lifecycle;

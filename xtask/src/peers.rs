@@ -3,7 +3,8 @@
 //! Layout of the peers directory (`$AGENT_TOOLS_PEERS_DIR`, default
 //! `~/.cache/agent-tools/peers`):
 //! - `node_modules/.bin/` — `mcp-server-everything`, `mcp-server-filesystem`, `mcp-inspector`,
-//!   `pyright-langserver`, `typescript-language-server` (npm, with `typescript` 6 beside them);
+//!   `pyright-langserver`, `typescript-language-server` (npm, with `typescript` 6 beside them),
+//!   `claude` (Claude Code) and `codex` (Codex), the MCP clients of the `clients` test;
 //! - `node_modules/@openai/codex-linux-x64/…/codex` — codex's native binary (see
 //!   [`CODEX_NATIVE`]), whose `apply_patch` judges tools-fs's ApplyPatch;
 //! - `py/` — the Python `mcp` package (the MCP tests' client and server) and the provider
@@ -37,6 +38,10 @@ pub const NPM_PACKAGES: &[&str] = &[
     // tools-fs's ApplyPatch differential test. The linux-x64 binary comes as the optional
     // dependency `@openai/codex-linux-x64` (`npm:@openai/codex@0.171.0-linux-x64`).
     "@openai/codex@0.171.0",
+    // Claude Code's CLI: the client of the `clients` end-to-end test (`claude mcp add`, then
+    // `claude mcp list` connects to `agent-tools serve`). It runs its bundled native binary,
+    // so npm's engines warning about Node 22 does not apply to what the test uses.
+    "@anthropic-ai/claude-code@2.1.332",
 ];
 
 /// Executables the npm group must leave in `node_modules/.bin`.
@@ -46,6 +51,8 @@ pub const NPM_BINS: &[&str] = &[
     "pyright-langserver",
     "typescript-language-server",
     "mcp-inspector",
+    "claude",
+    "codex",
 ];
 
 /// codex's native binary under the peers directory (x86_64 Linux, from the optional
