@@ -2,7 +2,7 @@
 //!
 //! Steps: rustfmt, tidy, clippy, the `cargo check` feature matrix, peers, the binaries the
 //! end-to-end tests drive (default and agent-triggers), nextest, doc tests,
-//! cargo-deny. Each step prints its name and duration; the first failure stops the run with a
+//! cargo-deny, `cargo package`. Each step prints its name and duration; the first failure stops the run with a
 //! message naming the step and the command that failed.
 
 use std::path::Path;
@@ -176,6 +176,17 @@ fn steps(peers_dir: &Path) -> Vec<Step> {
         Step {
             name: "cargo-deny",
             action: Action::Deny,
+        },
+        Step {
+            name: "package",
+            // Every crate must stay packageable: versions on internal dependencies, the
+            // licence files, metadata. Not verified by building (the tests built them).
+            action: Action::Commands(vec![cargo(&[
+                "package",
+                "--workspace",
+                "--no-verify",
+                "--allow-dirty",
+            ])]),
         },
     ]
 }
@@ -355,7 +366,8 @@ mod tests {
                 "binaries",
                 "tests",
                 "doc tests",
-                "cargo-deny"
+                "cargo-deny",
+                "package"
             ]
         );
     }
