@@ -158,7 +158,7 @@ fn kind_name(kind: RuleSourceKind) -> &'static str {
         RuleSourceKind::ProjectSettings => "project",
         RuleSourceKind::LocalSettings => "local",
         RuleSourceKind::FlagSettings => "flag",
-        RuleSourceKind::CliArg | RuleSourceKind::Session => "other",
+        RuleSourceKind::CliArg | RuleSourceKind::Session | RuleSourceKind::Host => "other",
     }
 }
 

@@ -275,9 +275,34 @@ fn session_error(e: ToolError) -> anyhow::Error {
     }
 }
 
+/// How this program's refusals say what would allow a call: its flags, its settings files
+/// and `agent-tools trust`.
+struct CommandLineHint;
+
+impl tool_core::AllowHint for CommandLineHint {
+    fn how_to_allow(&self, rule: &tool_core::PermissionRule, kind: &tool_core::AskKind) -> String {
+        const SETTINGS: &str = "~/.agent-tools/settings.json, or the project's .agent-tools/settings.json once approved with `agent-tools trust`";
+        match kind {
+            tool_core::AskKind::Mode(mode) => format!(
+                "To allow it, use --mode {mode}, pass --allow '{rule}', or add \"{rule}\" to permissions.allow in your settings ({SETTINGS})."
+            ),
+            _ => format!(
+                "To allow it, pass --allow '{rule}', add \"{rule}\" to permissions.allow in your settings ({SETTINGS}), or use --mode bypassPermissions."
+            ),
+        }
+    }
+}
+
+/// Makes `ctx`'s refusals name this program's flags and files.
+pub(crate) fn install_command_line_hint(ctx: &ToolContext) {
+    let hint: std::sync::Arc<dyn tool_core::AllowHint> = std::sync::Arc::new(CommandLineHint);
+    ctx.services().insert(hint);
+}
+
 async fn session(args: &SessionArgs) -> Result<Session> {
     let options = session_options(args)?;
     let ctx = build_context(&options).map_err(session_error)?;
+    install_command_line_hint(&ctx);
     // Once per session: what of the project's own files was ignored, and how to approve it.
     if let Some(notice) = registry::trust_report(&ctx).and_then(|r| r.notice()) {
         eprintln!("agent-tools: {notice}");

@@ -60,6 +60,7 @@ pub async fn serve(
     let factory: SessionFactory = Arc::new(move || {
         let ctx = build_context(&options)?;
         install_host_services(&ctx);
+        crate::install_command_line_hint(&ctx);
         registry::install_catalog(&ctx, &catalog_pool);
         if let Some(manager) = &mcp {
             ctx.services().insert(Arc::clone(manager));
@@ -68,6 +69,7 @@ pub async fn serve(
     });
     let Some(addr) = args.http else {
         install_host_services(&ctx);
+        crate::install_command_line_hint(&ctx);
         // The one session of stdio runs the scheduler (agent-triggers): its due prompts
         // reach the client as events (one that fires before the client has initialized
         // waits in the session until it has). Over HTTP, contexts come and go and several would

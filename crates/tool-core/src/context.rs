@@ -12,7 +12,10 @@ use std::time::Duration;
 use tokio_util::sync::CancellationToken;
 
 use crate::managers::{LspManager, TaskManager, Unconfigured};
-use crate::{PermissionEngine, PermissionMode, ReadLedger, ToolError, path};
+use crate::{
+    AllowHint, PermissionEngine, PermissionMode, PermissionPrompter, PermissionRule, ReadLedger,
+    RuleBehavior, RuleSource, RuleSourceKind, SourcedRule, ToolError, path,
+};
 
 /// A typed map of what the host provides: sub-agent runner, user prompter, summariser,
 /// search provider. Keyed by exact type, so store trait objects as `Arc<dyn Trait>` (an
@@ -320,6 +323,7 @@ pub struct ToolContextBuilder {
     state_dir: Option<PathBuf>,
     session_id: Option<String>,
     call_timeout: Option<Duration>,
+    host_rules: Vec<(RuleBehavior, PermissionRule)>,
 }
 
 impl ToolContextBuilder {
@@ -339,6 +343,44 @@ impl ToolContextBuilder {
     pub fn permissions(mut self, engine: PermissionEngine) -> Self {
         self.permissions = engine;
         self
+    }
+
+    /// Allows calls matching `rule` (`"Bash(npm test)"`, `"Edit(src/**)"`, `"WebFetch"`),
+    /// as the host program's own rule: messages name its source as "the host program", and
+    /// `/x` path patterns are relative to the working directory. A blank rule adds nothing.
+    pub fn allow(self, rule: &str) -> Self {
+        self.host_rule(RuleBehavior::Allow, rule)
+    }
+
+    /// Denies calls matching `rule`, in every mode (see [`ToolContextBuilder::allow`]).
+    pub fn deny(self, rule: &str) -> Self {
+        self.host_rule(RuleBehavior::Deny, rule)
+    }
+
+    /// Asks before calls matching `rule`, even in bypassPermissions mode; without a
+    /// prompter the call is refused (see [`ToolContextBuilder::allow`]).
+    pub fn ask(self, rule: &str) -> Self {
+        self.host_rule(RuleBehavior::Ask, rule)
+    }
+
+    fn host_rule(mut self, behavior: RuleBehavior, rule: &str) -> Self {
+        if let Some(rule) = PermissionRule::parse(rule) {
+            self.host_rules.push((behavior, rule));
+        }
+        self
+    }
+
+    /// The person who answers permission questions: calls that need approval are asked
+    /// through `prompter` instead of being refused.
+    pub fn prompter(self, prompter: Arc<dyn PermissionPrompter>) -> Self {
+        self.service(prompter)
+    }
+
+    /// How refusals tell the model what would allow a call, in the host's words (default:
+    /// [`NeutralHint`](crate::NeutralHint), which names the rule and mode but no flag or
+    /// file).
+    pub fn allow_hint(self, hint: Arc<dyn AllowHint>) -> Self {
+        self.service(hint)
     }
 
     /// The language-server manager (default: [`Unconfigured`]).
@@ -413,6 +455,17 @@ impl ToolContextBuilder {
     /// The context.
     pub fn build(self) -> ToolContext {
         let cwd = path::canonicalize_lenient(&self.cwd);
+        for (behavior, rule) in self.host_rules {
+            self.permissions.add_rule(SourcedRule {
+                rule,
+                behavior,
+                source: RuleSource {
+                    kind: RuleSourceKind::Host,
+                    file: None,
+                    root: cwd.clone(),
+                },
+            });
+        }
         let id = self.session_id.unwrap_or_else(default_session_id);
         ToolContext {
             session: Arc::new(Session {
@@ -476,6 +529,7 @@ impl ToolContext {
             state_dir: None,
             session_id: None,
             call_timeout: None,
+            host_rules: Vec::new(),
         }
     }
 

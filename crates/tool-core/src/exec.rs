@@ -15,7 +15,7 @@ use tokio::sync::Semaphore;
 use tokio::task::{JoinHandle, JoinSet};
 
 use crate::budget::{ERROR_TEXT_CAP, PERSIST_THRESHOLD_CAP, apply_budget, cut_middle};
-use crate::permission::headless_denial;
+use crate::permission::{allow_hint, headless_denial};
 use crate::rule::{RuleBehavior, RuleSource, RuleSourceKind, SourcedRule};
 use crate::tool::{ParsedInput, Tool, ValidationResult};
 use crate::{
@@ -66,6 +66,9 @@ pub struct PermissionRequest {
     pub suggestions: Vec<PermissionRule>,
     /// What kind of ask
     pub kind: AskKind,
+    /// The refusal to give when nobody can answer, in the words of the session's
+    /// [`AllowHint`](crate::AllowHint)
+    pub denial: String,
 }
 
 /// A person's answer.
@@ -427,9 +430,12 @@ async fn authorize(
             suggestions,
             kind,
         } => {
+            let denial = headless_denial(&name, &reason, &suggestions, &kind, &*allow_hint(ctx));
             let Some(prompter) = ctx.services().get::<Arc<dyn PermissionPrompter>>() else {
-                let reason = headless_denial(&name, &reason, &suggestions, &kind);
-                return Err(ToolError::PermissionDenied { tool: name, reason });
+                return Err(ToolError::PermissionDenied {
+                    tool: name,
+                    reason: denial,
+                });
             };
             let request = PermissionRequest {
                 tool: name.clone(),
@@ -437,6 +443,7 @@ async fn authorize(
                 reason,
                 suggestions,
                 kind,
+                denial,
             };
             match prompter.ask(&request).await {
                 PermissionAnswer::Allow => Ok(()),

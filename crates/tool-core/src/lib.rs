@@ -111,7 +111,8 @@ pub use managers::{
 };
 pub use pattern::{CommandPattern, DomainPattern, PathPattern, PathRoot, WildcardPart};
 pub use permission::{
-    AskKind, Beneath, PermissionDecision, PermissionEngine, PermissionMode, headless_denial,
+    AllowHint, AskKind, Beneath, NeutralHint, PermissionDecision, PermissionEngine, PermissionMode,
+    allow_hint, headless_denial,
 };
 pub use result::{CallResult, ContentBlock, ToolResult};
 pub use rule::{

@@ -4,7 +4,7 @@
 use std::fmt;
 use std::path::{Path, PathBuf};
 use std::str::FromStr;
-use std::sync::RwLock;
+use std::sync::{Arc, RwLock};
 
 use serde::{Deserialize, Serialize};
 
@@ -639,25 +639,57 @@ fn dir_rule(tool: &str, path: &Path, is_dir: bool) -> PermissionRule {
     PermissionRule::with_content(tool, content)
 }
 
-/// The denial a call gets when it needs approval and nobody can give it: it says why and
-/// names the rule, flag or mode that would allow the call.
+/// How a refusal tells the model what would allow a call that needed a person and had
+/// none: the host's own words for its switches and settings. Put an
+/// `Arc<dyn AllowHint>` in the session's services (`ToolContextBuilder::allow_hint`); without
+/// one, [`NeutralHint`] speaks of allow rules and modes without naming a flag or file.
+pub trait AllowHint: Send + Sync {
+    /// The sentence that follows the denial's reason, for a call that `rule` would allow and
+    /// that was asked as `kind` (only [`AskKind::Default`] and [`AskKind::Mode`] reach it: the
+    /// other kinds need a person whatever the host's settings).
+    fn how_to_allow(&self, rule: &PermissionRule, kind: &AskKind) -> String;
+}
+
+/// The hint of a host that said nothing: names the rule and the mode, and leaves where to
+/// put them to the host program.
+#[derive(Debug, Clone, Copy, Default)]
+pub struct NeutralHint;
+
+impl AllowHint for NeutralHint {
+    fn how_to_allow(&self, rule: &PermissionRule, kind: &AskKind) -> String {
+        match kind {
+            AskKind::Mode(mode) => format!(
+                "To allow it, the user can switch the session to the {mode} permission mode or add the allow rule \"{rule}\" in the program running these tools."
+            ),
+            _ => format!(
+                "To allow it, the user can add the allow rule \"{rule}\" or switch the session to the bypassPermissions mode in the program running these tools."
+            ),
+        }
+    }
+}
+
+/// The session's [`AllowHint`]: the host's, else [`NeutralHint`].
+pub fn allow_hint(ctx: &ToolContext) -> Arc<dyn AllowHint> {
+    ctx.services()
+        .get::<Arc<dyn AllowHint>>()
+        .unwrap_or_else(|| Arc::new(NeutralHint))
+}
+
+/// The denial a call gets when it needs approval and nobody can give it: it says why and,
+/// in `hint`'s words, what would allow the call.
 pub fn headless_denial(
     tool: &str,
     reason: &str,
     suggestions: &[PermissionRule],
     kind: &AskKind,
+    hint: &dyn AllowHint,
 ) -> String {
     let rule = suggestions
         .first()
         .cloned()
         .unwrap_or_else(|| PermissionRule::tool(tool));
     let how = match kind {
-        AskKind::Default => format!(
-            "To allow it, pass --allow '{rule}', add \"{rule}\" to permissions.allow in your settings (~/.agent-tools/settings.json, or the project's .agent-tools/settings.json once approved with `agent-tools trust`), or use --mode bypassPermissions."
-        ),
-        AskKind::Mode(mode) => format!(
-            "To allow it, use --mode {mode}, pass --allow '{rule}', or add \"{rule}\" to permissions.allow in your settings (~/.agent-tools/settings.json, or the project's .agent-tools/settings.json once approved with `agent-tools trust`)."
-        ),
+        AskKind::Default | AskKind::Mode(_) => hint.how_to_allow(&rule, kind),
         AskKind::Rule(r) => format!(
             "The ask rule {r} applies even in bypassPermissions mode; remove it from {} to allow this call without a person.",
             r.source

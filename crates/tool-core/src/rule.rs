@@ -202,6 +202,9 @@ pub enum RuleSourceKind {
     CliArg,
     /// Approved during this session ("always allow")
     Session,
+    /// Added in code by the program that hosts the tools (`ToolContextBuilder::allow` and
+    /// its siblings)
+    Host,
 }
 
 impl RuleSourceKind {
@@ -214,6 +217,7 @@ impl RuleSourceKind {
             RuleSourceKind::FlagSettings => "--settings file",
             RuleSourceKind::CliArg => "command line",
             RuleSourceKind::Session => "this session",
+            RuleSourceKind::Host => "the host program",
         }
     }
 }

@@ -97,12 +97,7 @@ impl PermissionPrompter for RoutingPrompter {
                     request.tool
                 )))
             }
-            _ => PermissionAnswer::Deny(Some(tool_core::headless_denial(
-                &request.tool,
-                &request.reason,
-                &request.suggestions,
-                &request.kind,
-            ))),
+            _ => PermissionAnswer::Deny(Some(request.denial.clone())),
         }
     }
 }
@@ -347,6 +342,13 @@ mod tests {
             reason: "needs approval".into(),
             suggestions: Vec::new(),
             kind: AskKind::Default,
+            denial: tool_core::headless_denial(
+                "Edit",
+                "needs approval",
+                &[],
+                &AskKind::Default,
+                &tool_core::NeutralHint,
+            ),
         }
     }
 

@@ -337,21 +337,21 @@ fn step_3_what_remains_asks_and_headless_denies_with_the_way_out() {
         &[],
         "Shell",
         json!({"command": "make"}),
-        "pass --allow 'Shell(make)'",
+        "add the allow rule \"Shell(make)\"",
     );
     check(
         Def,
         &[],
         "Shell",
         json!({"command": "make"}),
-        "or use --mode bypassPermissions",
+        "or switch the session to the bypassPermissions mode",
     );
     check(
         Def,
         &[],
         "Files",
         json!({"path": "{dir}/src/a.rs", "write": true}),
-        "use --mode acceptEdits",
+        "switch the session to the acceptEdits permission mode",
     );
 }
 
@@ -647,7 +647,7 @@ fn domain_and_mcp_rule_forms() {
         &[("allow", "Fetch(domain:docs.rs)")],
         "Fetch",
         json!({"host": "evil.rs"}),
-        "pass --allow 'Fetch(domain:evil.rs)'",
+        "add the allow rule \"Fetch(domain:evil.rs)\"",
     );
     check(
         Def,
@@ -849,4 +849,90 @@ fn blanket_rules_on_the_tools_a_tool_is_checked_as_govern_it() {
     check(&[("patch", Allow)], Allow, true);
     assert!(engine(&[("Files", Deny)]).is_hidden(patch.as_ref()));
     assert!(!engine(&[("Files", Allow)]).is_hidden(patch.as_ref()));
+}
+
+/// Rules a host adds in code, and the hint it gives: the builder's `allow`/`deny`/`ask`
+/// take effect as "the host program"'s rules, and refusals use the host's words.
+#[tokio::test]
+async fn host_rules_and_the_hosts_hint() {
+    let (_guard, dir) = tmp();
+    let ctx = ToolContext::builder(&dir)
+        .allow("Shell(npm test)")
+        .deny("Fetch(domain:evil.example)")
+        .ask("Shell(npm publish)")
+        .allow("   ")
+        .build();
+    assert_eq!(
+        outcome(&ctx, "Shell", json!({"command": "npm test"})).await,
+        Ok(())
+    );
+    let denied = outcome(&ctx, "Fetch", json!({"host": "evil.example"}))
+        .await
+        .unwrap_err();
+    assert!(denied.contains("denied access"), "{denied}");
+    let asked = outcome(&ctx, "Shell", json!({"command": "npm publish"}))
+        .await
+        .unwrap_err();
+    assert!(asked.contains("the host program"), "{asked}");
+    // Nothing allows `make`: the neutral hint names the rule and the mode, no flag or file.
+    let neutral = outcome(&ctx, "Shell", json!({"command": "make"}))
+        .await
+        .unwrap_err();
+    assert!(
+        neutral.contains("add the allow rule \"Shell(make)\""),
+        "{neutral}"
+    );
+    assert!(neutral.contains("bypassPermissions"), "{neutral}");
+    for flag in ["--allow", "--mode", "settings.json", "agent-tools"] {
+        assert!(!neutral.contains(flag), "{flag} in {neutral}");
+    }
+    assert_eq!(
+        ctx.permissions()
+            .rules()
+            .iter()
+            .filter(|r| r.source.kind == tool_core::RuleSourceKind::Host)
+            .count(),
+        3,
+        "a blank rule adds nothing"
+    );
+
+    struct Mine;
+    impl tool_core::AllowHint for Mine {
+        fn how_to_allow(&self, rule: &PermissionRule, _kind: &tool_core::AskKind) -> String {
+            format!("Ask the user to click Allow for {rule}.")
+        }
+    }
+    let ctx = ToolContext::builder(&dir)
+        .allow_hint(Arc::new(Mine))
+        .build();
+    let mine = outcome(&ctx, "Shell", json!({"command": "make"}))
+        .await
+        .unwrap_err();
+    assert!(
+        mine.contains("approve it: Shell command needs approval: make. Ask the user to click Allow for Shell(make)."),
+        "{mine}"
+    );
+}
+
+/// A prompter given with the builder's typed method is the one asked.
+#[tokio::test]
+async fn the_builders_prompter_is_asked() {
+    struct Yes;
+    #[async_trait]
+    impl PermissionPrompter for Yes {
+        async fn ask(&self, _request: &PermissionRequest) -> PermissionAnswer {
+            PermissionAnswer::Allow
+        }
+    }
+    let (_guard, dir) = tmp();
+    let ctx = ToolContext::builder(&dir).prompter(Arc::new(Yes)).build();
+    assert_eq!(
+        outcome(&ctx, "Shell", json!({"command": "make"})).await,
+        Ok(())
+    );
+    assert!(
+        ctx.services().unread().is_empty(),
+        "{:?}",
+        ctx.services().unread()
+    );
 }
