@@ -66,8 +66,10 @@ mod live;
 mod manager;
 mod mrtr;
 mod naming;
+mod principal;
 mod prompts;
 mod questions;
+mod random;
 mod reaper;
 mod resources;
 mod server;
@@ -82,7 +84,7 @@ pub use config::{
     DEFAULT_CALL_TIMEOUT, DEFAULT_STARTUP_TIMEOUT, McpConfig, ServerConfig, SkippedServer,
     Transport, expand, load_project_config, parse_config,
 };
-pub use contexts::{CONTEXT_META_KEY, MAX_MINTED, MINTED_IDLE, Principal, SessionFactory};
+pub use contexts::{CONTEXT_META_KEY, MAX_MINTED, MINTED_IDLE, SessionFactory};
 pub use http::{
     DEFAULT_GRACE, HttpOptions, MIN_TOKEN_LEN, Token, parse_listen_addr, serve_http,
     tokens_from_text,
@@ -93,6 +95,7 @@ pub use mrtr::{ROUND_TTL, UpfrontInput};
 pub use naming::{
     MAX_DESCRIPTION_CHARS, MAX_NAME_LEN, clean_description, qualified_name, sanitize,
 };
+pub use principal::Principal;
 pub use prompts::{ElicitationPrompter, SamplingSummariser};
 pub use questions::{
     ElicitQuestions, FormAnswers, FormOption, FormQuestion, QuestionForm, question_hook,
