@@ -73,6 +73,7 @@ mod random;
 mod reaper;
 mod resources;
 mod server;
+mod server_conn;
 mod structured;
 mod tool;
 
@@ -90,7 +91,7 @@ pub use http::{
     tokens_from_text,
 };
 pub use live::LivePool;
-pub use manager::{McpManager, STDERR_CAP, ServerStatus, StderrTail};
+pub use manager::McpManager;
 pub use mrtr::{ROUND_TTL, UpfrontInput};
 pub use naming::{
     MAX_DESCRIPTION_CHARS, MAX_NAME_LEN, clean_description, qualified_name, sanitize,
@@ -105,6 +106,7 @@ pub use server::{
     ClientHook, ClientHookFn, MAX_REQUEST_BYTES, StdioOptions, mcp_tool_list, serve_stdio,
     serve_stdio_with, to_mcp_result,
 };
+pub use server_conn::{STDERR_CAP, ServerStatus, StderrTail};
 pub use tool::MAX_RESULT_CHARS;
 
 /// The tools this crate always contributes: ListMcpResourcesTool and ReadMcpResourceTool.
