@@ -218,6 +218,7 @@ mod parse;
 mod permissions;
 #[cfg(target_os = "linux")]
 mod placeholder;
+mod placeholder_shape;
 mod probe;
 mod process;
 mod programs;

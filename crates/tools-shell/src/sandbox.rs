@@ -260,7 +260,7 @@ impl SandboxPolicy {
         let mut policy = Self::build(settings, dirs, cwd, |decide| {
             let _gate = crate::placeholder::gate();
             let mut binds = decide();
-            let wanted: Vec<(PathBuf, crate::protect::Shape)> = binds
+            let wanted: Vec<(PathBuf, crate::placeholder_shape::Shape)> = binds
                 .iter()
                 .filter_map(|b| match b {
                     Bind::Missing(p, shape) => Some((p.clone(), *shape)),
