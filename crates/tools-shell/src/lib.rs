@@ -201,6 +201,7 @@
 //! ```
 
 mod bash;
+mod command;
 #[cfg(target_os = "linux")]
 mod filter;
 #[cfg(target_os = "linux")]
@@ -239,6 +240,7 @@ pub use bash::{
     Bash, BashInput, BashOutput, DEFAULT_READY_TIMEOUT, DEFAULT_TIMEOUT, MAX_TIMEOUT,
     interpret_exit,
 };
+pub use command::KILL_GRACE;
 #[cfg(target_os = "linux")]
 pub use inside::{SUPERVISOR_ARG, sandbox_supervisor_entry, set_supervisor_program};
 #[cfg(target_os = "linux")]
@@ -252,7 +254,6 @@ pub use permissions::{
     is_read_only,
 };
 pub use probe::{SandboxProbe, SandboxTrial, probe_sandbox, try_sandbox};
-pub use process::KILL_GRACE;
 pub use readonly::is_read_only_command;
 pub use sandbox::{
     DenyRead, EXEC_ARG, Launch, Mask, Mechanism, Prepared, SECRETS, SandboxMode, SandboxPolicy,

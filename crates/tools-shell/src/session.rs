@@ -16,7 +16,8 @@ use std::sync::{Arc, Mutex};
 
 use tool_core::{ToolContext, ToolError};
 
-use crate::process::{Io, RunSpec, Running};
+use crate::command::{Io, RunSpec};
+use crate::process::Running;
 use crate::sandbox::Launch;
 use crate::spool::{Caps, OutputDir, Spool};
 #[cfg(target_os = "linux")]

@@ -67,7 +67,7 @@ use tokio::sync::oneshot;
 use tokio_util::sync::CancellationToken;
 use tool_core::ToolError;
 
-use crate::process::{ENV, Ending, Finished, Io, KILL_GRACE, RunSpec, bash_path, inline_script};
+use crate::command::{ENV, Ending, Finished, Io, KILL_GRACE, RunSpec, bash_path, inline_script};
 use crate::sandbox::{Launch, SandboxPolicy};
 
 /// How long a supervisor may take to start.
@@ -506,7 +506,7 @@ impl Supervisor {
             field(&mut req, id.to_string().as_bytes())?;
             field(&mut req, b"run")?;
             field(&mut req, spec.cwd.as_os_str().as_bytes())?;
-            let vars = crate::process::command_vars(spec, io.cwd.is_some());
+            let vars = crate::command::command_vars(spec, io.cwd.is_some());
             field(&mut req, vars.len().to_string().as_bytes())?;
             for (k, v) in &vars {
                 let mut kv = k.as_bytes().to_vec();

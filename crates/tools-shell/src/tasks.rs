@@ -24,7 +24,8 @@ use tool_core::{
     TaskSpec, TaskStatus, ToolError,
 };
 
-use crate::process::{self, Ending, Io, RunSpec, Running};
+use crate::command::{Ending, Io, KILL_GRACE, RunSpec};
+use crate::process::{self, Running};
 use crate::sandbox::{self, Launch, SandboxSettings};
 use crate::spool::{Caps, OutputDir, Spool};
 
@@ -809,7 +810,7 @@ impl TaskManager for ShellTasks {
         entry.cancel.cancel();
         let never = CancellationToken::new();
         let info = self
-            .wait(id, process::KILL_GRACE + Duration::from_secs(3), &never)
+            .wait(id, KILL_GRACE + Duration::from_secs(3), &never)
             .await?;
         if !info.status.is_terminal() {
             // A future that ignores its token: mark it killed; it is abandoned.

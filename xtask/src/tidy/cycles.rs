@@ -28,7 +28,6 @@ pub const CYCLE_EXCEPTIONS: &[(&str, &[&str])] = &[
     // two or three files each (a constant, a type or a helper used both ways). Untangle by
     // moving what both sides use into a module of its own, then delete the line.
     ("tools-shell", &["inside", "landlock", "sandbox"]),
-    ("tools-shell", &["process", "supervisor"]),
 ];
 
 /// Whether `exceptions` tolerate `cycle` in `krate`.
