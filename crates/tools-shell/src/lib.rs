@@ -204,6 +204,7 @@ mod bash;
 mod command;
 #[cfg(target_os = "linux")]
 mod filter;
+mod host_program;
 #[cfg(target_os = "linux")]
 mod inside;
 #[cfg(target_os = "linux")]
@@ -241,8 +242,11 @@ pub use bash::{
     interpret_exit,
 };
 pub use command::KILL_GRACE;
+pub use host_program::EXEC_ARG;
 #[cfg(target_os = "linux")]
-pub use inside::{SUPERVISOR_ARG, sandbox_supervisor_entry, set_supervisor_program};
+pub use host_program::{SUPERVISOR_ARG, set_supervisor_program};
+#[cfg(target_os = "linux")]
+pub use inside::sandbox_supervisor_entry;
 #[cfg(target_os = "linux")]
 pub use limits::{SandboxLimits, live_sandbox_instances, sandbox_limits, set_sandbox_limits};
 #[cfg(feature = "monitor")]
@@ -256,7 +260,7 @@ pub use permissions::{
 pub use probe::{SandboxProbe, SandboxTrial, probe_sandbox, try_sandbox};
 pub use readonly::is_read_only_command;
 pub use sandbox::{
-    DenyRead, EXEC_ARG, Launch, Mask, Mechanism, Prepared, SECRETS, SandboxMode, SandboxPolicy,
+    DenyRead, Launch, Mask, Mechanism, Prepared, SECRETS, SandboxMode, SandboxPolicy,
     SandboxSettings, bubblewrap, landlock_available, prepare as prepare_sandbox,
 };
 pub use session::{SandboxInstance, sandbox_instance};

@@ -23,13 +23,9 @@ use tool_core::{RuleBehavior, SettingsLayer, SourcedRule, ToolContext, ToolError
 
 #[cfg(target_os = "linux")]
 use crate::filter::Sockets;
+use crate::host_program::EXEC_ARG;
 pub use crate::mask::{DenyRead, Mask, SECRETS};
 use crate::protect::{Base, Bind};
-
-/// The first argument that makes the host binary apply the sandbox's seccomp filter to
-/// itself and then run the rest of its arguments (see `sandbox_supervisor_entry`):
-/// `EXEC_ARG SOCKETS -- PROGRAM ARGS...`.
-pub const EXEC_ARG: &str = "__agent-tools-sandbox-exec";
 
 /// What a sandboxed command may write.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Deserialize)]
@@ -852,7 +848,7 @@ impl Launch {
 fn helper() -> Option<&'static Path> {
     #[cfg(target_os = "linux")]
     {
-        crate::inside::supervisor_program()
+        crate::host_program::supervisor_program()
     }
     #[cfg(not(target_os = "linux"))]
     {

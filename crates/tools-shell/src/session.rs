@@ -134,7 +134,7 @@ impl ShellSession {
         io: Io,
     ) -> Result<Running, ToolError> {
         #[cfg(target_os = "linux")]
-        if crate::inside::supervisor_program().is_some() {
+        if crate::host_program::supervisor_program().is_some() {
             let key = Key::new(launch);
             // An instance that died since the last call is found out when the request
             // cannot be written: start a new one once.

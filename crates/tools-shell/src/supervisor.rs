@@ -258,12 +258,12 @@ impl Supervisor {
     pub async fn start(key: Key) -> Result<Supervisor, ToolError> {
         use rustix::net::{AddressFamily, SocketFlags, SocketType, socketpair};
         let launch = key.to_launch();
-        let program = crate::inside::supervisor_program().ok_or_else(|| {
+        let program = crate::host_program::supervisor_program().ok_or_else(|| {
             ToolError::fatal("no supervisor program is registered to run shell commands")
         })?;
         let mut argv: Vec<OsString> = launch.prefix(Path::new("/"), &[]);
         argv.push(program.as_os_str().to_owned());
-        argv.push(crate::inside::SUPERVISOR_ARG.into());
+        argv.push(crate::host_program::SUPERVISOR_ARG.into());
         argv.push(bash_path().into_os_string());
         argv.push(inline_script().into());
         argv.push(KILL_GRACE.as_millis().to_string().into());

@@ -493,7 +493,7 @@ impl ShellTasks {
 /// registered, else as a child of this process.
 async fn start_process(run: &RunSpec, launch: &Launch, io: Io) -> Result<Running, ToolError> {
     #[cfg(target_os = "linux")]
-    if crate::inside::supervisor_program().is_some() {
+    if crate::host_program::supervisor_program().is_some() {
         use crate::supervisor::{Key, Supervisor};
         let sup = Arc::new(Supervisor::start(Key::new(launch)).await?);
         let running = sup.run(run, &io)?;
