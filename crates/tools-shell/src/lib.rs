@@ -221,6 +221,7 @@ mod permissions;
 #[cfg(target_os = "linux")]
 mod placeholder;
 mod placeholder_shape;
+mod policy;
 mod probe;
 mod process;
 mod programs;
@@ -249,6 +250,7 @@ pub use host_program::{SUPERVISOR_ARG, set_supervisor_program};
 pub use inside::sandbox_supervisor_entry;
 #[cfg(target_os = "linux")]
 pub use limits::{SandboxLimits, live_sandbox_instances, sandbox_limits, set_sandbox_limits};
+pub use mask::{DenyRead, Mask, SECRETS};
 #[cfg(feature = "monitor")]
 pub use monitor::{MONITOR_LIMIT, Monitor, MonitorInput, MonitorOutput};
 pub use output::MAX_OUTPUT_CHARS;
@@ -257,12 +259,10 @@ pub use permissions::{
     MAX_SUBCOMMANDS, check as check_command, check_with as check_command_with, command_programs,
     is_read_only,
 };
+pub use policy::{Mechanism, SandboxMode, SandboxPolicy, SandboxSettings};
 pub use probe::{SandboxProbe, SandboxTrial, probe_sandbox, try_sandbox};
 pub use readonly::is_read_only_command;
-pub use sandbox::{
-    DenyRead, Launch, Mask, Mechanism, Prepared, SECRETS, SandboxMode, SandboxPolicy,
-    SandboxSettings, bubblewrap, landlock_available, prepare as prepare_sandbox,
-};
+pub use sandbox::{Launch, Prepared, bubblewrap, landlock_available, prepare as prepare_sandbox};
 pub use session::{SandboxInstance, sandbox_instance};
 pub use spool::OUTPUT_CAP;
 pub use task_tools::{

@@ -68,7 +68,8 @@ use tokio_util::sync::CancellationToken;
 use tool_core::ToolError;
 
 use crate::command::{ENV, Ending, Finished, Io, KILL_GRACE, RunSpec, bash_path, inline_script};
-use crate::sandbox::{Launch, SandboxPolicy};
+use crate::policy::SandboxPolicy;
+use crate::sandbox::Launch;
 
 /// How long a supervisor may take to start.
 const START_TIMEOUT: Duration = Duration::from_secs(10);

@@ -25,8 +25,9 @@ use tool_core::{
 };
 
 use crate::command::{Ending, Io, KILL_GRACE, RunSpec};
+use crate::policy::SandboxSettings;
 use crate::process::{self, Running};
-use crate::sandbox::{self, Launch, SandboxSettings};
+use crate::sandbox::{self, Launch};
 use crate::spool::{Caps, OutputDir, Spool};
 
 /// A readiness condition for a background command.
