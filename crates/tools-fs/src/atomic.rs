@@ -20,6 +20,10 @@ use tool_core::ToolError;
 use crate::diff::Span;
 use crate::target::WriteTarget;
 
+/// The refusal when the file changes between our own read and the rename.
+pub(crate) const UNEXPECTEDLY_MODIFIED: &str =
+    "File has been unexpectedly modified. Read it again before attempting to write it.";
+
 /// The marker in temporary file names: `.<name>.agent-tools-<pid>-<n>.tmp`.
 const MARKER: &str = ".agent-tools-";
 
@@ -230,7 +234,7 @@ fn write_temp_and_rename(
     match target.rename_over(temp, existing.is_some()) {
         Ok(()) => {}
         Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists => {
-            return Err(ToolError::respond(crate::common::UNEXPECTEDLY_MODIFIED));
+            return Err(ToolError::respond(UNEXPECTEDLY_MODIFIED));
         }
         Err(e) => return Err(ToolError::io(target.path(), e)),
     }

@@ -11,6 +11,7 @@ use tool_core::{
     content_hash, path,
 };
 
+use crate::atomic::{BeforeRename, UNEXPECTEDLY_MODIFIED};
 use crate::ignore_policy::suggest_similar;
 use crate::target::{Version, WriteTarget};
 
@@ -22,9 +23,6 @@ pub(crate) const HASH_LIMIT: u64 = 64 * 1024 * 1024;
 pub(crate) const NOT_READ: &str = "File has not been read yet. Read it first before writing to it.";
 /// The reference's "modified since read" refusal.
 pub(crate) const MODIFIED: &str = "File has been modified since read, either by the user or by a linter. Read it again before attempting to write it.";
-/// The refusal when the file changes between our own read and the rename.
-pub(crate) const UNEXPECTEDLY_MODIFIED: &str =
-    "File has been unexpectedly modified. Read it again before attempting to write it.";
 
 /// The absolute, lexically normalised path for what the model sent.
 pub(crate) fn resolve(ctx: &ToolContext, input: &str) -> PathBuf {
@@ -238,10 +236,10 @@ pub(crate) fn write_target(path: &Path) -> Result<PathBuf, ToolError> {
 pub(crate) fn unchanged_since(
     target: &WriteTarget,
     before: Option<&Metadata>,
-) -> Result<crate::atomic::BeforeRename, ToolError> {
+) -> Result<BeforeRename, ToolError> {
     let now = target.version().ok().flatten();
     if now == before.map(Version::of) {
-        Ok(crate::atomic::BeforeRename::Proceed)
+        Ok(BeforeRename::Proceed)
     } else {
         Err(ToolError::respond(UNEXPECTEDLY_MODIFIED))
     }

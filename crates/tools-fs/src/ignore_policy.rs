@@ -59,8 +59,8 @@ impl IgnorePolicy {
     ///
     /// [`configure`]: IgnorePolicy::configure
     #[cfg(target_os = "linux")]
-    pub(crate) fn walk_options(self, pattern: &str) -> crate::walk::WalkOptions {
-        crate::walk::WalkOptions {
+    pub(crate) fn walk_options(self, pattern: &str) -> WalkOptions {
+        WalkOptions {
             skip_hidden: !self.include_ignored && !names_hidden(pattern),
             ignore_files: !self.include_ignored,
         }
@@ -73,6 +73,16 @@ impl IgnorePolicy {
         builder.add(pattern)?;
         builder.build()
     }
+}
+
+/// Which entries the crate's own walker (Linux) keeps: [`IgnorePolicy`] in its terms.
+#[cfg(target_os = "linux")]
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) struct WalkOptions {
+    /// Skip entries whose name starts with a dot (unless an ignore rule whitelists them).
+    pub(crate) skip_hidden: bool,
+    /// Apply ignore files (`.agent-toolsignore`, `.ignore`, git's).
+    pub(crate) ignore_files: bool,
 }
 
 /// Stops a parallel walk when the call is cancelled or runs past its time limit. Each

@@ -8,7 +8,8 @@ use base64::Engine as _;
 use image::{DynamicImage, ImageFormat, ImageReader, Limits};
 use tool_core::{ContentBlock, ToolContext, ToolError, ToolResult};
 
-use crate::read::{ImageDimensions, ReadOutput, read_capped, record_whole};
+use crate::read_output::{ImageDimensions, ReadOutput};
+use crate::whole_file::{read_capped, record_whole};
 
 /// The longest side of an image sent to the model.
 pub const MAX_IMAGE_SIDE: u32 = 2000;

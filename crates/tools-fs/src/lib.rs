@@ -72,10 +72,12 @@ mod matching;
 mod notebook;
 mod pdf;
 mod read;
+mod read_output;
 mod target;
 mod text;
 #[cfg(target_os = "linux")]
 mod walk;
+mod whole_file;
 mod write;
 
 use std::sync::Arc;
@@ -100,11 +102,9 @@ pub use matching::MatchKind;
 pub use notebook::{
     NotebookCellType, NotebookEdit, NotebookEditInput, NotebookEditMode, NotebookEditOutput,
 };
-pub use pdf::MAX_PAGES_WITHOUT_RANGE;
-pub use read::{
-    DEFAULT_LIMIT, EMPTY_FILE, FILE_UNCHANGED, ImageDimensions, MAX_LINE_CHARS, MAX_OUTPUT_CHARS,
-    MAX_PDF_PAGES, NotebookCellView, Read, ReadInput, ReadOutput,
-};
+pub use pdf::{MAX_PAGES_WITHOUT_RANGE, MAX_PDF_PAGES};
+pub use read::{DEFAULT_LIMIT, EMPTY_FILE, FILE_UNCHANGED, MAX_LINE_CHARS, Read, ReadInput};
+pub use read_output::{ImageDimensions, MAX_OUTPUT_CHARS, NotebookCellView, ReadOutput};
 pub use write::{Write, WriteInput, WriteOutput};
 
 /// Every tool of this crate's default vocabulary, ready for a pool ([`ApplyPatch`] is

@@ -14,11 +14,10 @@ use tool_core::{
 
 use crate::atomic::write_atomic;
 use crate::common::{self, CheckedTarget};
-use crate::read::{
-    MAX_OUTPUT_CHARS, NotebookCellView, ReadOutput, read_capped, read_capped_file, record_whole,
-};
+use crate::read_output::{MAX_OUTPUT_CHARS, NotebookCellView, ReadOutput};
 use crate::target::{Existing, Parents, WriteTarget};
 use crate::text::{LineEnding, decode, dominant_ending, with_ending};
+use crate::whole_file::{read_capped, read_capped_file, record_whole};
 
 /// Notebooks above this size are refused.
 const MAX_NOTEBOOK_FILE: u64 = 32 * 1024 * 1024;

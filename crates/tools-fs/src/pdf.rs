@@ -3,16 +3,56 @@
 
 use std::path::Path;
 
-use tool_core::{ToolContext, ToolError, ToolResult};
+use tool_core::{ToolContext, ToolError, ToolResult, ValidationResult};
 
-use crate::read::{
-    MAX_OUTPUT_CHARS, MAX_PDF_PAGES, PageRange, ReadOutput, parse_pages, read_capped, record_whole,
-};
+use crate::read_output::{MAX_OUTPUT_CHARS, ReadOutput};
+use crate::whole_file::{read_capped, record_whole};
 
 /// A PDF with more pages than this needs `pages`.
 pub const MAX_PAGES_WITHOUT_RANGE: u32 = 10;
 /// PDFs above this size are refused.
 const MAX_PDF_FILE: u64 = 256 * 1024 * 1024;
+
+/// A parsed `pages` value: a 1-based inclusive range.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) struct PageRange {
+    pub first: u32,
+    pub last: u32,
+}
+
+/// At most this many PDF pages per call.
+pub const MAX_PDF_PAGES: u32 = 20;
+
+pub(crate) fn parse_pages(text: &str) -> Result<PageRange, ValidationResult> {
+    let invalid = || {
+        ValidationResult::invalid_code(
+            format!(
+                "Invalid pages parameter: \"{text}\". Use formats like \"1-5\", \"3\", or \"10-20\". Pages are 1-indexed."
+            ),
+            7,
+        )
+    };
+    let t = text.trim();
+    let (first, last) = match t.split_once('-') {
+        Some((a, b)) => (a.trim().parse::<u32>(), b.trim().parse::<u32>()),
+        None => (t.parse::<u32>(), t.parse::<u32>()),
+    };
+    let (Ok(first), Ok(last)) = (first, last) else {
+        return Err(invalid());
+    };
+    if first == 0 || last < first {
+        return Err(invalid());
+    }
+    if last - first + 1 > MAX_PDF_PAGES {
+        return Err(ValidationResult::invalid_code(
+            format!(
+                "Page range \"{text}\" exceeds maximum of {MAX_PDF_PAGES} pages per request. Please use a smaller range."
+            ),
+            8,
+        ));
+    }
+    Ok(PageRange { first, last })
+}
 
 pub(crate) fn read_pdf(
     target: &Path,
@@ -111,4 +151,41 @@ pub(crate) fn read_pdf(
         pages: shown_pages,
     };
     Ok(ToolResult::ok(output).with_text(text))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn page_ranges() {
+        assert_eq!(parse_pages("3"), Ok(PageRange { first: 3, last: 3 }));
+        assert_eq!(parse_pages("1-5"), Ok(PageRange { first: 1, last: 5 }));
+        assert_eq!(
+            parse_pages("10-29"),
+            Ok(PageRange {
+                first: 10,
+                last: 29
+            })
+        );
+        for bad in ["0", "a", "5-3", "", "1-", "-2"] {
+            assert!(
+                matches!(
+                    parse_pages(bad),
+                    Err(ValidationResult::Invalid {
+                        error_code: Some(7),
+                        ..
+                    })
+                ),
+                "{bad}"
+            );
+        }
+        assert!(matches!(
+            parse_pages("1-21"),
+            Err(ValidationResult::Invalid {
+                error_code: Some(8),
+                ..
+            })
+        ));
+    }
 }

@@ -7,22 +7,20 @@ use std::path::Path;
 
 use async_trait::async_trait;
 use schemars::JsonSchema;
-use serde::{Deserialize, Serialize};
+use serde::Deserialize;
 use tool_core::{
     PermissionDecision, ReadRecord, ReadSource, ToolAnnotations, ToolCategory, ToolContext,
     ToolError, ToolResult, TypedTool, ValidationResult, path,
 };
 
 use crate::common::{self, HASH_LIMIT, StreamHash};
+use crate::read_output::{MAX_OUTPUT_CHARS, ReadOutput};
 use crate::{image_read, notebook, pdf};
 
 /// Lines shown when no `limit` is given (the reference's documented default).
 pub const DEFAULT_LIMIT: u64 = 2000;
 /// Characters of one line shown; the rest is cut with a marker.
 pub const MAX_LINE_CHARS: usize = 2000;
-/// Characters of numbered text one call returns (about the reference's 25,000 tokens); a
-/// longer page stops early with a hint where to continue.
-pub const MAX_OUTPUT_CHARS: usize = 100_000;
 
 /// The reply to an identical re-read of an unchanged file.
 pub const FILE_UNCHANGED: &str = "File unchanged since last read. The content from the earlier Read tool_result in this conversation is still current — refer to that instead of re-reading.";
@@ -68,101 +66,6 @@ pub struct ReadInput {
     pub pages: Option<String>,
 }
 
-/// Image dimensions: as stored and as sent.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
-#[serde(rename_all = "camelCase")]
-pub struct ImageDimensions {
-    /// Width of the file
-    pub original_width: u32,
-    /// Height of the file
-    pub original_height: u32,
-    /// Width of the image sent
-    pub display_width: u32,
-    /// Height of the image sent
-    pub display_height: u32,
-}
-
-/// One notebook cell as Read returns it.
-#[derive(Debug, Clone, PartialEq, Serialize)]
-#[serde(rename_all = "camelCase")]
-pub struct NotebookCellView {
-    /// `cell_id` (or `cell-N` when the notebook has no ids)
-    pub cell_id: String,
-    /// `code`, `markdown` or `raw`
-    pub cell_type: String,
-    /// The source
-    pub source: String,
-    /// The execution count of a code cell
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub execution_count: Option<i64>,
-    /// The text of its outputs (as the model sees them)
-    pub outputs: Vec<String>,
-}
-
-/// Output of Read.
-#[derive(Debug, Clone, PartialEq, Serialize)]
-#[serde(tag = "type", rename_all = "snake_case")]
-pub enum ReadOutput {
-    /// A page of a text file
-    #[serde(rename_all = "camelCase")]
-    Text {
-        /// The file
-        file_path: String,
-        /// The lines shown, without numbers (each cut at 2000 characters)
-        content: String,
-        /// How many lines are shown
-        num_lines: u64,
-        /// The number of the first line shown
-        start_line: u64,
-        /// Lines in the file; a lower bound when `totalLinesPartial` is true
-        total_lines: u64,
-        /// Set when the file is too large to count all its lines for one page (over 64 MiB):
-        /// `totalLines` is then the lines up to the page plus one
-        #[serde(skip_serializing_if = "std::ops::Not::not")]
-        total_lines_partial: bool,
-        /// Whether the file continues past the lines shown
-        truncated: bool,
-    },
-    /// An image (the data is in the image block)
-    #[serde(rename_all = "camelCase")]
-    Image {
-        /// The file
-        file_path: String,
-        /// The MIME type sent
-        media_type: String,
-        /// Bytes of the file
-        original_size: u64,
-        /// Dimensions
-        dimensions: ImageDimensions,
-    },
-    /// A notebook
-    #[serde(rename_all = "camelCase")]
-    Notebook {
-        /// The file
-        file_path: String,
-        /// Its cells
-        cells: Vec<NotebookCellView>,
-    },
-    /// Text of PDF pages
-    #[serde(rename_all = "camelCase")]
-    Pdf {
-        /// The file
-        file_path: String,
-        /// Bytes of the file
-        original_size: u64,
-        /// Pages in the document
-        total_pages: u32,
-        /// The pages shown (1-based)
-        pages: Vec<u32>,
-    },
-    /// The file has not changed since the same read
-    #[serde(rename_all = "camelCase")]
-    FileUnchanged {
-        /// The file
-        file_path: String,
-    },
-}
-
 /// The Read tool.
 #[derive(Debug, Clone, Copy, Default)]
 pub struct Read;
@@ -185,47 +88,6 @@ fn extension(path: &Path) -> String {
         .and_then(|e| e.to_str())
         .map(str::to_ascii_lowercase)
         .unwrap_or_default()
-}
-
-/// A parsed `pages` value: a 1-based inclusive range.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub(crate) struct PageRange {
-    pub first: u32,
-    pub last: u32,
-}
-
-/// At most this many PDF pages per call.
-pub const MAX_PDF_PAGES: u32 = 20;
-
-pub(crate) fn parse_pages(text: &str) -> Result<PageRange, ValidationResult> {
-    let invalid = || {
-        ValidationResult::invalid_code(
-            format!(
-                "Invalid pages parameter: \"{text}\". Use formats like \"1-5\", \"3\", or \"10-20\". Pages are 1-indexed."
-            ),
-            7,
-        )
-    };
-    let t = text.trim();
-    let (first, last) = match t.split_once('-') {
-        Some((a, b)) => (a.trim().parse::<u32>(), b.trim().parse::<u32>()),
-        None => (t.parse::<u32>(), t.parse::<u32>()),
-    };
-    let (Ok(first), Ok(last)) = (first, last) else {
-        return Err(invalid());
-    };
-    if first == 0 || last < first {
-        return Err(invalid());
-    }
-    if last - first + 1 > MAX_PDF_PAGES {
-        return Err(ValidationResult::invalid_code(
-            format!(
-                "Page range \"{text}\" exceeds maximum of {MAX_PDF_PAGES} pages per request. Please use a smaller range."
-            ),
-            8,
-        ));
-    }
-    Ok(PageRange { first, last })
 }
 
 #[async_trait]
@@ -268,7 +130,7 @@ impl TypedTool for Read {
             return ValidationResult::invalid_code("file_path must not be empty.", 1);
         }
         if let Some(pages) = &input.pages
-            && let Err(invalid) = parse_pages(pages)
+            && let Err(invalid) = pdf::parse_pages(pages)
         {
             return invalid;
         }
@@ -809,50 +671,6 @@ fn unchanged(shown: &str) -> ToolResult<ReadOutput> {
     .with_text(FILE_UNCHANGED)
 }
 
-/// Records a whole-file read of `bytes` (images, PDFs, notebooks).
-pub(crate) fn record_whole(ctx: &ToolContext, key: &Path, meta: &std::fs::Metadata, bytes: &[u8]) {
-    ctx.ledger().record(
-        key,
-        ReadRecord {
-            content_hash: common::ledger_hash(bytes),
-            mtime: meta.modified().ok(),
-            len: meta.len(),
-            offset: None,
-            limit: None,
-            partial_view: false,
-            source: ReadSource::Read,
-        },
-    );
-}
-
-/// Reads a whole file of at most `cap` bytes.
-pub(crate) fn read_capped(target: &Path, cap: u64, what: &str) -> Result<Vec<u8>, ToolError> {
-    let file = File::open(target).map_err(|e| ToolError::io(target, e))?;
-    let len = file.metadata().map_err(|e| ToolError::io(target, e))?.len();
-    read_capped_file(file, len, target, cap, what)
-}
-
-/// [`read_capped`] of an open `file` of `len` bytes (`target` names it in messages).
-pub(crate) fn read_capped_file(
-    file: File,
-    len: u64,
-    target: &Path,
-    cap: u64,
-    what: &str,
-) -> Result<Vec<u8>, ToolError> {
-    if len > cap {
-        return Err(ToolError::respond(format!(
-            "{what} {} is {len} bytes, more than the {cap} bytes Read accepts for this kind of file.",
-            target.display()
-        )));
-    }
-    let mut bytes = Vec::with_capacity(usize::try_from(len).unwrap_or(0));
-    file.take(cap + 1)
-        .read_to_end(&mut bytes)
-        .map_err(|e| ToolError::io(target, e))?;
-    Ok(bytes)
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -978,37 +796,5 @@ mod tests {
             }
             assert!(!got.binary);
         }
-    }
-
-    #[test]
-    fn page_ranges() {
-        assert_eq!(parse_pages("3"), Ok(PageRange { first: 3, last: 3 }));
-        assert_eq!(parse_pages("1-5"), Ok(PageRange { first: 1, last: 5 }));
-        assert_eq!(
-            parse_pages("10-29"),
-            Ok(PageRange {
-                first: 10,
-                last: 29
-            })
-        );
-        for bad in ["0", "a", "5-3", "", "1-", "-2"] {
-            assert!(
-                matches!(
-                    parse_pages(bad),
-                    Err(ValidationResult::Invalid {
-                        error_code: Some(7),
-                        ..
-                    })
-                ),
-                "{bad}"
-            );
-        }
-        assert!(matches!(
-            parse_pages("1-21"),
-            Err(ValidationResult::Invalid {
-                error_code: Some(8),
-                ..
-            })
-        ));
     }
 }

@@ -37,22 +37,13 @@ use ignore::Match;
 use ignore::gitignore::{Gitignore, GitignoreBuilder};
 use rustix::fs::{AtFlags, FileType, Mode, OFlags, RawDir};
 
-use crate::ignore_policy::{VCS_DIRS, WalkDeadline};
+use crate::ignore_policy::{VCS_DIRS, WalkDeadline, WalkOptions};
 
 /// The custom ignore file, read like `.ignore` and before it.
 pub(crate) const CUSTOM_IGNORE: &str = ".agent-toolsignore";
 
 /// Bytes of one `getdents64` buffer.
 const DIRENT_BUF: usize = 32 * 1024;
-
-/// Which entries a walk keeps.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub(crate) struct WalkOptions {
-    /// Skip entries whose name starts with a dot (unless an ignore rule whitelists them).
-    pub(crate) skip_hidden: bool,
-    /// Apply ignore files (`.agent-toolsignore`, `.ignore`, git's).
-    pub(crate) ignore_files: bool,
-}
 
 /// What kind of entry a visitor gets (directories are walked, not visited).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

@@ -26,6 +26,8 @@ use tokio::sync::Notify;
 use tool_core::{PermissionPrompter, ToolContext, ToolError};
 
 use crate::mrtr::RoutingPrompter;
+use crate::principal::Principal;
+use crate::random::random_bytes;
 
 /// The `_meta` key of a request (and of a `tools/call` result) that names its context.
 pub const CONTEXT_META_KEY: &str = "agent-tools/context";
@@ -42,27 +44,6 @@ const DEFAULT_HANDLE: &str = "default";
 /// Builds the context of a new session (a legacy MCP session, a principal's default
 /// context, or a minted one).
 pub type SessionFactory = Arc<dyn Fn() -> Result<ToolContext, ToolError> + Send + Sync>;
-
-/// Who sent a request: the name of the token that authenticated it, or the local client.
-#[derive(Debug, Clone, PartialEq, Eq, Hash)]
-pub struct Principal(Arc<str>);
-
-impl Principal {
-    /// The one client of a server without tokens (stdio, or HTTP on loopback).
-    pub fn local() -> Self {
-        Principal(Arc::from("local"))
-    }
-
-    /// A principal named `name` (for example the label of a token).
-    pub fn named(name: &str) -> Self {
-        Principal(Arc::from(name))
-    }
-
-    /// The name.
-    pub fn as_str(&self) -> &str {
-        &self.0
-    }
-}
 
 /// One context kept for protocol 2026-07-28 requests.
 struct Slot {
@@ -315,18 +296,6 @@ fn random_handle() -> Result<String, ErrorData> {
     let bytes = random_bytes::<16>()
         .map_err(|e| ErrorData::internal_error(format!("no randomness: {e}"), None))?;
     Ok(bytes.iter().map(|b| format!("{b:02x}")).collect())
-}
-
-/// `N` bytes from the operating system's random source.
-pub fn random_bytes<const N: usize>() -> std::io::Result<[u8; N]> {
-    let mut buf = [0u8; N];
-    let mut filled = 0;
-    while filled < N {
-        let n = rustix::rand::getrandom(&mut buf[filled..], rustix::rand::GetRandomFlags::empty())
-            .map_err(std::io::Error::from)?;
-        filled += n;
-    }
-    Ok(buf)
 }
 
 #[cfg(test)]

@@ -33,8 +33,9 @@ use sha2::{Digest, Sha256};
 use tokio_util::sync::CancellationToken;
 use tool_core::ToolError;
 
-use crate::contexts::{Contexts, Principal, SessionFactory};
+use crate::contexts::{Contexts, SessionFactory};
 use crate::live::LivePool;
+use crate::principal::Principal;
 use crate::server::{
     MAX_REQUEST_BYTES, PoolServer, Shared, check_message, finish, follow_catalog,
     mark_repeated_arguments,

@@ -66,11 +66,14 @@ mod live;
 mod manager;
 mod mrtr;
 mod naming;
+mod principal;
 mod prompts;
 mod questions;
+mod random;
 mod reaper;
 mod resources;
 mod server;
+mod server_conn;
 mod structured;
 mod tool;
 
@@ -82,17 +85,18 @@ pub use config::{
     DEFAULT_CALL_TIMEOUT, DEFAULT_STARTUP_TIMEOUT, McpConfig, ServerConfig, SkippedServer,
     Transport, expand, load_project_config, parse_config,
 };
-pub use contexts::{CONTEXT_META_KEY, MAX_MINTED, MINTED_IDLE, Principal, SessionFactory};
+pub use contexts::{CONTEXT_META_KEY, MAX_MINTED, MINTED_IDLE, SessionFactory};
 pub use http::{
     DEFAULT_GRACE, HttpOptions, MIN_TOKEN_LEN, Token, parse_listen_addr, serve_http,
     tokens_from_text,
 };
 pub use live::LivePool;
-pub use manager::{McpManager, STDERR_CAP, ServerStatus, StderrTail};
+pub use manager::McpManager;
 pub use mrtr::{ROUND_TTL, UpfrontInput};
 pub use naming::{
     MAX_DESCRIPTION_CHARS, MAX_NAME_LEN, clean_description, qualified_name, sanitize,
 };
+pub use principal::Principal;
 pub use prompts::{ElicitationPrompter, SamplingSummariser};
 pub use questions::{
     ElicitQuestions, FormAnswers, FormOption, FormQuestion, QuestionForm, question_hook,
@@ -102,6 +106,7 @@ pub use server::{
     ClientHook, ClientHookFn, MAX_REQUEST_BYTES, StdioOptions, mcp_tool_list, serve_stdio,
     serve_stdio_with, to_mcp_result,
 };
+pub use server_conn::{STDERR_CAP, ServerStatus, StderrTail};
 pub use tool::MAX_RESULT_CHARS;
 
 /// The tools this crate always contributes: ListMcpResourcesTool and ReadMcpResourceTool.

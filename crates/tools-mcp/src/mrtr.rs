@@ -35,8 +35,9 @@ use serde_json::Value;
 use sha2::{Digest, Sha256};
 use tool_core::{CallResult, PermissionAnswer, PermissionPrompter, PermissionRequest, ToolError};
 
-use crate::contexts::{Principal, random_bytes};
+use crate::principal::Principal;
 use crate::prompts::{permission_answer, permission_form};
+use crate::random::random_bytes;
 
 /// How long a client has to answer before the sealed state expires.
 pub const ROUND_TTL: Duration = Duration::from_secs(600);

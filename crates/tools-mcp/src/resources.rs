@@ -10,7 +10,8 @@ use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 use tool_core::{ToolAnnotations, ToolCategory, ToolContext, ToolError, ToolResult, TypedTool};
 
-use crate::manager::{McpManager, ServerConn, skipped_message};
+use crate::manager::{McpManager, skipped_message};
+use crate::server_conn::ServerConn;
 use crate::tool::save_blob;
 
 /// The manager of the session, or the error that says there is none.

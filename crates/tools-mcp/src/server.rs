@@ -38,9 +38,10 @@ use tool_core::{
     ToolContext, ToolError, ToolPool,
 };
 
-use crate::contexts::{CONTEXT_META_KEY, Contexts, Principal, SessionFactory};
+use crate::contexts::{CONTEXT_META_KEY, Contexts, SessionFactory};
 use crate::live::LivePool;
 use crate::mrtr::{Binding, Round, Rounds, UpfrontInput, run_round, upfront};
+use crate::principal::Principal;
 use crate::prompts::{ElicitationPrompter, SamplingSummariser};
 
 /// A host's hook, called when a client initializes a session, to install services that talk

@@ -21,7 +21,7 @@ use tool_core::{
     ToolCategory, ToolContext, ToolError, ToolResult, ValidationResult,
 };
 
-use crate::manager::ServerConn;
+use crate::server_conn::ServerConn;
 
 /// Results above this many characters are spilled to a file by the execution path
 /// (about 25,000 tokens, the reference's `MAX_MCP_OUTPUT_TOKENS`).
@@ -366,7 +366,7 @@ mod tests {
 
     use super::*;
     use crate::config::{ServerConfig, Transport};
-    use crate::manager::Shared;
+    use crate::server_conn::Shared;
 
     fn server(state: &std::path::Path) -> Arc<ServerConn> {
         let config = ServerConfig {

@@ -14,11 +14,13 @@ use tool_core::{
     ToolResult, TypedTool, ValidationResult, format_size,
 };
 
+use crate::command::{self, Ending, RunSpec};
 use crate::output::{MAX_OUTPUT_CHARS, read_head, truncation_marker};
 use crate::parse::parse;
 use crate::permissions;
-use crate::process::{self, Ending, RunSpec};
-use crate::sandbox::{self, SandboxSettings};
+use crate::policy::SandboxSettings;
+use crate::process;
+use crate::sandbox;
 use crate::session::ShellSession;
 use crate::spool::{Caps, OUTPUT_CAP, Spool, Summary};
 use crate::tasks::{Readiness, ShellTaskSpec, ShellTasks};
@@ -278,7 +280,7 @@ impl TypedTool for Bash {
             env: Vec::new(),
         };
         let timeout = clamp_ms(input.timeout, DEFAULT_TIMEOUT);
-        let io = process::Io {
+        let io = command::Io {
             output,
             cwd: Some(cwd_end),
         };
@@ -353,7 +355,7 @@ impl TypedTool for Bash {
             Ending::TimedOut => Some(format!(
                 "<error>Command timed out after {}: its process group was terminated (SIGTERM, then SIGKILL after {}s for anything left; exit code {})</error>",
                 format_duration(timeout),
-                process::KILL_GRACE.as_secs(),
+                command::KILL_GRACE.as_secs(),
                 finished.code
             )),
             Ending::Exited if finished.code == 0 => None,
@@ -402,7 +404,7 @@ async fn wait_reporting(
     timeout: Duration,
     ctx: &ToolContext,
     output: &Spool,
-) -> process::Finished {
+) -> command::Finished {
     let wait = running.wait(Some(timeout), ctx.cancel_token());
     tokio::pin!(wait);
     let mut ticker =

@@ -26,7 +26,6 @@ use std::os::unix::ffi::{OsStrExt, OsStringExt};
 use std::os::unix::process::CommandExt;
 use std::path::{Path, PathBuf};
 use std::process::{Command, ExitCode, Stdio};
-use std::sync::OnceLock;
 use std::time::{Duration, Instant};
 
 use rustix::event::{PollFd, PollFlags, Timespec, poll};
@@ -35,30 +34,11 @@ use rustix::process::{
     test_kill_process_group, waitid,
 };
 
-/// The first argument that makes the host binary act as the supervisor (see
-/// [`sandbox_supervisor_entry`]).
-pub const SUPERVISOR_ARG: &str = "__agent-tools-sandbox-supervisor";
-
-static PROGRAM: OnceLock<PathBuf> = OnceLock::new();
-
-/// Names the executable that serves as the persistent sandbox's supervisor: run with
-/// [`SUPERVISOR_ARG`] first, it must call [`sandbox_supervisor_entry`] before anything else.
-/// The first call wins. Hosts normally let [`sandbox_supervisor_entry`] register themselves;
-/// without a program, a sandboxed command gets a bubblewrap of its own (slower, the same
-/// confinement).
-pub fn set_supervisor_program(program: impl Into<PathBuf>) {
-    let _ = PROGRAM.set(program.into());
-}
-
-/// The registered supervisor program, when it still exists.
-pub(crate) fn supervisor_program() -> Option<&'static Path> {
-    PROGRAM.get().map(PathBuf::as_path).filter(|p| p.is_file())
-}
+use crate::host_program::{EXEC_ARG, SUPERVISOR_ARG, set_supervisor_program};
 
 /// Call first in `main`. When this process was started as the sandbox's supervisor (its
 /// first argument is [`SUPERVISOR_ARG`]), runs the supervisor and returns its exit code;
-/// when it was started as the sandbox's helper (its first argument is
-/// [`EXEC_ARG`](crate::EXEC_ARG)), applies the sandbox's seccomp filter to itself and
+/// when it was started as the sandbox's helper (its first argument is [`EXEC_ARG`]), applies the sandbox's seccomp filter to itself and
 /// executes the command that follows (returning only when that fails); otherwise registers
 /// the running executable as the supervisor program and returns `None`.
 ///
@@ -74,7 +54,7 @@ pub(crate) fn supervisor_program() -> Option<&'static Path> {
 pub fn sandbox_supervisor_entry() -> Option<ExitCode> {
     let mut args = std::env::args_os().skip(1);
     let first = args.next();
-    if first.as_deref() == Some(OsStr::new(crate::sandbox::EXEC_ARG)) {
+    if first.as_deref() == Some(OsStr::new(EXEC_ARG)) {
         return Some(exec_filtered(args.collect()));
     }
     if first.as_deref() != Some(OsStr::new(SUPERVISOR_ARG)) {
@@ -106,10 +86,7 @@ fn exec_filtered(args: Vec<OsString>) -> ExitCode {
     let separated = it.next().as_deref() == Some(OsStr::new("--"));
     let rest: Vec<OsString> = it.collect();
     let (Some(sockets), true, Some(program)) = (sockets, separated, rest.first()) else {
-        eprintln!(
-            "usage: {} private|none|host -- PROGRAM [ARGS...]",
-            crate::sandbox::EXEC_ARG
-        );
+        eprintln!("usage: {EXEC_ARG} private|none|host -- PROGRAM [ARGS...]");
         return ExitCode::from(2);
     };
     if let Err(e) = crate::filter::apply(sockets) {

@@ -28,8 +28,8 @@ use landlock::{
 use tokio::process::{Child, Command};
 use tool_core::ToolError;
 
+use crate::policy::{SandboxMode, SandboxPolicy};
 use crate::protect::Bind;
-use crate::sandbox::{SandboxMode, SandboxPolicy};
 
 const ABI_USED: ABI = ABI::V5;
 

@@ -201,8 +201,10 @@
 //! ```
 
 mod bash;
+mod command;
 #[cfg(target_os = "linux")]
 mod filter;
+mod host_program;
 #[cfg(target_os = "linux")]
 mod inside;
 #[cfg(target_os = "linux")]
@@ -218,6 +220,8 @@ mod parse;
 mod permissions;
 #[cfg(target_os = "linux")]
 mod placeholder;
+mod placeholder_shape;
+mod policy;
 mod probe;
 mod process;
 mod programs;
@@ -238,10 +242,15 @@ pub use bash::{
     Bash, BashInput, BashOutput, DEFAULT_READY_TIMEOUT, DEFAULT_TIMEOUT, MAX_TIMEOUT,
     interpret_exit,
 };
+pub use command::KILL_GRACE;
+pub use host_program::EXEC_ARG;
 #[cfg(target_os = "linux")]
-pub use inside::{SUPERVISOR_ARG, sandbox_supervisor_entry, set_supervisor_program};
+pub use host_program::{SUPERVISOR_ARG, set_supervisor_program};
+#[cfg(target_os = "linux")]
+pub use inside::sandbox_supervisor_entry;
 #[cfg(target_os = "linux")]
 pub use limits::{SandboxLimits, live_sandbox_instances, sandbox_limits, set_sandbox_limits};
+pub use mask::{DenyRead, Mask, SECRETS};
 #[cfg(feature = "monitor")]
 pub use monitor::{MONITOR_LIMIT, Monitor, MonitorInput, MonitorOutput};
 pub use output::MAX_OUTPUT_CHARS;
@@ -250,13 +259,10 @@ pub use permissions::{
     MAX_SUBCOMMANDS, check as check_command, check_with as check_command_with, command_programs,
     is_read_only,
 };
+pub use policy::{Mechanism, SandboxMode, SandboxPolicy, SandboxSettings};
 pub use probe::{SandboxProbe, SandboxTrial, probe_sandbox, try_sandbox};
-pub use process::KILL_GRACE;
 pub use readonly::is_read_only_command;
-pub use sandbox::{
-    DenyRead, EXEC_ARG, Launch, Mask, Mechanism, Prepared, SECRETS, SandboxMode, SandboxPolicy,
-    SandboxSettings, bubblewrap, landlock_available, prepare as prepare_sandbox,
-};
+pub use sandbox::{Launch, Prepared, bubblewrap, landlock_available, prepare as prepare_sandbox};
 pub use session::{SandboxInstance, sandbox_instance};
 pub use spool::OUTPUT_CAP;
 pub use task_tools::{

@@ -15,7 +15,8 @@ use tool_core::{
 
 use crate::bash::validate_command;
 use crate::permissions;
-use crate::sandbox::{self, SandboxSettings};
+use crate::policy::SandboxSettings;
+use crate::sandbox;
 use crate::tasks::{ShellTaskSpec, ShellTasks};
 
 /// A monitor is stopped after this long.

@@ -1083,7 +1083,7 @@ pub fn check_with(
     tool: &str,
     disable_sandbox: bool,
 ) -> PermissionDecision {
-    let settings = crate::sandbox::SandboxSettings::from_context(ctx).unwrap_or_default();
+    let settings = crate::policy::SandboxSettings::from_context(ctx).unwrap_or_default();
     check_running(
         command,
         ctx,

@@ -29,7 +29,7 @@ use std::time::{Duration, Instant};
 use tool_core::ToolError;
 use tool_core::path::EntryKind;
 
-use crate::protect::Shape;
+use crate::placeholder_shape::Shape;
 
 /// The extended attribute that marks a placeholder.
 pub const XATTR: &str = "user.agent-tools.placeholder";

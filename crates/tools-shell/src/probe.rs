@@ -9,7 +9,8 @@ use serde_json::json;
 use tool_core::{PermissionMode, ToolContext, ToolPool, Typed};
 
 use crate::bash::Bash;
-use crate::sandbox::{self, SandboxSettings};
+use crate::policy::SandboxSettings;
+use crate::sandbox;
 
 /// What the machine offers each sandbox mechanism.
 #[derive(Debug, Clone, PartialEq, Eq)]

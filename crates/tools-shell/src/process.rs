@@ -9,8 +9,6 @@
 //! `reaper` module), or by bubblewrap's pid namespace.
 
 use std::ffi::OsString;
-use std::os::fd::OwnedFd;
-use std::path::{Path, PathBuf};
 use std::process::{ExitStatus, Stdio};
 use std::time::Duration;
 
@@ -19,89 +17,10 @@ use tokio::process::{Child, Command};
 use tokio_util::sync::CancellationToken;
 use tool_core::ToolError;
 
+use crate::command::{
+    ENV, Ending, Finished, Io, KILL_GRACE, RunSpec, bash_path, command_vars, inline_script,
+};
 use crate::sandbox::Launch;
-
-/// After SIGTERM, the group has this long before SIGKILL.
-pub const KILL_GRACE: Duration = Duration::from_secs(2);
-
-/// The start-up code bash runs before the command (see [`inline_script`]): it reports the
-/// working directory at exit, so `cd` persists across calls, without touching the command
-/// text itself (which is passed to `bash -c` as one argument, never quoted into a string).
-///
-/// The report goes to a pipe that arrives as stdin (`AGENT_TOOLS_CWD_STDIN=1`), so no file
-/// is involved: the start-up code moves it to a descriptor bash picks (10 or above, clear
-/// of the ones scripts use) and gives the command `/dev/null` as stdin. The directory is
-/// written only when it changed, which keeps the common call cheap.
-const STARTUP: &str = r#"__agent_tools_start=$PWD
-if [ "${AGENT_TOOLS_CWD_STDIN-}" = 1 ]; then
-  exec {__agent_tools_cwd}>&0 </dev/null
-  trap '[ "$PWD" = "$__agent_tools_start" ] || builtin pwd -P >&"$__agent_tools_cwd" 2>/dev/null' EXIT
-fi
-unset BASH_ENV AGENT_TOOLS_CWD_STDIN
-"#;
-
-/// The environment every command gets on top of the inherited one: no editor, no pager.
-pub(crate) const ENV: &[(&str, &str)] = &[
-    ("GIT_EDITOR", "true"),
-    ("GIT_PAGER", "cat"),
-    ("PAGER", "cat"),
-    ("MANPAGER", "cat"),
-    ("SYSTEMD_PAGER", ""),
-    ("LESS", "-FRX"),
-    ("AGENT_TOOLS", "1"),
-];
-
-/// What to run.
-#[derive(Debug, Clone)]
-pub struct RunSpec {
-    /// The command, passed to `bash -c` as one argument
-    pub command: String,
-    /// The working directory
-    pub cwd: PathBuf,
-    /// Extra environment variables
-    pub env: Vec<(String, String)>,
-}
-
-/// The pipe ends a command gets.
-#[derive(Debug)]
-pub struct Io {
-    /// Its stdout and stderr: a spool's pipe
-    pub output: OwnedFd,
-    /// Where it reports its working directory at exit, if wanted
-    pub cwd: Option<OwnedFd>,
-}
-
-/// The variables a command gets on top of the environment: the spec's, and the flag that
-/// tells the start-up code its stdin is the working-directory pipe.
-pub(crate) fn command_vars(spec: &RunSpec, reports_cwd: bool) -> Vec<(String, String)> {
-    let mut vars = spec.env.clone();
-    if reports_cwd {
-        vars.push(("AGENT_TOOLS_CWD_STDIN".into(), "1".into()));
-    }
-    vars
-}
-
-/// How a command ended.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Ending {
-    /// It exited by itself
-    Exited,
-    /// The time limit passed and the group was killed
-    TimedOut,
-    /// The call was cancelled and the group was killed
-    Cancelled,
-    /// The persistent sandbox ended while the command ran (the command died with it)
-    SandboxLost,
-}
-
-/// The end of a command.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct Finished {
-    /// How it ended
-    pub ending: Ending,
-    /// The exit code; `128 + signal` when a signal ended it
-    pub code: i32,
-}
 
 /// A running command; dropping it kills its process group.
 #[derive(Debug)]
@@ -121,22 +40,6 @@ pub struct Local {
     done: bool,
     /// The mark in its environment, when nothing else finds what it left behind
     mark: Option<String>,
-}
-
-/// The script bash runs with `-c`: the start-up code, then the command, which arrives as the
-/// next argument (`$1`) and is run with `eval`.
-pub(crate) fn inline_script() -> String {
-    format!("{STARTUP}__agent_tools_c=$1; shift; eval \"$__agent_tools_c\"")
-}
-
-/// Finds `bash`: `/bin/bash` or `/usr/bin/bash`, else the first on `PATH`.
-pub fn bash_path() -> PathBuf {
-    for p in ["/bin/bash", "/usr/bin/bash"] {
-        if Path::new(p).is_file() {
-            return PathBuf::from(p);
-        }
-    }
-    PathBuf::from("bash")
 }
 
 /// Builds the command line: the launcher's prefix (bubblewrap, or nothing), then

@@ -16,7 +16,8 @@ use std::sync::{Arc, Mutex};
 
 use tool_core::{ToolContext, ToolError};
 
-use crate::process::{Io, RunSpec, Running};
+use crate::command::{Io, RunSpec};
+use crate::process::Running;
 use crate::sandbox::Launch;
 use crate::spool::{Caps, OutputDir, Spool};
 #[cfg(target_os = "linux")]
@@ -133,7 +134,7 @@ impl ShellSession {
         io: Io,
     ) -> Result<Running, ToolError> {
         #[cfg(target_os = "linux")]
-        if crate::inside::supervisor_program().is_some() {
+        if crate::host_program::supervisor_program().is_some() {
             let key = Key::new(launch);
             // An instance that died since the last call is found out when the request
             // cannot be written: start a new one once.

@@ -67,8 +67,9 @@ use tokio::sync::oneshot;
 use tokio_util::sync::CancellationToken;
 use tool_core::ToolError;
 
-use crate::process::{ENV, Ending, Finished, Io, KILL_GRACE, RunSpec, bash_path, inline_script};
-use crate::sandbox::{Launch, SandboxPolicy};
+use crate::command::{ENV, Ending, Finished, Io, KILL_GRACE, RunSpec, bash_path, inline_script};
+use crate::policy::SandboxPolicy;
+use crate::sandbox::Launch;
 
 /// How long a supervisor may take to start.
 const START_TIMEOUT: Duration = Duration::from_secs(10);
@@ -258,12 +259,12 @@ impl Supervisor {
     pub async fn start(key: Key) -> Result<Supervisor, ToolError> {
         use rustix::net::{AddressFamily, SocketFlags, SocketType, socketpair};
         let launch = key.to_launch();
-        let program = crate::inside::supervisor_program().ok_or_else(|| {
+        let program = crate::host_program::supervisor_program().ok_or_else(|| {
             ToolError::fatal("no supervisor program is registered to run shell commands")
         })?;
         let mut argv: Vec<OsString> = launch.prefix(Path::new("/"), &[]);
         argv.push(program.as_os_str().to_owned());
-        argv.push(crate::inside::SUPERVISOR_ARG.into());
+        argv.push(crate::host_program::SUPERVISOR_ARG.into());
         argv.push(bash_path().into_os_string());
         argv.push(inline_script().into());
         argv.push(KILL_GRACE.as_millis().to_string().into());
@@ -506,7 +507,7 @@ impl Supervisor {
             field(&mut req, id.to_string().as_bytes())?;
             field(&mut req, b"run")?;
             field(&mut req, spec.cwd.as_os_str().as_bytes())?;
-            let vars = crate::process::command_vars(spec, io.cwd.is_some());
+            let vars = crate::command::command_vars(spec, io.cwd.is_some());
             field(&mut req, vars.len().to_string().as_bytes())?;
             for (k, v) in &vars {
                 let mut kv = k.as_bytes().to_vec();

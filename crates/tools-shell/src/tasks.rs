@@ -24,8 +24,10 @@ use tool_core::{
     TaskSpec, TaskStatus, ToolError,
 };
 
-use crate::process::{self, Ending, Io, RunSpec, Running};
-use crate::sandbox::{self, Launch, SandboxSettings};
+use crate::command::{Ending, Io, KILL_GRACE, RunSpec};
+use crate::policy::SandboxSettings;
+use crate::process::{self, Running};
+use crate::sandbox::{self, Launch};
 use crate::spool::{Caps, OutputDir, Spool};
 
 /// A readiness condition for a background command.
@@ -492,7 +494,7 @@ impl ShellTasks {
 /// registered, else as a child of this process.
 async fn start_process(run: &RunSpec, launch: &Launch, io: Io) -> Result<Running, ToolError> {
     #[cfg(target_os = "linux")]
-    if crate::inside::supervisor_program().is_some() {
+    if crate::host_program::supervisor_program().is_some() {
         use crate::supervisor::{Key, Supervisor};
         let sup = Arc::new(Supervisor::start(Key::new(launch)).await?);
         let running = sup.run(run, &io)?;
@@ -809,7 +811,7 @@ impl TaskManager for ShellTasks {
         entry.cancel.cancel();
         let never = CancellationToken::new();
         let info = self
-            .wait(id, process::KILL_GRACE + Duration::from_secs(3), &never)
+            .wait(id, KILL_GRACE + Duration::from_secs(3), &never)
             .await?;
         if !info.status.is_terminal() {
             // A future that ignores its token: mark it killed; it is abandoned.

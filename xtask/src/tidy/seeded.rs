@@ -6,7 +6,8 @@ use std::path::{Path, PathBuf};
 
 use super::{Problem, check_references, cycles, deps, shell};
 
-/// The fake workspace's cycle exceptions: the tools-agent one, as in the real list.
+/// The fake workspace's cycle exceptions: one synthetic entry (the real list is empty), for
+/// the cycle of four tools-agent modules the clean workspace has.
 const FAKE_CYCLE_EXCEPTIONS: &[(&str, &[&str])] =
     &[("tools-agent", &["agent", "plan", "runs", "team"])];
 
