@@ -1,23 +1,33 @@
 //! Images for Read: PNG, JPEG, GIF and WebP sent as image blocks, scaled down to at most
 //! 2000 pixels a side and re-encoded when the file is too large for the API.
 
+#[cfg(feature = "images")]
 use std::io::Cursor;
 use std::path::Path;
 
+#[cfg(feature = "images")]
 use base64::Engine as _;
+#[cfg(feature = "images")]
 use image::{DynamicImage, ImageFormat, ImageReader, Limits};
-use tool_core::{ContentBlock, ToolContext, ToolError, ToolResult};
+#[cfg(feature = "images")]
+use tool_core::ContentBlock;
+use tool_core::{ToolContext, ToolError, ToolResult};
 
-use crate::read_output::{ImageDimensions, ReadOutput};
+use crate::read_output::ReadOutput;
+#[cfg(feature = "images")]
+use crate::read_output::ImageDimensions;
+#[cfg(feature = "images")]
 use crate::whole_file::{read_capped, record_whole};
 
 /// The longest side of an image sent to the model.
 pub const MAX_IMAGE_SIDE: u32 = 2000;
 /// The largest encoded image sent (5 MB of base64).
 pub const MAX_IMAGE_BYTES: usize = 5 * 1024 * 1024 / 4 * 3;
+#[cfg(feature = "images")]
 /// Image files above this size are refused before decoding.
 const MAX_IMAGE_FILE: u64 = 100 * 1024 * 1024;
 
+#[cfg(feature = "images")]
 fn media_type(format: ImageFormat) -> &'static str {
     match format {
         ImageFormat::Png => "image/png",
@@ -27,6 +37,7 @@ fn media_type(format: ImageFormat) -> &'static str {
     }
 }
 
+#[cfg(feature = "images")]
 fn encode(img: &DynamicImage, format: ImageFormat, quality: u8) -> Result<Vec<u8>, String> {
     let mut out = Vec::new();
     match format {
@@ -42,6 +53,7 @@ fn encode(img: &DynamicImage, format: ImageFormat, quality: u8) -> Result<Vec<u8
     Ok(out)
 }
 
+#[cfg(feature = "images")]
 /// Fits `img` into `side`×`side`, keeping its aspect ratio.
 fn fit(img: &DynamicImage, side: u32) -> DynamicImage {
     if img.width() <= side && img.height() <= side {
@@ -51,9 +63,11 @@ fn fit(img: &DynamicImage, side: u32) -> DynamicImage {
     }
 }
 
+#[cfg(feature = "images")]
 /// An image ready to send: bytes, format, original and display dimensions.
 pub(crate) type Prepared = (Vec<u8>, ImageFormat, u32, u32, u32, u32);
 
+#[cfg(feature = "images")]
 /// Decodes and, when needed, shrinks an image: returns the bytes to send, their format and
 /// the display dimensions.
 pub(crate) fn prepare(bytes: &[u8]) -> Result<Prepared, String> {
@@ -98,6 +112,21 @@ pub(crate) fn prepare(bytes: &[u8]) -> Result<Prepared, String> {
     Err("the image is too large even at 400 pixels".to_owned())
 }
 
+/// Without the `images` feature: the model hears that this build shows no images.
+#[cfg(not(feature = "images"))]
+pub(crate) fn read_image(
+    _target: &Path,
+    shown: &str,
+    _meta: &std::fs::Metadata,
+    _key: &Path,
+    _ctx: &ToolContext,
+) -> Result<ToolResult<ReadOutput>, ToolError> {
+    Err(ToolError::respond(format!(
+        "Cannot show the image {shown}: this build of the file tools has no image support (tools-fs's `images` feature is off)."
+    )))
+}
+
+#[cfg(feature = "images")]
 pub(crate) fn read_image(
     target: &Path,
     shown: &str,

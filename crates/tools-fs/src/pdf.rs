@@ -5,12 +5,16 @@ use std::path::Path;
 
 use tool_core::{ToolContext, ToolError, ToolResult, ValidationResult};
 
-use crate::read_output::{MAX_OUTPUT_CHARS, ReadOutput};
+use crate::read_output::ReadOutput;
+#[cfg(feature = "pdf")]
+use crate::read_output::MAX_OUTPUT_CHARS;
+#[cfg(feature = "pdf")]
 use crate::whole_file::{read_capped, record_whole};
 
 /// A PDF with more pages than this needs `pages`.
 pub const MAX_PAGES_WITHOUT_RANGE: u32 = 10;
 /// PDFs above this size are refused.
+#[cfg(feature = "pdf")]
 const MAX_PDF_FILE: u64 = 256 * 1024 * 1024;
 
 /// A parsed `pages` value: a 1-based inclusive range.
@@ -54,6 +58,25 @@ pub(crate) fn parse_pages(text: &str) -> Result<PageRange, ValidationResult> {
     Ok(PageRange { first, last })
 }
 
+/// Without the `pdf` feature: the model hears that this build reads no PDFs.
+#[cfg(not(feature = "pdf"))]
+pub(crate) fn read_pdf(
+    _target: &Path,
+    shown: &str,
+    _meta: &std::fs::Metadata,
+    pages: Option<&str>,
+    _key: &Path,
+    _ctx: &ToolContext,
+) -> Result<ToolResult<ReadOutput>, ToolError> {
+    if let Some(Err(ValidationResult::Invalid { message, .. })) = pages.map(parse_pages) {
+        return Err(ToolError::respond(message));
+    }
+    Err(ToolError::respond(format!(
+        "Cannot read the PDF {shown}: this build of the file tools has no PDF support (tools-fs's `pdf` feature is off). Extract its text with a command instead, such as `pdftotext {shown} -`."
+    )))
+}
+
+#[cfg(feature = "pdf")]
 pub(crate) fn read_pdf(
     target: &Path,
     shown: &str,
