@@ -36,7 +36,8 @@ pub const GREP_TIMEOUT: Duration = Duration::from_secs(20);
 /// Where `ignore`'s walker is used (other systems than Linux): above this many
 /// directories, skipped paths are counted only when nothing matched. On Linux they are
 /// always counted, during the walk.
-pub const COUNT_IGNORED_MAX_DIRS: usize = 2000;
+#[cfg(not(target_os = "linux"))]
+const COUNT_IGNORED_MAX_DIRS: usize = 2000;
 /// Memory a multiline search may use for one file.
 const MULTILINE_HEAP_LIMIT: usize = 256 * 1024 * 1024;
 
@@ -155,8 +156,7 @@ pub struct GrepOutput {
     pub applied_offset: Option<usize>,
     /// Files and directories the ignore rules and the hidden-file rule skipped (a skipped
     /// directory counts once; version-control folders never count); always counted on
-    /// Linux, elsewhere when nothing matched or the tree has at most
-    /// [`COUNT_IGNORED_MAX_DIRS`] directories
+    /// Linux, elsewhere when nothing matched or the tree has at most 2,000 directories
     #[serde(skip_serializing_if = "Option::is_none")]
     pub ignored_entries: Option<u64>,
 }

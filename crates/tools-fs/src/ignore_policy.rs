@@ -6,6 +6,7 @@ use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::{Duration, Instant, SystemTime};
 
+#[cfg(any(not(target_os = "linux"), test))]
 use ignore::WalkBuilder;
 use ignore::overrides::{Override, OverrideBuilder};
 use tool_core::{CancellationToken, ToolError};
@@ -36,6 +37,7 @@ fn names_hidden(pattern: &str) -> bool {
 impl IgnorePolicy {
     /// Applies the policy to a walk whose results are filtered by `pattern`. The crate's
     /// own walker (Linux) applies the same policy; its tests compare the two.
+    #[cfg(any(not(target_os = "linux"), test))]
     pub fn configure(self, builder: &mut WalkBuilder, pattern: &str) {
         if self.include_ignored {
             builder.standard_filters(false);

@@ -13,9 +13,9 @@ use image::{DynamicImage, ImageFormat, ImageReader, Limits};
 use tool_core::ContentBlock;
 use tool_core::{ToolContext, ToolError, ToolResult};
 
-use crate::read_output::ReadOutput;
 #[cfg(feature = "images")]
 use crate::read_output::ImageDimensions;
+use crate::read_output::ReadOutput;
 #[cfg(feature = "images")]
 use crate::whole_file::{read_capped, record_whole};
 

@@ -13,7 +13,7 @@
 //!   are kept and the write is atomic. The output carries a unified diff ([`Hunk`]).
 //! - [`Write`] creates files, or replaces files read earlier, keeping their encoding, BOM,
 //!   CRLF and mode.
-//! - [`Glob`] and [`Grep`] walk in parallel under one [`IgnorePolicy`] (gitignore and hidden
+//! - [`Glob`] and [`Grep`] walk in parallel under one ignore policy (gitignore and hidden
 //!   files respected unless `include_ignored`), with the crate's own walker on Linux
 //!   (directories opened relative to their parent, `getdents64`, the ignore rules of
 //!   ripgrep's `ignore` crate) and `ignore`'s walker elsewhere; Grep searches in process
@@ -88,24 +88,37 @@ pub use apply_patch::{
 };
 pub use diff::Hunk;
 pub use edit::{
-    AppliedEdit, Edit, EditInput, EditOperation, EditOutput, MAX_EDIT_FILE, MultiEdit,
-    MultiEditInput,
+    AppliedEdit, Edit, EditInput, EditOperation, EditOutput, MultiEdit, MultiEditInput,
 };
-pub use glob::{Glob, GlobInput, GlobOutput, MAX_RESULTS, TIMEOUT};
-pub use grep::{
-    COUNT_IGNORED_MAX_DIRS, DEFAULT_HEAD_LIMIT, Grep, GrepInput, GrepOutput, MAX_COLUMNS,
-    OutputMode,
-};
-pub use ignore_policy::{IgnorePolicy, VCS_DIRS, suggest_similar};
-pub use image_read::{MAX_IMAGE_BYTES, MAX_IMAGE_SIDE};
+pub use glob::{Glob, GlobInput, GlobOutput};
+pub use grep::{Grep, GrepInput, GrepOutput, OutputMode};
 pub use matching::MatchKind;
 pub use notebook::{
     NotebookCellType, NotebookEdit, NotebookEditInput, NotebookEditMode, NotebookEditOutput,
 };
-pub use pdf::{MAX_PAGES_WITHOUT_RANGE, MAX_PDF_PAGES};
-pub use read::{DEFAULT_LIMIT, EMPTY_FILE, FILE_UNCHANGED, MAX_LINE_CHARS, Read, ReadInput};
-pub use read_output::{ImageDimensions, MAX_OUTPUT_CHARS, NotebookCellView, ReadOutput};
+pub use read::{EMPTY_FILE, FILE_UNCHANGED, Read, ReadInput};
+pub use read_output::{ImageDimensions, NotebookCellView, ReadOutput};
 pub use write::{Write, WriteInput, WriteOutput};
+
+/// The fixed limits of the file tools, each named for the tool it bounds.
+pub mod limits {
+    pub use crate::edit::MAX_EDIT_FILE as EDIT_MAX_FILE_BYTES;
+    pub use crate::glob::{MAX_RESULTS as GLOB_MAX_RESULTS, TIMEOUT as GLOB_TIMEOUT};
+    pub use crate::grep::{
+        DEFAULT_HEAD_LIMIT as GREP_DEFAULT_HEAD_LIMIT, MAX_COLUMNS as GREP_MAX_COLUMNS,
+    };
+    pub use crate::image_read::{
+        MAX_IMAGE_BYTES as READ_MAX_IMAGE_BYTES, MAX_IMAGE_SIDE as READ_MAX_IMAGE_SIDE,
+    };
+    pub use crate::pdf::{
+        MAX_PAGES_WITHOUT_RANGE as READ_PDF_PAGES_WITHOUT_RANGE,
+        MAX_PDF_PAGES as READ_MAX_PDF_PAGES,
+    };
+    pub use crate::read::{
+        DEFAULT_LIMIT as READ_DEFAULT_LINES, MAX_LINE_CHARS as READ_MAX_LINE_CHARS,
+    };
+    pub use crate::read_output::MAX_OUTPUT_CHARS as READ_MAX_OUTPUT_CHARS;
+}
 
 /// Every tool of this crate's default vocabulary, ready for a pool ([`ApplyPatch`] is
 /// offered by the codex profile, not here).

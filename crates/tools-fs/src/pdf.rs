@@ -5,9 +5,9 @@ use std::path::Path;
 
 use tool_core::{ToolContext, ToolError, ToolResult, ValidationResult};
 
-use crate::read_output::ReadOutput;
 #[cfg(feature = "pdf")]
 use crate::read_output::MAX_OUTPUT_CHARS;
+use crate::read_output::ReadOutput;
 #[cfg(feature = "pdf")]
 use crate::whole_file::{read_capped, record_whole};
 

@@ -919,7 +919,7 @@ mod tests {
     use tool_core::CancellationToken;
 
     use super::*;
-    use crate::IgnorePolicy;
+    use crate::ignore_policy::IgnorePolicy;
 
     /// Creates `entries` under `root`: `"a/b"` an empty file, `"d/"` a directory,
     /// `"f = text"` a file with text (`\n` for newlines), `"l -> target"` a symlink.

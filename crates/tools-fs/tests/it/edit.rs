@@ -844,7 +844,10 @@ fn writes_need_permission_outside_accept_edits() {
         &json!({"file_path": "{root}/a.txt", "content": "x"}),
     );
     assert!(r.is_error);
-    assert!(r.text().contains("the acceptEdits permission mode"), "{r:#?}");
+    assert!(
+        r.text().contains("the acceptEdits permission mode"),
+        "{r:#?}"
+    );
     assert!(!f.path("a.txt").exists());
 }
 

@@ -245,7 +245,7 @@ fn cap_of_one_hundred_with_truncation_line() {
     expected.push("(Results are truncated. Consider using a more specific path or pattern.)");
     fixture.assert_lines(&result, &expected);
     assert_eq!(result.data["truncated"], true);
-    assert_eq!(result.data["numFiles"], tools_fs::MAX_RESULTS);
+    assert_eq!(result.data["numFiles"], tools_fs::limits::GLOB_MAX_RESULTS);
 }
 
 #[test]

@@ -118,7 +118,7 @@ fn output_is_bounded_by_characters_too() {
     assert!(!r.is_error);
     let out = r.text();
     assert!(
-        out.len() < tools_fs::MAX_OUTPUT_CHARS + 300,
+        out.len() < tools_fs::limits::READ_MAX_OUTPUT_CHARS + 300,
         "{}",
         out.len()
     );
