@@ -421,9 +421,7 @@ pub trait TypedTool: Send + Sync + 'static {
     /// The structured output.
     type Output: Serialize + Send + Sync + 'static;
     /// What the tool is: name, description, category and the input-independent answers.
-    /// The default names nothing, for a tool that still answers [`TypedTool::name`] and
-    /// [`TypedTool::category`] with methods of its own.
-    const META: ToolMeta = ToolMeta::new("");
+    const META: ToolMeta;
 
     /// The wire name.
     fn name(&self) -> &'static str {
