@@ -8,7 +8,9 @@
 //!
 //! - [`Tool`] is the object-safe contract pools hold (`Arc<dyn Tool>`); [`TypedTool`] is the
 //!   typed one tools implement, with defaults for everything but the call, and [`Typed`] adapts the second
-//!   to the first (schema generated once, input parsed with readable errors).
+//!   to the first (schema generated once, input parsed with readable errors). A typed tool
+//!   says what it is (name, description, category, the input-independent answers) in one
+//!   constant [`ToolMeta`].
 //! - [`ToolContext`] carries the session: working directory, [`PermissionMode`], additional
 //!   directories, the [`PermissionEngine`], the [`LspManager`] and [`TaskManager`], host
 //!   [`Services`], the [`ReadLedger`], plus per-call cancellation and a [`ProgressSink`].
@@ -24,16 +26,24 @@
 //!
 //! # Example
 //!
+//! A tool of a host crate: the input, the tool's [`ToolMeta`] and its call. Everything a
+//! tool definition needs is re-exported here ([`async_trait`](macro@async_trait),
+//! [`serde`], [`schemars`], [`serde_json`]), so a host needs no dependency of its own on
+//! them. The derives work through the re-exports when told where they are: `#[serde(crate
+//! = "tool_core::serde")]` (serde's derive otherwise names its own crate, which only a
+//! direct dependency provides) and `#[schemars(crate = "tool_core::schemars")]` (or `use
+//! tool_core::schemars;` in scope, which schemars' derive also finds).
+//!
 //! ```
-//! use async_trait::async_trait;
-//! use schemars::JsonSchema;
-//! use serde::Deserialize;
-//! use serde_json::json;
-//! use tool_core::{Tool, ToolCategory, ToolContext, ToolError, ToolPool, ToolResult, Typed, TypedTool};
+//! use tool_core::schemars::JsonSchema;
+//! use tool_core::serde::Deserialize;
+//! use tool_core::serde_json::json;
+//! use tool_core::{ToolContext, ToolError, ToolMeta, ToolPool, ToolResult, Typed, TypedTool};
 //!
 //! /// Input of the echo tool
 //! #[derive(Deserialize, JsonSchema)]
-//! #[serde(deny_unknown_fields)]
+//! #[serde(crate = "tool_core::serde", deny_unknown_fields)]
+//! #[schemars(crate = "tool_core::schemars")]
 //! struct EchoInput {
 //!     /// What to say
 //!     text: String,
@@ -43,14 +53,11 @@
 //!
 //! struct Echo;
 //!
-//! #[async_trait]
+//! #[tool_core::async_trait]
 //! impl TypedTool for Echo {
 //!     type Input = EchoInput;
 //!     type Output = String;
-//!     fn name(&self) -> &'static str { "Echo" }
-//!     fn category(&self) -> ToolCategory { ToolCategory::UserInteraction }
-//!     fn is_concurrency_safe(&self, _: &EchoInput) -> bool { true }
-//!     fn is_read_only(&self, _: &EchoInput) -> bool { true }
+//!     const META: ToolMeta = ToolMeta::new("Echo").describe("Says the text again.").read_only();
 //!     async fn call(&self, input: EchoInput, _ctx: &ToolContext) -> Result<ToolResult<String>, ToolError> {
 //!         Ok(ToolResult::ok(input.text.repeat(input.times.unwrap_or(1) as usize)))
 //!     }
@@ -127,7 +134,7 @@ pub use schema::{
 pub use settings::{PermissionSettings, Settings, SettingsLayer};
 pub use summariser::Summariser;
 pub use time::sleep_or_never;
-pub use tool::{ParsedInput, Tool, ToolCategory, Typed, TypedTool, ValidationResult};
+pub use tool::{ParsedInput, Tool, ToolCategory, ToolMeta, Typed, TypedTool, ValidationResult};
 pub use trust::{
     Approval, FileReview, MCP_JSON, McpApproval, TRUST_FILE, TrustReport, TrustStore, Withheld,
     is_person_only_setting, is_project_source, is_state_config, narrow, review_mcp_json,
@@ -136,3 +143,14 @@ pub use trust::{
 
 /// Re-exported so tools and hosts name the same token type.
 pub use tokio_util::sync::CancellationToken;
+
+/// Re-exported for tool definitions: `#[tool_core::async_trait]` on a [`TypedTool`] impl.
+pub use async_trait::async_trait;
+/// Re-exported for tool definitions: derive `JsonSchema` with
+/// `#[schemars(crate = "tool_core::schemars")]`.
+pub use schemars;
+/// Re-exported for tool definitions: derive `Deserialize` and `Serialize` with
+/// `#[serde(crate = "tool_core::serde")]`.
+pub use serde;
+/// Re-exported for tool definitions: the JSON values tools take and give.
+pub use serde_json;

@@ -1,5 +1,6 @@
 //! The tool contracts: the object-safe [`Tool`], the typed [`TypedTool`] with defaults for
-//! everything but the call, and [`Typed`], the one adapter between them.
+//! everything but the call, [`ToolMeta`], the constant a typed tool declares what it is
+//! with, and [`Typed`], the one adapter between them.
 
 use std::any::Any;
 use std::fmt;
@@ -13,7 +14,7 @@ use serde_json::Value;
 use crate::schema::{ToolAnnotations, schema_for};
 use crate::{PermissionDecision, ToolContext, ToolError, ToolResult, input};
 
-/// The 13 categories a tool belongs to (by kind of work, not by crate).
+/// The 14 categories a tool belongs to (by kind of work, not by crate).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, serde::Serialize, serde::Deserialize)]
 pub enum ToolCategory {
     /// Read, Edit, Write, Glob, Grep, NotebookEdit
@@ -42,6 +43,9 @@ pub enum ToolCategory {
     Worktree,
     /// Settings
     Config,
+    /// A tool a host defines for itself (the default of [`ToolMeta::new`]); plan mode
+    /// refuses its calls unless they are read-only
+    Custom,
 }
 
 /// The outcome of a tool's own validation (after the schema check).
@@ -73,6 +77,204 @@ impl ValidationResult {
             message: message.into(),
             error_code: Some(code),
         }
+    }
+}
+
+/// What a [`TypedTool`] is, apart from its input, output and behaviour: its name and
+/// description, how ToolSearch and the pool treat it, and the answers that do not depend on
+/// the input. Declared once as the tool's [`TypedTool::META`]; every [`TypedTool`] method it
+/// answers reads it by default, and a tool whose answer depends on the input or on settings
+/// keeps that one method.
+///
+/// [`ToolMeta::new`] gives the defaults: the description "Execute {name}", no aliases or
+/// search hint, [`ToolCategory::Custom`], loaded up front, neither read-only nor
+/// concurrency-safe, governed by no other tool's rules, spilled above 100,000 characters,
+/// no person needed, no effect on siblings, no annotations, no free-form form.
+///
+/// ```
+/// use tool_core::{ToolCategory, ToolMeta};
+///
+/// const META: ToolMeta = ToolMeta::new("Glob")
+///     .describe("Finds files by name pattern.")
+///     .hint("find files by name pattern or wildcard")
+///     .category(ToolCategory::FileSystem)
+///     .read_only()
+///     .read_only_hint()
+///     .idempotent_hint();
+/// # let _ = META;
+/// ```
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct ToolMeta {
+    name: &'static str,
+    aliases: &'static [&'static str],
+    /// Empty: "Execute {name}"
+    description: &'static str,
+    search_hint: Option<&'static str>,
+    category: ToolCategory,
+    deferred: bool,
+    read_only: bool,
+    concurrency_safe: bool,
+    checked_as: &'static [&'static str],
+    max_result_size_chars: usize,
+    requires_user_interaction: bool,
+    cancels_siblings_on_error: bool,
+    annotations: ToolAnnotations,
+    freeform_grammar: Option<&'static str>,
+    freeform_description: Option<&'static str>,
+}
+
+impl ToolMeta {
+    /// The tool called `name` (its wire name), with every default (see [`ToolMeta`]).
+    pub const fn new(name: &'static str) -> Self {
+        ToolMeta {
+            name,
+            aliases: &[],
+            description: "",
+            search_hint: None,
+            category: ToolCategory::Custom,
+            deferred: false,
+            read_only: false,
+            concurrency_safe: false,
+            checked_as: &[],
+            max_result_size_chars: 100_000,
+            requires_user_interaction: false,
+            cancels_siblings_on_error: false,
+            annotations: ToolAnnotations {
+                read_only: false,
+                destructive: false,
+                idempotent: false,
+                open_world: false,
+            },
+            freeform_grammar: None,
+            freeform_description: None,
+        }
+    }
+
+    /// The description the model reads (a tool whose description is built at run time
+    /// keeps [`TypedTool::description`] instead).
+    #[must_use]
+    pub const fn describe(mut self, description: &'static str) -> Self {
+        self.description = description;
+        self
+    }
+
+    /// A short capability phrase for ToolSearch.
+    #[must_use]
+    pub const fn hint(mut self, search_hint: &'static str) -> Self {
+        self.search_hint = Some(search_hint);
+        self
+    }
+
+    /// The category (the default is [`ToolCategory::Custom`]).
+    #[must_use]
+    pub const fn category(mut self, category: ToolCategory) -> Self {
+        self.category = category;
+        self
+    }
+
+    /// Legacy names that also resolve the tool.
+    #[must_use]
+    pub const fn aliases(mut self, aliases: &'static [&'static str]) -> Self {
+        self.aliases = aliases;
+        self
+    }
+
+    /// The built-in tools whose permission rules also govern this one (see
+    /// [`Tool::checked_as`]).
+    #[must_use]
+    pub const fn checked_as(mut self, tools: &'static [&'static str]) -> Self {
+        self.checked_as = tools;
+        self
+    }
+
+    /// Loaded on demand through ToolSearch.
+    #[must_use]
+    pub const fn deferred(mut self) -> Self {
+        self.deferred = true;
+        self
+    }
+
+    /// Every call changes nothing, and so may also run alongside other concurrency-safe
+    /// calls (every read-only built-in is concurrency-safe). A tool that must still run
+    /// alone overrides [`TypedTool::is_concurrency_safe`].
+    #[must_use]
+    pub const fn read_only(mut self) -> Self {
+        self.read_only = true;
+        self.concurrency_safe = true;
+        self
+    }
+
+    /// Every call may run alongside other concurrency-safe calls, though it changes
+    /// something.
+    #[must_use]
+    pub const fn concurrency_safe(mut self) -> Self {
+        self.concurrency_safe = true;
+        self
+    }
+
+    /// Above this many characters the result is spilled to a file (the default is 100,000;
+    /// `usize::MAX` for a tool that bounds its own output).
+    #[must_use]
+    pub const fn max_result_chars(mut self, chars: usize) -> Self {
+        self.max_result_size_chars = chars;
+        self
+    }
+
+    /// Every call needs a person, even in bypassPermissions mode.
+    #[must_use]
+    pub const fn requires_user_interaction(mut self) -> Self {
+        self.requires_user_interaction = true;
+        self
+    }
+
+    /// An error of this tool cancels its concurrent siblings in a batch.
+    #[must_use]
+    pub const fn cancels_siblings_on_error(mut self) -> Self {
+        self.cancels_siblings_on_error = true;
+        self
+    }
+
+    /// The MCP annotation `readOnlyHint` (apart from [`ToolMeta::read_only`], which the
+    /// pool uses).
+    #[must_use]
+    pub const fn read_only_hint(mut self) -> Self {
+        self.annotations.read_only = true;
+        self
+    }
+
+    /// The MCP annotation `destructiveHint`.
+    #[must_use]
+    pub const fn destructive_hint(mut self) -> Self {
+        self.annotations.destructive = true;
+        self
+    }
+
+    /// The MCP annotation `idempotentHint`.
+    #[must_use]
+    pub const fn idempotent_hint(mut self) -> Self {
+        self.annotations.idempotent = true;
+        self
+    }
+
+    /// The MCP annotation `openWorldHint`.
+    #[must_use]
+    pub const fn open_world_hint(mut self) -> Self {
+        self.annotations.open_world = true;
+        self
+    }
+
+    /// The Lark grammar of the free-form form (see [`Tool::freeform_grammar`]).
+    #[must_use]
+    pub const fn freeform_grammar(mut self, lark: &'static str) -> Self {
+        self.freeform_grammar = Some(lark);
+        self
+    }
+
+    /// What the model reads about the free-form form (see [`Tool::freeform_description`]).
+    #[must_use]
+    pub const fn freeform_description(mut self, description: &'static str) -> Self {
+        self.freeform_description = Some(description);
+        self
     }
 }
 
@@ -208,72 +410,88 @@ pub trait Tool: Send + Sync + 'static {
     ) -> Result<ToolResult<Value>, ToolError>;
 }
 
-/// A tool with typed input and output, with defaults for everything but the call. Wrap it
-/// in [`Typed`] to put it in a pool.
+/// A tool with typed input and output, with defaults for everything but the call: what
+/// [`TypedTool::META`] declares answers the metadata methods, and each stays overridable for
+/// a tool whose answer depends on the input, on settings or on the value. Wrap it in
+/// [`Typed`] to put it in a pool.
 #[async_trait]
 pub trait TypedTool: Send + Sync + 'static {
     /// The input; its JSON schema is the tool's schema.
     type Input: DeserializeOwned + JsonSchema + Send + Sync + 'static;
     /// The structured output.
     type Output: Serialize + Send + Sync + 'static;
+    /// What the tool is: name, description, category and the input-independent answers.
+    const META: ToolMeta;
 
     /// The wire name.
-    fn name(&self) -> &'static str;
+    fn name(&self) -> &'static str {
+        Self::META.name
+    }
     /// Legacy names that also resolve this tool.
     fn aliases(&self) -> &'static [&'static str] {
-        &[]
+        Self::META.aliases
     }
     /// A short capability phrase for ToolSearch.
     fn search_hint(&self) -> Option<&'static str> {
-        None
+        Self::META.search_hint
     }
     /// The built-in tools whose permission rules also govern this one (see
     /// [`Tool::checked_as`]).
     fn checked_as(&self) -> &'static [&'static str] {
-        &[]
+        Self::META.checked_as
     }
     /// The category.
-    fn category(&self) -> ToolCategory;
+    fn category(&self) -> ToolCategory {
+        Self::META.category
+    }
     /// A runtime switch.
     fn is_enabled(&self) -> bool {
         true
     }
     /// Whether the tool is loaded on demand through ToolSearch.
     fn is_deferred(&self) -> bool {
-        false
+        Self::META.deferred
     }
     /// Input-independent hints.
     fn annotations(&self) -> ToolAnnotations {
-        ToolAnnotations::default()
+        Self::META.annotations
     }
     /// Whether a call always needs a person.
     fn requires_user_interaction(&self) -> bool {
-        false
+        Self::META.requires_user_interaction
     }
     /// Above this many characters the result is spilled to a file.
     fn max_result_size_chars(&self) -> usize {
-        100_000
+        Self::META.max_result_size_chars
     }
     /// Whether an error cancels concurrent siblings.
     fn cancels_siblings_on_error(&self) -> bool {
-        false
+        Self::META.cancels_siblings_on_error
     }
     /// The Lark grammar of a free-form input (see [`Tool::freeform_grammar`]).
     fn freeform_grammar(&self) -> Option<&'static str> {
-        None
+        Self::META.freeform_grammar
     }
     /// The description of the free-form form (see [`Tool::freeform_description`]).
     fn freeform_description(&self) -> Option<&'static str> {
-        None
+        Self::META.freeform_description
     }
-    /// The description; "Execute {name}" unless the tool says more.
+    /// The description: [`ToolMeta::describe`]'s text, "Execute {name}" when there is none.
     async fn description(&self, _input: Option<&Self::Input>) -> String {
-        format!("Execute {}", self.name())
+        match Self::META.description {
+            "" => format!("Execute {}", self.name()),
+            text => text.to_owned(),
+        }
     }
-    /// Whether this call may run alongside other concurrency-safe calls.
-    fn is_concurrency_safe(&self, input: &Self::Input) -> bool;
-    /// Whether this call changes nothing.
-    fn is_read_only(&self, input: &Self::Input) -> bool;
+    /// Whether this call may run alongside other concurrency-safe calls; the default is
+    /// [`ToolMeta::concurrency_safe`] (or [`ToolMeta::read_only`]).
+    fn is_concurrency_safe(&self, _input: &Self::Input) -> bool {
+        Self::META.concurrency_safe
+    }
+    /// Whether this call changes nothing; the default is [`ToolMeta::read_only`].
+    fn is_read_only(&self, _input: &Self::Input) -> bool {
+        Self::META.read_only
+    }
     /// Rules beyond the schema; the default accepts everything.
     async fn validate(&self, _input: &Self::Input, _ctx: &ToolContext) -> ValidationResult {
         ValidationResult::Valid

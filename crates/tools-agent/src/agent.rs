@@ -11,7 +11,7 @@ use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 use tool_core::{
     CancellationToken, PermissionMode, RuleBehavior, TaskKind, TaskRun, TaskSpec, Tool,
-    ToolCategory, ToolContext, ToolError, ToolResult, TypedTool, ValidationResult,
+    ToolCategory, ToolContext, ToolError, ToolMeta, ToolResult, TypedTool, ValidationResult,
 };
 
 use crate::definitions::{builtin_agents, load_agents, tools_for_agent};
@@ -192,19 +192,13 @@ fn new_agent_id() -> String {
 impl TypedTool for Agent {
     type Input = AgentInput;
     type Output = AgentOutput;
+    const META: ToolMeta = ToolMeta::new("Agent")
+        .aliases(&["Task"])
+        .hint("delegate a task to a sub-agent")
+        .category(ToolCategory::Agent)
+        // Read-only: the sub-agent's tools go through the permission engine themselves.
+        .read_only();
 
-    fn name(&self) -> &'static str {
-        "Agent"
-    }
-    fn aliases(&self) -> &'static [&'static str] {
-        &["Task"]
-    }
-    fn search_hint(&self) -> Option<&'static str> {
-        Some("delegate a task to a sub-agent")
-    }
-    fn category(&self) -> ToolCategory {
-        ToolCategory::Agent
-    }
     async fn description(&self, _input: Option<&AgentInput>) -> String {
         let mut text = String::from(
             "Launch a new agent to handle complex, multi-step tasks autonomously. The agent works with its own context and tools and returns one final report, which the user does not see: summarise it for them.\n\nAvailable agent types (subagent_type):",
@@ -214,13 +208,6 @@ impl TypedTool for Agent {
         }
         text.push_str("\nCustom agents from .agent-tools/agents/*.md are available by their name too.\n\nUsage notes:\n- Give the agent a complete, self-contained task: it does not see this conversation. Say exactly what it should return.\n- Launch several agents at once (several calls in one message) when the tasks are independent.\n- Set run_in_background to true to keep working while it runs; you will be notified when it completes.\n- Do not use it for a task you can do with one or two direct tool calls.\n- isolation: \"worktree\" runs the agent in a new git worktree (kept and reported only if it changed something); cwd runs it in another directory; mode gives it a stricter permission mode.\n- With name (and team_name, after TeamCreate) the agent joins your team as a teammate: it runs in the background, talks through SendMessage, and stays until you send it a shutdown_request.");
         text
-    }
-    fn is_concurrency_safe(&self, _input: &AgentInput) -> bool {
-        true
-    }
-    // Read-only: the sub-agent's tools go through the permission engine themselves.
-    fn is_read_only(&self, _input: &AgentInput) -> bool {
-        true
     }
     async fn validate(&self, input: &AgentInput, ctx: &ToolContext) -> ValidationResult {
         let wants_teammate = input.name.is_some() || input.team_name.is_some();

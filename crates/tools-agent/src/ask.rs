@@ -9,8 +9,8 @@ use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 use serde_json::{Map, Value};
 use tool_core::{
-    AskKind, PermissionDecision, ToolCategory, ToolContext, ToolError, ToolResult, TypedTool,
-    ValidationResult,
+    AskKind, PermissionDecision, ToolCategory, ToolContext, ToolError, ToolMeta, ToolResult,
+    TypedTool, ValidationResult,
 };
 
 use crate::store::agent_id;
@@ -172,31 +172,14 @@ pub(crate) fn render_answers(
 impl TypedTool for AskUserQuestion {
     type Input = AskUserQuestionInput;
     type Output = AskUserQuestionOutput;
+    const META: ToolMeta = ToolMeta::new("AskUserQuestion")
+        .describe(DESCRIPTION)
+        .hint("ask the user a multiple choice question")
+        .category(ToolCategory::UserInteraction)
+        .deferred()
+        .read_only()
+        .requires_user_interaction();
 
-    fn name(&self) -> &'static str {
-        "AskUserQuestion"
-    }
-    fn search_hint(&self) -> Option<&'static str> {
-        Some("ask the user a multiple choice question")
-    }
-    fn category(&self) -> ToolCategory {
-        ToolCategory::UserInteraction
-    }
-    fn is_deferred(&self) -> bool {
-        true
-    }
-    fn requires_user_interaction(&self) -> bool {
-        true
-    }
-    async fn description(&self, _input: Option<&AskUserQuestionInput>) -> String {
-        DESCRIPTION.to_owned()
-    }
-    fn is_concurrency_safe(&self, _input: &AskUserQuestionInput) -> bool {
-        true
-    }
-    fn is_read_only(&self, _input: &AskUserQuestionInput) -> bool {
-        true
-    }
     async fn validate(&self, input: &AskUserQuestionInput, ctx: &ToolContext) -> ValidationResult {
         if agent_id(ctx).is_some() {
             return ValidationResult::invalid(ASK_IN_AGENT);

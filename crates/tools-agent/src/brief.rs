@@ -8,7 +8,7 @@ use async_trait::async_trait;
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 use tool_core::{
-    PermissionDecision, ToolCategory, ToolContext, ToolError, ToolResult, TypedTool,
+    PermissionDecision, ToolCategory, ToolContext, ToolError, ToolMeta, ToolResult, TypedTool,
     ValidationResult,
 };
 
@@ -115,28 +115,13 @@ fn resolve_attachments(
 impl TypedTool for SendUserMessage {
     type Input = SendUserMessageInput;
     type Output = UserMessage;
+    const META: ToolMeta = ToolMeta::new("SendUserMessage")
+        .aliases(&["Brief"])
+        .describe(DESCRIPTION)
+        .hint("send a message or file to the user")
+        .category(ToolCategory::UserInteraction)
+        .read_only();
 
-    fn name(&self) -> &'static str {
-        "SendUserMessage"
-    }
-    fn aliases(&self) -> &'static [&'static str] {
-        &["Brief"]
-    }
-    fn search_hint(&self) -> Option<&'static str> {
-        Some("send a message or file to the user")
-    }
-    fn category(&self) -> ToolCategory {
-        ToolCategory::UserInteraction
-    }
-    async fn description(&self, _input: Option<&SendUserMessageInput>) -> String {
-        DESCRIPTION.to_owned()
-    }
-    fn is_concurrency_safe(&self, _input: &SendUserMessageInput) -> bool {
-        true
-    }
-    fn is_read_only(&self, _input: &SendUserMessageInput) -> bool {
-        true
-    }
     async fn validate(&self, input: &SendUserMessageInput, ctx: &ToolContext) -> ValidationResult {
         match resolve_attachments(input, ctx) {
             Ok(_) => ValidationResult::Valid,

@@ -11,8 +11,8 @@ use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 use serde_json::{Map, Value};
 use tool_core::{
-    AskKind, PermissionDecision, SettingsLayer, ToolCategory, ToolContext, ToolError, ToolResult,
-    TrustReport, TypedTool, ValidationResult, is_person_only_setting,
+    AskKind, PermissionDecision, SettingsLayer, ToolCategory, ToolContext, ToolError, ToolMeta,
+    ToolResult, TrustReport, TypedTool, ValidationResult, is_person_only_setting,
 };
 
 use crate::store::write_atomic;
@@ -242,19 +242,11 @@ fn show(value: &Value) -> String {
 impl TypedTool for Config {
     type Input = ConfigInput;
     type Output = ConfigOutput;
+    const META: ToolMeta = ToolMeta::new("Config")
+        .hint("read or change project settings such as the permission mode")
+        .category(ToolCategory::Config)
+        .deferred();
 
-    fn name(&self) -> &'static str {
-        "Config"
-    }
-    fn search_hint(&self) -> Option<&'static str> {
-        Some("read or change project settings such as the permission mode")
-    }
-    fn category(&self) -> ToolCategory {
-        ToolCategory::Config
-    }
-    fn is_deferred(&self) -> bool {
-        true
-    }
     async fn description(&self, _input: Option<&ConfigInput>) -> String {
         let mut text = String::from(
             "Read or change a setting of this project (.agent-tools/settings.json). Omit `value` to read the current value; give `value` to change it (the user is asked first). The sandbox and permission settings can only be read: only the user can change them.\n\nSupported settings:",

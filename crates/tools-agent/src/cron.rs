@@ -22,7 +22,9 @@ use chrono::{DateTime, Local, TimeZone};
 use croner::Cron;
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
-use tool_core::{ToolCategory, ToolContext, ToolError, ToolResult, TypedTool, ValidationResult};
+use tool_core::{
+    ToolCategory, ToolContext, ToolError, ToolMeta, ToolResult, TypedTool, ValidationResult,
+};
 
 use crate::store::{read_json, write_json};
 
@@ -392,28 +394,12 @@ pub struct CronList;
 impl TypedTool for CronCreate {
     type Input = CronCreateInput;
     type Output = CronJob;
+    const META: ToolMeta = ToolMeta::new("CronCreate")
+        .describe("Schedule a prompt to be enqueued later, on a 5-field cron schedule in local time. Recurring jobs (the default) fire on every match and expire after 7 days; one-shot jobs (recurring: false) fire once at the next match and are deleted. durable: true keeps the job in the project's .agent-tools/scheduled_tasks.json across restarts. At most 50 jobs. Returns a job id for CronDelete.")
+        .hint("schedule a recurring or one-shot prompt")
+        .category(ToolCategory::Agent)
+        .deferred();
 
-    fn name(&self) -> &'static str {
-        "CronCreate"
-    }
-    fn search_hint(&self) -> Option<&'static str> {
-        Some("schedule a recurring or one-shot prompt")
-    }
-    fn category(&self) -> ToolCategory {
-        ToolCategory::Agent
-    }
-    fn is_deferred(&self) -> bool {
-        true
-    }
-    async fn description(&self, _input: Option<&CronCreateInput>) -> String {
-        "Schedule a prompt to be enqueued later, on a 5-field cron schedule in local time. Recurring jobs (the default) fire on every match and expire after 7 days; one-shot jobs (recurring: false) fire once at the next match and are deleted. durable: true keeps the job in the project's .agent-tools/scheduled_tasks.json across restarts. At most 50 jobs. Returns a job id for CronDelete.".to_owned()
-    }
-    fn is_concurrency_safe(&self, _input: &CronCreateInput) -> bool {
-        false
-    }
-    fn is_read_only(&self, _input: &CronCreateInput) -> bool {
-        false
-    }
     async fn validate(&self, input: &CronCreateInput, _ctx: &ToolContext) -> ValidationResult {
         let parsed = match parse_cron(&input.cron) {
             Ok(p) => p,
@@ -465,29 +451,14 @@ impl TypedTool for CronCreate {
 impl TypedTool for CronDelete {
     type Input = CronDeleteInput;
     type Output = CronJob;
+    const META: ToolMeta = ToolMeta::new("CronDelete")
+        .describe(
+            "Cancel a job scheduled with CronCreate, by the id CronCreate returned (see CronList).",
+        )
+        .hint("cancel a scheduled cron job")
+        .category(ToolCategory::Agent)
+        .deferred();
 
-    fn name(&self) -> &'static str {
-        "CronDelete"
-    }
-    fn search_hint(&self) -> Option<&'static str> {
-        Some("cancel a scheduled cron job")
-    }
-    fn category(&self) -> ToolCategory {
-        ToolCategory::Agent
-    }
-    fn is_deferred(&self) -> bool {
-        true
-    }
-    async fn description(&self, _input: Option<&CronDeleteInput>) -> String {
-        "Cancel a job scheduled with CronCreate, by the id CronCreate returned (see CronList)."
-            .to_owned()
-    }
-    fn is_concurrency_safe(&self, _input: &CronDeleteInput) -> bool {
-        false
-    }
-    fn is_read_only(&self, _input: &CronDeleteInput) -> bool {
-        false
-    }
     async fn call(
         &self,
         input: CronDeleteInput,
@@ -506,28 +477,13 @@ impl TypedTool for CronDelete {
 impl TypedTool for CronList {
     type Input = CronListInput;
     type Output = Vec<CronListEntry>;
+    const META: ToolMeta = ToolMeta::new("CronList")
+        .describe("List the jobs scheduled with CronCreate: id, schedule, prompt, whether recurring and durable.")
+        .hint("list scheduled cron jobs")
+        .category(ToolCategory::Agent)
+        .deferred()
+        .read_only();
 
-    fn name(&self) -> &'static str {
-        "CronList"
-    }
-    fn search_hint(&self) -> Option<&'static str> {
-        Some("list scheduled cron jobs")
-    }
-    fn category(&self) -> ToolCategory {
-        ToolCategory::Agent
-    }
-    fn is_deferred(&self) -> bool {
-        true
-    }
-    async fn description(&self, _input: Option<&CronListInput>) -> String {
-        "List the jobs scheduled with CronCreate: id, schedule, prompt, whether recurring and durable.".to_owned()
-    }
-    fn is_concurrency_safe(&self, _input: &CronListInput) -> bool {
-        true
-    }
-    fn is_read_only(&self, _input: &CronListInput) -> bool {
-        true
-    }
     async fn call(
         &self,
         _input: CronListInput,

@@ -9,8 +9,8 @@ use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 use serde_json::{Map, Value};
 use tool_core::{
-    AskKind, PermissionDecision, PermissionMode, ToolCategory, ToolContext, ToolError, ToolResult,
-    TypedTool, ValidationResult,
+    AskKind, PermissionDecision, PermissionMode, ToolCategory, ToolContext, ToolError, ToolMeta,
+    ToolResult, TypedTool, ValidationResult,
 };
 
 use crate::plans::plan_file;
@@ -61,28 +61,13 @@ pub struct EnterPlanMode;
 impl TypedTool for EnterPlanMode {
     type Input = EnterPlanModeInput;
     type Output = EnterPlanModeOutput;
+    const META: ToolMeta = ToolMeta::new("EnterPlanMode")
+        .describe(ENTER_DESCRIPTION)
+        .hint("switch to read-only planning before implementing")
+        .category(ToolCategory::PlanMode)
+        .deferred()
+        .read_only();
 
-    fn name(&self) -> &'static str {
-        "EnterPlanMode"
-    }
-    fn search_hint(&self) -> Option<&'static str> {
-        Some("switch to read-only planning before implementing")
-    }
-    fn category(&self) -> ToolCategory {
-        ToolCategory::PlanMode
-    }
-    fn is_deferred(&self) -> bool {
-        true
-    }
-    async fn description(&self, _input: Option<&EnterPlanModeInput>) -> String {
-        ENTER_DESCRIPTION.to_owned()
-    }
-    fn is_concurrency_safe(&self, _input: &EnterPlanModeInput) -> bool {
-        true
-    }
-    fn is_read_only(&self, _input: &EnterPlanModeInput) -> bool {
-        true
-    }
     async fn validate(&self, _input: &EnterPlanModeInput, ctx: &ToolContext) -> ValidationResult {
         if agent_id(ctx).is_some() {
             return ValidationResult::invalid(PLAN_MODE_IN_AGENT);
@@ -185,28 +170,13 @@ pub struct ExitPlanMode;
 impl TypedTool for ExitPlanMode {
     type Input = ExitPlanModeInput;
     type Output = ExitPlanModeOutput;
+    const META: ToolMeta = ToolMeta::new("ExitPlanMode")
+        .describe(EXIT_DESCRIPTION)
+        .hint("present the plan for approval and start coding")
+        .category(ToolCategory::PlanMode)
+        .concurrency_safe()
+        .requires_user_interaction();
 
-    fn name(&self) -> &'static str {
-        "ExitPlanMode"
-    }
-    fn search_hint(&self) -> Option<&'static str> {
-        Some("present the plan for approval and start coding")
-    }
-    fn category(&self) -> ToolCategory {
-        ToolCategory::PlanMode
-    }
-    fn requires_user_interaction(&self) -> bool {
-        true
-    }
-    async fn description(&self, _input: Option<&ExitPlanModeInput>) -> String {
-        EXIT_DESCRIPTION.to_owned()
-    }
-    fn is_concurrency_safe(&self, _input: &ExitPlanModeInput) -> bool {
-        true
-    }
-    fn is_read_only(&self, _input: &ExitPlanModeInput) -> bool {
-        false
-    }
     async fn validate(&self, _input: &ExitPlanModeInput, ctx: &ToolContext) -> ValidationResult {
         if ctx.permission_mode() != PermissionMode::Plan {
             return ValidationResult::invalid_code(NOT_IN_PLAN_MODE, 1);

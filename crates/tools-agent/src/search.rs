@@ -7,7 +7,7 @@ use async_trait::async_trait;
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 use serde_json::json;
-use tool_core::{Tool, ToolCategory, ToolContext, ToolError, ToolResult, TypedTool};
+use tool_core::{Tool, ToolCategory, ToolContext, ToolError, ToolMeta, ToolResult, TypedTool};
 
 use crate::catalog::ToolCatalog;
 
@@ -141,25 +141,12 @@ async fn render(tools: &[Arc<dyn Tool>]) -> String {
 impl TypedTool for ToolSearch {
     type Input = ToolSearchInput;
     type Output = ToolSearchOutput;
+    const META: ToolMeta = ToolMeta::new("ToolSearch")
+        .describe("Fetches the full definitions of deferred tools so you can call them. Deferred tools (MCP tools and some built-ins) are known to you by name only until you load them with this tool.\n\nQuery forms:\n- \"select:Read,Edit\": load these tools by exact name\n- \"notebook jupyter\": keyword search, best matches first\n- \"+slack send\": \"+word\" must match, the other words rank the results\n- \"mcp__github\": every tool of one MCP server\n\nThe result holds each matching tool's name, description and input schema.")
+        .hint("find and load deferred tools")
+        .category(ToolCategory::Agent)
+        .read_only();
 
-    fn name(&self) -> &'static str {
-        "ToolSearch"
-    }
-    fn search_hint(&self) -> Option<&'static str> {
-        Some("find and load deferred tools")
-    }
-    fn category(&self) -> ToolCategory {
-        ToolCategory::Agent
-    }
-    async fn description(&self, _input: Option<&ToolSearchInput>) -> String {
-        "Fetches the full definitions of deferred tools so you can call them. Deferred tools (MCP tools and some built-ins) are known to you by name only until you load them with this tool.\n\nQuery forms:\n- \"select:Read,Edit\": load these tools by exact name\n- \"notebook jupyter\": keyword search, best matches first\n- \"+slack send\": \"+word\" must match, the other words rank the results\n- \"mcp__github\": every tool of one MCP server\n\nThe result holds each matching tool's name, description and input schema.".to_owned()
-    }
-    fn is_concurrency_safe(&self, _input: &ToolSearchInput) -> bool {
-        true
-    }
-    fn is_read_only(&self, _input: &ToolSearchInput) -> bool {
-        true
-    }
     async fn call(
         &self,
         input: ToolSearchInput,

@@ -10,7 +10,7 @@ use async_trait::async_trait;
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 use tool_core::{
-    CancellationToken, TaskKind, TaskRun, TaskSpec, ToolCategory, ToolContext, ToolError,
+    CancellationToken, TaskKind, TaskRun, TaskSpec, ToolCategory, ToolContext, ToolError, ToolMeta,
     ToolResult, TypedTool, ValidationResult,
 };
 
@@ -140,22 +140,12 @@ pub(crate) fn sent(
 impl TypedTool for SendMessage {
     type Input = SendMessageInput;
     type Output = SendMessageOutput;
+    const META: ToolMeta = ToolMeta::new("SendMessage")
+        .describe("Send a message to a teammate of your team, or to an agent you launched.\n\n- `to`: a teammate's name, \"*\" to broadcast to every teammate (not yourself; use it sparingly: it costs every teammate a turn), or the agentId an Agent result gave (the agent continues with your message, in the background if it had finished).\n- `message`: plain text with a short `summary` (5-10 words, shown as a preview), or a structured message: {\"type\": \"shutdown_request\", \"reason\"} asks a teammate to finish; a teammate answers {\"type\": \"shutdown_response\", \"request_id\", \"approve\", \"reason\"} to \"team-lead\" (approving ends it; rejecting needs a reason); a teammate in plan mode asks the lead to approve its plan (a plan_approval_request in the lead's messages), and the lead answers {\"type\": \"plan_approval_response\", \"request_id\", \"approve\", \"feedback\"} to that teammate (approving lets it implement; rejecting needs feedback and keeps it planning).\n\nYour plain text output is not visible to your teammates: to reach them you must call this tool. Messages from teammates arrive automatically; you do not need to poll.")
+        .hint("send messages to agent teammates (swarm protocol)")
+        .category(ToolCategory::AgentSwarm)
+        .deferred();
 
-    fn name(&self) -> &'static str {
-        "SendMessage"
-    }
-    fn search_hint(&self) -> Option<&'static str> {
-        Some("send messages to agent teammates (swarm protocol)")
-    }
-    fn category(&self) -> ToolCategory {
-        ToolCategory::AgentSwarm
-    }
-    fn is_deferred(&self) -> bool {
-        true
-    }
-    async fn description(&self, _input: Option<&SendMessageInput>) -> String {
-        "Send a message to a teammate of your team, or to an agent you launched.\n\n- `to`: a teammate's name, \"*\" to broadcast to every teammate (not yourself; use it sparingly: it costs every teammate a turn), or the agentId an Agent result gave (the agent continues with your message, in the background if it had finished).\n- `message`: plain text with a short `summary` (5-10 words, shown as a preview), or a structured message: {\"type\": \"shutdown_request\", \"reason\"} asks a teammate to finish; a teammate answers {\"type\": \"shutdown_response\", \"request_id\", \"approve\", \"reason\"} to \"team-lead\" (approving ends it; rejecting needs a reason); a teammate in plan mode asks the lead to approve its plan (a plan_approval_request in the lead's messages), and the lead answers {\"type\": \"plan_approval_response\", \"request_id\", \"approve\", \"feedback\"} to that teammate (approving lets it implement; rejecting needs feedback and keeps it planning).\n\nYour plain text output is not visible to your teammates: to reach them you must call this tool. Messages from teammates arrive automatically; you do not need to poll.".to_owned()
-    }
     fn is_concurrency_safe(&self, input: &SendMessageInput) -> bool {
         matches!(input.message, MessageBody::Text(_))
     }

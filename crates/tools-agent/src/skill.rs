@@ -9,7 +9,7 @@ use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 use tool_core::{
     PermissionDecision, PermissionRule, RuleBehavior, RuleSource, RuleSourceKind, SourcedRule,
-    ToolCategory, ToolContext, ToolError, ToolResult, TypedTool, ValidationResult,
+    ToolCategory, ToolContext, ToolError, ToolMeta, ToolResult, TypedTool, ValidationResult,
 };
 
 use crate::frontmatter;
@@ -198,25 +198,11 @@ fn rule_matches(content: &str, name: &str) -> bool {
 impl TypedTool for Skill {
     type Input = SkillInput;
     type Output = SkillOutput;
+    const META: ToolMeta = ToolMeta::new("Skill")
+        .describe("Execute a skill within the main conversation. Skills are folders of instructions (SKILL.md) and resources that give you specialised capabilities for a task; the available skills are listed to you by name and description.\n\nWhen a listed skill matches the user's request, invoking it is a BLOCKING REQUIREMENT: call this tool before doing anything else about the task. Pass the skill's name in `skill` and any arguments in `args`. The result holds the skill's instructions: follow them. Do not invoke a skill that is already loaded in this conversation, and never invoke one that is not listed.")
+        .hint("run a skill's instructions")
+        .category(ToolCategory::Agent);
 
-    fn name(&self) -> &'static str {
-        "Skill"
-    }
-    fn search_hint(&self) -> Option<&'static str> {
-        Some("run a skill's instructions")
-    }
-    fn category(&self) -> ToolCategory {
-        ToolCategory::Agent
-    }
-    async fn description(&self, _input: Option<&SkillInput>) -> String {
-        "Execute a skill within the main conversation. Skills are folders of instructions (SKILL.md) and resources that give you specialised capabilities for a task; the available skills are listed to you by name and description.\n\nWhen a listed skill matches the user's request, invoking it is a BLOCKING REQUIREMENT: call this tool before doing anything else about the task. Pass the skill's name in `skill` and any arguments in `args`. The result holds the skill's instructions: follow them. Do not invoke a skill that is already loaded in this conversation, and never invoke one that is not listed.".to_owned()
-    }
-    fn is_concurrency_safe(&self, _input: &SkillInput) -> bool {
-        false
-    }
-    fn is_read_only(&self, _input: &SkillInput) -> bool {
-        false
-    }
     async fn validate(&self, input: &SkillInput, ctx: &ToolContext) -> ValidationResult {
         let name = clean_name(&input.skill);
         if name.is_empty() {

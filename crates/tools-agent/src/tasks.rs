@@ -5,7 +5,9 @@ use async_trait::async_trait;
 use schemars::JsonSchema;
 use serde::Deserialize;
 use serde_json::{Map, Value};
-use tool_core::{ToolCategory, ToolContext, ToolError, ToolResult, TypedTool, ValidationResult};
+use tool_core::{
+    ToolCategory, ToolContext, ToolError, ToolMeta, ToolResult, TypedTool, ValidationResult,
+};
 
 use crate::store::blocking;
 use crate::task_store::{TaskRecord, TaskState, TaskStore, TaskUpdateInput};
@@ -77,28 +79,13 @@ pub struct TaskUpdate;
 impl TypedTool for TaskCreate {
     type Input = TaskCreateInput;
     type Output = TaskRecord;
+    const META: ToolMeta = ToolMeta::new("TaskCreate")
+        .describe("Create a task in the task list shared by this session and its agents. Use it to plan and track multi-step work: give a short imperative `subject`, a `description` with what needs to be done, and optionally `activeForm` (\"Running tests\") shown while it is in progress. New tasks start as pending with no owner; use TaskUpdate to set dependencies, the owner and the status.")
+        .hint("create a task in the shared task list")
+        .category(ToolCategory::Task)
+        .deferred()
+        .concurrency_safe();
 
-    fn name(&self) -> &'static str {
-        "TaskCreate"
-    }
-    fn search_hint(&self) -> Option<&'static str> {
-        Some("create a task in the shared task list")
-    }
-    fn category(&self) -> ToolCategory {
-        ToolCategory::Task
-    }
-    fn is_deferred(&self) -> bool {
-        true
-    }
-    async fn description(&self, _input: Option<&TaskCreateInput>) -> String {
-        "Create a task in the task list shared by this session and its agents. Use it to plan and track multi-step work: give a short imperative `subject`, a `description` with what needs to be done, and optionally `activeForm` (\"Running tests\") shown while it is in progress. New tasks start as pending with no owner; use TaskUpdate to set dependencies, the owner and the status.".to_owned()
-    }
-    fn is_concurrency_safe(&self, _input: &TaskCreateInput) -> bool {
-        true
-    }
-    fn is_read_only(&self, _input: &TaskCreateInput) -> bool {
-        false
-    }
     async fn validate(&self, input: &TaskCreateInput, _ctx: &ToolContext) -> ValidationResult {
         if input.subject.trim().is_empty() {
             return ValidationResult::invalid(
@@ -131,28 +118,13 @@ impl TypedTool for TaskCreate {
 impl TypedTool for TaskGet {
     type Input = TaskGetInput;
     type Output = Option<TaskRecord>;
+    const META: ToolMeta = ToolMeta::new("TaskGet")
+        .describe("Get a task from the task list by id: its subject, status, description, owner and dependencies (the tasks blocking it and the tasks it blocks). Read a task before starting work on it.")
+        .hint("read one task of the task list")
+        .category(ToolCategory::Task)
+        .deferred()
+        .read_only();
 
-    fn name(&self) -> &'static str {
-        "TaskGet"
-    }
-    fn search_hint(&self) -> Option<&'static str> {
-        Some("read one task of the task list")
-    }
-    fn category(&self) -> ToolCategory {
-        ToolCategory::Task
-    }
-    fn is_deferred(&self) -> bool {
-        true
-    }
-    async fn description(&self, _input: Option<&TaskGetInput>) -> String {
-        "Get a task from the task list by id: its subject, status, description, owner and dependencies (the tasks blocking it and the tasks it blocks). Read a task before starting work on it.".to_owned()
-    }
-    fn is_concurrency_safe(&self, _input: &TaskGetInput) -> bool {
-        true
-    }
-    fn is_read_only(&self, _input: &TaskGetInput) -> bool {
-        true
-    }
     async fn call(
         &self,
         input: TaskGetInput,
@@ -188,28 +160,13 @@ impl TypedTool for TaskGet {
 impl TypedTool for TaskList {
     type Input = TaskListInput;
     type Output = Vec<TaskRecord>;
+    const META: ToolMeta = ToolMeta::new("TaskList")
+        .describe("List every task of the task list: id, status, subject, owner and the unfinished tasks blocking it. Use it to find the next task to work on (pending, no owner, not blocked) and to check overall progress.")
+        .hint("list the tasks of the task list")
+        .category(ToolCategory::Task)
+        .deferred()
+        .read_only();
 
-    fn name(&self) -> &'static str {
-        "TaskList"
-    }
-    fn search_hint(&self) -> Option<&'static str> {
-        Some("list the tasks of the task list")
-    }
-    fn category(&self) -> ToolCategory {
-        ToolCategory::Task
-    }
-    fn is_deferred(&self) -> bool {
-        true
-    }
-    async fn description(&self, _input: Option<&TaskListInput>) -> String {
-        "List every task of the task list: id, status, subject, owner and the unfinished tasks blocking it. Use it to find the next task to work on (pending, no owner, not blocked) and to check overall progress.".to_owned()
-    }
-    fn is_concurrency_safe(&self, _input: &TaskListInput) -> bool {
-        true
-    }
-    fn is_read_only(&self, _input: &TaskListInput) -> bool {
-        true
-    }
     async fn call(
         &self,
         _input: TaskListInput,
@@ -242,28 +199,13 @@ impl TypedTool for TaskList {
 impl TypedTool for TaskUpdate {
     type Input = TaskUpdateInput;
     type Output = Option<TaskRecord>;
+    const META: ToolMeta = ToolMeta::new("TaskUpdate")
+        .describe("Update a task of the task list: mark it in_progress when you start it and completed when it is fully done (not when tests fail or work is partial), change its subject or description, set its owner, merge metadata (a null value removes a key), or add dependencies: `addBlocks` lists tasks that cannot start until this one is completed, `addBlockedBy` tasks that must be completed first. Status \"deleted\" removes the task.")
+        .hint("update a task's status, owner or dependencies")
+        .category(ToolCategory::Task)
+        .deferred()
+        .concurrency_safe();
 
-    fn name(&self) -> &'static str {
-        "TaskUpdate"
-    }
-    fn search_hint(&self) -> Option<&'static str> {
-        Some("update a task's status, owner or dependencies")
-    }
-    fn category(&self) -> ToolCategory {
-        ToolCategory::Task
-    }
-    fn is_deferred(&self) -> bool {
-        true
-    }
-    async fn description(&self, _input: Option<&TaskUpdateInput>) -> String {
-        "Update a task of the task list: mark it in_progress when you start it and completed when it is fully done (not when tests fail or work is partial), change its subject or description, set its owner, merge metadata (a null value removes a key), or add dependencies: `addBlocks` lists tasks that cannot start until this one is completed, `addBlockedBy` tasks that must be completed first. Status \"deleted\" removes the task.".to_owned()
-    }
-    fn is_concurrency_safe(&self, _input: &TaskUpdateInput) -> bool {
-        true
-    }
-    fn is_read_only(&self, _input: &TaskUpdateInput) -> bool {
-        false
-    }
     async fn validate(&self, input: &TaskUpdateInput, _ctx: &ToolContext) -> ValidationResult {
         if let Some(s) = &input.subject
             && s.trim().is_empty()

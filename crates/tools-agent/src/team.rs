@@ -8,7 +8,9 @@ use std::path::PathBuf;
 use async_trait::async_trait;
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
-use tool_core::{ToolCategory, ToolContext, ToolError, ToolResult, TypedTool, ValidationResult};
+use tool_core::{
+    ToolCategory, ToolContext, ToolError, ToolMeta, ToolResult, TypedTool, ValidationResult,
+};
 
 use crate::inbox::render_messages;
 use crate::store::{agent_id, blocking, safe_component};
@@ -69,28 +71,12 @@ pub struct TeamCreate;
 impl TypedTool for TeamCreate {
     type Input = TeamCreateInput;
     type Output = TeamCreateOutput;
+    const META: ToolMeta = ToolMeta::new("TeamCreate")
+        .describe("Create a team that you lead, for work that several agents do in parallel and coordinate by messages. Then spawn teammates with the Agent tool (give `name` and `team_name`): each runs in the background with its own mailbox; talk to them with SendMessage, and their messages reach you automatically. One team per leader: use TeamDelete when the work is done (after every teammate has shut down) before creating another. The result gives the team's name (changed when the name was taken), its team file and your agent id.")
+        .hint("create a team of agents that message each other")
+        .category(ToolCategory::AgentSwarm)
+        .deferred();
 
-    fn name(&self) -> &'static str {
-        "TeamCreate"
-    }
-    fn search_hint(&self) -> Option<&'static str> {
-        Some("create a team of agents that message each other")
-    }
-    fn category(&self) -> ToolCategory {
-        ToolCategory::AgentSwarm
-    }
-    fn is_deferred(&self) -> bool {
-        true
-    }
-    async fn description(&self, _input: Option<&TeamCreateInput>) -> String {
-        "Create a team that you lead, for work that several agents do in parallel and coordinate by messages. Then spawn teammates with the Agent tool (give `name` and `team_name`): each runs in the background with its own mailbox; talk to them with SendMessage, and their messages reach you automatically. One team per leader: use TeamDelete when the work is done (after every teammate has shut down) before creating another. The result gives the team's name (changed when the name was taken), its team file and your agent id.".to_owned()
-    }
-    fn is_concurrency_safe(&self, _input: &TeamCreateInput) -> bool {
-        false
-    }
-    fn is_read_only(&self, _input: &TeamCreateInput) -> bool {
-        false
-    }
     async fn validate(&self, input: &TeamCreateInput, ctx: &ToolContext) -> ValidationResult {
         if input.team_name.trim().is_empty() {
             return ValidationResult::invalid("team_name must not be empty: name the team");
@@ -160,28 +146,12 @@ pub struct TeamDelete;
 impl TypedTool for TeamDelete {
     type Input = TeamDeleteInput;
     type Output = TeamDeleteOutput;
+    const META: ToolMeta = ToolMeta::new("TeamDelete")
+        .describe("Delete the team you lead: its team file and every mailbox. It refuses while teammates are still running: first ask each to finish with SendMessage {\"type\": \"shutdown_request\"} and wait for their shutdown_response.")
+        .hint("delete the team and its mailboxes when the work is done")
+        .category(ToolCategory::AgentSwarm)
+        .deferred();
 
-    fn name(&self) -> &'static str {
-        "TeamDelete"
-    }
-    fn search_hint(&self) -> Option<&'static str> {
-        Some("delete the team and its mailboxes when the work is done")
-    }
-    fn category(&self) -> ToolCategory {
-        ToolCategory::AgentSwarm
-    }
-    fn is_deferred(&self) -> bool {
-        true
-    }
-    async fn description(&self, _input: Option<&TeamDeleteInput>) -> String {
-        "Delete the team you lead: its team file and every mailbox. It refuses while teammates are still running: first ask each to finish with SendMessage {\"type\": \"shutdown_request\"} and wait for their shutdown_response.".to_owned()
-    }
-    fn is_concurrency_safe(&self, _input: &TeamDeleteInput) -> bool {
-        false
-    }
-    fn is_read_only(&self, _input: &TeamDeleteInput) -> bool {
-        false
-    }
     async fn validate(&self, _input: &TeamDeleteInput, ctx: &ToolContext) -> ValidationResult {
         if agent_id(ctx).is_some() {
             return ValidationResult::invalid(

@@ -3,7 +3,9 @@
 use async_trait::async_trait;
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
-use tool_core::{ToolCategory, ToolContext, ToolError, ToolResult, TypedTool, ValidationResult};
+use tool_core::{
+    ToolCategory, ToolContext, ToolError, ToolMeta, ToolResult, TypedTool, ValidationResult,
+};
 
 use crate::store::{read_json, session_file, write_json};
 
@@ -81,28 +83,12 @@ pub fn current_todos(ctx: &ToolContext) -> Result<Vec<TodoItem>, ToolError> {
 impl TypedTool for TodoWrite {
     type Input = TodoWriteInput;
     type Output = TodoWriteOutput;
+    const META: ToolMeta = ToolMeta::new("TodoWrite")
+        .describe(DESCRIPTION)
+        .hint("manage the session task checklist")
+        .category(ToolCategory::Todo)
+        .deferred();
 
-    fn name(&self) -> &'static str {
-        "TodoWrite"
-    }
-    fn search_hint(&self) -> Option<&'static str> {
-        Some("manage the session task checklist")
-    }
-    fn category(&self) -> ToolCategory {
-        ToolCategory::Todo
-    }
-    fn is_deferred(&self) -> bool {
-        true
-    }
-    async fn description(&self, _input: Option<&TodoWriteInput>) -> String {
-        DESCRIPTION.to_owned()
-    }
-    fn is_concurrency_safe(&self, _input: &TodoWriteInput) -> bool {
-        false
-    }
-    fn is_read_only(&self, _input: &TodoWriteInput) -> bool {
-        false
-    }
     async fn validate(&self, input: &TodoWriteInput, _ctx: &ToolContext) -> ValidationResult {
         for (i, item) in input.todos.iter().enumerate() {
             if item.content.trim().is_empty() {

@@ -6,7 +6,7 @@ use async_trait::async_trait;
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 use tool_core::{
-    PermissionDecision, ToolCategory, ToolContext, ToolError, ToolResult, TypedTool,
+    PermissionDecision, ToolCategory, ToolContext, ToolError, ToolMeta, ToolResult, TypedTool,
     ValidationResult,
 };
 
@@ -69,28 +69,12 @@ pub struct EnterWorktree;
 impl TypedTool for EnterWorktree {
     type Input = EnterWorktreeInput;
     type Output = ActiveWorktree;
+    const META: ToolMeta = ToolMeta::new("EnterWorktree")
+        .describe("Create an isolated git worktree for this session and switch the session into it: a new checkout of the current commit under .agent-tools/worktrees/<name> on a new branch worktree-<name>, so you can change files without touching the user's working tree. Use it only when the user asks for a worktree or isolated work. Leave with ExitWorktree (keep or remove it).")
+        .hint("work in an isolated git worktree")
+        .category(ToolCategory::Worktree)
+        .deferred();
 
-    fn name(&self) -> &'static str {
-        "EnterWorktree"
-    }
-    fn search_hint(&self) -> Option<&'static str> {
-        Some("work in an isolated git worktree")
-    }
-    fn category(&self) -> ToolCategory {
-        ToolCategory::Worktree
-    }
-    fn is_deferred(&self) -> bool {
-        true
-    }
-    async fn description(&self, _input: Option<&EnterWorktreeInput>) -> String {
-        "Create an isolated git worktree for this session and switch the session into it: a new checkout of the current commit under .agent-tools/worktrees/<name> on a new branch worktree-<name>, so you can change files without touching the user's working tree. Use it only when the user asks for a worktree or isolated work. Leave with ExitWorktree (keep or remove it).".to_owned()
-    }
-    fn is_concurrency_safe(&self, _input: &EnterWorktreeInput) -> bool {
-        false
-    }
-    fn is_read_only(&self, _input: &EnterWorktreeInput) -> bool {
-        false
-    }
     async fn validate(&self, input: &EnterWorktreeInput, ctx: &ToolContext) -> ValidationResult {
         if session(ctx).worktree.lock().is_ok_and(|w| w.is_some()) {
             return ValidationResult::invalid(ALREADY_IN_WORKTREE);
@@ -174,25 +158,12 @@ fn active(ctx: &ToolContext) -> Option<ActiveWorktree> {
 impl TypedTool for ExitWorktree {
     type Input = ExitWorktreeInput;
     type Output = ExitWorktreeOutput;
+    const META: ToolMeta = ToolMeta::new("ExitWorktree")
+        .describe("Leave the worktree EnterWorktree created in this session and return to the original working directory. `action: \"keep\"` leaves the worktree and its branch on disk; `action: \"remove\"` deletes both, and refuses when there are uncommitted files or new commits unless `discard_changes` is true. It does nothing to worktrees this session did not create.")
+        .hint("leave the session's git worktree")
+        .category(ToolCategory::Worktree)
+        .deferred();
 
-    fn name(&self) -> &'static str {
-        "ExitWorktree"
-    }
-    fn search_hint(&self) -> Option<&'static str> {
-        Some("leave the session's git worktree")
-    }
-    fn category(&self) -> ToolCategory {
-        ToolCategory::Worktree
-    }
-    fn is_deferred(&self) -> bool {
-        true
-    }
-    async fn description(&self, _input: Option<&ExitWorktreeInput>) -> String {
-        "Leave the worktree EnterWorktree created in this session and return to the original working directory. `action: \"keep\"` leaves the worktree and its branch on disk; `action: \"remove\"` deletes both, and refuses when there are uncommitted files or new commits unless `discard_changes` is true. It does nothing to worktrees this session did not create.".to_owned()
-    }
-    fn is_concurrency_safe(&self, _input: &ExitWorktreeInput) -> bool {
-        false
-    }
     fn is_read_only(&self, input: &ExitWorktreeInput) -> bool {
         input.action == ExitAction::Keep
     }

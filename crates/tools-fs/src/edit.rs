@@ -8,8 +8,8 @@ use async_trait::async_trait;
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 use tool_core::{
-    PermissionDecision, ToolAnnotations, ToolCategory, ToolContext, ToolError, ToolResult,
-    TypedTool, ValidationResult,
+    PermissionDecision, ToolCategory, ToolContext, ToolError, ToolMeta, ToolResult, TypedTool,
+    ValidationResult,
 };
 
 use crate::atomic::{Content, write_atomic, write_atomic_content};
@@ -582,39 +582,16 @@ async fn execute(
     Ok(ToolResult::ok(output).with_text(text))
 }
 
-fn write_annotations() -> ToolAnnotations {
-    ToolAnnotations {
-        destructive: true,
-        ..ToolAnnotations::default()
-    }
-}
-
 #[async_trait]
 impl TypedTool for Edit {
     type Input = EditInput;
     type Output = EditOutput;
+    const META: ToolMeta = ToolMeta::new("Edit")
+        .describe(EDIT_DESCRIPTION)
+        .hint("modify file contents in place")
+        .category(ToolCategory::FileSystem)
+        .destructive_hint();
 
-    fn name(&self) -> &'static str {
-        "Edit"
-    }
-    fn search_hint(&self) -> Option<&'static str> {
-        Some("modify file contents in place")
-    }
-    fn category(&self) -> ToolCategory {
-        ToolCategory::FileSystem
-    }
-    fn annotations(&self) -> ToolAnnotations {
-        write_annotations()
-    }
-    async fn description(&self, _input: Option<&EditInput>) -> String {
-        EDIT_DESCRIPTION.to_owned()
-    }
-    fn is_concurrency_safe(&self, _input: &EditInput) -> bool {
-        false
-    }
-    fn is_read_only(&self, _input: &EditInput) -> bool {
-        false
-    }
     async fn validate(&self, input: &EditInput, _ctx: &ToolContext) -> ValidationResult {
         if input.old_string == input.new_string {
             return ValidationResult::invalid_code(SAME, 1);
@@ -648,28 +625,12 @@ impl TypedTool for Edit {
 impl TypedTool for MultiEdit {
     type Input = MultiEditInput;
     type Output = EditOutput;
+    const META: ToolMeta = ToolMeta::new("MultiEdit")
+        .describe(MULTI_EDIT_DESCRIPTION)
+        .hint("several edits to one file at once")
+        .category(ToolCategory::FileSystem)
+        .destructive_hint();
 
-    fn name(&self) -> &'static str {
-        "MultiEdit"
-    }
-    fn search_hint(&self) -> Option<&'static str> {
-        Some("several edits to one file at once")
-    }
-    fn category(&self) -> ToolCategory {
-        ToolCategory::FileSystem
-    }
-    fn annotations(&self) -> ToolAnnotations {
-        write_annotations()
-    }
-    async fn description(&self, _input: Option<&MultiEditInput>) -> String {
-        MULTI_EDIT_DESCRIPTION.to_owned()
-    }
-    fn is_concurrency_safe(&self, _input: &MultiEditInput) -> bool {
-        false
-    }
-    fn is_read_only(&self, _input: &MultiEditInput) -> bool {
-        false
-    }
     async fn validate(&self, input: &MultiEditInput, _ctx: &ToolContext) -> ValidationResult {
         if input.edits.is_empty() {
             return ValidationResult::invalid_code("edits must contain at least one edit.", 1);

@@ -13,8 +13,8 @@ use ignore::{WalkBuilder, WalkState};
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 use tool_core::{
-    PermissionDecision, RuleBehavior, ToolAnnotations, ToolCategory, ToolContext, ToolError,
-    ToolResult, TypedTool, ValidationResult, path,
+    PermissionDecision, RuleBehavior, ToolCategory, ToolContext, ToolError, ToolMeta, ToolResult,
+    TypedTool, ValidationResult, path,
 };
 
 use crate::ignore_policy::{IgnorePolicy, WalkDeadline, newest_first, suggest_similar};
@@ -108,32 +108,13 @@ impl Glob {
 impl TypedTool for Glob {
     type Input = GlobInput;
     type Output = GlobOutput;
-
-    fn name(&self) -> &'static str {
-        "Glob"
-    }
-    fn search_hint(&self) -> Option<&'static str> {
-        Some("find files by name pattern or wildcard")
-    }
-    fn category(&self) -> ToolCategory {
-        ToolCategory::FileSystem
-    }
-    fn annotations(&self) -> ToolAnnotations {
-        ToolAnnotations {
-            read_only: true,
-            idempotent: true,
-            ..ToolAnnotations::default()
-        }
-    }
-    async fn description(&self, _input: Option<&GlobInput>) -> String {
-        DESCRIPTION.to_owned()
-    }
-    fn is_concurrency_safe(&self, _input: &GlobInput) -> bool {
-        true
-    }
-    fn is_read_only(&self, _input: &GlobInput) -> bool {
-        true
-    }
+    const META: ToolMeta = ToolMeta::new("Glob")
+        .describe(DESCRIPTION)
+        .hint("find files by name pattern or wildcard")
+        .category(ToolCategory::FileSystem)
+        .read_only()
+        .read_only_hint()
+        .idempotent_hint();
 
     async fn validate(&self, input: &GlobInput, ctx: &ToolContext) -> ValidationResult {
         if input.pattern.trim().is_empty() {

@@ -19,8 +19,8 @@ use ignore::{WalkBuilder, WalkState};
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 use tool_core::{
-    PermissionDecision, RuleBehavior, ToolAnnotations, ToolCategory, ToolContext, ToolError,
-    ToolResult, TypedTool, ValidationResult, path,
+    PermissionDecision, RuleBehavior, ToolCategory, ToolContext, ToolError, ToolMeta, ToolResult,
+    TypedTool, ValidationResult, path,
 };
 
 #[cfg(not(target_os = "linux"))]
@@ -629,35 +629,14 @@ impl Grep {
 impl TypedTool for Grep {
     type Input = GrepInput;
     type Output = GrepOutput;
-
-    fn name(&self) -> &'static str {
-        "Grep"
-    }
-    fn search_hint(&self) -> Option<&'static str> {
-        Some("search file contents with regex (ripgrep)")
-    }
-    fn category(&self) -> ToolCategory {
-        ToolCategory::FileSystem
-    }
-    fn annotations(&self) -> ToolAnnotations {
-        ToolAnnotations {
-            read_only: true,
-            idempotent: true,
-            ..ToolAnnotations::default()
-        }
-    }
-    fn max_result_size_chars(&self) -> usize {
-        20_000
-    }
-    async fn description(&self, _input: Option<&GrepInput>) -> String {
-        DESCRIPTION.to_owned()
-    }
-    fn is_concurrency_safe(&self, _input: &GrepInput) -> bool {
-        true
-    }
-    fn is_read_only(&self, _input: &GrepInput) -> bool {
-        true
-    }
+    const META: ToolMeta = ToolMeta::new("Grep")
+        .describe(DESCRIPTION)
+        .hint("search file contents with regex (ripgrep)")
+        .category(ToolCategory::FileSystem)
+        .read_only()
+        .max_result_chars(20_000)
+        .read_only_hint()
+        .idempotent_hint();
 
     async fn validate(&self, input: &GrepInput, ctx: &ToolContext) -> ValidationResult {
         if input.pattern.is_empty() {

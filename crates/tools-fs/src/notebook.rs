@@ -8,8 +8,8 @@ use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 use serde_json::{Map, Value};
 use tool_core::{
-    ContentBlock, PermissionDecision, ToolAnnotations, ToolCategory, ToolContext, ToolError,
-    ToolResult, TypedTool, ValidationResult, cut_middle,
+    ContentBlock, PermissionDecision, ToolCategory, ToolContext, ToolError, ToolMeta, ToolResult,
+    TypedTool, ValidationResult, cut_middle,
 };
 
 use crate::atomic::write_atomic;
@@ -515,31 +515,12 @@ fn edit_notebook(
 impl TypedTool for NotebookEdit {
     type Input = NotebookEditInput;
     type Output = NotebookEditOutput;
+    const META: ToolMeta = ToolMeta::new("NotebookEdit")
+        .describe(NOTEBOOK_DESCRIPTION)
+        .hint("edit Jupyter notebook cells (.ipynb)")
+        .category(ToolCategory::FileSystem)
+        .destructive_hint();
 
-    fn name(&self) -> &'static str {
-        "NotebookEdit"
-    }
-    fn search_hint(&self) -> Option<&'static str> {
-        Some("edit Jupyter notebook cells (.ipynb)")
-    }
-    fn category(&self) -> ToolCategory {
-        ToolCategory::FileSystem
-    }
-    fn annotations(&self) -> ToolAnnotations {
-        ToolAnnotations {
-            destructive: true,
-            ..ToolAnnotations::default()
-        }
-    }
-    async fn description(&self, _input: Option<&NotebookEditInput>) -> String {
-        NOTEBOOK_DESCRIPTION.to_owned()
-    }
-    fn is_concurrency_safe(&self, _input: &NotebookEditInput) -> bool {
-        false
-    }
-    fn is_read_only(&self, _input: &NotebookEditInput) -> bool {
-        false
-    }
     async fn validate(&self, input: &NotebookEditInput, _ctx: &ToolContext) -> ValidationResult {
         let is_ipynb = Path::new(input.notebook_path.trim())
             .extension()

@@ -9,8 +9,8 @@ use async_trait::async_trait;
 use schemars::JsonSchema;
 use serde::Deserialize;
 use tool_core::{
-    PermissionDecision, ReadRecord, ReadSource, ToolAnnotations, ToolCategory, ToolContext,
-    ToolError, ToolResult, TypedTool, ValidationResult, path,
+    PermissionDecision, ReadRecord, ReadSource, ToolCategory, ToolContext, ToolError, ToolMeta,
+    ToolResult, TypedTool, ValidationResult, path,
 };
 
 use crate::common::{self, HASH_LIMIT, StreamHash};
@@ -94,36 +94,15 @@ fn extension(path: &Path) -> String {
 impl TypedTool for Read {
     type Input = ReadInput;
     type Output = ReadOutput;
-
-    fn name(&self) -> &'static str {
-        "Read"
-    }
-    fn search_hint(&self) -> Option<&'static str> {
-        Some("read files, images, PDFs, notebooks")
-    }
-    fn category(&self) -> ToolCategory {
-        ToolCategory::FileSystem
-    }
-    fn annotations(&self) -> ToolAnnotations {
-        ToolAnnotations {
-            read_only: true,
-            idempotent: true,
-            ..ToolAnnotations::default()
-        }
-    }
-    /// Never spilled: Read bounds its own output (lines, line length, characters).
-    fn max_result_size_chars(&self) -> usize {
-        usize::MAX
-    }
-    async fn description(&self, _input: Option<&ReadInput>) -> String {
-        DESCRIPTION.to_owned()
-    }
-    fn is_concurrency_safe(&self, _input: &ReadInput) -> bool {
-        true
-    }
-    fn is_read_only(&self, _input: &ReadInput) -> bool {
-        true
-    }
+    const META: ToolMeta = ToolMeta::new("Read")
+        .describe(DESCRIPTION)
+        .hint("read files, images, PDFs, notebooks")
+        .category(ToolCategory::FileSystem)
+        .read_only()
+        // Never spilled: Read bounds its own output (lines, line length, characters).
+        .max_result_chars(usize::MAX)
+        .read_only_hint()
+        .idempotent_hint();
 
     async fn validate(&self, input: &ReadInput, ctx: &ToolContext) -> ValidationResult {
         if input.file_path.trim().is_empty() {

@@ -7,8 +7,8 @@ use async_trait::async_trait;
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 use tool_core::{
-    PermissionDecision, ToolAnnotations, ToolCategory, ToolContext, ToolError, ToolResult,
-    TypedTool, ValidationResult,
+    PermissionDecision, ToolCategory, ToolContext, ToolError, ToolMeta, ToolResult, TypedTool,
+    ValidationResult,
 };
 
 use crate::atomic::write_atomic;
@@ -138,32 +138,13 @@ fn run(
 impl TypedTool for Write {
     type Input = WriteInput;
     type Output = WriteOutput;
+    const META: ToolMeta = ToolMeta::new("Write")
+        .describe(DESCRIPTION)
+        .hint("create or overwrite files")
+        .category(ToolCategory::FileSystem)
+        .destructive_hint()
+        .idempotent_hint();
 
-    fn name(&self) -> &'static str {
-        "Write"
-    }
-    fn search_hint(&self) -> Option<&'static str> {
-        Some("create or overwrite files")
-    }
-    fn category(&self) -> ToolCategory {
-        ToolCategory::FileSystem
-    }
-    fn annotations(&self) -> ToolAnnotations {
-        ToolAnnotations {
-            destructive: true,
-            idempotent: true,
-            ..ToolAnnotations::default()
-        }
-    }
-    async fn description(&self, _input: Option<&WriteInput>) -> String {
-        DESCRIPTION.to_owned()
-    }
-    fn is_concurrency_safe(&self, _input: &WriteInput) -> bool {
-        false
-    }
-    fn is_read_only(&self, _input: &WriteInput) -> bool {
-        false
-    }
     async fn validate(&self, input: &WriteInput, _ctx: &ToolContext) -> ValidationResult {
         if input.file_path.trim().is_empty() {
             return ValidationResult::invalid_code("file_path must not be empty.", 1);

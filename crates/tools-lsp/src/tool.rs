@@ -15,8 +15,8 @@ use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 use serde_json::{Value, json};
 use tool_core::{
-    PermissionDecision, ToolAnnotations, ToolCategory, ToolContext, ToolError, ToolResult,
-    TypedTool, ValidationResult,
+    PermissionDecision, ToolCategory, ToolContext, ToolError, ToolMeta, ToolResult, TypedTool,
+    ValidationResult,
 };
 
 use crate::format::{self, Files, Place};
@@ -601,34 +601,13 @@ async fn all_diagnostics(ctx: &ToolContext) -> Result<(String, usize, usize), To
 impl TypedTool for Lsp {
     type Input = LspInput;
     type Output = LspOutput;
-
-    fn name(&self) -> &'static str {
-        "LSP"
-    }
-    fn search_hint(&self) -> Option<&'static str> {
-        Some("code intelligence: definitions, references, symbols, hover, diagnostics")
-    }
-    fn category(&self) -> ToolCategory {
-        ToolCategory::Lsp
-    }
-    fn is_deferred(&self) -> bool {
-        true
-    }
-    fn annotations(&self) -> ToolAnnotations {
-        ToolAnnotations {
-            read_only: true,
-            ..ToolAnnotations::default()
-        }
-    }
-    async fn description(&self, _input: Option<&LspInput>) -> String {
-        DESCRIPTION.to_owned()
-    }
-    fn is_concurrency_safe(&self, _input: &LspInput) -> bool {
-        true
-    }
-    fn is_read_only(&self, _input: &LspInput) -> bool {
-        true
-    }
+    const META: ToolMeta = ToolMeta::new("LSP")
+        .describe(DESCRIPTION)
+        .hint("code intelligence: definitions, references, symbols, hover, diagnostics")
+        .category(ToolCategory::Lsp)
+        .deferred()
+        .read_only()
+        .read_only_hint();
 
     async fn validate(&self, input: &LspInput, ctx: &ToolContext) -> ValidationResult {
         let op = input.operation.as_str();

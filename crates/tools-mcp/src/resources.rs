@@ -8,7 +8,7 @@ use std::sync::Arc;
 use async_trait::async_trait;
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
-use tool_core::{ToolAnnotations, ToolCategory, ToolContext, ToolError, ToolResult, TypedTool};
+use tool_core::{ToolCategory, ToolContext, ToolError, ToolMeta, ToolResult, TypedTool};
 
 use crate::manager::{McpManager, skipped_message};
 use crate::server_conn::ServerConn;
@@ -72,36 +72,17 @@ const NO_RESOURCES: &str =
 impl TypedTool for ListMcpResourcesTool {
     type Input = ListInput;
     type Output = Vec<ListedResource>;
+    const META: ToolMeta = ToolMeta::new("ListMcpResourcesTool")
+        .describe(
+            "Lists the resources (files, documents, data) that the connected MCP servers offer. \
+             Give `server` to list one server's resources. Read one with ReadMcpResourceTool.",
+        )
+        .hint("list resources offered by MCP servers")
+        .category(ToolCategory::Mcp)
+        .deferred()
+        .read_only()
+        .read_only_hint();
 
-    fn name(&self) -> &'static str {
-        "ListMcpResourcesTool"
-    }
-    fn category(&self) -> ToolCategory {
-        ToolCategory::Mcp
-    }
-    fn is_deferred(&self) -> bool {
-        true
-    }
-    fn search_hint(&self) -> Option<&'static str> {
-        Some("list resources offered by MCP servers")
-    }
-    fn annotations(&self) -> ToolAnnotations {
-        ToolAnnotations {
-            read_only: true,
-            ..ToolAnnotations::default()
-        }
-    }
-    async fn description(&self, _input: Option<&ListInput>) -> String {
-        "Lists the resources (files, documents, data) that the connected MCP servers offer. \
-         Give `server` to list one server's resources. Read one with ReadMcpResourceTool."
-            .to_owned()
-    }
-    fn is_concurrency_safe(&self, _: &ListInput) -> bool {
-        true
-    }
-    fn is_read_only(&self, _: &ListInput) -> bool {
-        true
-    }
     async fn call(
         &self,
         input: ListInput,
@@ -219,36 +200,17 @@ pub struct ReadMcpResourceTool;
 impl TypedTool for ReadMcpResourceTool {
     type Input = ReadInput;
     type Output = ReadOutput;
+    const META: ToolMeta = ToolMeta::new("ReadMcpResourceTool")
+        .describe(
+            "Reads a resource of an MCP server by its URI (see ListMcpResourcesTool). Text is \
+             returned inline; binary content is saved to a file whose path is returned.",
+        )
+        .hint("read a resource of an MCP server by URI")
+        .category(ToolCategory::Mcp)
+        .deferred()
+        .read_only()
+        .read_only_hint();
 
-    fn name(&self) -> &'static str {
-        "ReadMcpResourceTool"
-    }
-    fn category(&self) -> ToolCategory {
-        ToolCategory::Mcp
-    }
-    fn is_deferred(&self) -> bool {
-        true
-    }
-    fn search_hint(&self) -> Option<&'static str> {
-        Some("read a resource of an MCP server by URI")
-    }
-    fn annotations(&self) -> ToolAnnotations {
-        ToolAnnotations {
-            read_only: true,
-            ..ToolAnnotations::default()
-        }
-    }
-    async fn description(&self, _input: Option<&ReadInput>) -> String {
-        "Reads a resource of an MCP server by its URI (see ListMcpResourcesTool). Text is \
-         returned inline; binary content is saved to a file whose path is returned."
-            .to_owned()
-    }
-    fn is_concurrency_safe(&self, _: &ReadInput) -> bool {
-        true
-    }
-    fn is_read_only(&self, _: &ReadInput) -> bool {
-        true
-    }
     async fn call(
         &self,
         input: ReadInput,

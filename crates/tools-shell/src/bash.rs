@@ -10,8 +10,8 @@ use async_trait::async_trait;
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 use tool_core::{
-    PermissionDecision, Progress, ToolAnnotations, ToolCategory, ToolContext, ToolError,
-    ToolResult, TypedTool, ValidationResult, format_size,
+    PermissionDecision, Progress, ToolCategory, ToolContext, ToolError, ToolMeta, ToolResult,
+    TypedTool, ValidationResult, format_size,
 };
 
 use crate::command::{self, Ending, RunSpec};
@@ -186,34 +186,17 @@ fn start_dir(ctx: &ToolContext) -> (PathBuf, Option<String>) {
 impl TypedTool for Bash {
     type Input = BashInput;
     type Output = BashOutput;
-
-    fn name(&self) -> &'static str {
-        "Bash"
-    }
-    fn search_hint(&self) -> Option<&'static str> {
-        Some("run shell commands, scripts, builds and tests")
-    }
-    fn category(&self) -> ToolCategory {
-        ToolCategory::Shell
-    }
-    fn annotations(&self) -> ToolAnnotations {
-        ToolAnnotations {
-            destructive: true,
-            open_world: true,
-            ..ToolAnnotations::default()
-        }
-    }
-    fn max_result_size_chars(&self) -> usize {
+    const META: ToolMeta = ToolMeta::new("Bash")
+        .describe(DESCRIPTION)
+        .hint("run shell commands, scripts, builds and tests")
+        .category(ToolCategory::Shell)
+        .cancels_siblings_on_error()
         // Bash caps its own output at 30,000 characters and saves the whole of it; the
         // generic budget only needs room for the notices around the cut text.
-        MAX_OUTPUT_CHARS + 2_000
-    }
-    fn cancels_siblings_on_error(&self) -> bool {
-        true
-    }
-    async fn description(&self, _input: Option<&BashInput>) -> String {
-        DESCRIPTION.to_owned()
-    }
+        .max_result_chars(MAX_OUTPUT_CHARS + 2_000)
+        .destructive_hint()
+        .open_world_hint();
+
     fn is_read_only(&self, input: &BashInput) -> bool {
         !input.run_in_background.unwrap_or(false) && permissions::is_read_only(&input.command)
     }

@@ -9,8 +9,8 @@ use async_trait::async_trait;
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 use tool_core::{
-    PermissionDecision, TaskKind, ToolCategory, ToolContext, ToolError, ToolResult, TypedTool,
-    ValidationResult,
+    PermissionDecision, TaskKind, ToolCategory, ToolContext, ToolError, ToolMeta, ToolResult,
+    TypedTool, ValidationResult,
 };
 
 use crate::bash::validate_command;
@@ -53,28 +53,12 @@ pub struct Monitor;
 impl TypedTool for Monitor {
     type Input = MonitorInput;
     type Output = MonitorOutput;
+    const META: ToolMeta = ToolMeta::new("Monitor")
+        .describe("Starts a background command and streams its new output lines as progress events, about once a second (for example `tail -f log`, a test watcher, or a loop that polls a status). Returns at once with a task ID and the output file. Read new lines with TaskOutput (each read returns the lines since the previous one) and stop it with TaskStop; it is stopped after 30 minutes. Use it instead of sleeping in a loop. Permissions and sandbox are those of Bash.")
+        .hint("watch a command's output in the background")
+        .category(ToolCategory::Shell)
+        .deferred();
 
-    fn name(&self) -> &'static str {
-        "Monitor"
-    }
-    fn search_hint(&self) -> Option<&'static str> {
-        Some("watch a command's output in the background")
-    }
-    fn category(&self) -> ToolCategory {
-        ToolCategory::Shell
-    }
-    fn is_deferred(&self) -> bool {
-        true
-    }
-    async fn description(&self, _input: Option<&MonitorInput>) -> String {
-        "Starts a background command and streams its new output lines as progress events, about once a second (for example `tail -f log`, a test watcher, or a loop that polls a status). Returns at once with a task ID and the output file. Read new lines with TaskOutput (each read returns the lines since the previous one) and stop it with TaskStop; it is stopped after 30 minutes. Use it instead of sleeping in a loop. Permissions and sandbox are those of Bash.".to_owned()
-    }
-    fn is_concurrency_safe(&self, _input: &MonitorInput) -> bool {
-        false
-    }
-    fn is_read_only(&self, _input: &MonitorInput) -> bool {
-        false
-    }
     async fn validate(&self, input: &MonitorInput, _ctx: &ToolContext) -> ValidationResult {
         validate_command(&input.command)
     }

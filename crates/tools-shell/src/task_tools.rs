@@ -8,8 +8,8 @@ use async_trait::async_trait;
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 use tool_core::{
-    TaskInfo, TaskKind, ToolAnnotations, ToolCategory, ToolContext, ToolError, ToolResult,
-    TypedTool, ValidationResult,
+    TaskInfo, TaskKind, ToolCategory, ToolContext, ToolError, ToolMeta, ToolResult, TypedTool,
+    ValidationResult,
 };
 
 use crate::tasks::{ShellTasks, read_tail, status_name};
@@ -63,40 +63,18 @@ fn kind_name(kind: TaskKind) -> &'static str {
 impl TypedTool for TaskOutput {
     type Input = TaskOutputInput;
     type Output = TaskOutputData;
-
-    fn name(&self) -> &'static str {
-        "TaskOutput"
-    }
-    fn aliases(&self) -> &'static [&'static str] {
-        &["AgentOutputTool", "BashOutputTool"]
-    }
-    fn search_hint(&self) -> Option<&'static str> {
-        Some("read the output of a background task")
-    }
-    fn category(&self) -> ToolCategory {
-        ToolCategory::Shell
-    }
-    fn is_deferred(&self) -> bool {
-        true
-    }
-    fn annotations(&self) -> ToolAnnotations {
-        ToolAnnotations {
-            read_only: true,
-            ..ToolAnnotations::default()
-        }
-    }
-    async fn description(&self, _input: Option<&TaskOutputInput>) -> String {
-        "Retrieves the output of a background task (a background Bash command, a Monitor, or a background agent).
+    const META: ToolMeta = ToolMeta::new("TaskOutput")
+        .aliases(&["AgentOutputTool", "BashOutputTool"])
+        .describe("Retrieves the output of a background task (a background Bash command, a Monitor, or a background agent).
 - With block (default true) it waits until the task finishes or the timeout (default 30000 ms, max 600000) passes; with block: false it returns at once.
 - Returns the status, exit code and output; long output keeps its last 32000 characters with the path of the full output file. For a Monitor task, only the output written since the previous read is returned.
-- You can also read the output file directly with Read.".to_owned()
-    }
-    fn is_concurrency_safe(&self, _input: &TaskOutputInput) -> bool {
-        true
-    }
-    fn is_read_only(&self, _input: &TaskOutputInput) -> bool {
-        true
-    }
+- You can also read the output file directly with Read.")
+        .hint("read the output of a background task")
+        .category(ToolCategory::Shell)
+        .deferred()
+        .read_only()
+        .read_only_hint();
+
     async fn validate(&self, input: &TaskOutputInput, ctx: &ToolContext) -> ValidationResult {
         if input.task_id.trim().is_empty() {
             return ValidationResult::invalid_code("Task ID is required", 1);
@@ -216,31 +194,14 @@ impl TaskStopInput {
 impl TypedTool for TaskStop {
     type Input = TaskStopInput;
     type Output = TaskStopData;
+    const META: ToolMeta = ToolMeta::new("TaskStop")
+        .aliases(&["KillShell"])
+        .describe("Stops a running background task by its ID (a background Bash command, a Monitor or a background agent), killing its whole process tree. Returns a success or failure status.")
+        .hint("stop a running background task")
+        .category(ToolCategory::Shell)
+        .deferred()
+        .concurrency_safe();
 
-    fn name(&self) -> &'static str {
-        "TaskStop"
-    }
-    fn aliases(&self) -> &'static [&'static str] {
-        &["KillShell"]
-    }
-    fn search_hint(&self) -> Option<&'static str> {
-        Some("stop a running background task")
-    }
-    fn category(&self) -> ToolCategory {
-        ToolCategory::Shell
-    }
-    fn is_deferred(&self) -> bool {
-        true
-    }
-    async fn description(&self, _input: Option<&TaskStopInput>) -> String {
-        "Stops a running background task by its ID (a background Bash command, a Monitor or a background agent), killing its whole process tree. Returns a success or failure status.".to_owned()
-    }
-    fn is_concurrency_safe(&self, _input: &TaskStopInput) -> bool {
-        true
-    }
-    fn is_read_only(&self, _input: &TaskStopInput) -> bool {
-        false
-    }
     async fn validate(&self, input: &TaskStopInput, ctx: &ToolContext) -> ValidationResult {
         let Some(id) = input.id() else {
             return ValidationResult::invalid_code("Missing required parameter: task_id", 1);

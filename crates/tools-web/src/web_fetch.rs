@@ -9,7 +9,7 @@ use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 use tool_core::{
     AskKind, DomainPattern, PermissionDecision, PermissionRule, RuleBehavior, Summariser,
-    ToolAnnotations, ToolCategory, ToolContext, ToolError, ToolResult, TypedTool, ValidationResult,
+    ToolCategory, ToolContext, ToolError, ToolMeta, ToolResult, TypedTool, ValidationResult,
 };
 use url::Url;
 
@@ -244,35 +244,14 @@ fn redirect_text(from: &Url, to: &Url, status: reqwest::StatusCode, prompt: &str
 impl TypedTool for WebFetch {
     type Input = WebFetchInput;
     type Output = WebFetchOutput;
-
-    fn name(&self) -> &'static str {
-        "WebFetch"
-    }
-    fn search_hint(&self) -> Option<&'static str> {
-        Some("fetch and extract content from a URL")
-    }
-    fn category(&self) -> ToolCategory {
-        ToolCategory::Web
-    }
-    fn is_deferred(&self) -> bool {
-        true
-    }
-    fn annotations(&self) -> ToolAnnotations {
-        ToolAnnotations {
-            read_only: true,
-            open_world: true,
-            ..ToolAnnotations::default()
-        }
-    }
-    async fn description(&self, _input: Option<&WebFetchInput>) -> String {
-        DESCRIPTION.to_owned()
-    }
-    fn is_concurrency_safe(&self, _input: &WebFetchInput) -> bool {
-        true
-    }
-    fn is_read_only(&self, _input: &WebFetchInput) -> bool {
-        true
-    }
+    const META: ToolMeta = ToolMeta::new("WebFetch")
+        .describe(DESCRIPTION)
+        .hint("fetch and extract content from a URL")
+        .category(ToolCategory::Web)
+        .deferred()
+        .read_only()
+        .read_only_hint()
+        .open_world_hint();
 
     async fn validate(&self, input: &WebFetchInput, ctx: &ToolContext) -> ValidationResult {
         let settings = match FetchSettings::from_context(ctx) {

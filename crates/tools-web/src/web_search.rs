@@ -7,8 +7,8 @@ use async_trait::async_trait;
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 use tool_core::{
-    PermissionDecision, PermissionRule, ToolAnnotations, ToolCategory, ToolContext, ToolError,
-    ToolResult, TypedTool, ValidationResult,
+    PermissionDecision, PermissionRule, ToolCategory, ToolContext, ToolError, ToolMeta, ToolResult,
+    TypedTool, ValidationResult,
 };
 use url::Url;
 
@@ -136,35 +136,14 @@ fn render(query: &str, hits: &[SearchHit], filtered: bool) -> String {
 impl TypedTool for WebSearch {
     type Input = WebSearchInput;
     type Output = WebSearchOutput;
-
-    fn name(&self) -> &'static str {
-        "WebSearch"
-    }
-    fn search_hint(&self) -> Option<&'static str> {
-        Some("search the web for current information")
-    }
-    fn category(&self) -> ToolCategory {
-        ToolCategory::Web
-    }
-    fn is_deferred(&self) -> bool {
-        true
-    }
-    fn annotations(&self) -> ToolAnnotations {
-        ToolAnnotations {
-            read_only: true,
-            open_world: true,
-            ..ToolAnnotations::default()
-        }
-    }
-    async fn description(&self, _input: Option<&WebSearchInput>) -> String {
-        DESCRIPTION.to_owned()
-    }
-    fn is_concurrency_safe(&self, _input: &WebSearchInput) -> bool {
-        true
-    }
-    fn is_read_only(&self, _input: &WebSearchInput) -> bool {
-        true
-    }
+    const META: ToolMeta = ToolMeta::new("WebSearch")
+        .describe(DESCRIPTION)
+        .hint("search the web for current information")
+        .category(ToolCategory::Web)
+        .deferred()
+        .read_only()
+        .read_only_hint()
+        .open_world_hint();
 
     async fn validate(&self, input: &WebSearchInput, _ctx: &ToolContext) -> ValidationResult {
         let query = input.query.trim();

@@ -11,7 +11,7 @@ use serde::Deserialize;
 use tool_core::{
     AskKind, CommandPattern, DomainPattern, PermissionDecision, PermissionEngine, PermissionMode,
     PermissionRule, RuleBehavior, RuleSource, RuleSourceKind, SourcedRule, Tool, ToolCategory,
-    ToolContext, ToolError, ToolResult, Typed, TypedTool,
+    ToolContext, ToolError, ToolMeta, ToolResult, Typed, TypedTool,
 };
 
 /// Builds a context in `dir` with rules written as `("deny", "Bash(rm *)")`.
@@ -64,15 +64,9 @@ pub struct ShellInput {
 impl TypedTool for Shell {
     type Input = ShellInput;
     type Output = String;
-    fn name(&self) -> &'static str {
-        "Shell"
-    }
-    fn aliases(&self) -> &'static [&'static str] {
-        &["OldShell"]
-    }
-    fn category(&self) -> ToolCategory {
-        ToolCategory::Shell
-    }
+    const META: ToolMeta = ToolMeta::new("Shell")
+        .aliases(&["OldShell"])
+        .category(ToolCategory::Shell);
     fn is_concurrency_safe(&self, input: &ShellInput) -> bool {
         input.command.starts_with("ls")
     }
@@ -127,12 +121,7 @@ pub struct FilesInput {
 impl TypedTool for Files {
     type Input = FilesInput;
     type Output = String;
-    fn name(&self) -> &'static str {
-        "Files"
-    }
-    fn category(&self) -> ToolCategory {
-        ToolCategory::FileSystem
-    }
+    const META: ToolMeta = ToolMeta::new("Files").category(ToolCategory::FileSystem);
     fn is_concurrency_safe(&self, input: &FilesInput) -> bool {
         !input.write
     }
@@ -171,18 +160,9 @@ pub struct FetchInput {
 impl TypedTool for Fetch {
     type Input = FetchInput;
     type Output = String;
-    fn name(&self) -> &'static str {
-        "Fetch"
-    }
-    fn category(&self) -> ToolCategory {
-        ToolCategory::Web
-    }
-    fn is_concurrency_safe(&self, _: &FetchInput) -> bool {
-        true
-    }
-    fn is_read_only(&self, _: &FetchInput) -> bool {
-        true
-    }
+    const META: ToolMeta = ToolMeta::new("Fetch")
+        .category(ToolCategory::Web)
+        .read_only();
     async fn check_permission(&self, input: &FetchInput, ctx: &ToolContext) -> PermissionDecision {
         let matched = ctx.permissions().match_content("Fetch", |content, _| {
             DomainPattern::parse(content).is_some_and(|d| d.matches(&input.host))
@@ -221,21 +201,10 @@ pub struct Empty {}
 impl TypedTool for Question {
     type Input = Empty;
     type Output = String;
-    fn name(&self) -> &'static str {
-        "Question"
-    }
-    fn category(&self) -> ToolCategory {
-        ToolCategory::UserInteraction
-    }
-    fn requires_user_interaction(&self) -> bool {
-        true
-    }
-    fn is_concurrency_safe(&self, _: &Empty) -> bool {
-        true
-    }
-    fn is_read_only(&self, _: &Empty) -> bool {
-        true
-    }
+    const META: ToolMeta = ToolMeta::new("Question")
+        .category(ToolCategory::UserInteraction)
+        .requires_user_interaction()
+        .read_only();
     async fn check_permission(&self, _: &Empty, _ctx: &ToolContext) -> PermissionDecision {
         PermissionDecision::ask("Answer questions?", None)
     }
@@ -284,12 +253,7 @@ pub struct Probe {
 impl TypedTool for Probe {
     type Input = ProbeInput;
     type Output = String;
-    fn name(&self) -> &'static str {
-        "Probe"
-    }
-    fn category(&self) -> ToolCategory {
-        ToolCategory::Shell
-    }
+    const META: ToolMeta = ToolMeta::new("Probe").category(ToolCategory::Shell);
     fn cancels_siblings_on_error(&self) -> bool {
         self.cancels_siblings
     }

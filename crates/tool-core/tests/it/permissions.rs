@@ -784,21 +784,9 @@ struct Patch;
 impl tool_core::TypedTool for Patch {
     type Input = serde_json::Value;
     type Output = String;
-    fn name(&self) -> &'static str {
-        "patch"
-    }
-    fn checked_as(&self) -> &'static [&'static str] {
-        &["Shell", "Files"]
-    }
-    fn category(&self) -> tool_core::ToolCategory {
-        tool_core::ToolCategory::FileSystem
-    }
-    fn is_concurrency_safe(&self, _: &serde_json::Value) -> bool {
-        false
-    }
-    fn is_read_only(&self, _: &serde_json::Value) -> bool {
-        false
-    }
+    const META: tool_core::ToolMeta = tool_core::ToolMeta::new("patch")
+        .checked_as(&["Shell", "Files"])
+        .category(tool_core::ToolCategory::FileSystem);
     async fn call(
         &self,
         _: serde_json::Value,

@@ -25,8 +25,7 @@ use async_trait::async_trait;
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 use tool_core::{
-    PermissionDecision, ToolAnnotations, ToolCategory, ToolContext, ToolError, ToolResult,
-    TypedTool,
+    PermissionDecision, ToolCategory, ToolContext, ToolError, ToolMeta, ToolResult, TypedTool,
 };
 
 use crate::common;
@@ -305,40 +304,15 @@ fn run(
 impl TypedTool for ApplyPatch {
     type Input = ApplyPatchInput;
     type Output = ApplyPatchOutput;
+    const META: ToolMeta = ToolMeta::new("apply_patch")
+        .describe(APPLY_PATCH_DESCRIPTION)
+        .hint("add, delete, update and move files with one patch")
+        .category(ToolCategory::FileSystem)
+        .checked_as(&["Edit", "Write"])
+        .destructive_hint()
+        .freeform_grammar(APPLY_PATCH_GRAMMAR)
+        .freeform_description(APPLY_PATCH_FREEFORM_DESCRIPTION);
 
-    fn name(&self) -> &'static str {
-        "apply_patch"
-    }
-    fn search_hint(&self) -> Option<&'static str> {
-        Some("add, delete, update and move files with one patch")
-    }
-    fn checked_as(&self) -> &'static [&'static str] {
-        &["Edit", "Write"]
-    }
-    fn freeform_grammar(&self) -> Option<&'static str> {
-        Some(APPLY_PATCH_GRAMMAR)
-    }
-    fn freeform_description(&self) -> Option<&'static str> {
-        Some(APPLY_PATCH_FREEFORM_DESCRIPTION)
-    }
-    fn category(&self) -> ToolCategory {
-        ToolCategory::FileSystem
-    }
-    fn annotations(&self) -> ToolAnnotations {
-        ToolAnnotations {
-            destructive: true,
-            ..ToolAnnotations::default()
-        }
-    }
-    async fn description(&self, _input: Option<&ApplyPatchInput>) -> String {
-        APPLY_PATCH_DESCRIPTION.to_owned()
-    }
-    fn is_concurrency_safe(&self, _input: &ApplyPatchInput) -> bool {
-        false
-    }
-    fn is_read_only(&self, _input: &ApplyPatchInput) -> bool {
-        false
-    }
     async fn check_permission(
         &self,
         input: &ApplyPatchInput,

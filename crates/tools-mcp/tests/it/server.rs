@@ -10,8 +10,8 @@ use schemars::JsonSchema;
 use serde::Deserialize;
 use serde_json::json;
 use tool_core::{
-    CancellationToken, Progress, Summariser, Tool, ToolAnnotations, ToolCategory, ToolContext,
-    ToolError, ToolPool, ToolResult, Typed, TypedTool,
+    CancellationToken, Progress, Summariser, Tool, ToolCategory, ToolContext, ToolError, ToolMeta,
+    ToolPool, ToolResult, Typed, TypedTool,
 };
 use tools_mcp::{ClientHook, HttpOptions, LivePool, SessionFactory, serve_http};
 
@@ -29,24 +29,10 @@ struct Tick;
 impl TypedTool for Tick {
     type Input = Empty;
     type Output = String;
-    fn name(&self) -> &'static str {
-        "Tick"
-    }
-    fn annotations(&self) -> ToolAnnotations {
-        ToolAnnotations {
-            read_only: true,
-            ..ToolAnnotations::default()
-        }
-    }
-    fn category(&self) -> ToolCategory {
-        ToolCategory::Shell
-    }
-    fn is_concurrency_safe(&self, _: &Empty) -> bool {
-        true
-    }
-    fn is_read_only(&self, _: &Empty) -> bool {
-        true
-    }
+    const META: ToolMeta = ToolMeta::new("Tick")
+        .category(ToolCategory::Shell)
+        .read_only()
+        .read_only_hint();
     async fn call(&self, _: Empty, ctx: &ToolContext) -> Result<ToolResult<String>, ToolError> {
         for i in 1..=3 {
             ctx.progress().report_progress(Progress {
@@ -69,17 +55,11 @@ struct Wait {
 impl TypedTool for Wait {
     type Input = Empty;
     type Output = String;
-    fn name(&self) -> &'static str {
-        "Wait"
-    }
-    fn category(&self) -> ToolCategory {
-        ToolCategory::Shell
-    }
+    const META: ToolMeta = ToolMeta::new("Wait")
+        .category(ToolCategory::Shell)
+        .read_only();
     fn is_concurrency_safe(&self, _: &Empty) -> bool {
         false
-    }
-    fn is_read_only(&self, _: &Empty) -> bool {
-        true
     }
     async fn call(&self, _: Empty, ctx: &ToolContext) -> Result<ToolResult<String>, ToolError> {
         std::fs::write(&self.started, "").map_err(|e| ToolError::io(&self.started, e))?;
@@ -100,18 +80,9 @@ struct Summarise;
 impl TypedTool for Summarise {
     type Input = Empty;
     type Output = String;
-    fn name(&self) -> &'static str {
-        "Summarise"
-    }
-    fn category(&self) -> ToolCategory {
-        ToolCategory::Web
-    }
-    fn is_concurrency_safe(&self, _: &Empty) -> bool {
-        true
-    }
-    fn is_read_only(&self, _: &Empty) -> bool {
-        true
-    }
+    const META: ToolMeta = ToolMeta::new("Summarise")
+        .category(ToolCategory::Web)
+        .read_only();
     async fn call(&self, _: Empty, ctx: &ToolContext) -> Result<ToolResult<String>, ToolError> {
         let Some(summariser) = ctx.services().get::<Arc<dyn Summariser>>() else {
             return Ok(ToolResult::ok("no summariser".to_owned()));
