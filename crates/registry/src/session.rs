@@ -316,17 +316,7 @@ pub fn build_context(options: &SessionOptions) -> Result<ToolContext, ToolError>
         // The background task manager, for Bash, Monitor and other crates' tasks; shell
         // tasks started through the generic trait run in the settings' sandbox.
         let sandbox = tools_shell::SandboxSettings::from_layers(&layers)?;
-        let mut dirs = vec![cwd];
-        dirs.extend(additional);
-        let tasks = Arc::new(tools_shell::ShellTasks::new(
-            &state_dir,
-            sandbox.clone(),
-            dirs,
-        ));
-        builder = builder
-            .tasks(Arc::clone(&tasks) as Arc<dyn tool_core::TaskManager>)
-            .service(tasks)
-            .service(Arc::new(sandbox));
+        builder = tools_shell::install(builder, sandbox);
     }
     #[cfg(feature = "agent")]
     {

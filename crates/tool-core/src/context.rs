@@ -452,6 +452,20 @@ impl ToolContextBuilder {
         self
     }
 
+    /// The directories the session will work in: the working directory, then the
+    /// additional ones (canonical), for a host that wires a manager before `build`.
+    pub fn working_dirs(&self) -> Vec<PathBuf> {
+        std::iter::once(&self.cwd)
+            .chain(&self.additional_dirs)
+            .map(|d| path::canonicalize_lenient(d))
+            .collect()
+    }
+
+    /// The state directory the session will use (see [`ToolContextBuilder::state_dir`]).
+    pub fn state_dir_path(&self) -> PathBuf {
+        self.state_dir.clone().unwrap_or_else(default_state_dir)
+    }
+
     /// The context.
     pub fn build(self) -> ToolContext {
         let cwd = path::canonicalize_lenient(&self.cwd);

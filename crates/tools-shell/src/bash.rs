@@ -479,7 +479,7 @@ async fn background(
 ) -> Result<ToolResult<BashOutput>, ToolError> {
     let Some(tasks) = ctx.services().get::<Arc<ShellTasks>>() else {
         return Err(ToolError::respond(
-            "Background commands need the shell task manager, which this session does not have (build the session with the registry's `shell` feature); run the command in the foreground instead.",
+            "Background commands need the shell task manager, which this session does not have (the host program wires it with `tools_shell::install`); run the command in the foreground instead.",
         ));
     };
     let readiness = Readiness::from_input(

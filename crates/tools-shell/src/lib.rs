@@ -277,6 +277,33 @@ pub fn sandbox_supervisor_entry() -> Option<std::process::ExitCode> {
     None
 }
 
+/// Wires the shell into a session being built: the background task manager (Bash's
+/// `run_in_background`, Monitor, TaskOutput and TaskStop, and other crates' background
+/// work) for the builder's working directories and state directory, and the sandbox
+/// settings every command runs under. Call it after `additional_dirs` and `state_dir`.
+///
+/// ```
+/// let dir = tempfile::tempdir()?;
+/// let builder = tool_core::ToolContext::builder(dir.path()).state_dir(dir.path().join(".state"));
+/// let ctx = tools_shell::install(builder, tools_shell::SandboxSettings::default()).build();
+/// assert!(ctx.services().get::<std::sync::Arc<tools_shell::ShellTasks>>().is_some());
+/// # Ok::<(), std::io::Error>(())
+/// ```
+pub fn install(
+    builder: tool_core::ToolContextBuilder,
+    sandbox: SandboxSettings,
+) -> tool_core::ToolContextBuilder {
+    let tasks = Arc::new(ShellTasks::new(
+        &builder.state_dir_path(),
+        sandbox.clone(),
+        builder.working_dirs(),
+    ));
+    builder
+        .tasks(Arc::clone(&tasks) as Arc<dyn tool_core::TaskManager>)
+        .service(tasks)
+        .service(Arc::new(sandbox))
+}
+
 /// Every tool of this crate compiled in, ready for a pool: Bash and TaskOutput, plus
 /// TaskStop with the `task-stop` feature and Monitor with `monitor`.
 pub fn tools() -> Vec<Arc<dyn tool_core::Tool>> {

@@ -77,7 +77,7 @@ impl TypedTool for Monitor {
     ) -> Result<ToolResult<MonitorOutput>, ToolError> {
         let Some(tasks) = ctx.services().get::<Arc<ShellTasks>>() else {
             return Err(ToolError::respond(
-                "Monitor needs the shell task manager, which this session does not have (build the session with the registry's `shell` feature).",
+                "Monitor needs the shell task manager, which this session does not have (the host program wires it with `tools_shell::install`).",
             ));
         };
         let settings = SandboxSettings::from_context(ctx)?;
