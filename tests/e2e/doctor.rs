@@ -158,7 +158,7 @@ fn doctor_names_a_settings_file_that_is_not_json_and_exits_1() {
 /// The healthy fake server of tools-mcp's tests.
 fn fake_server() -> String {
     Path::new(env!("CARGO_MANIFEST_DIR"))
-        .join("../crates/tools-mcp/tests/it/fake_server.py")
+        .join("../crates/test-support/mcp/fake_server.py")
         .to_string_lossy()
         .into_owned()
 }

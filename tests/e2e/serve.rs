@@ -38,7 +38,7 @@ pub(crate) fn peer(what: &str) -> Option<PathBuf> {
 }
 
 fn python_client() -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR")).join("../crates/tools-mcp/tests/it/mcp_client.py")
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("../crates/test-support/mcp/mcp_client.py")
 }
 
 /// Runs the Python client on `scenario` and returns its output lines.
@@ -437,7 +437,7 @@ fn serve_rejects_a_bad_http_address() {
 fn project_with_fake_server() -> (Project, PathBuf) {
     let project = Project::new(&["log/"]);
     let script =
-        Path::new(env!("CARGO_MANIFEST_DIR")).join("../crates/tools-mcp/tests/it/fake_server.py");
+        Path::new(env!("CARGO_MANIFEST_DIR")).join("../crates/test-support/mcp/fake_server.py");
     let log = project.root().join("log");
     let config = json!({"mcpServers": {"fake": {"command": "python3", "args": [script, log],
         "env": {"FAKE_TOOLS": r#"[{"name": "Read"}]"#}}}});
@@ -566,8 +566,8 @@ fn ask_user_question_is_answered_through_elicitation() {
 /// `add_tool` adds a tool at run time and announces it with `tools/list_changed`).
 pub(crate) fn project_with_dynamic_server(peers: &Path) -> Project {
     let project = Project::new(&[]);
-    let script = Path::new(env!("CARGO_MANIFEST_DIR"))
-        .join("../crates/tools-mcp/tests/it/dynamic_server.py");
+    let script =
+        Path::new(env!("CARGO_MANIFEST_DIR")).join("../crates/test-support/mcp/dynamic_server.py");
     let config = json!({"mcpServers": {"dyn": {"command": "python3", "args": [script, "stdio"],
         "env": {"PYTHONPATH": peers.join("py")}}}});
     std::fs::write(project.root().join(".mcp.json"), config.to_string()).unwrap();
@@ -854,7 +854,7 @@ struct TlsServer {
 
 impl TlsServer {
     fn start(peers: &Path) -> Self {
-        let fixtures = Path::new(env!("CARGO_MANIFEST_DIR")).join("../crates/tools-mcp/tests/it");
+        let fixtures = Path::new(env!("CARGO_MANIFEST_DIR")).join("../crates/test-support/mcp");
         let certs = tempfile::tempdir().expect("a temporary directory");
         let status = Command::new("python3")
             .arg(fixtures.join("tls_certs.py"))
