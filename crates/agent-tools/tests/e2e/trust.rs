@@ -54,10 +54,7 @@ fn kill_all(token: &str) {
 /// Whether a sandbox mechanism is expected here (bubblewrap installed, or the peers are
 /// required); without one, Bash refuses sandboxed commands, which the checks accept.
 fn sandbox_expected() -> bool {
-    ["/usr/bin/bwrap", "/bin/bwrap", "/usr/local/bin/bwrap"]
-        .iter()
-        .any(|p| Path::new(p).exists())
-        || std::env::var("AGENT_TOOLS_REQUIRE_PEERS").as_deref() == Ok("1")
+    test_support::peers::bwrap().is_some() || test_support::peers::required()
 }
 
 /// Checks a session's stderr: exactly one notice, naming each planted file, what of it was

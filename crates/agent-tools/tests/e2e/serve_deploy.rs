@@ -8,8 +8,9 @@ use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
 use serde_json::{Value, json};
+use test_support::peers::peer;
 
-use crate::serve::{inspector, peer};
+use crate::serve::inspector;
 use crate::serve_eras::{marker, survivors, wait_for_process};
 use crate::serve_http::{Conn, modern};
 use crate::{Project, binary};
@@ -26,7 +27,7 @@ impl Drop for Reaped {
 
 /// The guide, read from the repository.
 fn guide() -> String {
-    let path = Path::new(env!("CARGO_MANIFEST_DIR")).join("../docs/deploy.md");
+    let path = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../docs/deploy.md");
     std::fs::read_to_string(&path).unwrap_or_else(|e| panic!("{}: {e}", path.display()))
 }
 

@@ -109,8 +109,7 @@ fn effect(root: &Path, call: &Value) -> (PathBuf, String) {
 /// file system after.
 fn check(as_user: Option<u32>) {
     let p = Project::new(&["d/"]);
-    let outside = tempfile::tempdir().unwrap();
-    let out = outside.path().canonicalize().unwrap();
+    let (_outside, out) = test_support::tempdir();
     // The empty files the Edits fill, in the real directory and, as decoys, outside.
     for i in 0..EDITS {
         std::fs::write(out.join(format!("e{i}.txt")), "").unwrap();

@@ -1,9 +1,9 @@
 //! `agent-tools serve` driven by real MCP clients: the Python `mcp` package and
 //! `@modelcontextprotocol/inspector --cli`, over stdio and streamable HTTP.
 //!
-//! The peers come from `AGENT_TOOLS_PEERS_DIR` (default `$HOME/.cache/agent-tools/peers`,
-//! installed by `cargo xtask peers`). A missing peer fails the test when
-//! `AGENT_TOOLS_REQUIRE_PEERS=1`, otherwise the test prints why it skipped.
+//! The peers come from `test_support::peers` (installed by `cargo xtask peers`). A missing
+//! peer fails the test when `AGENT_TOOLS_REQUIRE_PEERS=1`, otherwise the test prints why it
+//! skipped.
 
 use std::io::{BufRead, BufReader, Read, Write};
 use std::path::{Path, PathBuf};
@@ -11,58 +11,19 @@ use std::process::{Child, Command, Stdio};
 use std::time::Duration;
 
 use serde_json::{Value, json};
+use test_support::peers::peer;
 
 use crate::{Project, binary};
 
-/// The peers directory, or `None` (after saying why) when `what` is not installed there.
-pub(crate) fn peer(what: &str) -> Option<PathBuf> {
-    let dir = std::env::var_os("AGENT_TOOLS_PEERS_DIR")
-        .map(PathBuf::from)
-        .or_else(|| {
-            std::env::var_os("HOME").map(|h| PathBuf::from(h).join(".cache/agent-tools/peers"))
-        })?;
-    let path = dir.join(what);
-    if path.exists() {
-        return Some(dir);
-    }
-    let message = format!(
-        "peer {} is missing; run `cargo xtask peers`",
-        path.display()
-    );
-    assert!(
-        std::env::var("AGENT_TOOLS_REQUIRE_PEERS").as_deref() != Ok("1"),
-        "{message}"
-    );
-    eprintln!("skipped: {message}");
-    None
-}
-
-fn python_client() -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR")).join("../crates/test-support/mcp/mcp_client.py")
-}
-
-/// Runs the Python client on `scenario` and returns its output lines.
+/// Runs the Python client on `scenario` with the project's state directory as `HOME` and
+/// `AGENT_TOOLS_HOME`; its output lines.
 fn python(peers: &Path, project: &Project, scenario: &Value) -> Vec<Value> {
-    let output = Command::new("python3")
-        .arg(python_client())
-        .arg(scenario.to_string())
-        .env("PYTHONPATH", peers.join("py"))
-        .env("HOME", project.home())
-        .env("AGENT_TOOLS_HOME", project.home())
-        .stdin(Stdio::null())
-        .output()
-        .expect("run python3");
-    let stdout = String::from_utf8_lossy(&output.stdout);
-    assert!(
-        output.status.success(),
-        "python client failed: {}\nstdout: {stdout}\nstderr: {}",
-        output.status,
-        String::from_utf8_lossy(&output.stderr)
-    );
-    stdout
-        .lines()
-        .map(|l| serde_json::from_str(l).unwrap_or_else(|e| panic!("not JSON ({e}): {l}")))
-        .collect()
+    let home = project.home();
+    test_support::mcp::run_client_with_env(
+        peers,
+        scenario,
+        &[("HOME", home), ("AGENT_TOOLS_HOME", home)],
+    )
 }
 
 /// The stdio transport of the Python client: `agent-tools --cwd ROOT serve ARGS`.
@@ -222,9 +183,11 @@ fn inspector_lists_tools_with_schemas_and_hints_over_stdio() {
         .find(|t| t["name"] == "Glob")
         .expect("Glob is listed");
     assert_eq!(glob["annotations"]["readOnlyHint"], true);
-    if let Some(edit) = tools.iter().find(|t| t["name"] == "Edit") {
-        assert_eq!(edit["annotations"]["readOnlyHint"], false, "{edit:#}");
-    }
+    let edit = tools
+        .iter()
+        .find(|t| t["name"] == "Edit")
+        .expect("Edit is listed");
+    assert_eq!(edit["annotations"]["readOnlyHint"], false, "{edit:#}");
 }
 
 #[test]
@@ -337,14 +300,12 @@ fn python_client_cancels_a_running_bash_call() {
         ],
     });
     let lines = python(&peers, &project, &scenario);
-    if lines[0].get("is_error").is_some() {
-        // The pool has no Bash in this build: nothing to cancel.
-        assert!(
-            lines[0]["text"].as_str().unwrap_or("").contains("Bash"),
-            "{lines:#?}"
-        );
-        return;
-    }
+    // The binary under test has the shell feature (these tests need the default features):
+    // a pool without Bash would have answered with an error instead of being cancelled.
+    assert!(
+        lines[0].get("is_error").is_none(),
+        "Bash was not cancelled but answered (is it missing from the pool?): {lines:#?}"
+    );
     assert_eq!(lines[0]["cancelled"], true, "{lines:#?}");
     assert_eq!(
         lines[1]["is_error"], false,
@@ -436,8 +397,7 @@ fn serve_rejects_a_bad_http_address() {
 /// A project whose `.mcp.json` starts the fake server of the tools-mcp tests.
 fn project_with_fake_server() -> (Project, PathBuf) {
     let project = Project::new(&["log/"]);
-    let script =
-        Path::new(env!("CARGO_MANIFEST_DIR")).join("../crates/test-support/mcp/fake_server.py");
+    let script = test_support::mcp::fake_server();
     let log = project.root().join("log");
     let config = json!({"mcpServers": {"fake": {"command": "python3", "args": [script, log],
         "env": {"FAKE_TOOLS": r#"[{"name": "Read"}]"#}}}});
@@ -566,8 +526,7 @@ fn ask_user_question_is_answered_through_elicitation() {
 /// `add_tool` adds a tool at run time and announces it with `tools/list_changed`).
 pub(crate) fn project_with_dynamic_server(peers: &Path) -> Project {
     let project = Project::new(&[]);
-    let script =
-        Path::new(env!("CARGO_MANIFEST_DIR")).join("../crates/test-support/mcp/dynamic_server.py");
+    let script = test_support::mcp::dynamic_server();
     let config = json!({"mcpServers": {"dyn": {"command": "python3", "args": [script, "stdio"],
         "env": {"PYTHONPATH": peers.join("py")}}}});
     std::fs::write(project.root().join(".mcp.json"), config.to_string()).unwrap();
@@ -632,21 +591,17 @@ fn assert_list_changed(lines: &[Value]) {
     assert!(after[..first_mcp].contains(&"Read".to_owned()), "{after:?}");
     assert_eq!(lines[5]["is_error"], false, "{lines:#?}");
     assert_eq!(lines[5]["text"], "fresh was added", "{lines:#?}");
-    if lines[6]["is_error"] == false {
-        assert!(
-            lines[6]["text"]
-                .as_str()
-                .unwrap()
-                .contains("mcp__dyn__fresh"),
-            "ToolSearch sees the new tool: {lines:#?}"
-        );
-    } else {
-        // A build without ToolSearch.
-        assert!(
-            lines[6]["text"].as_str().unwrap().contains("ToolSearch"),
-            "{lines:#?}"
-        );
-    }
+    assert_eq!(
+        lines[6]["is_error"], false,
+        "ToolSearch is in the pool: {lines:#?}"
+    );
+    assert!(
+        lines[6]["text"]
+            .as_str()
+            .unwrap()
+            .contains("mcp__dyn__fresh"),
+        "ToolSearch sees the new tool: {lines:#?}"
+    );
 }
 
 #[test]
@@ -854,21 +809,13 @@ struct TlsServer {
 
 impl TlsServer {
     fn start(peers: &Path) -> Self {
-        let fixtures = Path::new(env!("CARGO_MANIFEST_DIR")).join("../crates/test-support/mcp");
-        let certs = tempfile::tempdir().expect("a temporary directory");
-        let status = Command::new("python3")
-            .arg(fixtures.join("tls_certs.py"))
-            .arg(certs.path())
-            .env("PYTHONPATH", peers.join("py"))
-            .status()
-            .expect("run tls_certs.py");
-        assert!(status.success(), "tls_certs.py failed");
+        let certs = test_support::mcp::certificates(peers);
         let port = std::net::TcpListener::bind("127.0.0.1:0")
             .and_then(|l| l.local_addr())
             .expect("a free port")
             .port();
         let mut child = Command::new("python3")
-            .arg(fixtures.join("dynamic_server.py"))
+            .arg(test_support::mcp::dynamic_server())
             .args(["http", &port.to_string()])
             .arg(certs.path().join("server.pem"))
             .arg(certs.path().join("server.key"))

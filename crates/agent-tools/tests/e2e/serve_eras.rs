@@ -12,12 +12,13 @@ use std::process::{Command, Stdio};
 use std::time::Duration;
 
 use serde_json::{Value, json};
+use test_support::peers::peer;
 
 use crate::Project;
-use crate::serve::{HttpServer, peer, stdio};
+use crate::serve::{HttpServer, stdio};
 
 fn client_script() -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR")).join("e2e/serve_client.py")
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/e2e/serve_client.py")
 }
 
 /// Runs `serve_client.py` on `scenario` and returns its output lines.

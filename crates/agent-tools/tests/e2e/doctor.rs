@@ -4,7 +4,6 @@
 //! ok and the hung one a problem, within `--mcp-wait`; a `--settings` file that picks
 //! Landlock makes the trial command run under Landlock.
 
-use std::path::Path;
 use std::time::{Duration, Instant};
 
 use serde_json::{Value, json};
@@ -13,10 +12,7 @@ use crate::{Project, Run};
 
 /// Whether bubblewrap is expected to work here (installed, or the peers are required).
 fn bubblewrap_expected() -> bool {
-    ["/usr/bin/bwrap", "/bin/bwrap", "/usr/local/bin/bwrap"]
-        .iter()
-        .any(|p| Path::new(p).exists())
-        || std::env::var("AGENT_TOOLS_REQUIRE_PEERS").as_deref() == Ok("1")
+    test_support::peers::bwrap().is_some() || test_support::peers::required()
 }
 
 /// The checks of a `doctor --json` run.
@@ -157,8 +153,7 @@ fn doctor_names_a_settings_file_that_is_not_json_and_exits_1() {
 
 /// The healthy fake server of tools-mcp's tests.
 fn fake_server() -> String {
-    Path::new(env!("CARGO_MANIFEST_DIR"))
-        .join("../crates/test-support/mcp/fake_server.py")
+    test_support::mcp::fake_server()
         .to_string_lossy()
         .into_owned()
 }

@@ -9,8 +9,9 @@ use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
 use serde_json::{Value, json};
+use test_support::peers::peer;
 
-use crate::serve::{HttpServer, inspector, peer};
+use crate::serve::{HttpServer, inspector};
 use crate::serve_eras::{marker, survivors, wait_for_process};
 use crate::{Project, binary};
 

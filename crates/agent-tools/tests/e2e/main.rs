@@ -32,148 +32,100 @@ use std::io::Write;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
 use std::sync::OnceLock;
-use std::time::{Duration, SystemTime};
 
 use serde_json::Value;
 use tempfile::TempDir;
+use test_support::Tree;
 
-/// The modification time every fixture file gets, so Glob's newest-first order falls back
-/// to the path order and results are deterministic.
-const FIXED_MTIME: Duration = Duration::from_secs(1_600_000_000);
-
-/// The `agent-tools` binary next to this test binary (`<target>/<profile>/deps/e2e-*`),
-/// built once with `cargo build -p agent-tools` when it is missing (`cargo xtask ci` builds
-/// it before the tests, so a stale one is never driven there; run that build yourself before
-/// `cargo test -p tests`).
+/// The `agent-tools` binary Cargo built for these tests, with the features they were built
+/// with (`--all-features` in CI, which includes `agent-triggers`).
 pub fn binary() -> &'static Path {
-    static BINARY: OnceLock<PathBuf> = OnceLock::new();
-    BINARY.get_or_init(|| {
-        let exe = std::env::current_exe().expect("the test binary's path");
-        let profile_dir = exe
-            .parent()
-            .and_then(Path::parent)
-            .expect("the test binary lives in <target>/<profile>/deps")
-            .to_path_buf();
-        let binary = profile_dir.join("agent-tools");
-        if !binary.is_file() {
-            build_binary(&profile_dir);
-        }
-        assert!(
-            binary.is_file(),
-            "agent-tools is missing at {}",
-            binary.display()
-        );
-        binary
-    })
+    Path::new(env!("CARGO_BIN_EXE_agent-tools"))
 }
 
-/// The `agent-tools` binary built with its `agent-triggers` feature (cron tools and Monitor),
-/// kept next to the default one as `agent-tools-triggers`: `cargo xtask ci` builds it before
-/// the tests; elsewhere it is built on first use.
+// The tests expect every default tool in the binary: say so rather than fail one by one.
+#[cfg(not(all(
+    feature = "fs",
+    feature = "shell",
+    feature = "web",
+    feature = "lsp",
+    feature = "agent",
+    feature = "mcp",
+    feature = "v2-todo"
+)))]
+compile_error!(
+    "the end-to-end tests drive a binary with at least the default features: build them \
+     without --no-default-features"
+);
+
+/// The `agent-tools` binary with its `agent-triggers` feature (cron tools and Monitor): the
+/// one under test when these tests were built with that feature (CI builds them with every
+/// feature). Otherwise it is built once per test process with `cargo build --features
+/// agent-triggers` into its own target directory beside the one under test (`e2e-triggers`),
+/// so the binary under test is never replaced; Cargo rebuilds it when a source changed, so
+/// it is never stale.
 pub fn triggers_binary() -> &'static Path {
+    if cfg!(feature = "agent-triggers") {
+        return binary();
+    }
     static BINARY: OnceLock<PathBuf> = OnceLock::new();
     BINARY.get_or_init(|| {
-        let default = binary();
-        let profile_dir = default
+        // <target>/<profile>/agent-tools
+        let profile_dir = binary().parent().expect("the profile directory");
+        let target_dir = profile_dir
             .parent()
-            .expect("the profile directory")
-            .to_path_buf();
-        let triggers = profile_dir.join("agent-tools-triggers");
-        if !triggers.is_file() {
-            let target_dir = profile_dir
-                .parent()
-                .expect("the profile directory lives in the target directory");
-            // A separate target directory, so the default binary is left as it is.
-            let scratch = target_dir.join("triggers");
-            let cargo = std::env::var_os("CARGO").unwrap_or_else(|| "cargo".into());
-            let status = Command::new(cargo)
-                .args(["build", "-p", "agent-tools", "--features", "agent-triggers"])
-                .current_dir(concat!(env!("CARGO_MANIFEST_DIR"), "/.."))
-                .env("CARGO_TARGET_DIR", &scratch)
-                .status()
-                .expect("cargo build -p agent-tools --features agent-triggers");
-            assert!(status.success(), "the agent-triggers build failed");
-            let built = scratch
-                .join(profile_dir.file_name().expect("a profile name"))
-                .join("agent-tools");
-            std::fs::copy(&built, &triggers).expect("copy the agent-triggers binary");
+            .expect("the profile directory lives in the target directory");
+        let scratch = target_dir.join("e2e-triggers");
+        let cargo = std::env::var_os("CARGO").unwrap_or_else(|| "cargo".into());
+        let mut command = Command::new(cargo);
+        command
+            .args(["build", "-p", "agent-tools", "--features", "agent-triggers"])
+            .current_dir(env!("CARGO_MANIFEST_DIR"))
+            .env("CARGO_TARGET_DIR", &scratch);
+        let profile = profile_dir.file_name().expect("a profile name");
+        if profile == "release" {
+            command.arg("--release");
         }
-        triggers
+        let status = command
+            .status()
+            .expect("cargo build -p agent-tools --features agent-triggers");
+        assert!(status.success(), "the agent-triggers build failed");
+        let built = scratch.join(profile).join("agent-tools");
+        assert!(built.is_file(), "no binary at {}", built.display());
+        built
     })
-}
-
-fn build_binary(profile_dir: &Path) {
-    let target_dir = profile_dir
-        .parent()
-        .expect("the profile directory lives in the target directory");
-    let cargo = std::env::var_os("CARGO").unwrap_or_else(|| "cargo".into());
-    let mut command = Command::new(cargo);
-    command
-        .args(["build", "-p", "agent-tools"])
-        .current_dir(concat!(env!("CARGO_MANIFEST_DIR"), "/.."))
-        .env("CARGO_TARGET_DIR", target_dir);
-    if profile_dir.file_name().is_some_and(|n| n == "release") {
-        command.arg("--release");
-    }
-    let status = command.status().expect("cargo build -p agent-tools");
-    assert!(status.success(), "cargo build -p agent-tools failed");
 }
 
 /// A temporary project to run the binary in, plus a temporary state directory.
 pub struct Project {
-    _dir: TempDir,
+    tree: Tree,
     home: TempDir,
-    root: PathBuf,
 }
 
 impl Project {
     /// A project with `tree` created in it: `"a/b.rs"` is an empty file, `"a/"` a
     /// directory, `"f = text"` a file with that content, `"l -> target"` a symlink. Files
-    /// get the same modification time.
+    /// get the same modification time ([`test_support::FIXED_MTIME`]).
     pub fn new(tree: &[&str]) -> Self {
-        let dir = tempfile::tempdir().expect("a temporary directory");
-        let home = tempfile::tempdir().expect("a temporary state directory");
-        let root = dir.path().canonicalize().expect("canonical temp dir");
-        let project = Project {
-            _dir: dir,
-            home,
-            root,
-        };
-        for entry in tree {
-            project.add(entry);
+        Project {
+            tree: Tree::new(tree),
+            home: tempfile::tempdir().expect("a temporary state directory"),
         }
-        project
     }
 
     /// Adds one entry written as in [`Project::new`].
     pub fn add(&self, entry: &str) {
-        if let Some((link, target)) = entry.split_once(" -> ") {
-            let link = self.root.join(link);
-            std::fs::create_dir_all(link.parent().expect("a parent")).expect("mkdir");
-            std::os::unix::fs::symlink(target, link).expect("symlink");
-        } else if let Some(dir) = entry.strip_suffix('/') {
-            std::fs::create_dir_all(self.root.join(dir)).expect("mkdir");
-        } else {
-            let (name, content) = entry.split_once(" = ").unwrap_or((entry, ""));
-            let path = self.root.join(name);
-            std::fs::create_dir_all(path.parent().expect("a parent")).expect("mkdir");
-            std::fs::write(&path, content.replace("\\n", "\n")).expect("write");
-            std::fs::File::options()
-                .write(true)
-                .open(&path)
-                .and_then(|f| f.set_modified(SystemTime::UNIX_EPOCH + FIXED_MTIME))
-                .expect("set mtime");
-        }
+        self.tree.add(entry);
     }
 
     /// The canonical project directory.
     pub fn root(&self) -> &Path {
-        &self.root
+        self.tree.root()
     }
 
     /// The canonical project directory as text.
     pub fn root_str(&self) -> &str {
-        self.root.to_str().expect("a UTF-8 temp path")
+        self.root().to_str().expect("a UTF-8 temp path")
     }
 
     /// The state directory given as `AGENT_TOOLS_HOME`.
@@ -191,7 +143,7 @@ impl Project {
     pub fn git_init(&self) {
         let status = Command::new("git")
             .args(["init", "-q"])
-            .current_dir(&self.root)
+            .current_dir(self.root())
             .env("HOME", self.home.path())
             .env("GIT_CONFIG_NOSYSTEM", "1")
             .status()
@@ -201,7 +153,7 @@ impl Project {
 
     /// Runs `agent-tools --cwd <root> ARGS` with `stdin` (or an empty one).
     pub fn run(&self, args: &[&str], stdin: Option<&str>) -> Run {
-        self.run_in(&self.root, args, stdin)
+        self.run_in(self.root(), args, stdin)
     }
 
     /// Runs `agent-tools --cwd CWD ARGS` with `stdin` (or an empty one).
@@ -210,7 +162,7 @@ impl Project {
             .arg("--cwd")
             .arg(cwd)
             .args(args)
-            .current_dir(&self.root)
+            .current_dir(self.root())
             .env("AGENT_TOOLS_HOME", self.home.path())
             .env("HOME", self.home.path())
             .stdin(if stdin.is_some() {

@@ -5,9 +5,10 @@
 //! replaces are not offered.
 
 use serde_json::{Value, json};
+use test_support::peers::peer;
 
 use crate::Project;
-use crate::serve::{HttpServer, peer, stdio};
+use crate::serve::{HttpServer, stdio};
 use crate::serve_eras::python;
 
 fn steps() -> Value {

@@ -145,15 +145,10 @@ fn batch_shares_the_session_permissions() {
 /// one instance whose pid 2 is `agent-tools __agent-tools-sandbox-supervisor …`.
 #[test]
 fn bash_calls_share_one_sandbox_supervised_by_the_binary() {
-    let bwrap = ["/usr/bin/bwrap", "/bin/bwrap", "/usr/local/bin/bwrap"]
-        .iter()
-        .any(|p| std::path::Path::new(p).is_file());
-    if !bwrap {
-        assert!(
-            std::env::var("AGENT_TOOLS_REQUIRE_PEERS").as_deref() != Ok("1"),
-            "bubblewrap is required (AGENT_TOOLS_REQUIRE_PEERS=1): run `cargo xtask peers`"
-        );
-        eprintln!("skipped: bubblewrap is not installed");
+    if !test_support::peers::require(
+        "bubblewrap (`cargo xtask peers` installs it)",
+        test_support::peers::bwrap().is_some(),
+    ) {
         return;
     }
     let p = Project::new(&["a.txt"]);

@@ -36,21 +36,19 @@ fn usable(user: User) -> bool {
             .and_then(|l| l.split_whitespace().nth(2))
             == Some("0")
     });
-    let ok = root && Path::new("/usr/bin/setpriv").is_file();
-    if !ok {
-        assert!(
-            std::env::var("AGENT_TOOLS_REQUIRE_PEERS").as_deref() != Ok("1"),
-            "running as user nobody needs root and /usr/bin/setpriv"
-        );
-        eprintln!("skipping: running as user nobody needs root and /usr/bin/setpriv");
-    }
-    ok
+    test_support::peers::require(
+        "root and /usr/bin/setpriv (to run as user nobody)",
+        root && Path::new("/usr/bin/setpriv").is_file(),
+    )
 }
 
+/// Whether bubblewrap is here for the sandboxed tests: when it is not, they fail under
+/// `AGENT_TOOLS_REQUIRE_PEERS=1` and otherwise print why they skip (see `usable`).
 fn have_bwrap() -> bool {
-    ["/usr/bin/bwrap", "/bin/bwrap"]
-        .iter()
-        .any(|p| Path::new(p).is_file())
+    test_support::peers::require(
+        "bubblewrap (`cargo xtask peers` installs it)",
+        test_support::peers::bwrap().is_some(),
+    )
 }
 
 /// A project and a state directory that `user` owns.
@@ -85,8 +83,7 @@ struct Place {
 
 impl Place {
     fn new(user: User) -> Place {
-        let dir = tempfile::tempdir().expect("a temporary directory");
-        let base = dir.path().canonicalize().expect("canonical");
+        let (dir, base) = test_support::tempdir();
         let root = base.join("work");
         let home = base.join("home");
         for d in [&root, &home] {
@@ -411,7 +408,8 @@ fn killing_agent_tools_ends_its_commands(user: User) {
         json!({"command": escape(&unsandboxed), "run_in_background": true}),
     );
     assert!(r.contains("Command running in background"), "{user:?}: {r}");
-    if have_bwrap() {
+    let bwrap = have_bwrap();
+    if bwrap {
         let sandboxed_session = sandboxed_server.session();
         let r = sandboxed_server.bash(
             &sandboxed_session,
@@ -428,7 +426,7 @@ fn killing_agent_tools_ends_its_commands(user: User) {
     };
     let expected = [
         (&unsandboxed, 3),
-        (&sandboxed, if have_bwrap() { 3 } else { 0 }),
+        (&sandboxed, if bwrap { 3 } else { 0 }),
         (&foreground, 3),
     ];
     let sleeping = |m: &str| {

@@ -236,7 +236,7 @@ fn ended_tasks_reach_an_mcp_client_as_notifications() {
 /// logger `agent-tools/event`, through its logging callback.
 #[test]
 fn the_python_sdk_client_receives_cron_monitor_and_task_events() {
-    let Some(peers) = crate::serve::peer("py/mcp") else {
+    let Some(peers) = test_support::peers::peer("py/mcp") else {
         return;
     };
     let p = Project::new(&[".agent-tools/"]);

@@ -24,8 +24,7 @@ fn project(hung_timeout_ms: u64) -> (Project, PathBuf) {
     let project = Project::new(&["log/"]);
     let log = project.root().join("log");
     let pid_file = log.join("hung.pid");
-    let fake =
-        Path::new(env!("CARGO_MANIFEST_DIR")).join("../crates/test-support/mcp/fake_server.py");
+    let fake = test_support::mcp::fake_server();
     let hung = "import os, sys, time\n\
                 p = sys.argv[1]\n\
                 open(p + '.tmp', 'w').write(str(os.getpid()))\n\
