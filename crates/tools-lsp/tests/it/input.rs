@@ -14,8 +14,7 @@ struct Fixture {
 }
 
 fn fixture() -> Fixture {
-    let dir = tempfile::tempdir().unwrap_or_else(|e| panic!("{e}"));
-    let root = dir.path().canonicalize().unwrap_or_else(|e| panic!("{e}"));
+    let (dir, root) = test_support::tempdir();
     std::fs::write(root.join("a.py"), "x = 1\n").unwrap_or_else(|e| panic!("{e}"));
     std::fs::write(root.join("notes.xyz"), "hello\n").unwrap_or_else(|e| panic!("{e}"));
     std::fs::create_dir(root.join("pkg.py")).unwrap_or_else(|e| panic!("{e}"));
