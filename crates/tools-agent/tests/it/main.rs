@@ -2,6 +2,7 @@
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
 mod agent;
+mod aliases_and_deferral;
 mod ask_user_question;
 mod config;
 mod continuation;
@@ -10,7 +11,6 @@ mod plan_mode;
 mod search;
 mod send_user_message;
 mod skill;
-mod snapshots;
 mod tasks;
 mod team;
 mod teammates;

@@ -1,6 +1,6 @@
 //! Integration tests of tools-fs through tool-core's public execution path (`ToolPool`):
 //! Glob's pattern semantics, order, cap and messages, the shared ignore policy, symlinks,
-//! read-deny rules, cancellation, and snapshots of its schema and output.
+//! read-deny rules, cancellation, and snapshots of its rendered output.
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
 mod apply_patch;
