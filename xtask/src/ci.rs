@@ -1,14 +1,18 @@
 //! `cargo xtask ci`: the whole CI sequence, in order, failing fast.
 //!
-//! Steps: rustfmt, tidy, clippy, the `cargo check` feature matrix, peers, the binaries the
-//! end-to-end tests drive (default and agent-triggers), nextest, doc tests,
+//! Steps: rustfmt, tidy, clippy, the `cargo check` feature matrix, peers, nextest, doc tests,
 //! cargo-deny, `cargo package`. Each step prints its name and duration; the first failure stops the run with a
 //! message naming the step and the command that failed.
+//!
+//! The end-to-end tests (agent-tools' `e2e` test binary) need no step of their own: Cargo
+//! builds the binary they drive (`CARGO_BIN_EXE_agent-tools`) with the features of the test
+//! run, and `--all-features` includes `agent-triggers`, which the cron and Monitor tests
+//! need.
 
 use std::path::Path;
 use std::time::{Duration, Instant};
 
-use anyhow::{Context, Result, anyhow};
+use anyhow::{Result, anyhow};
 
 use crate::cmd::{Cmd, secs};
 use crate::{peers, tidy};
@@ -57,9 +61,6 @@ enum Action {
     Peers,
     /// Install cargo-deny if missing, then run its offline checks.
     Deny,
-    /// Build the binaries the end-to-end tests drive: `agent-tools` with its
-    /// `agent-triggers` feature, kept as `agent-tools-triggers`, then the default one.
-    Binaries,
 }
 
 /// One named CI step.
@@ -146,14 +147,8 @@ fn steps(peers_dir: &Path) -> Vec<Step> {
             action: Action::Peers,
         },
         Step {
-            name: "binaries",
-            action: Action::Binaries,
-        },
-        Step {
             name: "tests",
-            // The end-to-end tests run `<target>/debug/agent-tools`, which nextest does not
-            // build (no test of that package needs it): build it first, or they would drive
-            // whatever binary an earlier build left there.
+            // With every feature: the end-to-end tests' binary then has `agent-triggers`.
             action: Action::Commands(vec![with_peers_env(
                 cargo(&[
                     "nextest",
@@ -219,29 +214,6 @@ fn run_step(root: &Path, peers_dir: &Path, step: &Step, dry_run: bool) -> Result
             }
         }
         Action::Peers => peers::run(peers_dir, dry_run),
-        Action::Binaries => {
-            let triggers = cargo(&["build", "-p", "agent-tools", "--features", "agent-triggers"]);
-            let default = cargo(&["build", "-p", "agent-tools"]);
-            let target = std::env::var_os("CARGO_TARGET_DIR")
-                .map(std::path::PathBuf::from)
-                .map(|t| if t.is_absolute() { t } else { root.join(t) })
-                .unwrap_or_else(|| root.join("target"))
-                .join("debug");
-            let (from, to) = (
-                target.join("agent-tools"),
-                target.join("agent-tools-triggers"),
-            );
-            println!("$ {triggers}");
-            println!("$ cp {} {}", from.display(), to.display());
-            println!("$ {default}");
-            if dry_run {
-                return Ok(());
-            }
-            triggers.cwd(root).run()?;
-            std::fs::copy(&from, &to)
-                .with_context(|| format!("cannot copy {} to {}", from.display(), to.display()))?;
-            default.cwd(root).run()
-        }
         Action::Deny => {
             let version = cargo(&["deny", "--version"]);
             let install = deny_install();
@@ -363,7 +335,6 @@ mod tests {
                 "clippy",
                 "feature matrix",
                 "peers",
-                "binaries",
                 "tests",
                 "doc tests",
                 "cargo-deny",

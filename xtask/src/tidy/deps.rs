@@ -1,7 +1,8 @@
 //! Dependency rules between the workspace's crates, read from each `crates/*/Cargo.toml`.
 //!
 //! The rules are data: [`RULES`] says, per crate, which internal crates it may depend on,
-//! and, per restricted external crate, who may (or may not) use it. Manifests are read by a
+//! which internal crates are for tests only (test-support: a dev-dependency of anyone, a
+//! dependency of no one), and, per restricted external crate, who may (or may not) use it. Manifests are read by a
 //! small parser that knows what Cargo manifests here use: `[dependencies]`,
 //! `[dev-dependencies]`, `[build-dependencies]`, their `[target.'…'.…]` forms and
 //! `[dependencies.name]` tables, `name.workspace = true`, inline tables (also spanning
@@ -60,6 +61,13 @@ pub enum Rule {
     ExternalOnly {
         dep: &'static str,
         users: &'static [&'static str],
+        why: &'static str,
+    },
+    /// The internal crate `krate` is for tests only: any crate may name it in
+    /// `[dev-dependencies]`, none in `[dependencies]` or `[build-dependencies]` (this rule
+    /// comes before every `Internal` rule's lists, which never name it).
+    DevOnly {
+        krate: &'static str,
         why: &'static str,
     },
     /// None of `crates` may depend on the external crate `dep` (in any section).
@@ -140,6 +148,18 @@ pub const RULES: &[Rule] = &[
         allowed: &["registry", "tool-core"],
         dev_extra: &[],
         why: "the binary reaches the tools through the registry and tool-core",
+    },
+    Rule::Internal {
+        krate: "test-support",
+        allowed: &[],
+        dev_extra: &[],
+        why: "test-support serves every crate's tests, tool-core's included, so it depends on \
+              no crate of the workspace",
+    },
+    Rule::DevOnly {
+        krate: "test-support",
+        why: "test-support is shared by the tests only: a dev-dependency of any crate, never \
+              a dependency of a library or the binary",
     },
     Rule::ExternalOnly {
         dep: "rmcp",
@@ -472,6 +492,12 @@ pub fn check_with(root: &Path, rules: &[Rule], problems: &mut Vec<Problem>) -> R
             .flatten()
             .copied()
             .collect();
+        let dev_only = |name: &str| {
+            rules.iter().find_map(|rule| match rule {
+                Rule::DevOnly { krate: k, why } if *k == name => Some(*why),
+                _ => None,
+            })
+        };
         let internal_rule = rules.iter().find_map(|rule| match rule {
             Rule::Internal {
                 krate: k,
@@ -497,6 +523,15 @@ pub fn check_with(root: &Path, rules: &[Rule], problems: &mut Vec<Problem>) -> R
                 continue;
             }
             let section = dep.kind.section();
+            if let Some(why) = dev_only(name) {
+                if dep.kind != Kind::Dev {
+                    report(
+                        dep.line,
+                        format!("`{krate}` depends on `{name}` in {section}: rule: {why}"),
+                    );
+                }
+                continue;
+            }
             if internal.iter().any(|i| i == name) {
                 let ok = allowed.contains(&name)
                     || (dep.kind == Kind::Dev && dev_extra.contains(&name) && name != krate);

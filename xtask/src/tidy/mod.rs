@@ -1,6 +1,6 @@
 //! `cargo xtask tidy`: source hygiene and architecture checks, also run as the `tidy` test.
 //!
-//! Hygiene, under `crates/`, `xtask/` and `tests/` (tracked or not, `target/` skipped):
+//! Hygiene, under `crates/` and `xtask/` (tracked or not, `target/` skipped):
 //! - every `.rs` file starts (after blank lines) with a `//!` line;
 //! - no file contains an ignore or should-panic test attribute, or a todo or unimplemented
 //!   macro call (the needles are built by concatenation so this file does not flag itself);
@@ -34,7 +34,7 @@ use std::path::{Path, PathBuf};
 use anyhow::{Context, Result, bail};
 
 /// Directories checked, relative to the workspace root.
-const CHECKED_DIRS: [&str; 3] = ["crates", "xtask", "tests"];
+const CHECKED_DIRS: [&str; 2] = ["crates", "xtask"];
 
 /// Directories holding configuration `.toml` files checked for trailing whitespace (not
 /// recursively); `""` is the workspace root.
@@ -411,7 +411,7 @@ mod tests {
         write("crates/empty-doc/src/main.rs", "//!\n//!\nfn main() {}\n");
         write("crates/no-root/Cargo.toml", "[package]\n");
         write("crates/good/target/debug/junk.rs", "no doc, but skipped\n");
-        write("tests/e2e.rs", "fn main() {}\n");
+        write("xtask/src/bad.rs", "fn main() {}\n");
         write("xtask/src/main.rs", "//! Fine.\n");
         write("Cargo.toml", "[workspace] \n");
         let found: Vec<String> = hygiene(&root)
@@ -423,7 +423,7 @@ mod tests {
             found,
             vec![
                 "Cargo.toml:1: trailing whitespace".to_owned(),
-                "tests/e2e.rs:1: the first non-blank line must be a `//!` doc comment saying \
+                "xtask/src/bad.rs:1: the first non-blank line must be a `//!` doc comment saying \
                  what the file is"
                     .to_owned(),
                 "crates/empty-doc/src/main.rs:1: the crate's first doc block (`//!`) is missing \

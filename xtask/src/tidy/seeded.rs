@@ -24,7 +24,13 @@ impl Fake {
         let _ = fs::remove_dir_all(&root);
         let fake = Fake { root };
         fake.write("Cargo.toml", "[workspace]\nmembers = [\"crates/*\"]\n");
-        fake.manifest("tool-core", &[], "");
+        // Every crate's tests may use test-support, tool-core's included.
+        fake.manifest(
+            "tool-core",
+            &[],
+            "[dev-dependencies]\ntest-support.workspace = true\n",
+        );
+        fake.manifest("test-support", &[], "tempfile = \"3\"\n");
         for category in deps::CATEGORIES {
             let extra = if category == "tools-mcp" {
                 "rmcp = { version = \"1\", features = [\n    \"server\",\n] }\n"
@@ -36,8 +42,13 @@ impl Fake {
         let mut all = vec!["tool-core"];
         all.extend(deps::CATEGORIES);
         fake.manifest("registry", &all, "");
-        // The binary reaches the tools through the registry and tool-core.
-        fake.manifest("agent-tools", &["registry", "tool-core"], "");
+        // The binary reaches the tools through the registry and tool-core; its end-to-end
+        // tests use test-support.
+        fake.manifest(
+            "agent-tools",
+            &["registry", "tool-core"],
+            "[dev-dependencies]\ntest-support.workspace = true\ntempfile = \"3\"\n",
+        );
         fake.write(
             "crates/tools-fs/src/lib.rs",
             "//! Files.\nmod a;\nmod b;\npub use a::A;\n",
@@ -164,6 +175,45 @@ fn a_category_may_use_another_in_its_tests_only() {
         &fake.problems(),
         "crates/tools-web/Cargo.toml:7: ",
         &["depends on `registry` in [dev-dependencies]"],
+    );
+}
+
+#[test]
+fn test_support_outside_dev_dependencies_fails() {
+    let fake = Fake::clean("test-support");
+    fake.manifest("tools-fs", &["tool-core", "test-support"], "");
+    assert_one(
+        &fake.problems(),
+        "crates/tools-fs/Cargo.toml:6: ",
+        &[
+            "`tools-fs` depends on `test-support` in [dependencies]",
+            "shared by the tests only",
+        ],
+    );
+    fake.manifest("tools-fs", &["tool-core"], "");
+    fake.write(
+        "crates/agent-tools/Cargo.toml",
+        "[package]\nname = \"agent-tools\"\n[dependencies]\nregistry.workspace = true\n\
+         [build-dependencies]\ntest-support.workspace = true\n",
+    );
+    assert_one(
+        &fake.problems(),
+        "crates/agent-tools/Cargo.toml:6: ",
+        &["`agent-tools` depends on `test-support` in [build-dependencies]"],
+    );
+    // test-support itself depends on no crate of the workspace.
+    fake.write(
+        "crates/agent-tools/Cargo.toml",
+        "[package]\nname = \"agent-tools\"\n",
+    );
+    fake.manifest("test-support", &["tool-core"], "");
+    assert_one(
+        &fake.problems(),
+        "crates/test-support/Cargo.toml:5: ",
+        &[
+            "`test-support` depends on `tool-core`",
+            "no crate of the workspace",
+        ],
     );
 }
 

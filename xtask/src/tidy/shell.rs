@@ -10,8 +10,8 @@
 //! Checked: in `crates/*/src` except tools-shell's, outside `#[cfg(test)]` items, no
 //! `Command::new`, `Cmd::new` or `CommandWrap::with_new` whose first argument is a string
 //! literal naming a shell (also as `/bin/sh`, `/usr/bin/env`-less absolute paths). A shell
-//! named through a variable is not seen; that is for review. Tests (`tests/`, `#[cfg(test)]`)
-//! and xtask may spawn shells.
+//! named through a variable is not seen; that is for review. Tests (`crates/*/tests/`,
+//! `#[cfg(test)]`) and xtask may spawn shells.
 
 use std::path::Path;
 

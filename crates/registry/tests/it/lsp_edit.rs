@@ -11,27 +11,6 @@ use serde_json::{Value, json};
 use tool_core::{PermissionMode, ToolContext, ToolPool};
 use tools_lsp::{LanguageServers, LspConfig, ServerConfig};
 
-/// The language server `bin` from the peers; `None` after saying why (a failure with
-/// `AGENT_TOOLS_REQUIRE_PEERS=1`).
-fn server(bin: &str) -> Option<PathBuf> {
-    let dir = std::env::var_os("AGENT_TOOLS_PEERS_DIR")
-        .map(PathBuf::from)
-        .or_else(|| {
-            std::env::var_os("HOME").map(|h| PathBuf::from(h).join(".cache/agent-tools/peers"))
-        })?;
-    let path = dir.join("node_modules/.bin").join(bin);
-    if path.is_file() {
-        return Some(path);
-    }
-    let message = format!("{} is missing; run `cargo xtask peers`", path.display());
-    assert!(
-        std::env::var("AGENT_TOOLS_REQUIRE_PEERS").as_deref() != Ok("1"),
-        "{message}"
-    );
-    eprintln!("skipped: {message}");
-    None
-}
-
 struct Project {
     pool: ToolPool,
     ctx: ToolContext,
@@ -41,8 +20,7 @@ struct Project {
 
 impl Project {
     fn new(files: &[(&str, &str)], exts: &str, bin: &Path) -> Project {
-        let dir = tempfile::tempdir().unwrap();
-        let root = dir.path().canonicalize().unwrap();
+        let (dir, root) = test_support::tempdir();
         for (name, text) in files {
             std::fs::write(root.join(name), text).unwrap();
         }
@@ -102,7 +80,7 @@ async fn check(project: &Project, util: &str, old: &str, new: &str, broken: &str
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn typescript_edit_reports_the_callers_it_broke() {
-    let Some(bin) = server("typescript-language-server") else {
+    let Some(bin) = test_support::peers::bin("typescript-language-server") else {
         return;
     };
     let project = Project::new(
@@ -139,7 +117,7 @@ async fn typescript_edit_reports_the_callers_it_broke() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn pyright_edit_reports_the_callers_it_broke() {
-    let Some(bin) = server("pyright-langserver") else {
+    let Some(bin) = test_support::peers::bin("pyright-langserver") else {
         return;
     };
     let project = Project::new(

@@ -319,12 +319,10 @@ fn features_decide_which_tools_exist() {
 #[cfg(all(feature = "mcp", feature = "fs"))]
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn an_mcp_server_offering_read_does_not_shadow_the_built_in() {
-    let dir = tempfile::tempdir().unwrap();
-    let root = dir.path().canonicalize().unwrap();
+    let (_dir, root) = test_support::tempdir();
     let log = root.join("log");
     std::fs::create_dir(&log).unwrap();
-    let script = std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
-        .join("../tools-mcp/tests/it/fake_server.py");
+    let script = test_support::mcp::fake_server();
     let config = json!({"mcpServers": {"fake": {"command": "python3", "args": [script, log],
         "env": {"FAKE_TOOLS": r#"[{"name": "Read"}, {"name": "Glob"}]"#}}}});
     std::fs::write(root.join(".mcp.json"), config.to_string()).unwrap();

@@ -16,8 +16,7 @@ struct Session {
 }
 
 fn session_with(configure: impl FnOnce(&mut SessionOptions, &Path)) -> Session {
-    let dir = tempfile::tempdir().unwrap();
-    let root = dir.path().canonicalize().unwrap();
+    let (dir, root) = test_support::tempdir();
     std::fs::create_dir_all(root.join("home")).unwrap();
     let mut opts = SessionOptions {
         cwd: root.clone(),

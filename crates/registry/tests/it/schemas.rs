@@ -248,28 +248,16 @@ async fn one_based_fields_say_minimum_1() {
 /// The peers directory when the provider SDKs are installed in it (`cargo xtask peers`);
 /// `None` after saying why, or a failure with `AGENT_TOOLS_REQUIRE_PEERS=1`.
 fn sdk_peers() -> Option<PathBuf> {
-    let dir = std::env::var_os("AGENT_TOOLS_PEERS_DIR")
-        .map(PathBuf::from)
-        .or_else(|| {
-            std::env::var_os("HOME").map(|h| PathBuf::from(h).join(".cache/agent-tools/peers"))
-        })?;
+    let dir = test_support::peers::dir()?;
     let missing: Vec<&str> = ["openai", "google/genai", "anthropic", "mcp"]
         .into_iter()
         .filter(|p| !dir.join("py").join(p).join("__init__.py").is_file())
         .collect();
-    if missing.is_empty() {
-        return Some(dir);
-    }
-    let message = format!(
-        "the Python SDKs {missing:?} are missing from {}; run `cargo xtask peers`",
+    let what = format!(
+        "the Python SDKs {missing:?} in {} (run `cargo xtask peers`)",
         dir.join("py").display()
     );
-    assert!(
-        std::env::var("AGENT_TOOLS_REQUIRE_PEERS").as_deref() != Ok("1"),
-        "{message}"
-    );
-    eprintln!("skipped: {message}");
-    None
+    test_support::peers::require(&what, missing.is_empty()).then_some(dir)
 }
 
 #[tokio::test]

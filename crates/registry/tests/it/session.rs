@@ -20,8 +20,7 @@ fn write(path: &Path, text: &str) {
 
 #[test]
 fn layers_merge_rules_and_the_last_mode_wins() {
-    let dir = tempfile::tempdir().unwrap();
-    let root = dir.path().canonicalize().unwrap();
+    let (_dir, root) = test_support::tempdir();
     write(
         &root.join("home/settings.json"),
         r#"{"permissions":{"allow":["Glob"],"defaultMode":"plan"}}"#,
@@ -86,8 +85,7 @@ fn layers_merge_rules_and_the_last_mode_wins() {
 
 #[test]
 fn errors_name_the_file_or_option() {
-    let dir = tempfile::tempdir().unwrap();
-    let root = dir.path().canonicalize().unwrap();
+    let (_dir, root) = test_support::tempdir();
     let mut opts = options(&root);
     opts.settings_file = Some(root.join("missing.json"));
     let err = build_context(&opts).unwrap_err().to_string();
@@ -130,8 +128,7 @@ fn approve(opts: &SessionOptions) {
 /// A planted project file: what a session takes from it before and after approval.
 #[test]
 fn unapproved_project_files_only_restrict_the_session() {
-    let dir = tempfile::tempdir().unwrap();
-    let root = dir.path().canonicalize().unwrap();
+    let (_dir, root) = test_support::tempdir();
     write(
         &root.join("home/settings.json"),
         r#"{"permissions":{"allow":["Glob"]}}"#,
@@ -248,8 +245,7 @@ fn unapproved_project_files_only_restrict_the_session() {
 #[cfg(feature = "mcp")]
 #[test]
 fn mcp_servers_wait_for_approval_or_the_user_settings() {
-    let dir = tempfile::tempdir().unwrap();
-    let root = dir.path().canonicalize().unwrap();
+    let (_dir, root) = test_support::tempdir();
     write(
         &root.join(".mcp.json"),
         r#"{"mcpServers":{"a":{"command":"a"},"b":{"command":"b"}}}"#,
@@ -292,8 +288,7 @@ fn mcp_servers_wait_for_approval_or_the_user_settings() {
 #[test]
 fn no_planted_sandbox_section_loosens_the_sandbox() {
     use serde_json::json;
-    let dir = tempfile::tempdir().unwrap();
-    let root = dir.path().canonicalize().unwrap();
+    let (_dir, root) = test_support::tempdir();
     let opts = options(&root);
     let defaults = tools_shell::SandboxSettings::default();
     let modes = ["read-only", "workspace-write", "full-access"];
@@ -353,8 +348,7 @@ fn no_planted_sandbox_section_loosens_the_sandbox() {
 /// allows more than `default`, no allow rule and no directory comes from it.
 #[test]
 fn no_planted_permissions_widen_the_session() {
-    let dir = tempfile::tempdir().unwrap();
-    let root = dir.path().canonicalize().unwrap();
+    let (_dir, root) = test_support::tempdir();
     let opts = options(&root);
     let mut cases = 0;
     for file in ["settings.json", "settings.local.json"] {
@@ -417,8 +411,7 @@ async fn plan_mode_holds_in_a_bypass_session() {
         }
     }
 
-    let dir = tempfile::tempdir().unwrap();
-    let root = dir.path().canonicalize().unwrap();
+    let (_dir, root) = test_support::tempdir();
     std::fs::write(root.join("a.txt"), "one\n").unwrap();
     let opts = SessionOptions {
         mode: Some(PermissionMode::BypassPermissions),
@@ -493,8 +486,7 @@ fn the_tool_profile_comes_from_the_option_else_the_last_setting() {
                  project: Option<&str>,
                  flag: Option<Profile>,
                  expected: Result<Profile, &str>| {
-        let dir = tempfile::tempdir().unwrap();
-        let root = dir.path().canonicalize().unwrap();
+        let (_dir, root) = test_support::tempdir();
         if let Some(text) = user {
             write(&root.join("home/settings.json"), text);
         }

@@ -2,15 +2,19 @@
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
 mod agent;
+mod aliases_and_deferral;
+mod ask_user_question;
+mod config;
 mod continuation;
 mod cron;
-mod group1;
+mod plan_mode;
 mod search;
+mod send_user_message;
 mod skill;
-mod snapshots;
 mod tasks;
 mod team;
 mod teammates;
+mod todo_write;
 mod worktree;
 
 use std::path::{Path, PathBuf};

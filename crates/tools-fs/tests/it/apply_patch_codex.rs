@@ -15,25 +15,9 @@ use tool_core::{PermissionMode, ToolContext, ToolPool, Typed};
 
 /// codex's native binary, or `None` (with a note) unless `AGENT_TOOLS_REQUIRE_PEERS=1`.
 fn codex() -> Option<PathBuf> {
-    let peers = std::env::var_os("AGENT_TOOLS_PEERS_DIR")
-        .filter(|d| !d.is_empty())
-        .map(PathBuf::from)
-        .or_else(|| {
-            std::env::var_os("HOME").map(|h| PathBuf::from(h).join(".cache/agent-tools/peers"))
-        });
-    let bin = peers.map(|p| {
-        p.join("node_modules/@openai/codex-linux-x64/vendor/x86_64-unknown-linux-musl/bin/codex")
-    });
-    if let Some(bin) = bin.filter(|b| b.is_file()) {
-        return Some(bin);
-    }
-    let required = std::env::var("AGENT_TOOLS_REQUIRE_PEERS").is_ok_and(|v| v == "1");
-    assert!(
-        !required,
-        "codex is required (AGENT_TOOLS_REQUIRE_PEERS=1) but missing: run `cargo xtask peers`"
-    );
-    eprintln!("skipped: codex's binary not found; run `cargo xtask peers` to install it");
-    None
+    test_support::peers::path(
+        "node_modules/@openai/codex-linux-x64/vendor/x86_64-unknown-linux-musl/bin/codex",
+    )
 }
 
 type Tree = BTreeMap<String, Option<Vec<u8>>>;

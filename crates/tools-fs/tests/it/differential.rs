@@ -14,31 +14,12 @@ use crate::Fixture;
 /// ripgrep from the peers directory or `PATH`; `None` (with a note) when missing, unless
 /// `AGENT_TOOLS_REQUIRE_PEERS=1`.
 fn rg() -> Option<PathBuf> {
-    let peers = std::env::var_os("AGENT_TOOLS_PEERS_DIR")
-        .filter(|d| !d.is_empty())
-        .map(PathBuf::from)
-        .or_else(|| {
-            std::env::var_os("HOME").map(|h| PathBuf::from(h).join(".cache/agent-tools/peers"))
-        });
-    let candidates = peers.map(|p| p.join("cargo/bin/rg")).into_iter().chain(
-        std::env::var_os("PATH").into_iter().flat_map(|p| {
-            std::env::split_paths(&p)
-                .map(|d| d.join("rg"))
-                .collect::<Vec<_>>()
-        }),
-    );
-    for c in candidates {
-        if c.is_file() {
-            return Some(c);
-        }
-    }
-    let required = std::env::var("AGENT_TOOLS_REQUIRE_PEERS").is_ok_and(|v| v == "1");
-    assert!(
-        !required,
-        "ripgrep is required (AGENT_TOOLS_REQUIRE_PEERS=1) but missing: run `cargo xtask peers`"
-    );
-    eprintln!("skipped: ripgrep not found; run `cargo xtask peers` to install it");
-    None
+    let found = test_support::peers::dir()
+        .map(|p| p.join("cargo/bin/rg"))
+        .filter(|p| p.is_file())
+        .or_else(|| test_support::peers::on_path("rg"));
+    test_support::peers::require("ripgrep (`cargo xtask peers` installs it)", found.is_some());
+    found
 }
 
 /// The generated tree.

@@ -610,8 +610,7 @@ fn protected_paths_ask_even_in_bypass() {
 
 #[test]
 fn symlinks_and_traversal_cannot_escape() {
-    let outside = tempfile::tempdir().unwrap();
-    let outside = outside.path().canonicalize().unwrap();
+    let (_outside_dir, outside) = test_support::tempdir();
     let target = outside.join("outside.txt");
     let f = Fixture::new(&[]);
     std::os::unix::fs::symlink(&target, f.path("out")).unwrap();
@@ -703,8 +702,7 @@ fn check_link(
     rel: &str,
     expected: Result<&str, &str>,
 ) {
-    let outside = tempfile::tempdir().unwrap();
-    let out = outside.path().canonicalize().unwrap();
+    let (_outside, out) = test_support::tempdir();
     let out_text = out.to_str().unwrap();
     let f = Fixture::new(&[
         "real/file.txt = a\n",

@@ -1,6 +1,6 @@
 //! Integration tests of tools-fs through tool-core's public execution path (`ToolPool`):
 //! Glob's pattern semantics, order, cap and messages, the shared ignore policy, symlinks,
-//! read-deny rules, cancellation, and snapshots of its schema and output.
+//! read-deny rules, cancellation, and snapshots of its rendered output.
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
 mod apply_patch;
@@ -16,24 +16,21 @@ mod read;
 mod snapshots;
 
 use std::path::{Path, PathBuf};
-use std::time::{Duration, SystemTime};
+use std::time::Duration;
 
 use serde_json::Value;
 use tempfile::TempDir;
+pub use test_support::FIXED_MTIME;
+use test_support::Tree;
 use tool_core::{
     CallResult, PermissionEngine, PermissionMode, PermissionRule, RuleBehavior, RuleSource,
     RuleSourceKind, SourcedRule, ToolContext, ToolPool,
 };
 
-/// The modification time fixture files get unless a test sets another, so that Glob's
-/// newest-first order falls back to path order.
-pub const FIXED_MTIME: Duration = Duration::from_secs(1_600_000_000);
-
 /// A temporary directory tree plus a separate state directory.
 pub struct Fixture {
-    _dir: TempDir,
+    tree: Tree,
     state: TempDir,
-    root: PathBuf,
 }
 
 impl Fixture {
@@ -41,13 +38,9 @@ impl Fixture {
     /// with that content (`\n` written as `\\n`), `"l -> target"` a symlink. Every file gets
     /// [`FIXED_MTIME`].
     pub fn new(tree: &[&str]) -> Self {
-        let dir = tempfile::tempdir().expect("a temporary directory");
-        let root = dir.path().canonicalize().expect("canonical temp dir");
-        let state = tempfile::tempdir().expect("a temporary state directory");
         let fixture = Fixture {
-            _dir: dir,
-            state,
-            root,
+            tree: Tree::new(&[]),
+            state: tempfile::tempdir().expect("a temporary state directory"),
         };
         for entry in tree {
             fixture.add(entry);
@@ -55,40 +48,27 @@ impl Fixture {
         fixture
     }
 
-    /// Adds one entry written as in [`Fixture::new`].
+    /// Adds one entry written as in [`Fixture::new`] (`{root}` in a link's target expanded).
     pub fn add(&self, entry: &str) {
-        if let Some((link, target)) = entry.split_once(" -> ") {
-            let link = self.root.join(link);
-            std::fs::create_dir_all(link.parent().expect("a parent")).expect("mkdir");
-            std::os::unix::fs::symlink(self.expand(target), link).expect("symlink");
-        } else if let Some(dir) = entry.strip_suffix('/') {
-            std::fs::create_dir_all(self.root.join(dir)).expect("mkdir");
-        } else {
-            let (name, content) = entry.split_once(" = ").unwrap_or((entry, ""));
-            let path = self.root.join(name);
-            std::fs::create_dir_all(path.parent().expect("a parent")).expect("mkdir");
-            std::fs::write(&path, content.replace("\\n", "\n")).expect("write");
-            self.set_mtime(name, FIXED_MTIME);
+        match entry.split_once(" -> ") {
+            Some((link, target)) => self.tree.symlink(link, self.expand(target)),
+            None => self.tree.add(entry),
         }
     }
 
     /// Sets the modification time of `rel` to `since_epoch`.
     pub fn set_mtime(&self, rel: &str, since_epoch: Duration) {
-        std::fs::File::options()
-            .write(true)
-            .open(self.root.join(rel))
-            .and_then(|f| f.set_modified(SystemTime::UNIX_EPOCH + since_epoch))
-            .expect("set mtime");
+        self.tree.set_mtime(rel, since_epoch);
     }
 
     /// The canonical root.
     pub fn root(&self) -> &Path {
-        &self.root
+        self.tree.root()
     }
 
     /// `text` with `{root}` replaced by the canonical root.
     pub fn expand(&self, text: &str) -> String {
-        text.replace("{root}", self.root.to_str().expect("a UTF-8 temp path"))
+        text.replace("{root}", self.root().to_str().expect("a UTF-8 temp path"))
     }
 
     /// A context rooted here, with its own state directory and no rules.
@@ -106,7 +86,7 @@ impl Fixture {
         let source = RuleSource {
             kind: RuleSourceKind::CliArg,
             file: None,
-            root: self.root.clone(),
+            root: self.root().to_path_buf(),
         };
         let rules = rules
             .iter()
@@ -116,7 +96,7 @@ impl Fixture {
                 source: source.clone(),
             })
             .collect();
-        ToolContext::builder(&self.root)
+        ToolContext::builder(self.root())
             .state_dir(self.state.path())
             .mode(mode)
             .permissions(PermissionEngine::new(rules))
@@ -142,19 +122,17 @@ impl Fixture {
 
     /// The path of `rel` under the root.
     pub fn path(&self, rel: &str) -> PathBuf {
-        self.root.join(rel)
+        self.tree.path(rel)
     }
 
     /// Writes `bytes` to `rel` (creating parents).
     pub fn write(&self, rel: &str, bytes: impl AsRef<[u8]>) {
-        let path = self.root.join(rel);
-        std::fs::create_dir_all(path.parent().expect("a parent")).expect("mkdir");
-        std::fs::write(path, bytes).expect("write");
+        self.tree.write(rel, bytes);
     }
 
     /// The bytes of `rel`.
     pub fn read(&self, rel: &str) -> Vec<u8> {
-        std::fs::read(self.root.join(rel)).expect("read")
+        std::fs::read(self.path(rel)).expect("read")
     }
 
     /// Asserts that `result`'s text is `expected_lines` (`{root}` expanded), and that a

@@ -124,8 +124,7 @@ fn race(
     call: impl Fn(usize) -> (&'static str, Value),
 ) -> (Fixture, PathBuf, Vec<CallResult>) {
     let f = Fixture::new(&["d/"]);
-    let outside = tempfile::tempdir().unwrap();
-    let outside_path = outside.path().canonicalize().unwrap();
+    let (outside, outside_path) = test_support::tempdir();
     for (name, content) in files {
         f.write(&format!("d/{name}"), content);
     }

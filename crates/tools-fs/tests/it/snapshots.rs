@@ -1,33 +1,11 @@
-//! Snapshots of what the model sees from Glob: its input schema, its description and a
-//! rendered result.
+//! Snapshots of what the model sees from Glob: rendered results (its input schema and
+//! description are snapshotted with every other tool's by the registry's tests).
 
 use std::time::Duration;
 
 use serde_json::json;
-use tool_core::ToolPool;
 
 use crate::{FIXED_MTIME, Fixture};
-
-fn glob() -> std::sync::Arc<dyn tool_core::Tool> {
-    ToolPool::new(tools_fs::tools())
-        .get("Glob")
-        .cloned()
-        .expect("Glob is in the pool")
-}
-
-#[test]
-fn glob_input_schema() {
-    insta::assert_json_snapshot!(glob().input_schema());
-}
-
-#[test]
-fn glob_description() {
-    let description = tokio::runtime::Builder::new_current_thread()
-        .build()
-        .expect("a runtime")
-        .block_on(glob().description(None));
-    insta::assert_snapshot!(description);
-}
 
 #[test]
 fn glob_output_for_a_small_tree() {

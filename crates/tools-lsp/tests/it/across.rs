@@ -14,8 +14,7 @@ use crate::common::{Lang, Session};
 /// A project whose `util` is used by `main` and `other` (which has an error of its own)
 /// and not by `lonely`.
 fn project(lang: Lang) -> (tempfile::TempDir, std::path::PathBuf) {
-    let dir = tempfile::tempdir().unwrap_or_else(|e| panic!("tempdir: {e}"));
-    let root = dir.path().canonicalize().unwrap_or_else(|e| panic!("{e}"));
+    let (dir, root) = test_support::tempdir();
     let files: &[(&str, &str)] = match lang {
         Lang::TypeScript => &[
             (

@@ -1,37 +1,8 @@
-//! Finding the peer servers and laying out small projects.
+//! Managers of the peer servers (found with `test_support::peers`) and small projects.
 
 use std::path::{Path, PathBuf};
 
 use tools_lsp::{LanguageServers, LspConfig, ServerConfig};
-
-/// The peers folder: `AGENT_TOOLS_PEERS_DIR`, else `$HOME/.cache/agent-tools/peers`.
-pub fn peers_dir() -> PathBuf {
-    if let Some(dir) = std::env::var_os("AGENT_TOOLS_PEERS_DIR") {
-        return PathBuf::from(dir);
-    }
-    let home = std::env::var_os("HOME")
-        .map(PathBuf::from)
-        .unwrap_or_default();
-    home.join(".cache/agent-tools/peers")
-}
-
-/// The peer binary `name`, or `None` after saying why the test skips; with
-/// `AGENT_TOOLS_REQUIRE_PEERS=1` a missing peer fails the test.
-pub fn peer(name: &str) -> Option<PathBuf> {
-    let path = peers_dir().join("node_modules/.bin").join(name);
-    if path.is_file() {
-        return Some(path);
-    }
-    let message = format!(
-        "{name} is not installed at {} (run `cargo xtask peers`)",
-        path.display()
-    );
-    if std::env::var("AGENT_TOOLS_REQUIRE_PEERS").as_deref() == Ok("1") {
-        panic!("{message}; AGENT_TOOLS_REQUIRE_PEERS=1 requires it");
-    }
-    eprintln!("skipping: {message}");
-    None
-}
 
 /// Which server a project uses.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -58,7 +29,7 @@ impl Lang {
 
 /// A manager for `lang` only, with the peer binary; `None` when the peer is missing.
 pub fn manager(lang: Lang, cwd: &Path) -> Option<LanguageServers> {
-    let binary = peer(lang.binary())?;
+    let binary = test_support::peers::bin(lang.binary())?;
     let config = LspConfig::empty().with_server(
         lang.extensions(),
         ServerConfig::new(binary.display().to_string(), &["--stdio"]),
@@ -128,8 +99,7 @@ export function main(): number {
 
 /// A small project for `lang` in a fresh temporary folder (canonical path).
 pub fn project(lang: Lang) -> (tempfile::TempDir, PathBuf) {
-    let dir = tempfile::tempdir().unwrap_or_else(|e| panic!("tempdir: {e}"));
-    let root = dir.path().canonicalize().unwrap_or_else(|e| panic!("{e}"));
+    let (dir, root) = test_support::tempdir();
     let files: &[(&str, &str)] = match lang {
         Lang::Python => &[
             (

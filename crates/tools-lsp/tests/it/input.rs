@@ -1,5 +1,5 @@
-//! What the model sees before any server runs: the schema, the description, and every bad
-//! input with a clear error.
+//! What the model sees before any server runs: every bad input with a clear error (the
+//! schema and the description are snapshotted by the registry's tests).
 
 use std::sync::Arc;
 
@@ -14,8 +14,7 @@ struct Fixture {
 }
 
 fn fixture() -> Fixture {
-    let dir = tempfile::tempdir().unwrap_or_else(|e| panic!("{e}"));
-    let root = dir.path().canonicalize().unwrap_or_else(|e| panic!("{e}"));
+    let (dir, root) = test_support::tempdir();
     std::fs::write(root.join("a.py"), "x = 1\n").unwrap_or_else(|e| panic!("{e}"));
     std::fs::write(root.join("notes.xyz"), "hello\n").unwrap_or_else(|e| panic!("{e}"));
     std::fs::create_dir(root.join("pkg.py")).unwrap_or_else(|e| panic!("{e}"));
@@ -150,14 +149,11 @@ async fn without_a_manager_the_error_says_what_to_configure() {
     );
 }
 
+/// The tool is LSP and deferred (its schema and description are snapshotted with every
+/// other tool's by the registry's tests).
 #[test]
-fn schema_and_description() {
+fn the_tool_is_lsp_and_deferred() {
     let tool = tools_lsp::tools().remove(0);
     assert_eq!(tool.name(), "LSP");
     assert!(tool.is_deferred());
-    insta::assert_json_snapshot!("lsp_schema", tool.input_schema());
-    let rt = tokio::runtime::Builder::new_current_thread()
-        .build()
-        .unwrap_or_else(|e| panic!("{e}"));
-    insta::assert_snapshot!("lsp_description", rt.block_on(tool.description(None)));
 }

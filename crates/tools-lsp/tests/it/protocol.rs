@@ -27,22 +27,12 @@ fn fake() -> Option<Fake> {
 
 /// The scripted server with extra arguments (`pull`).
 fn fake_with(extra: &[&str]) -> Option<Fake> {
-    let python = std::env::var_os("PATH").and_then(|path| {
-        std::env::split_paths(&path)
-            .map(|d| d.join("python3"))
-            .find(|p| p.is_file())
-    });
-    let Some(python) = python else {
-        if std::env::var("AGENT_TOOLS_REQUIRE_PEERS").as_deref() == Ok("1") {
-            panic!(
-                "python3 is needed for the scripted server; AGENT_TOOLS_REQUIRE_PEERS=1 requires it"
-            );
-        }
-        eprintln!("skipping: python3 is not installed");
+    let python = test_support::peers::on_path("python3");
+    if !test_support::peers::require("python3 (for the scripted server)", python.is_some()) {
         return None;
-    };
-    let dir = tempfile::tempdir().unwrap_or_else(|e| panic!("{e}"));
-    let root = dir.path().canonicalize().unwrap_or_else(|e| panic!("{e}"));
+    }
+    let python = python?;
+    let (dir, root) = test_support::tempdir();
     let script = root.join("fake_server.py");
     std::fs::write(&script, FAKE_SERVER).unwrap_or_else(|e| panic!("{e}"));
     let log = root.join("received.jsonl");

@@ -2,7 +2,6 @@
 //! exact content, recorded in the state directory) or the session's settings enable. Each
 //! case asserts on the servers' own start logs, not only on the manager's view.
 
-use std::path::Path;
 use std::sync::Arc;
 
 use serde_json::{Value, json};
@@ -23,9 +22,8 @@ enum Approve {
 /// variable) and `c`, after `approve` and with `settings` as the session's user settings;
 /// checks which started, by the manager and by each server's start log.
 async fn check(approve: Approve, settings: Option<Value>, expected: &[&str]) {
-    let dir = tempfile::tempdir().unwrap();
-    let root = dir.path().canonicalize().unwrap();
-    let script = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/it/fake_server.py");
+    let (_dir, root) = test_support::tempdir();
+    let script = test_support::mcp::fake_server();
     let mut servers = serde_json::Map::new();
     for name in ["a", "b", "c"] {
         let log = root.join(format!("log-{name}"));

@@ -8,6 +8,7 @@ use std::time::Duration;
 
 use serde_json::{Value, json};
 use tempfile::TempDir;
+use test_support::peers::peer;
 use tool_core::{
     CallResult, PermissionEngine, PermissionMode, PermissionRule, ProgressSink, RuleBehavior,
     RuleSource, RuleSourceKind, SourcedRule, Tool, ToolCall, ToolContext, ToolPool,
@@ -15,7 +16,6 @@ use tool_core::{
 use tools_mcp::{LivePool, McpManager, STDERR_CAP, start_project_servers};
 
 use crate::live::assembler;
-use crate::peers::peer;
 
 /// A session with the servers of `mcp_json` started from `<root>/.mcp.json`.
 pub struct Session {
@@ -28,8 +28,7 @@ pub struct Session {
 
 impl Session {
     pub async fn start(mcp_json: Value, allow: &[&str], mode: PermissionMode) -> Session {
-        let dir = tempfile::tempdir().unwrap();
-        let root = dir.path().canonicalize().unwrap();
+        let (dir, root) = test_support::tempdir();
         std::fs::write(root.join(".mcp.json"), mcp_json.to_string()).unwrap();
         approve_mcp_json(&root, &root.join("state"));
         let source = RuleSource {
@@ -89,7 +88,7 @@ pub fn bin(peers: &Path, name: &str) -> String {
 }
 
 pub fn fake_server(log: &Path, extra_tools: Value, timeout_ms: u64) -> Value {
-    let script = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/it/fake_server.py");
+    let script = test_support::mcp::fake_server();
     json!({"command": "python3", "args": [script, log], "toolTimeoutMs": timeout_ms,
            "env": {"FAKE_TOOLS": extra_tools.to_string()}})
 }
@@ -310,8 +309,7 @@ async fn filesystem_server_reads_a_file_inside_the_sessions_roots_only() {
     };
     // The directory given on its command line is replaced by the client's roots (the
     // session's working directories), as server-filesystem does for a client with roots.
-    let other = tempfile::tempdir().unwrap();
-    let other = other.path().canonicalize().unwrap();
+    let (_other_dir, other) = test_support::tempdir();
     std::fs::write(other.join("elsewhere.txt"), "not in the session\n").unwrap();
     let s = Session::start(
         json!({"mcpServers": {"fs": {"command": bin(&peers, "mcp-server-filesystem"), "args": [other]}}}),
@@ -432,7 +430,7 @@ pub async fn python_http(peers: &Path, port: u16) -> tokio::process::Child {
 
 /// `dynamic_server.py` over HTTP, or over https with the certificate and key in `tls`.
 async fn python_server(peers: &Path, port: u16, tls: Option<&Path>) -> tokio::process::Child {
-    let script = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/it/dynamic_server.py");
+    let script = test_support::mcp::dynamic_server();
     let mut command = tokio::process::Command::new("python3");
     command.arg(script).args(["http", &port.to_string()]);
     if let Some(dir) = tls {
@@ -457,26 +455,12 @@ async fn python_server(peers: &Path, port: u16, tls: Option<&Path>) -> tokio::pr
     child
 }
 
-/// A test CA and a certificate it signed for 127.0.0.1 (`tls_certs.py`), in a new directory.
-fn test_certificates(peers: &Path) -> TempDir {
-    let dir = tempfile::tempdir().unwrap();
-    let script = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/it/tls_certs.py");
-    let status = std::process::Command::new("python3")
-        .arg(script)
-        .arg(dir.path())
-        .env("PYTHONPATH", peers.join("py"))
-        .status()
-        .unwrap();
-    assert!(status.success(), "tls_certs.py failed");
-    dir
-}
-
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn an_https_server_signed_by_the_ca_of_ca_cert_file_is_trusted() {
     let Some(peers) = peer("py/cryptography") else {
         return;
     };
-    let certs = test_certificates(&peers);
+    let certs = test_support::mcp::certificates(&peers);
     let port = free_port();
     let mut child = python_server(&peers, port, Some(certs.path())).await;
     let url = format!("https://127.0.0.1:{port}/mcp");

@@ -9,12 +9,13 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use serde_json::{Value, json};
+use test_support::mcp::run_client;
+use test_support::peers::peer;
 use tool_core::{PermissionMode, ToolContext, ToolPool};
 use tools_mcp::{LivePool, SessionFactory, mcp_tool_list};
 
 use crate::client::{Session, bin, fake_server, free_port, python_http};
 use crate::live::{assembler, dynamic_server};
-use crate::peers::{peer, python};
 use crate::server::serve_with;
 
 /// The pool of `s`'s MCP tools as they are now, once `name` is among them (tools a server
@@ -94,10 +95,8 @@ async fn additional_working_directories_are_roots_too() {
     let Some(peers) = peer("py/mcp") else {
         return;
     };
-    let extra = tempfile::tempdir().unwrap();
-    let extra = extra.path().canonicalize().unwrap();
-    let dir = tempfile::tempdir().unwrap();
-    let root = dir.path().canonicalize().unwrap();
+    let (_extra_dir, extra) = test_support::tempdir();
+    let (_dir, root) = test_support::tempdir();
     std::fs::write(
         root.join(".mcp.json"),
         json!({"mcpServers": {"dyn": dynamic_server(&peers)}}).to_string(),
@@ -277,7 +276,7 @@ async fn the_server_adapter_passes_output_schema_and_structured_content_on() {
             {"op": "call", "tool": "mcp__fake__untyped"},
         ],
     });
-    let lines = tokio::task::spawn_blocking(move || python(&peers, &scenario))
+    let lines = tokio::task::spawn_blocking(move || run_client(&peers, &scenario))
         .await
         .unwrap();
     let listed = lines[0]["tools"].as_array().unwrap();

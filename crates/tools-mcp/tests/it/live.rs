@@ -6,16 +6,17 @@ use std::path::Path;
 use std::sync::Arc;
 
 use serde_json::{Value, json};
+use test_support::mcp::run_client;
+use test_support::peers::peer;
 use tool_core::{PermissionMode, Tool, ToolContext, ToolPool};
 use tools_mcp::{LivePool, SessionFactory};
 
 use crate::client::Session;
-use crate::peers::{peer, python};
 use crate::server::serve_with;
 
 /// The `.mcp.json` entry of `dynamic_server.py` over stdio.
 pub fn dynamic_server(peers: &Path) -> Value {
-    let script = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/it/dynamic_server.py");
+    let script = test_support::mcp::dynamic_server();
     json!({"command": "python3", "args": [script, "stdio"],
            "env": {"PYTHONPATH": peers.join("py")}})
 }
@@ -116,7 +117,7 @@ async fn the_server_adapter_tells_its_client_and_offers_the_new_tool() {
             {"op": "call", "tool": "mcp__dyn__fresh"},
         ],
     });
-    let lines = tokio::task::spawn_blocking(move || python(&peers, &scenario))
+    let lines = tokio::task::spawn_blocking(move || run_client(&peers, &scenario))
         .await
         .unwrap();
     assert_eq!(

@@ -7,6 +7,5 @@ mod approval;
 mod client;
 mod complete;
 mod live;
-mod peers;
 mod server;
 mod startup;

@@ -9,13 +9,13 @@ use async_trait::async_trait;
 use schemars::JsonSchema;
 use serde::Deserialize;
 use serde_json::json;
+use test_support::mcp::run_client;
+use test_support::peers::peer;
 use tool_core::{
     CancellationToken, Progress, Summariser, Tool, ToolCategory, ToolContext, ToolError, ToolMeta,
     ToolPool, ToolResult, Typed, TypedTool,
 };
 use tools_mcp::{ClientHook, HttpOptions, LivePool, SessionFactory, serve_http};
-
-use crate::peers::{peer, python};
 
 /// Input of the test tools
 #[derive(Deserialize, JsonSchema)]
@@ -150,10 +150,11 @@ async fn the_summariser_uses_the_clients_sampling_when_offered() {
     let steps = json!([{"op": "call", "tool": "Summarise", "args": {}}]);
     let with = json!({"transport": {"http": url}, "sample": "It says hello.", "steps": steps});
     let without = json!({"transport": {"http": url}, "steps": steps});
-    let lines =
-        tokio::task::spawn_blocking(move || (python(&peers, &with), python(&peers, &without)))
-            .await
-            .unwrap();
+    let lines = tokio::task::spawn_blocking(move || {
+        (run_client(&peers, &with), run_client(&peers, &without))
+    })
+    .await
+    .unwrap();
     assert_eq!(lines.0[0]["text"], "It says hello.", "{:#?}", lines.0);
     let sampled = &lines.0[1]["sampled"][0];
     assert!(
@@ -191,7 +192,7 @@ async fn progress_and_cancellation_reach_the_tool_over_http() {
             {"op": "call", "tool": "Tick", "args": {}},
         ],
     });
-    let lines = tokio::task::spawn_blocking(move || python(&peers, &scenario))
+    let lines = tokio::task::spawn_blocking(move || run_client(&peers, &scenario))
         .await
         .unwrap();
     let names: Vec<&str> = lines[0]["tools"]
@@ -253,7 +254,7 @@ async fn a_host_hook_sees_each_session_and_its_client_capabilities() {
     let steps = json!([{"op": "call", "tool": "Tick", "args": {}}]);
     let with = json!({"transport": {"http": url}, "elicit": "accept", "steps": steps});
     let without = json!({"transport": {"http": url}, "steps": steps});
-    tokio::task::spawn_blocking(move || (python(&peers, &with), python(&peers, &without)))
+    tokio::task::spawn_blocking(move || (run_client(&peers, &with), run_client(&peers, &without)))
         .await
         .unwrap();
     let seen = seen.lock().unwrap().clone();

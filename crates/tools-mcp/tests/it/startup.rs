@@ -49,8 +49,7 @@ struct Started {
 }
 
 fn start(mcp_json: &Value) -> Started {
-    let dir = tempfile::tempdir().unwrap();
-    let root = dir.path().canonicalize().unwrap();
+    let (dir, root) = test_support::tempdir();
     std::fs::write(root.join(".mcp.json"), mcp_json.to_string()).unwrap();
     approve_mcp_json(&root, &root.join("state"));
     let ctx = ToolContext::builder(&root)

@@ -212,17 +212,7 @@ pub async fn survivors(marker: &str) -> Vec<u32> {
 
 /// Whether a test that needs `what` should run: true when present; when absent, fails
 /// under `AGENT_TOOLS_REQUIRE_PEERS=1` and otherwise prints why it skips.
-pub fn require(what: &str, present: bool) -> bool {
-    if present {
-        return true;
-    }
-    assert!(
-        std::env::var("AGENT_TOOLS_REQUIRE_PEERS").as_deref() != Ok("1"),
-        "{what} is required (AGENT_TOOLS_REQUIRE_PEERS=1) but not available; run `cargo xtask peers`"
-    );
-    eprintln!("skipping: {what} is not available");
-    false
-}
+pub use test_support::peers::require;
 
 /// A string field of a result's data.
 pub fn data_str<'a>(r: &'a CallResult, key: &str) -> &'a str {

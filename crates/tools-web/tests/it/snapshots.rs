@@ -1,46 +1,11 @@
-//! Snapshots of what the model sees: WebFetch's and WebSearch's schemas and descriptions, and
-//! rendered WebFetch results (WebSearch's are in `search.rs`).
+//! Snapshots of what the model sees: rendered WebFetch results (WebSearch's are in
+//! `search.rs`; both tools' schemas and descriptions are snapshotted with every other tool's
+//! by the registry's tests).
 
 use serde_json::json;
-use tool_core::ToolPool;
 
 use crate::Session;
 use crate::server::{Reply, Server};
-
-fn description(name: &str) -> String {
-    let pool = ToolPool::new(tools_web::tools());
-    let tool = pool.get(name).cloned().unwrap();
-    futures_lite(tool.description(None))
-}
-
-fn futures_lite<F: std::future::Future>(f: F) -> F::Output {
-    tokio::runtime::Builder::new_current_thread()
-        .build()
-        .unwrap()
-        .block_on(f)
-}
-
-#[test]
-fn webfetch_input_schema() {
-    let pool = ToolPool::new(tools_web::tools());
-    insta::assert_json_snapshot!(pool.get("WebFetch").unwrap().input_schema());
-}
-
-#[test]
-fn webfetch_description() {
-    insta::assert_snapshot!(description("WebFetch"));
-}
-
-#[test]
-fn websearch_input_schema() {
-    let pool = ToolPool::new(tools_web::tools());
-    insta::assert_json_snapshot!(pool.get("WebSearch").unwrap().input_schema());
-}
-
-#[test]
-fn websearch_description() {
-    insta::assert_snapshot!(description("WebSearch"));
-}
 
 #[tokio::test]
 async fn webfetch_output_for_an_article() {

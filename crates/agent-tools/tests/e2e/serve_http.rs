@@ -1,0 +1,857 @@
+//! `agent-tools serve --http` from the outside, through a raw HTTP/1.1 client on loopback:
+//! the gate (tokens, origins, sessions per principal, malformed messages, body cap), a
+//! bounded load of 50 concurrent sessions, clients that disconnect mid-command, SIGTERM,
+//! and the inspector CLI with and without a token.
+
+use std::io::{BufRead, BufReader, Read, Write};
+use std::net::TcpStream;
+use std::process::{Command, Stdio};
+use std::time::{Duration, Instant};
+
+use serde_json::{Value, json};
+use test_support::peers::peer;
+
+use crate::serve::{HttpServer, inspector};
+use crate::serve_eras::{marker, survivors, wait_for_process};
+use crate::{Project, binary};
+
+/// One HTTP response.
+#[derive(Debug)]
+pub(crate) struct Response {
+    pub(crate) status: u16,
+    headers: Vec<(String, String)>,
+    pub(crate) body: String,
+}
+
+impl Response {
+    fn header(&self, name: &str) -> Option<&str> {
+        self.headers
+            .iter()
+            .find(|(k, _)| k.eq_ignore_ascii_case(name))
+            .map(|(_, v)| v.as_str())
+    }
+
+    /// The JSON-RPC messages of the body: the JSON body, or the `data:` lines of an SSE
+    /// stream.
+    pub(crate) fn messages(&self) -> Vec<Value> {
+        if let Ok(value) = serde_json::from_str::<Value>(&self.body) {
+            return vec![value];
+        }
+        self.body
+            .lines()
+            .filter_map(|l| l.strip_prefix("data:"))
+            .filter_map(|d| serde_json::from_str(d.trim()).ok())
+            .collect()
+    }
+
+    /// The message that answers request `id`.
+    #[track_caller]
+    pub(crate) fn answer(&self, id: u64) -> Value {
+        self.messages()
+            .into_iter()
+            .find(|m| m["id"] == json!(id))
+            .unwrap_or_else(|| panic!("no answer to {id} in {self:#?}"))
+    }
+}
+
+/// A keep-alive HTTP/1.1 connection.
+pub(crate) struct Conn {
+    reader: BufReader<TcpStream>,
+    authority: String,
+}
+
+impl Conn {
+    pub(crate) fn open(authority: &str) -> Self {
+        let stream = TcpStream::connect(authority).expect("connect");
+        stream.set_nodelay(true).expect("nodelay");
+        stream
+            .set_read_timeout(Some(Duration::from_secs(120)))
+            .expect("timeout");
+        Conn {
+            reader: BufReader::new(stream),
+            authority: authority.to_owned(),
+        }
+    }
+
+    /// Sends one request and reads its whole response.
+    pub(crate) fn send(
+        &mut self,
+        method: &str,
+        path: &str,
+        headers: &[(&str, String)],
+        body: &str,
+    ) -> Response {
+        self.write(method, path, headers, body);
+        self.read()
+    }
+
+    fn write(&mut self, method: &str, path: &str, headers: &[(&str, String)], body: &str) {
+        let mut head = format!(
+            "{method} {path} HTTP/1.1\r\nHost: {}\r\nContent-Length: {}\r\n",
+            self.authority,
+            body.len()
+        );
+        for (k, v) in headers {
+            head.push_str(&format!("{k}: {v}\r\n"));
+        }
+        head.push_str("\r\n");
+        let stream = self.reader.get_mut();
+        stream.write_all(head.as_bytes()).expect("write head");
+        stream.write_all(body.as_bytes()).expect("write body");
+    }
+
+    fn line(&mut self) -> String {
+        let mut line = String::new();
+        self.reader.read_line(&mut line).expect("read a line");
+        line.trim_end_matches(['\r', '\n']).to_owned()
+    }
+
+    fn read(&mut self) -> Response {
+        let status_line = self.line();
+        let status = status_line
+            .split_whitespace()
+            .nth(1)
+            .and_then(|s| s.parse().ok())
+            .unwrap_or_else(|| panic!("no status in {status_line:?}"));
+        let mut headers = Vec::new();
+        loop {
+            let line = self.line();
+            if line.is_empty() {
+                break;
+            }
+            if let Some((k, v)) = line.split_once(':') {
+                headers.push((k.trim().to_owned(), v.trim().to_owned()));
+            }
+        }
+        let find = |name: &str| {
+            headers
+                .iter()
+                .find(|(k, _): &&(String, String)| k.eq_ignore_ascii_case(name))
+                .map(|(_, v)| v.clone())
+        };
+        let mut body = Vec::new();
+        if find("transfer-encoding").is_some_and(|v| v.contains("chunked")) {
+            loop {
+                let size = usize::from_str_radix(self.line().trim(), 16).expect("a chunk size");
+                if size == 0 {
+                    self.line();
+                    break;
+                }
+                let mut chunk = vec![0; size];
+                self.reader.read_exact(&mut chunk).expect("a chunk");
+                body.extend(chunk);
+                self.line();
+            }
+        } else if let Some(len) = find("content-length").and_then(|v| v.parse::<usize>().ok()) {
+            body.resize(len, 0);
+            self.reader.read_exact(&mut body).expect("the body");
+        }
+        Response {
+            status,
+            headers,
+            body: String::from_utf8_lossy(&body).into_owned(),
+        }
+    }
+}
+
+/// A JSON-RPC request of protocol 2026-07-28 (`_meta` and the standard headers), with the
+/// bearer `token` and the context `handle` when given.
+pub(crate) fn modern(
+    id: u64,
+    method: &str,
+    mut params: Value,
+    token: Option<&str>,
+    handle: Option<&str>,
+) -> (Vec<(&'static str, String)>, String) {
+    let mut meta = json!({
+        "io.modelcontextprotocol/protocolVersion": "2026-07-28",
+        "io.modelcontextprotocol/clientInfo": {"name": "raw", "version": "1"},
+        "io.modelcontextprotocol/clientCapabilities": {},
+    });
+    if let Some(handle) = handle {
+        meta["agent-tools/context"] = json!(handle);
+    }
+    params["_meta"] = meta;
+    let mut headers = vec![
+        ("Content-Type", "application/json".to_owned()),
+        ("Accept", "application/json, text/event-stream".to_owned()),
+        ("MCP-Protocol-Version", "2026-07-28".to_owned()),
+        ("Mcp-Method", method.to_owned()),
+    ];
+    if let Some(name) = params.get("name").and_then(Value::as_str) {
+        headers.push(("Mcp-Name", name.to_owned()));
+    }
+    if let Some(token) = token {
+        headers.push(("Authorization", format!("Bearer {token}")));
+    }
+    let body = json!({"jsonrpc": "2.0", "id": id, "method": method, "params": params});
+    (headers, body.to_string())
+}
+
+/// A `tools/call` of protocol 2026-07-28 on `conn`; the answer.
+fn call(
+    conn: &mut Conn,
+    id: u64,
+    tool: &str,
+    args: Value,
+    token: Option<&str>,
+    handle: Option<&str>,
+) -> Value {
+    let (headers, body) = modern(
+        id,
+        "tools/call",
+        json!({"name": tool, "arguments": args}),
+        token,
+        handle,
+    );
+    let response = conn.send("POST", "/mcp", &headers, &body);
+    assert_eq!(response.status, 200, "{response:#?}");
+    response.answer(id)
+}
+
+fn text(answer: &Value) -> String {
+    answer["result"]["content"]
+        .as_array()
+        .into_iter()
+        .flatten()
+        .filter_map(|b| b["text"].as_str())
+        .collect::<Vec<_>>()
+        .join("\n")
+}
+
+/// A legacy session: `initialize` and `notifications/initialized`; the session id.
+fn legacy_session(conn: &mut Conn, token: Option<&str>) -> Result<String, Response> {
+    let mut headers = vec![
+        ("Content-Type", "application/json".to_owned()),
+        ("Accept", "application/json, text/event-stream".to_owned()),
+    ];
+    if let Some(token) = token {
+        headers.push(("Authorization", format!("Bearer {token}")));
+    }
+    let init = json!({"jsonrpc": "2.0", "id": 0, "method": "initialize", "params": {
+        "protocolVersion": "2025-11-25", "capabilities": {},
+        "clientInfo": {"name": "raw", "version": "1"}}});
+    let response = conn.send("POST", "/mcp", &headers, &init.to_string());
+    let Some(id) = response.header("mcp-session-id").map(str::to_owned) else {
+        return Err(response);
+    };
+    headers.push(("Mcp-Session-Id", id.clone()));
+    headers.push(("MCP-Protocol-Version", "2025-11-25".to_owned()));
+    let done = json!({"jsonrpc": "2.0", "method": "notifications/initialized"});
+    let response = conn.send("POST", "/mcp", &headers, &done.to_string());
+    assert_eq!(response.status, 202, "{response:#?}");
+    Ok(id)
+}
+
+/// The headers of a request in legacy session `session`.
+fn legacy_headers(session: &str, token: Option<&str>) -> Vec<(&'static str, String)> {
+    let mut headers = vec![
+        ("Content-Type", "application/json".to_owned()),
+        ("Accept", "application/json, text/event-stream".to_owned()),
+        ("MCP-Protocol-Version", "2025-11-25".to_owned()),
+        ("Mcp-Session-Id", session.to_owned()),
+    ];
+    if let Some(token) = token {
+        headers.push(("Authorization", format!("Bearer {token}")));
+    }
+    headers
+}
+
+const TOKEN_A: &str = "token-a-0123456789abcdef";
+const TOKEN_B: &str = "token-b-fedcba9876543210";
+
+/// A project whose state directory holds a token file with both tokens.
+fn project_with_tokens() -> (Project, String) {
+    let project = Project::new(&["notes.txt = alpha\\n"]);
+    let file = project.home().join("tokens");
+    std::fs::write(&file, format!("# two clients\n{TOKEN_A}\n{TOKEN_B}\n")).expect("tokens");
+    let path = file.to_str().expect("UTF-8").to_owned();
+    (project, path)
+}
+
+#[test]
+fn tokens_origins_and_the_state_of_each_principal() {
+    let (project, tokens) = project_with_tokens();
+    let server = HttpServer::start(
+        &project,
+        &["--token-file", &tokens, "--mode", "acceptEdits"],
+    );
+    let mut conn = Conn::open(server.authority());
+    let notes = project.root().join("notes.txt");
+    let list = |token: Option<&str>| modern(1, "tools/list", json!({}), token, None);
+
+    // /healthz needs no token; /mcp does.
+    let health = conn.send("GET", "/healthz", &[], "");
+    assert_eq!(
+        (health.status, health.body.as_str()),
+        (200, r#"{"status":"ok"}"#)
+    );
+    // A refusal closes the connection (the body was not read): each gets its own.
+    for token in [None, Some("token-c-0123456789abcdef"), Some("token-a")] {
+        let (headers, body) = list(token);
+        let response = Conn::open(server.authority()).send("POST", "/mcp", &headers, &body);
+        assert_eq!(response.status, 401, "{token:?}: {response:#?}");
+        assert!(
+            response
+                .header("www-authenticate")
+                .is_some_and(|v| v.starts_with("Bearer"))
+        );
+        assert!(
+            response.body.contains("Authorization: Bearer"),
+            "{response:#?}"
+        );
+    }
+    let (headers, body) = list(Some(TOKEN_A));
+    assert_eq!(conn.send("POST", "/mcp", &headers, &body).status, 200);
+
+    // A foreign Origin is refused even with a token; a loopback one passes.
+    for (origin, status) in [
+        ("http://evil.example", 403),
+        ("http://localhost.evil.example:8080", 403),
+        ("null", 403),
+        ("http://localhost:6274", 200),
+        ("http://127.0.0.1", 200),
+    ] {
+        let (mut headers, body) = list(Some(TOKEN_A));
+        headers.push(("Origin", origin.to_owned()));
+        let response = Conn::open(server.authority()).send("POST", "/mcp", &headers, &body);
+        assert_eq!(response.status, status, "{origin}: {response:#?}");
+    }
+
+    // Each token is its own principal with its own default context: B cannot edit on the
+    // strength of A's read, and A's minted handle means nothing to B.
+    let read = call(
+        &mut conn,
+        2,
+        "Read",
+        json!({"file_path": notes}),
+        Some(TOKEN_A),
+        None,
+    );
+    assert_eq!(read["result"]["isError"], false, "{read:#}");
+    let edit = json!({"file_path": notes, "old_string": "alpha", "new_string": "omega"});
+    let by_b = call(&mut conn, 3, "Edit", edit.clone(), Some(TOKEN_B), None);
+    assert_eq!(by_b["result"]["isError"], true, "{by_b:#}");
+    assert!(text(&by_b).contains("has not been read"), "{by_b:#}");
+    let minted = call(
+        &mut conn,
+        4,
+        "Read",
+        json!({"file_path": notes}),
+        Some(TOKEN_A),
+        Some("new"),
+    );
+    let handle = minted["result"]["_meta"]["agent-tools/context"]
+        .as_str()
+        .expect("a minted handle")
+        .to_owned();
+    let stolen = call(
+        &mut conn,
+        5,
+        "Edit",
+        edit.clone(),
+        Some(TOKEN_B),
+        Some(&handle),
+    );
+    assert_eq!(stolen["error"]["code"], -32602, "{stolen:#}");
+    assert!(
+        stolen["error"]["message"]
+            .as_str()
+            .unwrap_or("")
+            .contains("no context"),
+        "{stolen:#}"
+    );
+    let own = call(&mut conn, 6, "Edit", edit, Some(TOKEN_A), Some(&handle));
+    assert_eq!(own["result"]["isError"], false, "{own:#}");
+    assert_eq!(
+        std::fs::read_to_string(&notes).unwrap_or_default(),
+        "omega\n"
+    );
+
+    // A legacy session belongs to the token that opened it.
+    let session = legacy_session(&mut conn, Some(TOKEN_A)).expect("a session");
+    let tools_list = json!({"jsonrpc": "2.0", "id": 9, "method": "tools/list"}).to_string();
+    let response = Conn::open(server.authority()).send(
+        "POST",
+        "/mcp",
+        &legacy_headers(&session, Some(TOKEN_B)),
+        &tools_list,
+    );
+    assert_eq!(response.status, 404, "{response:#?}");
+    let response = Conn::open(server.authority()).send(
+        "DELETE",
+        "/mcp",
+        &legacy_headers(&session, Some(TOKEN_B)),
+        "",
+    );
+    assert_eq!(response.status, 404, "{response:#?}");
+    let response = conn.send(
+        "POST",
+        "/mcp",
+        &legacy_headers(&session, Some(TOKEN_A)),
+        &tools_list,
+    );
+    assert_eq!(response.status, 200, "{response:#?}");
+    let response = conn.send(
+        "DELETE",
+        "/mcp",
+        &legacy_headers(&session, Some(TOKEN_A)),
+        "",
+    );
+    assert_eq!(response.status, 204, "{response:#?}");
+}
+
+#[test]
+fn listening_beyond_loopback_needs_a_token() {
+    let project = Project::new(&[]);
+    for args in [
+        vec!["serve", "--http", "0.0.0.0:0"],
+        vec!["serve", "--http", "[::]:0"],
+        vec!["serve", "--http", "127.0.0.1:0", "--allowed-host", "*"],
+    ] {
+        let run = project.run(&args, None);
+        run.assert_code(2);
+        assert!(run.stderr.contains("token"), "{run:#?}");
+    }
+    // A token that is too short, or a file without one, is refused naming the place.
+    let file = project.home().join("tokens");
+    for (content, expected) in [("short\n", "line 1"), ("# none\n", "no token")] {
+        std::fs::write(&file, content).expect("tokens");
+        let path = file.to_str().expect("UTF-8");
+        let run = project.run(
+            &["serve", "--http", "0.0.0.0:0", "--token-file", path],
+            None,
+        );
+        run.assert_code(2);
+        assert!(
+            run.stderr.contains(expected) && run.stderr.contains(path),
+            "{run:#?}"
+        );
+    }
+    let run = project.run(
+        &[
+            "serve",
+            "--http",
+            "127.0.0.1:0",
+            "--token-env",
+            "AGENT_TOOLS_NO_SUCH_VAR",
+        ],
+        None,
+    );
+    run.assert_code(2);
+    assert!(run.stderr.contains("AGENT_TOOLS_NO_SUCH_VAR"), "{run:#?}");
+}
+
+#[test]
+fn the_inspector_gets_in_with_the_token_only() {
+    let Some(peers) = peer("node_modules/.bin/mcp-inspector") else {
+        return;
+    };
+    let project = Project::new(&["a.txt = hello from a file\\n"]);
+    let server = HttpServer::start_with_env(
+        &project,
+        &["--token-env", "SERVE_TOKEN"],
+        &[("SERVE_TOKEN", TOKEN_A)],
+    );
+    let file_arg = format!("file_path={}", project.root().join("a.txt").display());
+    let header = format!("Authorization: Bearer {TOKEN_A}");
+    let mut args = vec![
+        server.url.as_str(),
+        "--transport",
+        "http",
+        "--method",
+        "tools/call",
+        "--tool-name",
+        "Read",
+        "--tool-arg",
+        &file_arg,
+    ];
+    let without = args.clone();
+    args.extend(["--header", &header]);
+    let result = inspector(&peers, &project, &args);
+    assert_eq!(result["isError"], false, "{result:#}");
+    assert!(
+        result["content"][0]["text"]
+            .as_str()
+            .unwrap_or("")
+            .contains("hello from a file"),
+        "{result:#}"
+    );
+    let wrong = "Authorization: Bearer token-x-0123456789abcdef".to_owned();
+    for extra in [vec![], vec!["--header", wrong.as_str()]] {
+        let output = Command::new(peers.join("node_modules/.bin/mcp-inspector"))
+            .arg("--cli")
+            .args(&without)
+            .args(&extra)
+            .current_dir(project.root())
+            .stdin(Stdio::null())
+            .output()
+            .expect("run mcp-inspector");
+        assert!(!output.status.success(), "{extra:?}: {output:?}");
+        let all = format!(
+            "{}{}",
+            String::from_utf8_lossy(&output.stdout),
+            String::from_utf8_lossy(&output.stderr)
+        );
+        assert!(all.contains("Unauthorized") || all.contains("401"), "{all}");
+    }
+}
+
+#[test]
+fn malformed_messages_get_json_rpc_errors_on_both_transports() {
+    let project = Project::new(&[]);
+    let server = HttpServer::start(&project, &["--max-request-bytes", "4096"]);
+    let mut conn = Conn::open(server.authority());
+    let headers = [
+        ("Content-Type", "application/json".to_owned()),
+        ("Accept", "application/json, text/event-stream".to_owned()),
+    ];
+    let bad_args = r#"{"jsonrpc":"2.0","id":7,"method":"tools/call","params":{"name":"Read","arguments":"str"}}"#;
+    let big = format!(
+        r#"{{"jsonrpc":"2.0","id":8,"method":"tools/call","params":{{"name":"Read","arguments":{{"file_path":"{}"}}}}}}"#,
+        "x".repeat(5000)
+    );
+    for (body, status, code, id) in [
+        ("{", 400, -32700, Value::Null),
+        ("not json at all", 400, -32700, Value::Null),
+        ("[1, 2]", 400, -32600, Value::Null),
+        (bad_args, 200, -32602, json!(7)),
+        (big.as_str(), 413, -32600, Value::Null),
+    ] {
+        let response = conn.send("POST", "/mcp", &headers, body);
+        assert_eq!(response.status, status, "{body:.60}: {response:#?}");
+        let message: Value = serde_json::from_str(&response.body).expect("a JSON-RPC error");
+        assert_eq!(message["error"]["code"], code, "{message:#}");
+        assert_eq!(message["id"], id, "{message:#}");
+        assert_eq!(message["jsonrpc"], "2.0");
+        if status == 413 {
+            // The server reads no more than the cap; the connection is not reusable.
+            conn = Conn::open(server.authority());
+        }
+    }
+
+    // Over stdio: the same answers, one line each; a malformed notification gets none.
+    let mut child = Command::new(binary())
+        .args(["--cwd", project.root_str(), "serve"])
+        .env("AGENT_TOOLS_HOME", project.home())
+        .env("HOME", project.home())
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::null())
+        .spawn()
+        .expect("spawn agent-tools serve");
+    let mut stdin = child.stdin.take().expect("stdin");
+    let lines = [
+        "{",
+        r#"{"jsonrpc":"2.0","method":"tools/call","params":7}"#,
+        bad_args,
+    ];
+    for line in lines {
+        writeln!(stdin, "{line}").expect("write");
+    }
+    drop(stdin);
+    let output = child.wait_with_output().expect("wait");
+    let answers: Vec<Value> = String::from_utf8_lossy(&output.stdout)
+        .lines()
+        .map(|l| serde_json::from_str(l).expect("JSON"))
+        .collect();
+    assert_eq!(answers.len(), 2, "{answers:#?}");
+    assert_eq!(answers[0]["error"]["code"], -32700, "{answers:#?}");
+    assert_eq!(answers[1]["error"]["code"], -32602, "{answers:#?}");
+    assert_eq!(answers[1]["id"], 7, "{answers:#?}");
+}
+
+/// Peak resident memory of process `pid`, in KiB (VmHWM).
+fn peak_rss_kib(pid: u32) -> u64 {
+    std::fs::read_to_string(format!("/proc/{pid}/status"))
+        .unwrap_or_default()
+        .lines()
+        .find_map(|l| l.strip_prefix("VmHWM:"))
+        .and_then(|v| v.split_whitespace().next()?.parse().ok())
+        .unwrap_or(0)
+}
+
+#[test]
+fn fifty_sessions_of_a_hundred_mixed_calls_lose_nothing() {
+    const SESSIONS: usize = 50;
+    const CALLS: usize = 100;
+    let project = Project::new(&[]);
+    let server = HttpServer::start(&project, &["--mode", "acceptEdits", "--allow", "Bash"]);
+    let authority = server.authority().to_owned();
+    let root = project.root().to_path_buf();
+    let started = Instant::now();
+    let outcomes: Vec<(usize, usize)> = std::thread::scope(|scope| {
+        let handles: Vec<_> = (0..SESSIONS)
+            .map(|s| {
+                let authority = authority.clone();
+                let root = root.clone();
+                scope.spawn(move || session_load(&authority, &root, s, CALLS))
+            })
+            .collect();
+        handles
+            .into_iter()
+            .map(|h| h.join().expect("a session"))
+            .collect()
+    });
+    let elapsed = started.elapsed();
+    let calls: usize = outcomes.iter().map(|(calls, _)| calls).sum();
+    let edits: usize = outcomes.iter().map(|(_, edits)| edits).sum();
+    assert_eq!(calls, SESSIONS * CALLS);
+    // Nothing lost: every session's file holds its last version.
+    for (s, (_, edits)) in outcomes.iter().enumerate() {
+        let text = std::fs::read_to_string(root.join(format!("file-{s}.txt"))).unwrap_or_default();
+        assert_eq!(text, format!("session {s} version {edits}\n"));
+    }
+    eprintln!(
+        "load: {SESSIONS} sessions × {CALLS} calls ({edits} edits) in {:.1} s; server peak RSS {} MiB",
+        elapsed.as_secs_f64(),
+        peak_rss_kib(server.child.id()) / 1024
+    );
+}
+
+/// One session of the load test: half are legacy sessions, half minted contexts of
+/// protocol 2026-07-28. Returns the calls made and the edits applied.
+fn session_load(authority: &str, root: &std::path::Path, s: usize, calls: usize) -> (usize, usize) {
+    let mut conn = Conn::open(authority);
+    let legacy = if s.is_multiple_of(2) {
+        Some(legacy_session(&mut conn, None).expect("a session"))
+    } else {
+        None
+    };
+    let mut handle: Option<String> = None;
+    let file = root.join(format!("file-{s}.txt"));
+    let mut version = 0;
+    let mut made = 0;
+    let mut run = |conn: &mut Conn, id: u64, tool: &str, args: Value| -> Value {
+        made += 1;
+        let answer = match &legacy {
+            Some(session) => {
+                let body = json!({"jsonrpc": "2.0", "id": id, "method": "tools/call",
+                                  "params": {"name": tool, "arguments": args}});
+                let response = conn.send(
+                    "POST",
+                    "/mcp",
+                    &legacy_headers(session, None),
+                    &body.to_string(),
+                );
+                assert_eq!(response.status, 200, "{response:#?}");
+                response.answer(id)
+            }
+            None => {
+                let wanted = handle.clone().unwrap_or_else(|| "new".to_owned());
+                let answer = call(conn, id, tool, args, None, Some(&wanted));
+                if handle.is_none() {
+                    handle = answer["result"]["_meta"]["agent-tools/context"]
+                        .as_str()
+                        .map(str::to_owned);
+                }
+                answer
+            }
+        };
+        assert_eq!(
+            answer["result"]["isError"], false,
+            "session {s}, {tool}: {answer:#}"
+        );
+        answer
+    };
+    let first = json!({"file_path": file, "content": format!("session {s} version 0\n")});
+    run(&mut conn, 1, "Write", first);
+    for i in 1..calls as u64 {
+        let id = i + 1;
+        match i % 10 {
+            0 => {
+                let answer = run(
+                    &mut conn,
+                    id,
+                    "Bash",
+                    json!({"command": format!("echo {s}-{i}")}),
+                );
+                assert!(text(&answer).contains(&format!("{s}-{i}")), "{answer:#}");
+            }
+            1 | 4 | 7 => {
+                let answer = run(&mut conn, id, "Read", json!({"file_path": file}));
+                assert!(
+                    text(&answer).contains(&format!("version {version}")),
+                    "{answer:#}"
+                );
+            }
+            2 | 5 | 8 => {
+                let args = json!({"file_path": file,
+                    "old_string": format!("version {version}"),
+                    "new_string": format!("version {}", version + 1)});
+                run(&mut conn, id, "Edit", args);
+                version += 1;
+            }
+            3 | 6 => {
+                let answer = run(
+                    &mut conn,
+                    id,
+                    "Glob",
+                    json!({"pattern": format!("file-{s}.txt")}),
+                );
+                assert!(
+                    text(&answer).contains(&format!("file-{s}.txt")),
+                    "{answer:#}"
+                );
+            }
+            _ => {
+                let answer = run(
+                    &mut conn,
+                    id,
+                    "Grep",
+                    json!({"pattern": format!("session {s} version"), "output_mode": "count"}),
+                );
+                assert!(!text(&answer).is_empty(), "{answer:#}");
+            }
+        }
+    }
+    (made, version)
+}
+
+/// Sends a `tools/call` of Bash and returns the connection without reading the answer.
+fn start_bash(authority: &str, command: &str, handle: Option<&str>) -> Conn {
+    let mut conn = Conn::open(authority);
+    let (headers, body) = modern(
+        1,
+        "tools/call",
+        json!({"name": "Bash", "arguments": {"command": command}}),
+        None,
+        handle,
+    );
+    conn.write("POST", "/mcp", &headers, &body);
+    conn
+}
+
+#[test]
+fn a_client_that_disconnects_mid_command_leaves_no_process() {
+    let project = Project::new(&[]);
+    let server = HttpServer::start(&project, &["--allow", "Bash"]);
+
+    // Protocol 2026-07-28: closing the response is the cancellation.
+    let m = marker("disconnect-modern");
+    let conn = start_bash(server.authority(), &format!("sleep 600 # {m}"), None);
+    assert!(wait_for_process(&m, 30), "the command never started");
+    drop(conn);
+    assert_eq!(
+        survivors(&m, 20),
+        Vec::<u32>::new(),
+        "the command outlived its client"
+    );
+
+    // A legacy session: the session's end (DELETE) ends its calls.
+    let m = marker("disconnect-legacy");
+    let mut conn = Conn::open(server.authority());
+    let session = legacy_session(&mut conn, None).expect("a session");
+    let body = json!({"jsonrpc": "2.0", "id": 1, "method": "tools/call",
+        "params": {"name": "Bash", "arguments": {"command": format!("sleep 600 # {m}")}}});
+    let mut call = Conn::open(server.authority());
+    call.write(
+        "POST",
+        "/mcp",
+        &legacy_headers(&session, None),
+        &body.to_string(),
+    );
+    assert!(wait_for_process(&m, 30), "the command never started");
+    drop(call);
+    let response = conn.send("DELETE", "/mcp", &legacy_headers(&session, None), "");
+    assert_eq!(response.status, 204, "{response:#?}");
+    assert_eq!(
+        survivors(&m, 20),
+        Vec::<u32>::new(),
+        "the command outlived its session"
+    );
+
+    // stdio: the client closes the pipe.
+    let m = marker("disconnect-stdio");
+    let mut child = Command::new(binary())
+        .args(["--cwd", project.root_str(), "serve", "--allow", "Bash"])
+        .env("AGENT_TOOLS_HOME", project.home())
+        .env("HOME", project.home())
+        .stdin(Stdio::piped())
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .spawn()
+        .expect("spawn agent-tools serve");
+    let mut stdin = child.stdin.take().expect("stdin");
+    let (_, body) = modern(
+        1,
+        "tools/call",
+        json!({"name": "Bash", "arguments": {"command": format!("sleep 600 # {m}")}}),
+        None,
+        None,
+    );
+    writeln!(stdin, "{body}").expect("write");
+    assert!(wait_for_process(&m, 30), "the command never started");
+    drop(stdin);
+    let deadline = Instant::now() + Duration::from_secs(30);
+    while child.try_wait().expect("status").is_none() && Instant::now() < deadline {
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    assert!(
+        child.try_wait().expect("status").is_some(),
+        "serve outlived its client"
+    );
+    assert_eq!(
+        survivors(&m, 10),
+        Vec::<u32>::new(),
+        "the command outlived serve"
+    );
+}
+
+#[test]
+fn sigterm_lets_calls_finish_then_leaves_no_process() {
+    let project = Project::new(&[]);
+    let mut server = HttpServer::start(&project, &["--allow", "Bash", "--grace", "3"]);
+    let authority = server.authority().to_owned();
+    let long = marker("sigterm-fg");
+    let background = marker("sigterm-bg");
+    // A background command in a minted context, and a foreground one that never ends.
+    let mut conn = Conn::open(&authority);
+    let args = json!({"command": format!("sleep 600 # {background}"), "run_in_background": true});
+    let answer = call(&mut conn, 1, "Bash", args, None, Some("new"));
+    assert_eq!(answer["result"]["isError"], false, "{answer:#}");
+    let mut stuck = start_bash(&authority, &format!("sleep 600 # {long}"), None);
+    assert!(wait_for_process(&long, 30) && wait_for_process(&background, 30));
+    // A call that ends within the grace period.
+    let quick = std::thread::spawn({
+        let authority = authority.clone();
+        move || {
+            let mut conn = start_bash(&authority, "sleep 1.5; echo finished", Some("new"));
+            conn.read()
+        }
+    });
+    std::thread::sleep(Duration::from_millis(300));
+    rustix::process::kill_process(
+        rustix::process::Pid::from_raw(server.child.id() as i32).expect("a pid"),
+        rustix::process::Signal::TERM,
+    )
+    .expect("SIGTERM");
+    let started = Instant::now();
+    let mut status = None;
+    while status.is_none() && started.elapsed() < Duration::from_secs(60) {
+        status = server.child.try_wait().expect("status");
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    let status = status.expect("serve did not stop within 60 s of SIGTERM");
+    assert!(status.success(), "{status:?}");
+    let finished = quick.join().expect("the quick call");
+    assert!(
+        finished.answer(1).to_string().contains("finished"),
+        "{finished:#?}"
+    );
+    // The stuck call was cancelled and answered (or its connection closed).
+    let _ = stuck
+        .reader
+        .get_mut()
+        .set_read_timeout(Some(Duration::from_secs(5)));
+    assert_eq!(
+        survivors(&long, 10),
+        Vec::<u32>::new(),
+        "a foreground command survived"
+    );
+    assert_eq!(
+        survivors(&background, 10),
+        Vec::<u32>::new(),
+        "a background command survived"
+    );
+}

@@ -1,0 +1,81 @@
+//! The fake MCP servers and the Python MCP client that several test binaries drive
+//! (tools-mcp's, the registry's and the binary's end-to-end tests), kept in this crate's
+//! `mcp/` folder. The Python ones need the peers' `py/` folder on `PYTHONPATH`.
+
+use std::path::{Path, PathBuf};
+use std::process::{Command, Stdio};
+
+use serde_json::Value;
+
+fn script(name: &str) -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("mcp").join(name)
+}
+
+/// `fake_server.py LOGDIR`: a deliberately misbehaving server over stdio, for fault tests
+/// (its docstring lists the tools and the environment variables it reads). Plain Python.
+pub fn fake_server() -> PathBuf {
+    script("fake_server.py")
+}
+
+/// `dynamic_server.py stdio|http PORT [CERT KEY]`: the Python SDK's MCPServer whose tool
+/// list changes at run time.
+pub fn dynamic_server() -> PathBuf {
+    script("dynamic_server.py")
+}
+
+/// `tls_certs.py OUTDIR`: a throw-away certificate authority and a server certificate it
+/// signed (Python `cryptography`).
+pub fn tls_certs() -> PathBuf {
+    script("tls_certs.py")
+}
+
+/// `mcp_client.py SCENARIO_JSON`: drives a server with the Python SDK's client.
+pub fn client() -> PathBuf {
+    script("mcp_client.py")
+}
+
+/// Runs the Python client on `scenario` with the peers' `py/` folder; its output lines.
+#[track_caller]
+pub fn run_client(peers: &Path, scenario: &Value) -> Vec<Value> {
+    run_client_with_env(peers, scenario, &[])
+}
+
+/// [`run_client`] with `env` added to the client's environment (the servers it starts over
+/// stdio inherit it).
+#[track_caller]
+pub fn run_client_with_env(peers: &Path, scenario: &Value, env: &[(&str, &Path)]) -> Vec<Value> {
+    let output = Command::new("python3")
+        .arg(client())
+        .arg(scenario.to_string())
+        .env("PYTHONPATH", peers.join("py"))
+        .envs(env.iter().copied())
+        .stdin(Stdio::null())
+        .output()
+        .expect("run python3");
+    let stdout = String::from_utf8_lossy(&output.stdout);
+    assert!(
+        output.status.success(),
+        "python client failed: {}\nstdout: {stdout}\nstderr: {}",
+        output.status,
+        String::from_utf8_lossy(&output.stderr)
+    );
+    stdout
+        .lines()
+        .map(|l| serde_json::from_str(l).unwrap_or_else(|e| panic!("not JSON ({e}): {l}")))
+        .collect()
+}
+
+/// A test certificate authority and a certificate it signed for 127.0.0.1 and localhost, in
+/// a new temporary directory: `ca.pem`, `server.pem`, `server.key` (see [`tls_certs`]).
+#[track_caller]
+pub fn certificates(peers: &Path) -> tempfile::TempDir {
+    let dir = tempfile::tempdir().expect("a temporary directory");
+    let status = Command::new("python3")
+        .arg(tls_certs())
+        .arg(dir.path())
+        .env("PYTHONPATH", peers.join("py"))
+        .status()
+        .expect("run tls_certs.py");
+    assert!(status.success(), "tls_certs.py failed");
+    dir
+}
