@@ -18,6 +18,8 @@
 //! - [`PermissionRule`], [`PathPattern`], [`CommandPattern`] and [`DomainPattern`] are the
 //!   rule grammar and its matchers; [`Settings`] reads settings files.
 //! - [`schema_for`] and [`tool_declaration`] produce schemas for every [`Dialect`].
+//! - [`ProcessGroup`] starts an external program as the leader of a process group of its own
+//!   and kills the whole group (on request, after a grace period, or when dropped).
 //!
 //! Category crates (`tools-fs`, `tools-shell`, ...) depend on this crate and never on each
 //! other; what one needs from another goes through a trait here, carried by the context.
@@ -79,6 +81,8 @@ mod managers;
 pub mod path;
 mod pattern;
 mod permission;
+#[cfg(unix)]
+mod process_group;
 mod result;
 mod rule;
 mod schema;
@@ -113,6 +117,8 @@ pub use pattern::{CommandPattern, DomainPattern, PathPattern, PathRoot, Wildcard
 pub use permission::{
     AskKind, Beneath, PermissionDecision, PermissionEngine, PermissionMode, headless_denial,
 };
+#[cfg(unix)]
+pub use process_group::ProcessGroup;
 pub use result::{CallResult, ContentBlock, ToolResult};
 pub use rule::{
     LEGACY_TOOL_NAMES, PermissionRule, RuleBehavior, RuleSource, RuleSourceKind, SourcedRule,
