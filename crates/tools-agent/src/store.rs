@@ -95,7 +95,7 @@ fn open_lock(path: &Path) -> Result<File, ToolError> {
         .map_err(|e| ToolError::io(path, e))
 }
 
-/// Runs blocking work (files, locks, git) on the runtime's blocking threads.
+/// Runs blocking work (files, locks) on the runtime's blocking threads.
 pub(crate) async fn blocking<T: Send + 'static>(
     f: impl FnOnce() -> Result<T, ToolError> + Send + 'static,
 ) -> Result<T, ToolError> {
