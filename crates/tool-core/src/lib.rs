@@ -18,6 +18,8 @@
 //! - [`PermissionRule`], [`PathPattern`], [`CommandPattern`] and [`DomainPattern`] are the
 //!   rule grammar and its matchers; [`Settings`] reads settings files.
 //! - [`schema_for`] and [`tool_declaration`] produce schemas for every [`Dialect`].
+//! - [`QuestionPrompter`] asks the person behind a session [`Question`]s (AskUserQuestion's);
+//!   [`LinePrompter`] is the terminal's, as [`PermissionPrompter`] is for permission asks.
 //! - [`ProcessGroup`] starts an external program as the leader of a process group of its own
 //!   and kills the whole group (on request, after a grace period, or when dropped).
 //!
@@ -83,6 +85,7 @@ mod pattern;
 mod permission;
 #[cfg(unix)]
 mod process_group;
+mod question;
 mod result;
 mod rule;
 mod schema;
@@ -119,6 +122,7 @@ pub use permission::{
 };
 #[cfg(unix)]
 pub use process_group::ProcessGroup;
+pub use question::{LinePrompter, Question, QuestionAnswers, QuestionOption, QuestionPrompter};
 pub use result::{CallResult, ContentBlock, ToolResult};
 pub use rule::{
     LEGACY_TOOL_NAMES, PermissionRule, RuleBehavior, RuleSource, RuleSourceKind, SourcedRule,
