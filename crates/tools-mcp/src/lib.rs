@@ -94,9 +94,7 @@ pub use naming::{
     MAX_DESCRIPTION_CHARS, MAX_NAME_LEN, clean_description, qualified_name, sanitize,
 };
 pub use prompts::{ElicitationPrompter, SamplingSummariser};
-pub use questions::{
-    ElicitQuestions, FormAnswers, FormOption, FormQuestion, QuestionForm, question_hook,
-};
+pub use questions::{ElicitQuestions, QuestionForm, question_hook};
 pub use resources::{ListMcpResourcesTool, ReadMcpResourceTool};
 pub use server::{
     ClientHook, ClientHookFn, MAX_REQUEST_BYTES, StdioOptions, mcp_tool_list, serve_stdio,
