@@ -20,6 +20,8 @@
 //! - [`schema_for`] and [`tool_declaration`] produce schemas for every [`Dialect`].
 //! - [`QuestionPrompter`] asks the person behind a session [`Question`]s (AskUserQuestion's);
 //!   [`LinePrompter`] is the terminal's, as [`PermissionPrompter`] is for permission asks.
+//! - [`write_atomic`] replaces a file atomically; [`temp_file_name`] is the one naming
+//!   scheme of the temporary files of every atomic write.
 //! - [`ProcessGroup`] starts an external program as the leader of a process group of its own
 //!   and kills the whole group (on request, after a grace period, or when dropped).
 //!
@@ -73,6 +75,7 @@
 //! # }
 //! ```
 
+mod atomic;
 mod budget;
 mod context;
 mod error;
@@ -95,6 +98,7 @@ mod time;
 mod tool;
 mod trust;
 
+pub use atomic::{temp_file_name, temp_file_owner, temp_file_prefix, write_atomic};
 pub use budget::{
     ERROR_TEXT_CAP, PERSIST_THRESHOLD_CAP, PREVIEW_BYTES, apply_budget, cut_middle, format_size,
 };
