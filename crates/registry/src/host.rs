@@ -91,17 +91,13 @@ pub mod mcp {
 
     /// What every context of the MCP server gets from the host: with the `agent` feature,
     /// AskUserQuestion's questions asked through elicitation (legacy sessions, whose client
-    /// may be asked during a call) or as a form before the call (protocol 2026-07-28).
+    /// may be asked during a call: tools-mcp's question prompter) or as a form before the
+    /// call (protocol 2026-07-28).
     pub fn install_host_services(ctx: &tool_core::ToolContext) {
         #[cfg(feature = "agent")]
         {
             use std::sync::Arc;
-            ctx.services()
-                .insert(tools_mcp::question_hook(|ctx, asker| {
-                    let prompter: Arc<dyn tools_agent::QuestionPrompter> =
-                        Arc::new(ElicitPrompter(asker));
-                    ctx.services().insert(prompter);
-                }));
+            ctx.services().insert(tools_mcp::question_hook());
             let upfront: Arc<dyn tools_mcp::UpfrontInput> = Arc::new(tools_mcp::QuestionForm::new(
                 "AskUserQuestion",
                 tools_agent::DECLINED,
@@ -110,40 +106,5 @@ pub mod mcp {
         }
         #[cfg(not(feature = "agent"))]
         let _ = ctx;
-    }
-
-    /// AskUserQuestion's prompter over MCP elicitation.
-    #[cfg(feature = "agent")]
-    struct ElicitPrompter(tools_mcp::ElicitQuestions);
-
-    #[cfg(feature = "agent")]
-    #[async_trait::async_trait]
-    impl tools_agent::QuestionPrompter for ElicitPrompter {
-        async fn ask(
-            &self,
-            questions: &[tools_agent::Question],
-        ) -> Result<tools_agent::QuestionAnswers, tool_core::ToolError> {
-            let asked: Vec<tools_mcp::FormQuestion> = questions
-                .iter()
-                .map(|q| tools_mcp::FormQuestion {
-                    question: q.question.clone(),
-                    header: q.header.clone(),
-                    options: q
-                        .options
-                        .iter()
-                        .map(|o| tools_mcp::FormOption {
-                            label: o.label.clone(),
-                            description: o.description.clone(),
-                            preview: o.preview.clone(),
-                        })
-                        .collect(),
-                    multi_select: q.multi_select,
-                })
-                .collect();
-            Ok(match self.0.ask(&asked).await? {
-                Some(answers) => tools_agent::QuestionAnswers::Answered(answers),
-                None => tools_agent::QuestionAnswers::Declined,
-            })
-        }
     }
 }

@@ -333,11 +333,11 @@ pub fn build_context(options: &SessionOptions) -> Result<ToolContext, ToolError>
         // AskUserQuestion asks the person at the terminal when there is one (a host such
         // as the MCP server may replace this with its own prompter).
         if std::io::IsTerminal::is_terminal(&std::io::stdin()) {
-            let prompter = tools_agent::LinePrompter::new(
+            let prompter = tool_core::LinePrompter::new(
                 std::io::BufReader::new(std::io::stdin()),
                 std::io::stderr(),
             );
-            builder = builder.service(Arc::new(prompter) as Arc<dyn tools_agent::QuestionPrompter>);
+            builder = builder.service(Arc::new(prompter) as Arc<dyn tool_core::QuestionPrompter>);
         }
     }
     Ok(builder

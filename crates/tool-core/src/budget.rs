@@ -3,6 +3,7 @@
 
 use std::io::Write;
 use std::path::{Path, PathBuf};
+use std::sync::Arc;
 
 use crate::ContentBlock;
 
@@ -67,7 +68,10 @@ pub fn text_len(content: &[ContentBlock]) -> usize {
 ///
 /// If the file cannot be written, the text is cut in the middle instead and the block says
 /// why, so nothing is silently lost.
-pub fn apply_budget(
+///
+/// The file is created, written and synced on the runtime's blocking threads; a result
+/// within the threshold returns at once.
+pub async fn apply_budget(
     content: &mut Vec<ContentBlock>,
     threshold: usize,
     dir: &Path,
@@ -81,11 +85,18 @@ pub fn apply_budget(
     content.retain(|b| b.as_text().is_none());
     let safe_name = crate::path::safe_stem(name);
     let path = dir.join(format!("{safe_name}.txt"));
-    let written = std::fs::create_dir_all(dir).and_then(|()| {
-        let mut f = std::fs::File::create(&path)?;
-        f.write_all(full.as_bytes())?;
-        f.sync_all()
-    });
+    // Shared with the blocking task, so the text is still here should the task fail.
+    let full = Arc::new(full);
+    let written = {
+        let (dir, path, text) = (dir.to_path_buf(), path.clone(), Arc::clone(&full));
+        tokio::task::spawn_blocking(move || write_spill(&dir, &path, &text))
+            .await
+            .unwrap_or_else(|e| {
+                Err(std::io::Error::other(format!(
+                    "the writing task failed: {e}"
+                )))
+            })
+    };
     let block = match written {
         Ok(()) => {
             let cut = floor_char_boundary(&full, PREVIEW_BYTES);
@@ -108,6 +119,14 @@ pub fn apply_budget(
     written.ok().map(|()| path)
 }
 
+/// Creates `dir` and writes `text` to `path`, synced.
+fn write_spill(dir: &Path, path: &Path, text: &str) -> std::io::Result<()> {
+    std::fs::create_dir_all(dir)?;
+    let mut f = std::fs::File::create(path)?;
+    f.write_all(text.as_bytes())?;
+    f.sync_all()
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -124,16 +143,20 @@ mod tests {
         let _ = cut_middle(&"é".repeat(100), 7);
     }
 
-    #[test]
-    fn spills_over_threshold() -> std::io::Result<()> {
+    #[tokio::test]
+    async fn spills_over_threshold() -> std::io::Result<()> {
         let dir = tempfile::tempdir()?;
         let mut small = vec![ContentBlock::text("hi")];
-        assert!(apply_budget(&mut small, 10, dir.path(), "x").is_none());
+        assert!(
+            apply_budget(&mut small, 10, dir.path(), "x")
+                .await
+                .is_none()
+        );
         assert_eq!(small, vec![ContentBlock::text("hi")]);
 
         let big = "é".repeat(3000);
         let mut content = vec![ContentBlock::text(big.clone())];
-        let path = apply_budget(&mut content, 100, dir.path(), "call/1");
+        let path = apply_budget(&mut content, 100, dir.path(), "call/1").await;
         let path = path.ok_or_else(|| std::io::Error::other("not spilled"))?;
         assert_eq!(std::fs::read_to_string(&path)?, big);
         let text = content[0].as_text().unwrap_or_default();

@@ -397,7 +397,7 @@ async fn run(
         ))),
         _ => Err(interrupted.unwrap_or(ToolError::Cancelled { tool: name.clone() })),
     };
-    (render(tool.as_ref(), outcome, &ctx), was_cancelled)
+    (render(tool.as_ref(), outcome, &ctx).await, was_cancelled)
 }
 
 /// Gives a cancelled call a grace period to return its own result, then aborts it.
@@ -473,7 +473,7 @@ async fn authorize(
 }
 
 /// Turns a tool's outcome into what the model reads, applying the output budget.
-fn render(
+async fn render(
     tool: &dyn Tool,
     outcome: Result<ToolResult<Value>, ToolError>,
     ctx: &ToolContext,
@@ -504,7 +504,7 @@ fn render(
             Some(id) => id.to_owned(),
             None => format!("{name}-{}", CALL_COUNTER.fetch_add(1, Ordering::Relaxed)),
         };
-        apply_budget(&mut content, threshold, &dir, &spill_name);
+        apply_budget(&mut content, threshold, &dir, &spill_name).await;
     }
     CallResult {
         tool: name.to_owned(),

@@ -20,6 +20,12 @@
 //! - [`PermissionRule`], [`PathPattern`], [`CommandPattern`] and [`DomainPattern`] are the
 //!   rule grammar and its matchers; [`Settings`] reads settings files.
 //! - [`schema_for`] and [`tool_declaration`] produce schemas for every [`Dialect`].
+//! - [`QuestionPrompter`] asks the person behind a session [`Question`]s (AskUserQuestion's);
+//!   [`LinePrompter`] is the terminal's, as [`PermissionPrompter`] is for permission asks.
+//! - [`write_atomic`] replaces a file atomically; [`temp_file_name`] is the one naming
+//!   scheme of the temporary files of every atomic write.
+//! - [`ProcessGroup`] starts an external program as the leader of a process group of its own
+//!   and kills the whole group (on request, after a grace period, or when dropped).
 //!
 //! Category crates (`tools-fs`, `tools-shell`, ...) depend on this crate and never on each
 //! other; what one needs from another goes through a trait here, carried by the context.
@@ -76,6 +82,7 @@
 //! # }
 //! ```
 
+mod atomic;
 mod budget;
 mod context;
 mod error;
@@ -86,6 +93,9 @@ mod managers;
 pub mod path;
 mod pattern;
 mod permission;
+#[cfg(unix)]
+mod process_group;
+mod question;
 mod result;
 mod rule;
 mod schema;
@@ -95,6 +105,7 @@ mod time;
 mod tool;
 mod trust;
 
+pub use atomic::{temp_file_name, temp_file_owner, temp_file_prefix, write_atomic};
 pub use budget::{
     ERROR_TEXT_CAP, PERSIST_THRESHOLD_CAP, PREVIEW_BYTES, apply_budget, cut_middle, format_size,
 };
@@ -121,6 +132,9 @@ pub use permission::{
     AllowHint, AskKind, Beneath, NeutralHint, PermissionDecision, PermissionEngine, PermissionMode,
     allow_hint, headless_denial,
 };
+#[cfg(unix)]
+pub use process_group::ProcessGroup;
+pub use question::{LinePrompter, Question, QuestionAnswers, QuestionOption, QuestionPrompter};
 pub use result::{CallResult, ContentBlock, ToolResult};
 pub use rule::{
     LEGACY_TOOL_NAMES, PermissionRule, RuleBehavior, RuleSource, RuleSourceKind, SourcedRule,

@@ -319,11 +319,9 @@ impl TypedTool for Agent {
             Some(Isolation::Worktree) => {
                 let (cwd, name) = (ctx.cwd(), format!("agent-{}", safe_component(&agent_id)));
                 Some(
-                    blocking(move || {
-                        create_worktree(&cwd, &name, "isolation: \"worktree\"")
-                            .map_err(ToolError::respond)
-                    })
-                    .await?,
+                    create_worktree(&cwd, &name, "isolation: \"worktree\"")
+                        .await
+                        .map_err(ToolError::respond)?,
                 )
             }
             None => None,
@@ -521,16 +519,13 @@ fn resolve_team(
 /// path and branch for the result.
 async fn finish_worktree(wt: Option<ActiveWorktree>) -> Option<(PathBuf, String)> {
     let wt = wt?;
-    blocking(move || {
-        Ok(match pending_work(&wt) {
-            Ok((0, 0)) if remove_worktree(&wt).is_ok() => None,
-            // Changes, or a state that cannot be verified: keep it.
-            _ => Some((wt.path.clone(), wt.branch.clone())),
-        })
-    })
-    .await
-    .ok()
-    .flatten()
+    if let Ok((0, 0)) = pending_work(&wt).await
+        && remove_worktree(&wt).await.is_ok()
+    {
+        return None;
+    }
+    // Changes, or a state that cannot be verified: keep it.
+    Some((wt.path.clone(), wt.branch.clone()))
 }
 
 /// Registers a teammate as an active member of its team and runs it in the background; when

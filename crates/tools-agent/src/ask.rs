@@ -1,5 +1,5 @@
 //! AskUserQuestion: multiple-choice questions to the user, answered by a prompter the host
-//! provides, or by answers already in the input.
+//! provides (tool-core's `QuestionPrompter`), or by answers already in the input.
 
 use std::collections::{BTreeMap, HashSet};
 use std::sync::Arc;
@@ -9,8 +9,8 @@ use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 use serde_json::{Map, Value};
 use tool_core::{
-    AskKind, PermissionDecision, ToolCategory, ToolContext, ToolError, ToolMeta, ToolResult,
-    TypedTool, ValidationResult,
+    AskKind, PermissionDecision, Question, QuestionAnswers, QuestionPrompter, ToolCategory,
+    ToolContext, ToolError, ToolMeta, ToolResult, TypedTool, ValidationResult,
 };
 
 use crate::store::agent_id;
@@ -36,38 +36,6 @@ Usage notes:
 - If you recommend a specific option, make it the first one and add \"(Recommended)\" at the end of its label
 - Question texts must be unique within a call, and option labels must be unique within each question
 - In plan mode, do not use this tool to ask whether the plan is okay: ExitPlanMode does that";
-
-/// One choice of a question.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
-#[serde(deny_unknown_fields)]
-pub struct QuestionOption {
-    /// The display text of this option (1-5 words)
-    #[schemars(length(min = 1))]
-    pub label: String,
-    /// What this option means or what happens if it is chosen
-    pub description: String,
-    /// Optional preview shown when the option is focused (markdown); single-select only
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub preview: Option<String>,
-}
-
-/// One question.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
-#[serde(deny_unknown_fields, rename_all = "camelCase")]
-pub struct Question {
-    /// The complete question, clear and specific, ending with a question mark
-    #[schemars(length(min = 1))]
-    pub question: String,
-    /// A very short label shown as a chip or tag (at most 12 characters), such as "Auth method"
-    #[schemars(length(min = 1, max = 12))]
-    pub header: String,
-    /// The available choices (2-4); "Other" is added automatically
-    #[schemars(length(min = 2, max = 4))]
-    pub options: Vec<QuestionOption>,
-    /// Whether the user may choose more than one option (default false)
-    #[serde(default)]
-    pub multi_select: bool,
-}
 
 /// Input of AskUserQuestion.
 #[derive(Debug, Clone, Deserialize, JsonSchema)]
@@ -103,24 +71,6 @@ pub struct AskUserQuestionOutput {
     pub questions: Vec<Question>,
     /// question text → answer (multi-select answers comma-joined)
     pub answers: BTreeMap<String, String>,
-}
-
-/// What a prompter got from the user.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub enum QuestionAnswers {
-    /// question text → answer (an option label, several comma-joined, or free text)
-    Answered(BTreeMap<String, String>),
-    /// The user did not want to answer
-    Declined,
-}
-
-/// Asks the user questions. Hosts put an `Arc<dyn QuestionPrompter>` in the context's
-/// services: the binary prompts on its terminal, the MCP server uses elicitation. Without
-/// one (and without answers in the input) the call is refused with a clear message.
-#[async_trait]
-pub trait QuestionPrompter: Send + Sync {
-    /// Asks `questions` and returns the answers.
-    async fn ask(&self, questions: &[Question]) -> Result<QuestionAnswers, ToolError>;
 }
 
 /// The AskUserQuestion tool.
@@ -278,81 +228,4 @@ fn forbidden_tag(preview: &str) -> Option<&'static str> {
     ["html", "body", "script"]
         .into_iter()
         .find(|tag| lower.contains(&format!("<{tag}")) || lower.contains(&format!("</{tag}")))
-}
-
-/// A [`QuestionPrompter`] over a text terminal: prints each question with numbered options
-/// to `output` and reads a line per question from `input` (numbers, comma-separated for
-/// multi-select, or free text for "Other"; an empty line or end of input declines).
-pub struct LinePrompter<R, W> {
-    io: std::sync::Mutex<(R, W)>,
-}
-
-impl<R, W> LinePrompter<R, W> {
-    /// A prompter reading from `input` and writing to `output`.
-    pub fn new(input: R, output: W) -> Self {
-        LinePrompter {
-            io: std::sync::Mutex::new((input, output)),
-        }
-    }
-}
-
-#[async_trait]
-impl<R, W> QuestionPrompter for LinePrompter<R, W>
-where
-    R: std::io::BufRead + Send + 'static,
-    W: std::io::Write + Send + 'static,
-{
-    async fn ask(&self, questions: &[Question]) -> Result<QuestionAnswers, ToolError> {
-        let mut guard = self
-            .io
-            .lock()
-            .map_err(|_| ToolError::fatal("the terminal prompter is unusable after a panic"))?;
-        let (input, output) = &mut *guard;
-        let io_err = |e: std::io::Error| ToolError::io("terminal", e);
-        let mut answers = BTreeMap::new();
-        for q in questions {
-            writeln!(output, "\n[{}] {}", q.header, q.question).map_err(io_err)?;
-            for (i, o) in q.options.iter().enumerate() {
-                writeln!(output, "  {}. {} — {}", i + 1, o.label, o.description).map_err(io_err)?;
-            }
-            let hint = if q.multi_select {
-                "numbers separated by commas"
-            } else {
-                "a number"
-            };
-            write!(
-                output,
-                "Answer ({hint}, or type your own; empty line to decline): "
-            )
-            .map_err(io_err)?;
-            output.flush().map_err(io_err)?;
-            let mut line = String::new();
-            if input.read_line(&mut line).map_err(io_err)? == 0 || line.trim().is_empty() {
-                return Ok(QuestionAnswers::Declined);
-            }
-            answers.insert(q.question.clone(), parse_choice(q, line.trim()));
-        }
-        Ok(QuestionAnswers::Answered(answers))
-    }
-}
-
-/// Maps "1,3" to the option labels; anything else is free text.
-fn parse_choice(q: &Question, line: &str) -> String {
-    let picks: Option<Vec<&str>> = line
-        .split(',')
-        .map(|p| {
-            p.trim()
-                .parse::<usize>()
-                .ok()
-                .and_then(|n| n.checked_sub(1))
-                .and_then(|i| q.options.get(i))
-                .map(|o| o.label.as_str())
-        })
-        .collect();
-    match picks {
-        Some(labels) if !labels.is_empty() && (q.multi_select || labels.len() == 1) => {
-            labels.join(", ")
-        }
-        _ => line.to_owned(),
-    }
 }

@@ -3,7 +3,7 @@
 //! killed when the run is cancelled or dropped.
 
 use async_trait::async_trait;
-use tool_core::ToolError;
+use tool_core::{ProcessGroup, ToolError};
 
 use crate::runner::{AgentOutcome, AgentRequest, AgentRunner};
 use crate::teams::teammate;
@@ -51,9 +51,7 @@ impl AgentRunner for CommandRunner {
             )
             .stdin(std::process::Stdio::piped())
             .stdout(std::process::Stdio::piped())
-            .stderr(std::process::Stdio::piped())
-            .kill_on_drop(true)
-            .process_group(0);
+            .stderr(std::process::Stdio::piped());
         if let Some(model) = request
             .model
             .clone()
@@ -61,7 +59,9 @@ impl AgentRunner for CommandRunner {
         {
             command.env("AGENT_TOOLS_AGENT_MODEL", model);
         }
-        let mut child = command.spawn().map_err(|e| {
+        // The command leads a process group of its own; stopping it (cancelled, or this
+        // future dropped) kills the whole group, so nothing it started survives.
+        let (mut child, group) = ProcessGroup::spawn(&mut command).map_err(|e| {
             ToolError::respond(format!("Cannot start the agent command `{program}`: {e}"))
         })?;
         let input = format!("{}\n\n{}", request.definition.system_prompt, request.prompt);
@@ -72,9 +72,6 @@ impl AgentRunner for CommandRunner {
                 let _ = stdin.write_all(input.as_bytes()).await;
             });
         }
-        // The command runs in its own process group; stopping it (cancelled, or this future
-        // dropped) kills the whole group, so nothing it started survives.
-        let mut group = GroupGuard(child.id());
         let waited = tokio::select! {
             out = child.wait_with_output() => out.map_err(|e| ToolError::respond(format!("The agent command `{program}` failed: {e}")))?,
             () = request.cancel.cancelled() => {
@@ -82,7 +79,8 @@ impl AgentRunner for CommandRunner {
                 return Err(ToolError::Cancelled { tool: "Agent".to_owned() });
             }
         };
-        group.disarm();
+        // It exited by itself: what it left running in its group may stay.
+        group.release();
         let stdout = String::from_utf8_lossy(&waited.stdout).trim().to_owned();
         if !waited.status.success() {
             let stderr = String::from_utf8_lossy(&waited.stderr);
@@ -97,30 +95,5 @@ impl AgentRunner for CommandRunner {
             total_tokens: 0,
             tool_uses: 0,
         })
-    }
-}
-
-/// Kills a process group when dropped, unless disarmed (its leader exited by itself).
-struct GroupGuard(Option<u32>);
-
-impl GroupGuard {
-    fn kill(&mut self) {
-        if let Some(pgid) = self.0.take() {
-            let _ = std::process::Command::new("kill")
-                .args(["-KILL", "--", &format!("-{pgid}")])
-                .stdout(std::process::Stdio::null())
-                .stderr(std::process::Stdio::null())
-                .status();
-        }
-    }
-
-    fn disarm(&mut self) {
-        self.0 = None;
-    }
-}
-
-impl Drop for GroupGuard {
-    fn drop(&mut self) {
-        self.kill();
     }
 }

@@ -139,9 +139,10 @@ pub use agent::{
 pub use api_runner::{ApiRunner, MAX_TURNS};
 pub use ask::{
     ASK_IN_AGENT, AskUserQuestion, AskUserQuestionInput, AskUserQuestionOutput, DECLINED,
-    LinePrompter, NOT_UNIQUE, Question, QuestionAnswers, QuestionMetadata, QuestionOption,
-    QuestionPrompter,
+    NOT_UNIQUE, QuestionMetadata,
 };
+// The questions and their prompters live in tool-core (so tools-mcp implements a prompter
+// without depending on this crate); re-exported under their former paths.
 pub use brief::{
     Attachment, DELIVERED, MessageStatus, SendUserMessage, SendUserMessageInput, UserMessage,
     UserMessageSink,
@@ -161,6 +162,7 @@ pub use definitions::{
     AGENT_DISALLOWED_TOOLS, ASYNC_AGENT_ALLOWED_TOOLS, AgentDefinition, builtin_agents,
     load_agents, tools_for_agent,
 };
+pub use tool_core::{LinePrompter, Question, QuestionAnswers, QuestionOption, QuestionPrompter};
 
 pub use inbox::{InboxMessage, render_messages, take_inbox};
 pub use plan::{

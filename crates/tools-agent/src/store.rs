@@ -1,7 +1,6 @@
 //! Small file helpers shared by the tools: atomic JSON writes, per-session state, safe names.
 
 use std::fs::File;
-use std::io::Write as _;
 use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex};
 
@@ -9,40 +8,13 @@ use serde::Serialize;
 use serde::de::DeserializeOwned;
 use tool_core::{PermissionMode, ToolContext, ToolError};
 
-/// Writes `bytes` to `path` atomically: a temporary file in the same directory, fsync, rename.
-/// Readers see the old content or the new one, never a half-written file.
+/// Writes `bytes` to `path` atomically (tool-core's [`tool_core::write_atomic`]), creating
+/// its directory. Readers see the old content or the new one, never a half-written file.
 pub(crate) fn write_atomic(path: &Path, bytes: &[u8]) -> Result<(), ToolError> {
-    let dir = path.parent().unwrap_or(Path::new("."));
-    std::fs::create_dir_all(dir).map_err(|e| ToolError::io(dir, e))?;
-    let name = path
-        .file_name()
-        .map(|n| n.to_string_lossy().into_owned())
-        .unwrap_or_else(|| "file".to_owned());
-    let tmp = dir.join(format!(
-        ".{name}.agent-tools-{}-{}.tmp",
-        std::process::id(),
-        next_counter()
-    ));
-    let result = (|| {
-        let mut file = std::fs::File::create(&tmp)?;
-        file.write_all(bytes)?;
-        file.sync_all()?;
-        if let Ok(meta) = std::fs::metadata(path) {
-            std::fs::set_permissions(&tmp, meta.permissions())?;
-        }
-        std::fs::rename(&tmp, path)
-    })();
-    if let Err(e) = result {
-        let _ = std::fs::remove_file(&tmp);
-        return Err(ToolError::io(path, e));
+    if let Some(dir) = path.parent() {
+        std::fs::create_dir_all(dir).map_err(|e| ToolError::io(dir, e))?;
     }
-    Ok(())
-}
-
-fn next_counter() -> u64 {
-    use std::sync::atomic::{AtomicU64, Ordering};
-    static COUNTER: AtomicU64 = AtomicU64::new(0);
-    COUNTER.fetch_add(1, Ordering::Relaxed)
+    tool_core::write_atomic(path, bytes).map_err(|e| ToolError::io(path, e))
 }
 
 /// Serialises `value` as pretty JSON and writes it atomically.
@@ -95,7 +67,7 @@ fn open_lock(path: &Path) -> Result<File, ToolError> {
         .map_err(|e| ToolError::io(path, e))
 }
 
-/// Runs blocking work (files, locks, git) on the runtime's blocking threads.
+/// Runs blocking work (files, locks) on the runtime's blocking threads.
 pub(crate) async fn blocking<T: Send + 'static>(
     f: impl FnOnce() -> Result<T, ToolError> + Send + 'static,
 ) -> Result<T, ToolError> {

@@ -10,7 +10,7 @@ use tool_core::{
     ValidationResult,
 };
 
-use crate::store::{blocking, session};
+use crate::store::session;
 use crate::worktrees::{ActiveWorktree, create_worktree, pending_work, remove_worktree};
 
 /// The longest worktree name.
@@ -93,10 +93,9 @@ impl TypedTool for EnterWorktree {
     ) -> Result<ToolResult<ActiveWorktree>, ToolError> {
         let name = input.name.unwrap_or_else(random_name);
         let cwd = ctx.cwd();
-        let created = blocking(move || {
-            create_worktree(&cwd, &name, "EnterWorktree").map_err(ToolError::respond)
-        })
-        .await?;
+        let created = create_worktree(&cwd, &name, "EnterWorktree")
+            .await
+            .map_err(ToolError::respond)?;
         let state = session(ctx);
         if let Ok(mut slot) = state.worktree.lock() {
             *slot = Some(created.clone());
@@ -198,9 +197,7 @@ impl TypedTool for ExitWorktree {
         let wt = active(ctx).ok_or_else(|| ToolError::respond(NO_WORKTREE_SESSION))?;
         let discard = input.discard_changes.unwrap_or(false);
         let (files, commits) = if input.action == ExitAction::Remove {
-            let w = wt.clone();
-            let counted = blocking(move || Ok(pending_work(&w))).await?;
-            let (files, commits) = counted.map_err(|e| {
+            let (files, commits) = pending_work(&wt).await.map_err(|e| {
                 ToolError::respond(format!(
                     "Could not verify the state of the worktree at {} ({e}), so it was not removed. Use action \"keep\", or check it yourself.",
                     wt.path.display()
@@ -212,8 +209,7 @@ impl TypedTool for ExitWorktree {
                     wt.branch
                 )));
             }
-            let w = wt.clone();
-            blocking(move || remove_worktree(&w).map_err(ToolError::respond)).await?;
+            remove_worktree(&wt).await.map_err(ToolError::respond)?;
             (files, commits)
         } else {
             (0, 0)

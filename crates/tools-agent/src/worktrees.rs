@@ -1,11 +1,13 @@
 //! Git worktrees: `<repo>/.agent-tools/worktrees/<name>` on branch `worktree-<name>`,
 //! created from the commit the working directory is at, checked for uncommitted or new
-//! commits, and removed with their branch. Every function here runs git (blocking).
+//! commits, and removed with their branch. Git runs as the leader of a process group of its
+//! own, awaited without holding a thread, and the group is killed if the call is dropped.
 
 use std::path::{Path, PathBuf};
-use std::process::Command;
+use std::process::Stdio;
 
 use serde::Serialize;
+use tool_core::ProcessGroup;
 
 /// The worktree EnterWorktree created in this session.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
@@ -24,15 +26,24 @@ pub struct ActiveWorktree {
 }
 
 /// Runs git in `dir`; stdout on success, a message with git's stderr otherwise.
-fn git(dir: &Path, args: &[&str]) -> Result<String, String> {
-    let out = Command::new("git")
+async fn git(dir: &Path, args: &[&str]) -> Result<String, String> {
+    let mut command = tokio::process::Command::new("git");
+    command
         .arg("-C")
         .arg(dir)
         .args(args)
         .env("GIT_TERMINAL_PROMPT", "0")
-        .stdin(std::process::Stdio::null())
-        .output()
+        .stdin(Stdio::null())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped());
+    let (child, group) =
+        ProcessGroup::spawn(&mut command).map_err(|e| format!("cannot run git: {e}"))?;
+    let out = child
+        .wait_with_output()
+        .await
         .map_err(|e| format!("cannot run git: {e}"))?;
+    // It exited by itself: a process it detached may stay.
+    group.release();
     if out.status.success() {
         Ok(String::from_utf8_lossy(&out.stdout).trim_end().to_owned())
     } else {
@@ -45,16 +56,21 @@ fn git(dir: &Path, args: &[&str]) -> Result<String, String> {
 }
 
 /// Creates `<repo>/.agent-tools/worktrees/<name>` on a new branch `worktree-<name>` from
-/// the commit `cwd` is at (blocking: it runs git); `who` names the caller in errors.
-pub(crate) fn create_worktree(cwd: &Path, name: &str, who: &str) -> Result<ActiveWorktree, String> {
+/// the commit `cwd` is at; `who` names the caller in errors.
+pub(crate) async fn create_worktree(
+    cwd: &Path,
+    name: &str,
+    who: &str,
+) -> Result<ActiveWorktree, String> {
     let branch = format!("worktree-{name}");
-    let repo = PathBuf::from(git(cwd, &["rev-parse", "--show-toplevel"]).map_err(|_| {
+    let top = git(cwd, &["rev-parse", "--show-toplevel"]).await;
+    let repo = PathBuf::from(top.map_err(|_| {
         format!(
             "{who} needs a git repository, and {} is not inside one",
             cwd.display()
         )
     })?);
-    let base_commit = git(&repo, &["rev-parse", "HEAD"]).map_err(|_| {
+    let base_commit = git(&repo, &["rev-parse", "HEAD"]).await.map_err(|_| {
         "The repository has no commit yet: commit something before creating a worktree".to_owned()
     })?;
     let path = repo.join(".agent-tools").join("worktrees").join(name);
@@ -68,7 +84,8 @@ pub(crate) fn create_worktree(cwd: &Path, name: &str, who: &str) -> Result<Activ
     git(
         &repo,
         &["worktree", "add", "-b", &branch, &shown, &base_commit],
-    )?;
+    )
+    .await?;
     Ok(ActiveWorktree {
         path: tool_core::path::canonicalize_lenient(&path),
         branch,
@@ -78,20 +95,21 @@ pub(crate) fn create_worktree(cwd: &Path, name: &str, who: &str) -> Result<Activ
     })
 }
 
-/// Deletes a worktree and its branch (blocking: it runs git).
-pub(crate) fn remove_worktree(wt: &ActiveWorktree) -> Result<(), String> {
+/// Deletes a worktree and its branch.
+pub(crate) async fn remove_worktree(wt: &ActiveWorktree) -> Result<(), String> {
     let path = wt.path.to_string_lossy().into_owned();
-    git(&wt.repo, &["worktree", "remove", "--force", &path])?;
-    git(&wt.repo, &["branch", "-D", &wt.branch])?;
+    git(&wt.repo, &["worktree", "remove", "--force", &path]).await?;
+    git(&wt.repo, &["branch", "-D", &wt.branch]).await?;
     Ok(())
 }
 
 /// Uncommitted files and commits since the start, or why they cannot be counted.
-pub(crate) fn pending_work(wt: &ActiveWorktree) -> Result<(usize, usize), String> {
-    let status = git(&wt.path, &["status", "--porcelain"])?;
+pub(crate) async fn pending_work(wt: &ActiveWorktree) -> Result<(usize, usize), String> {
+    let status = git(&wt.path, &["status", "--porcelain"]).await?;
     let files = status.lines().filter(|l| !l.trim().is_empty()).count();
     let range = format!("{}..HEAD", wt.base_commit);
-    let commits: usize = git(&wt.path, &["rev-list", "--count", &range])?
+    let commits: usize = git(&wt.path, &["rev-list", "--count", &range])
+        .await?
         .trim()
         .parse()
         .map_err(|e| format!("unexpected output of git rev-list: {e}"))?;

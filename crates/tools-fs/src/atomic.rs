@@ -2,8 +2,10 @@
 //! the original's mode (and owner, when we may), fsynced, then renamed over the target; the
 //! directory is fsynced after. Every step is relative to the directory handle of
 //! [`WriteTarget`], so a symbolic link swapped onto the path meanwhile cannot redirect the
-//! temporary file or the rename. Temporary files that a crash left behind are removed by the
-//! next write of the same file (without following links).
+//! temporary file or the rename (tool-core's `write_atomic` takes the same steps by path).
+//! Temporary files are named as every atomic write names them (tool-core's
+//! `temp_file_name`); those a crash left behind are removed by the next write of the same
+//! file (without following links).
 
 use std::collections::HashSet;
 use std::ffi::{OsStr, OsString};
@@ -12,10 +14,9 @@ use std::io::{Read, Seek, SeekFrom, Write};
 use std::os::unix::fs::MetadataExt;
 use std::path::{Path, PathBuf};
 use std::sync::Mutex;
-use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::{Duration, SystemTime};
 
-use tool_core::ToolError;
+use tool_core::{ToolError, temp_file_name, temp_file_owner, temp_file_prefix};
 
 use crate::diff::Span;
 use crate::target::WriteTarget;
@@ -24,28 +25,14 @@ use crate::target::WriteTarget;
 pub(crate) const UNEXPECTEDLY_MODIFIED: &str =
     "File has been unexpectedly modified. Read it again before attempting to write it.";
 
-/// The marker in temporary file names: `.<name>.agent-tools-<pid>-<n>.tmp`.
-const MARKER: &str = ".agent-tools-";
-
 /// Temporary files being written by this process, never cleaned up by a concurrent write.
 static IN_FLIGHT: Mutex<Option<HashSet<PathBuf>>> = Mutex::new(None);
-static COUNTER: AtomicU64 = AtomicU64::new(0);
 
 /// A stray temporary file of another live process is removed only once it is this old.
 const STALE_AFTER: Duration = Duration::from_secs(3600);
 
-fn temp_prefix(target: &WriteTarget) -> OsString {
-    let mut prefix = OsString::from(".");
-    prefix.push(target.name());
-    prefix.push(MARKER);
-    prefix
-}
-
 fn temp_name(target: &WriteTarget) -> OsString {
-    let n = COUNTER.fetch_add(1, Ordering::Relaxed);
-    let mut name = temp_prefix(target);
-    name.push(format!("{}-{n}.tmp", std::process::id()));
-    name
+    temp_file_name(target.name())
 }
 
 fn in_flight(path: &Path, add: bool) {
@@ -70,20 +57,13 @@ fn is_in_flight(path: &Path) -> bool {
 /// any older than an hour. Only regular files are removed, by name in the held directory.
 pub(crate) fn clean_stray_temps(target: &WriteTarget) {
     use std::os::unix::ffi::OsStrExt;
-    let prefix = temp_prefix(target);
+    let prefix = temp_file_prefix(target.name());
     let me = std::process::id();
     let now = SystemTime::now()
         .duration_since(SystemTime::UNIX_EPOCH)
         .map_or(0, |d| i128::from(d.as_secs()));
     for name in target.names_starting_with(prefix.as_bytes()) {
-        let Some(rest) = name
-            .to_str()
-            .and_then(|n| n.get(prefix.len()..))
-            .and_then(|n| n.strip_suffix(".tmp"))
-        else {
-            continue;
-        };
-        let Some(pid) = rest.split('-').next().and_then(|p| p.parse::<u32>().ok()) else {
+        let Some(pid) = temp_file_owner(target.name(), &name) else {
             continue;
         };
         let Some(mtime) = target.regular_mtime(&name) else {
@@ -287,6 +267,9 @@ mod tests {
 
     use super::*;
     use crate::target::Parents;
+
+    /// The marker in temporary file names: `.<name>.agent-tools-<pid>-<n>.tmp`.
+    const MARKER: &str = ".agent-tools-";
 
     fn open(path: &Path) -> WriteTarget {
         WriteTarget::open(path, Parents::Require).unwrap().unwrap()

@@ -21,7 +21,7 @@ use std::time::{Duration, Instant};
 use lsp_types::{Diagnostic, PublishDiagnosticsParams};
 use serde_json::{Value, json};
 use tokio::sync::{oneshot, watch};
-use tool_core::ToolError;
+use tool_core::{ProcessGroup, ToolError};
 
 use crate::config::{ServerConfig, extension_of, find_on_path, language_id};
 use crate::position::{path_to_uri, uri_to_path};
@@ -324,6 +324,8 @@ pub(crate) struct Server {
     shared: Arc<Shared>,
     child: Mutex<Child>,
     pid: u32,
+    /// Its process group, killed when the server is dropped
+    group: ProcessGroup,
     next_id: AtomicI64,
     docs: tokio::sync::Mutex<HashMap<PathBuf, OpenDoc>>,
     tick: AtomicU64,
@@ -356,8 +358,7 @@ impl Server {
             .stdin(Stdio::piped())
             .stdout(Stdio::piped())
             .stderr(Stdio::piped());
-        std::os::unix::process::CommandExt::process_group(&mut command, 0);
-        let mut child = command.spawn().map_err(|e| {
+        let (mut child, group) = ProcessGroup::spawn_std(&mut command).map_err(|e| {
             ToolError::respond(format!(
                 "could not start the language server `{}`: {e}",
                 config.command_line()
@@ -367,7 +368,7 @@ impl Server {
         let (Some(stdin), Some(stdout), Some(stderr)) =
             (child.stdin.take(), child.stdout.take(), child.stderr.take())
         else {
-            kill_group(pid, &mut child);
+            kill_group(&group, &mut child);
             return Err(ToolError::fatal(
                 "internal error: the server's pipes are missing",
             ));
@@ -399,7 +400,7 @@ impl Server {
                     .spawn(move || stderr_loop(stderr, &stderr_shared))
             });
         if let Err(e) = spawned {
-            kill_group(pid, &mut child);
+            kill_group(&group, &mut child);
             return Err(ToolError::fatal(format!(
                 "could not start a reader thread: {e}"
             )));
@@ -409,6 +410,7 @@ impl Server {
             shared,
             child: Mutex::new(child),
             pid,
+            group,
             next_id: AtomicI64::new(1),
             docs: tokio::sync::Mutex::new(HashMap::new()),
             tick: AtomicU64::new(0),
@@ -485,7 +487,7 @@ impl Server {
             Err(_) => {
                 // The server stopped reading: it is stuck; kill it so the write unblocks.
                 self.shared.mark_dead();
-                kill_group(self.pid, &mut lock(&self.child));
+                kill_group(&self.group, &mut lock(&self.child));
                 Err(ToolError::respond(format!(
                     "the language server {} stopped reading its input while sending {method}; it was stopped and will be restarted on the next call",
                     self.name()
@@ -903,18 +905,13 @@ impl Drop for Server {
                 }
             }
         }
-        kill_group(self.pid, &mut child);
+        kill_group(&self.group, &mut child);
     }
 }
 
-/// Kills the process group `pid` leads and reaps the child.
-fn kill_group(pid: u32, child: &mut Child) {
-    if let Some(pgid) = i32::try_from(pid)
-        .ok()
-        .and_then(rustix::process::Pid::from_raw)
-    {
-        let _ = rustix::process::kill_process_group(pgid, rustix::process::Signal::KILL);
-    }
+/// Kills the process group the child leads and reaps the child.
+fn kill_group(group: &ProcessGroup, child: &mut Child) {
+    group.kill();
     let _ = child.kill();
     let _ = child.wait();
 }

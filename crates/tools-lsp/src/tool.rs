@@ -186,16 +186,18 @@ async fn git_ignored(paths: &[PathBuf], cwd: &Path) -> HashSet<PathBuf> {
             input.extend_from_slice(p.as_os_str().as_encoded_bytes());
             input.push(0);
         }
-        let child = tokio::process::Command::new("git")
+        let mut command = tokio::process::Command::new("git");
+        command
             .arg("-C")
             .arg(cwd)
             .args(["check-ignore", "-z", "--stdin"])
             .stdin(std::process::Stdio::piped())
             .stdout(std::process::Stdio::piped())
-            .stderr(std::process::Stdio::null())
-            .kill_on_drop(true)
-            .spawn();
-        let Ok(mut child) = child else { return ignored };
+            .stderr(std::process::Stdio::null());
+        // In a group of its own, killed whole if the call is dropped.
+        let Ok((mut child, group)) = tool_core::ProcessGroup::spawn(&mut command) else {
+            return ignored;
+        };
         if let Some(mut stdin) = child.stdin.take() {
             use tokio::io::AsyncWriteExt;
             let _ = stdin.write_all(&input).await;
@@ -203,6 +205,7 @@ async fn git_ignored(paths: &[PathBuf], cwd: &Path) -> HashSet<PathBuf> {
         let Ok(output) = child.wait_with_output().await else {
             return ignored;
         };
+        group.release();
         for name in output.stdout.split(|b| *b == 0).filter(|n| !n.is_empty()) {
             let name = String::from_utf8_lossy(name).into_owned();
             let path = PathBuf::from(name);

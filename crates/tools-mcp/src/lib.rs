@@ -98,9 +98,7 @@ pub use naming::{
 };
 pub use principal::Principal;
 pub use prompts::{ElicitationPrompter, SamplingSummariser};
-pub use questions::{
-    ElicitQuestions, FormAnswers, FormOption, FormQuestion, QuestionForm, question_hook,
-};
+pub use questions::{ElicitQuestions, QuestionForm, question_hook};
 pub use resources::{ListMcpResourcesTool, ReadMcpResourceTool};
 pub use server::{
     ClientHook, ClientHookFn, MAX_REQUEST_BYTES, StdioOptions, mcp_tool_list, serve_stdio,

@@ -15,8 +15,9 @@ use rmcp::model::{
 use rmcp::service::Peer;
 use tool_core::{PermissionAnswer, PermissionPrompter, PermissionRequest, Summariser, ToolError};
 
-/// How long a person has to answer a permission question before it counts as a denial.
-const ELICIT_TIMEOUT: Duration = Duration::from_secs(300);
+/// How long a person has to answer an elicitation: a permission question (unanswered, it
+/// counts as a denial) or a host's questions (`ElicitQuestions`).
+pub(crate) const ELICIT_TIMEOUT: Duration = Duration::from_secs(300);
 /// Caps of what is sent to the client's model.
 const SAMPLING_CONTENT_CAP: usize = 100_000;
 const SAMPLING_MAX_TOKENS: u32 = 2048;

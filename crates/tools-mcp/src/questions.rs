@@ -1,57 +1,28 @@
 //! A host's questions to the person behind an MCP client (AskUserQuestion's, for
 //! `agent-tools serve`): asked through elicitation during the call in legacy sessions
-//! whose client offers it ([`question_hook`], [`ElicitQuestions`]), or as a form before the
-//! call on protocol 2026-07-28 ([`QuestionForm`]). The form has one text field per question
-//! (`q1`, `q2`, ...), its options listed in the field's description; answers are keyed by
-//! question text. The questions' shape is AskUserQuestion's input; which tool asks them and
-//! what the answers become is the host's.
+//! whose client offers it ([`question_hook`] installs an [`ElicitQuestions`] as the
+//! context's tool-core `QuestionPrompter`), or as a form before the call on protocol
+//! 2026-07-28 ([`QuestionForm`]). The form has one text field per question (`q1`, `q2`,
+//! ...), its options listed in the field's description; answers are keyed by question text.
+//! The questions are tool-core's [`Question`]s (AskUserQuestion's input); which tool asks
+//! them and what the answers become is the host's.
 
 use std::collections::BTreeMap;
 use std::sync::Arc;
 
+use async_trait::async_trait;
 use rmcp::RoleServer;
 use rmcp::model::{ElicitRequestParams, ElicitResult, ElicitationAction, ElicitationSchema};
 use rmcp::service::Peer;
-use serde::Deserialize;
 use serde_json::Value;
-use tool_core::{CallResult, ToolContext, ToolError, error_result};
+use tool_core::{CallResult, Question, QuestionAnswers, QuestionPrompter, ToolError, error_result};
 
 use crate::mrtr::UpfrontInput;
+use crate::prompts::ELICIT_TIMEOUT;
 use crate::server::ClientHook;
 
-/// One choice of a [`FormQuestion`].
-#[derive(Debug, Clone, PartialEq, Eq, Deserialize)]
-#[serde(deny_unknown_fields)]
-pub struct FormOption {
-    /// The option's label
-    pub label: String,
-    /// What the option means
-    pub description: String,
-    /// A preview of the option (not shown in the form)
-    #[serde(default)]
-    pub preview: Option<String>,
-}
-
-/// One question of a form, in AskUserQuestion's input shape.
-#[derive(Debug, Clone, PartialEq, Eq, Deserialize)]
-#[serde(deny_unknown_fields, rename_all = "camelCase")]
-pub struct FormQuestion {
-    /// The complete question
-    pub question: String,
-    /// A short label, the field's title
-    pub header: String,
-    /// The choices, listed in the field's description
-    pub options: Vec<FormOption>,
-    /// Whether several options may be chosen
-    #[serde(default)]
-    pub multi_select: bool,
-}
-
-/// What the person answered: question text → answer, or `None` when they declined.
-pub type FormAnswers = Option<BTreeMap<String, String>>;
-
 /// The elicitation form for `questions`: one required text field per question.
-fn question_form(questions: &[FormQuestion]) -> ElicitRequestParams {
+fn question_form(questions: &[Question]) -> ElicitRequestParams {
     let mut builder = ElicitationSchema::builder();
     for (i, q) in questions.iter().enumerate() {
         let options: Vec<String> = q
@@ -77,7 +48,7 @@ fn question_form(questions: &[FormQuestion]) -> ElicitRequestParams {
 }
 
 /// The answers in an accepted [`question_form`], by question text.
-fn form_answers(questions: &[FormQuestion], result: &ElicitResult) -> BTreeMap<String, String> {
+fn form_answers(questions: &[Question], result: &ElicitResult) -> BTreeMap<String, String> {
     let mut answers = BTreeMap::new();
     let content = result.content.clone().unwrap_or_default();
     for (i, q) in questions.iter().enumerate() {
@@ -88,33 +59,35 @@ fn form_answers(questions: &[FormQuestion], result: &ElicitResult) -> BTreeMap<S
     answers
 }
 
-/// Asks questions through MCP elicitation during a call (legacy sessions).
+/// Asks questions through MCP elicitation during a call (legacy sessions): the question
+/// prompter of a session whose client offers elicitation. A person who does not answer
+/// within the elicitation timeout (the permission questions' too) ends the call with an
+/// error.
 #[derive(Debug, Clone)]
 pub struct ElicitQuestions(Peer<RoleServer>);
 
-impl ElicitQuestions {
-    /// Asks `questions` of the client's user.
-    pub async fn ask(&self, questions: &[FormQuestion]) -> Result<FormAnswers, ToolError> {
+#[async_trait]
+impl QuestionPrompter for ElicitQuestions {
+    async fn ask(&self, questions: &[Question]) -> Result<QuestionAnswers, ToolError> {
         let result = self
             .0
-            .create_elicitation(question_form(questions))
+            .create_elicitation_with_timeout(question_form(questions), Some(ELICIT_TIMEOUT))
             .await
             .map_err(|e| ToolError::fatal(format!("the MCP client did not answer: {e}")))?;
         if result.action != ElicitationAction::Accept {
-            return Ok(None);
+            return Ok(QuestionAnswers::Declined);
         }
-        Ok(Some(form_answers(questions, &result)))
+        Ok(QuestionAnswers::Answered(form_answers(questions, &result)))
     }
 }
 
-/// A [`ClientHook`] that hands `install` the session's context and an [`ElicitQuestions`]
-/// when the client offers elicitation (the host installs its question prompter there).
-pub fn question_hook(
-    install: impl Fn(&ToolContext, ElicitQuestions) + Send + Sync + 'static,
-) -> ClientHook {
-    ClientHook(Arc::new(move |ctx, peer, capabilities| {
+/// A [`ClientHook`] that installs an [`ElicitQuestions`] as the session's
+/// `Arc<dyn QuestionPrompter>` when the client offers elicitation.
+pub fn question_hook() -> ClientHook {
+    ClientHook(Arc::new(|ctx, peer, capabilities| {
         if capabilities.elicitation.is_some() {
-            install(ctx, ElicitQuestions(peer.clone()));
+            let prompter: Arc<dyn QuestionPrompter> = Arc::new(ElicitQuestions(peer.clone()));
+            ctx.services().insert(prompter);
         }
     }))
 }
@@ -138,7 +111,7 @@ impl QuestionForm {
     }
 
     /// The questions of an input that still needs its answers.
-    fn unanswered(&self, tool: &str, input: &Value) -> Option<Vec<FormQuestion>> {
+    fn unanswered(&self, tool: &str, input: &Value) -> Option<Vec<Question>> {
         if tool != self.tool || input.get("answers").is_some_and(|a| !a.is_null()) {
             return None;
         }

@@ -38,7 +38,7 @@ use rmcp::{ClientHandler, RoleClient, ServiceExt};
 use tokio::io::AsyncReadExt;
 use tokio::sync::{Notify, watch};
 use tokio_util::sync::CancellationToken;
-use tool_core::{Progress, ProgressSink, ToolContext, ToolError};
+use tool_core::{ProcessGroup, Progress, ProgressSink, ToolContext, ToolError};
 
 use crate::config::{ServerConfig, Transport};
 
@@ -359,25 +359,17 @@ impl From<ToolError> for Failure {
     }
 }
 
-/// Kills the process group of a stdio server (its leader's pid is the group id).
-fn kill_group(pgid: Option<u32>) {
-    if let Some(pid) = pgid
-        .and_then(|p| i32::try_from(p).ok())
-        .and_then(rustix::process::Pid::from_raw)
-    {
-        let _ = rustix::process::kill_process_group(pid, rustix::process::Signal::KILL);
-    }
-}
-
 struct Connection {
     service: Service,
-    /// The process group of a stdio server
-    pgid: Option<u32>,
+    /// The process group of a stdio server, killed when the connection goes
+    group: Option<ProcessGroup>,
 }
 
 impl Connection {
     fn kill(self) {
-        kill_group(self.pgid);
+        if let Some(group) = &self.group {
+            group.kill();
+        }
         let token = self.service.cancellation_token();
         token.cancel();
     }
@@ -391,7 +383,7 @@ pub(crate) struct ServerConn {
     /// True until the first connection attempt has ended
     starting: AtomicBool,
     /// The process group of a stdio server whose handshake is under way
-    spawned: Mutex<Option<u32>>,
+    spawned: Mutex<Option<ProcessGroup>>,
     /// The protocol version of the last handshake
     protocol: RwLock<Option<String>>,
     tools: RwLock<Vec<McpToolDecl>>,
@@ -526,8 +518,8 @@ impl ServerConn {
 
     /// Kills the process group of a stdio server whose handshake did not finish.
     fn kill_spawned(&self) {
-        let pgid = self.spawned.lock().ok().and_then(|mut s| s.take());
-        kill_group(pgid);
+        let group = self.spawned.lock().ok().and_then(|mut s| s.take());
+        drop(group);
     }
 
     /// Stores the listed tools; a change is announced to the manager's followers.
@@ -643,9 +635,6 @@ impl ServerConn {
         };
         let outcome = match opened {
             Some(Ok(Ok((conn, tools)))) => {
-                if let Ok(mut spawned) = self.spawned.lock() {
-                    *spawned = None;
-                }
                 let peer = conn.service.peer().clone();
                 let info = conn.service.peer_info();
                 let resources = info
@@ -707,7 +696,7 @@ impl ServerConn {
             conn: Arc::downgrade(self),
             progress: Arc::clone(&self.progress),
         };
-        let (service, pgid) = match &self.config.transport {
+        let (service, group) = match &self.config.transport {
             Transport::Stdio {
                 command,
                 args,
@@ -725,9 +714,10 @@ impl ServerConn {
                     .stderr(Stdio::piped())
                     .spawn()
                     .map_err(|e| format!("cannot start `{command}`: {e}"))?;
-                let pgid = process.id();
+                // Held here while the handshake runs, so a start-up that times out or is
+                // abandoned kills the group (`kill_spawned`).
                 if let Ok(mut spawned) = self.spawned.lock() {
-                    *spawned = pgid;
+                    *spawned = process.id().and_then(ProcessGroup::adopt);
                 }
                 if let Some(mut stderr) = stderr {
                     let tail = Arc::clone(&self.stderr);
@@ -747,9 +737,9 @@ impl ServerConn {
                     .await
                     .map_err(|e| format!("the MCP handshake failed: {e}"));
                 match service {
-                    Ok(service) => (service, pgid),
+                    Ok(service) => (service, self.spawned.lock().ok().and_then(|mut s| s.take())),
                     Err(e) => {
-                        kill_group(pgid);
+                        self.kill_spawned();
                         return Err(e);
                     }
                 }
@@ -814,7 +804,7 @@ impl ServerConn {
         } else {
             Vec::new()
         };
-        Ok((Connection { service, pgid }, tools))
+        Ok((Connection { service, group }, tools))
     }
 
     /// Calls `tool` with the call timeout, reporting progress to the call's sink and sending

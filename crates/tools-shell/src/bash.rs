@@ -294,7 +294,13 @@ impl TypedTool for Bash {
         let mut text = shown.text.clone();
         let new_cwd = cwd_pipe.read();
         if shown.truncated || summary.dropped > 0 || summary.lost > 0 {
-            let kept = lease.keep()?;
+            // Keeping the file may copy it whole (see `OutputDir::claim`): a blocking thread's
+            // work.
+            let kept = tokio::task::spawn_blocking(move || lease.keep())
+                .await
+                .map_err(|e| {
+                    ToolError::fatal(format!("internal error keeping the output: {e}"))
+                })??;
             text.push_str(&truncation_marker(shown.lines_cut));
             text.push_str(&saved_note(&kept, &summary, spool.failure()));
             data.persisted_output_path = Some(kept.display().to_string());

@@ -12,10 +12,9 @@ use std::ffi::OsString;
 use std::process::{ExitStatus, Stdio};
 use std::time::Duration;
 
-use rustix::process::{Pid, Signal, kill_process_group, test_kill_process_group};
 use tokio::process::{Child, Command};
 use tokio_util::sync::CancellationToken;
-use tool_core::ToolError;
+use tool_core::{ProcessGroup, ToolError};
 
 use crate::command::{
     ENV, Ending, Finished, Io, KILL_GRACE, RunSpec, bash_path, command_vars, inline_script,
@@ -36,7 +35,8 @@ pub enum Running {
 #[derive(Debug)]
 pub struct Local {
     child: Child,
-    pgid: Option<Pid>,
+    /// Its process group, killed when this is dropped
+    group: Option<ProcessGroup>,
     done: bool,
     /// The mark in its environment, when nothing else finds what it left behind
     mark: Option<String>,
@@ -108,10 +108,10 @@ pub async fn spawn(spec: &RunSpec, launch: &Launch, io: Io) -> Result<Running, T
     let mark = (!matches!(launch, Launch::Bubblewrap(_))).then(crate::reaper::new_mark);
     let cmd = command_line(spec, launch, io, mark.as_deref())?;
     let child = launch.spawn(cmd, &[]).await?;
-    let pgid = child.id().and_then(|id| Pid::from_raw(id as i32));
+    let group = child.id().and_then(ProcessGroup::adopt);
     Ok(Running::Local(Local {
         child,
-        pgid,
+        group,
         done: false,
         mark,
     }))
@@ -171,10 +171,10 @@ impl Local {
     /// leader. Returns the leader's exit code if it had not been reaped before.
     pub async fn kill_group(&mut self) -> Option<i32> {
         let mut code = None;
-        let Some(pgid) = self.pgid else {
+        let Some(group) = &self.group else {
             return code;
         };
-        if !group_alive(pgid) {
+        if !group.is_alive() {
             if !self.done {
                 code = self.child.wait().await.ok().map(code_of);
                 self.done = true;
@@ -183,59 +183,28 @@ impl Local {
         }
         // Children of the leader that left its group (bubblewrap's sandbox init, in a new
         // session and pid namespace) die with it; note them to wait until they are gone.
-        let detached = if self.done {
-            Vec::new()
-        } else {
-            children_outside_group(pgid)
+        let detached = match group.id() {
+            Some(leader) if !self.done => children_outside_group(leader),
+            _ => Vec::new(),
         };
-        let _ = kill_process_group(pgid, Signal::TERM);
-        let deadline = tokio::time::Instant::now() + KILL_GRACE;
-        loop {
-            if !self.done {
-                match tokio::time::timeout_at(deadline, self.child.wait()).await {
-                    Ok(status) => {
-                        code = status.ok().map(code_of);
-                        self.done = true;
-                    }
-                    Err(_) => break,
-                }
-            }
-            if !group_alive(pgid) {
-                return code;
-            }
-            if tokio::time::Instant::now() >= deadline {
-                break;
-            }
-            tokio::time::sleep(Duration::from_millis(20)).await;
-        }
-        let _ = kill_process_group(pgid, Signal::KILL);
+        // Members of the group other than the leader are reaped by their parents (or by
+        // init once orphaned); `terminate` waits until none is left so callers see a clean
+        // slate.
+        let killed = group.terminate(KILL_GRACE).await;
         if !self.done {
             code = self.child.wait().await.ok().map(code_of);
             self.done = true;
         }
-        // Members of the group other than the leader are reaped by their parents (or by
-        // init once orphaned); wait briefly until none is left so callers see a clean slate.
-        for _ in 0..50 {
-            if !group_alive(pgid) {
-                break;
+        if killed {
+            for _ in 0..200 {
+                if detached.iter().all(|p| !is_alive(*p)) {
+                    break;
+                }
+                tokio::time::sleep(Duration::from_millis(10)).await;
             }
-            let _ = kill_process_group(pgid, Signal::KILL);
-            tokio::time::sleep(Duration::from_millis(10)).await;
-        }
-        for _ in 0..200 {
-            if detached.iter().all(|p| !is_alive(*p)) {
-                break;
-            }
-            tokio::time::sleep(Duration::from_millis(10)).await;
         }
         code
     }
-}
-
-/// Whether the group has a member that is not a zombie: one signal when the group is gone,
-/// a look at the process table when it is not.
-fn group_alive(pgid: Pid) -> bool {
-    test_kill_process_group(pgid).is_ok() && crate::reaper::group_alive(pgid.as_raw_nonzero().get())
 }
 
 /// The fields of `/proc/PID/stat` after the command name: state, ppid, pgrp, ...
@@ -250,9 +219,11 @@ fn is_alive(pid: i32) -> bool {
     stat_fields(pid).is_some_and(|f| f.first().is_some_and(|s| s != "Z" && s != "X"))
 }
 
-/// Direct children of the group leader `pgid` that are in another process group.
-fn children_outside_group(pgid: Pid) -> Vec<i32> {
-    let leader = pgid.as_raw_nonzero().get();
+/// Direct children of the group leader `leader` that are in another process group.
+fn children_outside_group(leader: u32) -> Vec<i32> {
+    let Ok(leader) = i32::try_from(leader) else {
+        return Vec::new();
+    };
     let Ok(entries) = std::fs::read_dir("/proc") else {
         return Vec::new();
     };
@@ -272,10 +243,8 @@ impl Drop for Local {
     fn drop(&mut self) {
         // The call was abandoned (its future dropped): kill the group at once. The leader is
         // reaped by tokio's orphan reaper (`kill_on_drop`).
-        if let Some(pgid) = self.pgid
-            && test_kill_process_group(pgid).is_ok()
-        {
-            let _ = kill_process_group(pgid, Signal::KILL);
+        if let Some(group) = &self.group {
+            group.kill();
         }
         if let Some(mark) = self.mark.take() {
             let _ = std::thread::Builder::new()

@@ -54,14 +54,6 @@ fn table() -> Vec<(i32, i32)> {
         .collect()
 }
 
-/// Whether process group `pgid` has a member that is not a zombie (an orphaned member that
-/// exited stays in its group until its new parent collects it, which init may do late).
-pub fn group_alive(pgid: i32) -> bool {
-    processes()
-        .iter()
-        .any(|(_, _, zombie, pgrp)| *pgrp == pgid && !zombie)
-}
-
 /// Every live descendant of `root`, `root` left out.
 pub fn descendants(root: i32) -> Vec<i32> {
     let mut children: HashMap<i32, Vec<i32>> = HashMap::new();

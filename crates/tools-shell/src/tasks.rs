@@ -343,7 +343,7 @@ impl ShellTasks {
             // The supervisor of the task ends with it, and everything it ran.
             drop(running);
             spool.finish().await;
-            task_entry.settle(&dir);
+            settle(&task_entry, &dir).await;
             let status = match finished.ending {
                 Ending::Cancelled => TaskStatus::Killed,
                 Ending::TimedOut | Ending::SandboxLost => TaskStatus::Failed,
@@ -488,6 +488,12 @@ impl ShellTasks {
             .map(Some)
             .map_err(|e| ToolError::io(&path, e))
     }
+}
+
+/// [`Entry::settle`] on a blocking thread: it may copy the whole output file.
+async fn settle(entry: &Arc<Entry>, dir: &Arc<OutputDir>) {
+    let (entry, dir) = (Arc::clone(entry), Arc::clone(dir));
+    let _ = tokio::task::spawn_blocking(move || entry.settle(&dir)).await;
 }
 
 /// Starts a task's command: under a supervisor of its own when a supervisor program is
@@ -734,7 +740,7 @@ impl TaskManager for ShellTasks {
                         spool.finish().await;
                     }
                     if let Ok(dir) = &dir {
-                        task_entry.settle(dir);
+                        settle(&task_entry, dir).await;
                     }
                     let status = if task_entry.cancel.is_cancelled() && !status.is_terminal() {
                         TaskStatus::Killed

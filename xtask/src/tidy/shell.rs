@@ -2,10 +2,9 @@
 //!
 //! The rule is about shells, not processes: other crates start programs of their own —
 //! tools-lsp its language servers (and `git`), tools-mcp its MCP servers, tools-agent `git`
-//! for worktrees, `kill` for a runner's process group and a configured agent command —
-//! and that is fine. What only tools-shell may do is start a shell (`sh`, `bash`, …) to
-//! run a command line, because only tools-shell parses such a line for the permission
-//! engine and runs it under the sandbox.
+//! for worktrees and a configured agent command — and that is fine. What only tools-shell
+//! may do is start a shell (`sh`, `bash`, …) to run a command line, because only
+//! tools-shell parses such a line for the permission engine and runs it under the sandbox.
 //!
 //! Checked: in `crates/*/src` except tools-shell's, outside `#[cfg(test)]` items, no
 //! `Command::new`, `Cmd::new` or `CommandWrap::with_new` whose first argument is a string

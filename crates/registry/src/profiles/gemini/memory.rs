@@ -1,7 +1,6 @@
 //! `save_memory`: a fact appended under "## Gemini Added Memories" in `GEMINI.md` of the
 //! session's state directory, checked as an Edit of that file and written atomically.
 
-use std::io::Write as _;
 use std::path::{Path, PathBuf};
 use std::sync::OnceLock;
 
@@ -88,23 +87,12 @@ pub(crate) fn with_fact(current: &str, item: &str) -> String {
     out
 }
 
-/// Writes `text` to `path` through a temporary file in the same directory, so the file is
-/// never seen half written.
+/// Writes `text` to `path` atomically (tool-core's [`tool_core::write_atomic`]), creating
+/// its directory, so the file is never seen half written.
 fn write_atomic(path: &Path, text: &str) -> Result<(), ToolError> {
     let dir = path.parent().unwrap_or(Path::new("."));
     std::fs::create_dir_all(dir).map_err(|e| ToolError::io(dir, e))?;
-    let tmp: PathBuf = dir.join(format!(".{FILE}.{}.tmp", std::process::id()));
-    let result = (|| {
-        let mut file = std::fs::File::create(&tmp)?;
-        file.write_all(text.as_bytes())?;
-        file.sync_all()?;
-        std::fs::rename(&tmp, path)
-    })();
-    if let Err(e) = result {
-        let _ = std::fs::remove_file(&tmp);
-        return Err(ToolError::io(path, e));
-    }
-    Ok(())
+    tool_core::write_atomic(path, text.as_bytes()).map_err(|e| ToolError::io(path, e))
 }
 
 fn memory_path(ctx: &ToolContext) -> PathBuf {
