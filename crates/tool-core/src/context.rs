@@ -376,6 +376,12 @@ impl ToolContextBuilder {
         self.service(prompter)
     }
 
+    /// The person who answers AskUserQuestion (and other tools' questions to the user);
+    /// without one, such calls are refused unless the model supplied the answers.
+    pub fn question_prompter(self, prompter: Arc<dyn crate::QuestionPrompter>) -> Self {
+        self.service(prompter)
+    }
+
     /// How refusals tell the model what would allow a call, in the host's words (default:
     /// [`NeutralHint`](crate::NeutralHint), which names the rule and mode but no flag or
     /// file).
