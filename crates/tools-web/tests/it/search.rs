@@ -416,7 +416,7 @@ async fn websearch_asks_unless_a_rule_allows_it() {
     let denied = default.call("WebSearch", json!({"query": "tokio"})).await;
     assert!(denied.is_error);
     assert!(
-        denied.text().contains("\"WebSearch\" to permissions.allow"),
+        denied.text().contains("the allow rule \"WebSearch\""),
         "{}",
         denied.text()
     );
