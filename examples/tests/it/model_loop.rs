@@ -5,6 +5,7 @@
 use std::io::{BufRead, BufReader, Read, Write};
 use std::net::{TcpListener, TcpStream};
 use std::thread;
+use std::time::{Duration, Instant};
 
 use serde_json::{Value, json};
 
@@ -47,10 +48,32 @@ fn respond(mut stream: TcpStream, body: &Value) {
     stream.flush().unwrap();
 }
 
+/// The next connection, or `None` after a minute without one (the program ended early):
+/// the test then fails on what was received instead of waiting forever.
+fn accept(listener: &TcpListener) -> Option<TcpStream> {
+    listener.set_nonblocking(true).unwrap();
+    let deadline = Instant::now() + Duration::from_secs(60);
+    while Instant::now() < deadline {
+        match listener.accept() {
+            Ok((stream, _)) => {
+                stream.set_nonblocking(false).unwrap();
+                return Some(stream);
+            }
+            Err(e) if e.kind() == std::io::ErrorKind::WouldBlock => {
+                thread::sleep(Duration::from_millis(20));
+            }
+            Err(e) => panic!("accept: {e}"),
+        }
+    }
+    None
+}
+
 /// The stand-in: two rounds, then the requests it received.
 fn stand_in(listener: TcpListener) -> Vec<(String, Value)> {
     let mut received = Vec::new();
-    let (stream, _) = listener.accept().unwrap();
+    let Some(stream) = accept(&listener) else {
+        return received;
+    };
     received.push(read_request(&stream));
     respond(
         stream,
@@ -64,7 +87,9 @@ fn stand_in(listener: TcpListener) -> Vec<(String, Value)> {
             ],
         }),
     );
-    let (stream, _) = listener.accept().unwrap();
+    let Some(stream) = accept(&listener) else {
+        return received;
+    };
     received.push(read_request(&stream));
     respond(
         stream,
@@ -100,6 +125,7 @@ fn runs_the_tool_the_model_asks_for_and_sends_the_result_back() {
         .env_remove("MODEL_NAME"),
     );
     let received = server.join().unwrap();
+    assert_eq!(received.len(), 2, "the stand-in got {received:?}\n{stdout}");
 
     // What the program printed: the model's text, the call, its result, the final answer.
     assert!(stdout.contains("tool call: Glob"), "{stdout}");
