@@ -1,4 +1,5 @@
-//! Dependency rules between the workspace's crates, read from each `crates/*/Cargo.toml`.
+//! Dependency rules between the workspace's crates, read from each `crates/*/Cargo.toml`
+//! and from the manifests of the members outside `crates/` ([`super::TOP_LEVEL_PACKAGES`]).
 //!
 //! The rules are data: [`RULES`] says, per crate, which internal crates it may depend on,
 //! which internal crates are for tests only (test-support: a dev-dependency of anyone, a
@@ -42,6 +43,18 @@ const REGISTRY_DEPS: &[&str] = &[
     "tools-lsp",
     "tools-mcp",
     "tools-agent",
+];
+
+/// The examples embed the library crates as a user's program would: any of them.
+const EXAMPLES_DEPS: &[&str] = &[
+    "tool-core",
+    "tools-fs",
+    "tools-shell",
+    "tools-web",
+    "tools-lsp",
+    "tools-mcp",
+    "tools-agent",
+    "registry",
 ];
 
 /// One dependency rule.
@@ -155,6 +168,13 @@ pub const RULES: &[Rule] = &[
         dev_extra: &[],
         why: "test-support serves every crate's tests, tool-core's included, so it depends on \
               no crate of the workspace",
+    },
+    Rule::Internal {
+        krate: "examples",
+        allowed: EXAMPLES_DEPS,
+        dev_extra: &[],
+        why: "the examples embed the library crates as a user's program would: any library \
+              crate, never the binary (what it does, a user's host does through the registry)",
     },
     Rule::DevOnly {
         krate: "test-support",
@@ -435,14 +455,16 @@ fn internal_names(manifests: &[(String, Manifest)]) -> Vec<String> {
         .collect()
 }
 
-/// Reads every `crates/*/Cargo.toml` under `root`: (path relative to root, manifest).
+/// Reads every `crates/*/Cargo.toml` under `root`, then those of the
+/// [`super::TOP_LEVEL_PACKAGES`] present: (path relative to root, manifest).
 pub fn manifests(root: &Path) -> Result<Vec<(String, Manifest)>> {
     let mut found = Vec::new();
-    let Ok(entries) = fs::read_dir(root.join("crates")) else {
-        return Ok(found);
+    let mut dirs: Vec<_> = match fs::read_dir(root.join("crates")) {
+        Ok(entries) => entries.flatten().map(|e| e.path()).collect(),
+        Err(_) => Vec::new(),
     };
-    let mut dirs: Vec<_> = entries.flatten().map(|e| e.path()).collect();
     dirs.sort();
+    dirs.extend(super::TOP_LEVEL_PACKAGES.iter().map(|p| root.join(p)));
     for dir in dirs {
         let path = dir.join("Cargo.toml");
         if !path.is_file() {
@@ -465,12 +487,12 @@ pub fn manifests(root: &Path) -> Result<Vec<(String, Manifest)>> {
     Ok(found)
 }
 
-/// Checks every manifest under `crates/` against [`RULES`].
+/// Checks every manifest [`manifests`] reads against [`RULES`].
 pub fn check(root: &Path, problems: &mut Vec<Problem>) -> Result<()> {
     check_with(root, RULES, problems)
 }
 
-/// Checks every manifest under `crates/` against `rules`.
+/// Checks every manifest [`manifests`] reads against `rules`.
 pub fn check_with(root: &Path, rules: &[Rule], problems: &mut Vec<Problem>) -> Result<()> {
     let manifests = manifests(root)?;
     let internal = internal_names(&manifests);

@@ -1,6 +1,6 @@
 //! `cargo xtask tidy`: source hygiene and architecture checks, also run as the `tidy` test.
 //!
-//! Hygiene, under `crates/` and `xtask/` (tracked or not, `target/` skipped):
+//! Hygiene, under `crates/`, `examples/` and `xtask/` (tracked or not, `target/` skipped):
 //! - every `.rs` file starts (after blank lines) with a `//!` line;
 //! - no file contains an ignore or should-panic test attribute, or a todo or unimplemented
 //!   macro call (the needles are built by concatenation so this file does not flag itself);
@@ -10,7 +10,8 @@
 //!   `.cargo/*.toml` and `.config/*.toml` too).
 //!
 //! Architecture (each in its own module, each taking the workspace root):
-//! - [`deps`]: the dependency rules between crates, from `crates/*/Cargo.toml`;
+//! - [`deps`]: the dependency rules between crates, from `crates/*/Cargo.toml` and the
+//!   manifests of [`TOP_LEVEL_PACKAGES`];
 //! - [`shell`]: only tools-shell starts a shell;
 //! - [`cycles`]: no import cycle between a crate's top-level modules;
 //! - [`refs`]: no reference to a document outside the repository.
@@ -34,7 +35,12 @@ use std::path::{Path, PathBuf};
 use anyhow::{Context, Result, bail};
 
 /// Directories checked, relative to the workspace root.
-const CHECKED_DIRS: [&str; 2] = ["crates", "xtask"];
+const CHECKED_DIRS: [&str; 3] = ["crates", "examples", "xtask"];
+
+/// Workspace members outside `crates/`, each in the root folder of its name, that the
+/// architecture checks hold to the crates' rules: `examples` (programs embedding the
+/// library crates). xtask is not one: it is the checker, and may run anything.
+pub const TOP_LEVEL_PACKAGES: [&str; 1] = ["examples"];
 
 /// Directories holding configuration `.toml` files checked for trailing whitespace (not
 /// recursively); `""` is the workspace root.

@@ -6,7 +6,7 @@
 //! path into the sibling `shared` folder, any section sign (U+00A7: every one here cited a
 //! section of such a document) and "the design" as a source of rules.
 //!
-//! Checked: every text file under `crates/`, `xtask/` and `docs/`, and the `.md`
+//! Checked: every text file under `crates/`, `examples/`, `xtask/` and `docs/`, and the `.md`
 //! and `.toml` files at the root. The needles are built by concatenation so this file does
 //! not flag itself.
 
@@ -15,7 +15,7 @@ use std::path::Path;
 use super::Problem;
 
 /// Folders checked, recursively (root-level `.md` and `.toml` files are checked too).
-pub const CHECKED_DIRS: [&str; 3] = ["crates", "xtask", "docs"];
+pub const CHECKED_DIRS: [&str; 4] = ["crates", "examples", "xtask", "docs"];
 
 /// Text no file may contain (lower case), and what it is.
 pub const NEEDLES: [(&str, &str); 11] = [

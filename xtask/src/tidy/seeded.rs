@@ -49,6 +49,15 @@ impl Fake {
             &["registry", "tool-core"],
             "[dev-dependencies]\ntest-support.workspace = true\ntempfile = \"3\"\n",
         );
+        // The examples, outside `crates/`, use the library crates and, in their tests,
+        // test-support.
+        fake.write(
+            "examples/Cargo.toml",
+            "[package]\nname = \"examples\"\n\n[dependencies]\nregistry.workspace = true\n\
+             tool-core.workspace = true\ntools-fs.workspace = true\nreqwest = \"1\"\n\n\
+             [dev-dependencies]\ntest-support.workspace = true\n",
+        );
+        fake.write("examples/src/bin/demo.rs", "//! A demo.\nfn main() {}\n");
         fake.write(
             "crates/tools-fs/src/lib.rs",
             "//! Files.\nmod a;\nmod b;\npub use a::A;\n",
@@ -425,5 +434,33 @@ fn a_shell_outside_tools_shell_fails() {
             "starts the shell `sh`",
             "only tools-shell runs shell command lines",
         ],
+    );
+}
+
+#[test]
+fn the_examples_depending_on_the_binary_fails() {
+    let fake = Fake::clean("examples");
+    fake.write(
+        "examples/Cargo.toml",
+        "[package]\nname = \"examples\"\n\n[dependencies]\nagent-tools.workspace = true\n",
+    );
+    assert_one(
+        &fake.problems(),
+        "examples/Cargo.toml:5: ",
+        &["`examples` depends on `agent-tools`", "never the binary"],
+    );
+}
+
+#[test]
+fn a_shell_in_the_examples_fails() {
+    let fake = Fake::clean("examples-shell");
+    fake.write(
+        "examples/src/bin/demo.rs",
+        "//! A demo.\nfn main() {\n    std::process::Command::new(\"bash\");\n}\n",
+    );
+    assert_one(
+        &fake.problems(),
+        "examples/src/bin/demo.rs:3: ",
+        &["starts the shell `bash`"],
     );
 }

@@ -6,7 +6,8 @@
 //! may do is start a shell (`sh`, `bash`, …) to run a command line, because only
 //! tools-shell parses such a line for the permission engine and runs it under the sandbox.
 //!
-//! Checked: in `crates/*/src` except tools-shell's, outside `#[cfg(test)]` items, no
+//! Checked: in `crates/*/src` except tools-shell's, and in the `src` of the members outside
+//! `crates/` (`examples/src`), outside `#[cfg(test)]` items, no
 //! `Command::new`, `Cmd::new` or `CommandWrap::with_new` whose first argument is a string
 //! literal naming a shell (also as `/bin/sh`, `/usr/bin/env`-less absolute paths). A shell
 //! named through a variable is not seen; that is for review. Tests (`crates/*/tests/`,
@@ -74,13 +75,15 @@ pub fn check_text(rel: &Path, text: &str, problems: &mut Vec<Problem>) {
     }
 }
 
-/// Checks `crates/*/src` of every crate but tools-shell.
+/// Checks `crates/*/src` of every crate but tools-shell, and the `src` of every member
+/// outside `crates/`.
 pub fn check(root: &Path, problems: &mut Vec<Problem>) -> Result<()> {
-    let Ok(entries) = std::fs::read_dir(root.join("crates")) else {
-        return Ok(());
+    let mut dirs: Vec<_> = match std::fs::read_dir(root.join("crates")) {
+        Ok(entries) => entries.flatten().map(|e| e.path()).collect(),
+        Err(_) => Vec::new(),
     };
-    let mut dirs: Vec<_> = entries.flatten().map(|e| e.path()).collect();
     dirs.sort();
+    dirs.extend(super::TOP_LEVEL_PACKAGES.iter().map(|p| root.join(p)));
     for dir in dirs {
         if dir.file_name().is_some_and(|n| n == SHELL_CRATE) {
             continue;
