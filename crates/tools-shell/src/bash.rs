@@ -46,6 +46,14 @@ const DESCRIPTION: &str = "Executes a bash command with an optional timeout and 
 - Git: never change git config, never skip hooks (--no-verify), never force-push to main, prefer new commits over --amend; pass commit messages with a here-document.";
 
 /// Input of Bash.
+///
+/// # JSON names
+///
+/// The model sends these fields under JSON names that differ from the Rust ones:
+///
+/// | JSON name | Rust field |
+/// | --- | --- |
+/// | `dangerouslyDisableSandbox` | [`dangerously_disable_sandbox`](Self::dangerously_disable_sandbox) |
 #[derive(Debug, Clone, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct BashInput {
