@@ -335,6 +335,11 @@ impl TypedTool for Bash {
         if let Some(n) = &prepared.notice {
             text.push_str(&format!("\n{n}"));
         }
+        // Once per process: the host's supervisor program was set aside (see
+        // `host_program::unanswered`); whoever reads this result can pass it on.
+        if let Some(n) = crate::host_program::take_notice() {
+            text.push_str(&format!("\nNote for the host program: {n}"));
+        }
         if let Some(n) = notice {
             text.push_str(&format!("\n{n}"));
             data.stderr = n;

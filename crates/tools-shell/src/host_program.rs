@@ -92,7 +92,28 @@ pub(crate) fn unanswered(program: &Path) -> Option<String> {
     }
     let warning = unanswered_warning(program);
     eprintln!("agent-tools sandbox: {warning}");
+    if let Ok(mut n) = NOTICE.lock() {
+        *n = Some(warning.clone());
+    }
     Some(warning)
+}
+
+/// The warning of [`unanswered`], until a call's result has shown it once.
+#[cfg(target_os = "linux")]
+static NOTICE: std::sync::Mutex<Option<String>> = std::sync::Mutex::new(None);
+
+/// The warning about a supervisor program that does not answer, the first time it is asked
+/// for after the program was set aside (for the result of the call that ran the command);
+/// `None` ever after, and always when the program answers.
+pub(crate) fn take_notice() -> Option<String> {
+    #[cfg(target_os = "linux")]
+    {
+        NOTICE.lock().ok().and_then(|mut n| n.take())
+    }
+    #[cfg(not(target_os = "linux"))]
+    {
+        None
+    }
 }
 
 /// What a host whose supervisor program does not answer is told.
