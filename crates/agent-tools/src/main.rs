@@ -129,6 +129,8 @@ enum Command {
         allowed_hosts: Vec<String>,
         /// Browser origins accepted in the Origin header, such as https://app.example.com or
         /// http://localhost:* (repeatable; default: loopback origins); others get 403
+        // The text is the option's help on a terminal, where a bare URL is what reads right.
+        #[allow(rustdoc::bare_urls)]
         #[arg(long = "allowed-origin", value_name = "ORIGIN", requires = "http")]
         allowed_origins: Vec<String>,
         /// Require a bearer token: read the accepted tokens from FILE, one per line

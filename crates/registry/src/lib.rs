@@ -173,30 +173,10 @@ impl ToolRegistry {
 /// input schema in `dialect`'s shape. For the OpenAI Responses API a tool that also takes
 /// free-form text (codex's `apply_patch`) is declared twice, as a function tool and as a
 /// custom tool with its Lark grammar; a host sends the model one of the two (a custom
-/// tool's text input is the value of the function form's one string field).
+/// tool's text input is the value of the function form's one string field). The same as
+/// [`tool_core::declarations`] and, for a whole pool, [`ToolPool::declarations`].
 pub async fn declarations(tools: &[Arc<dyn Tool>], dialect: Dialect) -> Vec<serde_json::Value> {
-    let mut decls = Vec::new();
-    for tool in tools {
-        let description = tool.description(None).await;
-        decls.push(tool_core::tool_declaration(
-            tool.name(),
-            &description,
-            tool.input_schema(),
-            tool.annotations(),
-            dialect,
-        ));
-        if dialect == Dialect::OpenAiResponses
-            && let Some(grammar) = tool.freeform_grammar()
-        {
-            decls.push(serde_json::json!({
-                "type": "custom",
-                "name": tool.name(),
-                "description": tool.freeform_description().unwrap_or(&description),
-                "format": {"type": "grammar", "syntax": "lark", "definition": grammar},
-            }));
-        }
-    }
-    decls
+    tool_core::declarations(tools, dialect).await
 }
 
 /// The tools of every category compiled in. Each category crate adds its `tools()` here

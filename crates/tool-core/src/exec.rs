@@ -17,6 +17,7 @@ use tokio::task::{JoinHandle, JoinSet};
 use crate::budget::{ERROR_TEXT_CAP, PERSIST_THRESHOLD_CAP, apply_budget, cut_middle};
 use crate::permission::{allow_hint, headless_denial};
 use crate::rule::{RuleBehavior, RuleSource, RuleSourceKind, SourcedRule};
+use crate::schema::{Dialect, tool_declaration};
 use crate::tool::{ParsedInput, Tool, ValidationResult};
 use crate::{
     AskKind, CallResult, ContentBlock, PermissionDecision, PermissionRule, ProgressSink,
@@ -111,6 +112,37 @@ impl fmt::Debug for ToolPool {
     }
 }
 
+/// The declarations of `tools` for a model provider, in order: name, description and input
+/// schema in `dialect`'s shape (see [`tool_declaration`]). For the OpenAI Responses API a
+/// tool that also takes free-form text ([`Tool::freeform_grammar`], codex's `apply_patch`)
+/// is declared twice, as a function tool and as a custom tool with its Lark grammar; a host
+/// sends the model one of the two (a custom tool's text input is the value of the function
+/// form's one string field). [`ToolPool::declarations`] does this for a pool.
+pub async fn declarations(tools: &[Arc<dyn Tool>], dialect: Dialect) -> Vec<Value> {
+    let mut decls = Vec::new();
+    for tool in tools {
+        let description = tool.description(None).await;
+        decls.push(tool_declaration(
+            tool.name(),
+            &description,
+            tool.input_schema(),
+            tool.annotations(),
+            dialect,
+        ));
+        if dialect == Dialect::OpenAiResponses
+            && let Some(grammar) = tool.freeform_grammar()
+        {
+            decls.push(serde_json::json!({
+                "type": "custom",
+                "name": tool.name(),
+                "description": tool.freeform_description().unwrap_or(&description),
+                "format": {"type": "grammar", "syntax": "lark", "definition": grammar},
+            }));
+        }
+    }
+    decls
+}
+
 /// A call that passed lookup and parsing, or the result that ended it early.
 enum Prepared {
     Ready(Arc<dyn Tool>, ParsedInput, ToolCall),
@@ -145,6 +177,46 @@ impl ToolPool {
     /// The tools, in pool order.
     pub fn tools(&self) -> &[Arc<dyn Tool>] {
         &self.inner.tools
+    }
+
+    /// The declarations of every tool of the pool for a model provider, in pool order: what
+    /// [`declarations`] gives for [`ToolPool::tools`].
+    ///
+    /// ```
+    /// use std::sync::Arc;
+    /// use tool_core::schemars::JsonSchema;
+    /// use tool_core::serde::Deserialize;
+    /// use tool_core::{Dialect, ToolContext, ToolError, ToolMeta, ToolPool, ToolResult, TypedTool};
+    ///
+    /// struct Greet;
+    /// #[derive(Deserialize, JsonSchema)]
+    /// #[serde(crate = "tool_core::serde")]
+    /// #[schemars(crate = "tool_core::schemars")]
+    /// struct GreetInput {
+    ///     /// Who to greet
+    ///     name: String,
+    /// }
+    /// #[tool_core::async_trait]
+    /// impl TypedTool for Greet {
+    ///     type Input = GreetInput;
+    ///     type Output = String;
+    ///     const META: ToolMeta = ToolMeta::new("Greet").describe("Says hello.").read_only();
+    ///     async fn call(&self, i: GreetInput, _: &ToolContext) -> Result<ToolResult<String>, ToolError> {
+    ///         Ok(ToolResult::ok(format!("Hello, {}!", i.name)))
+    ///     }
+    /// }
+    ///
+    /// # #[tokio::main(flavor = "current_thread")]
+    /// # async fn main() {
+    /// let pool = ToolPool::new(vec![Arc::new(tool_core::Typed::new(Greet))]);
+    /// let tools = pool.declarations(Dialect::Anthropic).await;
+    /// assert_eq!(tools[0]["name"], "Greet");
+    /// assert_eq!(tools[0]["description"], "Says hello.");
+    /// assert_eq!(tools[0]["input_schema"]["properties"]["name"]["type"], "string");
+    /// # }
+    /// ```
+    pub async fn declarations(&self, dialect: Dialect) -> Vec<Value> {
+        declarations(self.tools(), dialect).await
     }
 
     /// The tool with this name or alias.

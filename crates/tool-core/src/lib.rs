@@ -116,7 +116,7 @@ pub use context::{
 pub use error::ToolError;
 pub use exec::{
     MAX_CONCURRENCY, PermissionAnswer, PermissionPrompter, PermissionRequest, ToolCall, ToolPool,
-    error_result,
+    declarations, error_result,
 };
 pub use input::{
     DUPLICATE_KEY_MARKER, check_input, duplicate_key, duplicate_keys, mark_duplicate_key,

@@ -675,6 +675,22 @@ mod tests {
         insta::assert_json_snapshot!(s);
     }
 
+    /// An input type whose doc comment lists its JSON names, as the tools' do.
+    #[derive(Deserialize, JsonSchema)]
+    #[allow(dead_code)]
+    struct Renamed {
+        /// Show line numbers
+        #[serde(rename = "-n")]
+        line_numbers: bool,
+    }
+
+    #[test]
+    fn the_input_types_doc_comment_stays_out_of_the_schema() {
+        let s = schema_for::<Renamed>();
+        assert!(s.get("description").is_none(), "{s:#}");
+        assert_eq!(s["properties"]["-n"]["description"], "Show line numbers");
+    }
+
     #[test]
     fn dialects_lower() {
         let s = schema_for::<Example>();

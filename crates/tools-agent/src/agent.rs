@@ -27,6 +27,14 @@ use crate::teams::{
 use crate::worktrees::{ActiveWorktree, create_worktree, pending_work, remove_worktree};
 
 /// Input of Agent.
+///
+/// # JSON names
+///
+/// Every field's JSON name is its Rust name.
+///
+/// `model` takes the [`AgentModel`] variants in lower case, `mode` the [`AgentMode`] variants
+/// in camel case (`acceptEdits`, `bypassPermissions`, ...), `isolation` the [`Isolation`]
+/// variants in lower case.
 #[derive(Debug, Clone, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct AgentInput {

@@ -38,6 +38,14 @@ Usage notes:
 - In plan mode, do not use this tool to ask whether the plan is okay: ExitPlanMode does that";
 
 /// Input of AskUserQuestion.
+///
+/// # JSON names
+///
+/// The model sends these fields under JSON names that differ from the Rust ones:
+///
+/// | JSON name | Rust field |
+/// | --- | --- |
+/// | `questions[].multiSelect` | [`Question::multi_select`](tool_core::Question::multi_select) |
 #[derive(Debug, Clone, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct AskUserQuestionInput {

@@ -30,6 +30,12 @@ pub enum MessageStatus {
 }
 
 /// Input of SendUserMessage.
+///
+/// # JSON names
+///
+/// Every field's JSON name is its Rust name.
+///
+/// `status` takes the [`MessageStatus`] variants in snake case.
 #[derive(Debug, Clone, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct SendUserMessageInput {

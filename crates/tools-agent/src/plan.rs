@@ -133,6 +133,15 @@ pub enum AllowedPromptTool {
 }
 
 /// Input of ExitPlanMode. Other keys are accepted and passed through.
+///
+/// # JSON names
+///
+/// The model sends these fields under JSON names that differ from the Rust ones:
+///
+/// | JSON name | Rust field |
+/// | --- | --- |
+/// | `allowedPrompts` | [`allowed_prompts`](Self::allowed_prompts) |
+/// | `any other key` | [`other`](Self::other) (kept as given) |
 #[derive(Debug, Clone, Deserialize, JsonSchema)]
 pub struct ExitPlanModeInput {
     /// Prompt-based permissions the plan needs to be carried out

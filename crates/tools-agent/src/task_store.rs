@@ -421,6 +421,20 @@ impl UpdateStatus {
 }
 
 /// Input of TaskUpdate.
+///
+/// # JSON names
+///
+/// The model sends these fields under JSON names that differ from the Rust ones:
+///
+/// | JSON name | Rust field |
+/// | --- | --- |
+/// | `taskId` | [`task_id`](Self::task_id) |
+/// | `activeForm` | [`active_form`](Self::active_form) |
+/// | `addBlocks` | [`add_blocks`](Self::add_blocks) |
+/// | `addBlockedBy` | [`add_blocked_by`](Self::add_blocked_by) |
+///
+/// `status` takes the [`UpdateStatus`] variants in snake case (`pending`, `in_progress`,
+/// `completed`, `deleted`).
 #[derive(Debug, Clone, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields, rename_all = "camelCase")]
 pub struct TaskUpdateInput {

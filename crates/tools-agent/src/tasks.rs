@@ -32,6 +32,14 @@ fn hashes(ids: &[String]) -> String {
 }
 
 /// Input of TaskCreate.
+///
+/// # JSON names
+///
+/// The model sends these fields under JSON names that differ from the Rust ones:
+///
+/// | JSON name | Rust field |
+/// | --- | --- |
+/// | `activeForm` | [`active_form`](Self::active_form) |
 #[derive(Debug, Clone, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields, rename_all = "camelCase")]
 pub struct TaskCreateInput {
@@ -49,6 +57,14 @@ pub struct TaskCreateInput {
 }
 
 /// Input of TaskGet.
+///
+/// # JSON names
+///
+/// The model sends these fields under JSON names that differ from the Rust ones:
+///
+/// | JSON name | Rust field |
+/// | --- | --- |
+/// | `taskId` | [`task_id`](Self::task_id) |
 #[derive(Debug, Clone, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields, rename_all = "camelCase")]
 pub struct TaskGetInput {

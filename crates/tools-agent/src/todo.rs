@@ -52,6 +52,17 @@ pub struct TodoItem {
 }
 
 /// Input of TodoWrite.
+///
+/// # JSON names
+///
+/// The model sends these fields under JSON names that differ from the Rust ones:
+///
+/// | JSON name | Rust field |
+/// | --- | --- |
+/// | `todos[].activeForm` | [`TodoItem::active_form`] |
+///
+/// `todos[].status` takes the [`TodoStatus`] variants in snake case (`pending`, `in_progress`,
+/// `completed`).
 #[derive(Debug, Clone, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct TodoWriteInput {

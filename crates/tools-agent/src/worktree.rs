@@ -121,6 +121,12 @@ pub enum ExitAction {
 }
 
 /// Input of ExitWorktree.
+///
+/// # JSON names
+///
+/// Every field's JSON name is its Rust name.
+///
+/// `action` takes the [`ExitAction`] variants in lower case.
 #[derive(Debug, Clone, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct ExitWorktreeInput {

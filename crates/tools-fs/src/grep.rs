@@ -69,6 +69,22 @@ pub enum OutputMode {
 }
 
 /// Input of Grep.
+///
+/// # JSON names
+///
+/// The model sends these fields under JSON names that differ from the Rust ones:
+///
+/// | JSON name | Rust field |
+/// | --- | --- |
+/// | `-B` | [`before`](Self::before) |
+/// | `-A` | [`after`](Self::after) |
+/// | `-C` | [`context_c`](Self::context_c) |
+/// | `-n` | [`line_numbers`](Self::line_numbers) |
+/// | `-i` | [`case_insensitive`](Self::case_insensitive) |
+/// | `type` | [`file_type`](Self::file_type) |
+///
+/// `output_mode` takes the [`OutputMode`] variants in snake case: `content`,
+/// `files_with_matches`, `count`.
 #[derive(Debug, Clone, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct GrepInput {

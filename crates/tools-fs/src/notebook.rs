@@ -239,6 +239,13 @@ impl NotebookCellType {
 }
 
 /// Input of NotebookEdit.
+///
+/// # JSON names
+///
+/// Every field's JSON name is its Rust name.
+///
+/// `cell_type` takes the [`NotebookCellType`] variants and `edit_mode` the [`NotebookEditMode`]
+/// variants, in snake case.
 #[derive(Debug, Clone, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct NotebookEditInput {

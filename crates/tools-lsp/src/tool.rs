@@ -101,6 +101,18 @@ impl LspOperation {
 }
 
 /// Input of LSP.
+///
+/// # JSON names
+///
+/// The model sends these fields under JSON names that differ from the Rust ones:
+///
+/// | JSON name | Rust field |
+/// | --- | --- |
+/// | `filePath` | [`file_path`](Self::file_path) |
+///
+/// `operation` takes the [`LspOperation`] variants in camel case (`goToDefinition`,
+/// `findReferences`, `hover`, `documentSymbol`, `workspaceSymbol`, `goToImplementation`,
+/// `prepareCallHierarchy`, `incomingCalls`, `outgoingCalls`, `diagnostics`).
 #[derive(Debug, Clone, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields, rename_all = "camelCase")]
 pub struct LspInput {

@@ -46,6 +46,14 @@ const DESCRIPTION: &str = "Executes a bash command with an optional timeout and 
 - Git: never change git config, never skip hooks (--no-verify), never force-push to main, prefer new commits over --amend; pass commit messages with a here-document.";
 
 /// Input of Bash.
+///
+/// # JSON names
+///
+/// The model sends these fields under JSON names that differ from the Rust ones:
+///
+/// | JSON name | Rust field |
+/// | --- | --- |
+/// | `dangerouslyDisableSandbox` | [`dangerously_disable_sandbox`](Self::dangerously_disable_sandbox) |
 #[derive(Debug, Clone, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct BashInput {
@@ -326,6 +334,11 @@ impl TypedTool for Bash {
         }
         if let Some(n) = &prepared.notice {
             text.push_str(&format!("\n{n}"));
+        }
+        // Once per process: the host's supervisor program was set aside (see
+        // `host_program::unanswered`); whoever reads this result can pass it on.
+        if let Some(n) = crate::host_program::take_notice() {
+            text.push_str(&format!("\nNote for the host program: {n}"));
         }
         if let Some(n) = notice {
             text.push_str(&format!("\n{n}"));

@@ -50,6 +50,13 @@
 //! applies to itself before it becomes the supervisor ([`EXEC_ARG`]); the placeholders an
 //! instance bound over missing protected names are removed when it ends.
 //!
+//! Without a supervisor program each command gets a sandbox of its own: the same
+//! confinement, about twice the cost per call, said once per process on stderr. A
+//! registered program that does not answer when started with [`SUPERVISOR_ARG`] (its `main`
+//! does not call [`sandbox_supervisor_entry`] first) is set aside the first time it fails to,
+//! with one warning on stderr naming `sandbox_supervisor_entry` (also passed on, once, at the
+//! end of the next Bash result), and commands run as without a program.
+//!
 //! Nothing a command starts outlives it, sandboxed or not. Its process group is signalled
 //! when its leader exits (TERM, the grace period, KILL), and when no command of the
 //! instance runs, the supervisor ends everything else it can reach: inside bubblewrap every

@@ -125,8 +125,8 @@ impl ShellSession {
     }
 
     /// Starts `spec` with `io`: under the session's supervisor for `launch` (started or
-    /// restarted as needed) when a supervisor program is registered, else as a child of
-    /// this process.
+    /// restarted as needed) when a supervisor program is registered, else, or when the
+    /// program turns out not to answer as a supervisor, as a child of this process.
     pub async fn start(
         &self,
         spec: &RunSpec,
@@ -134,15 +134,27 @@ impl ShellSession {
         io: Io,
     ) -> Result<Running, ToolError> {
         #[cfg(target_os = "linux")]
-        if crate::host_program::supervisor_program().is_some() {
+        if crate::host_program::command_supervisor().is_some() {
             let key = Key::new(launch);
             // An instance that died since the last call is found out when the request
             // cannot be written: start a new one once.
-            let running = match self.supervisor(&key).await?.run(spec, &io) {
-                Ok(r) => r,
-                Err(_) => self.supervisor(&key).await?.run(spec, &io)?,
+            let first = match self.supervisor(&key).await {
+                Ok(s) => s.run(spec, &io),
+                Err(e) => Err(e),
             };
-            return Ok(Running::Supervised(running));
+            let running = match first {
+                Ok(r) => Some(r),
+                Err(_) => match self.supervisor(&key).await {
+                    Ok(s) => Some(s.run(spec, &io)?),
+                    // A program that does not answer was set aside: run the command as
+                    // without one.
+                    Err(_) if crate::supervisor::fell_back() => None,
+                    Err(e) => return Err(e),
+                },
+            };
+            if let Some(running) = running {
+                return Ok(Running::Supervised(running));
+            }
         }
         crate::process::spawn(spec, launch, io).await
     }

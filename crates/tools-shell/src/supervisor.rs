@@ -172,6 +172,13 @@ impl Key {
     }
 }
 
+/// Whether a failed [`Supervisor::start`] set the supervisor program aside (it does not
+/// answer the handshake): the command then runs as it would without a program, one sandbox
+/// per command.
+pub fn fell_back() -> bool {
+    crate::host_program::supervisor_program().is_none()
+}
+
 /// Where each command's exit status goes.
 type Pending = Mutex<HashMap<u64, oneshot::Sender<i32>>>;
 
@@ -256,12 +263,39 @@ fn field(out: &mut Vec<u8>, bytes: &[u8]) -> Result<(), ToolError> {
 
 impl Supervisor {
     /// Starts the supervisor for `key` and waits until it is ready.
+    ///
+    /// When it does not start, the registered program is started again unsandboxed: a
+    /// program that does not answer that either ignores [`SUPERVISOR_ARG`] (its `main` does
+    /// not call `sandbox_supervisor_entry` first), so it is set aside with a warning (see
+    /// `host_program::unanswered`) and the caller runs the command one sandbox per command
+    /// (see [`fell_back`]). One that answers unsandboxed leaves the failure to the sandbox,
+    /// and the error stands.
+    ///
+    /// [`SUPERVISOR_ARG`]: crate::host_program::SUPERVISOR_ARG
     pub async fn start(key: Key) -> Result<Supervisor, ToolError> {
-        use rustix::net::{AddressFamily, SocketFlags, SocketType, socketpair};
-        let launch = key.to_launch();
         let program = crate::host_program::supervisor_program().ok_or_else(|| {
             ToolError::fatal("no supervisor program is registered to run shell commands")
         })?;
+        let direct = key.launch == LaunchKey::Direct;
+        match Supervisor::launch(key, program).await {
+            Ok(s) => Ok(s),
+            Err(e) => {
+                let direct_key = Key {
+                    launch: LaunchKey::Direct,
+                    identity: Vec::new(),
+                };
+                if direct || Supervisor::launch(direct_key, program).await.is_err() {
+                    crate::host_program::unanswered(program);
+                }
+                Err(e)
+            }
+        }
+    }
+
+    /// Starts `program` as the supervisor for `key` and waits for its handshake.
+    async fn launch(key: Key, program: &Path) -> Result<Supervisor, ToolError> {
+        use rustix::net::{AddressFamily, SocketFlags, SocketType, socketpair};
+        let launch = key.to_launch();
         let mut argv: Vec<OsString> = launch.prefix(Path::new("/"), &[]);
         argv.push(program.as_os_str().to_owned());
         argv.push(crate::host_program::SUPERVISOR_ARG.into());

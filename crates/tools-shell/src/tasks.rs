@@ -497,14 +497,21 @@ async fn settle(entry: &Arc<Entry>, dir: &Arc<OutputDir>) {
 }
 
 /// Starts a task's command: under a supervisor of its own when a supervisor program is
-/// registered, else as a child of this process.
+/// registered, else, or when the program turns out not to answer as a supervisor, as a
+/// child of this process.
 async fn start_process(run: &RunSpec, launch: &Launch, io: Io) -> Result<Running, ToolError> {
     #[cfg(target_os = "linux")]
-    if crate::host_program::supervisor_program().is_some() {
-        use crate::supervisor::{Key, Supervisor};
-        let sup = Arc::new(Supervisor::start(Key::new(launch)).await?);
-        let running = sup.run(run, &io)?;
-        return Ok(Running::Supervised(running));
+    if crate::host_program::command_supervisor().is_some() {
+        use crate::supervisor::{Key, Supervisor, fell_back};
+        match Supervisor::start(Key::new(launch)).await {
+            Ok(sup) => {
+                let running = Arc::new(sup).run(run, &io)?;
+                return Ok(Running::Supervised(running));
+            }
+            // A program that does not answer was set aside: run the command as without one.
+            Err(_) if fell_back() => {}
+            Err(e) => return Err(e),
+        }
     }
     process::spawn(run, launch, io).await
 }

@@ -89,7 +89,7 @@ impl FetchCache {
     }
 
     /// Stores `page` under `key`, evicting expired and then least recently used entries to
-    /// stay under [`MAX_BYTES`]. A page larger than the whole cache is not stored.
+    /// stay under `MAX_BYTES`. A page larger than the whole cache is not stored.
     pub fn put(&self, key: &str, page: CachedPage) {
         self.put_at(key, page, Instant::now());
     }

@@ -56,6 +56,21 @@ async fn schema_snapshots_every_tool_every_dialect() {
     }
 }
 
+#[tokio::test]
+async fn a_pool_declares_what_the_registry_declares() {
+    for profile in Profile::ALL {
+        let pool = ToolRegistry::for_profile(profile)
+            .pool(&tool_core::PermissionEngine::new(Vec::new()), Vec::new());
+        for dialect in Dialect::ALL {
+            assert_eq!(
+                pool.declarations(dialect).await,
+                registry::declarations(pool.tools(), dialect).await,
+                "{profile:?} {dialect}"
+            );
+        }
+    }
+}
+
 #[test]
 fn every_profile_names_its_pool() {
     for profile in Profile::ALL {

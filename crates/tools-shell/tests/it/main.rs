@@ -17,6 +17,7 @@ mod permissions;
 mod persistent;
 mod sandbox;
 mod snapshots;
+mod supervisor;
 mod tasks;
 
 use std::path::{Path, PathBuf};
@@ -226,7 +227,7 @@ pub const NO_SUPERVISOR_VAR: &str = "AGENT_TOOLS_TEST_NO_SUPERVISOR";
 const CHILD_VAR: &str = "AGENT_TOOLS_TEST_CHILD";
 
 /// Where a child run as another user finds its copy of the supervisor program.
-const SUPERVISOR_COPY_VAR: &str = "AGENT_TOOLS_TEST_SUPERVISOR";
+pub const SUPERVISOR_COPY_VAR: &str = "AGENT_TOOLS_TEST_SUPERVISOR";
 
 /// Who runs a test in a child process.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -292,6 +293,30 @@ pub fn in_child(name: &str, user: User, env: &[(&str, &str)]) -> bool {
         "the child run of {name} ({user:?}) failed:\n{stdout}\n{stderr}"
     );
     false
+}
+
+/// Like [`in_child`] as the same user, for a test that also checks what the child printed:
+/// in the child run of test `name` this returns `None` (run the test's body); otherwise it
+/// runs this binary again for that one test with `env`, asserts that it passed, and returns
+/// its stderr.
+pub fn child_stderr(name: &str, env: &[(&str, &str)]) -> Option<String> {
+    if std::env::var(CHILD_VAR).as_deref() == Ok(name) {
+        return None;
+    }
+    let out = std::process::Command::new(std::env::current_exe().unwrap())
+        .args([name, "--exact", "--nocapture", "--test-threads=1"])
+        .env(CHILD_VAR, name)
+        .envs(env.iter().copied())
+        .current_dir("/")
+        .output()
+        .unwrap();
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    let stderr = String::from_utf8_lossy(&out.stderr).into_owned();
+    assert!(
+        out.status.success() && stdout.contains("1 passed"),
+        "the child run of {name} failed:\n{stdout}\n{stderr}"
+    );
+    Some(stderr)
 }
 
 /// Live processes whose parent is `parent` and whose command name is `comm`.
