@@ -306,10 +306,7 @@ pub fn build_context(options: &SessionOptions) -> Result<ToolContext, ToolError>
     {
         // Language servers: the defaults on PATH, then each settings file's `lsp` section.
         let config = tools_lsp::LspConfig::from_settings(&layers)?;
-        builder = builder.lsp(Arc::new(tools_lsp::LanguageServers::new(
-            config,
-            cwd.clone(),
-        )));
+        builder = tools_lsp::install(builder, config, cwd.clone());
     }
     #[cfg(feature = "shell")]
     {
@@ -323,13 +320,17 @@ pub fn build_context(options: &SessionOptions) -> Result<ToolContext, ToolError>
         // ToolSearch (and sub-agents) find the session's tools here; a host whose pool also
         // holds MCP tools replaces this with `ToolCatalog::from_pool` over its whole pool.
         let registry = Arc::new(crate::ToolRegistry::for_profile(profile));
-        builder = builder.service(tools_agent::ToolCatalog::new(move || {
-            registry.base_tools().to_vec()
-        }));
+        let catalog = tools_agent::ToolCatalog::new(move || registry.base_tools().to_vec());
         // The sub-agent runner: `agent.command` in the settings, else ANTHROPIC_API_KEY.
-        if let Some(runner) = tools_agent::runner_from_settings(&layers)? {
-            builder = builder.service(runner);
-        }
+        let runner = tools_agent::runner_from_settings(&layers)?;
+        builder = tools_agent::install(
+            builder,
+            tools_agent::AgentServices {
+                catalog: Some(catalog),
+                runner,
+                user_messages: None,
+            },
+        );
         // AskUserQuestion asks the person at the terminal when there is one (a host such
         // as the MCP server may replace this with its own prompter).
         if std::io::IsTerminal::is_terminal(&std::io::stdin()) {

@@ -109,6 +109,34 @@ impl ToolError {
         }
     }
 
+    /// A file the model named does not exist: retryable, and the message gives the working
+    /// directory so the model can fix a relative path (the file tools' own wording).
+    pub fn not_found(cwd: &std::path::Path) -> Self {
+        ToolError::respond(format!(
+            "File does not exist. Note: your current working directory is {}.",
+            cwd.display()
+        ))
+    }
+
+    /// An I/O error about a path the model named, sorted as the built-in tools sort them:
+    /// a missing file, a directory where a file was expected or a permission the process
+    /// lacks is the model's to fix (retryable, [`ToolError::Respond`]); anything else aborts
+    /// the call ([`ToolError::Io`]).
+    pub fn from_io(path: &std::path::Path, cwd: &std::path::Path, source: std::io::Error) -> Self {
+        use std::io::ErrorKind;
+        match source.kind() {
+            ErrorKind::NotFound => ToolError::not_found(cwd),
+            ErrorKind::IsADirectory => {
+                ToolError::respond(format!("{} is a directory, not a file.", path.display()))
+            }
+            ErrorKind::PermissionDenied => ToolError::respond(format!(
+                "{} cannot be opened: permission denied.",
+                path.display()
+            )),
+            _ => ToolError::io(path, source),
+        }
+    }
+
     /// True when the model caused the error and can retry with a different call; false when
     /// the call was aborted (cancellation, timeout, I/O or internal failure).
     pub fn is_retryable(&self) -> bool {
@@ -119,5 +147,34 @@ impl ToolError {
                 | ToolError::UnknownTool { .. }
                 | ToolError::PermissionDenied { .. }
         )
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use std::io::{Error, ErrorKind};
+    use std::path::Path;
+
+    use super::ToolError;
+
+    #[track_caller]
+    fn check(kind: ErrorKind, retryable: bool, text: &str) {
+        let err = ToolError::from_io(Path::new("/p/f.txt"), Path::new("/p"), Error::from(kind));
+        assert_eq!(err.is_retryable(), retryable, "{kind:?}: {err}");
+        assert!(err.to_string().contains(text), "{kind:?}: {err}");
+    }
+
+    #[test]
+    fn io_errors_the_model_can_fix_are_retryable() {
+        check(
+            ErrorKind::NotFound,
+            true,
+            "File does not exist. Note: your current working directory is /p.",
+        );
+        check(ErrorKind::IsADirectory, true, "/p/f.txt is a directory");
+        check(ErrorKind::PermissionDenied, true, "permission denied");
+        check(ErrorKind::Interrupted, false, "/p/f.txt");
+        check(ErrorKind::StorageFull, false, "/p/f.txt");
+        assert!(ToolError::not_found(Path::new("/w")).is_retryable());
     }
 }

@@ -211,6 +211,37 @@ pub use worktree::{
 };
 pub use worktrees::ActiveWorktree;
 
+/// What a host gives the agent tools; every part is optional.
+#[derive(Clone, Default)]
+pub struct AgentServices {
+    /// The session's tools, for ToolSearch and for sub-agents (else ToolSearch finds nothing
+    /// and sub-agents get no tools)
+    pub catalog: Option<ToolCatalog>,
+    /// What runs a sub-agent (`ApiRunner`, `CommandRunner`, or your own; else Agent and
+    /// SendMessage refuse)
+    pub runner: Option<Arc<dyn AgentRunner>>,
+    /// Where SendUserMessage delivers (else it refuses)
+    pub user_messages: Option<Arc<dyn UserMessageSink>>,
+}
+
+/// Wires the agent tools' services into a session being built, each under the type the
+/// tools read. AskUserQuestion's person is `ToolContextBuilder::question_prompter`.
+pub fn install(
+    mut builder: tool_core::ToolContextBuilder,
+    services: AgentServices,
+) -> tool_core::ToolContextBuilder {
+    if let Some(catalog) = services.catalog {
+        builder = builder.service(catalog);
+    }
+    if let Some(runner) = services.runner {
+        builder = builder.service(runner);
+    }
+    if let Some(sink) = services.user_messages {
+        builder = builder.service(sink);
+    }
+    builder
+}
+
 /// Every finished tool of this crate compiled in, ready for a pool.
 pub fn tools() -> Vec<Arc<dyn tool_core::Tool>> {
     #[allow(unused_mut)]
@@ -244,4 +275,27 @@ pub fn tools() -> Vec<Arc<dyn tool_core::Tool>> {
         Arc::new(tool_core::Typed::new(TaskUpdate)),
     ]);
     tools
+}
+
+#[cfg(test)]
+mod tests {
+    use std::sync::Arc;
+
+    use super::{AgentServices, ToolCatalog, install};
+
+    #[test]
+    fn install_puts_each_service_under_the_type_the_tools_read() {
+        let dir = std::env::temp_dir();
+        let services = AgentServices {
+            catalog: Some(ToolCatalog::new(Vec::new)),
+            ..AgentServices::default()
+        };
+        let ctx = install(tool_core::ToolContext::builder(&dir), services).build();
+        assert!(ctx.services().get::<ToolCatalog>().is_some());
+        assert!(
+            ctx.services()
+                .get::<Arc<dyn super::AgentRunner>>()
+                .is_none()
+        );
+    }
 }

@@ -38,14 +38,11 @@ pub(crate) fn ledger_key(path: &Path) -> PathBuf {
 /// "File does not exist. Note: your current working directory is CWD. Did you mean X?"
 pub(crate) fn not_found(ctx: &ToolContext, path: &Path) -> ToolError {
     let cwd = ctx.cwd();
-    let mut message = format!(
-        "File does not exist. Note: your current working directory is {}.",
-        cwd.display()
-    );
-    if let Some(similar) = suggest_similar(path, &cwd) {
-        message.push_str(&format!(" Did you mean {}?", similar.display()));
+    let base = ToolError::not_found(&cwd);
+    match suggest_similar(path, &cwd) {
+        Some(similar) => ToolError::respond(format!("{base} Did you mean {}?", similar.display())),
+        None => base,
     }
-    ToolError::respond(message)
 }
 
 /// Decides whether an existing file may be changed, by the ledger, by content.

@@ -59,6 +59,18 @@ pub use manager::{
 };
 pub use tool::{Lsp, LspInput, LspOperation, LspOutput, MAX_LSP_FILE_BYTES};
 
+/// Wires a language-server manager into a session being built: servers from `config`
+/// (`LspConfig::defaults()` for the usual servers, `LspConfig::from_settings` for the
+/// settings' `lsp` sections over them),
+/// rooted at `root`. The servers start on first use and stop when the session ends.
+pub fn install(
+    builder: tool_core::ToolContextBuilder,
+    config: LspConfig,
+    root: std::path::PathBuf,
+) -> tool_core::ToolContextBuilder {
+    builder.lsp(Arc::new(LanguageServers::new(config, root)))
+}
+
 /// Every tool of this crate, ready for a pool: the `LSP` tool.
 pub fn tools() -> Vec<Arc<dyn tool_core::Tool>> {
     vec![Arc::new(tool_core::Typed::new(Lsp))]

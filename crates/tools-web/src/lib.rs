@@ -122,6 +122,46 @@ pub use settings::{FetchSettings, SearchSettings};
 pub use web_fetch::{WebFetch, WebFetchInput, WebFetchOutput};
 pub use web_search::{WebSearch, WebSearchInput, WebSearchOutput};
 
+/// What a host gives the web tools; every part is optional.
+#[derive(Clone, Default)]
+pub struct WebServices {
+    /// Where WebSearch searches (else the settings' `webSearch` section, else it refuses)
+    pub search: Option<Arc<dyn SearchProvider>>,
+    /// What applies WebFetch's prompt to a page (else the page comes back with a note)
+    pub summariser: Option<Arc<dyn tool_core::Summariser>>,
+    /// How WebFetch resolves host names (else the system resolver)
+    pub lookup: Option<Arc<dyn HostLookup>>,
+}
+
+/// Wires the web tools' services into a session being built, each under the type the tools
+/// read, so none can be installed under a type nothing reads.
+///
+/// ```
+/// use std::sync::Arc;
+/// let dir = tempfile::tempdir()?;
+/// let searxng = tools_web::Searxng::new("http://127.0.0.1:8888", std::time::Duration::from_secs(10))?;
+/// let search: Arc<dyn tools_web::SearchProvider> = Arc::new(searxng);
+/// let services = tools_web::WebServices { search: Some(search), ..Default::default() };
+/// let ctx = tools_web::install(tool_core::ToolContext::builder(dir.path()), services).build();
+/// assert!(ctx.services().get::<Arc<dyn tools_web::SearchProvider>>().is_some());
+/// # Ok::<(), Box<dyn std::error::Error>>(())
+/// ```
+pub fn install(
+    mut builder: tool_core::ToolContextBuilder,
+    services: WebServices,
+) -> tool_core::ToolContextBuilder {
+    if let Some(search) = services.search {
+        builder = builder.service(search);
+    }
+    if let Some(summariser) = services.summariser {
+        builder = builder.service(summariser);
+    }
+    if let Some(lookup) = services.lookup {
+        builder = builder.service(lookup);
+    }
+    builder
+}
+
 /// Every tool of this crate, ready for a pool.
 pub fn tools() -> Vec<Arc<dyn tool_core::Tool>> {
     vec![
