@@ -53,16 +53,73 @@ impl fmt::Debug for Services {
     }
 }
 
+/// A type the session's services may hold: the map refuses, at compile time, a type no
+/// crate declared, so a service cannot be stored under a type nothing reads. Shared
+/// services are `Arc<T>` for a `T` that is [`Shared`] (a trait object such as
+/// `dyn PermissionPrompter`, or a settings value); a value kept as it is (a cheap handle)
+/// implements `Service` itself. A host's own type for its own tools opts in with
+/// `impl tool_core::Shared for MyThing {}` and is stored as `Arc<MyThing>`.
+///
+/// ```compile_fail
+/// // A prompter stored under its own type, where the tools read `Arc<dyn PermissionPrompter>`,
+/// // does not compile (use `.prompter(..)`).
+/// use std::sync::Arc;
+/// use tool_core::{PermissionAnswer, PermissionPrompter, PermissionRequest, ToolContext};
+/// struct Yes;
+/// #[tool_core::async_trait]
+/// impl PermissionPrompter for Yes {
+///     async fn ask(&self, _: &PermissionRequest) -> PermissionAnswer { PermissionAnswer::Allow }
+/// }
+/// let ctx = ToolContext::builder("/tmp").service(Arc::new(Yes)).build();
+/// ```
+///
+/// ```
+/// // The same prompter as the trait object the tools read compiles.
+/// use std::sync::Arc;
+/// use tool_core::{PermissionAnswer, PermissionPrompter, PermissionRequest, ToolContext};
+/// struct Yes;
+/// #[tool_core::async_trait]
+/// impl PermissionPrompter for Yes {
+///     async fn ask(&self, _: &PermissionRequest) -> PermissionAnswer { PermissionAnswer::Allow }
+/// }
+/// let ctx = ToolContext::builder("/tmp").prompter(Arc::new(Yes)).build();
+/// # let _ = ctx;
+/// ```
+#[diagnostic::on_unimplemented(
+    message = "`{Self}` is not a session service",
+    note = "store a trait object as `Arc<dyn Trait>` (or use the builder's typed method: `.prompter(..)`, `.question_prompter(..)`, `.allow_hint(..)`, or a crate's `install`) and a value as `Arc<Value>`; a host's own type opts in with `impl tool_core::Shared for MyType {{}}`"
+)]
+pub trait Service: Send + Sync + 'static {}
+
+/// What may be shared as a service in an `Arc` (see [`Service`]).
+#[diagnostic::on_unimplemented(
+    message = "`{Self}` is not a service type",
+    note = "a trait object goes in as `Arc<dyn Trait>`, not as `Arc<MyImpl>`; a host's own type opts in with `impl tool_core::Shared for MyType {{}}`"
+)]
+pub trait Shared: Send + Sync + 'static {}
+
+impl<T: Shared + ?Sized> Service for Arc<T> {}
+
+// The services tool-core's own code and the other crates read, declared where the types
+// live: tool-core's here; each crate's beside its own types.
+impl Shared for dyn crate::PermissionPrompter {}
+impl Shared for dyn crate::QuestionPrompter {}
+impl Shared for dyn crate::AllowHint {}
+impl Shared for dyn crate::Summariser {}
+impl Shared for Vec<crate::SettingsLayer> {}
+impl Shared for crate::TrustReport {}
+impl Service for EventSink {}
+
 impl Services {
     /// Stores `value`, replacing any earlier value of the same type.
-    pub fn insert<T: Send + Sync + 'static>(&self, value: T) {
+    pub fn insert<T: Service>(&self, value: T) {
         if let Ok(mut map) = self.map.write() {
             map.insert(TypeId::of::<T>(), Stored::new(value));
         }
     }
 
     /// A clone of the stored value of type `T`.
-    pub fn get<T: Clone + Send + Sync + 'static>(&self) -> Option<T> {
+    pub fn get<T: Service + Clone>(&self) -> Option<T> {
         self.note_lookup::<T>();
         let map = self.map.read().ok()?;
         map.get(&TypeId::of::<T>())?
@@ -76,7 +133,7 @@ impl Services {
     /// not the implementation's type), how a host installs it, and the stored types nothing
     /// has read (the likely mistake). Reads where a missing service is legitimately optional
     /// use [`Services::get`].
-    pub fn require<T: Clone + Send + Sync + 'static>(&self, what: &str) -> Result<T, ToolError> {
+    pub fn require<T: Service + Clone>(&self, what: &str) -> Result<T, ToolError> {
         if let Some(value) = self.get::<T>() {
             return Ok(value);
         }
@@ -130,10 +187,7 @@ impl Services {
     /// create-on-first-use of session state. The check and the insert happen under one
     /// write lock, so concurrent first calls all get the same value and `make` runs at most
     /// once per type. `make` runs under that lock: it must not use these services.
-    pub fn get_or_insert_with<T: Clone + Send + Sync + 'static>(
-        &self,
-        make: impl FnOnce() -> T,
-    ) -> T {
+    pub fn get_or_insert_with<T: Service + Clone>(&self, make: impl FnOnce() -> T) -> T {
         match self.get_or_try_insert_with(|| Ok::<T, std::convert::Infallible>(make())) {
             Ok(value) => value,
             Err(never) => match never {},
@@ -142,7 +196,7 @@ impl Services {
 
     /// [`Services::get_or_insert_with`] for a `make` that can fail: on failure nothing is
     /// stored and the error is returned (a later call tries again).
-    pub fn get_or_try_insert_with<T: Clone + Send + Sync + 'static, E>(
+    pub fn get_or_try_insert_with<T: Service + Clone, E>(
         &self,
         make: impl FnOnce() -> Result<T, E>,
     ) -> Result<T, E> {
@@ -401,9 +455,9 @@ impl ToolContextBuilder {
         self
     }
 
-    /// Adds a host service, keyed by its exact type: install trait objects as
-    /// `Arc<dyn Trait>` (an `Arc<MyImpl>` is stored under its own type and nothing reads it)
-    /// and values wrapped as the table says. [`Services::unread`] lists what was installed
+    /// Adds a host service, keyed by its exact type, which must be a [`Service`]: trait
+    /// objects go in as `Arc<dyn Trait>` (an `Arc<MyImpl>` does not compile) and values
+    /// wrapped as the table says; prefer the typed methods and the crates' `install` calls. [`Services::unread`] lists what was installed
     /// and never read.
     ///
     /// The types the crates read:
@@ -435,7 +489,7 @@ impl ToolContextBuilder {
     ///
     /// Session state a crate keeps for itself (`Arc<FetchCache>`, `Arc<ShellSession>`) is
     /// made on first use with [`Services::get_or_insert_with`].
-    pub fn service<T: Send + Sync + 'static>(self, value: T) -> Self {
+    pub fn service<T: Service>(self, value: T) -> Self {
         self.services.insert(value);
         self
     }
@@ -750,6 +804,11 @@ impl ToolContext {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    impl Shared for String {}
+    impl Service for u32 {}
+    impl Shared for Mine {}
+    impl Shared for dyn Prompter {}
 
     #[test]
     fn services_are_typed() {

@@ -110,8 +110,8 @@ pub use budget::{
     ERROR_TEXT_CAP, PERSIST_THRESHOLD_CAP, PREVIEW_BYTES, apply_budget, cut_middle, format_size,
 };
 pub use context::{
-    EventSink, PENDING_EVENTS, Progress, ProgressSink, Services, SessionEvent, ToolContext,
-    ToolContextBuilder, default_state_dir,
+    EventSink, PENDING_EVENTS, Progress, ProgressSink, Service, Services, SessionEvent, Shared,
+    ToolContext, ToolContextBuilder, default_state_dir,
 };
 pub use error::ToolError;
 pub use exec::{

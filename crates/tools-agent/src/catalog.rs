@@ -11,6 +11,7 @@ use tool_core::{Tool, ToolPool};
 /// MCP tools replaces it with one over its whole pool).
 #[derive(Clone)]
 pub struct ToolCatalog(Arc<dyn Fn() -> Vec<Arc<dyn Tool>> + Send + Sync>);
+impl tool_core::Service for ToolCatalog {}
 
 impl fmt::Debug for ToolCatalog {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {

@@ -165,6 +165,7 @@ pub struct CronScheduler {
     jobs: Mutex<Vec<CronJob>>,
     durable_file: PathBuf,
 }
+impl tool_core::Shared for CronScheduler {}
 
 impl CronScheduler {
     /// A scheduler whose durable jobs live in `durable_file` (loaded now).

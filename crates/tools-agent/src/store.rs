@@ -104,6 +104,7 @@ pub struct AgentIdentity {
     /// The sub-agent's id
     pub agent_id: String,
 }
+impl tool_core::Shared for AgentIdentity {}
 
 /// The sub-agent id of this context, if it is a sub-agent's.
 pub(crate) fn agent_id(ctx: &ToolContext) -> Option<String> {
@@ -121,6 +122,7 @@ pub(crate) struct AgentSession {
     /// The worktree EnterWorktree created in this session
     pub worktree: Mutex<Option<crate::worktrees::ActiveWorktree>>,
 }
+impl tool_core::Shared for AgentSession {}
 
 /// The session state, created on first use.
 pub(crate) fn session(ctx: &ToolContext) -> Arc<AgentSession> {

@@ -26,6 +26,8 @@ const LOCK_FILE: &str = ".lock";
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct TaskListId(pub String);
 
+impl tool_core::Shared for TaskListId {}
+
 /// Where a task is.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
 #[serde(rename_all = "snake_case")]

@@ -31,6 +31,7 @@ pub struct McpManager {
     /// with, so a definition that changes later is refused rather than silently accepted.
     offered: Mutex<HashMap<String, Arc<McpTool>>>,
 }
+impl tool_core::Shared for McpManager {}
 
 impl McpManager {
     /// Starts connecting every server of `config` in the background, concurrently, each

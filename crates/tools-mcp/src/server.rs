@@ -53,6 +53,7 @@ pub struct ClientHook(
     /// Receives the session's context, the client and its capabilities
     pub Arc<ClientHookFn>,
 );
+impl tool_core::Service for ClientHook {}
 
 /// The function inside a [`ClientHook`].
 pub type ClientHookFn = dyn Fn(&ToolContext, &Peer<RoleServer>, &ClientCapabilities) + Send + Sync;

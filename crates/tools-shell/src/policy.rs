@@ -75,6 +75,7 @@ pub struct SandboxSettings {
     /// session's rules, not a key of the section)
     pub deny_read: Vec<DenyRead>,
 }
+impl tool_core::Shared for SandboxSettings {}
 
 impl Default for SandboxSettings {
     fn default() -> Self {

@@ -61,6 +61,7 @@ pub struct ShellSession {
     #[cfg(target_os = "linux")]
     current: Mutex<Option<SandboxInstance>>,
 }
+impl tool_core::Shared for ShellSession {}
 
 impl ShellSession {
     /// The session's shell state, created on first use.

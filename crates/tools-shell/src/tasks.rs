@@ -147,6 +147,7 @@ impl Entry {
 pub struct ShellTasks {
     inner: Arc<Inner>,
 }
+impl tool_core::Shared for ShellTasks {}
 
 #[derive(Debug)]
 struct Inner {
