@@ -167,6 +167,7 @@ impl TypedTool for Glob {
         };
         let cwd = ctx.cwd();
         let cancel = ctx.cancel_token().clone();
+        let max = crate::host_limits::limits(ctx).glob_max_results;
         let deny_ctx = ctx.clone();
         let walk = tokio::task::spawn_blocking(move || {
             // Read-deny rules hide files, as the reference passes them to rg as exclusions.
@@ -182,15 +183,15 @@ impl TypedTool for Glob {
             let denied: Option<&Denied> = if any_deny { Some(&denied) } else { None };
             // Newest first, then by name: the reference sorted oldest first while its prompt
             // promised "sorted by modification time"; we do what the prompt says.
-            walk_matches(&root, &pattern, policy, &cancel, started, denied)
+            walk_matches(&root, &pattern, policy, &cancel, started, denied, max)
         });
         let (found, total) = walk.await.map_err(|e| {
             ToolError::fatal(format!("internal error: the Glob walk failed: {e}"))
         })??;
-        let truncated = total > MAX_RESULTS;
+        let truncated = total > max;
         let filenames: Vec<String> = found
             .iter()
-            .take(MAX_RESULTS)
+            .take(max)
             .map(|(p, _)| path::display_path(p, &cwd))
             .collect();
         let text = if filenames.is_empty() {
@@ -216,7 +217,7 @@ impl TypedTool for Glob {
 /// Whether a read-deny rule hides a path.
 type Denied<'a> = dyn Fn(&Path) -> bool + Sync + 'a;
 
-/// Walks `root` in parallel; returns the newest [`MAX_RESULTS`] files matching `pattern`
+/// Walks `root` in parallel; returns the newest `max` files matching `pattern`
 /// and not `denied`, newest first, with their mtimes, and how many there are in all.
 #[cfg(target_os = "linux")]
 fn walk_matches(
@@ -226,6 +227,7 @@ fn walk_matches(
     cancel: &tool_core::CancellationToken,
     started: Instant,
     denied: Option<&Denied<'_>>,
+    max: usize,
 ) -> Result<(Vec<(PathBuf, SystemTime)>, usize), ToolError> {
     use std::ffi::OsStr;
     use std::os::unix::ffi::OsStrExt;
@@ -238,6 +240,7 @@ fn walk_matches(
         overrides: &'a Override,
         by_name: bool,
         denied: Option<&'a Denied<'a>>,
+        max: usize,
         total: usize,
         best: Vec<(Vec<u8>, SystemTime)>,
         /// The last kept of `best` after it was last cut: anything older is never listed.
@@ -264,10 +267,10 @@ fn walk_matches(
                 return;
             }
             self.best.push((rel.to_vec(), mtime));
-            if self.best.len() >= 2 * MAX_RESULTS {
-                self.best.select_nth_unstable_by(MAX_RESULTS - 1, order);
-                self.best.truncate(MAX_RESULTS);
-                self.worst = self.best.get(MAX_RESULTS - 1).map(|(p, t)| (*t, p.clone()));
+            if self.best.len() >= 2 * self.max {
+                self.best.select_nth_unstable_by(self.max - 1, order);
+                self.best.truncate(self.max);
+                self.worst = self.best.get(self.max - 1).map(|(p, t)| (*t, p.clone()));
             }
         }
     }
@@ -325,6 +328,7 @@ fn walk_matches(
             overrides: &overrides,
             by_name: matches_names_only(pattern),
             denied,
+            max,
             total: 0,
             best: Vec::new(),
             worst: None,
@@ -341,7 +345,7 @@ fn walk_matches(
                 .map(|(rel, mtime)| (root.join(OsStr::from_bytes(&rel)), mtime)),
         );
     }
-    newest_first(&mut found, MAX_RESULTS, |(p, t)| (*t, p.as_path()));
+    newest_first(&mut found, max, |(p, t)| (*t, p.as_path()));
     Ok((found, total))
 }
 
@@ -369,7 +373,7 @@ impl Drop for Local {
     }
 }
 
-/// Walks `root` in parallel; returns the newest [`MAX_RESULTS`] files matching `pattern`
+/// Walks `root` in parallel; returns the newest `max` files matching `pattern`
 /// and not `denied`, newest first, with their mtimes, and how many there are in all.
 #[cfg(not(target_os = "linux"))]
 fn walk_matches(
@@ -379,6 +383,7 @@ fn walk_matches(
     cancel: &tool_core::CancellationToken,
     started: Instant,
     denied: Option<&Denied<'_>>,
+    max: usize,
 ) -> Result<(Vec<(PathBuf, SystemTime)>, usize), ToolError> {
     let overrides = IgnorePolicy::glob_override(root, pattern)
         .map_err(|e| ToolError::respond(format!("Invalid glob pattern \"{pattern}\": {e}")))?;
@@ -430,7 +435,7 @@ fn walk_matches(
         found.retain(|(p, _)| !denied(p));
     }
     let total = found.len();
-    newest_first(&mut found, MAX_RESULTS, |(p, t)| (*t, p.as_path()));
+    newest_first(&mut found, max, |(p, t)| (*t, p.as_path()));
     Ok((found, total))
 }
 

@@ -736,12 +736,16 @@ impl TypedTool for Grep {
 }
 
 /// Applies offset and head_limit; returns the page and the limit when it cut something.
-fn paginate<T: Clone>(items: &[T], input: &GrepInput) -> (Vec<T>, Option<usize>, Option<usize>) {
+fn paginate<T: Clone>(
+    items: &[T],
+    input: &GrepInput,
+    default_limit: usize,
+) -> (Vec<T>, Option<usize>, Option<usize>) {
     let offset = usize::try_from(input.offset.unwrap_or(0)).unwrap_or(usize::MAX);
     let limit = match input.head_limit {
         Some(0) => usize::MAX,
         Some(n) => usize::try_from(n).unwrap_or(usize::MAX),
-        None => DEFAULT_HEAD_LIMIT,
+        None => default_limit,
     };
     let rest = items.get(offset.min(items.len())..).unwrap_or_default();
     let page: Vec<T> = rest.iter().take(limit).cloned().collect();
@@ -770,6 +774,7 @@ fn render(
 ) -> ToolResult<GrepOutput> {
     let cwd = ctx.cwd();
     let shown = |p: &Path| path::display_path(p, &cwd);
+    let head_limit = crate::host_limits::limits(ctx).grep_head_limit;
     let mode = input.output_mode.unwrap_or_default();
     let mut output = GrepOutput {
         mode,
@@ -785,7 +790,7 @@ fn render(
     let text = match mode {
         OutputMode::FilesWithMatches => {
             let all: Vec<String> = hits.iter().map(|h| shown(&h.path)).collect();
-            let (page, limit, offset) = paginate(&all, input);
+            let (page, limit, offset) = paginate(&all, input, head_limit);
             output.applied_limit = limit;
             output.applied_offset = offset;
             output.num_files = page.len();
@@ -808,7 +813,7 @@ fn render(
         }
         OutputMode::Count => {
             let all: Vec<(String, u64)> = hits.iter().map(|h| (shown(&h.path), h.count)).collect();
-            let (page, limit, offset) = paginate(&all, input);
+            let (page, limit, offset) = paginate(&all, input, head_limit);
             output.applied_limit = limit;
             output.applied_offset = offset;
             output.num_files = page.len();
@@ -878,7 +883,7 @@ fn render(
                     all.push((i, text));
                 }
             }
-            let (page, limit, offset) = paginate(&all, input);
+            let (page, limit, offset) = paginate(&all, input, head_limit);
             output.applied_limit = limit;
             output.applied_offset = offset;
             let mut files: Vec<usize> = page.iter().map(|(i, _)| *i).collect();

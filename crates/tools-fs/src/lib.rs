@@ -65,6 +65,7 @@ mod diff;
 mod edit;
 mod glob;
 mod grep;
+mod host_limits;
 mod ignore_policy;
 mod image_read;
 mod large_edit;
@@ -92,6 +93,7 @@ pub use edit::{
 };
 pub use glob::{Glob, GlobInput, GlobOutput};
 pub use grep::{Grep, GrepInput, GrepOutput, OutputMode};
+pub use host_limits::{FsLimits, install};
 pub use matching::MatchKind;
 pub use notebook::{
     NotebookCellType, NotebookEdit, NotebookEditInput, NotebookEditMode, NotebookEditOutput,

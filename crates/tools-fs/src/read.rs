@@ -502,7 +502,9 @@ fn read_text(
     let offset = input.offset;
     // Lines are numbered from 1; the schema refuses offset 0 (`minimum: 1`).
     let start_line = offset.unwrap_or(1).max(1);
-    let limit = input.limit.unwrap_or(DEFAULT_LIMIT);
+    let limit = input
+        .limit
+        .unwrap_or_else(|| crate::host_limits::limits(ctx).read_lines);
     let previous = ctx.ledger().get(key);
     let same_request = previous.as_ref().is_some_and(|r| {
         r.source == ReadSource::Read && r.offset == input.offset && r.limit == input.limit

@@ -9,6 +9,7 @@ mod differential;
 mod edit;
 mod glob;
 mod grep;
+mod host_limits;
 mod notebook;
 mod policy;
 mod race;
