@@ -106,9 +106,7 @@ mod tool;
 mod trust;
 
 pub use atomic::{temp_file_name, temp_file_owner, temp_file_prefix, write_atomic};
-pub use budget::{
-    ERROR_TEXT_CAP, PERSIST_THRESHOLD_CAP, PREVIEW_BYTES, apply_budget, cut_middle, format_size,
-};
+pub use budget::{ERROR_TEXT_CAP, PERSIST_THRESHOLD_CAP, PREVIEW_BYTES, cut_middle, format_size};
 pub use context::{
     EventSink, PENDING_EVENTS, Progress, ProgressSink, Service, Services, SessionEvent, Shared,
     ToolContext, ToolContextBuilder, default_state_dir,
@@ -119,8 +117,8 @@ pub use exec::{
     declarations, error_result,
 };
 pub use input::{
-    DUPLICATE_KEY_MARKER, check_input, duplicate_key, duplicate_keys, mark_duplicate_key,
-    marked_duplicate_key, parse_input, parse_input_text,
+    DUPLICATE_KEY_MARKER, duplicate_key, duplicate_keys, mark_duplicate_key, marked_duplicate_key,
+    parse_input, parse_input_text,
 };
 pub use ledger::{Freshness, ReadLedger, ReadRecord, ReadSource, content_hash};
 pub use managers::{
@@ -141,9 +139,8 @@ pub use rule::{
     normalize_tool_name,
 };
 pub use schema::{
-    Dialect, GEMINI_KEYWORDS, OPENAI_FORMATS, OPENAI_STRICT_KEYWORDS, ToolAnnotations,
-    gemini_schema, has_refs, normalize as normalize_schema, openai_strict, schema_for,
-    takes_no_parameters, tool_declaration,
+    Dialect, GEMINI_KEYWORDS, OPENAI_FORMATS, OPENAI_STRICT_KEYWORDS, ToolAnnotations, has_refs,
+    schema_for, tool_declaration,
 };
 pub use settings::{PermissionSettings, Settings, SettingsLayer};
 pub use summariser::Summariser;
@@ -152,7 +149,7 @@ pub use tool::{ParsedInput, Tool, ToolCategory, ToolMeta, Typed, TypedTool, Vali
 pub use trust::{
     Approval, FileReview, MCP_JSON, McpApproval, TRUST_FILE, TrustReport, TrustStore, Withheld,
     is_person_only_setting, is_project_source, is_state_config, narrow, review_mcp_json,
-    review_settings, sha256_hex, shell_quote, state_config_files,
+    review_settings, sha256_hex, shell_quote,
 };
 
 /// Re-exported so tools and hosts name the same token type.

@@ -93,18 +93,16 @@ pub use http::{
 pub use live::LivePool;
 pub use manager::McpManager;
 pub use mrtr::{ROUND_TTL, UpfrontInput};
-pub use naming::{
-    MAX_DESCRIPTION_CHARS, MAX_NAME_LEN, clean_description, qualified_name, sanitize,
-};
+pub use naming::{MAX_DESCRIPTION_CHARS, MAX_NAME_LEN, qualified_name};
 pub use principal::Principal;
 pub use prompts::{ElicitationPrompter, SamplingSummariser};
 pub use questions::{ElicitQuestions, QuestionForm, question_hook};
 pub use resources::{ListMcpResourcesTool, ReadMcpResourceTool};
 pub use server::{
     ClientHook, ClientHookFn, MAX_REQUEST_BYTES, StdioOptions, mcp_tool_list, serve_stdio,
-    serve_stdio_with, to_mcp_result,
+    serve_stdio_with,
 };
-pub use server_conn::{STDERR_CAP, ServerStatus, StderrTail};
+pub use server_conn::{STDERR_CAP, ServerStatus};
 pub use tool::MAX_RESULT_CHARS;
 
 /// The tools this crate always contributes: ListMcpResourcesTool and ReadMcpResourceTool.

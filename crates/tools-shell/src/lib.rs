@@ -21,7 +21,7 @@
 //!   decides auto-approval and concurrency. See "Shell permissions" below.
 //! - The [`SandboxSettings`] (the settings' `sandbox` section, and the session's Read deny
 //!   rules) select a policy enforced with bubblewrap, or Landlock and seccomp when
-//!   bubblewrap is missing; see [`prepare_sandbox`]. Inside, a command holds no capability,
+//!   bubblewrap is missing (`sandbox.rs`). Inside, a command holds no capability,
 //!   runs under a seccomp filter (no mount, namespace, ptrace, keyring, bpf, module or
 //!   reboot call), cannot create, replace or rename a protected name (existing or not: a
 //!   missing one is bound over a placeholder), reaches no host network or host Unix socket
@@ -245,11 +245,7 @@ mod tasks;
 
 use std::sync::Arc;
 
-pub use bash::{
-    Bash, BashInput, BashOutput, DEFAULT_READY_TIMEOUT, DEFAULT_TIMEOUT, MAX_TIMEOUT,
-    interpret_exit,
-};
-pub use command::KILL_GRACE;
+pub use bash::{Bash, BashInput, BashOutput, DEFAULT_READY_TIMEOUT, DEFAULT_TIMEOUT, MAX_TIMEOUT};
 pub use host_program::EXEC_ARG;
 #[cfg(target_os = "linux")]
 pub use host_program::{SUPERVISOR_ARG, set_supervisor_program};
@@ -269,7 +265,7 @@ pub use permissions::{
 pub use policy::{Mechanism, SandboxMode, SandboxPolicy, SandboxSettings};
 pub use probe::{SandboxProbe, SandboxTrial, probe_sandbox, try_sandbox};
 pub use readonly::is_read_only_command;
-pub use sandbox::{Launch, Prepared, bubblewrap, landlock_available, prepare as prepare_sandbox};
+pub use sandbox::{Launch, Prepared, bubblewrap, landlock_available};
 pub use session::{SandboxInstance, sandbox_instance};
 pub use spool::OUTPUT_CAP;
 pub use task_tools::{

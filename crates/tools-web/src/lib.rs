@@ -15,7 +15,7 @@
 //!
 //! # Safety
 //!
-//! Every fetch goes through the SSRF guard ([`non_public_reason`]): IP-literal hosts are
+//! Every fetch goes through the SSRF guard (`guard.rs`): IP-literal hosts are
 //! checked before anything happens (the WHATWG parser has already turned `2130706433`,
 //! `0x7f.1` and `[::ffff:127.0.0.1]` into the loopback addresses they are), and names are
 //! resolved by a reqwest resolver that checks *every* address and hands reqwest only the
@@ -112,7 +112,7 @@ use std::sync::Arc;
 pub use cache::{CachedPage, FetchCache};
 pub use convert::{MAX_CONTENT_CHARS, MAX_NESTING, TRUNCATION_MARKER};
 pub use fetch::{MAX_BODY_BYTES, MAX_REDIRECTS, MAX_URL_CHARS};
-pub use guard::{Blocked, HostLookup, SystemLookup, non_public_reason};
+pub use guard::{Blocked, HostLookup, SystemLookup};
 pub use preapproved::{PREAPPROVED, is_preapproved};
 pub use providers::{
     BRAVE_ENDPOINT, Brave, DEFAULT_BRAVE_KEY_ENV, NOT_CONFIGURED, SearchHit, SearchProvider,
