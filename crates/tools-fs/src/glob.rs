@@ -20,7 +20,7 @@ use tool_core::{
 use crate::ignore_policy::{IgnorePolicy, WalkDeadline, newest_first, suggest_similar};
 
 /// At most this many paths are returned (the reference's `globLimits.maxResults`).
-pub const MAX_RESULTS: usize = 100;
+pub const MAX_RESULTS: usize = crate::host_limits::DEFAULT_GLOB_MAX_RESULTS;
 /// The walk gives up after this long (the reference's ripgrep timeout).
 pub const TIMEOUT: Duration = Duration::from_secs(20);
 

@@ -28,7 +28,7 @@ use crate::ignore_policy::VCS_DIRS;
 use crate::ignore_policy::{IgnorePolicy, WalkDeadline, newest_first, suggest_similar};
 
 /// Results shown when `head_limit` is not given.
-pub const DEFAULT_HEAD_LIMIT: usize = 250;
+pub const DEFAULT_HEAD_LIMIT: usize = crate::host_limits::DEFAULT_GREP_HEAD_LIMIT;
 /// Lines longer than this many characters are cut.
 pub const MAX_COLUMNS: usize = 500;
 /// The search gives up after this long.

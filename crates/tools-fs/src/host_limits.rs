@@ -18,12 +18,19 @@ pub struct FsLimits {
     pub grep_head_limit: usize,
 }
 
+/// Read's default page, in lines.
+pub(crate) const DEFAULT_READ_LINES: u64 = 2000;
+/// Glob's default result count.
+pub(crate) const DEFAULT_GLOB_MAX_RESULTS: usize = 100;
+/// Grep's default `head_limit`.
+pub(crate) const DEFAULT_GREP_HEAD_LIMIT: usize = 250;
+
 impl Default for FsLimits {
     fn default() -> Self {
         FsLimits {
-            read_lines: crate::read::DEFAULT_LIMIT,
-            glob_max_results: crate::glob::MAX_RESULTS,
-            grep_head_limit: crate::grep::DEFAULT_HEAD_LIMIT,
+            read_lines: DEFAULT_READ_LINES,
+            glob_max_results: DEFAULT_GLOB_MAX_RESULTS,
+            grep_head_limit: DEFAULT_GREP_HEAD_LIMIT,
         }
     }
 }

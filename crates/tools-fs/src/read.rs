@@ -18,7 +18,7 @@ use crate::read_output::{MAX_OUTPUT_CHARS, ReadOutput};
 use crate::{image_read, notebook, pdf};
 
 /// Lines shown when no `limit` is given (the reference's documented default).
-pub const DEFAULT_LIMIT: u64 = 2000;
+pub const DEFAULT_LIMIT: u64 = crate::host_limits::DEFAULT_READ_LINES;
 /// Characters of one line shown; the rest is cut with a marker.
 pub const MAX_LINE_CHARS: usize = 2000;
 
