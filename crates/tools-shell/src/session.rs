@@ -138,23 +138,15 @@ impl ShellSession {
         if crate::host_program::command_supervisor().is_some() {
             let key = Key::new(launch);
             // An instance that died since the last call is found out when the request
-            // cannot be written: start a new one once.
-            let first = match self.supervisor(&key).await {
-                Ok(s) => s.run(spec, &io),
-                Err(e) => Err(e),
-            };
-            let running = match first {
-                Ok(r) => Some(r),
-                Err(_) => match self.supervisor(&key).await {
-                    Ok(s) => Some(s.run(spec, &io)?),
-                    // A program that does not answer was set aside: run the command as
-                    // without one.
-                    Err(_) if crate::supervisor::fell_back() => None,
-                    Err(e) => return Err(e),
-                },
-            };
-            if let Some(running) = running {
-                return Ok(Running::Supervised(running));
+            // cannot be written: start a new one once. A program found not to answer as a
+            // supervisor is set aside, and the command runs as without one.
+            for attempt in 0..2 {
+                match self.supervisor(&key).await.and_then(|s| s.run(spec, &io)) {
+                    Ok(running) => return Ok(Running::Supervised(running)),
+                    Err(_) if crate::supervisor::fell_back() => break,
+                    Err(e) if attempt == 1 => return Err(e),
+                    Err(_) => {}
+                }
             }
         }
         crate::process::spawn(spec, launch, io).await
