@@ -18,7 +18,7 @@ use serde_json::{Value, json};
 
 use test_support::peers::peer;
 
-use crate::serve::HttpServer;
+use crate::serve::{HttpServer, inspector_in};
 use crate::{Project, binary};
 
 /// Every client the document must cover, by the name of its snippet.
@@ -141,10 +141,11 @@ fn desktop_client_entries_start_a_server_the_inspector_lists_and_calls() {
         let file = file.to_str().expect("UTF-8 path");
         // Started outside the project, as a desktop application starts its servers: the
         // entry's --cwd is what points the session at the project.
-        let base = ["--cli", "--config", file, "--server", "agent-tools"];
-        let listed = inspector(
+        let base = ["--config", file, "--server", "agent-tools"];
+        let listed = inspector_in(
             &peers,
             &project,
+            project.home(),
             &[&base[..], &["--method", "tools/list"]].concat(),
         );
         let names: Vec<&str> = listed["tools"]
@@ -159,9 +160,10 @@ fn desktop_client_entries_start_a_server_the_inspector_lists_and_calls() {
                 "{client}: {tool} missing from {names:?}"
             );
         }
-        let called = inspector(
+        let called = inspector_in(
             &peers,
             &project,
+            project.home(),
             &[
                 &base[..],
                 &[
@@ -181,27 +183,6 @@ fn desktop_client_entries_start_a_server_the_inspector_lists_and_calls() {
             "{client}: Glob did not run in the project: {called}"
         );
     }
-}
-
-/// Runs the inspector with `args` from the state directory (not the project) and parses its
-/// JSON output.
-fn inspector(peers: &Path, project: &Project, args: &[&str]) -> Value {
-    let output = Command::new(peers.join("node_modules/.bin/mcp-inspector"))
-        .args(args)
-        .current_dir(project.home())
-        .env("HOME", project.home())
-        .env("AGENT_TOOLS_HOME", project.home())
-        .stdin(Stdio::null())
-        .output()
-        .expect("run mcp-inspector");
-    let stdout = String::from_utf8_lossy(&output.stdout);
-    assert!(
-        output.status.success(),
-        "inspector {args:?} failed: {}\nstdout: {stdout}\nstderr: {}",
-        output.status,
-        String::from_utf8_lossy(&output.stderr)
-    );
-    serde_json::from_str(&stdout).unwrap_or_else(|e| panic!("not JSON ({e}): {stdout}"))
 }
 
 /// Runs a shell-style snippet (words separated by spaces, no quoting) with its first word

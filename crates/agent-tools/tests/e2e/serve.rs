@@ -40,11 +40,16 @@ pub(crate) fn stdio(project: &Project, args: &[&str]) -> Value {
 
 /// Runs the inspector CLI with `args` and parses its JSON output.
 pub(crate) fn inspector(peers: &Path, project: &Project, args: &[&str]) -> Value {
+    // The CLI looks for its package.json relative to the working directory first.
+    inspector_in(peers, project, project.root(), args)
+}
+
+/// [`inspector`] started in `cwd`.
+pub(crate) fn inspector_in(peers: &Path, project: &Project, cwd: &Path, args: &[&str]) -> Value {
     let output = Command::new(peers.join("node_modules/.bin/mcp-inspector"))
         .arg("--cli")
         .args(args)
-        // The CLI looks for its package.json relative to the working directory first.
-        .current_dir(project.root())
+        .current_dir(cwd)
         .env("HOME", project.home())
         .env("AGENT_TOOLS_HOME", project.home())
         .stdin(Stdio::null())
