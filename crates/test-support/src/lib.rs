@@ -12,4 +12,4 @@ pub mod mcp;
 pub mod peers;
 pub mod tree;
 
-pub use tree::{FIXED_MTIME, Tree, tempdir};
+pub use tree::{FIXED_MTIME, Tree, listing, tempdir};

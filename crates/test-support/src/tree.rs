@@ -91,3 +91,38 @@ impl Tree {
         self.root.join(rel)
     }
 }
+
+/// Every entry under `dir`, relative and sorted, with what it holds: `name/` for a
+/// directory, `name -> target` for a symbolic link, `name = content` for a file — what a
+/// race test compares before and after to see that nothing was written through a link.
+pub fn listing(dir: &Path) -> Vec<String> {
+    fn walk(root: &Path, dir: &Path, out: &mut Vec<String>) {
+        let mut entries: Vec<_> = std::fs::read_dir(dir)
+            .expect("a readable directory")
+            .flatten()
+            .collect();
+        entries.sort_by_key(std::fs::DirEntry::file_name);
+        for e in entries {
+            let path = e.path();
+            let rel = path
+                .strip_prefix(root)
+                .expect("an entry below the root")
+                .display()
+                .to_string();
+            let ft = e.file_type().expect("a file type");
+            if ft.is_symlink() {
+                let target = std::fs::read_link(&path).expect("a link target");
+                out.push(format!("{rel} -> {}", target.display()));
+            } else if ft.is_dir() {
+                out.push(format!("{rel}/"));
+                walk(root, &path, out);
+            } else {
+                let content = std::fs::read_to_string(&path).expect("a text file");
+                out.push(format!("{rel} = {content}"));
+            }
+        }
+    }
+    let mut out = Vec::new();
+    walk(dir, dir, &mut out);
+    out
+}

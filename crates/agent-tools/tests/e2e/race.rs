@@ -14,6 +14,7 @@ use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
 
 use serde_json::{Value, json};
+use test_support::listing;
 
 use crate::{Project, binary, text};
 
@@ -24,36 +25,6 @@ const NOBODY: u32 = 65534;
 const WRITES: usize = 300;
 /// Edits (filling an empty file: a rename over it) and MultiEdits (creating a file) each.
 const EDITS: usize = 100;
-
-/// Every entry under `dir`, relative: `name/`, `name -> target`, `name = content`.
-fn tree(dir: &Path) -> Vec<String> {
-    fn walk(root: &Path, dir: &Path, out: &mut Vec<String>) {
-        let mut entries: Vec<_> = std::fs::read_dir(dir).unwrap().flatten().collect();
-        entries.sort_by_key(std::fs::DirEntry::file_name);
-        for e in entries {
-            let path = e.path();
-            let rel = path.strip_prefix(root).unwrap().display().to_string();
-            let ft = e.file_type().unwrap();
-            if ft.is_symlink() {
-                out.push(format!(
-                    "{rel} -> {}",
-                    std::fs::read_link(&path).unwrap().display()
-                ));
-            } else if ft.is_dir() {
-                out.push(format!("{rel}/"));
-                walk(root, &path, out);
-            } else {
-                out.push(format!(
-                    "{rel} = {}",
-                    std::fs::read_to_string(&path).unwrap()
-                ));
-            }
-        }
-    }
-    let mut out = Vec::new();
-    walk(dir, dir, &mut out);
-    out
-}
 
 /// Gives `path` and everything under it to `uid` (links themselves, not their targets).
 fn chown_tree(path: &Path, uid: u32) {
@@ -132,7 +103,7 @@ fn check(as_user: Option<u32>) {
         }
         None => Command::new(binary()),
     };
-    let before_outside = tree(&out);
+    let before_outside = listing(&out);
     let calls = calls(p.root());
     let stdin: String = calls.iter().map(|c| format!("{c}\n")).collect();
 
@@ -197,13 +168,13 @@ fn check(as_user: Option<u32>) {
     );
 
     // Nothing outside changed, nothing was added there.
-    assert_eq!(tree(&out), before_outside, "something landed outside");
+    assert_eq!(listing(&out), before_outside, "something landed outside");
     let real: PathBuf = ["d", "d.alt"]
         .iter()
         .map(|n| p.root().join(n))
         .find(|p| std::fs::symlink_metadata(p).unwrap().is_dir())
         .unwrap();
-    let stray: Vec<String> = tree(p.root())
+    let stray: Vec<String> = listing(p.root())
         .into_iter()
         .filter(|e| e.contains(".agent-tools-"))
         .collect();

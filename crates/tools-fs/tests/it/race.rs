@@ -10,6 +10,7 @@ use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 
 use serde_json::{Value, json};
+use test_support::listing;
 use tool_core::{CallResult, PermissionMode, ToolPool};
 
 use crate::Fixture;
@@ -83,37 +84,6 @@ impl Drop for Swapper {
     }
 }
 
-/// Every entry under `dir`, relative, with the content of files (`/` after directories,
-/// `-> target` for links).
-fn tree(dir: &Path) -> Vec<String> {
-    fn walk(root: &Path, dir: &Path, out: &mut Vec<String>) {
-        let mut entries: Vec<_> = std::fs::read_dir(dir).unwrap().flatten().collect();
-        entries.sort_by_key(std::fs::DirEntry::file_name);
-        for e in entries {
-            let path = e.path();
-            let rel = path.strip_prefix(root).unwrap().display().to_string();
-            let ft = e.file_type().unwrap();
-            if ft.is_symlink() {
-                out.push(format!(
-                    "{rel} -> {}",
-                    std::fs::read_link(&path).unwrap().display()
-                ));
-            } else if ft.is_dir() {
-                out.push(format!("{rel}/"));
-                walk(root, &path, out);
-            } else {
-                out.push(format!(
-                    "{rel} = {}",
-                    std::fs::read_to_string(&path).unwrap()
-                ));
-            }
-        }
-    }
-    let mut out = Vec::new();
-    walk(dir, dir, &mut out);
-    out
-}
-
 /// The race: `$WS/d` (a real directory holding `files`) swapped with `$WS/d.alt` (a link to
 /// an outside directory holding [`DECOYS`]) while `call(i)` runs for every `i` below
 /// [`CALLS`], after `prepare` (run before the swapper starts). Returns the real directory
@@ -154,14 +124,14 @@ fn race(
     // Nothing outside changed, and nothing was added there.
     let mut decoys: Vec<String> = DECOYS.iter().map(|(n, c)| format!("{n} = {c}")).collect();
     decoys.sort();
-    assert_eq!(tree(&outside_path), decoys, "something landed outside");
+    assert_eq!(listing(&outside_path), decoys, "something landed outside");
     let real = ["d", "d.alt"]
         .iter()
         .map(|n| f.path(n))
         .find(|p| std::fs::symlink_metadata(p).unwrap().is_dir())
         .unwrap();
     // No temporary file anywhere in the workspace.
-    let stray: Vec<String> = tree(f.root())
+    let stray: Vec<String> = listing(f.root())
         .into_iter()
         .filter(|e| e.contains(".agent-tools-"))
         .collect();
