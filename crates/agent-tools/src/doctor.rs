@@ -69,7 +69,7 @@ impl Check {
 
 /// Runs every check and prints the report.
 pub async fn run(args: &SessionArgs, as_json: bool) -> Result<ExitCode> {
-    let options = session_options(args)?;
+    let options = session_options(args, false)?;
     let state_dir = options.state_dir.clone().unwrap_or_else(default_state_dir);
     // A missing --cwd is a usage error; a settings file that does not load is a finding.
     let session = match registry::build_context(&options) {
@@ -100,6 +100,8 @@ pub async fn run(args: &SessionArgs, as_json: bool) -> Result<ExitCode> {
         }
     };
     let loaded = checks.iter().all(|c| c.name != "session");
+    #[cfg(feature = "fs")]
+    checks.push(index_check(&ctx));
     #[cfg(feature = "shell")]
     checks.extend(sandbox_checks(&ctx).await);
     #[cfg(feature = "lsp")]
@@ -133,6 +135,28 @@ pub async fn run(args: &SessionArgs, as_json: bool) -> Result<ExitCode> {
     } else {
         ExitCode::SUCCESS
     })
+}
+
+/// The search index of the project: the saved index validated with one walk.
+#[cfg(feature = "fs")]
+fn index_check(ctx: &ToolContext) -> Check {
+    let status = registry::saved_index_status(&ctx.cwd(), ctx.state_dir());
+    let mut detail = format!(
+        "{}: {} ({})",
+        status.state,
+        status.detail,
+        status.file.display()
+    );
+    for note in &status.notes {
+        detail.push_str(&format!("; note: {note}"));
+    }
+    match status.state.as_str() {
+        "failed" => check("search-index", Status::Warning, detail)
+            .fix("run `agent-tools index --rebuild` (the scan answers meanwhile)"),
+        _ if !status.notes.is_empty() => check("search-index", Status::Warning, detail)
+            .fix("see the notes; `agent-tools index --rebuild` builds the index again"),
+        _ => check("search-index", Status::Ok, detail),
+    }
 }
 
 /// The report as one JSON object: `ok` (no problem) and the checks.

@@ -15,6 +15,8 @@ use clap::{Args, Parser, Subcommand};
 use registry::{SessionOptions, ToolRegistry, build_context};
 use serde_json::{Value, json};
 mod doctor;
+#[cfg(feature = "fs")]
+mod index;
 #[cfg(not(feature = "mcp"))]
 #[path = "mcp_absent.rs"]
 mod mcp_startup;
@@ -167,6 +169,28 @@ enum Command {
         #[arg(long)]
         show: bool,
     },
+    /// Show, build or remove the search index of the project (--cwd)
+    ///
+    /// Long-lived sessions (batch, serve) answer Grep and Glob from a trigram index of the
+    /// project, built in the background on the first search (search.index "auto", for
+    /// trees above search.autoThresholdMB) or at start ("eager"), kept fresh by
+    /// file-system notifications, saved in the state directory (search-index/) and validated
+    /// by the next session with one walk; one-shot calls use a valid saved index. The
+    /// answers are those of the scan, byte for byte.
+    Index {
+        /// Validate the saved index with one walk and show it (the default)
+        #[arg(long, conflicts_with_all = ["rebuild", "drop"])]
+        status: bool,
+        /// Build the index now and save it (whatever the tree's size)
+        #[arg(long, conflicts_with = "drop")]
+        rebuild: bool,
+        /// Remove the saved index
+        #[arg(long)]
+        drop: bool,
+        /// Print one JSON object
+        #[arg(long)]
+        json: bool,
+    },
     /// Check what works here and say what to do about what does not
     ///
     /// The sandbox (its mechanism, seccomp, and a trial command through Bash), the language
@@ -252,7 +276,7 @@ struct Session {
     reporter: Option<std::sync::Arc<mcp_startup::Reporter>>,
 }
 
-fn session_options(args: &SessionArgs) -> Result<SessionOptions> {
+fn session_options(args: &SessionArgs, long_lived: bool) -> Result<SessionOptions> {
     let cwd = match &args.cwd {
         Some(dir) => dir.clone(),
         None => std::env::current_dir().context("cannot read the current directory")?,
@@ -266,6 +290,7 @@ fn session_options(args: &SessionArgs) -> Result<SessionOptions> {
         settings_file: args.settings.clone(),
         state_dir: None,
         profile: args.profile,
+        long_lived,
     })
 }
 
@@ -301,8 +326,8 @@ pub(crate) fn install_command_line_hint(ctx: &ToolContext) {
     ctx.services().insert(hint);
 }
 
-async fn session(args: &SessionArgs) -> Result<Session> {
-    let options = session_options(args)?;
+async fn session(args: &SessionArgs, long_lived: bool) -> Result<Session> {
+    let options = session_options(args, long_lived)?;
     let ctx = build_context(&options).map_err(session_error)?;
     install_command_line_hint(&ctx);
     // Once per session: what of the project's own files was ignored, and how to approve it.
@@ -338,6 +363,33 @@ async fn run(cli: Cli) -> Result<ExitCode> {
     if let Command::Trust { yes, revoke, show } = cli.command {
         return tokio::task::block_in_place(|| trust::run(&cli.session, yes, revoke, show));
     }
+    // `index` works on the saved index; it answers no call.
+    if let Command::Index {
+        status: _,
+        rebuild,
+        drop,
+        json,
+    } = cli.command
+    {
+        #[cfg(feature = "fs")]
+        {
+            let action = if drop {
+                index::Action::Drop
+            } else if rebuild {
+                index::Action::Rebuild
+            } else {
+                index::Action::Status
+            };
+            return tokio::task::block_in_place(|| index::run(&cli.session, action, json));
+        }
+        #[cfg(not(feature = "fs"))]
+        {
+            let _ = (rebuild, drop, json);
+            return Err(usage(
+                "`index` needs the `fs` feature; this agent-tools was built without it",
+            ));
+        }
+    }
     // `doctor` makes its own sessions: a settings file that does not load is a finding.
     if let Command::Doctor { json } = cli.command {
         return doctor::run(&cli.session, json).await;
@@ -348,13 +400,20 @@ async fn run(cli: Cli) -> Result<ExitCode> {
         options,
         mcp,
         reporter,
-    } = session(&cli.session).await?;
+    } = session(
+        &cli.session,
+        matches!(cli.command, Command::Batch | Command::Serve { .. }),
+    )
+    .await?;
     // Every command but `serve` waits a little for the MCP servers (`serve` answers its
     // client at once; their tools join when they are ready).
     let waited = cli.session.mcp_wait;
     if let (Some(manager), Some(reporter)) = (&mcp, &reporter) {
         let later = match cli.command {
-            Command::Serve { .. } | Command::Trust { .. } | Command::Doctor { .. } => None,
+            Command::Serve { .. }
+            | Command::Trust { .. }
+            | Command::Doctor { .. }
+            | Command::Index { .. } => None,
             Command::Batch => Some("its tools join the session when it is ready"),
             _ => Some("its tools are not included (give --mcp-wait SECONDS to wait longer)"),
         };
@@ -422,6 +481,7 @@ async fn run(cli: Cli) -> Result<ExitCode> {
         }
         Command::Trust { .. } => Err(anyhow!("`trust` runs without a session")),
         Command::Doctor { .. } => Err(anyhow!("`doctor` runs without a session")),
+        Command::Index { .. } => Err(anyhow!("`index` runs without a session")),
     };
     if let Some(reporter) = reporter {
         reporter.finish();

@@ -12,7 +12,7 @@ use crate::{SessionArgs, session_error, session_options, usage};
 
 /// Runs `trust` with `--yes`, `--revoke` or `--show`.
 pub fn run(args: &SessionArgs, yes: bool, revoke: bool, show: bool) -> Result<ExitCode> {
-    let options = session_options(args)?;
+    let options = session_options(args, false)?;
     let mut out = std::io::stdout().lock();
     if revoke {
         let names = registry::revoke_project(&options).map_err(session_error)?;

@@ -27,7 +27,7 @@ pub const TIMEOUT: Duration = Duration::from_secs(20);
 const DESCRIPTION: &str = "Fast file pattern matching tool that works with any codebase size.
 - Supports glob patterns like \"**/*.js\" or \"src/**/*.ts\"; a pattern without a slash (\"*.rs\") matches files at any depth
 - Returns matching file paths sorted by modification time, newest first, at most 100
-- Respects .gitignore, .ignore and .agent-toolsignore files and skips hidden files by default; set include_ignored to true to also list ignored and hidden files (version-control folders such as .git are always skipped). A pattern that names a hidden folder (\".github/**\") includes it
+- Lists hidden files and respects .gitignore, .ignore and .agent-toolsignore files; set include_ignored to true to also list ignored files (version-control folders such as .git are always skipped)
 - Use this tool when you need to find files by name patterns
 - When you are doing an open ended search that may require multiple rounds of globbing and grepping, use the Agent tool instead
 - You can call multiple tools in a single response. It is always better to speculatively perform multiple searches in parallel if they are potentially useful.";
@@ -44,8 +44,7 @@ pub struct GlobInput {
     /// directory path if provided.
     #[serde(default)]
     pub path: Option<String>,
-    /// Also list files that .gitignore / .ignore rules exclude, and hidden files
-    /// (default false)
+    /// Also list files that .gitignore / .ignore rules exclude (default false)
     #[serde(default)]
     pub include_ignored: Option<bool>,
 }
@@ -169,6 +168,8 @@ impl TypedTool for Glob {
         let cancel = ctx.cancel_token().clone();
         let max = crate::host_limits::limits(ctx).glob_max_results;
         let deny_ctx = ctx.clone();
+        #[cfg(target_os = "linux")]
+        let index = crate::index::service(ctx).filter(|_| !policy.include_ignored);
         let walk = tokio::task::spawn_blocking(move || {
             // Read-deny rules hide files, as the reference passes them to rg as exclusions.
             let any_deny = deny_ctx
@@ -183,6 +184,13 @@ impl TypedTool for Glob {
             let denied: Option<&Denied> = if any_deny { Some(&denied) } else { None };
             // Newest first, then by name: the reference sorted oldest first while its prompt
             // promised "sorted by modification time"; we do what the prompt says.
+            #[cfg(target_os = "linux")]
+            if let Some(view) = index.as_ref().and_then(|s| s.view(&root))
+                && let Some(listed) = view.glob_files()
+            {
+                view.answered();
+                return listed_matches(&root, &pattern, listed, denied, max);
+            }
             walk_matches(&root, &pattern, policy, &cancel, started, denied, max)
         });
         let (found, total) = walk.await.map_err(|e| {
@@ -232,7 +240,7 @@ fn walk_matches(
     use std::ffi::OsStr;
     use std::os::unix::ffi::OsStrExt;
 
-    use crate::walk::{FileEntry, Kind, Visitor, walk};
+    use crate::walk::{FileEntry, Kind, Visitor, mtime_at, walk};
 
     /// One thread's matches: how many, and the newest [`MAX_RESULTS`] of them (paths
     /// relative to the root), kept without a path for every match.
@@ -291,27 +299,15 @@ fn walk_matches(
                 return;
             }
             // The mtime (of the target, for a symlink) relative to the open directory.
-            let Ok(st) = rustix::fs::statx(
-                entry.dir(),
-                entry.name(),
-                rustix::fs::AtFlags::empty(),
-                rustix::fs::StatxFlags::TYPE | rustix::fs::StatxFlags::MTIME,
-            ) else {
+            let Some((mtime, ty)) = mtime_at(entry.dir(), entry.name(), true) else {
                 if entry.kind() == Kind::File {
                     self.keep(entry, SystemTime::UNIX_EPOCH);
                 }
                 return;
             };
-            if entry.kind() == Kind::Symlink
-                && rustix::fs::FileType::from_raw_mode(st.stx_mode.into())
-                    != rustix::fs::FileType::RegularFile
-            {
+            if entry.kind() == Kind::Symlink && ty != rustix::fs::FileType::RegularFile {
                 return;
             }
-            let t = st.stx_mtime;
-            let mtime = u64::try_from(t.tv_sec).map_or(SystemTime::UNIX_EPOCH, |secs| {
-                SystemTime::UNIX_EPOCH + Duration::new(secs, t.tv_nsec)
-            });
             self.keep(entry, mtime);
         }
     }
@@ -323,16 +319,14 @@ fn walk_matches(
     // precedence over ignore rules (as `rg -g` does), which would list ignored and hidden
     // files whenever their names match.
     let deadline = WalkDeadline::new("Glob", cancel, started, TIMEOUT);
-    let (threads, _) = walk(root, policy.walk_options(pattern), &deadline, 256, || {
-        Matches {
-            overrides: &overrides,
-            by_name: matches_names_only(pattern),
-            denied,
-            max,
-            total: 0,
-            best: Vec::new(),
-            worst: None,
-        }
+    let (threads, _) = walk(root, policy.walk_options(), &deadline, 256, || Matches {
+        overrides: &overrides,
+        by_name: matches_names_only(pattern),
+        denied,
+        max,
+        total: 0,
+        best: Vec::new(),
+        worst: None,
     });
     deadline.outcome()?;
     let mut total = 0;
@@ -344,6 +338,57 @@ fn walk_matches(
                 .into_iter()
                 .map(|(rel, mtime)| (root.join(OsStr::from_bytes(&rel)), mtime)),
         );
+    }
+    newest_first(&mut found, max, |(p, t)| (*t, p.as_path()));
+    Ok((found, total))
+}
+
+/// The newest `max` files of the index's kept list (paths relative to `root`) that match
+/// `pattern` and not `denied`, as [`walk_matches`] finds them: regular files with their
+/// times, and symbolic links whose target is a regular file, with the target's time.
+#[cfg(target_os = "linux")]
+fn listed_matches(
+    root: &Path,
+    pattern: &str,
+    listed: Vec<crate::index::Listed>,
+    denied: Option<&Denied<'_>>,
+    max: usize,
+) -> Result<(Vec<(PathBuf, SystemTime)>, usize), ToolError> {
+    use std::ffi::OsStr;
+    use std::os::unix::ffi::OsStrExt;
+
+    let overrides = IgnorePolicy::glob_override(Path::new("."), pattern)
+        .map_err(|e| ToolError::respond(format!("Invalid glob pattern \"{pattern}\": {e}")))?;
+    let by_name = matches_names_only(pattern);
+    let mut total = 0;
+    let mut found = Vec::new();
+    for (rel, mtime, kind) in listed {
+        let rel_path = Path::new(OsStr::from_bytes(&rel));
+        let matched = if by_name {
+            let name = rel.rsplit(|&b| b == b'/').next().unwrap_or(&rel);
+            overrides.matched(Path::new(OsStr::from_bytes(name)), false)
+        } else {
+            overrides.matched(rel_path, false)
+        };
+        if !matched.is_whitelist() {
+            continue;
+        }
+        let path = root.join(rel_path);
+        let mtime = match kind {
+            search_index::DocKind::File => mtime,
+            // A link's target may change without the index hearing of it: read it now.
+            search_index::DocKind::Symlink => {
+                match crate::walk::mtime_at(rustix::fs::CWD, &path, true) {
+                    Some((t, rustix::fs::FileType::RegularFile)) => t,
+                    _ => continue,
+                }
+            }
+        };
+        if denied.is_some_and(|denied| denied(&path)) {
+            continue;
+        }
+        total += 1;
+        found.push((path, mtime));
     }
     newest_first(&mut found, max, |(p, t)| (*t, p.as_path()));
     Ok((found, total))
@@ -388,7 +433,7 @@ fn walk_matches(
     let overrides = IgnorePolicy::glob_override(root, pattern)
         .map_err(|e| ToolError::respond(format!("Invalid glob pattern \"{pattern}\": {e}")))?;
     let mut builder = WalkBuilder::new(root);
-    policy.configure(&mut builder, pattern);
+    policy.configure(&mut builder);
     // The pattern is matched here, not given to the walker as an override: overrides take
     // precedence over ignore rules (as `rg -g` does), which would list ignored and hidden
     // files whenever their names match.
