@@ -67,6 +67,9 @@ pub struct LiveIndex {
     dirs: BTreeMap<Box<[u8]>, u64>,
     dead: usize,
     built: SystemTime,
+    /// The base's documents newest first, then by path: the order results are shown in,
+    /// sorted once (documents added since are few and sorted when asked for).
+    base_order: Vec<u32>,
 }
 
 /// A query whose estimated candidates exceed this share of the documents searches them all
@@ -102,7 +105,10 @@ impl LiveIndex {
                 indexed,
             });
         }
+        let mut base_order: Vec<u32> = (0..base_docs).collect();
+        base_order.sort_unstable_by(|&a, &b| newer(&entries[a as usize], &entries[b as usize]));
         LiveIndex {
+            base_order,
             base,
             base_docs,
             entries,
@@ -204,6 +210,41 @@ impl LiveIndex {
             .enumerate()
             .filter(move |(_, e)| !e.dead && within(&e.rel, scope))
             .map(|(i, e)| (u32::try_from(i).unwrap_or(u32::MAX), e))
+    }
+
+    /// The live documents under `scope`, newest first, then by path (the order Grep and
+    /// Glob show results in), as an iterator that costs nothing for what it does not reach.
+    pub fn newest_first<'a>(
+        &'a self,
+        scope: &'a [u8],
+    ) -> impl Iterator<Item = (u32, &'a Entry)> + 'a {
+        let mut added: Vec<u32> = (self.base_docs
+            ..u32::try_from(self.entries.len()).unwrap_or(u32::MAX))
+            .filter(|&id| self.entries.get(id as usize).is_some_and(|e| !e.dead))
+            .collect();
+        added
+            .sort_unstable_by(|&a, &b| newer(&self.entries[a as usize], &self.entries[b as usize]));
+        let base = self
+            .base_order
+            .iter()
+            .copied()
+            .filter(move |&id| self.entries.get(id as usize).is_some_and(|e| !e.dead));
+        Merge {
+            index: self,
+            base: base.peekable(),
+            added: added.into_iter().peekable(),
+        }
+        .filter(move |(_, e)| within(&e.rel, scope))
+    }
+
+    /// `ids` in the order results are shown in.
+    pub fn sort_newest_first(&self, ids: &mut [u32]) {
+        ids.sort_unstable_by(|&a, &b| {
+            match (self.entries.get(a as usize), self.entries.get(b as usize)) {
+                (Some(x), Some(y)) => newer(x, y),
+                _ => a.cmp(&b),
+            }
+        });
     }
 
     /// Adds or replaces the document at `rel`; `grams` are its trigrams when its content is
@@ -381,6 +422,42 @@ impl LiveIndex {
                 Ok(Some(out))
             }
         }
+    }
+}
+
+/// Newest first, then by path bytes.
+fn newer(a: &Entry, b: &Entry) -> std::cmp::Ordering {
+    b.meta
+        .mtime
+        .cmp(&a.meta.mtime)
+        .then_with(|| a.rel.cmp(&b.rel))
+}
+
+/// Two streams in newest-first order merged into one.
+struct Merge<'a, B: Iterator<Item = u32>, A: Iterator<Item = u32>> {
+    index: &'a LiveIndex,
+    base: std::iter::Peekable<B>,
+    added: std::iter::Peekable<A>,
+}
+
+impl<'a, B: Iterator<Item = u32>, A: Iterator<Item = u32>> Iterator for Merge<'a, B, A> {
+    type Item = (u32, &'a Entry);
+
+    fn next(&mut self) -> Option<Self::Item> {
+        let entries = &self.index.entries;
+        let id = match (self.base.peek(), self.added.peek()) {
+            (Some(&b), Some(&a)) => {
+                if newer(&entries[a as usize], &entries[b as usize]).is_lt() {
+                    self.added.next()
+                } else {
+                    self.base.next()
+                }
+            }
+            (Some(_), None) => self.base.next(),
+            (None, Some(_)) => self.added.next(),
+            (None, None) => None,
+        }?;
+        entries.get(id as usize).map(|e| (id, e))
     }
 }
 
@@ -603,6 +680,51 @@ mod tests {
             std::fs::write(&path, &good[..cut]).unwrap();
             assert!(IndexFile::open(&path).is_err(), "cut at {cut}");
         }
+    }
+
+    #[test]
+    fn documents_come_newest_first_then_by_path() {
+        let (mut contents, postings) = built(TEXTS);
+        let at = |s: u64| SystemTime::UNIX_EPOCH + std::time::Duration::from_secs(s);
+        contents.docs[0].meta.mtime = at(5);
+        contents.docs[1].meta.mtime = at(9);
+        contents.docs[2].meta.mtime = at(5);
+        contents.docs[3].meta.mtime = at(1);
+        let mut index = LiveIndex::from_memory(contents, postings);
+        let order = |index: &LiveIndex, scope: &[u8]| -> Vec<String> {
+            index
+                .newest_first(scope)
+                .map(|(_, e)| String::from_utf8_lossy(&e.rel).into_owned())
+                .collect()
+        };
+        assert_eq!(
+            order(&index, b""),
+            ["c.md", "a.txt", "src/b.rs", "src/d.rs"]
+        );
+        let newest = DocMeta {
+            mtime: at(7),
+            ..meta()
+        };
+        index.upsert(b"src/d.rs", newest, Indexed::Grams, &[]);
+        index.upsert(
+            b"b0.txt",
+            DocMeta {
+                mtime: at(5),
+                ..meta()
+            },
+            Indexed::Grams,
+            &[],
+        );
+        assert_eq!(
+            order(&index, b""),
+            ["c.md", "src/d.rs", "a.txt", "b0.txt", "src/b.rs"]
+        );
+        assert_eq!(order(&index, b"src"), ["src/d.rs", "src/b.rs"]);
+        let mut ids: Vec<u32> = index.newest_first(b"").map(|(id, _)| id).collect();
+        ids.reverse();
+        index.sort_newest_first(&mut ids);
+        let again: Vec<u32> = index.newest_first(b"").map(|(id, _)| id).collect();
+        assert_eq!(ids, again);
     }
 
     #[test]

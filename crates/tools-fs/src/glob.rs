@@ -186,10 +186,10 @@ impl TypedTool for Glob {
             // promised "sorted by modification time"; we do what the prompt says.
             #[cfg(target_os = "linux")]
             if let Some(view) = index.as_ref().and_then(|s| s.view(&root))
-                && let Some(listed) = view.glob_files()
+                && let Some(found) = listed_matches(&root, &pattern, &view, denied, max)?
             {
                 view.answered();
-                return listed_matches(&root, &pattern, listed, denied, max);
+                return Ok(found);
             }
             walk_matches(&root, &pattern, policy, &cancel, started, denied, max)
         });
@@ -225,6 +225,9 @@ impl TypedTool for Glob {
 /// Whether a read-deny rule hides a path.
 type Denied<'a> = dyn Fn(&Path) -> bool + Sync + 'a;
 
+/// The newest matches (path and time) and how many matched.
+type Matches = (Vec<(PathBuf, SystemTime)>, usize);
+
 /// Walks `root` in parallel; returns the newest `max` files matching `pattern`
 /// and not `denied`, newest first, with their mtimes, and how many there are in all.
 #[cfg(target_os = "linux")]
@@ -236,7 +239,7 @@ fn walk_matches(
     started: Instant,
     denied: Option<&Denied<'_>>,
     max: usize,
-) -> Result<(Vec<(PathBuf, SystemTime)>, usize), ToolError> {
+) -> Result<Matches, ToolError> {
     use std::ffi::OsStr;
     use std::os::unix::ffi::OsStrExt;
 
@@ -343,55 +346,74 @@ fn walk_matches(
     Ok((found, total))
 }
 
-/// The newest `max` files of the index's kept list (paths relative to `root`) that match
-/// `pattern` and not `denied`, as [`walk_matches`] finds them: regular files with their
-/// times, and symbolic links whose target is a regular file, with the target's time.
+/// The newest `max` files of the index's kept list under `root` that match `pattern` and
+/// not `denied`, as [`walk_matches`] finds them (regular files with their times, symbolic
+/// links whose target is a regular file with the target's time), and how many matched, counted
+/// up to `max + 1` (all that "truncated" needs): the files come newest first, so the search
+/// stops there.
 #[cfg(target_os = "linux")]
 fn listed_matches(
     root: &Path,
     pattern: &str,
-    listed: Vec<crate::index::Listed>,
+    view: &crate::index::View,
     denied: Option<&Denied<'_>>,
     max: usize,
-) -> Result<(Vec<(PathBuf, SystemTime)>, usize), ToolError> {
+) -> Result<Option<Matches>, ToolError> {
     use std::ffi::OsStr;
     use std::os::unix::ffi::OsStrExt;
+
+    use crate::index::DocKind;
 
     let overrides = IgnorePolicy::glob_override(Path::new("."), pattern)
         .map_err(|e| ToolError::respond(format!("Invalid glob pattern \"{pattern}\": {e}")))?;
     let by_name = matches_names_only(pattern);
-    let mut total = 0;
-    let mut found = Vec::new();
-    for (rel, mtime, kind) in listed {
-        let rel_path = Path::new(OsStr::from_bytes(&rel));
+    let matches = |rel: &[u8]| {
         let matched = if by_name {
-            let name = rel.rsplit(|&b| b == b'/').next().unwrap_or(&rel);
+            let name = rel.rsplit(|&b| b == b'/').next().unwrap_or(rel);
             overrides.matched(Path::new(OsStr::from_bytes(name)), false)
         } else {
-            overrides.matched(rel_path, false)
+            overrides.matched(Path::new(OsStr::from_bytes(rel)), false)
         };
-        if !matched.is_whitelist() {
-            continue;
+        matched.is_whitelist()
+    };
+    // Links first (a link's target may change without the index hearing of it: its time is
+    // read now), then the files in order, merged.
+    let mut links: Vec<(PathBuf, SystemTime)> = Vec::new();
+    let mut files: Vec<(PathBuf, SystemTime)> = Vec::new();
+    let answered = view.glob_ordered(&mut |rel, mtime, kind| {
+        if !matches(rel) {
+            return true;
         }
-        let path = root.join(rel_path);
-        let mtime = match kind {
-            search_index::DocKind::File => mtime,
-            // A link's target may change without the index hearing of it: read it now.
-            search_index::DocKind::Symlink => {
-                match crate::walk::mtime_at(rustix::fs::CWD, &path, true) {
-                    Some((t, rustix::fs::FileType::RegularFile)) => t,
-                    _ => continue,
+        let path = root.join(OsStr::from_bytes(rel));
+        match kind {
+            DocKind::Symlink => {
+                if let Some((t, rustix::fs::FileType::RegularFile)) =
+                    crate::walk::mtime_at(rustix::fs::CWD, &path, true)
+                    && !denied.is_some_and(|denied| denied(&path))
+                {
+                    links.push((path, t));
                 }
+                true
             }
-        };
-        if denied.is_some_and(|denied| denied(&path)) {
-            continue;
+            DocKind::File => {
+                if denied.is_some_and(|denied| denied(&path)) {
+                    return true;
+                }
+                files.push((path, mtime));
+                // Enough files for the page, plus one to know there is more, plus as many
+                // as links could push out of it.
+                files.len() <= max + links.len()
+            }
         }
-        total += 1;
-        found.push((path, mtime));
+    });
+    if answered.is_none() {
+        return Ok(None);
     }
+    let total = files.len() + links.len();
+    let mut found = files;
+    found.extend(links);
     newest_first(&mut found, max, |(p, t)| (*t, p.as_path()));
-    Ok((found, total))
+    Ok(Some((found, total)))
 }
 
 /// Whether `pattern` (a gitignore-style glob) decides by the file name alone: it has no
@@ -429,7 +451,7 @@ fn walk_matches(
     started: Instant,
     denied: Option<&Denied<'_>>,
     max: usize,
-) -> Result<(Vec<(PathBuf, SystemTime)>, usize), ToolError> {
+) -> Result<Matches, ToolError> {
     let overrides = IgnorePolicy::glob_override(root, pattern)
         .map_err(|e| ToolError::respond(format!("Invalid glob pattern \"{pattern}\": {e}")))?;
     let mut builder = WalkBuilder::new(root);

@@ -778,23 +778,31 @@ impl TypedTool for Grep {
             #[cfg(target_os = "linux")]
             if let Some((service, query)) = &index
                 && let Some(view) = service.view(&search_root)
-                && let Some((listed, ignored)) = view.grep_files(query)
             {
-                view.answered();
                 let deadline = WalkDeadline::new("Grep", &cancel, started, GREP_TIMEOUT);
-                let files = admitted(&plan, listed);
                 let results = |h: &FileHits, shown: usize| plan.results(h, shown, separated);
-                let hits = search_in_order(
-                    &search_root,
-                    &files,
-                    &plan,
-                    need,
-                    &keep,
-                    &results,
-                    &deadline,
-                );
-                deadline.outcome()?;
-                return Ok((hits, Some(ignored)));
+                let mut paged = Paged::new(need);
+                // Candidates come newest first; they are searched in batches that grow, so
+                // that a page filled by the first files reads few of them.
+                let mut batch: Vec<Listed> = Vec::new();
+                let mut size = 64;
+                let ignored = view.grep_ordered(query, &mut |rel, mtime| {
+                    if !admits(&plan, rel) {
+                        return true;
+                    }
+                    batch.push((rel.to_vec(), mtime));
+                    if batch.len() < size {
+                        return true;
+                    }
+                    size = (size * 4).min(16_384);
+                    paged.search(&search_root, &mut batch, &plan, &keep, &results, &deadline)
+                });
+                if let Some(ignored) = ignored {
+                    paged.search(&search_root, &mut batch, &plan, &keep, &results, &deadline);
+                    deadline.outcome()?;
+                    view.answered();
+                    return Ok((paged.hits, Some(ignored)));
+                }
             }
             #[cfg(target_os = "linux")]
             if need.is_some() {
@@ -802,7 +810,7 @@ impl TypedTool for Grep {
                 let (files, ignored) = list_tree(&search_root, &plan, policy, &deadline);
                 deadline.outcome()?;
                 let results = |h: &FileHits, shown: usize| plan.results(h, shown, separated);
-                let hits = search_in_order(
+                let (hits, _) = search_in_order(
                     &search_root,
                     &files,
                     &plan,
@@ -810,6 +818,7 @@ impl TypedTool for Grep {
                     &keep,
                     &results,
                     &deadline,
+                    (0, 0),
                 );
                 deadline.outcome()?;
                 return Ok((hits, Some(ignored)));
@@ -850,22 +859,62 @@ fn separates_files(input: &GrepInput) -> bool {
         > 0
 }
 
-/// The index's candidate files that the type and glob filters admit, newest first, then by
-/// path (the order the scan shows them in).
+/// Whether the type and glob filters admit the file at `rel` (relative to the root).
 #[cfg(target_os = "linux")]
-fn admitted(plan: &Plan, listed: Vec<crate::index::Listed>) -> Vec<Listed> {
+fn admits(plan: &Plan, rel: &[u8]) -> bool {
     use std::os::unix::ffi::OsStrExt;
-    let mut files: Vec<Listed> = listed
-        .into_iter()
-        .filter(|(rel, _, _)| {
-            let name = rel.rsplit(|&b| b == b'/').next().unwrap_or(rel);
-            plan.admits_name(Path::new(std::ffi::OsStr::from_bytes(name)))
-                && plan.admits_rel(Path::new(std::ffi::OsStr::from_bytes(rel)))
-        })
-        .map(|(rel, mtime, _)| (rel, mtime))
-        .collect();
-    files.sort_unstable_by(|a, b| b.1.cmp(&a.1).then_with(|| a.0.cmp(&b.0)));
-    files
+    let name = rel.rsplit(|&b| b == b'/').next().unwrap_or(rel);
+    plan.admits_name(Path::new(std::ffi::OsStr::from_bytes(name)))
+        && plan.admits_rel(Path::new(std::ffi::OsStr::from_bytes(rel)))
+}
+
+/// A page filled from batches of files searched in order.
+#[cfg(target_os = "linux")]
+struct Paged {
+    need: Option<usize>,
+    hits: Vec<FileHits>,
+    results: usize,
+}
+
+#[cfg(target_os = "linux")]
+impl Paged {
+    fn new(need: Option<usize>) -> Self {
+        Paged {
+            need,
+            hits: Vec::new(),
+            results: 0,
+        }
+    }
+
+    /// Searches `batch` (emptied) after what came before; false once the page is full.
+    fn search(
+        &mut self,
+        root: &Path,
+        batch: &mut Vec<Listed>,
+        plan: &Plan,
+        keep: &(dyn Fn(&Path) -> bool + Sync),
+        results: &(dyn Fn(&FileHits, usize) -> usize + Sync),
+        deadline: &WalkDeadline,
+    ) -> bool {
+        if self.need.is_some_and(|need| self.results >= need) {
+            batch.clear();
+            return false;
+        }
+        let (hits, results) = search_in_order(
+            root,
+            batch,
+            plan,
+            self.need,
+            keep,
+            results,
+            deadline,
+            (self.hits.len(), self.results),
+        );
+        batch.clear();
+        self.hits.extend(hits);
+        self.results = results;
+        self.need.is_none_or(|need| self.results < need) && deadline.outcome().is_ok()
+    }
 }
 
 /// Lists the files under `root` that Grep searches (regular files the type and glob
@@ -1112,10 +1161,12 @@ struct Merged {
 
 /// Searches `files` (relative to `root`, already in the order results are shown) with
 /// `plan` on up to `threads` threads; returns the hits of the files in that order, cut
-/// after the file whose results reach `need` (all of them when `need` is `None`). `keep`
-/// says whether a file with hits may be shown (read-deny rules); `results` counts what one
-/// file adds to the page given how many files came before it.
+/// after the file whose results reach `need` (all of them when `need` is `None`), and the
+/// results counted. `keep` says whether a file with hits may be shown (read-deny rules);
+/// `results` counts what one file adds to the page given how many files came before it;
+/// `before` is how many files and results earlier batches already hold.
 #[cfg(target_os = "linux")]
+#[allow(clippy::too_many_arguments)]
 fn search_in_order(
     root: &Path,
     files: &[Listed],
@@ -1124,7 +1175,8 @@ fn search_in_order(
     keep: &(dyn Fn(&Path) -> bool + Sync),
     results: &(dyn Fn(&FileHits, usize) -> usize + Sync),
     deadline: &WalkDeadline,
-) -> Vec<FileHits> {
+    before: (usize, usize),
+) -> (Vec<FileHits>, usize) {
     use std::ffi::OsStr;
     use std::os::unix::ffi::OsStrExt;
     use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
@@ -1136,7 +1188,7 @@ fn search_in_order(
         OFlags::RDONLY | OFlags::DIRECTORY | OFlags::CLOEXEC,
         Mode::empty(),
     ) else {
-        return Vec::new();
+        return (Vec::new(), before.1);
     };
     let threads = std::thread::available_parallelism()
         .map_or(1, |n| n.get().min(12))
@@ -1147,7 +1199,7 @@ fn search_in_order(
         next: 0,
         pending: std::collections::HashMap::new(),
         hits: Vec::new(),
-        results: 0,
+        results: before.1,
     });
     let work = || {
         let mut searcher = plan.searcher();
@@ -1184,7 +1236,7 @@ fn search_in_order(
                 if !keep(&hits.path) {
                     continue;
                 }
-                let shown_before = m.hits.len();
+                let shown_before = before.0 + m.hits.len();
                 m.results += results(&hits, shown_before);
                 m.hits.push(hits);
                 if need.is_some_and(|need| m.results >= need) {
@@ -1201,7 +1253,10 @@ fn search_in_order(
         }
         work();
     });
-    merged.into_inner().map(|m| m.hits).unwrap_or_default()
+    merged
+        .into_inner()
+        .map(|m| (m.hits, m.results))
+        .unwrap_or((Vec::new(), before.1))
 }
 
 #[cfg(test)]

@@ -42,9 +42,10 @@ use std::sync::{Arc, Condvar, Mutex, MutexGuard, RwLock};
 use std::time::{Duration, Instant, SystemTime};
 
 use rustix::fs::{Mode, OFlags};
+pub(crate) use search_index::DocKind;
 use search_index::{
-    Candidates, Content, Contents, DirEntry, Doc, DocKind, DocMeta, Extractor, GramQuery,
-    IndexFile, Indexed, LiveIndex, Postings, within,
+    Candidates, Content, Contents, DirEntry, Doc, DocMeta, Extractor, GramQuery, IndexFile,
+    Indexed, LiveIndex, Postings, within,
 };
 use tool_core::{CancellationToken, ToolContext, ToolContextBuilder, ToolError};
 
@@ -414,8 +415,8 @@ impl Service {
         };
         let started = Instant::now();
         let cancel = CancellationToken::new();
-        let found = collect(&root, b"", true, None, &deadline(&cancel));
-        match IndexFile::open(&self.file) {
+        let (found, opened) = self.walk_and_open(&root, None, &cancel);
+        match opened {
             Ok(file) if file.contents.root == root => {
                 let (index, reread) =
                     self.reuse(LiveIndex::from_file(file), &root, &found, usize::MAX);
@@ -424,6 +425,27 @@ impl Service {
             Ok(_) => self.fail(0, "the saved index is of another directory".to_owned()),
             Err(e) => self.fail(0, e.to_string()),
         }
+    }
+
+    /// Walks the tree and, at the same time, opens and checks the saved index (its
+    /// checksum reads the whole file).
+    fn walk_and_open(
+        &self,
+        root: &Path,
+        watch: Option<&Watch>,
+        cancel: &CancellationToken,
+    ) -> (Found, Result<IndexFile, search_index::IndexError>) {
+        std::thread::scope(|scope| {
+            let opening = scope.spawn(|| IndexFile::open(&self.file));
+            let found = collect(root, b"", true, watch, &deadline(cancel));
+            let opened = opening.join().unwrap_or_else(|_| {
+                Err(search_index::IndexError::Corrupt {
+                    path: self.file.clone(),
+                    reason: "reading it failed".to_owned(),
+                })
+            });
+            (found, opened)
+        })
     }
 
     fn fail(&self, generation: u64, why: String) {
@@ -507,7 +529,7 @@ impl Service {
             None
         };
         let cancel = CancellationToken::new();
-        let found = collect(&root, b"", true, watch.as_deref(), &deadline(&cancel));
+        let (found, opened) = self.walk_and_open(&root, watch.as_deref(), &cancel);
         if found.dirs.is_empty() {
             self.fail(generation, format!("{} cannot be read", root.display()));
             return;
@@ -550,7 +572,7 @@ impl Service {
         // A saved index of this project, validated by the walk. A one-shot session reuses
         // whatever it can (it answers one query) and never builds.
         let building = self.long_lived || settings.mode == IndexMode::Eager;
-        match IndexFile::open(&self.file) {
+        match opened {
             Ok(file) if file.contents.root == root => {
                 let max = if building {
                     (found.docs.len() / 4).max(2000)
@@ -980,9 +1002,6 @@ pub(crate) struct View {
     service: Arc<Service>,
 }
 
-/// A file the view lists: its path relative to the query's root, its time and kind.
-pub(crate) type Listed = (Vec<u8>, SystemTime, DocKind);
-
 impl View {
     /// Counts a query answered from the index.
     pub(crate) fn answered(&self) {
@@ -991,18 +1010,23 @@ impl View {
             .fetch_add(1, std::sync::atomic::Ordering::Relaxed);
     }
 
-    fn relative(&self, rel: &[u8]) -> Vec<u8> {
+    fn relative<'a>(&self, rel: &'a [u8]) -> &'a [u8] {
         if self.scope.is_empty() {
-            rel.to_vec()
+            rel
         } else {
-            rel.get(self.scope.len() + 1..).unwrap_or_default().to_vec()
+            rel.get(self.scope.len() + 1..).unwrap_or_default()
         }
     }
 
-    /// The files under the root that may hold a match of `query` (regular files only), and
-    /// the entries the ignore rules skipped below the root; `None` when the index cannot
-    /// answer (a damaged list: the index is rebuilt).
-    pub(crate) fn grep_files(&self, query: &GramQuery) -> Option<(Vec<Listed>, u64)> {
+    /// Calls `each` with every regular file under the root that may hold a match of
+    /// `query` (its path relative to the root and its time), newest first, then by path,
+    /// until `each` returns false; returns the entries the ignore rules skipped below the
+    /// root, or `None` when the index cannot answer (a damaged list: it is rebuilt).
+    pub(crate) fn grep_ordered(
+        &self,
+        query: &GramQuery,
+        each: &mut dyn FnMut(&[u8], SystemTime) -> bool,
+    ) -> Option<u64> {
         let index = self.index.read().ok()?;
         let candidates = match index.candidates(query) {
             Ok(c) => c,
@@ -1012,33 +1036,57 @@ impl View {
                 return None;
             }
         };
-        let keep =
-            |e: &search_index::Entry| e.indexed != Indexed::Listed && within(&e.rel, &self.scope);
-        let files: Vec<Listed> = match candidates {
-            Candidates::All => index
-                .under(&self.scope)
-                .filter(|(_, e)| keep(e))
-                .map(|(_, e)| (self.relative(&e.rel), e.meta.mtime, e.meta.kind))
-                .collect(),
-            Candidates::Some(ids) => ids
-                .into_iter()
-                .filter_map(|id| index.entry(id))
-                .filter(|e| !e.dead && keep(e))
-                .map(|e| (self.relative(&e.rel), e.meta.mtime, e.meta.kind))
-                .collect(),
-        };
-        Some((files, index.skipped_under(&self.scope)))
+        let skipped = index.skipped_under(&self.scope);
+        let searched = |e: &search_index::Entry| e.indexed != Indexed::Listed;
+        match candidates {
+            Candidates::All => {
+                for (_, e) in index.newest_first(&self.scope) {
+                    if searched(e) && !each(self.relative(&e.rel), e.meta.mtime) {
+                        break;
+                    }
+                }
+            }
+            Candidates::Some(mut ids) => {
+                ids.retain(|&id| {
+                    index
+                        .entry(id)
+                        .is_some_and(|e| !e.dead && searched(e) && within(&e.rel, &self.scope))
+                });
+                index.sort_newest_first(&mut ids);
+                for id in ids {
+                    let Some(e) = index.entry(id) else { continue };
+                    if !each(self.relative(&e.rel), e.meta.mtime) {
+                        break;
+                    }
+                }
+            }
+        }
+        Some(skipped)
     }
 
-    /// Every file and symbolic link under the root.
-    pub(crate) fn glob_files(&self) -> Option<Vec<Listed>> {
+    /// Calls `each` with every file and symbolic link under the root (path relative to the
+    /// root, time, kind): the links first, in any order, then the files newest first, until
+    /// `each` returns false.
+    pub(crate) fn glob_ordered(
+        &self,
+        each: &mut dyn FnMut(&[u8], SystemTime, DocKind) -> bool,
+    ) -> Option<()> {
         let index = self.index.read().ok()?;
-        Some(
-            index
-                .under(&self.scope)
-                .map(|(_, e)| (self.relative(&e.rel), e.meta.mtime, e.meta.kind))
-                .collect(),
-        )
+        for (_, e) in index.under(&self.scope) {
+            if e.meta.kind == DocKind::Symlink
+                && !each(self.relative(&e.rel), e.meta.mtime, e.meta.kind)
+            {
+                return Some(());
+            }
+        }
+        for (_, e) in index.newest_first(&self.scope) {
+            if e.meta.kind == DocKind::File
+                && !each(self.relative(&e.rel), e.meta.mtime, e.meta.kind)
+            {
+                break;
+            }
+        }
+        Some(())
     }
 }
 
