@@ -530,14 +530,22 @@ fn query(rng: &mut Rng) -> (&'static str, String) {
     ("Grep", input)
 }
 
-/// A result line without Glob's duration (it differs from run to run).
+/// A result line without what differs from session to session: Glob's duration, and the
+/// session's folder in the path a large answer is saved to (its bytes are in `data`).
 fn comparable(line: &str) -> String {
-    let Some(at) = line.find("\"durationMs\":") else {
-        return line.to_owned();
-    };
-    let rest = &line[at + 13..];
-    let digits = rest.chars().take_while(char::is_ascii_digit).count();
-    format!("{}\"durationMs\":0{}", &line[..at], &rest[digits..])
+    let mut line = line.to_owned();
+    if let Some(at) = line.find("\"durationMs\":") {
+        let rest = &line[at + 13..];
+        let digits = rest.chars().take_while(char::is_ascii_digit).count();
+        line = format!("{}\"durationMs\":0{}", &line[..at], &rest[digits..]);
+    }
+    let marker = "/tool-results/";
+    if let Some(at) = line.find(marker) {
+        let from = at + marker.len();
+        let session = line[from..].find('/').unwrap_or(0);
+        line.replace_range(from..from + session, "SESSION");
+    }
+    line
 }
 
 /// The differential test on the Linux tree: index answers against scan answers.
@@ -597,4 +605,19 @@ pub fn index_diff_linux(ctx: &Ctx) -> Result<Vec<Comparison>> {
         baseline_command: "`agent-tools batch` with search.index \"off\", the same queries"
             .to_owned(),
     }])
+}
+
+#[cfg(test)]
+mod tests {
+    use super::comparable;
+
+    #[test]
+    fn answers_compare_without_what_each_session_differs_in() {
+        let a = r#"{"text":"saved to: /h/tool-results/s1-ab/Grep-0.txt","data":{"durationMs":12}}"#;
+        let b = r#"{"text":"saved to: /h/tool-results/s22-cd/Grep-0.txt","data":{"durationMs":3}}"#;
+        assert_eq!(comparable(a), comparable(b));
+        let c = r#"{"text":"saved to: /h/tool-results/s1-ab/Grep-1.txt","data":{"durationMs":3}}"#;
+        assert_ne!(comparable(a), comparable(c));
+        assert_eq!(comparable("plain"), "plain");
+    }
 }
