@@ -173,8 +173,8 @@ fn steps(peers_dir: &Path) -> Vec<Step> {
         Step {
             name: "index differential",
             // The search index against the scan on the Linux tree, with the release binary:
-            // 300 generated queries keep it to minutes on two cores (the full run sets
-            // AGENT_TOOLS_INDEX_DIFF_QUERIES=2000).
+            // 300 generated queries take about 3 minutes on two busy cores (the full run,
+            // AGENT_TOOLS_INDEX_DIFF_QUERIES=2000, about 15).
             action: Action::Commands(vec![
                 with_peers_env(
                     cargo(&["xtask", "bench", "--runs", "1", "index-diff-linux"]),
