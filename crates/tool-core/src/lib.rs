@@ -127,7 +127,7 @@ pub use managers::{
 };
 pub use pattern::{CommandPattern, DomainPattern, PathPattern, PathRoot, WildcardPart};
 pub use permission::{
-    AllowHint, AskKind, Beneath, NeutralHint, PermissionDecision, PermissionEngine, PermissionMode,
+    AllowHint, ApprovedBy, AskKind, Beneath, NeutralHint, PermissionDecision, PermissionEngine, PermissionMode,
     allow_hint, headless_denial,
 };
 #[cfg(unix)]

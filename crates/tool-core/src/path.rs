@@ -15,6 +15,39 @@ pub fn home_dir() -> Option<PathBuf> {
         .map(PathBuf::from)
 }
 
+/// The home directory's configuration, protected by category rather than by name: every
+/// dot-entry directly in `home` (existing now), `~/.config` and `~/.local`, and the XDG
+/// base directories the environment names (`XDG_CONFIG_HOME`, `XDG_DATA_HOME`,
+/// `XDG_STATE_HOME`, `XDG_CACHE_HOME`, absolute paths only). The sandbox binds the existing
+/// ones read-only inside its writable roots.
+pub fn protected_home_categories(home: &Path) -> Vec<PathBuf> {
+    let mut out: Vec<PathBuf> = vec![home.join(".config"), home.join(".local")];
+    if let Ok(entries) = std::fs::read_dir(home) {
+        for e in entries.flatten() {
+            let name = e.file_name();
+            let is_dot = name.as_encoded_bytes().first() == Some(&b'.');
+            if is_dot {
+                out.push(e.path());
+            }
+        }
+    }
+    for var in [
+        "XDG_CONFIG_HOME",
+        "XDG_DATA_HOME",
+        "XDG_STATE_HOME",
+        "XDG_CACHE_HOME",
+    ] {
+        if let Some(v) = std::env::var_os(var).map(PathBuf::from)
+            && v.is_absolute()
+        {
+            out.push(v);
+        }
+    }
+    out.sort();
+    out.dedup();
+    out
+}
+
 /// Removes `.` and resolves `..` lexically (no file-system access). `..` at the root stays at
 /// the root.
 pub fn normalize(path: &Path) -> PathBuf {

@@ -75,6 +75,15 @@ pub struct ServerStatus {
     pub root: PathBuf,
     /// The process id, which is also its process group id
     pub pid: u32,
+    /// How it is sandboxed: `bubblewrap (workspace-write, network off)`, ...
+    pub sandbox: String,
+}
+
+/// The sandbox language servers run in (see [`LanguageServers::with_sandbox`]).
+#[derive(Debug, Clone)]
+pub(crate) struct Sandbox {
+    pub(crate) settings: sandbox::SandboxSettings,
+    pub(crate) dirs: Vec<PathBuf>,
 }
 
 /// The language servers of a session.
@@ -83,6 +92,7 @@ pub struct LanguageServers {
     config: LspConfig,
     cwd: PathBuf,
     slots: Mutex<HashMap<(String, PathBuf), Slot>>,
+    sandbox: Sandbox,
 }
 
 fn canonical(file: &Path) -> PathBuf {
@@ -105,13 +115,30 @@ pub(crate) fn no_server(file: &Path) -> ToolError {
 }
 
 impl LanguageServers {
-    /// A manager for `config`; relative roots fall back to `cwd`.
+    /// A manager for `config`; relative roots fall back to `cwd`. Servers run in the
+    /// default workspace sandbox with `cwd` as the working directory (see
+    /// [`LanguageServers::with_sandbox`]).
     pub fn new(config: LspConfig, cwd: impl Into<PathBuf>) -> Self {
+        let cwd = cwd.into();
         LanguageServers {
             config,
-            cwd: cwd.into(),
             slots: Mutex::new(HashMap::new()),
+            sandbox: Sandbox {
+                settings: sandbox::SandboxSettings::default(),
+                dirs: vec![cwd.clone()],
+            },
+            cwd,
         }
+    }
+
+    /// Runs the servers in the sandbox of `settings` (the session's `sandbox` section) with
+    /// `dirs` as the working directories: language servers run project code (build
+    /// scripts, proc macros, `go list`, plugins), so they get the workspace sandbox a
+    /// person's approved command gets — writes only in the working directories and the
+    /// temporary directory, no network, the scrubbed environment, the resource limits.
+    pub fn with_sandbox(mut self, settings: sandbox::SandboxSettings, dirs: Vec<PathBuf>) -> Self {
+        self.sandbox = Sandbox { settings, dirs };
+        self
     }
 
     /// The configuration.
@@ -140,6 +167,7 @@ impl LanguageServers {
                     name: server.name().to_owned(),
                     root: server.root().to_path_buf(),
                     pid: server.pid(),
+                    sandbox: server.sandbox().to_owned(),
                 });
             }
         }
@@ -183,7 +211,7 @@ impl LanguageServers {
         if !start {
             return Ok(None);
         }
-        let server = Server::start(config, &root).await?;
+        let server = Server::start(config, &root, &self.sandbox).await?;
         *guard = Some(Arc::clone(&server));
         drop(guard);
         self.refresh_files(&server, None).await;

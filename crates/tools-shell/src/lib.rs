@@ -208,52 +208,34 @@
 //! ```
 
 mod bash;
-mod command;
-#[cfg(target_os = "linux")]
-mod filter;
-mod host_program;
-#[cfg(target_os = "linux")]
-mod inside;
-#[cfg(target_os = "linux")]
-mod landlock;
-#[cfg(target_os = "linux")]
-mod limits;
-mod mask;
 #[cfg(feature = "monitor")]
 mod monitor;
 mod operands;
 mod output;
 mod parse;
 mod permissions;
-#[cfg(target_os = "linux")]
-mod placeholder;
-mod placeholder_shape;
-mod policy;
 mod probe;
-mod process;
 mod programs;
-mod protect;
 mod readonly;
-mod reaper;
-mod sandbox;
 mod session;
 mod spool;
-#[cfg(target_os = "linux")]
-mod supervisor;
 mod task_tools;
 mod tasks;
 
 use std::sync::Arc;
 
 pub use bash::{Bash, BashInput, BashOutput, DEFAULT_READY_TIMEOUT, DEFAULT_TIMEOUT, MAX_TIMEOUT};
-pub use host_program::EXEC_ARG;
+// The containment, from the `sandbox` crate: what a host of the shell needs of it.
+pub use sandbox::{
+    DenyRead, EXEC_ARG, Launch, LimitHit, Mask, Mechanism, Prepared, Profile, ResourceLimits, SECRETS,
+    SandboxInstance, SandboxMode, SandboxPolicy, SandboxProbe, SandboxSettings, bubblewrap,
+    landlock_available, probe_sandbox, sandbox_supervisor_entry,
+};
 #[cfg(target_os = "linux")]
-pub use host_program::{SUPERVISOR_ARG, set_supervisor_program};
-#[cfg(target_os = "linux")]
-pub use inside::sandbox_supervisor_entry;
-#[cfg(target_os = "linux")]
-pub use limits::{SandboxLimits, live_sandbox_instances, sandbox_limits, set_sandbox_limits};
-pub use mask::{DenyRead, Mask, SECRETS};
+pub use sandbox::{
+    SUPERVISOR_ARG, SandboxLimits, live_sandbox_instances, sandbox_limits, set_sandbox_limits,
+    set_supervisor_program,
+};
 #[cfg(feature = "monitor")]
 pub use monitor::{MONITOR_LIMIT, Monitor, MonitorInput, MonitorOutput};
 pub use output::MAX_OUTPUT_CHARS;
@@ -262,23 +244,15 @@ pub use permissions::{
     MAX_SUBCOMMANDS, check as check_command, check_with as check_command_with, command_programs,
     is_read_only,
 };
-pub use policy::{Mechanism, SandboxMode, SandboxPolicy, SandboxSettings};
-pub use probe::{SandboxProbe, SandboxTrial, probe_sandbox, try_sandbox};
+pub use probe::{SandboxTrial, try_sandbox};
 pub use readonly::is_read_only_command;
-pub use sandbox::{Launch, Prepared, bubblewrap, landlock_available};
-pub use session::{SandboxInstance, sandbox_instance};
+pub use session::sandbox_instance;
 pub use spool::OUTPUT_CAP;
 pub use task_tools::{
     TASK_OUTPUT_CHARS, TaskOutput, TaskOutputData, TaskOutputInput, TaskStop, TaskStopData,
     TaskStopInput,
 };
 pub use tasks::{Readiness, ReadyOutcome, ShellTaskSpec, ShellTasks};
-
-/// Elsewhere there is no persistent sandbox to supervise.
-#[cfg(not(target_os = "linux"))]
-pub fn sandbox_supervisor_entry() -> Option<std::process::ExitCode> {
-    None
-}
 
 /// Wires the shell into a session being built: the background task manager (Bash's
 /// `run_in_background`, Monitor, TaskOutput and TaskStop, and other crates' background

@@ -24,10 +24,8 @@ use tool_core::{
     TaskSpec, TaskStatus, ToolError,
 };
 
-use crate::command::{Ending, Io, KILL_GRACE, RunSpec};
-use crate::policy::SandboxSettings;
-use crate::process::{self, Running};
-use crate::sandbox::{self, Launch};
+use sandbox::{Ending, Io, KILL_GRACE, Launch, RunSpec, SandboxSettings};
+
 use crate::spool::{Caps, OutputDir, Spool};
 
 /// A readiness condition for a background command.
@@ -318,7 +316,7 @@ impl ShellTasks {
             env: Vec::new(),
         };
         let io = Io { output, cwd: None };
-        let mut running = match start_process(&run, &spec.launch, io).await {
+        let mut running = match sandbox::start_alone(&run, &spec.launch, io).await {
             Ok(r) => r,
             Err(e) => {
                 spool.close();
@@ -495,26 +493,6 @@ impl ShellTasks {
 async fn settle(entry: &Arc<Entry>, dir: &Arc<OutputDir>) {
     let (entry, dir) = (Arc::clone(entry), Arc::clone(dir));
     let _ = tokio::task::spawn_blocking(move || entry.settle(&dir)).await;
-}
-
-/// Starts a task's command: under a supervisor of its own when a supervisor program is
-/// registered, else, or when the program turns out not to answer as a supervisor, as a
-/// child of this process.
-async fn start_process(run: &RunSpec, launch: &Launch, io: Io) -> Result<Running, ToolError> {
-    #[cfg(target_os = "linux")]
-    if crate::host_program::command_supervisor().is_some() {
-        use crate::supervisor::{Key, Supervisor, fell_back};
-        match Supervisor::start(Key::new(launch)).await {
-            Ok(sup) => {
-                let running = Arc::new(sup).run(run, &io)?;
-                return Ok(Running::Supervised(running));
-            }
-            // A program that does not answer was set aside: run the command as without one.
-            Err(_) if fell_back() => {}
-            Err(e) => return Err(e),
-        }
-    }
-    process::spawn(run, launch, io).await
 }
 
 /// The last `cap` characters of a spool's stream, and whether it was cut.

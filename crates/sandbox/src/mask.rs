@@ -84,9 +84,14 @@ pub struct Scope<'a> {
     pub keep: &'a [PathBuf],
 }
 
-/// Every path to hide for `rules` (and [`SECRETS`] with `secrets`).
-pub fn masks(rules: &[DenyRead], secrets: bool, scope: &Scope<'_>) -> Vec<Mask> {
-    let mut found: Vec<PathBuf> = Vec::new();
+/// Every path to hide for `rules` (and [`SECRETS`] with `secrets`, and the paths `hidden`).
+pub fn masks(
+    rules: &[DenyRead],
+    secrets: bool,
+    hidden: &[PathBuf],
+    scope: &Scope<'_>,
+) -> Vec<Mask> {
+    let mut found: Vec<PathBuf> = hidden.to_vec();
     if secrets && let Some(home) = scope.home {
         found.extend(SECRETS.iter().map(|s| home.join(s)));
     }
@@ -132,6 +137,26 @@ pub fn masks(rules: &[DenyRead], secrets: bool, scope: &Scope<'_>) -> Vec<Mask> 
         !all.iter()
             .any(|o| o != m && matches!(o, Mask::Dir(_)) && m.path().starts_with(o.path()))
     });
+    out
+}
+
+/// The home directories of other users: the entries of `/home` and `/root`, except the
+/// user's own home and what leads to it.
+pub fn other_homes(home: Option<&Path>) -> Vec<PathBuf> {
+    let mut out = Vec::new();
+    let mine = |p: &Path| home.is_some_and(|h| h.starts_with(p) || p.starts_with(h));
+    if let Ok(entries) = std::fs::read_dir("/home") {
+        for e in entries.flatten() {
+            let p = e.path();
+            if !mine(&p) {
+                out.push(p);
+            }
+        }
+    }
+    let root = Path::new("/root");
+    if !mine(root) {
+        out.push(root.to_path_buf());
+    }
     out
 }
 
@@ -304,7 +329,7 @@ mod tests {
             home: Some(&home),
             keep: &dirs,
         };
-        let got: Vec<String> = masks(&rules, patterns.is_empty(), &scope)
+        let got: Vec<String> = masks(&rules, patterns.is_empty(), &[], &scope)
             .iter()
             .map(|m| {
                 let rel = m.path().strip_prefix(&root).unwrap_or(m.path());
@@ -352,7 +377,7 @@ mod tests {
             home: Some(&home),
             keep: &dirs,
         };
-        let got = masks(&[rule("~/**", &project)], false, &scope);
+        let got = masks(&[rule("~/**", &project)], false, &[], &scope);
         assert_eq!(
             got,
             vec![
