@@ -228,6 +228,18 @@ impl SandboxSettings {
     }
 }
 
+/// The directories of `dirs` that are not inside another of them.
+fn top_level(dirs: &[PathBuf]) -> Vec<PathBuf> {
+    let mut out: Vec<PathBuf> = dirs
+        .iter()
+        .filter(|d| !dirs.iter().any(|o| o != *d && d.starts_with(o)))
+        .cloned()
+        .collect();
+    out.sort();
+    out.dedup();
+    out
+}
+
 /// The Read deny rules among `rules`.
 fn deny_read(rules: impl IntoIterator<Item = SourcedRule>) -> Vec<DenyRead> {
     let mut out: Vec<DenyRead> = Vec::new();
@@ -470,7 +482,8 @@ impl SandboxPolicy {
             binds,
             bases,
             masks,
-            working,
+            // The top-level ones: a `cd` into a subdirectory does not change the policy.
+            working: top_level(&working),
             env: crate::env::scrubbed(std::env::vars_os(), &settings.allow_env, jail),
             limits: settings.limits,
             #[cfg(target_os = "linux")]

@@ -68,6 +68,7 @@ impl Instances {
         if let Some(s) = instances.iter().find(|s| s.serves(key)) {
             return Ok(Arc::clone(s));
         }
+
         // The old instance of this kind and profile (if any) ends once its last call lets
         // go of it.
         instances.retain(|s| !s.key().same_kind(key) && s.is_live());

@@ -591,7 +591,13 @@ impl PermissionEngine {
                 ask
             }
             other => {
-                *approval = ApprovedBy::Tool;
+                // In bypassPermissions the person approved every call; the tool's own
+                // grounds do not narrow that.
+                *approval = if ctx.permission_mode() == PermissionMode::BypassPermissions {
+                    ApprovedBy::Mode
+                } else {
+                    ApprovedBy::Tool
+                };
                 return other;
             }
         };
