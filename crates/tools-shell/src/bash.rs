@@ -193,6 +193,42 @@ pub struct BashOutput {
     /// Whether the sandbox was disabled for this call
     #[serde(skip_serializing_if = "std::ops::Not::not")]
     pub dangerously_disable_sandbox: bool,
+    /// The resource limit the command ran into: "killed: memory limit 8 GiB
+    /// (sandbox.limits.memory)"
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub limit: Option<String>,
+}
+
+/// Messages of programs whose memory allocation failed (what an address-space limit
+/// looks like from outside).
+const OUT_OF_MEMORY: &[&str] = &[
+    "Cannot allocate memory",
+    "MemoryError",
+    "out of memory",
+    "Out of memory",
+    "memory exhausted",
+    "memory allocation of",
+    "std::bad_alloc",
+    "heap out of memory",
+];
+
+/// The resource limit a sandboxed command ran into: what the sandbox saw (its cgroup's
+/// counters, SIGXCPU), or, where memory is limited by address space (no cgroup), a failed
+/// command whose output says an allocation failed.
+fn limit_hit(
+    prepared: &sandbox::Prepared,
+    finished: &sandbox::Finished,
+    output: &str,
+) -> Option<sandbox::LimitHit> {
+    if finished.limit.is_some() {
+        return finished.limit;
+    }
+    let memory = prepared.launch.policy()?.limits.memory?;
+    let by_address_space = sandbox::limits_mechanism() == "rlimits";
+    (by_address_space
+        && finished.code != 0
+        && OUT_OF_MEMORY.iter().any(|m| output.contains(m)))
+    .then_some(sandbox::LimitHit::Memory(memory))
 }
 
 /// The Bash tool.
@@ -420,7 +456,17 @@ impl TypedTool for Bash {
         }
 
         let last = parse(&input.command).ok().and_then(|s| s.last_command);
-        let error = match finished.ending {
+        // A resource limit it ran into is named whatever else is said.
+        let limit = limit_hit(&prepared, &finished, &shown.text);
+        if let Some(hit) = limit {
+            data.limit = Some(hit.to_string());
+        }
+        let error = match (limit, finished.ending) {
+            (Some(hit), Ending::Exited | Ending::SandboxLost) => Some(format!(
+                "<error>{hit}; exit code {}</error>",
+                finished.code
+            )),
+            (_, ending) => match ending {
             Ending::SandboxLost => Some(
                 "<error>The sandbox ended while the command ran, and the command with it; it will be restarted for the next command</error>"
                     .to_owned(),
@@ -441,6 +487,7 @@ impl TypedTool for Bash {
                     None
                 }
                 None => Some(format!("Exit code {}", finished.code)),
+            },
             },
         };
         let text = text.trim_start_matches('\n').to_owned();
