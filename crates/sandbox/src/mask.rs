@@ -92,8 +92,15 @@ pub fn masks(
     scope: &Scope<'_>,
 ) -> Vec<Mask> {
     let mut found: Vec<PathBuf> = hidden.to_vec();
-    if secrets && let Some(home) = scope.home {
-        found.extend(SECRETS.iter().map(|s| home.join(s)));
+    if secrets {
+        // Under `HOME` and under the account's own home (a changed `HOME` does not move the
+        // account's credentials).
+        let account = account_home();
+        let mut homes: Vec<&Path> = scope.home.into_iter().chain(account.as_deref()).collect();
+        homes.dedup();
+        for home in homes {
+            found.extend(SECRETS.iter().map(|s| home.join(s)));
+        }
     }
     let home = scope.home.unwrap_or(Path::new("/"));
     for rule in rules {
@@ -140,11 +147,28 @@ pub fn masks(
     out
 }
 
+/// The home directory of the account running this process, from the password database.
+fn account_home() -> Option<PathBuf> {
+    let uid = rustix::process::getuid().as_raw().to_string();
+    let passwd = std::fs::read_to_string("/etc/passwd").ok()?;
+    passwd.lines().find_map(|l| {
+        let f: Vec<&str> = l.split(':').collect();
+        (f.len() >= 7 && f[2] == uid).then(|| PathBuf::from(f[5]))
+    })
+}
+
 /// The home directories of other users: the entries of `/home` and `/root`, except the
-/// user's own home and what leads to it.
+/// user's own home (`home`, and the account's home in the password database) and what
+/// leads to them.
 pub fn other_homes(home: Option<&Path>) -> Vec<PathBuf> {
     let mut out = Vec::new();
-    let mine = |p: &Path| home.is_some_and(|h| h.starts_with(p) || p.starts_with(h));
+    let account = account_home();
+    let mine = |p: &Path| {
+        [home, account.as_deref()]
+            .into_iter()
+            .flatten()
+            .any(|h| h.starts_with(p) || p.starts_with(h))
+    };
     if let Ok(entries) = std::fs::read_dir("/home") {
         for e in entries.flatten() {
             let p = e.path();
@@ -329,8 +353,11 @@ mod tests {
             home: Some(&home),
             keep: &dirs,
         };
+        // (The account's own home, whose credential stores are hidden too, is not the
+        // test's.)
         let got: Vec<String> = masks(&rules, patterns.is_empty(), &[], &scope)
             .iter()
+            .filter(|m| m.path().starts_with(&root))
             .map(|m| {
                 let rel = m.path().strip_prefix(&root).unwrap_or(m.path());
                 match m {

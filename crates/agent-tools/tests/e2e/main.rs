@@ -14,6 +14,7 @@ mod cli;
 mod clients;
 mod doctor;
 mod events;
+mod jail;
 mod lifecycle;
 mod mcp_startup;
 mod permissions;
