@@ -63,7 +63,9 @@ mod tests {
     use super::*;
 
     fn check(host: &[(&str, &str)], allow: &[&str], jail: bool, expected: &[&str]) {
-        let vars = host.iter().map(|(k, v)| (OsString::from(k), OsString::from(v)));
+        let vars = host
+            .iter()
+            .map(|(k, v)| (OsString::from(k), OsString::from(v)));
         let allow: Vec<String> = allow.iter().map(|s| (*s).to_owned()).collect();
         let got: Vec<String> = scrubbed(vars, &allow, jail)
             .into_iter()

@@ -15,7 +15,9 @@
 //!   and, where the kernel has them (ABI 6), abstract Unix sockets and signals scoped to
 //!   the sandbox;
 //! - applies the seccomp filter (`filter` module) with no socket at all when the network is
-//!   off (Landlock cannot tell the host's loopback from the sandbox's).
+//!   off (Landlock cannot tell the host's loopback from the sandbox's), and, read-only (the
+//!   jail), no call that changes a file's mode, owner, times or extended attributes
+//!   (Landlock does not govern those).
 
 use std::os::unix::fs::MetadataExt;
 use std::path::{Path, PathBuf};
@@ -336,5 +338,5 @@ pub fn restrict_thread(
     if restrict_files && status.ruleset == RulesetStatus::NotEnforced {
         return Err(fail(&"the kernel does not enforce Landlock"));
     }
-    crate::filter::apply(policy.sockets(false))
+    crate::filter::apply_landlock(policy.sockets(false), policy.mode == SandboxMode::ReadOnly)
 }

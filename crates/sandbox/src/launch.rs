@@ -193,8 +193,8 @@ pub fn prepare_profile(
 pub fn jail_available(settings: &SandboxSettings) -> Result<(), String> {
     let bubblewrap = matches!(settings.mechanism, Mechanism::Auto | Mechanism::Bubblewrap)
         && bubblewrap().is_some();
-    let landlock = matches!(settings.mechanism, Mechanism::Auto | Mechanism::Landlock)
-        && landlock_available();
+    let landlock =
+        matches!(settings.mechanism, Mechanism::Auto | Mechanism::Landlock) && landlock_available();
     if bubblewrap || landlock {
         return Ok(());
     }
@@ -690,6 +690,26 @@ mod tests {
             prepare_with(&s, &dirs, &dir, true, || none).map(|p| p.launch),
             Ok(Launch::Direct)
         ));
+        // The jail never degrades: without a mechanism it is refused, whatever the settings
+        // allow the workspace.
+        let lax = SandboxSettings {
+            allow_degraded: true,
+            enabled: false,
+            ..SandboxSettings::default()
+        };
+        let err = prepare_jail(&lax, &dirs, &dir, || none)
+            .err()
+            .map(|e| e.to_string())
+            .unwrap_or_default();
+        assert!(
+            err.contains("read-only jail") && err.contains("allow rule"),
+            "{err}"
+        );
+        let jailed = prepare_jail(&lax, &dirs, &dir, || Available {
+            bubblewrap: false,
+            landlock: true,
+        });
+        assert!(matches!(jailed.map(|p| p.launch), Ok(Launch::Landlock(_))));
         // Full access with network needs no mechanism.
         let open = SandboxSettings {
             mode: SandboxMode::FullAccess,

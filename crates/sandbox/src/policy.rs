@@ -33,7 +33,12 @@ pub enum Profile {
 /// Paths the jail hides besides the Read deny rules and the credential stores
 /// ([`SECRETS`](crate::SECRETS), always hidden in the jail): the shadow password files. The
 /// state directory and other users' home directories are hidden too.
-pub const JAIL_HIDDEN: &[&str] = &["/etc/shadow", "/etc/gshadow", "/etc/shadow-", "/etc/gshadow-"];
+pub const JAIL_HIDDEN: &[&str] = &[
+    "/etc/shadow",
+    "/etc/gshadow",
+    "/etc/shadow-",
+    "/etc/gshadow-",
+];
 
 /// What a sandboxed command may write.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Deserialize)]

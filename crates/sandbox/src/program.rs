@@ -92,8 +92,8 @@ pub fn spawn_program(
     // goes in as stderr (the prefix's shell puts it back).
     let mut stdin_writer: Option<File> = None;
     if launch.filter_on_stdin() {
-        let (read, write) = rustix::pipe::pipe_with(rustix::pipe::PipeFlags::CLOEXEC)
-            .map_err(|e| fail(&e))?;
+        let (read, write) =
+            rustix::pipe::pipe_with(rustix::pipe::PipeFlags::CLOEXEC).map_err(|e| fail(&e))?;
         cmd.stdin(launch.filter_stdin()?);
         cmd.stderr(Stdio::from(OwnedFd::from(read)));
         stdin_writer = Some(File::from(OwnedFd::from(write)));
@@ -127,7 +127,9 @@ pub fn spawn_program(
         group.kill();
         let _ = child.kill();
         let _ = child.wait();
-        return Err(ToolError::fatal("internal error: the program's pipes are missing"));
+        return Err(ToolError::fatal(
+            "internal error: the program's pipes are missing",
+        ));
     };
     Ok(SandboxedProgram {
         child,

@@ -71,10 +71,9 @@ impl std::fmt::Display for LimitHit {
                 "killed: memory limit {} (sandbox.limits.memory)",
                 format_bytes(*b)
             ),
-            LimitHit::Processes(n) => write!(
-                f,
-                "killed: process limit {n} (sandbox.limits.processes)"
-            ),
+            LimitHit::Processes(n) => {
+                write!(f, "killed: process limit {n} (sandbox.limits.processes)")
+            }
             LimitHit::Cpu(s) => write!(f, "killed: CPU time limit {s} s (sandbox.limits.cpu)"),
         }
     }
@@ -97,7 +96,9 @@ fn parse_size(v: &Value) -> Result<Option<u64>, String> {
         Value::Number(n) => match n.as_u64() {
             Some(0) => Ok(None),
             Some(n) => Ok(Some(n)),
-            None => Err(format!("memory must be a positive number of bytes, not {n}")),
+            None => Err(format!(
+                "memory must be a positive number of bytes, not {n}"
+            )),
         },
         Value::String(s) => {
             let t = s.trim();
@@ -105,9 +106,9 @@ fn parse_size(v: &Value) -> Result<Option<u64>, String> {
                 .find(|c: char| !(c.is_ascii_digit() || c == '.'))
                 .unwrap_or(t.len());
             let (num, unit) = t.split_at(split);
-            let num: f64 = num
-                .parse()
-                .map_err(|_| format!("memory `{s}` is not a size such as \"8GiB\" or \"512MiB\""))?;
+            let num: f64 = num.parse().map_err(|_| {
+                format!("memory `{s}` is not a size such as \"8GiB\" or \"512MiB\"")
+            })?;
             let shift = match unit.trim().to_ascii_lowercase().as_str() {
                 "" | "b" => 0,
                 "k" | "kb" | "kib" => 10,
@@ -137,7 +138,9 @@ fn parse_count(key: &str, v: &Value) -> Result<Option<u64>, String> {
             Some(n) => Ok(Some(n)),
             None => Err(format!("{key} must be a positive whole number, not {n}")),
         },
-        other => Err(format!("{key} must be a positive whole number, not {other}")),
+        other => Err(format!(
+            "{key} must be a positive whole number, not {other}"
+        )),
     }
 }
 
@@ -250,8 +253,8 @@ fn hierarchy() -> &'static Hierarchy {
             && let Some(mount) = mount_point(&mounts, "cgroup2", None)
         {
             let dir = mount.join(path.trim_start_matches('/'));
-            let control = std::fs::read_to_string(dir.join("cgroup.subtree_control"))
-                .unwrap_or_default();
+            let control =
+                std::fs::read_to_string(dir.join("cgroup.subtree_control")).unwrap_or_default();
             let memory = control.split_whitespace().any(|c| c == "memory");
             let pids = control.split_whitespace().any(|c| c == "pids");
             if (memory || pids) && trial(&dir) {
@@ -429,7 +432,9 @@ impl Cgroup {
                 }
             } else {
                 for d in &g.dirs {
-                    if let (true, Some(b)) = (d.join("memory.limit_in_bytes").exists(), g.limits.memory) {
+                    if let (true, Some(b)) =
+                        (d.join("memory.limit_in_bytes").exists(), g.limits.memory)
+                    {
                         write(&d.join("memory.limit_in_bytes"), &b.to_string())?;
                         let _ = write(&d.join("memory.memsw.limit_in_bytes"), &b.to_string());
                     }

@@ -191,10 +191,13 @@ impl Key {
 fn join_cgroup(limits: &ResourceLimits, pid: u32) -> Option<Cgroup> {
     let group = Cgroup::create(limits)?;
     let root = i32::try_from(pid).ok()?;
-    let mut pids = vec![root];
-    pids.extend(crate::reaper::descendants(root));
-    for p in pids {
-        group.add(u32::try_from(p).ok()?).ok()?;
+    // Nothing moved: the group goes (empty). Once the instance's first process is in, the
+    // group stays with it (dropping it would kill what it holds).
+    group.add(pid).ok()?;
+    for p in crate::reaper::descendants(root) {
+        if let Ok(p) = u32::try_from(p) {
+            let _ = group.add(p);
+        }
     }
     Some(group)
 }
@@ -236,6 +239,8 @@ pub struct Supervisor {
     usage: Mutex<Use>,
     /// The instance's cgroup (memory and process limits), when the machine offers one
     cgroup: Option<Cgroup>,
+    /// The rlimits each command's start-up code sets (`None` unsandboxed)
+    rlimits: Option<String>,
     /// Kept open so a late message of bubblewrap cannot end it with SIGPIPE
     _stderr: Option<ChildStderr>,
 }
@@ -378,6 +383,7 @@ impl Supervisor {
                 }
             )));
         }
+        let rlimits = key.policy().map(|p| p.limits.rlimits(cgroup.as_ref()));
         Ok(Supervisor {
             key,
             pid,
@@ -390,6 +396,7 @@ impl Supervisor {
                 idle_since: Instant::now(),
                 retired: false,
             }),
+            rlimits,
             cgroup,
             _stderr: stderr,
         })
@@ -550,11 +557,7 @@ impl Supervisor {
             field(&mut req, id.to_string().as_bytes())?;
             field(&mut req, b"run")?;
             field(&mut req, spec.cwd.as_os_str().as_bytes())?;
-            let limits = self
-                .key
-                .policy()
-                .map(|p| p.limits.rlimits(self.cgroup.as_ref()));
-            let vars = crate::command::command_vars(spec, io.cwd.is_some(), limits);
+            let vars = crate::command::command_vars(spec, io.cwd.is_some(), self.rlimits.clone());
             field(&mut req, vars.len().to_string().as_bytes())?;
             for (k, v) in &vars {
                 let mut kv = k.as_bytes().to_vec();

@@ -20,8 +20,8 @@ use crate::rule::{RuleBehavior, RuleSource, RuleSourceKind, SourcedRule};
 use crate::schema::{Dialect, tool_declaration};
 use crate::tool::{ParsedInput, Tool, ValidationResult};
 use crate::{
-    ApprovedBy, AskKind, CallResult, ContentBlock, PermissionDecision, PermissionRule, ProgressSink,
-    ToolContext, ToolError, ToolResult,
+    ApprovedBy, AskKind, CallResult, ContentBlock, PermissionDecision, PermissionRule,
+    ProgressSink, ToolContext, ToolError, ToolResult,
 };
 
 /// At most this many concurrency-safe calls run at once (the reference's default).

@@ -127,8 +127,8 @@ pub use managers::{
 };
 pub use pattern::{CommandPattern, DomainPattern, PathPattern, PathRoot, WildcardPart};
 pub use permission::{
-    AllowHint, ApprovedBy, AskKind, Beneath, NeutralHint, PermissionDecision, PermissionEngine, PermissionMode,
-    allow_hint, headless_denial,
+    AllowHint, ApprovedBy, AskKind, Beneath, NeutralHint, PermissionDecision, PermissionEngine,
+    PermissionMode, allow_hint, headless_denial,
 };
 #[cfg(unix)]
 pub use process_group::ProcessGroup;

@@ -10,8 +10,8 @@ use async_trait::async_trait;
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 use tool_core::{
-    ApprovedBy, PermissionDecision, Progress, ToolCategory, ToolContext, ToolError, ToolMeta, ToolResult,
-    TypedTool, ValidationResult, format_size,
+    ApprovedBy, PermissionDecision, Progress, ToolCategory, ToolContext, ToolError, ToolMeta,
+    ToolResult, TypedTool, ValidationResult, format_size,
 };
 
 use crate::output::{MAX_OUTPUT_CHARS, read_head, truncation_marker};
@@ -225,10 +225,8 @@ fn limit_hit(
     }
     let memory = prepared.launch.policy()?.limits.memory?;
     let by_address_space = sandbox::limits_mechanism() == "rlimits";
-    (by_address_space
-        && finished.code != 0
-        && OUT_OF_MEMORY.iter().any(|m| output.contains(m)))
-    .then_some(sandbox::LimitHit::Memory(memory))
+    (by_address_space && finished.code != 0 && OUT_OF_MEMORY.iter().any(|m| output.contains(m)))
+        .then_some(sandbox::LimitHit::Memory(memory))
 }
 
 /// The Bash tool.

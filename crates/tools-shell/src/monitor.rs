@@ -14,8 +14,8 @@ use tool_core::{
 };
 
 use crate::bash::{Grounds, check_command, profile_for, validate_command};
-use sandbox::SandboxSettings;
 use crate::tasks::{ShellTaskSpec, ShellTasks};
+use sandbox::SandboxSettings;
 
 /// A monitor is stopped after this long.
 pub const MONITOR_LIMIT: Duration = Duration::from_secs(30 * 60);

@@ -1320,7 +1320,10 @@ pub fn allowed_by_person(command: &str, ctx: &ToolContext, tool: &str) -> bool {
     let edits = ctx.permission_mode() == PermissionMode::AcceptEdits;
     exact
         || analysis.candidates.iter().any(|c| {
-            rules.iter().filter(allows).any(|r| allowed_by(r, &tools, c))
+            rules
+                .iter()
+                .filter(allows)
+                .any(|r| allowed_by(r, &tools, c))
                 || (edits && accept_edits_allows(&c.command, ctx))
         })
 }

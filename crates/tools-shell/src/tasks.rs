@@ -315,6 +315,9 @@ impl ShellTasks {
             cwd: spec.cwd,
             env: Vec::new(),
         };
+        // A copy of the output pipe's write end: a resource limit the command runs into is
+        // named at the end of its output (the spool ends once this copy is closed too).
+        let note = output.try_clone().ok().map(std::fs::File::from);
         let io = Io { output, cwd: None };
         let mut running = match sandbox::start_alone(&run, &spec.launch, io).await {
             Ok(r) => r,
@@ -341,6 +344,13 @@ impl ShellTasks {
             let finished = running.wait(limit, &task_entry.cancel).await;
             // The supervisor of the task ends with it, and everything it ran.
             drop(running);
+            if let (Some(hit), Some(mut note)) = (finished.limit, note) {
+                let _ = tokio::task::spawn_blocking(move || {
+                    use std::io::Write as _;
+                    let _ = writeln!(note, "\n{hit}");
+                })
+                .await;
+            }
             spool.finish().await;
             settle(&task_entry, &dir).await;
             let status = match finished.ending {

@@ -148,7 +148,10 @@ mod tests {
         assert!(found("fn f() { Command::new(\"git\"); Command::new(program); }").is_empty());
         // A shell put into an argument vector.
         assert_eq!(found("fn f() { argv.push(\"/bin/sh\"); }").len(), 1);
-        assert_eq!(found("fn f() { let a = [\"/usr/bin/bash\", \"-c\"]; }").len(), 1);
+        assert_eq!(
+            found("fn f() { let a = [\"/usr/bin/bash\", \"-c\"]; }").len(),
+            1
+        );
         assert!(found("fn f() { let a = \"/bin/shell-tools\"; }").is_empty());
         // Comments and tests may mention or run shells.
         assert!(found("// Command::new(\"sh\")\n").is_empty());

@@ -86,8 +86,11 @@ fn planted(p: &Project, port: u16, secret: &str) {
         ),
     )
     .unwrap();
-    std::fs::set_permissions(&payload, std::os::unix::fs::PermissionsExt::from_mode(0o755))
-        .unwrap();
+    std::fs::set_permissions(
+        &payload,
+        std::os::unix::fs::PermissionsExt::from_mode(0o755),
+    )
+    .unwrap();
     let mut config = std::fs::read_to_string(root.join(".git/config")).unwrap();
     config.push_str(&format!(
         "[core]\n\tfsmonitor = {p}\n[diff \"x\"]\n\tcommand = {p}\n\ttextconv = {p}\n[filter \"x\"]\n\tclean = {p}\n",
@@ -147,11 +150,22 @@ fn planted_configuration_runs_only_in_the_jail() {
             {
                 jailed += 1;
             }
-            assert!(!text(&line).contains(&secret), "{mode} `{command}`: {}", text(&line));
+            assert!(
+                !text(&line).contains(&secret),
+                "{mode} `{command}`: {}",
+                text(&line)
+            );
             for pwned in [p.root().join("PWNED"), outside.join("PWNED")] {
-                assert!(!pwned.exists(), "{mode} `{command}` wrote {}", pwned.display());
+                assert!(
+                    !pwned.exists(),
+                    "{mode} `{command}` wrote {}",
+                    pwned.display()
+                );
             }
-            assert!(!std::path::Path::new(&host_tmp).exists(), "{mode} `{command}`");
+            assert!(
+                !std::path::Path::new(&host_tmp).exists(),
+                "{mode} `{command}`"
+            );
             assert_eq!(
                 std::fs::read_to_string(p.root().join("victim")).unwrap(),
                 "keep, changed\n",
@@ -167,7 +181,11 @@ fn planted_configuration_runs_only_in_the_jail() {
         assert!(!run.stdout.contains(&secret), "{mode} batch");
         assert!(!p.root().join("PWNED").exists() && !outside.join("PWNED").exists());
     }
-    assert_eq!(reached.load(Ordering::SeqCst), 0, "the host's loopback was reached");
+    assert_eq!(
+        reached.load(Ordering::SeqCst),
+        0,
+        "the host's loopback was reached"
+    );
     assert!(variants >= 50, "{variants}");
     // The classifier approved most of them unasked: they ran, in the jail.
     assert!(jailed >= 30, "only {jailed} ran in the jail");
@@ -234,14 +252,26 @@ fn the_environment_is_scrubbed_end_to_end() {
     // `env` in the jail.
     let mut variants = 0;
     for mode in ["default", "acceptEdits", "bypassPermissions"] {
-        for command in ["env", "printenv", "cat /proc/self/environ | tr '\\0' '\\n'", "export -p"] {
+        for command in [
+            "env",
+            "printenv",
+            "cat /proc/self/environ | tr '\\0' '\\n'",
+            "export -p",
+        ] {
             let input = json!({ "command": command }).to_string();
             let allow = format!("Bash({command})");
-            let run = run_with_secrets(&p, &["--mode", mode, "--allow", &allow, "call", "Bash", &input], None);
+            let run = run_with_secrets(
+                &p,
+                &["--mode", mode, "--allow", &allow, "call", "Bash", &input],
+                None,
+            );
             variants += 1;
             assert!(run.stdout.contains("PATH="), "{mode} `{command}`: {run:#?}");
             for name in SECRET_VARS {
-                assert!(!run.stdout.contains(&value(name)), "{mode} `{command}` saw {name}");
+                assert!(
+                    !run.stdout.contains(&value(name)),
+                    "{mode} `{command}` saw {name}"
+                );
             }
             assert!(!run.stdout.contains("NODE_OPTIONS"), "{mode} `{command}`");
         }
@@ -251,9 +281,15 @@ fn the_environment_is_scrubbed_end_to_end() {
         let run = run_with_secrets(&p, &["--mode", mode, "call", "Bash", &input], None);
         variants += 1;
         assert!(run.stdout.contains("read-only jail"), "{mode}: {run:#?}");
-        assert!(run.stdout.contains("PATH="), "{mode}: the driver's env did not run: {run:#?}");
+        assert!(
+            run.stdout.contains("PATH="),
+            "{mode}: the driver's env did not run: {run:#?}"
+        );
         for name in SECRET_VARS {
-            assert!(!run.stdout.contains(&value(name)), "{mode}: the jail saw {name}");
+            assert!(
+                !run.stdout.contains(&value(name)),
+                "{mode}: the jail saw {name}"
+            );
         }
     }
     // A person's settings name what passes: an exact secret name, a prefix.
@@ -265,8 +301,17 @@ fn the_environment_is_scrubbed_end_to_end() {
     let input = json!({ "command": "env" }).to_string();
     let run = run_with_secrets(&p, &["--allow", "Bash(env)", "call", "Bash", &input], None);
     assert!(run.stdout.contains(&value("GITHUB_TOKEN")), "{run:#?}");
-    assert!(run.stdout.contains("NODE_OPTIONS=--no-warnings"), "{run:#?}");
-    assert!(!run.stdout.contains(&value("AGENT_TOOLS_SERVE_TOKEN")), "{run:#?}");
-    assert!(!run.stdout.contains(&value("ANTHROPIC_API_KEY")), "{run:#?}");
+    assert!(
+        run.stdout.contains("NODE_OPTIONS=--no-warnings"),
+        "{run:#?}"
+    );
+    assert!(
+        !run.stdout.contains(&value("AGENT_TOOLS_SERVE_TOKEN")),
+        "{run:#?}"
+    );
+    assert!(
+        !run.stdout.contains(&value("ANTHROPIC_API_KEY")),
+        "{run:#?}"
+    );
     assert!(variants >= 16, "{variants}");
 }

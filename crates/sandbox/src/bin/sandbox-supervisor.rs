@@ -3,7 +3,9 @@
 
 fn main() -> std::process::ExitCode {
     sandbox::sandbox_supervisor_entry().unwrap_or_else(|| {
-        eprintln!("run as `sandbox-supervisor __agent-tools-sandbox-supervisor BASH INLINE GRACE_MS`");
+        eprintln!(
+            "run as `sandbox-supervisor __agent-tools-sandbox-supervisor BASH INLINE GRACE_MS`"
+        );
         std::process::ExitCode::from(2)
     })
 }

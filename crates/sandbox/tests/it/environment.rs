@@ -76,9 +76,17 @@ async fn secret_variables_do_not_reach_commands() {
             }
             // What is allow-listed is there; what is not, is not.
             let ran = site.run(&launch, "env").await;
-            assert!(ran.text().contains("LC_MESSAGES=C"), "{label}: {}", ran.text());
+            assert!(
+                ran.text().contains("LC_MESSAGES=C"),
+                "{label}: {}",
+                ran.text()
+            );
             assert!(ran.text().contains("PATH="), "{label}: {}", ran.text());
-            assert!(!ran.text().contains("NODE_OPTIONS"), "{label}: {}", ran.text());
+            assert!(
+                !ran.text().contains("NODE_OPTIONS"),
+                "{label}: {}",
+                ran.text()
+            );
         }
         // allowEnv: a prefix passes ordinary names only; an exact name passes a secret.
         let allowing = SandboxSettings {
@@ -92,10 +100,16 @@ async fn secret_variables_do_not_reach_commands() {
         let launch = site.prepare(Profile::Workspace, &allowing);
         let ran = site.run(&launch, "env").await;
         let text = ran.text();
-        assert!(text.contains("NODE_OPTIONS=--no-warnings"), "{label}: {text}");
+        assert!(
+            text.contains("NODE_OPTIONS=--no-warnings"),
+            "{label}: {text}"
+        );
         assert!(text.contains(&value_of("GITHUB_TOKEN")), "{label}: {text}");
         for name in SECRETS.iter().filter(|n| **n != "GITHUB_TOKEN") {
-            assert!(!text.contains(&value_of(name)), "{label}: {name} passed: {text}");
+            assert!(
+                !text.contains(&value_of(name)),
+                "{label}: {name} passed: {text}"
+            );
         }
     }
     assert!(variants >= 50, "{variants}");

@@ -59,12 +59,23 @@ fn snapshot(dir: &Path) -> Vec<(String, Vec<u8>)> {
             let p = e.path();
             let meta = std::fs::symlink_metadata(&p).unwrap();
             let mode = std::os::unix::fs::PermissionsExt::mode(&meta.permissions());
-            let rel = format!("{} {mode:o}", p.strip_prefix(dir).unwrap().display());
+            let mtime = std::os::unix::fs::MetadataExt::mtime_nsec(&meta)
+                + 1_000_000_000 * std::os::unix::fs::MetadataExt::mtime(&meta);
+            let rel = format!(
+                "{} {mode:o} {mtime}",
+                p.strip_prefix(dir).unwrap().display()
+            );
             if meta.is_dir() {
                 out.push((format!("{rel}/"), Vec::new()));
                 stack.push(p);
             } else if meta.file_type().is_symlink() {
-                out.push((rel, std::fs::read_link(&p).unwrap().into_os_string().into_encoded_bytes()));
+                out.push((
+                    rel,
+                    std::fs::read_link(&p)
+                        .unwrap()
+                        .into_os_string()
+                        .into_encoded_bytes(),
+                ));
             } else {
                 out.push((rel, std::fs::read(&p).unwrap_or_default()));
             }
@@ -140,7 +151,11 @@ async fn no_write_leaves_the_jail() {
         let site = Site::new();
         repo(&site);
         let jail = site.prepare(Profile::Jail, &settings);
-        assert!(jail.description.contains("read-only jail"), "{label}: {}", jail.description);
+        assert!(
+            jail.description.contains("read-only jail"),
+            "{label}: {}",
+            jail.description
+        );
         let before = (snapshot(&site.project), snapshot(&site.outside));
         let mut n = 0;
         for target in TARGETS {
@@ -154,6 +169,11 @@ async fn no_write_leaves_the_jail() {
                 let command = write.replace("{T}", &t);
                 let ran = site.run(&jail, &command).await;
                 variants += 1;
+                assert!(
+                    snapshot(&site.project) == before.0 && snapshot(&site.outside) == before.1,
+                    "{label}: `{command}` changed something: {}",
+                    ran.text()
+                );
                 assert!(
                     !Path::new(&host_tmp).exists(),
                     "{label}: `{command}` wrote the host's /tmp: {}",
@@ -171,8 +191,14 @@ async fn no_write_leaves_the_jail() {
                 ran.text()
             );
         }
-        assert!(snapshot(&site.project) == before.0, "{label}: the project changed");
-        assert!(snapshot(&site.outside) == before.1, "{label}: outside changed");
+        assert!(
+            snapshot(&site.project) == before.0,
+            "{label}: the project changed"
+        );
+        assert!(
+            snapshot(&site.outside) == before.1,
+            "{label}: outside changed"
+        );
     }
     assert!(variants >= 50, "{variants}");
 }
@@ -191,9 +217,17 @@ async fn each_write_does_write_where_it_may() {
             // working directory (see docs/sandbox.md).
             for target in ["victim", "new-marker"] {
                 let t = format!("{}/sub/{target}", site.project.display());
-                let _ = site.run(&workspace, &format!("cd sub && {}", write.replace("{T}", &t))).await;
+                let _ = site
+                    .run(
+                        &workspace,
+                        &format!("cd sub && {}", write.replace("{T}", &t)),
+                    )
+                    .await;
             }
-            assert!(snapshot(&site.project) != before, "{label}: `{write}` wrote nothing");
+            assert!(
+                snapshot(&site.project) != before,
+                "{label}: `{write}` wrote nothing"
+            );
         }
     }
 }
@@ -218,8 +252,11 @@ async fn programs_run_through_config_write_nothing_either() {
             ),
         )
         .unwrap();
-        std::fs::set_permissions(&payload, std::os::unix::fs::PermissionsExt::from_mode(0o755))
-            .unwrap();
+        std::fs::set_permissions(
+            &payload,
+            std::os::unix::fs::PermissionsExt::from_mode(0o755),
+        )
+        .unwrap();
         let mut config = std::fs::read_to_string(p.join(".git/config")).unwrap();
         config.push_str(&format!(
             "[core]\n\tfsmonitor = {payload}\n[diff \"x\"]\n\tcommand = {payload}\n\ttextconv = {payload}\n[filter \"x\"]\n\tclean = {payload}\n\tsmudge = {payload}\n",
@@ -264,8 +301,14 @@ async fn programs_run_through_config_write_nothing_either() {
                 );
             }
         }
-        assert!(snapshot(&site.project) == before.0, "{label}: the project changed");
-        assert!(snapshot(&site.outside) == before.1, "{label}: outside changed");
+        assert!(
+            snapshot(&site.project) == before.0,
+            "{label}: the project changed"
+        );
+        assert!(
+            snapshot(&site.outside) == before.1,
+            "{label}: outside changed"
+        );
     }
 }
 
@@ -324,8 +367,12 @@ async fn no_network_reaches_the_host() {
             for command in [
                 format!("exec 3<>/dev/tcp/{host}/{port} && echo connected >&3"),
                 format!("echo x > /dev/tcp/{host}/{port}"),
-                format!("/usr/bin/python3 -c \"import socket; socket.create_connection(('{host}', {port}), 2).send(b'x')\""),
-                format!("perl -MIO::Socket::INET -e 'IO::Socket::INET->new(PeerAddr => \"{host}\", PeerPort => {port}) or die'"),
+                format!(
+                    "/usr/bin/python3 -c \"import socket; socket.create_connection(('{host}', {port}), 2).send(b'x')\""
+                ),
+                format!(
+                    "perl -MIO::Socket::INET -e 'IO::Socket::INET->new(PeerAddr => \"{host}\", PeerPort => {port}) or die'"
+                ),
                 format!("curl -s -m 2 http://{bracketed}:{port}/"),
                 format!("wget -q -T 2 -O- http://{bracketed}:{port}/"),
                 format!("git ls-remote http://{bracketed}:{port}/repo"),
@@ -344,7 +391,11 @@ async fn no_network_reaches_the_host() {
             let _ = site.run(&jail, &command).await;
             variants += 1;
         }
-        assert_eq!(v4.accepted.load(Ordering::SeqCst), 0, "{label}: 127.0.0.1 reached");
+        assert_eq!(
+            v4.accepted.load(Ordering::SeqCst),
+            0,
+            "{label}: 127.0.0.1 reached"
+        );
         // The control: with the network on (a person's settings, the workspace sandbox)
         // the same commands do connect.
         let open = site.prepare(
@@ -357,8 +408,12 @@ async fn no_network_reaches_the_host() {
         let port = v4.port;
         for command in [
             format!("exec 3<>/dev/tcp/127.0.0.1/{port} && echo connected >&3"),
-            format!("/usr/bin/python3 -c \"import socket; socket.create_connection(('127.0.0.1', {port}), 2).send(b'x')\""),
-            format!("perl -MIO::Socket::INET -e 'IO::Socket::INET->new(PeerAddr => \"127.0.0.1\", PeerPort => {port}) or die'"),
+            format!(
+                "/usr/bin/python3 -c \"import socket; socket.create_connection(('127.0.0.1', {port}), 2).send(b'x')\""
+            ),
+            format!(
+                "perl -MIO::Socket::INET -e 'IO::Socket::INET->new(PeerAddr => \"127.0.0.1\", PeerPort => {port}) or die'"
+            ),
         ] {
             let before = v4.accepted.load(Ordering::SeqCst);
             let _ = site.run(&open, &command).await;
@@ -368,14 +423,28 @@ async fn no_network_reaches_the_host() {
                 }
                 tokio::time::sleep(std::time::Duration::from_millis(10)).await;
             }
-            assert!(v4.accepted.load(Ordering::SeqCst) > before, "{label}: `{command}` did not connect with the network on");
+            assert!(
+                v4.accepted.load(Ordering::SeqCst) > before,
+                "{label}: `{command}` did not connect with the network on"
+            );
         }
         v4.accepted.store(0, Ordering::SeqCst);
-        assert_eq!(all.accepted.load(Ordering::SeqCst), 0, "{label}: 0.0.0.0 reached");
+        assert_eq!(
+            all.accepted.load(Ordering::SeqCst),
+            0,
+            "{label}: 0.0.0.0 reached"
+        );
         if let Some(v6) = &v6 {
-            assert_eq!(v6.accepted.load(Ordering::SeqCst), 0, "{label}: ::1 reached");
+            assert_eq!(
+                v6.accepted.load(Ordering::SeqCst),
+                0,
+                "{label}: ::1 reached"
+            );
         }
-        assert!(unix.accept().is_err(), "{label}: the host's Unix socket was reached");
+        assert!(
+            unix.accept().is_err(),
+            "{label}: the host's Unix socket was reached"
+        );
     }
     assert!(variants >= 50, "{variants}");
 }
@@ -417,12 +486,13 @@ async fn secrets_stay_hidden() {
     let home = std::path::PathBuf::from(std::env::var("HOME").unwrap());
     let state = tempfile::tempdir().unwrap();
     let mut secrets: Vec<(std::path::PathBuf, String)> = Vec::new();
-    let plant = |secrets: &mut Vec<(std::path::PathBuf, String)>, path: std::path::PathBuf, n: usize| {
-        let token = format!("SECRET-TOKEN-{n}-{}", std::process::id());
-        std::fs::create_dir_all(path.parent().unwrap()).unwrap();
-        std::fs::write(&path, format!("{token}\n")).unwrap();
-        secrets.push((path, token));
-    };
+    let plant =
+        |secrets: &mut Vec<(std::path::PathBuf, String)>, path: std::path::PathBuf, n: usize| {
+            let token = format!("SECRET-TOKEN-{n}-{}", std::process::id());
+            std::fs::create_dir_all(path.parent().unwrap()).unwrap();
+            std::fs::write(&path, format!("{token}\n")).unwrap();
+            secrets.push((path, token));
+        };
     for (n, rel) in [
         ".ssh/id_ed25519",
         ".aws/credentials",
@@ -439,9 +509,14 @@ async fn secrets_stay_hidden() {
     {
         plant(&mut secrets, home.join(rel), n);
     }
-    plant(&mut secrets, state.path().canonicalize().unwrap().join("trust.json"), 100);
+    plant(
+        &mut secrets,
+        state.path().canonicalize().unwrap().join("trust.json"),
+        100,
+    );
     // Another user's home, where there is a /home to put it in.
-    let other = std::path::Path::new("/home").join(format!("agent-tools-other-{}", std::process::id()));
+    let other =
+        std::path::Path::new("/home").join(format!("agent-tools-other-{}", std::process::id()));
     let other_made = std::fs::create_dir_all(&other).is_ok();
     if other_made {
         plant(&mut secrets, other.join("notes.txt"), 200);
@@ -470,7 +545,11 @@ async fn secrets_stay_hidden() {
                 .replace("{F}", &visible.display().to_string())
                 .replace("{D}", &visible.parent().unwrap().display().to_string());
             let ran = site.run(&jail, &command).await;
-            assert!(ran.text().contains("VISIBLE-TOKEN"), "{label}: `{command}` printed nothing: {}", ran.text());
+            assert!(
+                ran.text().contains("VISIBLE-TOKEN"),
+                "{label}: `{command}` printed nothing: {}",
+                ran.text()
+            );
         }
         for (file, token) in &secrets {
             let dir = file.parent().unwrap();
@@ -576,11 +655,19 @@ async fn a_jail_without_a_supervisor_program_holds_too() {
         repo(&site);
         let before = snapshot(&site.project);
         let jail = site.prepare(Profile::Jail, &settings);
-        for command in ["echo planted > victim", "touch new", "git add -A", "rm -rf sub"] {
+        for command in [
+            "echo planted > victim",
+            "touch new",
+            "git add -A",
+            "rm -rf sub",
+        ] {
             let _ = site.run(&jail, command).await;
         }
         let ran = site.run(&jail, "git status --short; cat victim").await;
         assert!(ran.text().contains("keep"), "{label}: {}", ran.text());
-        assert!(snapshot(&site.project) == before, "{label}: the project changed");
+        assert!(
+            snapshot(&site.project) == before,
+            "{label}: the project changed"
+        );
     }
 }

@@ -77,7 +77,12 @@ async fn limits_end_commands_and_name_themselves() {
                 let marker = format!("agent-tools-hog-{}-{n}", std::process::id());
                 let ran = site.run(&launch, &marked(hog, &marker)).await;
                 variants += 1;
-                assert_ne!(ran.finished.code, 0, "{label} {profile:?} `{hog}`: {}", ran.text());
+                assert_ne!(
+                    ran.finished.code,
+                    0,
+                    "{label} {profile:?} `{hog}`: {}",
+                    ran.text()
+                );
                 if cgroup {
                     assert_eq!(
                         ran.finished.limit,
@@ -86,7 +91,10 @@ async fn limits_end_commands_and_name_themselves() {
                         ran.text()
                     );
                 }
-                assert!(survivors(&marker).await.is_empty(), "{label} {profile:?} `{hog}`");
+                assert!(
+                    survivors(&marker).await.is_empty(),
+                    "{label} {profile:?} `{hog}`"
+                );
             }
             let site = Site::new();
             let launch = site.prepare(profile, &limited(&base, only(None, Some(PROCESSES), None)));
@@ -105,7 +113,10 @@ async fn limits_end_commands_and_name_themselves() {
                             "{label} {profile:?} `{command}`: {}",
                             ran.text()
                         );
-                        assert!(started.elapsed() < Duration::from_secs(25), "{label}: not ended at the limit");
+                        assert!(
+                            started.elapsed() < Duration::from_secs(25),
+                            "{label}: not ended at the limit"
+                        );
                     }
                     assert!(
                         survivors(&format!("30.{marker}")).await.is_empty(),
@@ -141,9 +152,18 @@ async fn limits_end_commands_and_name_themselves() {
 #[test]
 fn limit_messages_name_the_setting() {
     for (hit, text) in [
-        (LimitHit::Memory(64 << 20), "killed: memory limit 64 MiB (sandbox.limits.memory)"),
-        (LimitHit::Processes(48), "killed: process limit 48 (sandbox.limits.processes)"),
-        (LimitHit::Cpu(1), "killed: CPU time limit 1 s (sandbox.limits.cpu)"),
+        (
+            LimitHit::Memory(64 << 20),
+            "killed: memory limit 64 MiB (sandbox.limits.memory)",
+        ),
+        (
+            LimitHit::Processes(48),
+            "killed: process limit 48 (sandbox.limits.processes)",
+        ),
+        (
+            LimitHit::Cpu(1),
+            "killed: CPU time limit 1 s (sandbox.limits.cpu)",
+        ),
     ] {
         assert_eq!(hit.to_string(), text);
     }

@@ -10,6 +10,7 @@
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
 mod environment;
+mod home;
 mod jail;
 mod limits;
 
@@ -41,10 +42,7 @@ pub fn mechanisms() -> Vec<(&'static str, SandboxSettings)> {
             },
         ));
     }
-    require(
-        "bubblewrap or Landlock, to make a jail",
-        !out.is_empty(),
-    );
+    require("bubblewrap or Landlock, to make a jail", !out.is_empty());
     out
 }
 

@@ -9,8 +9,7 @@ use std::sync::Arc;
 
 use serde_json::json;
 use tool_core::{
-    PermissionAnswer, PermissionMode, PermissionPrompter, PermissionRequest, ToolContext,
-    TypedTool,
+    PermissionAnswer, PermissionMode, PermissionPrompter, PermissionRequest, ToolContext, TypedTool,
 };
 use tools_shell::{Bash, Mechanism, ResourceLimits, SandboxSettings};
 
@@ -76,7 +75,10 @@ async fn what_approved_a_command_decides_its_sandbox() {
         // bypassPermissions: the person approved everything; the workspace sandbox.
         let f = Fixture::with(PermissionMode::BypassPermissions, &[], settings.clone());
         let r = f.bash("ls").await;
-        assert!(data_str(&r, "sandbox").contains("workspace-write"), "{label}");
+        assert!(
+            data_str(&r, "sandbox").contains("workspace-write"),
+            "{label}"
+        );
         // A person's answer to a question: the workspace sandbox, where it may write.
         let f = Fixture::with(PermissionMode::Default, &[], settings.clone());
         f.ctx
@@ -87,7 +89,10 @@ async fn what_approved_a_command_decides_its_sandbox() {
         std::fs::create_dir_all(f.root.join("sub")).unwrap();
         let r = f.bash("echo made > sub/file").await;
         assert!(!r.is_error, "{label}: {}", r.text());
-        assert!(data_str(&r, "sandbox").contains("workspace-write"), "{label}");
+        assert!(
+            data_str(&r, "sandbox").contains("workspace-write"),
+            "{label}"
+        );
         assert!(f.root.join("sub/file").exists(), "{label}");
     }
 }
@@ -104,7 +109,11 @@ async fn a_call_without_a_permission_step_runs_in_the_jail() {
         .unwrap();
         let ctx: &ToolContext = &f.ctx;
         let result = Bash.call(input, ctx).await.unwrap();
-        assert!(result.data.sandbox.contains("read-only jail"), "{:?}", result.data);
+        assert!(
+            result.data.sandbox.contains("read-only jail"),
+            "{:?}",
+            result.data
+        );
         assert!(!f.root.join("sub/marker").exists());
         // Through the pool in bypassPermissions mode, the same command writes.
         let r = f.bash("echo planted > sub/marker").await;
