@@ -384,6 +384,7 @@ impl Server {
             hold,
         } = started;
         let pid = child.id();
+        let sandboxed = !description.starts_with("none");
         let root_uri = path_to_uri(root)?;
         let (diag_tx, _) = watch::channel(0);
         let shared = Arc::new(Shared {
@@ -436,7 +437,14 @@ impl Server {
             ready: tokio::sync::OnceCell::new(),
             files: tokio::sync::Mutex::new(None),
         };
-        let params = initialize_params(config, root, &root_uri);
+        let mut params = initialize_params(config, root, &root_uri);
+        if sandboxed {
+            // Inside a sandbox this process is out of the server's sight (another pid
+            // namespace, or signals scoped by Landlock): a server that watches the client's
+            // process id (vscode-languageserver does, every few seconds) would take it for
+            // dead and exit. The manager ends its servers itself.
+            params["processId"] = Value::Null;
+        }
         let answer = server
             .request_with_timeout("initialize", params, INITIALIZE_TIMEOUT)
             .await
