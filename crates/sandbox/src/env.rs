@@ -44,7 +44,7 @@ pub fn scrubbed(
             continue;
         };
         let listed = ALLOWED.contains(&name.as_str()) || name.starts_with("LC_");
-        if !(listed && !is_secret_name(&name)) && !allowed_by(&name, allow) {
+        if (!listed || is_secret_name(&name)) && !allowed_by(&name, allow) {
             continue;
         }
         out.push((name, value));

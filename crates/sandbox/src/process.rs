@@ -25,7 +25,7 @@ use crate::launch::Launch;
 #[derive(Debug)]
 pub enum Running {
     /// Started by this process (unsandboxed, Landlock, or a bubblewrap of its own)
-    Local(Local),
+    Local(Box<Local>),
     /// Started by the session's persistent bubblewrap sandbox
     #[cfg(target_os = "linux")]
     Supervised(crate::supervisor::Supervised),
@@ -113,13 +113,13 @@ pub async fn spawn(spec: &RunSpec, launch: &Launch, io: Io) -> Result<Running, T
     let cmd = command_line(spec, launch, io, mark.as_deref())?;
     let child = launch.spawn(cmd, &[]).await?;
     let group = child.id().and_then(ProcessGroup::adopt);
-    Ok(Running::Local(Local {
+    Ok(Running::Local(Box::new(Local {
         child,
         group,
         done: false,
         mark,
         limits: launch.policy().map(|p| p.limits),
-    }))
+    })))
 }
 
 fn code_of(status: ExitStatus) -> i32 {

@@ -95,8 +95,8 @@ pub fn spawn_program(
         let (read, write) =
             rustix::pipe::pipe_with(rustix::pipe::PipeFlags::CLOEXEC).map_err(|e| fail(&e))?;
         cmd.stdin(launch.filter_stdin()?);
-        cmd.stderr(Stdio::from(OwnedFd::from(read)));
-        stdin_writer = Some(File::from(OwnedFd::from(write)));
+        cmd.stderr(Stdio::from(read));
+        stdin_writer = Some(File::from(write));
     } else {
         cmd.stdin(Stdio::piped());
         cmd.stderr(Stdio::piped());

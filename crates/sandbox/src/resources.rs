@@ -82,7 +82,7 @@ impl std::fmt::Display for LimitHit {
 /// `8 GiB`, `512 MiB`, `1000 bytes`.
 fn format_bytes(b: u64) -> String {
     for (unit, shift) in [("GiB", 30), ("MiB", 20), ("KiB", 10)] {
-        if b >= 1 << shift && b % (1 << shift) == 0 {
+        if b >= 1 << shift && b.is_multiple_of(1 << shift) {
             return format!("{} {unit}", b >> shift);
         }
     }

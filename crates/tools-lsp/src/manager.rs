@@ -30,7 +30,7 @@ use tool_core::{FileDiagnostic, LspManager, ToolError};
 use crate::config::{LspConfig, extension_of, find_root};
 use crate::impact::{self, Users};
 use crate::position::{line_of, path_to_uri, utf16_to_char};
-use crate::server::{Published, Server, Sync};
+use crate::server::{Published, Sandbox, Server, Sync};
 use crate::watch::{self, Change};
 
 /// How long an edit waits, after its change is sent, for the diagnostics of the edited file
@@ -77,13 +77,6 @@ pub struct ServerStatus {
     pub pid: u32,
     /// How it is sandboxed: `bubblewrap (workspace-write, network off)`, ...
     pub sandbox: String,
-}
-
-/// The sandbox language servers run in (see [`LanguageServers::with_sandbox`]).
-#[derive(Debug, Clone)]
-pub(crate) struct Sandbox {
-    pub(crate) settings: sandbox::SandboxSettings,
-    pub(crate) dirs: Vec<PathBuf>,
 }
 
 /// The language servers of a session.

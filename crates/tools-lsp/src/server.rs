@@ -317,6 +317,13 @@ fn from_tsserver(d: &Value) -> Option<Diagnostic> {
     })
 }
 
+/// The sandbox language servers run in (see `LanguageServers::with_sandbox`).
+#[derive(Debug, Clone)]
+pub(crate) struct Sandbox {
+    pub(crate) settings: sandbox::SandboxSettings,
+    pub(crate) dirs: Vec<PathBuf>,
+}
+
 /// A running language server.
 #[derive(Debug)]
 pub(crate) struct Server {
@@ -346,7 +353,7 @@ impl Server {
     pub(crate) async fn start(
         config: &ServerConfig,
         root: &Path,
-        sandbox: &crate::manager::Sandbox,
+        sandbox: &Sandbox,
     ) -> Result<Arc<Server>, ToolError> {
         let name = config.name();
         let program = find_on_path(&config.command).ok_or_else(|| {

@@ -324,12 +324,10 @@ fn listen(addr: &str) -> Option<Listener> {
     let accepted = Arc::new(AtomicUsize::new(0));
     let count = Arc::clone(&accepted);
     std::thread::spawn(move || {
-        for s in l.incoming() {
-            if let Ok(mut s) = s {
-                count.fetch_add(1, Ordering::SeqCst);
-                let mut buf = [0u8; 16];
-                let _ = s.read(&mut buf);
-            }
+        for mut s in l.incoming().flatten() {
+            count.fetch_add(1, Ordering::SeqCst);
+            let mut buf = [0u8; 16];
+            let _ = s.read(&mut buf);
         }
     });
     Some(Listener { port, accepted })
