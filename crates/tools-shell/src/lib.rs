@@ -223,7 +223,6 @@ mod mask;
 mod monitor;
 mod operands;
 mod output;
-mod parse;
 mod permissions;
 #[cfg(target_os = "linux")]
 mod placeholder;
@@ -231,13 +230,12 @@ mod placeholder_shape;
 mod policy;
 mod probe;
 mod process;
-mod programs;
 mod protect;
-mod readonly;
 mod reaper;
 mod sandbox;
 mod session;
 mod spool;
+mod steered;
 #[cfg(target_os = "linux")]
 mod supervisor;
 mod task_tools;
@@ -257,16 +255,19 @@ pub use mask::{DenyRead, Mask, SECRETS};
 #[cfg(feature = "monitor")]
 pub use monitor::{MONITOR_LIMIT, Monitor, MonitorInput, MonitorOutput};
 pub use output::MAX_OUTPUT_CHARS;
-pub use parse::{ParseError, Redirect, Script, SimpleCommand, Word, parse as parse_command};
 pub use permissions::{
-    MAX_SUBCOMMANDS, check as check_command, check_with as check_command_with, command_programs,
-    is_read_only,
+    check as check_command, check_with as check_command_with, command_programs, is_read_only,
 };
 pub use policy::{Mechanism, SandboxMode, SandboxPolicy, SandboxSettings};
 pub use probe::{SandboxProbe, SandboxTrial, probe_sandbox, try_sandbox};
-pub use readonly::is_read_only_command;
 pub use sandbox::{Launch, Prepared, bubblewrap, landlock_available};
 pub use session::{SandboxInstance, sandbox_instance};
+/// The command analysis (parsing, option tables, classification), re-exported for library
+/// users of the shell tools.
+pub use shell_analysis::{
+    self, MAX_SUBCOMMANDS, ParseError, Redirect, Script, SimpleCommand, Verdict, Word, classify,
+    is_read_only_command, parse as parse_command,
+};
 pub use spool::OUTPUT_CAP;
 pub use task_tools::{
     TASK_OUTPUT_CHARS, TaskOutput, TaskOutputData, TaskOutputInput, TaskStop, TaskStopData,
