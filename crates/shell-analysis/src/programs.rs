@@ -1082,6 +1082,22 @@ fn wrapper(cmd: &SimpleCommand, spec: &Spec, name: &str, out: &mut Unwrapped) {
         }
         return;
     }
+    if name == "env"
+        && let Some(s) = start
+        && let Some((code, _)) = out.scripts.last_mut()
+    {
+        // `env -S STRING ARGS…` runs the words of STRING followed by ARGS: the command may
+        // start in either.
+        if words[s..].iter().any(|w| !w.known) {
+            out.opaque
+                .push("`env -S` followed by computed words".to_owned());
+        }
+        for w in &words[s..] {
+            code.push(' ');
+            code.push_str(&shell_quote(&w.text));
+        }
+        return;
+    }
     if !out.scripts.is_empty() && !matches!(name, "su" | "runuser") {
         // A script option gave the command; what follows are its arguments or a file
         // (`script -c CMD FILE`).
@@ -1132,6 +1148,11 @@ fn wrapper(cmd: &SimpleCommand, spec: &Spec, name: &str, out: &mut Unwrapped) {
     inner.words = words[start..].to_vec();
     inner.form = crate::parse::Form::Simple;
     out.inner.push(inner);
+}
+
+/// A word quoted for bash (single quotes).
+fn shell_quote(text: &str) -> String {
+    format!("'{}'", text.replace('\'', "'\\''"))
 }
 
 fn has_flag(words: &[Word], flags: &[&str]) -> bool {

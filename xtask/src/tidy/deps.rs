@@ -169,7 +169,7 @@ pub const RULES: &[Rule] = &[
     Rule::Internal {
         krate: "agent-tools",
         allowed: &["registry", "tool-core"],
-        dev_extra: &[],
+        dev_extra: &["shell-analysis"],
         why: "the binary reaches the tools through the registry and tool-core",
     },
     Rule::Internal {
