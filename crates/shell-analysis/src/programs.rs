@@ -1019,9 +1019,9 @@ fn runs_project_code(words: &[Word], name: &str) -> Option<String> {
         },
         "go" => match first_operand() {
             Some((true, "run" | "test" | "build" | "generate" | "install" | "tool" | "vet"))
-            | Some((false, _)) => Some(format!(
-                "`go` building or running the project's code (or a tool it names)"
-            )),
+            | Some((false, _)) => Some(
+                "`go` building or running the project's code (or a tool it names)".to_owned(),
+            ),
             _ => None,
         },
         _ => None,
