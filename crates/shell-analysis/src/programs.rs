@@ -1019,9 +1019,9 @@ fn runs_project_code(words: &[Word], name: &str) -> Option<String> {
         },
         "go" => match first_operand() {
             Some((true, "run" | "test" | "build" | "generate" | "install" | "tool" | "vet"))
-            | Some((false, _)) => Some(
-                "`go` building or running the project's code (or a tool it names)".to_owned(),
-            ),
+            | Some((false, _)) => {
+                Some("`go` building or running the project's code (or a tool it names)".to_owned())
+            }
             _ => None,
         },
         _ => None,
@@ -1913,14 +1913,17 @@ fn option_commands(words: &[Word], name: &str, out: &mut Unwrapped) {
         ("nc", &["-e", "-c"]),
         ("ncat", &["-e", "--exec", "-c", "--sh-exec", "--lua-exec"]),
         ("netcat", &["-e", "-c"]),
-        ("less", &["+"]),
+        ("less", &["+", "-k", "--lesskey-file", "--lesskey-src"]),
     ];
     if let Some((_, opts)) = table.iter().find(|(n, _)| *n == name) {
         for (k, w) in words.iter().enumerate().skip(1) {
             let t = w.text.as_str();
             for opt in *opts {
                 let value = if *opt == "+" {
-                    t.strip_prefix('+').filter(|v| v.contains('!')).map(Some)
+                    // `less +!CMD`: the command follows the `!`.
+                    t.strip_prefix('+')
+                        .and_then(|v| v.split_once('!'))
+                        .map(|(_, cmd)| Some(cmd))
                 } else if t == *opt {
                     Some(
                         words
@@ -1930,6 +1933,27 @@ fn option_commands(words: &[Word], name: &str, out: &mut Unwrapped) {
                     )
                 } else if let Some(v) = t.strip_prefix(&format!("{opt}=")) {
                     Some(w.known.then_some(v))
+                } else if let Some(long) = t.strip_prefix("--")
+                    && opt.starts_with("--")
+                    && long.len() >= 2
+                {
+                    // Without a table, any prefix of a long option is taken as it (the
+                    // program takes unique prefixes; an ambiguous one is an error).
+                    let (n, v) = long.split_once('=').unwrap_or((long, ""));
+                    if opt[2..].starts_with(n) {
+                        if long.contains('=') {
+                            Some(w.known.then_some(v))
+                        } else {
+                            Some(
+                                words
+                                    .get(k + 1)
+                                    .filter(|v| v.known)
+                                    .map(|v| v.text.as_str()),
+                            )
+                        }
+                    } else {
+                        None
+                    }
                 } else if opt.len() == 2
                     && !opt.starts_with("--")
                     && t.starts_with(opt)
@@ -1984,6 +2008,18 @@ fn option_commands(words: &[Word], name: &str, out: &mut Unwrapped) {
                 }
             }
         }
+    }
+    if matches!(name, "ssh" | "scp" | "sftp")
+        && let Some(w) = words
+            .iter()
+            .skip(1)
+            .find(|w| w.text == "-F" || (w.text.starts_with("-F") && !w.text.starts_with("--")))
+    {
+        out.issues.push(format!("`{name} -F`"));
+        out.opaque.push(format!(
+            "`{name} {}` reads a configuration file that can name local commands",
+            w.text
+        ));
     }
     if name == "ssh" {
         ssh_remote(words, out);

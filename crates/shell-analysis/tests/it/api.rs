@@ -57,6 +57,8 @@ fn verdicts() {
         ("timeout --sig=KILL 5 rm v", "approval"),
         ("nice --adj=5 rm v", "approval"),
         ("env --frob rm v", "unresolved"),
+        ("ssh -F ./cfg host", "unresolved"),
+        ("less -k keys f", "approval"),
     ] {
         check(cmd, v);
     }
@@ -116,6 +118,9 @@ fn deny_matching_sees_through_wrappers() {
         "exec rm v",
         "builtin rm v",
         "nohup rm v",
+        "man --pag='rm v' ls",
+        "man --pager 'rm v' ls",
+        "less '+!rm v' f",
     ] {
         let a = analyse(cmd).unwrap_or_else(|e| panic!("{cmd}: {e}"));
         assert!(
