@@ -644,6 +644,7 @@ mod tests {
             "git status --short --branch",
             "git diff HEAD~1 -- src",
             "git diff --stat",
+            "git diff --cached",
             "git log --oneline -5",
             "git log --format=%H -n 3",
             "git --no-pager show HEAD",

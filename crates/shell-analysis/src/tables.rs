@@ -268,6 +268,12 @@ const GIT_FAMILY: &str = r"
 --no-ext-diff
 --no-textconv
 --no-index unsafe
+--cached
+--staged
+--merge-base
+--base
+--ours
+--theirs
 --include-untracked
 --only-untracked
 -h
