@@ -18,7 +18,11 @@
 //!   `Bash(...)` rules against each ([`check_command`]); deny rules hold in every mode, the
 //!   Read and Edit rules and the protected paths apply to the paths a command names, and
 //!   the read-only classification ([`is_read_only_command`], an allow-list of shapes)
-//!   decides auto-approval and concurrency. See "Shell permissions" below.
+//!   decides auto-approval and concurrency. See "Shell permissions" below. The analysis
+//!   itself (parsing, option tables parsed as each program parses its options, wrappers,
+//!   classification) is the pure crate [`shell_analysis`], re-exported here; this crate adds
+//!   what needs the file system (scripts a line runs, package.json scripts, configuration
+//!   that steers git and cargo, paths against the Read and Edit rules).
 //! - The [`SandboxSettings`] (the settings' `sandbox` section, and the session's Read deny
 //!   rules) select a policy enforced with bubblewrap, or Landlock and seccomp when
 //!   bubblewrap is missing (`sandbox.rs`). Inside, a command holds no capability,
