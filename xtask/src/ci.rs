@@ -20,6 +20,7 @@ use crate::{peers, tidy};
 /// Crates checked alone with `--no-default-features`.
 const LIB_CRATES: &[&str] = &[
     "tool-core",
+    "shell-analysis",
     "tools-fs",
     "tools-shell",
     "tools-web",

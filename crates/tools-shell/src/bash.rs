@@ -16,7 +16,6 @@ use tool_core::{
 
 use crate::command::{self, Ending, RunSpec};
 use crate::output::{MAX_OUTPUT_CHARS, read_head, truncation_marker};
-use crate::parse::parse;
 use crate::permissions;
 use crate::policy::SandboxSettings;
 use crate::process;
@@ -24,6 +23,7 @@ use crate::sandbox;
 use crate::session::ShellSession;
 use crate::spool::{Caps, OUTPUT_CAP, Spool, Summary};
 use crate::tasks::{Readiness, ShellTaskSpec, ShellTasks};
+use shell_analysis::parse;
 use tool_core::TaskKind;
 
 /// Default time limit of a command.

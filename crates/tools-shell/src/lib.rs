@@ -18,7 +18,11 @@
 //!   `Bash(...)` rules against each ([`check_command`]); deny rules hold in every mode, the
 //!   Read and Edit rules and the protected paths apply to the paths a command names, and
 //!   the read-only classification ([`is_read_only_command`], an allow-list of shapes)
-//!   decides auto-approval and concurrency. See "Shell permissions" below.
+//!   decides auto-approval and concurrency. See "Shell permissions" below. The analysis
+//!   itself (parsing, option tables parsed as each program parses its options, wrappers,
+//!   classification) is the pure crate [`shell_analysis`], re-exported here; this crate adds
+//!   what needs the file system (scripts a line runs, package.json scripts, configuration
+//!   that steers git and cargo, paths against the Read and Edit rules).
 //! - The [`SandboxSettings`] (the settings' `sandbox` section, and the session's Read deny
 //!   rules) select a policy enforced with bubblewrap, or Landlock and seccomp when
 //!   bubblewrap is missing (`sandbox.rs`). Inside, a command holds no capability,
@@ -223,7 +227,6 @@ mod mask;
 mod monitor;
 mod operands;
 mod output;
-mod parse;
 mod permissions;
 #[cfg(target_os = "linux")]
 mod placeholder;
@@ -231,13 +234,12 @@ mod placeholder_shape;
 mod policy;
 mod probe;
 mod process;
-mod programs;
 mod protect;
-mod readonly;
 mod reaper;
 mod sandbox;
 mod session;
 mod spool;
+mod steered;
 #[cfg(target_os = "linux")]
 mod supervisor;
 mod task_tools;
@@ -257,16 +259,19 @@ pub use mask::{DenyRead, Mask, SECRETS};
 #[cfg(feature = "monitor")]
 pub use monitor::{MONITOR_LIMIT, Monitor, MonitorInput, MonitorOutput};
 pub use output::MAX_OUTPUT_CHARS;
-pub use parse::{ParseError, Redirect, Script, SimpleCommand, Word, parse as parse_command};
 pub use permissions::{
-    MAX_SUBCOMMANDS, check as check_command, check_with as check_command_with, command_programs,
-    is_read_only,
+    check as check_command, check_with as check_command_with, command_programs, is_read_only,
 };
 pub use policy::{Mechanism, SandboxMode, SandboxPolicy, SandboxSettings};
 pub use probe::{SandboxProbe, SandboxTrial, probe_sandbox, try_sandbox};
-pub use readonly::is_read_only_command;
 pub use sandbox::{Launch, Prepared, bubblewrap, landlock_available};
 pub use session::{SandboxInstance, sandbox_instance};
+/// The command analysis (parsing, option tables, classification), re-exported for library
+/// users of the shell tools.
+pub use shell_analysis::{
+    self, MAX_SUBCOMMANDS, ParseError, Redirect, Script, SimpleCommand, Verdict, Word, classify,
+    is_read_only_command, parse as parse_command,
+};
 pub use spool::OUTPUT_CAP;
 pub use task_tools::{
     TASK_OUTPUT_CHARS, TaskOutput, TaskOutputData, TaskOutputInput, TaskStop, TaskStopData,

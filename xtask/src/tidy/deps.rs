@@ -26,13 +26,14 @@ pub const CATEGORIES: [&str; 6] = [
     "tools-agent",
 ];
 
-/// What a category crate may depend on: tool-core only.
-const CATEGORY_DEPS: &[&str] = &["tool-core"];
+/// What a category crate may depend on: tool-core and the pure command analysis.
+const CATEGORY_DEPS: &[&str] = &["tool-core", "shell-analysis"];
 
-/// Why a category crate may depend on tool-core only.
-const CATEGORY_WHY: &str = "a category crate depends on tool-core and never on another \
-                            category crate, registry or agent-tools (what one needs from \
-                            another goes through a tool-core trait)";
+/// Why a category crate may depend on tool-core (and shell-analysis) only.
+const CATEGORY_WHY: &str = "a category crate depends on tool-core (and the pure command \
+                            analysis, shell-analysis) and never on another category crate, \
+                            registry or agent-tools (what one needs from another goes through \
+                            a tool-core trait)";
 
 /// The registry knows every category.
 const REGISTRY_DEPS: &[&str] = &[
@@ -48,6 +49,7 @@ const REGISTRY_DEPS: &[&str] = &[
 /// The examples embed the library crates as a user's program would: any of them.
 const EXAMPLES_DEPS: &[&str] = &[
     "tool-core",
+    "shell-analysis",
     "tools-fs",
     "tools-shell",
     "tools-web",
@@ -115,6 +117,14 @@ pub const RULES: &[Rule] = &[
         why: "tool-core depends on no other crate of the workspace",
     },
     Rule::Internal {
+        krate: "shell-analysis",
+        allowed: &[],
+        dev_extra: &[],
+        why: "shell-analysis is the pure command analysis under the shell tools: it sits \
+              between tool-core and the category crates and depends on no crate of the \
+              workspace (no category, not even tool-core: rules reach it as matchers)",
+    },
+    Rule::Internal {
         krate: "tools-fs",
         allowed: CATEGORY_DEPS,
         dev_extra: TESTS_MAY_USE_CATEGORIES,
@@ -159,7 +169,7 @@ pub const RULES: &[Rule] = &[
     Rule::Internal {
         krate: "agent-tools",
         allowed: &["registry", "tool-core"],
-        dev_extra: &[],
+        dev_extra: &["shell-analysis"],
         why: "the binary reaches the tools through the registry and tool-core",
     },
     Rule::Internal {
@@ -215,6 +225,11 @@ pub const RULES: &[Rule] = &[
         dep: "tree-sitter*",
         crates: &["tool-core"],
         why: NO_HTTP_MCP_LSP,
+    },
+    Rule::ExternalNever {
+        dep: "tokio",
+        crates: &["shell-analysis"],
+        why: "shell-analysis is pure: no I/O, no runtime, no processes",
     },
 ];
 

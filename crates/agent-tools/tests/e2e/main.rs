@@ -8,6 +8,7 @@
 //! (`AGENT_TOOLS_HOME`, also used as `HOME`), so no test reads or writes the real home.
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
+mod analysis;
 mod batch;
 mod call;
 mod cli;
