@@ -97,8 +97,8 @@ pub async fn serve(
     if tokens.is_empty() && !args.no_auth && local {
         let (secret, path) =
             crate::serve_token::token(ctx.state_dir()).map_err(|e| crate::usage(e.to_string()))?;
-        tokens = tokens_from_text(&secret, "the serve token", 1)
-            .map_err(|e| anyhow!(e.to_string()))?;
+        tokens =
+            tokens_from_text(&secret, "the serve token", 1).map_err(|e| anyhow!(e.to_string()))?;
         token_note = format!(
             "; the token is in {} (clients send `Authorization: Bearer <token>`)",
             path.display()

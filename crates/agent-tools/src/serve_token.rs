@@ -50,8 +50,10 @@ fn existing(path: &Path) -> Result<Option<String>> {
     let text = std::fs::read_to_string(path)
         .with_context(|| format!("cannot read the serve token {}", path.display()))?;
     let token = text.trim();
-    Ok((token.len() >= 2 * TOKEN_BYTES && token.chars().all(|c| c.is_ascii_hexdigit()))
-        .then(|| token.to_owned()))
+    Ok(
+        (token.len() >= 2 * TOKEN_BYTES && token.chars().all(|c| c.is_ascii_hexdigit()))
+            .then(|| token.to_owned()),
+    )
 }
 
 /// Writes `text` to a new file beside `path`, created with mode 0600, then renames it over
@@ -71,7 +73,10 @@ fn write_private(path: &Path, text: &str) -> Result<()> {
     })();
     if let Err(e) = written {
         let _ = std::fs::remove_file(&tmp);
-        return Err(anyhow!("cannot write the serve token {}: {e}", path.display()));
+        return Err(anyhow!(
+            "cannot write the serve token {}: {e}",
+            path.display()
+        ));
     }
     Ok(())
 }

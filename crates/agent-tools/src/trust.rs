@@ -100,7 +100,10 @@ fn print_review(out: &mut impl Write, report: &TrustReport) -> Result<()> {
             writeln!(out, "    problem: {problem}")?;
         }
         if !file.named.is_empty() {
-            writeln!(out, "    runs these files of the project (approved with it):")?;
+            writeln!(
+                out,
+                "    runs these files of the project (approved with it):"
+            )?;
             for (name, sha256) in &file.named {
                 let state = if sha256.is_empty() {
                     "missing".to_owned()

@@ -6,9 +6,10 @@ use std::sync::Arc;
 
 use crate::Profile;
 use tool_core::{
-    Approval, NamedByConfig, PermissionEngine, PermissionMode, PermissionRule, RuleBehavior, RuleSource,
-    RuleSourceKind, SettingsLayer, SourcedRule, ToolContext, ToolError, TrustReport, TrustStore,
-    check_state_dir, default_state_dir, is_project_source, layer_named_files, review_settings,
+    Approval, NamedByConfig, PermissionEngine, PermissionMode, PermissionRule, RuleBehavior,
+    RuleSource, RuleSourceKind, SettingsLayer, SourcedRule, ToolContext, ToolError, TrustReport,
+    TrustStore, check_state_dir, default_state_dir, is_project_source, layer_named_files,
+    review_settings,
 };
 
 /// What a host knows before a session starts.

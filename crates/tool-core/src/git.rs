@@ -159,7 +159,11 @@ impl HardenedGit {
                 .arg(format!("--git-dir={}", git_dir.display()))
                 .arg(format!("--work-tree={}", work_tree.display()));
         }
-        for setting in FIXED.iter().map(|s| (*s).to_owned()).chain(extra.iter().cloned()) {
+        for setting in FIXED
+            .iter()
+            .map(|s| (*s).to_owned())
+            .chain(extra.iter().cloned())
+        {
             command.arg("-c").arg(setting);
         }
         command

@@ -155,8 +155,8 @@ pub use summariser::Summariser;
 pub use time::sleep_or_never;
 pub use tool::{ParsedInput, Tool, ToolCategory, ToolMeta, Typed, TypedTool, ValidationResult};
 pub use trust::{
-    Approval, FileReview, MCP_JSON, McpApproval, NamedByConfig, TRUST_FILE, TrustReport,
-    TrustStore, Withheld, is_person_only_setting, is_project_source, is_state_config,
+    Approval, FileReview, MCP_JSON, McpApproval, NamedByConfig, SCRIPT_EXTENSIONS, TRUST_FILE,
+    TrustReport, TrustStore, Withheld, is_person_only_setting, is_project_source, is_state_config,
     layer_named_files, named_by_config, named_files, named_state, narrow, review_mcp_json,
     review_settings, sha256_hex, shell_quote,
 };

@@ -400,7 +400,9 @@ pub fn protected_home_category(path: &Path, home: &Path) -> Option<PathBuf> {
     {
         return Some(home.join(first));
     }
-    xdg_base_dirs().into_iter().find(|dir| path.starts_with(dir))
+    xdg_base_dirs()
+        .into_iter()
+        .find(|dir| path.starts_with(dir))
 }
 
 /// `path` relative to `cwd` when it lies beneath it, otherwise absolute; for messages.

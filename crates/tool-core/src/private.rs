@@ -122,7 +122,10 @@ mod tests {
         chmod(&settings, 0o600);
         check(&settings, None);
         chmod(&settings, 0o666);
-        check(&settings, Some("writable by its group and every account (mode 666)"));
+        check(
+            &settings,
+            Some("writable by its group and every account (mode 666)"),
+        );
         chmod(&settings, 0o620);
         check(&settings, Some("writable by its group (mode 620)"));
         chmod(&settings, 0o644);

@@ -523,13 +523,51 @@ pub fn narrow(layer: &SettingsLayer, before: &[SettingsLayer]) -> (SettingsLayer
     (out, withheld)
 }
 
+/// Extensions of files that an interpreter runs as a program (an argument with one of
+/// these is a script of the server, not its data).
+pub const SCRIPT_EXTENSIONS: &[&str] = &[
+    "js", "mjs", "cjs", "ts", "mts", "cts", "jsx", "tsx", "py", "pyw", "pyz", "rb", "pl", "pm",
+    "php", "lua", "sh", "bash", "zsh", "fish", "ps1", "jar", "class", "wasm", "exe", "dll", "so",
+    "dylib", "r", "jl", "tcl", "awk", "groovy", "kts", "swift", "dart", "ex", "exs", "clj",
+];
+
+/// Whether the existing file `path` is a program or a script: executable, starting with
+/// `#!`, or with one of [`SCRIPT_EXTENSIONS`].
+fn is_program(path: &Path) -> bool {
+    let Ok(meta) = std::fs::metadata(path) else {
+        return false;
+    };
+    if !meta.is_file() {
+        return false;
+    }
+    #[cfg(unix)]
+    if std::os::unix::fs::PermissionsExt::mode(&meta.permissions()) & 0o111 != 0 {
+        return true;
+    }
+    let scripted = path
+        .extension()
+        .and_then(|e| e.to_str())
+        .is_some_and(|e| SCRIPT_EXTENSIONS.contains(&e.to_ascii_lowercase().as_str()));
+    scripted || {
+        use std::io::Read as _;
+        let mut head = [0u8; 2];
+        std::fs::File::open(path)
+            .and_then(|mut f| f.read_exact(&mut head))
+            .is_ok_and(|()| &head == b"#!")
+    }
+}
+
 /// The files inside `project` that a configuration names as programs or scripts to run:
 /// a stdio server's `command` and `args` (`mcpServers`, relative to the server's `cwd`), a
 /// language server's command line (`lsp`), the sub-agent runner (`agent.command`) and every
-/// `command` under `hooks`. A word counts when it is a path: the command when it holds a
-/// `/` (a bare name is looked up in `PATH`), an argument when it holds a `/` or names an
-/// existing file, and the part after `=` of an option such as `--config=x.js` likewise.
-/// Directories and paths outside the project do not count. Canonical, sorted, without
+/// `command` under `hooks`. The command counts when it holds a `/` (a bare name is looked
+/// up in `PATH`), whether or not it exists yet; an argument (or the part after `=` of an
+/// option such as `--entry=x.js`) counts when it is an existing file that is a program or a
+/// script: executable, starting with `#!`, or with a script's extension (see
+/// [`SCRIPT_EXTENSIONS`]). Data a server reads or writes (a database, a log, a pid file)
+/// does not count, so the server's own work does not withdraw its approval. Never a word
+/// with spaces, quotes or shell operators (code for `sh -c`), a URL or one with a
+/// variable; never a directory or a path outside the project. Canonical, sorted, without
 /// duplicates.
 pub fn named_files(config: &Value, project: &Path) -> Vec<PathBuf> {
     let project = crate::path::canonicalize_lenient(project);
@@ -541,15 +579,25 @@ pub fn named_files(config: &Value, project: &Path) -> Vec<PathBuf> {
                 candidates.push(value);
             }
             for c in candidates {
-                if c.is_empty() || c.contains("://") || c.contains("${") {
+                // Shell code, URLs and variables are not paths.
+                if c.is_empty()
+                    || c.contains("://")
+                    || c.contains("${")
+                    || c.chars()
+                        .any(|ch| ch.is_whitespace() || "'\"`;|&<>$()".contains(ch))
+                {
                     continue;
                 }
                 let path = crate::path::canonicalize_lenient(&crate::path::resolve(base, c));
-                let slash = c.contains('/');
-                if (i == 0 && !slash) || (!slash && !path.is_file()) || path.is_dir() {
+                if !path.starts_with(&project) || path == project || path.is_dir() {
                     continue;
                 }
-                if path.starts_with(&project) && path != project {
+                let named = if i == 0 {
+                    c.contains('/')
+                } else {
+                    is_program(&path)
+                };
+                if named {
                     out.insert(path);
                 }
             }
@@ -1180,7 +1228,11 @@ mod tests {
             "ca978112ca1bbdcafac231b39a23dc4da786eff8147c4e72b9807785afee48bb"
         );
         let check = |name: &str, sha: &str, expected: Approval| -> Result<(), ToolError> {
-            assert_eq!(store.status(&project, name, sha, &none)?.0, expected, "{name}");
+            assert_eq!(
+                store.status(&project, name, sha, &none)?.0,
+                expected,
+                "{name}"
+            );
             Ok(())
         };
         check(MCP_JSON, &a, Approval::NotApproved)?;
@@ -1208,17 +1260,33 @@ mod tests {
     fn named_files_are_the_paths_a_configuration_runs() -> std::io::Result<()> {
         let dir = tempfile::tempdir()?;
         let project = dir.path().canonicalize()?;
-        for f in ["server.js", "tools/lsp.sh", "hooks/pre.sh", "conf.json", "bin/agent"] {
+        for f in [
+            "server.js",
+            "tools/lsp.sh",
+            "hooks/pre.sh",
+            "conf.json",
+            "bin/agent",
+            "data.db",
+            "entry",
+            "run-me",
+        ] {
             std::fs::create_dir_all(project.join(f).parent().unwrap_or(&project))?;
             std::fs::write(project.join(f), f)?;
         }
+        std::fs::write(project.join("entry"), "#!/usr/bin/env node\n")?;
+        std::fs::set_permissions(
+            project.join("run-me"),
+            std::os::unix::fs::PermissionsExt::from_mode(0o755),
+        )?;
         std::fs::create_dir_all(project.join("dist"))?;
         let config = serde_json::json!({
             "mcpServers": {
-                "a": {"command": "node", "args": ["server.js", "--stdio", "--config=conf.json", "dist", "@scope/pkg"]},
-                "b": {"command": "./tools/lsp.sh", "args": ["/etc/hosts", "${HOME}/x", "https://x/y"]},
+                "a": {"command": "node", "args": ["server.js", "--stdio", "--config=conf.json", "dist", "--db=data.db", "log/x.pid"]},
+                "b": {"command": "./tools/lsp.sh", "args": ["/etc/hosts", "${HOME}/x", "https://x/y", "entry"]},
                 "c": {"url": "http://127.0.0.1/mcp", "command": "server.js"},
-                "d": {"command": "python3", "args": ["main.py"], "cwd": "sub"}
+                "d": {"command": "python3", "args": ["main.py"], "cwd": "sub"},
+                "e": {"command": "sh", "args": ["-c", "touch /tmp/x; ./server.js"]},
+                "f": {"command": "./bin/later.sh", "args": ["--exec=run-me"]}
             },
             "lsp": {"rs": "bin/agent --stdio", "py": {"command": "python3", "args": ["tools/lsp.sh"]}},
             "agent": {"command": ["bin/agent", "run"]},
@@ -1231,17 +1299,18 @@ mod tests {
         assert_eq!(
             names,
             [
-                "@scope/pkg",
                 "bin/agent",
-                "conf.json",
+                "bin/later.sh",
+                "entry",
                 "hooks/pre.sh",
+                "run-me",
                 "server.js",
                 "tools/lsp.sh",
             ]
         );
         let state = named_state(&project, &named_files(&config, &project));
         assert_eq!(state["server.js"], sha256_hex(b"server.js"));
-        assert_eq!(state["@scope/pkg"], "");
+        assert_eq!(state["bin/later.sh"], "");
 
         // Approval holds while the named files are as approved.
         let store = TrustStore::in_state_dir(&project.join("state"));
@@ -1256,12 +1325,16 @@ mod tests {
             Ok(())
         };
         check(Approval::Approved, &[]).map_err(std::io::Error::other)?;
+        // The server's data changing is no change to it.
+        std::fs::write(project.join("data.db"), "rows")?;
+        std::fs::create_dir_all(project.join("log"))?;
+        std::fs::write(project.join("log/x.pid"), "1")?;
+        check(Approval::Approved, &[]).map_err(std::io::Error::other)?;
         std::fs::write(project.join("server.js"), "changed")?;
         check(Approval::NamedFileChanged, &["server.js"]).map_err(std::io::Error::other)?;
         std::fs::write(project.join("server.js"), "server.js")?;
-        std::fs::create_dir_all(project.join("@scope"))?;
-        std::fs::write(project.join("@scope/pkg"), "planted")?;
-        check(Approval::NamedFileChanged, &["@scope/pkg"]).map_err(std::io::Error::other)?;
+        std::fs::write(project.join("bin/later.sh"), "planted")?;
+        check(Approval::NamedFileChanged, &["bin/later.sh"]).map_err(std::io::Error::other)?;
         Ok(())
     }
 

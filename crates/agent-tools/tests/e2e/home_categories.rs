@@ -156,14 +156,24 @@ fn scene() -> Scene {
     // A symbolic link in the project to the home directory, and to a dot-file there.
     std::os::unix::fs::symlink(&home, project.root().join("home-link")).unwrap();
     std::os::unix::fs::symlink(home.join(".npmrc"), project.root().join("npmrc-link")).unwrap();
-    for rel in [".config/git/config", ".bashrc", ".local/bin/git", ".ssh/config"] {
+    for rel in [
+        ".config/git/config",
+        ".bashrc",
+        ".local/bin/git",
+        ".ssh/config",
+    ] {
         let target = home.join(rel);
         variants.push(("symlink", format!("home-link/{rel}"), target));
     }
     variants.push(("symlink", "npmrc-link".to_owned(), home.join(".npmrc")));
     // `..` spellings from the project.
     let ups = "../".repeat(project.root().components().count() - 1);
-    for rel in [".gitconfig", ".config/git/config", ".local/bin/git", ".cargo/config.toml"] {
+    for rel in [
+        ".gitconfig",
+        ".config/git/config",
+        ".local/bin/git",
+        ".cargo/config.toml",
+    ] {
         let target = home.join(rel);
         let spelled = format!(
             "{ups}{}/{rel}",
@@ -177,12 +187,22 @@ fn scene() -> Scene {
         ));
     }
     // Case variants: other dot-entries on a case-sensitive file system, protected all the same.
-    for rel in [".SSH/config", ".Config/git/config", ".GITCONFIG", ".Local/bin/git"] {
+    for rel in [
+        ".SSH/config",
+        ".Config/git/config",
+        ".GITCONFIG",
+        ".Local/bin/git",
+    ] {
         let target = home.join(rel);
         variants.push(("case variant", format!("~/{rel}"), target));
     }
     // Files that exist already keep their content.
-    for rel in [".bashrc", ".gitconfig", ".config/git/config", ".local/bin/git"] {
+    for rel in [
+        ".bashrc",
+        ".gitconfig",
+        ".config/git/config",
+        ".local/bin/git",
+    ] {
         let path = home.join(rel);
         std::fs::create_dir_all(path.parent().unwrap()).unwrap();
         std::fs::write(&path, "original\n").unwrap();
@@ -301,7 +321,16 @@ fn a_persons_allow_rule_naming_the_path_lets_it_be_written() {
     };
     let foo = home.join(".config/foo/bar.toml");
     check(&["--allow", "Edit(~/.config/foo/**)"], &foo, true);
-    check(&["--allow", "Edit(~/.config/**)", "--mode", "bypassPermissions"], &foo, true);
+    check(
+        &[
+            "--allow",
+            "Edit(~/.config/**)",
+            "--mode",
+            "bypassPermissions",
+        ],
+        &foo,
+        true,
+    );
     check(&["--allow", "Edit(~/.npmrc)"], &home.join(".npmrc"), true);
     let xdg = PathBuf::from(&s.env[0].1).join("tool/settings.json");
     check(&[], &xdg, false);
@@ -311,7 +340,11 @@ fn a_persons_allow_rule_naming_the_path_lets_it_be_written() {
         true,
     );
     // Broad rules name no category.
-    check(&["--allow", "Edit(~/**)", "--mode", "bypassPermissions"], &foo, false);
+    check(
+        &["--allow", "Edit(~/**)", "--mode", "bypassPermissions"],
+        &foo,
+        false,
+    );
     check(&["--allow", "Edit(//**)"], &home.join(".npmrc"), false);
     check(&["--mode", "bypassPermissions"], &foo, false);
     // User settings are a person's.

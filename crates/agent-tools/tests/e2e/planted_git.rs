@@ -50,7 +50,10 @@ fn hook_names() -> Vec<String> {
     names.retain(|n| !n.is_empty() && !n.contains(' '));
     assert!(names.len() >= 13, "too few hooks found: {names:?}");
     for expected in ["post-checkout", "pre-commit", "fsmonitor-watchman"] {
-        assert!(names.iter().any(|n| n == expected), "{expected} in {names:?}");
+        assert!(
+            names.iter().any(|n| n == expected),
+            "{expected} in {names:?}"
+        );
     }
     names
 }
@@ -58,16 +61,41 @@ fn hook_names() -> Vec<String> {
 /// The configuration keys of `git help --config` whose value is a program to run (or a
 /// place programs are found: `core.hooksPath`, `include.path`), with placeholders filled.
 fn program_keys() -> Vec<String> {
-    let out = Command::new("git").args(["help", "--config"]).output().unwrap();
+    let out = Command::new("git")
+        .args(["help", "--config"])
+        .output()
+        .unwrap();
     let listing = String::from_utf8_lossy(&out.stdout);
     let program = |key: &str| {
-        let last = key.rsplit('.').next().unwrap_or_default().to_ascii_lowercase();
+        let last = key
+            .rsplit('.')
+            .next()
+            .unwrap_or_default()
+            .to_ascii_lowercase();
         let section = key.split('.').next().unwrap_or_default();
         !matches!(section, "advice" | "color" | "column" | "gitcvs")
             && !last.contains("cachetextconv")
-            && (["cmd", "command", "program", "helper", "textconv", "clean", "smudge", "driver", "editor", "pager", "fsmonitor", "hookspath", "askpass", "gitproxy", "hook", "uploadpack", "receivepack"]
-                .iter()
-                .any(|suffix| last.ends_with(suffix))
+            && ([
+                "cmd",
+                "command",
+                "program",
+                "helper",
+                "textconv",
+                "clean",
+                "smudge",
+                "driver",
+                "editor",
+                "pager",
+                "fsmonitor",
+                "hookspath",
+                "askpass",
+                "gitproxy",
+                "hook",
+                "uploadpack",
+                "receivepack",
+            ]
+            .iter()
+            .any(|suffix| last.ends_with(suffix))
                 || key == "include.path"
                 || key.starts_with("includeIf."))
     };
@@ -127,7 +155,11 @@ fn git(dir: &Path, args: &[&str]) -> String {
         .env("HOME", dir)
         .output()
         .unwrap();
-    assert!(out.status.success(), "git {args:?} in {}: {out:?}", dir.display());
+    assert!(
+        out.status.success(),
+        "git {args:?} in {}: {out:?}",
+        dir.display()
+    );
     String::from_utf8_lossy(&out.stdout).into_owned()
 }
 
@@ -178,8 +210,11 @@ impl Plant {
                     "core.hooksPath" => {
                         let hooks = dir.join("planted-hooks");
                         std::fs::create_dir_all(&hooks).unwrap();
-                        for hook in ["post-checkout", "reference-transaction", "post-index-change"]
-                        {
+                        for hook in [
+                            "post-checkout",
+                            "reference-transaction",
+                            "post-index-change",
+                        ] {
                             let path = hooks.join(hook);
                             std::fs::write(&path, planted_script(&self.markers, &self.token))
                                 .unwrap();
@@ -230,7 +265,9 @@ impl Plant {
             found.push(format!("processes {procs:?}"));
         }
         for pid in procs {
-            let _ = Command::new("kill").args(["-KILL", &pid.to_string()]).status();
+            let _ = Command::new("kill")
+                .args(["-KILL", &pid.to_string()])
+                .status();
         }
         found.join(", ")
     }
@@ -326,7 +363,12 @@ fn nested(variant: &Variant, git_file: bool) -> usize {
         ],
     );
     assert_eq!(lines[0]["is_error"], false, "{}", lines[0]);
-    assert_eq!(text(&lines[3]).trim(), sub.display().to_string(), "{}", lines[3]);
+    assert_eq!(
+        text(&lines[3]).trim(),
+        sub.display().to_string(),
+        "{}",
+        lines[3]
+    );
     assert_eq!(lines[1]["is_error"], true, "{variant:?}: {}", lines[1]);
     assert!(
         text(&lines[1]).contains("works only in the project's own repository"),
@@ -335,7 +377,10 @@ fn nested(variant: &Variant, git_file: bool) -> usize {
     );
     assert!(!sub.join(".agent-tools").exists() && !p.root().join(".agent-tools").exists());
     let left = plant.leftovers();
-    assert!(left.is_empty(), "{variant:?} (git file: {git_file}) ran: {left}");
+    assert!(
+        left.is_empty(),
+        "{variant:?} (git file: {git_file}) ran: {left}"
+    );
     1
 }
 
@@ -348,12 +393,15 @@ fn the_plant_runs_under_plain_git() {
     for (variant, expected) in [
         (Variant::Hooks(hook_names()), "post-checkout"),
         (Variant::Key("core.fsmonitor".into()), "core_fsmonitor"),
-        (Variant::Key("filter.evil.smudge".into()), "filter_evil_smudge"),
+        (
+            Variant::Key("filter.evil.smudge".into()),
+            "filter_evil_smudge",
+        ),
         (Variant::Key("include.path".into()), "smudge"),
         (Variant::Key("core.hooksPath".into()), "post-checkout"),
     ] {
         let plant = Plant::new(&home);
-        let repo = home.join(format!("repo-{expected}-{}", plant.token.len()));
+        let repo = home.join(format!("repo-{}", COUNTER.fetch_add(1, Ordering::SeqCst)));
         plant.plant(&repo, &variant);
         let wt = home.join(format!("wt-{}", COUNTER.fetch_add(1, Ordering::SeqCst)));
         let _ = Command::new("git")
@@ -362,15 +410,20 @@ fn the_plant_runs_under_plain_git() {
             .args(["worktree", "add", "-b", "plain"])
             .arg(&wt)
             .env("GIT_CONFIG_NOSYSTEM", "1")
+            .env("HOME", &home)
             .output();
         let _ = Command::new("git")
             .arg("-C")
             .arg(&wt)
             .args(["status", "--porcelain"])
             .env("GIT_CONFIG_NOSYSTEM", "1")
+            .env("HOME", &home)
             .output();
         let left = plant.leftovers();
-        assert!(left.contains(expected), "{variant:?}: plain git left {left:?}");
+        assert!(
+            left.contains(expected),
+            "{variant:?}: plain git left {left:?}"
+        );
     }
 }
 
@@ -384,7 +437,10 @@ fn planted_hooks_and_program_keys_never_run_on_the_host() {
         Variant::Key(_) => 0,
     };
     let keys = all.len() - 1;
-    let chunks: Vec<Vec<Variant>> = all.chunks(all.len().div_ceil(3)).map(<[_]>::to_vec).collect();
+    let chunks: Vec<Vec<Variant>> = all
+        .chunks(all.len().div_ceil(3))
+        .map(<[_]>::to_vec)
+        .collect();
     let counts: Vec<(usize, usize)> = std::thread::scope(|s| {
         let handles: Vec<_> = chunks
             .iter()

@@ -409,11 +409,16 @@ fn tokens_origins_and_the_state_of_each_principal() {
 fn a_server_without_token_options_makes_one_and_requires_it() {
     use std::os::unix::fs::PermissionsExt;
     let project = Project::new(&["notes.txt = alpha\\n"]);
-    let server =
-        HttpServer::start_with_generated_token(&project, &["--mode", "bypassPermissions"]);
-    let (token, path) = server.token.clone().expect("the address line names the token file");
+    let server = HttpServer::start_with_generated_token(&project, &["--mode", "bypassPermissions"]);
+    let (token, path) = server
+        .token
+        .clone()
+        .expect("the address line names the token file");
     assert_eq!(path, project.home().join("serve-token"));
-    let mode = std::fs::metadata(&path).expect("token file").permissions().mode();
+    let mode = std::fs::metadata(&path)
+        .expect("token file")
+        .permissions()
+        .mode();
     assert_eq!(mode & 0o777, 0o600);
     assert_eq!(token.len(), 64);
     let written = project.root().join("written.txt");
@@ -428,7 +433,12 @@ fn a_server_without_token_options_makes_one_and_requires_it() {
     ];
     let wrong = "0".repeat(64);
     let mut refused = 0;
-    for bad in [None, Some(wrong.as_str()), Some(&token[..32]), Some("Bearer")] {
+    for bad in [
+        None,
+        Some(wrong.as_str()),
+        Some(&token[..32]),
+        Some("Bearer"),
+    ] {
         for (tool, args) in &calls {
             let (headers, body) = modern(
                 1,
@@ -450,7 +460,14 @@ fn a_server_without_token_options_makes_one_and_requires_it() {
     eprintln!("requests without the generated token refused: {refused}");
     // With the token, the call runs.
     let mut conn = Conn::open(server.authority());
-    let answer = call(&mut conn, 2, "Write", calls[0].1.clone(), Some(&token), None);
+    let answer = call(
+        &mut conn,
+        2,
+        "Write",
+        calls[0].1.clone(),
+        Some(&token),
+        None,
+    );
     assert_eq!(answer["result"]["isError"], false, "{answer}");
     assert!(written.exists());
     assert!(legacy_session(&mut conn, Some(&token)).is_ok());
@@ -477,10 +494,24 @@ fn no_auth_serves_anonymously_with_a_warning() {
     assert!(!project.home().join("serve-token").exists());
     let mut conn = Conn::open(server.authority());
     let notes = project.root().join("notes.txt");
-    let answer = call(&mut conn, 1, "Read", json!({"file_path": notes}), None, None);
+    let answer = call(
+        &mut conn,
+        1,
+        "Read",
+        json!({"file_path": notes}),
+        None,
+        None,
+    );
     assert!(text(&answer).contains("alpha"), "{answer}");
     let run = project.run(
-        &["serve", "--http", "127.0.0.1:0", "--no-auth", "--token-env", "X"],
+        &[
+            "serve",
+            "--http",
+            "127.0.0.1:0",
+            "--no-auth",
+            "--token-env",
+            "X",
+        ],
         None,
     );
     run.assert_code(2);

@@ -115,7 +115,10 @@ fn have_bwrap() -> bool {
 fn assert_not_obeyed(scene: &Scene, out: &Output, marker: &Path) {
     let stdout = String::from_utf8_lossy(&out.stdout);
     let stderr = String::from_utf8_lossy(&out.stderr);
-    assert!(!marker.exists(), "the planted settings were obeyed: {stdout}\n{stderr}");
+    assert!(
+        !marker.exists(),
+        "the planted settings were obeyed: {stdout}\n{stderr}"
+    );
     assert!(
         !stdout.contains("bypassPermissions") || stdout.contains("denied"),
         "{stdout}"
@@ -163,11 +166,35 @@ fn a_state_directory_others_could_write_is_refused() {
         return;
     }
     let cases: [(&str, u32, u32, Option<u32>, &str); 5] = [
-        ("world-writable directory", 0o777, 0o644, None, "writable by"),
-        ("group-writable directory", 0o770, 0o644, None, "writable by its group"),
+        (
+            "world-writable directory",
+            0o777,
+            0o644,
+            None,
+            "writable by",
+        ),
+        (
+            "group-writable directory",
+            0o770,
+            0o644,
+            None,
+            "writable by its group",
+        ),
         ("world-writable settings", 0o700, 0o666, None, "writable by"),
-        ("group-writable settings", 0o700, 0o620, None, "writable by its group"),
-        ("another owner", 0o700, 0o644, Some(65534), "belongs to the account with uid 65534"),
+        (
+            "group-writable settings",
+            0o700,
+            0o620,
+            None,
+            "writable by its group",
+        ),
+        (
+            "another owner",
+            0o700,
+            0o644,
+            Some(65534),
+            "belongs to the account with uid 65534",
+        ),
     ];
     let mut refused = 0;
     for (what, dir_mode, file_mode, owner, needle) in cases {
