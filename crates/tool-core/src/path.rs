@@ -348,7 +348,7 @@ pub const HOME_CONFIG_DIRS: &[&str] = &[".config", ".local"];
 fn xdg_base_dirs() -> Vec<PathBuf> {
     XDG_BASE_VARIABLES
         .iter()
-        .filter_map(|v| std::env::var_os(v))
+        .filter_map(std::env::var_os)
         .map(PathBuf::from)
         .filter(|p| p.is_absolute())
         .map(|p| normalize(&p))
