@@ -109,21 +109,14 @@ fn have_bwrap() -> bool {
     test_support::peers::require("bubblewrap", test_support::peers::bwrap().is_some())
 }
 
-/// The binary's own view of the password database, for the checks below: the fake entry
-/// is what `getpwuid_r` reads inside bubblewrap.
+/// The planted settings were not obeyed: the command they would allow did not run.
 #[track_caller]
-fn assert_not_obeyed(scene: &Scene, out: &Output, marker: &Path) {
-    let stdout = String::from_utf8_lossy(&out.stdout);
-    let stderr = String::from_utf8_lossy(&out.stderr);
+fn assert_not_obeyed(out: &Output, marker: &Path) {
+    assert_eq!(out.status.code(), Some(1), "{out:?}");
     assert!(
         !marker.exists(),
-        "the planted settings were obeyed: {stdout}\n{stderr}"
+        "the planted settings were obeyed: {out:?}"
     );
-    assert!(
-        !stdout.contains("bypassPermissions") || stdout.contains("denied"),
-        "{stdout}"
-    );
-    let _ = scene;
 }
 
 #[test]
@@ -136,13 +129,9 @@ fn with_home_unset_the_account_home_is_used_and_the_shared_plant_ignored() {
         let marker = scene.root.join("escaped");
         // Bash and Write, which the planted settings allow in bypass mode without a sandbox.
         let bash = json!({"command": format!("touch '{}'", marker.display())}).to_string();
-        let out = scene.run(home, &["call", "Bash", &bash]);
-        assert_eq!(out.status.code(), Some(1), "{out:?}");
-        assert_not_obeyed(&scene, &out, &marker);
+        assert_not_obeyed(&scene.run(home, &["call", "Bash", &bash]), &marker);
         let write = json!({"file_path": marker, "content": "x"}).to_string();
-        let out = scene.run(home, &["call", "Write", &write]);
-        assert_eq!(out.status.code(), Some(1), "{out:?}");
-        assert_not_obeyed(&scene, &out, &marker);
+        assert_not_obeyed(&scene.run(home, &["call", "Write", &write]), &marker);
         // The state directory is the account's: approvals land there.
         std::fs::write(scene.project.join(".mcp.json"), r#"{"mcpServers":{}}"#).unwrap();
         let out = scene.run(home, &["trust", "--yes"]);
