@@ -70,7 +70,11 @@ impl Check {
 /// Runs every check and prints the report.
 pub async fn run(args: &SessionArgs, as_json: bool) -> Result<ExitCode> {
     let options = session_options(args)?;
-    let state_dir = options.state_dir.clone().unwrap_or_else(default_state_dir);
+    let state_dir = options
+        .state_dir
+        .clone()
+        .map_or_else(default_state_dir, Ok)
+        .map_err(session_error)?;
     // A missing --cwd is a usage error; a settings file that does not load is a finding.
     let session = match registry::build_context(&options) {
         Ok(ctx) => Ok(ctx),

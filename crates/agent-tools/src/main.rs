@@ -23,6 +23,8 @@ mod mcp_startup;
 mod mcp_wait;
 #[cfg(feature = "mcp")]
 mod serve;
+#[cfg(feature = "mcp")]
+mod serve_token;
 mod trust;
 
 use mcp_startup::McpManager;
@@ -141,6 +143,15 @@ enum Command {
         /// VAR (comma- or newline-separated; repeatable)
         #[arg(long = "token-env", value_name = "VAR", requires = "http")]
         token_envs: Vec<String>,
+        /// Serve without any token (with a warning): every account on the machine can then
+        /// use the server as you. Without this, --token-file or --token-env, a token is
+        /// generated in the state directory (serve-token, mode 0600) and required
+        #[arg(
+            long = "no-auth",
+            requires = "http",
+            conflicts_with_all = ["token_files", "token_envs"]
+        )]
+        no_auth: bool,
         /// The largest HTTP request body accepted, in bytes (default: 64 MiB)
         #[arg(long = "max-request-bytes", value_name = "N", requires = "http")]
         max_request_bytes: Option<usize>,
@@ -387,6 +398,7 @@ async fn run(cli: Cli) -> Result<ExitCode> {
             allowed_origins,
             token_files,
             token_envs,
+            no_auth,
             max_request_bytes,
             grace,
         } => {
@@ -398,6 +410,7 @@ async fn run(cli: Cli) -> Result<ExitCode> {
                     allowed_origins,
                     token_files,
                     token_envs,
+                    no_auth,
                     max_request_bytes,
                     grace,
                 };
@@ -411,6 +424,7 @@ async fn run(cli: Cli) -> Result<ExitCode> {
                     allowed_origins,
                     token_files,
                     token_envs,
+                    no_auth,
                     max_request_bytes,
                     grace,
                     options,

@@ -31,6 +31,8 @@ pub struct ServeArgs {
     pub token_files: Vec<PathBuf>,
     /// `--token-env VAR`
     pub token_envs: Vec<String>,
+    /// `--no-auth`: no token at all
+    pub no_auth: bool,
     /// `--max-request-bytes N`
     pub max_request_bytes: Option<usize>,
     /// `--grace SECONDS`
@@ -86,7 +88,26 @@ pub async fn serve(
         return Ok(ExitCode::SUCCESS);
     };
     let addr = parse_listen_addr(&addr).map_err(|e| crate::usage(e.to_string()))?;
-    let tokens = load_tokens(&args.token_files, &args.token_envs)?;
+    let mut tokens = load_tokens(&args.token_files, &args.token_envs)?;
+    // Without a token named, a generated one (see serve_token.rs), unless a person opts out.
+    // Listening beyond loopback, or for any host, still needs a token a person chose and
+    // handed out (the server refuses to start without one).
+    let local = addr.ip().is_loopback() && !args.allowed_hosts.iter().any(|h| h == "*");
+    let mut token_note = String::new();
+    if tokens.is_empty() && !args.no_auth && local {
+        let (secret, path) =
+            crate::serve_token::token(ctx.state_dir()).map_err(|e| crate::usage(e.to_string()))?;
+        tokens =
+            tokens_from_text(&secret, "the serve token", 1).map_err(|e| anyhow!(e.to_string()))?;
+        token_note = format!(
+            "; the token is in {} (clients send `Authorization: Bearer <token>`)",
+            path.display()
+        );
+    } else if args.no_auth {
+        eprintln!(
+            "agent-tools: warning: --no-auth: every account on this machine can use this server as you (read your files, run commands as you); use it only where no one else can connect"
+        );
+    }
     let mut http = HttpOptions::new(addr);
     http.allowed_hosts = args.allowed_hosts;
     http.allowed_origins = args.allowed_origins;
@@ -102,7 +123,7 @@ pub async fn serve(
         } else {
             ""
         };
-        eprintln!("agent-tools: serving MCP at http://{bound}/mcp{auth}");
+        eprintln!("agent-tools: serving MCP at http://{bound}/mcp{auth}{token_note}");
     })
     .await
     .map_err(|e| {

@@ -523,7 +523,7 @@ impl ToolContextBuilder {
 
     /// The state directory the session will use (see [`ToolContextBuilder::state_dir`]).
     pub fn state_dir_path(&self) -> PathBuf {
-        self.state_dir.clone().unwrap_or_else(default_state_dir)
+        self.state_dir.clone().unwrap_or_else(builder_state_dir)
     }
 
     /// The context.
@@ -558,7 +558,7 @@ impl ToolContextBuilder {
                 tasks: self.tasks,
                 services: self.services,
                 ledger: ReadLedger::new(),
-                state_dir: self.state_dir.unwrap_or_else(default_state_dir),
+                state_dir: self.state_dir.unwrap_or_else(builder_state_dir),
                 call_timeout: self.call_timeout,
                 pending_events: Mutex::new(VecDeque::new()),
             }),
@@ -577,16 +577,27 @@ fn default_session_id() -> String {
     format!("s{}-{:x}", std::process::id(), nanos & 0xffff_ffff)
 }
 
-/// The state directory: `AGENT_TOOLS_HOME`, else `~/.agent-tools`, else a folder in the
-/// system temporary directory.
-pub fn default_state_dir() -> PathBuf {
+/// The state directory: `AGENT_TOOLS_HOME`, else `.agent-tools` in the home directory
+/// (`HOME`, else the account's home from the password database). There is no shared
+/// fallback: without either, an error says what to set.
+pub fn default_state_dir() -> Result<PathBuf, ToolError> {
     if let Some(dir) = std::env::var_os("AGENT_TOOLS_HOME").filter(|d| !d.is_empty()) {
-        return PathBuf::from(dir);
+        return Ok(PathBuf::from(dir));
     }
-    match path::home_dir() {
-        Some(home) => home.join(".agent-tools"),
-        None => std::env::temp_dir().join("agent-tools"),
-    }
+    path::home_dir()
+        .map(|home| home.join(".agent-tools"))
+        .ok_or_else(|| {
+            ToolError::fatal(
+                "no state directory: HOME is not set and this account has no home directory in the password database; set AGENT_TOOLS_HOME (or HOME) to a directory only you can write",
+            )
+        })
+}
+
+/// The state directory of a builder given none: [`default_state_dir`], else (no home at
+/// all) a directory under `/nonexistent`, which no account but root can create, so that
+/// nothing is read from or written to a shared place.
+fn builder_state_dir() -> PathBuf {
+    default_state_dir().unwrap_or_else(|_| PathBuf::from("/nonexistent/.agent-tools"))
 }
 
 impl ToolContext {

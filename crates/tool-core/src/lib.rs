@@ -87,12 +87,16 @@ mod budget;
 mod context;
 mod error;
 mod exec;
+#[cfg(unix)]
+mod git;
 mod input;
 mod ledger;
 mod managers;
 pub mod path;
 mod pattern;
 mod permission;
+#[cfg(unix)]
+mod private;
 #[cfg(unix)]
 mod process_group;
 mod question;
@@ -116,6 +120,8 @@ pub use exec::{
     MAX_CONCURRENCY, PermissionAnswer, PermissionPrompter, PermissionRequest, ToolCall, ToolPool,
     declarations, error_result,
 };
+#[cfg(unix)]
+pub use git::{HardenedGit, linked_worktree, nested_repository};
 pub use input::{
     DUPLICATE_KEY_MARKER, duplicate_key, duplicate_keys, mark_duplicate_key, marked_duplicate_key,
     parse_input, parse_input_text,
@@ -130,6 +136,8 @@ pub use permission::{
     AllowHint, AskKind, Beneath, NeutralHint, PermissionDecision, PermissionEngine, PermissionMode,
     allow_hint, headless_denial,
 };
+#[cfg(unix)]
+pub use private::{check_private, check_state_dir};
 #[cfg(unix)]
 pub use process_group::ProcessGroup;
 pub use question::{LinePrompter, Question, QuestionAnswers, QuestionOption, QuestionPrompter};
@@ -147,8 +155,9 @@ pub use summariser::Summariser;
 pub use time::sleep_or_never;
 pub use tool::{ParsedInput, Tool, ToolCategory, ToolMeta, Typed, TypedTool, ValidationResult};
 pub use trust::{
-    Approval, FileReview, MCP_JSON, McpApproval, TRUST_FILE, TrustReport, TrustStore, Withheld,
-    is_person_only_setting, is_project_source, is_state_config, narrow, review_mcp_json,
+    Approval, FileReview, MCP_JSON, McpApproval, NamedByConfig, SCRIPT_EXTENSIONS, TRUST_FILE,
+    TrustReport, TrustStore, Withheld, is_person_only_setting, is_project_source, is_state_config,
+    layer_named_files, named_by_config, named_files, named_state, narrow, review_mcp_json,
     review_settings, sha256_hex, shell_quote,
 };
 

@@ -275,6 +275,47 @@ impl PermissionEngine {
             .cloned()
     }
 
+    /// Whether an Edit allow rule of a person (not a project file: user settings, a
+    /// `--settings` file, the command line, this session's answers, the host) names a path
+    /// in the protected home category `category`: its literal leading part lies within the
+    /// category, and it matches one of `variants`. A broad rule such as `Edit(~/**)` or
+    /// `Edit(//**)` does not name the category, so it does not count.
+    fn person_allows_in(
+        &self,
+        category: &Path,
+        variants: &[PathBuf],
+        is_dir: bool,
+        ctx: &ToolContext,
+    ) -> bool {
+        let Ok(rules) = self.rules.read() else {
+            return false;
+        };
+        let cwd = ctx.cwd();
+        let home = path::home_dir().unwrap_or_else(|| PathBuf::from("/"));
+        let category = path::canonicalize_lenient(category);
+        rules
+            .iter()
+            .filter(|r| {
+                r.behavior == RuleBehavior::Allow
+                    && r.rule.tool == "Edit"
+                    && !crate::is_project_source(r.source.kind)
+            })
+            .any(|r| {
+                let Some(content) = &r.rule.content else {
+                    return false;
+                };
+                let Ok(pattern) = PathPattern::parse(content, &r.source.root) else {
+                    return false;
+                };
+                pattern
+                    .literal_prefix(&cwd, &home)
+                    .is_some_and(|p| path::canonicalize_lenient(&p).starts_with(&category))
+                    && variants
+                        .iter()
+                        .any(|v| pattern.matches(v, is_dir, &cwd, &home, false))
+            })
+    }
+
     /// The first Read deny rule that may match a path beneath the directory `dir`, so that a
     /// command reading `dir` recursively could read a denied file (see
     /// [`PathPattern::may_match_beneath`]).
@@ -439,12 +480,32 @@ impl PermissionEngine {
                 "Plan mode is read-only: {shown} may not be written until the plan is approved. Write the plan to the plan file and call ExitPlanMode."
             ));
         }
+        let named = crate::named_by_config(ctx);
+        if let Some(config) = variants.iter().find_map(|v| named.named_by(v)) {
+            return PermissionDecision::deny(format!(
+                "{shown} is run by configuration a person approved ({} names it): no tool writes it, in any mode; a person changes it and approves the configuration again",
+                config.display()
+            ));
+        }
         if variants.iter().any(|v| path::is_protected(v))
             || crate::is_state_config(&canonical, ctx.state_dir())
         {
             return PermissionDecision::Ask {
                 reason: format!(
                     "{shown} is a protected path (version control internals, agent or editor settings, shell start-up files): writing it always needs explicit approval, even in bypassPermissions mode"
+                ),
+                suggestions: Vec::new(),
+                kind: AskKind::SafetyCheck,
+            };
+        }
+        if let Some(category) = home_category(&variants)
+            && !self.person_allows_in(&category, &variants, is_dir, ctx)
+        {
+            return PermissionDecision::Ask {
+                reason: format!(
+                    "{shown} is in {}, part of the home directory's configuration (its dot-files and dot-directories, ~/.config, ~/.local and the XDG base directories): writing there always needs explicit approval, even in bypassPermissions mode; a person's allow rule that names the path, such as Edit({}/**), allows it",
+                    category.display(),
+                    category.display()
                 ),
                 suggestions: Vec::new(),
                 kind: AskKind::SafetyCheck,
@@ -611,6 +672,18 @@ pub enum Beneath {
 
 /// The given path (normalised) and its canonical form, deduplicated, plus whether it is a
 /// directory.
+/// The protected category of the home directory (see [`path::protected_home_category`])
+/// that one of `variants` lies in, judged against the home directory as named and as
+/// resolved.
+fn home_category(variants: &[PathBuf]) -> Option<PathBuf> {
+    let home = path::home_dir()?;
+    let resolved = path::canonicalize_lenient(&home);
+    variants.iter().find_map(|v| {
+        path::protected_home_category(v, &home)
+            .or_else(|| path::protected_home_category(v, &resolved))
+    })
+}
+
 fn path_variants(target: &Path) -> (Vec<PathBuf>, PathBuf, bool) {
     let given = path::normalize(target);
     let canonical = path::canonicalize_lenient(&given);

@@ -327,7 +327,7 @@ impl TypedTool for Agent {
             Some(Isolation::Worktree) => {
                 let (cwd, name) = (ctx.cwd(), format!("agent-{}", safe_component(&agent_id)));
                 Some(
-                    create_worktree(&cwd, &name, "isolation: \"worktree\"")
+                    create_worktree(ctx.original_cwd(), &cwd, &name, "isolation: \"worktree\"")
                         .await
                         .map_err(ToolError::respond)?,
                 )

@@ -491,6 +491,7 @@ impl Server {
             "serve",
             "--http",
             "127.0.0.1:0",
+            "--no-auth",
             "--mode",
             "bypassPermissions",
         ]);
