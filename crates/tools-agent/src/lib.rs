@@ -101,6 +101,7 @@ mod catalog;
 mod frontmatter;
 mod inbox;
 mod plans;
+mod project;
 mod runs;
 mod store;
 #[cfg(feature = "v2-todo")]
@@ -168,9 +169,10 @@ pub use inbox::{InboxMessage, render_messages, take_inbox};
 pub use plan::{
     AllowedPrompt, AllowedPromptTool, ENTERED_PLAN_MODE, EnterPlanMode, EnterPlanModeInput,
     EnterPlanModeOutput, ExitPlanMode, ExitPlanModeInput, ExitPlanModeOutput, NOT_IN_PLAN_MODE,
-    PLAN_APPROVED, PLAN_MODE_IN_AGENT, PLAN_SUBMITTED,
+    PLAN_APPROVED, PLAN_MODE_IN_AGENT, PLAN_QUESTION_LINES, PLAN_SUBMITTED,
 };
 pub use plans::{PlanRequest, plan_file};
+pub use project::{PROJECT_PREFIX, review_project_definitions};
 pub use runner::{
     AgentOutcome, AgentRequest, AgentRunner, AgentSettings, NO_OUTPUT, subagent_context,
 };
