@@ -39,6 +39,8 @@ pub(crate) fn preview(text: &str) -> String {
 /// An MCP server's tool in the pool.
 pub(crate) struct McpTool {
     server: Arc<ServerConn>,
+    /// The server's part of the pool name (sanitised), which `mcp__<server>` rules match
+    server_part: String,
     remote: String,
     name: String,
     description: String,
@@ -81,6 +83,7 @@ impl McpTool {
             .unwrap_or(false);
         McpTool {
             offered: decl.clone(),
+            server_part: crate::naming::sanitize(server.name()),
             server,
             remote: decl.name.to_string(),
             name,
@@ -252,6 +255,9 @@ impl Tool for McpTool {
     fn category(&self) -> ToolCategory {
         ToolCategory::Mcp
     }
+    fn mcp_server(&self) -> Option<&str> {
+        Some(&self.server_part)
+    }
     fn is_deferred(&self) -> bool {
         self.deferred
     }
@@ -379,6 +385,7 @@ mod tests {
             },
             startup_timeout: Duration::from_secs(1),
             call_timeout: Duration::from_secs(1),
+            max_message_bytes: crate::config::DEFAULT_MAX_MESSAGE_BYTES,
         };
         ServerConn::new(config, Arc::new(Shared::new(state, state, &[])))
     }
