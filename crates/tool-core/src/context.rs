@@ -574,9 +574,7 @@ impl ToolContextBuilder {
         }
         let id = self.session_id.unwrap_or_else(default_session_id);
         let state_dir = self.state_dir.unwrap_or_else(default_state_dir);
-        let private_state_dir = self
-            .private_state_dir
-            .unwrap_or_else(|| state_dir.clone());
+        let private_state_dir = self.private_state_dir.unwrap_or_else(|| state_dir.clone());
         ToolContext {
             session: Arc::new(Session {
                 id,

@@ -128,14 +128,13 @@ pub use managers::{
 };
 pub use pattern::{CommandPattern, DomainPattern, PathPattern, PathRoot, WildcardPart};
 pub use permission::{
-    AllowHint, AskKind, Beneath, NeutralHint, PRINCIPALS_DIR, PermissionDecision,
-    PermissionEngine, PermissionMode, allow_hint, headless_denial, is_own_plan_file,
-    own_plan_file,
+    AllowHint, AskKind, Beneath, NeutralHint, PRINCIPALS_DIR, PermissionDecision, PermissionEngine,
+    PermissionMode, allow_hint, headless_denial, is_own_plan_file, own_plan_file,
 };
 #[cfg(unix)]
 pub use process_group::ProcessGroup;
-pub use random::unguessable_id;
 pub use question::{LinePrompter, Question, QuestionAnswers, QuestionOption, QuestionPrompter};
+pub use random::unguessable_id;
 pub use result::{CallResult, ContentBlock, ToolResult};
 pub use rule::{
     LEGACY_TOOL_NAMES, PermissionRule, RuleBehavior, RuleSource, RuleSourceKind, SourcedRule,

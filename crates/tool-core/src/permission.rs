@@ -546,9 +546,20 @@ impl PermissionEngine {
         let name = tool.name();
         let decision = self.decide_inner(tool, input, ctx).await;
         match decision {
-            PermissionDecision::Ask { reason, .. } if ctx.refuses_asks() => {
+            PermissionDecision::Ask {
+                reason,
+                suggestions,
+                kind,
+            } if ctx.refuses_asks() => {
+                // Say what would allow it, as a refusal for want of a person does.
+                let hint = match (&kind, suggestions.first()) {
+                    (AskKind::Default | AskKind::Mode(_), Some(rule)) => {
+                        format!(" {}", allow_hint(ctx).how_to_allow(rule, &kind))
+                    }
+                    _ => String::new(),
+                };
                 PermissionDecision::deny(format!(
-                    "Permission to use {name} was denied because the permission mode is dontAsk (this session's or its caller's), which refuses anything no rule allows ({reason})"
+                    "Permission to use {name} was denied because the permission mode is dontAsk (this session's or its caller's), which refuses anything no rule allows ({reason}).{hint}"
                 ))
             }
             other => other,

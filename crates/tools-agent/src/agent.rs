@@ -10,8 +10,9 @@ use async_trait::async_trait;
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 use tool_core::{
-    CancellationToken, PermissionDecision, PermissionMode, PermissionRule, RuleBehavior, TaskKind, TaskRun, TaskSpec, Tool,
-    ToolCategory, ToolContext, ToolError, ToolMeta, ToolResult, TypedTool, ValidationResult,
+    CancellationToken, PermissionDecision, PermissionMode, PermissionRule, RuleBehavior, TaskKind,
+    TaskRun, TaskSpec, Tool, ToolCategory, ToolContext, ToolError, ToolMeta, ToolResult, TypedTool,
+    ValidationResult,
 };
 
 use crate::definitions::{builtin_agents, load_agents, tools_for_agent};
@@ -127,7 +128,6 @@ impl AgentMode {
         }
     }
 }
-
 
 /// Where a sub-agent works.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize, JsonSchema)]

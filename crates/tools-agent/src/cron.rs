@@ -23,8 +23,8 @@ use croner::Cron;
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 use tool_core::{
-    TrustStore, sha256_hex,
-    ToolCategory, ToolContext, ToolError, ToolMeta, ToolResult, TypedTool, ValidationResult,
+    ToolCategory, ToolContext, ToolError, ToolMeta, ToolResult, TrustStore, TypedTool,
+    ValidationResult, sha256_hex,
 };
 
 use crate::store::{read_json, write_atomic};
@@ -379,8 +379,11 @@ pub fn cron_scheduler(ctx: &ToolContext) -> Result<Arc<CronScheduler>, ToolError
                 .to_string_lossy()
                 .into_owned();
             let mut scheduler = CronScheduler::new(file)?;
-            scheduler.keep_approved =
-                Some((TrustStore::in_state_dir(ctx.state_dir()), root.clone(), name));
+            scheduler.keep_approved = Some((
+                TrustStore::in_state_dir(ctx.state_dir()),
+                root.clone(),
+                name,
+            ));
             return Ok(Arc::new(scheduler));
         }
         let approvals = crate::project::approvals(&root, ctx.state_dir());

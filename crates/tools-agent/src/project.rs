@@ -39,13 +39,7 @@ const SKILL_KEPT: &[&str] = &[
 ];
 
 /// Agent front-matter keys that describe the agent or narrow its tools, kept from any file.
-const AGENT_KEPT: &[&str] = &[
-    "name",
-    "description",
-    "tools",
-    "disallowedTools",
-    "color",
-];
+const AGENT_KEPT: &[&str] = &["name", "description", "tools", "disallowedTools", "color"];
 
 /// The kind of a project definition file.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -223,6 +217,7 @@ pub fn review_project_definitions(project: &Path, state_dir: &Path) -> Vec<FileR
             Ok(file) => {
                 review.sha256 = sha256_hex(&file.bytes);
                 review.status = file.status;
+                review.name = file.name;
                 let parsed = std::str::from_utf8(&file.bytes)
                     .map_err(|e| format!("not UTF-8 text: {e}"))
                     .and_then(frontmatter::parse);
@@ -310,12 +305,10 @@ mod tests {
         std::fs::create_dir_all(root.join(".agent-tools/agents")).unwrap();
         std::fs::write(root.join(".agent-tools/agents/a.md"), "x").unwrap();
         assert!(no_links_below(&root, &root.join(".agent-tools/agents/a.md")).is_ok());
-        std::os::unix::fs::symlink("/etc/hostname", root.join(".agent-tools/agents/b.md"))
-            .unwrap();
+        std::os::unix::fs::symlink("/etc/hostname", root.join(".agent-tools/agents/b.md")).unwrap();
         let err = no_links_below(&root, &root.join(".agent-tools/agents/b.md")).unwrap_err();
         assert!(err.contains("symbolic link"), "{err}");
-        std::os::unix::fs::symlink(root.join(".agent-tools/agents"), root.join("linked"))
-            .unwrap();
+        std::os::unix::fs::symlink(root.join(".agent-tools/agents"), root.join("linked")).unwrap();
         assert!(no_links_below(&root, &root.join("linked/a.md")).is_err());
     }
 

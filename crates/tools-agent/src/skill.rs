@@ -332,10 +332,8 @@ impl TypedTool for Skill {
                 }
                 RuleBehavior::Allow => PermissionDecision::Allow,
                 RuleBehavior::Ask => PermissionDecision::ask(
-                    find(ctx, &name).map_or_else(
-                        || format!("Execute skill: {name}"),
-                        |s| grant_question(&s),
-                    ),
+                    find(ctx, &name)
+                        .map_or_else(|| format!("Execute skill: {name}"), |s| grant_question(&s)),
                     None,
                 ),
             };

@@ -121,7 +121,9 @@ fn real_parent(repo: &Path, name: &str) -> Result<PathBuf, String> {
     let mut dir = repo.clone();
     for part in parts {
         if part.is_empty() || part == "." || part == ".." {
-            return Err(format!("the worktree name {name:?} has an empty, . or .. segment"));
+            return Err(format!(
+                "the worktree name {name:?} has an empty, . or .. segment"
+            ));
         }
         dir.push(part);
         loop {

@@ -402,7 +402,12 @@ mod tests {
         assert_eq!(got.len(), 2);
         let error: serde_json::Value = serde_json::from_str(&got[1]).unwrap();
         assert_eq!(error["id"], 3);
-        assert!(error["error"]["message"].as_str().unwrap().contains("20 levels"));
+        assert!(
+            error["error"]["message"]
+                .as_str()
+                .unwrap()
+                .contains("20 levels")
+        );
         // At the limit it passes.
         let at = format!(
             "{{\"id\":4,\"result\":{}{}}}\n",

@@ -44,8 +44,7 @@ const DEFAULT_HANDLE: &str = "default";
 /// Builds the context of a new session (a legacy MCP session, a principal's default
 /// context, or a minted one) for a principal: a host gives each its own private state
 /// directory ([`Principal::state_dir_name`], under `<state>/principals/`).
-pub type SessionFactory =
-    Arc<dyn Fn(&Principal) -> Result<ToolContext, ToolError> + Send + Sync>;
+pub type SessionFactory = Arc<dyn Fn(&Principal) -> Result<ToolContext, ToolError> + Send + Sync>;
 
 /// One context kept for protocol 2026-07-28 requests.
 struct Slot {

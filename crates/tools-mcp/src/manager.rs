@@ -380,7 +380,12 @@ mod tests {
             call_timeout: Duration::from_secs(1),
             max_message_bytes: crate::config::DEFAULT_MAX_MESSAGE_BYTES,
         };
-        let mut config = McpConfig::from(vec![server("a"), server("a__b"), server("a_b"), server("b")]);
+        let mut config = McpConfig::from(vec![
+            server("a"),
+            server("a__b"),
+            server("a_b"),
+            server("b"),
+        ]);
         refuse_ambiguous(&mut config);
         let kept: Vec<&str> = config.servers.iter().map(|s| s.name.as_str()).collect();
         assert_eq!(kept, ["a", "a_b", "b"]);

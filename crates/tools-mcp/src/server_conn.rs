@@ -375,8 +375,7 @@ impl ClientHandler for Handler {
         tokio::spawn(async move {
             loop {
                 let listed =
-                    tokio::time::timeout(conn.config.startup_timeout, peer.list_all_tools())
-                        .await;
+                    tokio::time::timeout(conn.config.startup_timeout, peer.list_all_tools()).await;
                 if let Ok(Ok(tools)) = listed {
                     conn.set_tools(tools);
                     conn.list_changes.fetch_add(1, Ordering::Relaxed);
@@ -799,8 +798,7 @@ impl ServerConn {
                     *spawned = Some(group);
                 }
                 let stderr = child.stderr.take();
-                let (Some(stdout), Some(stdin)) = (child.stdout.take(), child.stdin.take())
-                else {
+                let (Some(stdout), Some(stdin)) = (child.stdout.take(), child.stdin.take()) else {
                     self.kill_spawned();
                     return Err(format!("cannot start `{command}`: no pipes to it"));
                 };

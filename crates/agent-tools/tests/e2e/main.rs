@@ -8,13 +8,16 @@
 //! (`AGENT_TOOLS_HOME`, also used as `HOME`), so no test reads or writes the real home.
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
+mod agents;
 mod batch;
 mod call;
 mod cli;
 mod clients;
+mod definitions;
 mod doctor;
 mod events;
 mod lifecycle;
+mod mcp_limits;
 mod mcp_startup;
 mod permissions;
 mod profile_codex;
@@ -26,6 +29,7 @@ mod serve_deploy;
 mod serve_eras;
 mod serve_http;
 mod shell;
+mod state_tokens;
 mod trust;
 mod worktree;
 

@@ -84,19 +84,64 @@ async fn the_state_of_other_clients_is_off_limits_and_plans_are_per_session() {
     let not_own = "is not this session's plan file";
     // (write, path, mode, expected: "allow" or a part of the error)
     let cases: &[(bool, &str, PermissionMode, &str)] = &[
-        (false, "{state}/principals/mine/todos/s1.json", Default, "allow"),
-        (false, "{state}/principals/mine/plans/other.md", Default, "allow"),
-        (false, "{state}/principals/theirs/plans/s2.md", BypassPermissions, foreign),
-        (true, "{state}/principals/theirs/plans/s2.md", BypassPermissions, foreign),
+        (
+            false,
+            "{state}/principals/mine/todos/s1.json",
+            Default,
+            "allow",
+        ),
+        (
+            false,
+            "{state}/principals/mine/plans/other.md",
+            Default,
+            "allow",
+        ),
+        (
+            false,
+            "{state}/principals/theirs/plans/s2.md",
+            BypassPermissions,
+            foreign,
+        ),
+        (
+            true,
+            "{state}/principals/theirs/plans/s2.md",
+            BypassPermissions,
+            foreign,
+        ),
         (false, "{state}/principals/theirs", Default, foreign),
-        (false, "{state}/web-fetch/x", Default, "outside allowed working directories"),
+        (
+            false,
+            "{state}/web-fetch/x",
+            Default,
+            "outside allowed working directories",
+        ),
         (true, "{state}/principals/mine/plans/s1.md", Plan, "allow"),
-        (true, "{state}/principals/mine/plans/s1-agent-a1.md", Plan, "allow"),
+        (
+            true,
+            "{state}/principals/mine/plans/s1-agent-a1.md",
+            Plan,
+            "allow",
+        ),
         (true, "{state}/principals/mine/plans/s2.md", Plan, not_own),
-        (true, "{state}/principals/mine/plans/s2.md", BypassPermissions, not_own),
-        (true, "{state}/principals/mine/plans/s1x.md", AcceptEdits, not_own),
+        (
+            true,
+            "{state}/principals/mine/plans/s2.md",
+            BypassPermissions,
+            not_own,
+        ),
+        (
+            true,
+            "{state}/principals/mine/plans/s1x.md",
+            AcceptEdits,
+            not_own,
+        ),
         (true, "{state}/plans/s1.md", BypassPermissions, not_own),
-        (true, "{state}/principals/mine/plans/sub/s1.md", BypassPermissions, not_own),
+        (
+            true,
+            "{state}/principals/mine/plans/sub/s1.md",
+            BypassPermissions,
+            not_own,
+        ),
     ];
     for (write, path, mode, expected) in cases {
         let got = files(*write, path, *mode).await;
@@ -202,6 +247,11 @@ async fn mcp_rules_match_by_server_boundary() {
         );
         let ctx = context(&dir, PermissionMode::Default, &[("allow", rule)]);
         let result = ToolPool::new(vec![tool]).call(name, json!({}), &ctx).await;
-        assert_eq!(!result.is_error, applies, "{rule} on {name}: {}", result.text());
+        assert_eq!(
+            !result.is_error,
+            applies,
+            "{rule} on {name}: {}",
+            result.text()
+        );
     }
 }

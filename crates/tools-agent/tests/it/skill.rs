@@ -122,7 +122,15 @@ async fn the_persons_skills_win_and_the_projects_keep_a_distinct_name() {
         .collect();
     assert_eq!(
         names,
-        ["notes", "pdf", "broken", "empty", "manual", "project:pdf", "release"]
+        [
+            "notes",
+            "pdf",
+            "broken",
+            "empty",
+            "manual",
+            "project:pdf",
+            "release"
+        ]
     );
     let listing = tools_agent::skill_listing(&ctx, 10_000);
     assert_eq!(

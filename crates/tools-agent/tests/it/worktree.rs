@@ -151,7 +151,10 @@ async fn links_and_files_in_the_way_of_worktrees_are_refused() {
     let cases: [(&str, &str); 5] = [
         (".agent-tools -> {out}", "is a symbolic link"),
         (".agent-tools/worktrees -> {out}", "is a symbolic link"),
-        (".agent-tools/worktrees/nested -> {out}", "is a symbolic link"),
+        (
+            ".agent-tools/worktrees/nested -> {out}",
+            "is a symbolic link",
+        ),
         (".agent-tools/worktrees = a file", "is in the way"),
         (".agent-tools = a file", "is in the way"),
     ];
@@ -169,7 +172,11 @@ async fn links_and_files_in_the_way_of_worktrees_are_refused() {
             None => std::fs::write(&at, "in the way").unwrap(),
         }
         let ctx = f.ctx();
-        let name = if path.ends_with("nested") { "nested/x" } else { "x" };
+        let name = if path.ends_with("nested") {
+            "nested/x"
+        } else {
+            "x"
+        };
         let r = call(&ctx, "EnterWorktree", json!({"name": name})).await;
         assert_error(&r, message);
         assert!(r.text().contains(&at.display().to_string()), "{}", r.text());
