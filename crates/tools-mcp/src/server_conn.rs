@@ -862,6 +862,10 @@ impl ServerConn {
                 if let Some(token) = bearer_token {
                     config = config.auth_header(token.clone());
                 }
+                // Held to the same cap as a stdio server's messages: a larger JSON body or
+                // SSE event is refused before it is read whole.
+                config.max_json_response_size = self.config.max_message_bytes;
+                config.max_sse_event_size = self.config.max_message_bytes;
                 // Small JSON-RPC messages on a kept-alive connection must not wait for
                 // Nagle's algorithm (reqwest's default, stated here because it matters).
                 let mut builder = reqwest::Client::builder().tcp_nodelay(true);
