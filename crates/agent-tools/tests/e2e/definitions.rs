@@ -390,3 +390,58 @@ fn durable_cron_jobs_wait_for_approval() {
     assert!(text(&after).contains("PLANTED JOB"), "{after}");
     eprintln!("cron variants: 2");
 }
+
+/// Over `serve`, the questions say what they grant: the Skill question lists the tools and
+/// that the grant lasts for the session, and ExitPlanMode's shows the plan — through
+/// elicitation on the legacy protocol and the input-required round trip on 2026-07-28.
+#[test]
+fn questions_over_serve_say_what_they_grant() {
+    let Some(peers) = test_support::peers::peer("py/mcp") else {
+        return;
+    };
+    for era in ["legacy", "auto"] {
+        let project = Project::new(&[]);
+        add_skill(
+            project.root(),
+            "zz",
+            "name: tidy\nallowed-tools: [Write, \"Bash(rm:*)\"]",
+            "Tidy up.",
+        );
+        project.trust();
+        let scenario = json!({
+            "transport": crate::serve::stdio(&project, &[]),
+            "mode": era,
+            "elicit": "decline",
+            "steps": [
+                {"op": "call", "tool": "Skill", "args": {"skill": "tidy"}},
+                {"op": "call", "tool": "EnterPlanMode", "args": {},
+                 "capture": {"name": "plan", "pattern": "plan file: (\\S+)"}},
+                {"op": "call", "tool": "Write", "args": {"file_path": "{plan}",
+                 "content": "1. Rename the module\n2. Fix the callers\n"}},
+                {"op": "call", "tool": "ExitPlanMode", "args": {}},
+            ],
+        });
+        let lines = crate::serve_eras::python(&peers, &project, &scenario);
+        assert_eq!(lines[0]["is_error"], true, "{era}: {lines:#?}");
+        assert_eq!(lines[2]["is_error"], false, "{era}: {lines:#?}");
+        let asked: Vec<&str> = lines[4]["elicited"]
+            .as_array()
+            .expect("elicited")
+            .iter()
+            .filter_map(Value::as_str)
+            .collect();
+        assert!(
+            asked.iter().any(|q| q.contains(
+                "grants these tools without asking, for the rest of this session: Write, Bash(rm:*)"
+            )),
+            "{era}: {asked:#?}"
+        );
+        assert!(
+            asked.iter().any(
+                |q| q.contains("Exit plan mode and start implementing this plan?")
+                    && q.contains("1. Rename the module\n2. Fix the callers")
+            ),
+            "{era}: {asked:#?}"
+        );
+    }
+}
