@@ -76,20 +76,16 @@ impl McpManager {
     /// never stop the others; servers the configuration skipped are listed with their
     /// problem.
     ///
-    /// The session `ctx` gives the project root (a stdio server's default directory), the
-    /// state directory (saved blobs) and the working directories, which servers get as MCP
-    /// roots. Needs a tokio runtime.
+    /// The session `ctx` gives the project root (a stdio server's default directory) and the
+    /// working directories, which servers get as MCP roots (saved blobs go to the private
+    /// state directory of the session that fetched them). Needs a tokio runtime.
     pub fn start(config: impl Into<McpConfig>, ctx: &ToolContext) -> Result<Arc<Self>, ToolError> {
         let runtime = tokio::runtime::Handle::try_current().map_err(|_| {
             ToolError::fatal("MCP servers can only be started inside a tokio runtime")
         })?;
         let mut config = config.into();
         refuse_ambiguous(&mut config);
-        let shared = Arc::new(Shared::new(
-            ctx.original_cwd(),
-            ctx.state_dir(),
-            &ctx.working_dirs(),
-        ));
+        let shared = Arc::new(Shared::new(ctx.original_cwd(), &ctx.working_dirs()));
         let servers: Vec<Arc<ServerConn>> = config
             .servers
             .into_iter()

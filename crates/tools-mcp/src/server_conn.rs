@@ -143,7 +143,6 @@ impl Default for Signals {
 #[derive(Debug, Default)]
 pub(crate) struct Shared {
     root: PathBuf,
-    state_dir: PathBuf,
     /// The session's working directories, as `roots/list` answers them: URI and name
     roots: Vec<(String, Option<String>)>,
     pub(crate) signals: Signals,
@@ -151,10 +150,9 @@ pub(crate) struct Shared {
 }
 
 impl Shared {
-    pub(crate) fn new(root: &Path, state_dir: &Path, working_dirs: &[PathBuf]) -> Self {
+    pub(crate) fn new(root: &Path, working_dirs: &[PathBuf]) -> Self {
         Shared {
             root: root.to_path_buf(),
-            state_dir: state_dir.to_path_buf(),
             roots: roots_of(working_dirs),
             ..Shared::default()
         }
@@ -571,10 +569,6 @@ impl ServerConn {
 
     pub(crate) fn name(&self) -> &str {
         &self.config.name
-    }
-
-    pub(crate) fn state_dir(&self) -> &Path {
-        &self.shared.state_dir
     }
 
     /// Whether the first connection attempt is still under way.
