@@ -1044,10 +1044,20 @@ impl ServerConn {
             other => {
                 let lost = self.lost.lock().ok().and_then(|mut l| l.take());
                 self.disconnect().await;
+                let limit = self.config.max_message_bytes;
+                let http = matches!(self.config.transport, Transport::Http { .. });
                 let what = match lost {
                     Some(message) => {
                         format!("it answered with an error that names no request: \"{message}\"")
                     }
+                    // rmcp refuses a JSON body over the limit before reading it whole.
+                    None if other.to_string().contains("exceeded the maximum size") => format!(
+                        "it sent a message larger than {limit} bytes, its limit (maxMessageBytes in .mcp.json, or MCP_MAX_MESSAGE_BYTES); the message was dropped without being read whole"
+                    ),
+                    // An SSE event over the limit ends the stream the same way.
+                    None if http => format!(
+                        "{other}; it may have crashed, or sent an event larger than {limit} bytes, its limit (maxMessageBytes in .mcp.json, or MCP_MAX_MESSAGE_BYTES)"
+                    ),
                     None => format!("{other}; it may have crashed"),
                 };
                 ToolError::fatal(format!(

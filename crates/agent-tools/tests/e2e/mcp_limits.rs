@@ -325,3 +325,97 @@ fn list_changed_notifications_are_coalesced() {
         "{listed} listings for 20000 notifications"
     );
 }
+
+/// A streamable HTTP MCP server (the Python SDK's) with a tool `big` returning `n` bytes of
+/// text, answering with JSON bodies or with SSE streams.
+const HTTP_SERVER: &str = r#"
+import sys
+import uvicorn
+from mcp.server.mcpserver import MCPServer
+server = MCPServer("big")
+@server.tool()
+def big(n: int) -> str:
+    return "x" * n
+kwargs = {"json_response": True} if sys.argv[2] == "json" else {}
+app = server.streamable_http_app(host="127.0.0.1", **kwargs)
+uvicorn.run(app, host="127.0.0.1", port=int(sys.argv[1]), log_level="warning")
+"#;
+
+/// The same cap holds for HTTP servers, whether they answer with a JSON body or an SSE
+/// event: within it the reply arrives, over it the call ends at once naming the limit.
+#[test]
+fn http_servers_are_held_to_the_same_cap() {
+    let Some(peers) = test_support::peers::peer("py/mcp") else {
+        return;
+    };
+    let project = Project::new(&[]);
+    let script = project.root().join("http_server.py");
+    std::fs::write(&script, HTTP_SERVER).expect("script");
+    let cap = 100_000_u64;
+    let mut servers = serde_json::Map::new();
+    let mut children = Vec::new();
+    for kind in ["json", "sse"] {
+        let port = std::net::TcpListener::bind("127.0.0.1:0")
+            .and_then(|l| l.local_addr())
+            .expect("a free port")
+            .port();
+        let child = Command::new("python3")
+            .arg(&script)
+            .arg(port.to_string())
+            .arg(kind)
+            .env("PYTHONPATH", peers.join("py"))
+            .stdout(Stdio::null())
+            .stderr(Stdio::null())
+            .spawn()
+            .expect("the HTTP server");
+        children.push(KillOnDrop(child));
+        let deadline = std::time::Instant::now() + std::time::Duration::from_secs(60);
+        while std::net::TcpStream::connect(("127.0.0.1", port)).is_err() {
+            assert!(
+                std::time::Instant::now() < deadline,
+                "the {kind} server never listened"
+            );
+            std::thread::sleep(std::time::Duration::from_millis(100));
+        }
+        servers.insert(
+            kind.to_owned(),
+            json!({"type": "http", "url": format!("http://127.0.0.1:{port}/mcp"),
+                "maxMessageBytes": cap}),
+        );
+    }
+    std::fs::write(
+        project.root().join(".mcp.json"),
+        json!({"mcpServers": servers}).to_string(),
+    )
+    .expect(".mcp.json");
+    project.trust();
+    for kind in ["json", "sse"] {
+        for (n, arrives) in [(1000, true), (cap * 3, false), (cap * 100, false)] {
+            let tool = format!("mcp__{kind}__big");
+            let input = json!({"n": n}).to_string();
+            let rule = format!("mcp__{kind}");
+            let line = project
+                .run(&["--allow", &rule, "call", &tool, &input], None)
+                .result();
+            assert_eq!(line["is_error"] == false, arrives, "{kind} {n}: {line}");
+            if !arrives {
+                let message = text(&line);
+                assert!(
+                    message.contains(&format!("MCP server \"{kind}\""))
+                        && message.contains(&format!("larger than {cap} bytes")),
+                    "{kind} {n}: {message}"
+                );
+            }
+        }
+    }
+}
+
+/// Kills a child process when the test ends, however it ends.
+struct KillOnDrop(std::process::Child);
+
+impl Drop for KillOnDrop {
+    fn drop(&mut self) {
+        let _ = self.0.kill();
+        let _ = self.0.wait();
+    }
+}
