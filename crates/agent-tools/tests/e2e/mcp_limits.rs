@@ -295,6 +295,7 @@ fn an_oversized_reply_is_never_held_whole() {
             text(&line).contains(&format!("larger than {limit} bytes")),
             "{line}"
         );
+        eprintln!("peak {peak_mib} MiB for a {bytes}-byte reply with a {limit}-byte cap");
         let bound = limit / (1 << 20) + 200;
         assert!(
             peak_mib < bound,
