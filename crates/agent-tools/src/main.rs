@@ -160,13 +160,16 @@ enum Command {
         #[arg(long, value_name = "SECONDS")]
         grace: Option<u64>,
     },
-    /// Review and approve the project's own settings and MCP servers
+    /// Review and approve the project's own settings, MCP servers, skills, agents and cron
+    /// jobs
     ///
-    /// The files are .agent-tools/settings.json, .agent-tools/settings.local.json and
-    /// .mcp.json. Until a person approves their exact content, sessions ignore what they
-    /// would widen (allow rules, wider modes, sandbox changes, programs to run, hosts to
-    /// contact) and start none of their servers; approvals are kept in the state directory
-    /// (trust.json), and a changed file needs approval again.
+    /// The files are .agent-tools/settings.json, .agent-tools/settings.local.json,
+    /// .mcp.json, .agent-tools/skills/*/SKILL.md, .agent-tools/agents/*.md and
+    /// .agent-tools/scheduled_tasks.json. Until a person approves their exact content,
+    /// sessions ignore what they would widen (allow rules, wider modes, sandbox changes,
+    /// programs to run, hosts to contact, a skill's allowed-tools and model, an agent's
+    /// permissionMode and model, scheduled jobs) and start none of their servers; approvals
+    /// are kept in the state directory (trust.json), and a changed file needs approval again.
     Trust {
         /// Approve without asking (for scripts)
         #[arg(long, conflicts_with_all = ["revoke", "show"])]
@@ -277,6 +280,7 @@ fn session_options(args: &SessionArgs) -> Result<SessionOptions> {
         settings_file: args.settings.clone(),
         state_dir: None,
         profile: args.profile,
+        private_state_dir: None,
     })
 }
 

@@ -59,7 +59,17 @@ pub async fn serve(
     // same services; the `.mcp.json` servers are shared, and ToolSearch sees the whole
     // pool as it is now.
     let catalog_pool = pool.clone();
-    let factory: SessionFactory = Arc::new(move || {
+    // The state directory the session was built with (the options' or the default one).
+    let state_dir = ctx.state_dir().to_path_buf();
+    let factory: SessionFactory = Arc::new(move |principal| {
+        // Each bearer token keeps its plans, todos, task lists, inboxes, transcripts and
+        // output in its own part of the state directory.
+        let options = SessionOptions {
+            private_state_dir: principal
+                .state_dir_name()
+                .map(|name| state_dir.join(tool_core::PRINCIPALS_DIR).join(name)),
+            ..options.clone()
+        };
         let ctx = build_context(&options)?;
         install_host_services(&ctx);
         crate::install_command_line_hint(&ctx);

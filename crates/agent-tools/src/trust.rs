@@ -85,7 +85,7 @@ fn print_review(out: &mut impl Write, report: &TrustReport) -> Result<()> {
     if report.files.is_empty() {
         writeln!(
             out,
-            "  no project files (.agent-tools/settings.json, .agent-tools/settings.local.json, .mcp.json)"
+            "  no project files (.agent-tools/settings.json, .agent-tools/settings.local.json, .mcp.json, .agent-tools/skills/*/SKILL.md, .agent-tools/agents/*.md, .agent-tools/scheduled_tasks.json)"
         )?;
     }
     for file in &report.files {

@@ -31,6 +31,9 @@ pub struct SessionOptions {
     pub state_dir: Option<PathBuf>,
     /// `--profile`; overrides the `toolProfile` setting
     pub profile: Option<Profile>,
+    /// Where the session keeps what is its own (default: the state directory); `serve`
+    /// gives each bearer token its own (see `ToolContextBuilder::private_state_dir`)
+    pub private_state_dir: Option<PathBuf>,
 }
 
 /// The settings files a session reads, lowest precedence first: user, project, local, and
@@ -150,6 +153,12 @@ fn load_layers(
             Err(e) => return Err(ToolError::io(&path, e)),
         }
     }
+    // Skills, agent definitions and durable cron jobs the project ships: each file's keys
+    // that widen a session wait for a person's approval like the settings' do.
+    #[cfg(feature = "agent")]
+    report
+        .files
+        .extend(tools_agent::review_project_definitions(cwd, state_dir));
     Ok((layers, report))
 }
 
@@ -354,6 +363,9 @@ pub fn build_context(options: &SessionOptions) -> Result<ToolContext, ToolError>
         .permissions(engine)
         .additional_dirs(additional.clone())
         .state_dir(state_dir.clone());
+    if let Some(dir) = &options.private_state_dir {
+        builder = builder.private_state_dir(dir);
+    }
     #[cfg(feature = "lsp")]
     {
         // Language servers: the defaults on PATH, then each settings file's `lsp` section.

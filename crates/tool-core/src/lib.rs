@@ -100,6 +100,7 @@ mod private;
 #[cfg(unix)]
 mod process_group;
 mod question;
+mod random;
 mod result;
 mod rule;
 mod schema;
@@ -133,14 +134,15 @@ pub use managers::{
 };
 pub use pattern::{CommandPattern, DomainPattern, PathPattern, PathRoot, WildcardPart};
 pub use permission::{
-    AllowHint, AskKind, Beneath, NeutralHint, PermissionDecision, PermissionEngine, PermissionMode,
-    allow_hint, headless_denial,
+    AllowHint, AskKind, Beneath, NeutralHint, PRINCIPALS_DIR, PermissionDecision, PermissionEngine,
+    PermissionMode, allow_hint, headless_denial, is_own_plan_file, own_plan_file,
 };
 #[cfg(unix)]
 pub use private::{check_private, check_state_dir};
 #[cfg(unix)]
 pub use process_group::ProcessGroup;
 pub use question::{LinePrompter, Question, QuestionAnswers, QuestionOption, QuestionPrompter};
+pub use random::unguessable_id;
 pub use result::{CallResult, ContentBlock, ToolResult};
 pub use rule::{
     LEGACY_TOOL_NAMES, PermissionRule, RuleBehavior, RuleSource, RuleSourceKind, SourcedRule,

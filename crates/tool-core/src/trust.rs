@@ -335,14 +335,9 @@ impl std::fmt::Display for Withheld {
     }
 }
 
-/// How much a mode allows without asking.
+/// How much a mode allows without asking ([`PermissionMode::rank`]).
 fn permissiveness(mode: PermissionMode) -> u8 {
-    match mode {
-        PermissionMode::Plan | PermissionMode::DontAsk => 0,
-        PermissionMode::Default => 1,
-        PermissionMode::AcceptEdits => 2,
-        PermissionMode::BypassPermissions => 3,
-    }
+    mode.rank()
 }
 
 /// The sandbox keys whose values can be ordered by strictness, and each value's rank (higher

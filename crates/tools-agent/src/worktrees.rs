@@ -76,8 +76,8 @@ pub(crate) async fn create_worktree(
     let common = git
         .text(&["rev-parse", "--path-format=absolute", "--git-common-dir"])
         .await?;
-    let path = repo.join(".agent-tools").join("worktrees").join(name);
-    if path.exists() {
+    let path = real_parent(&repo, name)?;
+    if std::fs::symlink_metadata(&path).is_ok() {
         return Err(format!(
             "{} already exists: choose another name, or remove it with `git worktree remove`",
             path.display()
@@ -86,23 +86,83 @@ pub(crate) async fn create_worktree(
     let shown = path.to_string_lossy().into_owned();
     git.text(&["worktree", "add", "-b", &branch, &shown, &base_commit])
         .await?;
-    let path = tool_core::path::canonicalize_lenient(&path);
-    let git_dir = linked_worktree(Path::new(&common), &path).ok_or_else(|| {
+    // Checked out where it was meant to go, through no link put there since.
+    let made = tool_core::path::canonicalize_lenient(&path);
+    if made != path {
+        return Err(format!(
+            "the worktree was created at {}, which resolves to {}: a link was put in its path; remove it (`git worktree remove`) and check {}",
+            path.display(),
+            made.display(),
+            repo.join(".agent-tools").display()
+        ));
+    }
+    let git_dir = linked_worktree(Path::new(&common), &made).ok_or_else(|| {
         format!(
             "git created the worktree {}, but its entry under {}/worktrees was not found: remove it with `git worktree remove --force {}`",
-            path.display(),
+            made.display(),
             common,
-            path.display()
+            made.display()
         )
     })?;
     Ok(ActiveWorktree {
-        path,
+        path: made,
         branch,
         repo,
         base_commit,
         original_cwd: cwd.to_path_buf(),
         git_dir,
     })
+}
+
+/// The directory a worktree `name` goes into, `<repo>/.agent-tools/worktrees/<name>`, with
+/// every directory above it made real: `.agent-tools` is repository content, so a committed
+/// link there (`.agent-tools/worktrees -> /elsewhere`) would check the repository out
+/// anywhere and move the session there. A link or a file in the way is refused, naming it;
+/// missing directories are created (never through a link).
+fn real_parent(repo: &Path, name: &str) -> Result<PathBuf, String> {
+    let repo = tool_core::path::canonicalize_lenient(repo);
+    let mut parts: Vec<&str> = vec![".agent-tools", "worktrees"];
+    let segments: Vec<&str> = name.split('/').collect();
+    let Some((last, above)) = segments.split_last() else {
+        return Err("the worktree name is empty".to_owned());
+    };
+    parts.extend(above.iter().copied());
+    let mut dir = repo.clone();
+    for part in parts {
+        if part.is_empty() || part == "." || part == ".." {
+            return Err(format!(
+                "the worktree name {name:?} has an empty, . or .. segment"
+            ));
+        }
+        dir.push(part);
+        loop {
+            match std::fs::symlink_metadata(&dir) {
+                Ok(meta) if meta.file_type().is_symlink() => {
+                    return Err(format!(
+                        "{} is a symbolic link: worktrees are created only under real directories of the repository; remove the link (it may be committed) and try again",
+                        dir.display()
+                    ));
+                }
+                Ok(meta) if !meta.is_dir() => {
+                    return Err(format!(
+                        "{} is in the way: it is a file, and worktrees go under it as a directory; move it away and try again",
+                        dir.display()
+                    ));
+                }
+                Ok(_) => break,
+                Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
+                    match std::fs::create_dir(&dir) {
+                        // Made here, or by someone else meanwhile: look again.
+                        Ok(()) => {}
+                        Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists => {}
+                        Err(e) => return Err(format!("cannot create {}: {e}", dir.display())),
+                    }
+                }
+                Err(e) => return Err(format!("{}: {e}", dir.display())),
+            }
+        }
+    }
+    Ok(dir.join(last))
 }
 
 /// Deletes a worktree and its branch.

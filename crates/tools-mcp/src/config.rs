@@ -30,6 +30,9 @@ use tool_core::{MCP_JSON, McpApproval, SettingsLayer, ToolContext, ToolError, Tr
 pub const DEFAULT_STARTUP_TIMEOUT: Duration = Duration::from_secs(30);
 /// How long one `tools/call` may take before it is cancelled (`MCP_TOOL_TIMEOUT`).
 pub const DEFAULT_CALL_TIMEOUT: Duration = Duration::from_secs(600);
+/// The largest message a server may send, in bytes (`MCP_MAX_MESSAGE_BYTES`, or a server's
+/// `maxMessageBytes`): 64 MiB.
+pub const DEFAULT_MAX_MESSAGE_BYTES: usize = 64 * 1024 * 1024;
 
 /// How a server is reached.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -69,6 +72,11 @@ pub struct ServerConfig {
     pub startup_timeout: Duration,
     /// Per-call limit
     pub call_timeout: Duration,
+    /// The largest message the server may send, in bytes (`maxMessageBytes`; default
+    /// `MCP_MAX_MESSAGE_BYTES`, else [`DEFAULT_MAX_MESSAGE_BYTES`]): a larger one ends the
+    /// call it answers with an error naming the server and the limit, and is never held in
+    /// memory whole
+    pub max_message_bytes: usize,
 }
 
 /// A server of `.mcp.json` that is not started because its entry has a problem.
@@ -133,6 +141,7 @@ struct RawServer {
     ca_cert_file: Option<String>,
     startup_timeout_ms: Option<u64>,
     tool_timeout_ms: Option<u64>,
+    max_message_bytes: Option<u64>,
 }
 
 /// Expands `${VAR}` and `${VAR:-default}` from `lookup`; an unset variable without a default
@@ -195,6 +204,11 @@ fn parse_servers(file: RawFile, root: &Path, lookup: &dyn Fn(&str) -> Option<Str
     let defaults = Defaults {
         startup: env_duration("MCP_TIMEOUT").unwrap_or(DEFAULT_STARTUP_TIMEOUT),
         call: env_duration("MCP_TOOL_TIMEOUT").unwrap_or(DEFAULT_CALL_TIMEOUT),
+        message_bytes: std::env::var("MCP_MAX_MESSAGE_BYTES")
+            .ok()
+            .and_then(|v| v.trim().parse::<usize>().ok())
+            .filter(|n| *n > 0)
+            .unwrap_or(DEFAULT_MAX_MESSAGE_BYTES),
     };
     let mut config = McpConfig::default();
     for (name, raw) in file.mcp_servers {
@@ -209,10 +223,12 @@ fn parse_servers(file: RawFile, root: &Path, lookup: &dyn Fn(&str) -> Option<Str
     config
 }
 
-/// The default limits, from `MCP_TIMEOUT` and `MCP_TOOL_TIMEOUT` or built in.
+/// The default limits, from `MCP_TIMEOUT`, `MCP_TOOL_TIMEOUT` and `MCP_MAX_MESSAGE_BYTES`
+/// or built in.
 struct Defaults {
     startup: Duration,
     call: Duration,
+    message_bytes: usize,
 }
 
 /// One server's entry, or what is wrong with it.
@@ -309,6 +325,11 @@ fn parse_server(
             .tool_timeout_ms
             .map(Duration::from_millis)
             .unwrap_or(defaults.call),
+        max_message_bytes: match raw.max_message_bytes {
+            Some(0) => return Err("maxMessageBytes must be at least 1".to_owned()),
+            Some(n) => usize::try_from(n).unwrap_or(usize::MAX),
+            None => defaults.message_bytes,
+        },
     })
 }
 

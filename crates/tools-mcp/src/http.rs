@@ -340,11 +340,11 @@ impl Gate {
                 .zip(digest.iter())
                 .fold(0u8, |acc, (a, b)| acc | (a ^ b));
             if std::hint::black_box(diff) == 0 {
-                found = Some(token.label.as_str());
+                found = Some(token);
             }
         }
         match found {
-            Some(label) => Ok(Principal::named(label)),
+            Some(token) => Ok(Principal::for_token(&token.label, &token.digest)),
             None => Err(
                 "the bearer token is not one this server accepts; send `Authorization: Bearer <token>` with a token the server was started with",
             ),

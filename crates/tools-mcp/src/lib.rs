@@ -59,6 +59,7 @@
 //! # }
 //! ```
 
+mod capped;
 mod config;
 mod contexts;
 mod http;
@@ -81,9 +82,10 @@ use std::sync::Arc;
 
 use tool_core::{Tool, ToolContext, ToolError, Typed};
 
+pub use capped::MAX_MESSAGE_DEPTH;
 pub use config::{
-    DEFAULT_CALL_TIMEOUT, DEFAULT_STARTUP_TIMEOUT, McpConfig, ServerConfig, SkippedServer,
-    Transport, expand, load_project_config, parse_config,
+    DEFAULT_CALL_TIMEOUT, DEFAULT_MAX_MESSAGE_BYTES, DEFAULT_STARTUP_TIMEOUT, McpConfig,
+    ServerConfig, SkippedServer, Transport, expand, load_project_config, parse_config,
 };
 pub use contexts::{CONTEXT_META_KEY, MAX_MINTED, MINTED_IDLE, SessionFactory};
 pub use http::{

@@ -270,12 +270,13 @@ impl PoolServer {
         self.pool()
     }
 
-    /// The context of this legacy session, made on first use.
-    fn session_ctx(&self) -> Result<ToolContext, ErrorData> {
+    /// The context of this legacy session, made on first use for the principal that opened
+    /// it.
+    fn session_ctx(&self, principal: &Principal) -> Result<ToolContext, ErrorData> {
         if let Some(ctx) = self.session.ctx.get() {
             return Ok(ctx.clone());
         }
-        let made = self.shared.contexts.session()?;
+        let made = self.shared.contexts.session(principal)?;
         match self.session.ctx.set(made.clone()) {
             Ok(()) => Ok(made),
             // Another request of the session made it first.
@@ -587,7 +588,7 @@ impl ServerHandler for PoolServer {
         context: RequestContext<RoleServer>,
     ) -> Result<InitializeResult, ErrorData> {
         context.peer.set_peer_info(request.clone());
-        let ctx = self.session_ctx()?;
+        let ctx = self.session_ctx(&principal_of(&context))?;
         install_client_services(&ctx, &request, &context);
         // The tool list the client is about to learn: changes from here on are announced
         // once it has sent `notifications/initialized`.
@@ -710,7 +711,7 @@ impl ServerHandler for PoolServer {
         if is_stateless(&context) {
             return self.call_stateless(&pool, request, input, &context).await;
         }
-        let ctx = self.session_ctx()?;
+        let ctx = self.session_ctx(&principal_of(&context))?;
         let call = ToolCall {
             tool: request.name.to_string(),
             input,

@@ -143,7 +143,6 @@ impl Default for Signals {
 #[derive(Debug, Default)]
 pub(crate) struct Shared {
     root: PathBuf,
-    state_dir: PathBuf,
     /// The session's working directories, as `roots/list` answers them: URI and name
     roots: Vec<(String, Option<String>)>,
     pub(crate) signals: Signals,
@@ -151,10 +150,9 @@ pub(crate) struct Shared {
 }
 
 impl Shared {
-    pub(crate) fn new(root: &Path, state_dir: &Path, working_dirs: &[PathBuf]) -> Self {
+    pub(crate) fn new(root: &Path, working_dirs: &[PathBuf]) -> Self {
         Shared {
             root: root.to_path_buf(),
-            state_dir: state_dir.to_path_buf(),
             roots: roots_of(working_dirs),
             ..Shared::default()
         }
@@ -272,6 +270,36 @@ impl<T: McpTransport<RoleClient>> McpTransport<RoleClient> for Watched<T> {
     }
 }
 
+/// A stdio server's connection: rmcp's line transport over [`crate::capped::Capped`], and
+/// the child (killed when this is dropped; its group is the connection's).
+struct StdioChild {
+    transport: rmcp::transport::async_rw::AsyncRwTransport<
+        RoleClient,
+        crate::capped::Capped<tokio::process::ChildStdout>,
+        tokio::process::ChildStdin,
+    >,
+    _child: tokio::process::Child,
+}
+
+impl McpTransport<RoleClient> for StdioChild {
+    type Error = std::io::Error;
+
+    fn send(
+        &mut self,
+        item: TxJsonRpcMessage<RoleClient>,
+    ) -> impl Future<Output = Result<(), Self::Error>> + Send + 'static {
+        self.transport.send(item)
+    }
+
+    fn receive(&mut self) -> impl Future<Output = Option<RxJsonRpcMessage<RoleClient>>> + Send {
+        self.transport.receive()
+    }
+
+    fn close(&mut self) -> impl Future<Output = Result<(), Self::Error>> + Send {
+        self.transport.close()
+    }
+}
+
 /// Receives the server's notifications.
 #[derive(Clone)]
 pub(crate) struct Handler {
@@ -325,20 +353,49 @@ impl ClientHandler for Handler {
         }
     }
 
+    /// Lists the tools again, coalescing: one listing in flight at a time, and the
+    /// notifications that arrive meanwhile answered together by one more listing after it
+    /// (a server that sends thousands costs two or three listings, not thousands).
     async fn on_tool_list_changed(&self, context: NotificationContext<RoleClient>) {
         let Some(conn) = self.conn.upgrade() else {
             return;
         };
+        if let Ok(mut state) = conn.refresh.lock() {
+            if state.in_flight {
+                state.queued += 1;
+                return;
+            }
+            state.in_flight = true;
+            state.covered = 1;
+        }
         let peer = context.peer.clone();
         // Listing is a request; run it outside the notification handler.
         tokio::spawn(async move {
-            let listed =
-                tokio::time::timeout(conn.config.startup_timeout, peer.list_all_tools()).await;
-            if let Ok(Ok(tools)) = listed {
-                conn.set_tools(tools);
-                conn.list_changes.fetch_add(1, Ordering::Relaxed);
+            loop {
+                let listed =
+                    tokio::time::timeout(conn.config.startup_timeout, peer.list_all_tools()).await;
+                if let Ok(Ok(tools)) = listed {
+                    conn.set_tools(tools);
+                    conn.list_changes.fetch_add(1, Ordering::Relaxed);
+                }
+                let (done, again) = match conn.refresh.lock() {
+                    Ok(mut state) => {
+                        let done = state.covered;
+                        if state.queued > 0 {
+                            state.covered = std::mem::take(&mut state.queued);
+                            (done, true)
+                        } else {
+                            *state = RefreshState::default();
+                            (done, false)
+                        }
+                    }
+                    Err(_) => (1, false),
+                };
+                conn.refresh_done(done);
+                if !again {
+                    return;
+                }
             }
-            conn.refresh_done();
         });
     }
 }
@@ -357,6 +414,17 @@ impl From<ToolError> for Failure {
     fn from(error: ToolError) -> Self {
         Failure::Error(error)
     }
+}
+
+/// The tool listings `tools/list_changed` notifications start: at most one in flight, and
+/// the notifications that arrived meanwhile (answered by one listing after it).
+#[derive(Debug, Default)]
+struct RefreshState {
+    in_flight: bool,
+    /// Notifications the listing in flight answers
+    covered: usize,
+    /// Notifications that arrived while it ran
+    queued: usize,
 }
 
 struct Connection {
@@ -394,6 +462,8 @@ pub(crate) struct ServerConn {
     pub(crate) list_changes: AtomicU64,
     /// `tools/list_changed` notifications received whose refresh has not finished
     pub(crate) refreshing: AtomicUsize,
+    /// The listing those notifications started, and how many wait for the next one
+    refresh: Mutex<RefreshState>,
     /// The message of an error naming no request, which ended the connection
     lost: Mutex<Option<String>>,
     has_resources: RwLock<bool>,
@@ -490,6 +560,7 @@ impl ServerConn {
             progress: Arc::new(Mutex::new(HashMap::new())),
             list_changes: AtomicU64::new(0),
             refreshing: AtomicUsize::new(0),
+            refresh: Mutex::new(RefreshState::default()),
             lost: Mutex::new(None),
             has_resources: RwLock::new(false),
             restart: AtomicBool::new(false),
@@ -498,10 +569,6 @@ impl ServerConn {
 
     pub(crate) fn name(&self) -> &str {
         &self.config.name
-    }
-
-    pub(crate) fn state_dir(&self) -> &Path {
-        &self.shared.state_dir
     }
 
     /// Whether the first connection attempt is still under way.
@@ -536,11 +603,14 @@ impl ServerConn {
         }
     }
 
-    /// A refresh announced by `tools/list_changed` has ended (with or without a new list).
-    fn refresh_done(&self) {
+    /// A refresh that answers `count` `tools/list_changed` notifications has ended (with or
+    /// without a new list).
+    fn refresh_done(&self, count: usize) {
         let _ = self
             .refreshing
-            .fetch_update(Ordering::SeqCst, Ordering::SeqCst, |n| n.checked_sub(1));
+            .fetch_update(Ordering::SeqCst, Ordering::SeqCst, |n| {
+                Some(n.saturating_sub(count))
+            });
         self.shared.signals.settled.notify_waiters();
     }
 
@@ -685,6 +755,9 @@ impl ServerConn {
         }
         // Refreshes of the old connection will never finish.
         self.refreshing.store(0, Ordering::SeqCst);
+        if let Ok(mut state) = self.refresh.lock() {
+            *state = RefreshState::default();
+        }
         if let Ok(mut lost) = self.lost.lock() {
             *lost = None;
         }
@@ -707,18 +780,32 @@ impl ServerConn {
                 cmd.args(args)
                     .env_clear()
                     .envs(minimal_env(env))
-                    .current_dir(cwd.as_deref().unwrap_or(&self.shared.root));
-                let mut wrap = process_wrap::tokio::CommandWrap::from(cmd);
-                wrap.wrap(process_wrap::tokio::ProcessGroup::leader());
-                let (process, stderr) = rmcp::transport::TokioChildProcess::builder(wrap)
-                    .stderr(Stdio::piped())
-                    .spawn()
+                    .current_dir(cwd.as_deref().unwrap_or(&self.shared.root))
+                    .stdin(Stdio::piped())
+                    .stdout(Stdio::piped())
+                    .stderr(Stdio::piped());
+                let (mut child, group) = ProcessGroup::spawn(&mut cmd)
                     .map_err(|e| format!("cannot start `{command}`: {e}"))?;
                 // Held here while the handshake runs, so a start-up that times out or is
                 // abandoned kills the group (`kill_spawned`).
                 if let Ok(mut spawned) = self.spawned.lock() {
-                    *spawned = process.id().and_then(ProcessGroup::adopt);
+                    *spawned = Some(group);
                 }
+                let stderr = child.stderr.take();
+                let (Some(stdout), Some(stdin)) = (child.stdout.take(), child.stdin.take()) else {
+                    self.kill_spawned();
+                    return Err(format!("cannot start `{command}`: no pipes to it"));
+                };
+                // Every message the server sends is held to its size and nesting limits.
+                let process = StdioChild {
+                    transport: crate::capped::stdio_transport(
+                        stdout,
+                        stdin,
+                        &self.config.name,
+                        self.config.max_message_bytes,
+                    ),
+                    _child: child,
+                };
                 if let Some(mut stderr) = stderr {
                     let tail = Arc::clone(&self.stderr);
                     tokio::spawn(async move {
@@ -769,6 +856,10 @@ impl ServerConn {
                 if let Some(token) = bearer_token {
                     config = config.auth_header(token.clone());
                 }
+                // Held to the same cap as a stdio server's messages: a larger JSON body or
+                // SSE event is refused before it is read whole.
+                config.max_json_response_size = self.config.max_message_bytes;
+                config.max_sse_event_size = self.config.max_message_bytes;
                 // Small JSON-RPC messages on a kept-alive connection must not wait for
                 // Nagle's algorithm (reqwest's default, stated here because it matters).
                 let mut builder = reqwest::Client::builder().tcp_nodelay(true);
@@ -953,10 +1044,20 @@ impl ServerConn {
             other => {
                 let lost = self.lost.lock().ok().and_then(|mut l| l.take());
                 self.disconnect().await;
+                let limit = self.config.max_message_bytes;
+                let http = matches!(self.config.transport, Transport::Http { .. });
                 let what = match lost {
                     Some(message) => {
                         format!("it answered with an error that names no request: \"{message}\"")
                     }
+                    // rmcp refuses a JSON body over the limit before reading it whole.
+                    None if other.to_string().contains("exceeded the maximum size") => format!(
+                        "it sent a message larger than {limit} bytes, its limit (maxMessageBytes in .mcp.json, or MCP_MAX_MESSAGE_BYTES); the message was dropped without being read whole"
+                    ),
+                    // An SSE event over the limit ends the stream the same way.
+                    None if http => format!(
+                        "{other}; it may have crashed, or sent an event larger than {limit} bytes, its limit (maxMessageBytes in .mcp.json, or MCP_MAX_MESSAGE_BYTES)"
+                    ),
                     None => format!("{other}; it may have crashed"),
                 };
                 ToolError::fatal(format!(

@@ -288,7 +288,8 @@ pub fn sandbox_supervisor_entry() -> Option<std::process::ExitCode> {
 /// Wires the shell into a session being built: the background task manager (Bash's
 /// `run_in_background`, Monitor, TaskOutput and TaskStop, and other crates' background
 /// work) for the builder's working directories and state directory, and the sandbox
-/// settings every command runs under. Call it after `additional_dirs` and `state_dir`.
+/// settings every command runs under. Call it after `additional_dirs`, `state_dir` and
+/// `private_state_dir` (task output goes to the private one).
 ///
 /// ```
 /// let dir = tempfile::tempdir()?;
@@ -302,7 +303,7 @@ pub fn install(
     sandbox: SandboxSettings,
 ) -> tool_core::ToolContextBuilder {
     let tasks = Arc::new(ShellTasks::new(
-        &builder.state_dir_path(),
+        &builder.private_state_dir_path(),
         sandbox.clone(),
         builder.working_dirs(),
     ));

@@ -9,15 +9,18 @@
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
 mod analysis;
+mod agents;
 mod batch;
 mod call;
 mod cli;
 mod clients;
 mod config_named;
+mod definitions;
 mod doctor;
 mod events;
 mod home_categories;
 mod lifecycle;
+mod mcp_limits;
 mod mcp_startup;
 mod permissions;
 mod planted_git;
@@ -31,6 +34,7 @@ mod serve_eras;
 mod serve_http;
 mod shell;
 mod state_home;
+mod state_tokens;
 mod trust;
 mod worktree;
 
