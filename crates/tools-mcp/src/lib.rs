@@ -61,16 +61,22 @@
 
 mod config;
 mod contexts;
+mod failure;
 mod http;
+mod legacy_sse;
 mod live;
+mod login;
 mod manager;
 mod mrtr;
 mod naming;
+mod oauth;
+mod oauth_store;
 mod principal;
 mod prompts;
 mod questions;
 mod random;
 mod reaper;
+mod relay;
 mod resources;
 mod server;
 mod server_conn;
@@ -82,21 +88,29 @@ use std::sync::Arc;
 use tool_core::{Tool, ToolContext, ToolError, Typed};
 
 pub use config::{
-    DEFAULT_CALL_TIMEOUT, DEFAULT_STARTUP_TIMEOUT, McpConfig, ServerConfig, SkippedServer,
-    Transport, expand, load_project_config, parse_config,
+    DEFAULT_CALL_TIMEOUT, DEFAULT_STARTUP_TIMEOUT, EnterpriseConfig, Grant, HttpKind, McpConfig,
+    OAuthConfig, Secret, ServerConfig, SkippedServer, Transport, expand, load_project_config,
+    parse_config,
 };
 pub use contexts::{CONTEXT_META_KEY, MAX_MINTED, MINTED_IDLE, SessionFactory};
 pub use http::{
     DEFAULT_GRACE, HttpOptions, MIN_TOKEN_LEN, Token, parse_listen_addr, serve_http,
     tokens_from_text,
 };
+pub use legacy_sse::LegacySseError;
 pub use live::LivePool;
+pub use login::{
+    AuthStatus, LOGIN_TIMEOUT, LoginOutcome, LoginPrompt, LogoutOutcome, auth_status, login,
+    logout, open_browser,
+};
 pub use manager::McpManager;
 pub use mrtr::{ROUND_TTL, UpfrontInput};
 pub use naming::{MAX_DESCRIPTION_CHARS, MAX_NAME_LEN, qualified_name};
+pub use oauth_store::TOKEN_DIR;
 pub use principal::Principal;
 pub use prompts::{ElicitationPrompter, SamplingSummariser};
 pub use questions::{ElicitQuestions, QuestionForm, question_hook};
+pub use relay::{ClientOffers, ClientRelay};
 pub use resources::{ListMcpResourcesTool, ReadMcpResourceTool};
 pub use server::{
     ClientHook, ClientHookFn, MAX_REQUEST_BYTES, StdioOptions, mcp_tool_list, serve_stdio,

@@ -49,11 +49,7 @@ impl McpManager {
             ToolError::fatal("MCP servers can only be started inside a tokio runtime")
         })?;
         let config = config.into();
-        let shared = Arc::new(Shared::new(
-            ctx.original_cwd(),
-            ctx.state_dir(),
-            &ctx.working_dirs(),
-        ));
+        let shared = Arc::new(Shared::of_session(ctx));
         let servers: Vec<Arc<ServerConn>> = config
             .servers
             .into_iter()

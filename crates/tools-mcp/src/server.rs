@@ -509,6 +509,14 @@ fn install_client_services(
             Arc::new(SamplingSummariser::new(context.peer.clone()));
         ctx.services().insert(summariser);
     }
+    // The questions and sampling requests of the upstream servers behind the pool, during
+    // this session's calls of their tools, go to this client.
+    let relay: Arc<dyn crate::relay::ClientRelay> = Arc::new(crate::prompts::PeerRelay {
+        peer: context.peer.clone(),
+        elicitation: request.capabilities.elicitation.is_some(),
+        sampling: request.capabilities.sampling.is_some(),
+    });
+    ctx.services().insert(relay);
     install_event_notifications(ctx, &context.peer);
     if let Some(hook) = ctx.services().get::<ClientHook>() {
         (hook.0)(ctx, &context.peer, &request.capabilities);
