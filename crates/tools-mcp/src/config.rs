@@ -672,12 +672,117 @@ mod tests {
             matches!(&servers[0].transport, Transport::Stdio { env, .. } if env["K"] == "127.0.0.1")
         );
         assert!(matches!(&servers[1].transport,
-            Transport::Http { url, bearer_token: Some(t), ca_cert_file: None, .. } if url == "http://127.0.0.1:9/mcp" && t == "s3cret"));
+            Transport::Http { url, bearer_token: Some(t), ca_cert_file: None, .. } if url == "http://127.0.0.1:9/mcp" && t.expose() == "s3cret"));
         let servers = good(
             r#"{"mcpServers": {"tls": {"url": "https://${HOST}/mcp", "caCertFile": "certs/ca.pem"}}}"#,
         );
         assert!(matches!(&servers[0].transport,
             Transport::Http { ca_cert_file: Some(p), .. } if p == Path::new("/p/certs/ca.pem")));
+    }
+
+    #[test]
+    fn legacy_sse_servers_parse_like_http_ones() {
+        let servers = good(
+            r#"{"mcpServers": {"old": {"type": "sse", "url": "http://${HOST}:3001/sse", "headers": {"X-A": "b"}}}}"#,
+        );
+        assert!(matches!(&servers[0].transport,
+            Transport::Http { url, kind: HttpKind::Sse, oauth: None, .. } if url == "http://127.0.0.1:3001/sse"));
+    }
+
+    #[test]
+    fn oauth_settings_are_checked_field_by_field() {
+        let oauth = |entry: &str| -> Result<OAuthConfig, String> {
+            let text = format!(
+                r#"{{"mcpServers": {{"s": {{"url": "https://h/mcp", "oauth": {entry}}}}}}}"#
+            );
+            let config = parse(&text).unwrap();
+            match (config.servers.first(), config.skipped.first()) {
+                (
+                    Some(ServerConfig {
+                        transport: Transport::Http { oauth: Some(o), .. },
+                        ..
+                    }),
+                    _,
+                ) => Ok(o.clone()),
+                (_, Some(skipped)) => Err(skipped.reason.clone()),
+                _ => Err("no oauth".to_owned()),
+            }
+        };
+        let full = oauth(
+            r#"{"clientId": "c", "clientSecret": "${TOKEN}", "scopes": ["a", "b"], "callbackPort": 8976}"#,
+        )
+        .unwrap();
+        assert_eq!(full.client_id.as_deref(), Some("c"));
+        assert_eq!(
+            full.client_secret.as_ref().map(Secret::expose),
+            Some("s3cret")
+        );
+        assert_eq!(full.scopes, ["a", "b"]);
+        assert_eq!(full.callback_port, Some(8976));
+        assert_eq!(full.grant, Grant::AuthorizationCode);
+        // The secret never shows in a debug print.
+        assert!(!format!("{full:?}").contains("s3cret"));
+        let machine = oauth(
+            r#"{"grant": "client_credentials", "clientId": "c", "privateKeyFile": "k.pem", "signingAlgorithm": "RS256"}"#,
+        )
+        .unwrap();
+        assert_eq!(
+            machine.grant,
+            Grant::ClientCredentials {
+                private_key: Some(PathBuf::from("/p/k.pem")),
+                algorithm: "RS256".into()
+            }
+        );
+        let check = |entry: &str, expected: &str| {
+            let err = oauth(entry).unwrap_err();
+            assert!(err.contains(expected), "{entry}: {err}");
+            assert!(err.starts_with("mcpServers.s: "), "{err}");
+        };
+        check(
+            r#"{"clientSecret": "x"}"#,
+            "oauth.clientSecret needs oauth.clientId",
+        );
+        check(
+            r#"{"clientMetadataUrl": "http://h/doc.json"}"#,
+            "must be an https URL with a path",
+        );
+        check(
+            r#"{"clientMetadataUrl": "https://h/"}"#,
+            "must be an https URL with a path",
+        );
+        check(r#"{"callbackPort": 0}"#, "between 1 and 65535");
+        check(r#"{"callbackPort": 70000}"#, "invalid value");
+        check(r#"{"scope": "a"}"#, "unknown field `scope`");
+        check(
+            r#"{"grant": "password"}"#,
+            "oauth.grant \"password\" is not supported",
+        );
+        check(r#"{"grant": "client_credentials"}"#, "needs oauth.clientId");
+        check(
+            r#"{"grant": "client_credentials", "clientId": "c"}"#,
+            "exactly one of oauth.clientSecret and oauth.privateKeyFile",
+        );
+        check(
+            r#"{"grant": "client_credentials", "clientId": "c", "clientSecret": "s", "privateKeyFile": "k"}"#,
+            "exactly one of",
+        );
+        check(
+            r#"{"grant": "client_credentials", "clientId": "c", "clientSecret": "s", "signingAlgorithm": "HS256"}"#,
+            "\"HS256\" is not supported",
+        );
+        check(
+            r#"{"privateKeyFile": "k"}"#,
+            "need \"grant\": \"client_credentials\"",
+        );
+        check(
+            r#"{"grant": "enterprise", "clientId": "c"}"#,
+            "needs oauth.idp",
+        );
+        check(
+            r#"{"grant": "enterprise", "clientId": "c", "idp": {"issuer": "i", "tokenEndpoint": "t", "clientId": "x", "idTokenEnv": "NOPE"}}"#,
+            "idTokenEnv names NOPE, which is not set",
+        );
+        check(r#"{"clientId": "${MY_API_KEY}"}"#, "MY_API_KEY is not set");
     }
 
     #[test]
@@ -709,9 +814,19 @@ mod tests {
         check(r#"{"args": "x", "command": "y"}"#, "invalid type");
         check(r#"{"type": "http"}"#, "needs \"url\"");
         check(r#"{"type": "ws", "url": "x"}"#, "\"ws\" is not supported");
+        check(r#"{"type": "sse"}"#, "needs \"url\"");
         check(
-            r#"{"type": "sse", "url": "http://127.0.0.1:1/sse"}"#,
-            "(\"type\": \"sse\") is not supported",
+            r#"{"url": "ftp://h/mcp"}"#,
+            "must start with http:// or https://",
+        );
+        check(r#"{"url": "not a url"}"#, "is not a URL");
+        check(
+            r#"{"command": "x", "oauth": {}}"#,
+            "\"oauth\" applies to http and sse servers only",
+        );
+        check(
+            r#"{"url": "http://h/mcp", "bearerTokenEnvVar": "TOKEN", "oauth": {}}"#,
+            "keep one",
         );
         check(
             r#"{"url": "x", "bearerTokenEnvVar": "MISSING"}"#,

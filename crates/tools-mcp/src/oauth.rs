@@ -400,12 +400,18 @@ fn signing_algorithm(name: &str) -> JwtSigningAlgorithm {
 }
 
 /// rmcp's streamable HTTP client over reqwest, with each request's bearer token from
-/// [`Tokens`]: refreshed before it expires, refreshed once more when the server rejects
-/// it, and the scopes of a `403 insufficient_scope` noted.
+/// [`Tokens`] (when the server has no fixed token): refreshed before it expires, refreshed
+/// once more when the server rejects it, and the scopes of a `403 insufficient_scope`
+/// noted.
+///
+/// It also says when the session's own `GET` stream has been opened (or refused): the
+/// connection waits for that before its first request, so a server that answers a request
+/// on the `GET` stream finds it open, in order, every time.
 #[derive(Clone)]
 pub(crate) struct AuthedHttp {
     pub(crate) inner: reqwest::Client,
-    pub(crate) tokens: Arc<Tokens>,
+    pub(crate) tokens: Option<Arc<Tokens>>,
+    pub(crate) stream_opened: Arc<tokio::sync::watch::Sender<bool>>,
 }
 
 type HttpResult<T> = Result<T, StreamableHttpError<reqwest::Error>>;
@@ -416,22 +422,25 @@ impl AuthedHttp {
         F: Fn(Option<String>) -> Fut,
         Fut: Future<Output = HttpResult<T>>,
     {
+        let Some(tokens) = &self.tokens else {
+            return call(given).await;
+        };
         let token = match given {
             Some(token) => Some(token),
-            None => self.tokens.bearer().await?,
+            None => tokens.bearer().await?,
         };
         match call(token.clone()).await {
             Err(StreamableHttpError::AuthRequired(challenge)) => {
                 let Some(sent) = token else {
                     return Err(StreamableHttpError::AuthRequired(challenge));
                 };
-                match self.tokens.rejected(&sent).await? {
+                match tokens.rejected(&sent).await? {
                     Some(fresh) if fresh != sent => call(Some(fresh)).await,
                     _ => Err(StreamableHttpError::AuthRequired(challenge)),
                 }
             }
             Err(StreamableHttpError::InsufficientScope(e)) => {
-                self.tokens.insufficient(&e.www_authenticate_header).await;
+                tokens.insufficient(&e.www_authenticate_header).await;
                 Err(StreamableHttpError::InsufficientScope(e))
             }
             other => other,
@@ -470,17 +479,34 @@ impl StreamableHttpClient for AuthedHttp {
         custom_headers: HashMap<HeaderName, HeaderValue>,
         limits: StreamableHttpResponseLimits,
     ) -> HttpResult<StreamableHttpPostResponse> {
-        self.with_token(auth_header, |token| {
-            self.inner.post_message_with_response_limits(
-                uri.clone(),
-                message.clone(),
-                session_id.clone(),
-                token,
-                custom_headers.clone(),
-                limits,
+        let initialize = matches!(
+            &message,
+            ClientJsonRpcMessage::Request(r)
+                if matches!(r.request, rmcp::model::ClientRequest::InitializeRequest(_))
+        );
+        let response = self
+            .with_token(auth_header, |token| {
+                self.inner.post_message_with_response_limits(
+                    uri.clone(),
+                    message.clone(),
+                    session_id.clone(),
+                    token,
+                    custom_headers.clone(),
+                    limits,
+                )
+            })
+            .await;
+        // Without a session there is no GET stream to wait for.
+        if initialize
+            && matches!(
+                &response,
+                Ok(StreamableHttpPostResponse::Json(_, None)
+                    | StreamableHttpPostResponse::Sse(_, None))
             )
-        })
-        .await
+        {
+            self.stream_opened.send_replace(true);
+        }
+        response
     }
 
     async fn delete_session(
@@ -529,17 +555,23 @@ impl StreamableHttpClient for AuthedHttp {
         custom_headers: HashMap<HeaderName, HeaderValue>,
         max_sse_event_size: usize,
     ) -> HttpResult<BoxStream<'static, Result<Sse, SseError>>> {
-        self.with_token(auth_header, |token| {
-            self.inner.get_stream_with_max_sse_event_size(
-                uri.clone(),
-                session_id.clone(),
-                last_event_id.clone(),
-                token,
-                custom_headers.clone(),
-                max_sse_event_size,
-            )
-        })
-        .await
+        let standalone = session_id.is_some() && last_event_id.is_none();
+        let opened = self
+            .with_token(auth_header, |token| {
+                self.inner.get_stream_with_max_sse_event_size(
+                    uri.clone(),
+                    session_id.clone(),
+                    last_event_id.clone(),
+                    token,
+                    custom_headers.clone(),
+                    max_sse_event_size,
+                )
+            })
+            .await;
+        if standalone {
+            self.stream_opened.send_replace(true);
+        }
+        opened
     }
 }
 

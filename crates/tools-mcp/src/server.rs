@@ -690,6 +690,19 @@ impl ServerHandler for PoolServer {
         Ok(ListToolsResult::with_all_items(tools.as_ref().clone()))
     }
 
+    async fn on_custom_request(
+        &self,
+        request: rmcp::model::CustomRequest,
+        _context: RequestContext<RoleServer>,
+    ) -> Result<rmcp::model::CustomResult, ErrorData> {
+        // JSON-RPC's "Method not found", naming the method.
+        Err(ErrorData::new(
+            rmcp::model::ErrorCode::METHOD_NOT_FOUND,
+            format!("Method not found: {}", request.method),
+            Some(serde_json::json!({"method": request.method})),
+        ))
+    }
+
     fn get_tool(&self, name: &str) -> Option<McpToolDecl> {
         self.catalog
             .borrow()

@@ -47,6 +47,9 @@ use crate::oauth::{AuthedHttp, Tokens};
 use crate::oauth_store::TokenStore;
 use crate::relay::{Callers, ClientOffers, Route};
 
+/// How long a new HTTP connection waits for its `GET` stream before its first request.
+const STREAM_WAIT: std::time::Duration = std::time::Duration::from_secs(1);
+
 /// At most this much of a server's stderr is kept (the tail).
 pub const STDERR_CAP: usize = 64 * 1024;
 
@@ -862,29 +865,28 @@ impl ServerConn {
                             StreamableHttpClientTransportConfig::with_uri(url.as_str())
                                 .custom_headers(custom)
                                 .reinit_on_expired_session(false);
-                        let service = match tokens {
-                            Some(tokens) => {
-                                let http = AuthedHttp {
-                                    inner: client,
-                                    tokens,
-                                };
-                                let transport = Watched::new(
-                                    StreamableHttpClientTransport::with_client(http, config),
-                                    self,
-                                );
-                                handler.serve(transport).await.map_err(problem)?
-                            }
-                            None => {
-                                if let Some(token) = bearer_token {
-                                    config = config.auth_header(token.expose().to_owned());
-                                }
-                                let transport = Watched::new(
-                                    StreamableHttpClientTransport::with_client(client, config),
-                                    self,
-                                );
-                                handler.serve(transport).await.map_err(problem)?
-                            }
+                        if let Some(token) = bearer_token {
+                            config = config.auth_header(token.expose().to_owned());
+                        }
+                        let (opened, mut stream_opened) = watch::channel(false);
+                        let http = AuthedHttp {
+                            inner: client,
+                            tokens,
+                            stream_opened: Arc::new(opened),
                         };
+                        let transport = Watched::new(
+                            StreamableHttpClientTransport::with_client(http, config),
+                            self,
+                        );
+                        let service = handler.serve(transport).await.map_err(problem)?;
+                        // rmcp opens the session's GET stream once the handshake is over;
+                        // the first request waits for it (a server may answer a request
+                        // there), a moment at most.
+                        let _ = tokio::time::timeout(
+                            STREAM_WAIT,
+                            stream_opened.wait_for(|opened| *opened),
+                        )
+                        .await;
                         (service, None)
                     }
                     HttpKind::Sse => {
