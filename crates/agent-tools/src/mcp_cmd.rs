@@ -33,7 +33,8 @@ pub async fn run(args: &SessionArgs, action: McpAction) -> Result<ExitCode> {
                 &prompt,
                 LOGIN_TIMEOUT,
             )
-            .await?;
+            .await
+            .map_err(failure)?;
             let expiry = match outcome.expires_in {
                 Some(secs) => format!("; the token expires in {}", minutes(secs)),
                 None => String::new(),
@@ -57,7 +58,7 @@ pub async fn run(args: &SessionArgs, action: McpAction) -> Result<ExitCode> {
         }
         McpAction::Logout { name } => {
             let server = find(&ctx, &name)?;
-            let outcome = logout(&server, ctx.state_dir()).await?;
+            let outcome = logout(&server, ctx.state_dir()).await.map_err(failure)?;
             let revoked = match outcome.revoked {
                 Some(Ok(())) => " and revoked them at the authorization server",
                 Some(Err(_)) => {
@@ -79,6 +80,16 @@ pub async fn run(args: &SessionArgs, action: McpAction) -> Result<ExitCode> {
             Ok(ExitCode::SUCCESS)
         }
         McpAction::Status { json } => status(&ctx, args.mcp_wait, json).await,
+    }
+}
+
+/// A login's failure: a mistake in what was asked (a server with no login) is a usage error
+/// (exit status 2), anything else a failure (1).
+fn failure(e: tool_core::ToolError) -> anyhow::Error {
+    if e.is_retryable() {
+        usage(e.to_string())
+    } else {
+        anyhow::anyhow!(e.to_string())
     }
 }
 

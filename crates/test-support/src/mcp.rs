@@ -36,6 +36,13 @@ pub fn oauth_server() -> PathBuf {
     script("oauth_server.py")
 }
 
+/// `elicit_server.py`: the Python SDK's MCPServer over stdio whose tools ask the client:
+/// `book(date)` elicits a form (integer, enum, boolean, with defaults), `summarize(text)`
+/// samples the client's model.
+pub fn elicit_server() -> PathBuf {
+    script("elicit_server.py")
+}
+
 /// `browser.py URL`: a headless browser for `$BROWSER`, which follows the authorization
 /// server's redirects back to a login's loopback address. Plain Python.
 pub fn browser() -> PathBuf {

@@ -6,16 +6,15 @@
 //! login asks for them too).
 //!
 //! Writes replace the file atomically; a refresh takes an exclusive `flock` on a lock file
-//! beside it, so two processes (a `serve` and a `call`) never spend the same refresh token
+//! beside it ([`TokenStore::lock`], held by the session's token source around rmcp's
+//! refresh), so two processes (a `serve` and a `call`) never spend the same refresh token
 //! twice. [`FileCredentials`] is rmcp's `CredentialStore` over one file.
 
 use std::io::Write;
 use std::os::unix::fs::{DirBuilderExt, OpenOptionsExt, PermissionsExt};
 use std::path::{Path, PathBuf};
 
-use rmcp::transport::auth::{
-    AuthError, AuthorizationMetadata, CredentialRefreshGuard, CredentialStore, StoredCredentials,
-};
+use rmcp::transport::auth::{AuthError, AuthorizationMetadata, CredentialStore, StoredCredentials};
 use serde::{Deserialize, Serialize};
 use sha2::{Digest, Sha256};
 
@@ -237,15 +236,6 @@ impl CredentialStore for FileCredentials {
             .update(|f| f.credentials = None)
             .map(drop)
             .map_err(store_error)
-    }
-
-    async fn acquire_refresh_guard(&self) -> Result<Option<CredentialRefreshGuard>, AuthError> {
-        let store = self.0.clone();
-        let lock = tokio::task::spawn_blocking(move || store.lock())
-            .await
-            .map_err(|e| store_error(e.to_string()))?
-            .map_err(store_error)?;
-        Ok(Some(CredentialRefreshGuard::new(lock)))
     }
 }
 

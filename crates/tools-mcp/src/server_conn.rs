@@ -926,11 +926,10 @@ impl ServerConn {
             .peer_info()
             .is_none_or(|i| i.capabilities.tools.is_some());
         let tools = if has_tools {
-            service
-                .peer()
-                .list_all_tools()
-                .await
-                .map_err(|e| format!("tools/list failed: {e}"))?
+            service.peer().list_all_tools().await.map_err(|e| {
+                crate::failure::request_problem(&self.config, &e)
+                    .unwrap_or_else(|| format!("tools/list failed: {e}"))
+            })?
         } else {
             Vec::new()
         };

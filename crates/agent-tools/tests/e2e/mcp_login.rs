@@ -42,7 +42,11 @@ impl OAuthServer {
         BufReader::new(child.stdout.take().expect("stdout"))
             .read_line(&mut line)
             .expect("read the port");
-        let port = line.trim().strip_prefix("PORT ").expect("PORT line").to_owned();
+        let port = line
+            .trim()
+            .strip_prefix("PORT ")
+            .expect("PORT line")
+            .to_owned();
         OAuthServer {
             child,
             base: format!("http://127.0.0.1:{port}"),
@@ -120,7 +124,8 @@ fn login_step_up_refresh_and_logout_against_a_local_authorization_server() {
     // Access tokens live 3 s: long enough for a call, short enough to expire in the test.
     let server = OAuthServer::start(3);
     let project = Project::new(&[]);
-    let mcp = json!({"mcpServers": {"remote": {"type": "http", "url": format!("{}/mcp", server.base)}}});
+    let mcp =
+        json!({"mcpServers": {"remote": {"type": "http", "url": format!("{}/mcp", server.base)}}});
     project.add(&format!(".mcp.json = {mcp}"));
     project.trust();
 
@@ -141,12 +146,18 @@ fn login_step_up_refresh_and_logout_against_a_local_authorization_server() {
     let login = run(&project, &["mcp", "login", "remote"]);
     login.assert_code(0);
     assert!(
-        login.stderr.contains("logged in to \"remote\" with scope \"read")
+        login
+            .stderr
+            .contains("logged in to \"remote\" with scope \"read")
             && login.stderr.contains("it lists 1 tools"),
         "{login:#?}"
     );
     let stats = server.stats();
-    assert_eq!(stats["authorizations"], json!([["read", "offline_access"]]), "{stats}");
+    assert_eq!(
+        stats["authorizations"],
+        json!([["read", "offline_access"]]),
+        "{stats}"
+    );
     assert!(
         stats["resources"]
             .as_array()
@@ -162,10 +173,12 @@ fn login_step_up_refresh_and_logout_against_a_local_authorization_server() {
         .filter(|p| p.extension().is_some_and(|e| e == "json"))
         .collect();
     assert_eq!(stored.len(), 1, "{stored:?}");
-    let mode = |p: &std::path::Path| std::fs::metadata(p).expect("stat").permissions().mode() & 0o777;
+    let mode =
+        |p: &std::path::Path| std::fs::metadata(p).expect("stat").permissions().mode() & 0o777;
     assert_eq!(mode(&stored[0]), 0o600);
     assert_eq!(mode(&project.home().join("mcp-oauth")), 0o700);
-    let file: Value = serde_json::from_slice(&std::fs::read(&stored[0]).expect("read")).expect("JSON");
+    let file: Value =
+        serde_json::from_slice(&std::fs::read(&stored[0]).expect("read")).expect("JSON");
     let access = file["credentials"]["token_response"]["access_token"]
         .as_str()
         .expect("an access token")
@@ -175,14 +188,18 @@ fn login_step_up_refresh_and_logout_against_a_local_authorization_server() {
         assert!(!output.contains(&access), "the token was printed");
     }
     assert!(
-        files(project.root()).iter().all(|p| !std::fs::read_to_string(p)
-            .unwrap_or_default()
-            .contains(&access)),
+        files(project.root())
+            .iter()
+            .all(|p| !std::fs::read_to_string(p)
+                .unwrap_or_default()
+                .contains(&access)),
         "a token is in the project"
     );
     let status = run(&project, &["mcp", "status"]);
     assert!(
-        status.stdout.contains("auth:       oauth: logged in; token expires in")
+        status
+            .stdout
+            .contains("auth:       oauth: logged in; token expires in")
             && status.stdout.contains("(refreshable)")
             && status.stdout.contains("connected (1 tools"),
         "{status:#?}"
@@ -227,19 +244,27 @@ fn login_step_up_refresh_and_logout_against_a_local_authorization_server() {
         "no refresh: {}",
         server.stats()
     );
-    assert_eq!(server.stats()["refused"], json!(0), "an expired token was sent");
+    assert_eq!(
+        server.stats()["refused"],
+        json!(0),
+        "an expired token was sent"
+    );
 
     // Logout forgets the tokens and revokes them.
     let logout = run(&project, &["mcp", "logout", "remote"]);
     logout.assert_code(0);
     assert!(
-        logout.stderr.contains("forgot the tokens of \"remote\" and revoked them"),
+        logout
+            .stderr
+            .contains("forgot the tokens of \"remote\" and revoked them"),
         "{logout:#?}"
     );
     assert_eq!(server.stats()["revoked"], json!(1));
-    assert!(files(&project.home().join("mcp-oauth"))
-        .iter()
-        .all(|p| p.extension().is_none_or(|e| e != "json")));
+    assert!(
+        files(&project.home().join("mcp-oauth"))
+            .iter()
+            .all(|p| p.extension().is_none_or(|e| e != "json"))
+    );
     let gone = call(&project);
     assert!(text(&gone.result()).contains("run: agent-tools mcp login remote"));
 }
@@ -271,7 +296,11 @@ fn login_refuses_what_it_cannot_log_in_to() {
     // Not approved yet: nothing is contacted.
     check("dead", 2, "is not approved");
     project.trust();
-    check("nope", 2, "no server \"nope\" in .mcp.json (it names: dead, local, machine, token)");
+    check(
+        "nope",
+        2,
+        "no server \"nope\" in .mcp.json (it names: dead, local, machine, token)",
+    );
     check("local", 2, "is a stdio server");
     check("token", 2, "gets its token from \"bearerTokenEnvVar\"");
     check("machine", 2, "uses a machine grant");
