@@ -26,6 +26,7 @@ mod race;
 mod serve;
 mod serve_deploy;
 mod serve_eras;
+mod serve_errors;
 mod serve_http;
 mod shell;
 mod trust;

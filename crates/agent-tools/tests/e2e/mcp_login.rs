@@ -141,6 +141,23 @@ fn login_step_up_refresh_and_logout_against_a_local_authorization_server() {
     );
     let status = run(&project, &["mcp", "status"]);
     assert!(status.stdout.contains("auth:       none"), "{status:#?}");
+    let remote = |doctor: &Run| {
+        let report: Value = serde_json::from_str(&doctor.stdout).expect("doctor JSON");
+        report["checks"]
+            .as_array()
+            .into_iter()
+            .flatten()
+            .find(|c| c["name"] == "mcp.remote")
+            .cloned()
+            .unwrap_or_default()
+    };
+    let doctor = run(&project, &["doctor", "--json"]);
+    let check = remote(&doctor);
+    assert_eq!(check["status"], "problem", "{doctor:#?}");
+    assert_eq!(
+        check["fix"], "run: agent-tools mcp login remote",
+        "{doctor:#?}"
+    );
 
     // The login: discovery from the 401, dynamic registration, PKCE, the browser.
     let login = run(&project, &["mcp", "login", "remote"]);
@@ -205,6 +222,16 @@ fn login_step_up_refresh_and_logout_against_a_local_authorization_server() {
         "{status:#?}"
     );
     assert!(!status.stdout.contains(&access));
+    let doctor = run(&project, &["doctor", "--json"]);
+    let check = remote(&doctor);
+    assert_eq!(check["status"], "ok", "{doctor:#?}");
+    assert!(
+        check["detail"]
+            .as_str()
+            .is_some_and(|d| d.contains("auth: oauth: logged in; token expires in")),
+        "{doctor:#?}"
+    );
+    assert!(!doctor.stdout.contains(&access));
 
     // The call needs scope write too: 403 insufficient_scope names it, and the next login
     // asks for it (a step-up).
