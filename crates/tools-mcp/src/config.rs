@@ -63,7 +63,7 @@ pub enum Transport {
         /// `caCertFile`: PEM certificates of extra authorities trusted for this server
         ca_cert_file: Option<PathBuf>,
         /// `oauth`: the client's identity at the server's authorization server
-        oauth: Option<OAuthConfig>,
+        oauth: Option<Box<OAuthConfig>>,
     },
 }
 
@@ -546,7 +546,7 @@ fn parse_server(
             }
             let oauth = raw
                 .oauth
-                .map(|o| parse_oauth(o, root, lookup))
+                .map(|o| parse_oauth(o, root, lookup).map(Box::new))
                 .transpose()?;
             if oauth.is_some() && bearer_token.is_some() {
                 return Err(
@@ -703,7 +703,7 @@ mod tests {
                         ..
                     }),
                     _,
-                ) => Ok(o.clone()),
+                ) => Ok(o.as_ref().clone()),
                 (_, Some(skipped)) => Err(skipped.reason.clone()),
                 _ => Err("no oauth".to_owned()),
             }

@@ -9,6 +9,21 @@ use rmcp::transport::streamable_http_client::StreamableHttpError;
 use crate::config::{Grant, HttpKind, ServerConfig, Transport};
 use crate::legacy_sse::LegacySseError;
 
+/// An error and its sources, "outer: inner: innermost" (TLS problems are in the sources).
+pub(crate) fn chain(error: &dyn std::error::Error) -> String {
+    let mut text = error.to_string();
+    let mut source = error.source();
+    while let Some(e) = source {
+        let next = e.to_string();
+        if !text.contains(&next) {
+            text.push_str(": ");
+            text.push_str(&next);
+        }
+        source = e.source();
+    }
+    text
+}
+
 /// How the server authenticates, for the fix a refusal needs.
 fn login_fix(server: &ServerConfig) -> String {
     match &server.transport {
@@ -96,13 +111,13 @@ fn streamable_problem(
             login_fix(server)
         ),
         StreamableHttpError::Auth(e) => format!("OAuth: {e}; {}", login_fix(server)),
-        StreamableHttpError::Client(e) => client_problem(server, &crate::server_conn::chain(e)),
+        StreamableHttpError::Client(e) => client_problem(server, &chain(e)),
         StreamableHttpError::HttpStatus(e) => client_problem(server, &format!("HTTP {}", e.status)),
         StreamableHttpError::UnexpectedContentType(content_type) => format!(
             "protocol: the server answered with content type {} where streamable HTTP sends JSON or an event stream; if it speaks the older HTTP+SSE transport, use \"type\": \"sse\"",
             content_type.as_deref().unwrap_or("(none)")
         ),
-        other => client_problem(server, &crate::server_conn::chain(other)),
+        other => client_problem(server, &chain(other)),
     }
 }
 
@@ -124,7 +139,7 @@ fn legacy_problem(server: &ServerConfig, error: &LegacySseError) -> String {
             },
             login_fix(server)
         ),
-        LegacySseError::Http(e) => client_problem(server, &crate::server_conn::chain(e)),
+        LegacySseError::Http(e) => client_problem(server, &chain(e)),
         other => client_problem(server, &other.to_string()),
     }
 }
@@ -151,7 +166,7 @@ pub(crate) fn handshake_problem(server: &ServerConfig, error: &ClientInitializeE
                 Some(problem) => problem,
                 None => format!(
                     "HTTP: {} (when it had to {context})",
-                    crate::server_conn::chain(error)
+                    chain(error)
                 ),
             }
         }
@@ -169,7 +184,7 @@ pub(crate) fn handshake_problem(server: &ServerConfig, error: &ClientInitializeE
         ClientInitializeError::ConnectionClosed(why) => {
             format!("protocol: the server closed the connection during the handshake ({why})")
         }
-        other => format!("protocol: {}", crate::server_conn::chain(other)),
+        other => format!("protocol: {}", chain(other)),
     }
 }
 

@@ -115,7 +115,7 @@ fn http_server(server: &ServerConfig) -> Result<HttpServer<'_>, ToolError> {
                     url,
                     kind: *kind,
                     headers,
-                    oauth: oauth.as_ref(),
+                    oauth: oauth.as_deref(),
                     ca_cert_file: ca_cert_file.as_deref(),
                 }),
             }
@@ -159,7 +159,7 @@ async fn probe(http: &reqwest::Client, server: &HttpServer<'_>) -> Result<Option
         request
     };
     let failure =
-        |e: reqwest::Error| format!("cannot reach the server: {}", crate::server_conn::chain(&e));
+        |e: reqwest::Error| format!("cannot reach the server: {}", crate::failure::chain(&e));
     if server.kind == HttpKind::Sse {
         let response = with_headers(http.get(server.url))
             .header(reqwest::header::ACCEPT, "text/event-stream")
@@ -417,7 +417,9 @@ async fn authorize(
         .await
         .map(|(id, _)| id)
         .map_err(|e| e.to_string())?;
-    prompt.show(session.get_authorization_url());
+    let authorization_url = session.get_authorization_url();
+    check_openable(authorization_url)?;
+    prompt.show(authorization_url);
     let redirected = tokio::time::timeout(timeout, async {
         tokio::select! {
             url = callback.wait() => url,
@@ -463,6 +465,28 @@ async fn authorize(
 
 fn callback_redirect(session: &AuthorizationSession) -> String {
     session.redirect_uri.clone()
+}
+
+/// The authorization URL goes to a browser, and comes from metadata the server chose: only
+/// `https` (or `http` to this machine) is opened, never a `file:`, `javascript:` or other
+/// URL a browser launcher would hand to another program.
+fn check_openable(url: &str) -> Result<(), String> {
+    let parsed = url::Url::parse(url)
+        .map_err(|e| format!("the authorization server's authorization URL is not a URL: {e}"))?;
+    let loopback = match parsed.host() {
+        Some(url::Host::Domain(host)) => host.eq_ignore_ascii_case("localhost"),
+        Some(url::Host::Ipv4(ip)) => ip.is_loopback(),
+        Some(url::Host::Ipv6(ip)) => ip.is_loopback(),
+        None => false,
+    };
+    match parsed.scheme() {
+        "https" if parsed.host().is_some() => Ok(()),
+        "http" if loopback => Ok(()),
+        _ => Err(format!(
+            "the authorization server's authorization URL must be https (or http to this machine), not {}: {url}",
+            parsed.scheme()
+        )),
+    }
 }
 
 /// Whether two URLs share scheme, host and port.
@@ -690,7 +714,7 @@ async fn revoke(http: &reqwest::Client, file: &TokenFile) -> Option<Result<(), S
     let outcome = match request.body(body).send().await {
         Ok(response) if response.status().is_success() => Ok(()),
         Ok(response) => Err(format!("{endpoint} answered HTTP {}", response.status())),
-        Err(e) => Err(format!("{endpoint}: {}", crate::server_conn::chain(&e))),
+        Err(e) => Err(format!("{endpoint}: {}", crate::failure::chain(&e))),
     };
     Some(outcome)
 }
@@ -872,6 +896,29 @@ mod tests {
         );
         check_err("http://localhost:1/callback?state=x", "missing code");
         check_err("not a url", "not the redirected URL");
+    }
+
+    #[test]
+    fn only_web_addresses_go_to_the_browser() {
+        for ok in [
+            "https://auth.example.com/authorize?x=1",
+            "http://127.0.0.1:8080/authorize",
+            "http://localhost/authorize",
+            "http://[::1]:1/a",
+        ] {
+            assert!(check_openable(ok).is_ok(), "{ok}");
+        }
+        for bad in [
+            "file:///home/me/Downloads/evil.desktop",
+            "javascript:alert(1)",
+            "data:text/html,<script>x</script>",
+            "http://auth.example.com/authorize",
+            "ftp://auth.example.com/a",
+            "vscode://extension/x",
+            "not a url",
+        ] {
+            assert!(check_openable(bad).is_err(), "{bad}");
+        }
     }
 
     #[test]

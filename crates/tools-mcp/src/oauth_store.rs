@@ -302,6 +302,30 @@ mod tests {
     }
 
     #[test]
+    fn a_token_directory_that_is_a_link_is_refused() {
+        let state = tempfile::tempdir().unwrap();
+        let elsewhere = tempfile::tempdir().unwrap();
+        std::os::unix::fs::symlink(elsewhere.path(), state.path().join(TOKEN_DIR)).unwrap();
+        let store = TokenStore::new(state.path(), "https://x/mcp");
+        let err = store.save(&TokenFile::default()).unwrap_err();
+        assert!(err.contains("not a directory"), "{err}");
+        assert_eq!(std::fs::read_dir(elsewhere.path()).unwrap().count(), 0);
+        // A link planted at the file's own name is replaced, its target untouched.
+        std::fs::remove_file(state.path().join(TOKEN_DIR)).unwrap();
+        store.dir().unwrap();
+        let target = elsewhere.path().join("target");
+        std::fs::write(&target, "keep").unwrap();
+        std::os::unix::fs::symlink(&target, store.path()).unwrap();
+        store.save(&TokenFile::default()).unwrap();
+        assert_eq!(std::fs::read_to_string(&target).unwrap(), "keep");
+        assert!(
+            !std::fs::symlink_metadata(store.path())
+                .unwrap()
+                .is_symlink()
+        );
+    }
+
+    #[test]
     fn a_broken_file_says_what_to_do() {
         let state = tempfile::tempdir().unwrap();
         let store = TokenStore::new(state.path(), "https://x/mcp");

@@ -395,7 +395,7 @@ pub(crate) async fn ask_person(
             multi_select: false,
         };
         let answers = prompter
-            .ask(&[confirm.clone()])
+            .ask(std::slice::from_ref(&confirm))
             .await
             .map_err(|e| ErrorData::internal_error(e.to_string(), None))?;
         return Ok(match answers {

@@ -42,6 +42,7 @@ use tokio_util::sync::CancellationToken;
 use tool_core::{ProcessGroup, Progress, ProgressSink, ToolContext, ToolError};
 
 use crate::config::{HttpKind, ServerConfig, Transport};
+use crate::failure::chain;
 use crate::legacy_sse::LegacySse;
 use crate::oauth::{AuthedHttp, Tokens};
 use crate::oauth_store::TokenStore;
@@ -495,21 +496,6 @@ impl std::fmt::Debug for ServerConn {
     }
 }
 
-/// An error and its sources, "outer: inner: innermost" (TLS problems are in the sources).
-pub(crate) fn chain(error: &dyn std::error::Error) -> String {
-    let mut text = error.to_string();
-    let mut source = error.source();
-    while let Some(e) = source {
-        let next = e.to_string();
-        if !text.contains(&next) {
-            text.push_str(": ");
-            text.push_str(&next);
-        }
-        source = e.source();
-    }
-    text
-}
-
 /// The certificates of a `caCertFile`.
 pub(crate) fn read_ca_certs(path: &Path) -> Result<Vec<reqwest::Certificate>, String> {
     let pem = std::fs::read(path)
@@ -837,7 +823,7 @@ impl ServerConn {
                     Arc::new(Tokens::new(
                         &self.config.name,
                         url,
-                        oauth.as_ref(),
+                        oauth.as_deref(),
                         TokenStore::new(&self.shared.state_dir, url),
                         ca_cert_file.is_some().then(|| client.clone()),
                     ))
