@@ -164,10 +164,7 @@ pub(crate) fn handshake_problem(server: &ServerConfig, error: &ClientInitializeE
         ClientInitializeError::TransportError { error, context } => {
             match transport_problem(server, error.error.as_ref()) {
                 Some(problem) => problem,
-                None => format!(
-                    "HTTP: {} (when it had to {context})",
-                    chain(error)
-                ),
+                None => format!("HTTP: {} (when it had to {context})", chain(error)),
             }
         }
         ClientInitializeError::NoCompatibleProtocolVersion {

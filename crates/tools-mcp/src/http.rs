@@ -7,7 +7,9 @@
 //! principal that opened the session (404, as for an unknown session); the body is at most
 //! the cap (413) and a JSON-RPC message the MCP layer can read ([`check_message`]: -32700,
 //! -32600, -32602). Each request carries its [`Principal`] to the handler. A `DELETE` of a
-//! session answers 204 No Content.
+//! session answers 204 No Content. Every refusal's body is a JSON-RPC error object (the MCP
+//! layer's plain-text 400, 404, 405, 406 and 415 are turned into ones: -32001 for 404,
+//! -32000 otherwise).
 //!
 //! Tokens are compared in constant time (SHA-256 digests, every token checked). Binding a
 //! non-loopback address needs at least one token. Every accepted connection has

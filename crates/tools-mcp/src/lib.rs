@@ -32,11 +32,27 @@
 //!
 //! `{"mcpServers": {NAME: SERVER}}` in the project root, where SERVER is
 //! `{"command", "args", "env", "cwd"}` for a stdio server or `{"type": "http", "url",
-//! "headers", "bearerTokenEnvVar", "caCertFile"}` for a streamable-HTTP one, plus
-//! `startupTimeoutMs` and `toolTimeoutMs` for either. Strings expand `${VAR}` and
-//! `${VAR:-default}`. An entry with a problem (an unset variable, an unknown `type`, the
-//! legacy `"type": "sse"`, which rmcp no longer speaks) is skipped with its reason
-//! ([`McpConfig::skipped`]) and the other servers start. An `https` server must have a certificate the system trusts, or one
+//! "headers", "bearerTokenEnvVar", "caCertFile", "oauth"}` for a streamable-HTTP one
+//! (`"type": "sse"` for the legacy HTTP+SSE transport), plus `startupTimeoutMs` and
+//! `toolTimeoutMs` for any. Strings expand `${VAR}` and `${VAR:-default}`. An entry with a
+//! problem (an unset variable, an unknown `type`) is skipped with its reason
+//! ([`McpConfig::skipped`]) and the other servers start.
+//!
+//! # Hosted servers
+//!
+//! An HTTP server that requires OAuth is logged in to once ([`login`], the binary's `mcp
+//! login`): discovery from its 401, a client identity ([`OAuthConfig`]: registered in
+//! advance, a client ID metadata document, or dynamic registration), the authorization code
+//! flow with PKCE through the person's browser ([`open_browser`], [`LoginPrompt`]), tokens
+//! stored per server URL under the state directory ([`TOKEN_DIR`], never in the project).
+//! Sessions refresh them by themselves; when no token can be had, a call's error says
+//! `run: agent-tools mcp login NAME`. [`logout`] forgets and revokes them; [`auth_status`]
+//! says how a server authenticates. A machine client (`"grant": "client_credentials"` or
+//! `"enterprise"`) gets its own tokens in each session.
+//!
+//! A server's questions (`elicitation/create`) go to the person behind the call that is
+//! running: the session's `QuestionPrompter`, or under the server adapter the MCP client
+//! ([`ClientRelay`]), which also gets `sampling/createMessage` ([`ClientOffers`]). An `https` server must have a certificate the system trusts, or one
 //! signed by the CA whose PEM file `caCertFile` names (trusted for that server only); a
 //! certificate that is not trusted is a connection error naming the server, the TLS problem
 //! and `caCertFile`. See [`parse_config`].
