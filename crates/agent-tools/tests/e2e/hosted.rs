@@ -163,3 +163,67 @@ fn an_upstream_question_is_answered_by_the_person_behind_serve() {
         "{lines:#?}"
     );
 }
+
+#[test]
+fn the_hosted_servers_example_of_the_docs_is_accepted() {
+    let doc = std::fs::read_to_string(
+        std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../../docs/clients.md"),
+    )
+    .expect("docs/clients.md");
+    let after = doc
+        .split("<!-- mcp-json: hosted -->")
+        .nth(1)
+        .expect("the marked example");
+    let block = after
+        .split("```json")
+        .nth(1)
+        .and_then(|b| b.split("```").next())
+        .expect("a json block");
+    let example: serde_json::Value = serde_json::from_str(block).expect("valid JSON");
+    let names: Vec<String> = example["mcpServers"]
+        .as_object()
+        .expect("mcpServers")
+        .keys()
+        .cloned()
+        .collect();
+    let project = Project::new(&[]);
+    project.add(&format!(".mcp.json = {example}"));
+    project.trust();
+    // The example's secret comes from the environment, as it says.
+    let output = std::process::Command::new(crate::binary())
+        .args([
+            "--cwd",
+            project.root_str(),
+            "--mcp-wait",
+            "1",
+            "mcp",
+            "status",
+            "--json",
+        ])
+        .env("AGENT_TOOLS_HOME", project.home())
+        .env("HOME", project.home())
+        .env("INTERNAL_MCP_SECRET", "from-the-environment")
+        .output()
+        .expect("mcp status");
+    let stdout = String::from_utf8_lossy(&output.stdout);
+    let lines: Vec<serde_json::Value> = stdout
+        .lines()
+        .map(|l| serde_json::from_str(l).expect("a JSON line"))
+        .collect();
+    assert_eq!(lines.len(), names.len(), "{stdout}");
+    for line in &lines {
+        // Every entry parsed: a transport and an address, nothing "not started".
+        assert!(
+            line["transport"].is_string() && line["transport"] != "",
+            "{line}"
+        );
+        assert!(
+            !line["state"].as_str().unwrap_or("").contains("not started"),
+            "{line}"
+        );
+    }
+    assert!(
+        !stdout.contains("from-the-environment"),
+        "a secret was printed"
+    );
+}
