@@ -150,6 +150,21 @@ fn an_upstream_question_is_answered_by_the_person_behind_serve() {
         "{lines:#?}"
     );
 
+    // A client that samples: the upstream server's request reaches its model.
+    let sampled = json!({
+        "transport": stdio(&project, &["--allow", "mcp__shop"]),
+        "mode": "legacy",
+        "sample": "three words only",
+        "steps": [{"op": "call", "tool": "mcp__shop__summarize", "args": {"text": "a long story"}}],
+    });
+    let lines = python(&peers, &project, &sampled);
+    assert_eq!(lines[0]["text"], "summary: three words only", "{lines:#?}");
+    assert_eq!(
+        lines[1]["elicited"],
+        json!(["sampled: a long story"]),
+        "{lines:#?}"
+    );
+
     // A person who declines: the upstream server hears it.
     let declined = json!({
         "transport": stdio(&project, &["--allow", "mcp__shop"]),

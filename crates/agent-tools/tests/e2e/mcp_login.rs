@@ -334,3 +334,79 @@ fn login_refuses_what_it_cannot_log_in_to() {
     check("dead", 1, "cannot reach the server");
     assert!(!project.home().join("mcp-oauth").exists());
 }
+
+#[test]
+fn login_without_a_browser_takes_the_pasted_address() {
+    use std::io::Write;
+    let server = OAuthServer::start(3600);
+    let project = Project::new(&[]);
+    let mcp =
+        json!({"mcpServers": {"remote": {"type": "http", "url": format!("{}/mcp", server.base)}}});
+    project.add(&format!(".mcp.json = {mcp}"));
+    project.trust();
+    let mut login = Command::new(binary())
+        .args([
+            "--cwd",
+            project.root_str(),
+            "mcp",
+            "login",
+            "remote",
+            "--no-browser",
+        ])
+        .env("AGENT_TOOLS_HOME", project.home())
+        .env("HOME", project.home())
+        // A browser that must not be used.
+        .env("BROWSER", "false")
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("start the login");
+    let mut stderr = BufReader::new(login.stderr.take().expect("stderr"));
+    let mut printed = String::new();
+    let mut url = None;
+    while !printed.contains("paste here the address the browser ends on") {
+        let mut line = String::new();
+        assert!(
+            stderr.read_line(&mut line).expect("read") > 0,
+            "no URL: {printed}"
+        );
+        printed.push_str(&line);
+        if let Some(rest) = line.trim().strip_prefix("http") {
+            url = Some(format!("http{rest}"));
+        }
+    }
+    let url = url.unwrap_or_else(|| panic!("no URL: {printed}"));
+    // The person approves elsewhere; the browser ends on the redirect, which is pasted.
+    let redirected = Command::new("python3")
+        .args([
+            "-c",
+            "import sys, urllib.request\n\
+             class Stop(urllib.request.HTTPRedirectHandler):\n\
+             \tdef redirect_request(self, *a): return None\n\
+             try:\n\
+             \turllib.request.build_opener(Stop).open(sys.argv[1])\n\
+             except urllib.error.HTTPError as e:\n\
+             \tprint(e.headers['Location'])",
+        ])
+        .arg(&url)
+        .output()
+        .expect("follow the authorization URL");
+    let location = String::from_utf8_lossy(&redirected.stdout)
+        .trim()
+        .to_owned();
+    assert!(
+        location.starts_with("http://localhost:"),
+        "{location:?} {redirected:?}"
+    );
+    let mut stdin = login.stdin.take().expect("stdin");
+    writeln!(stdin, "{location}").expect("paste");
+    drop(stdin);
+    let status = login.wait().expect("login ends");
+    let mut rest = String::new();
+    std::io::Read::read_to_string(&mut stderr, &mut rest).expect("read");
+    assert!(status.success(), "{printed}{rest}");
+    assert!(rest.contains("logged in to \"remote\""), "{rest}");
+    let status = run(&project, &["mcp", "status"]);
+    assert!(status.stdout.contains("oauth: logged in"), "{status:#?}");
+}
