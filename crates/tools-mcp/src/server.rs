@@ -510,6 +510,14 @@ fn install_client_services(
             Arc::new(SamplingSummariser::new(context.peer.clone()));
         ctx.services().insert(summariser);
     }
+    // The questions and sampling requests of the upstream servers behind the pool, during
+    // this session's calls of their tools, go to this client.
+    let relay: Arc<dyn crate::relay::ClientRelay> = Arc::new(crate::prompts::PeerRelay {
+        peer: context.peer.clone(),
+        elicitation: request.capabilities.elicitation.is_some(),
+        sampling: request.capabilities.sampling.is_some(),
+    });
+    ctx.services().insert(relay);
     install_event_notifications(ctx, &context.peer);
     if let Some(hook) = ctx.services().get::<ClientHook>() {
         (hook.0)(ctx, &context.peer, &request.capabilities);
@@ -681,6 +689,19 @@ impl ServerHandler for PoolServer {
     ) -> Result<ListToolsResult, ErrorData> {
         let tools = Arc::clone(&self.catalog.borrow().tools);
         Ok(ListToolsResult::with_all_items(tools.as_ref().clone()))
+    }
+
+    async fn on_custom_request(
+        &self,
+        request: rmcp::model::CustomRequest,
+        _context: RequestContext<RoleServer>,
+    ) -> Result<rmcp::model::CustomResult, ErrorData> {
+        // JSON-RPC's "Method not found", naming the method.
+        Err(ErrorData::new(
+            rmcp::model::ErrorCode::METHOD_NOT_FOUND,
+            format!("Method not found: {}", request.method),
+            Some(serde_json::json!({"method": request.method})),
+        ))
     }
 
     fn get_tool(&self, name: &str) -> Option<McpToolDecl> {

@@ -394,7 +394,7 @@ mod tests {
             call_timeout: Duration::from_secs(1),
             max_message_bytes: crate::config::DEFAULT_MAX_MESSAGE_BYTES,
         };
-        ServerConn::new(config, Arc::new(Shared::new(state, &[])))
+        ServerConn::new(config, Arc::new(Shared::new(state, state, &[])))
     }
 
     #[test]

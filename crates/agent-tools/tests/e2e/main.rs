@@ -8,8 +8,8 @@
 //! (`AGENT_TOOLS_HOME`, also used as `HOME`), so no test reads or writes the real home.
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
-mod analysis;
 mod agents;
+mod analysis;
 mod batch;
 mod call;
 mod cli;
@@ -19,8 +19,10 @@ mod definitions;
 mod doctor;
 mod events;
 mod home_categories;
+mod hosted;
 mod lifecycle;
 mod mcp_limits;
+mod mcp_login;
 mod mcp_startup;
 mod permissions;
 mod planted_git;
@@ -31,6 +33,7 @@ mod race;
 mod serve;
 mod serve_deploy;
 mod serve_eras;
+mod serve_errors;
 mod serve_http;
 mod shell;
 mod state_home;
