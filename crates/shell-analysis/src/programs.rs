@@ -1051,16 +1051,12 @@ fn wrapper(cmd: &SimpleCommand, spec: &Spec, name: &str, out: &mut Unwrapped) {
         while let Some(w) = words.get(i) {
             // env takes every operand with `=` before the command as an assignment, names
             // bash would not accept included (`BASH_FUNC_f%%=() { … }`); sudo every word
-            // with `=`, which it may refuse (`=x`): what then runs is unknown.
+            // with `=` that does not start with `/`, and then reads options again.
+            if sudo && (!w.known || w.text.starts_with('/')) {
+                break;
+            }
             match w.text.split_once('=') {
-                Some(("", _)) if sudo => {
-                    out.opaque.push(format!(
-                        "`{name}` with `{}`, which it may take for an environment variable",
-                        w.text
-                    ));
-                    return;
-                }
-                Some((n, v)) if !n.is_empty() => {
+                Some((n, v)) if !n.is_empty() || sudo => {
                     env_assignments.push((
                         n.to_owned(),
                         Word {
@@ -1072,6 +1068,13 @@ fn wrapper(cmd: &SimpleCommand, spec: &Spec, name: &str, out: &mut Unwrapped) {
                 }
                 _ => break,
             }
+        }
+        if sudo && i > start.unwrap_or(i) && words.get(i).is_some_and(|w| w.text.starts_with('-')) {
+            out.opaque.push(format!(
+                "`{name}` with options after an environment variable, so where its command \
+                 starts is unknown"
+            ));
+            return;
         }
         start = (i < words.len()).then_some(i);
     }
@@ -1124,7 +1127,8 @@ fn wrapper(cmd: &SimpleCommand, spec: &Spec, name: &str, out: &mut Unwrapped) {
         return;
     }
     let Some(start) = start else {
-        if spec.bare_shell && out.scripts.is_empty() {
+        // `sudo -s`, `sudo -i` with no command start a shell too.
+        if (spec.bare_shell || out.shell) && out.scripts.is_empty() {
             out.opaque.push(format!(
                 "`{name}` starting a shell that reads standard input"
             ));
