@@ -29,7 +29,7 @@ commands:
   ci [--dry-run]             run the whole CI sequence (fmt, tidy, clippy, feature matrix,
                              peers, tests, doc tests, cargo-deny); --dry-run prints the
                              commands instead of running them
-  peers [--dry-run]          install the real peers the tests need (npm, PyPI, bubblewrap)
+  peers [--dry-run]          install the real peers the tests need (npm, PyPI, Debian)
                              into $AGENT_TOOLS_PEERS_DIR (default ~/.cache/agent-tools/peers)
   schemas                    regenerate the insta schema snapshots and list changed .snap files
   bench [--runs N] [NAME...] run benchmarks (default: all), median of N runs (default 10)
