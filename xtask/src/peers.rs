@@ -380,7 +380,11 @@ fn ensure_debian(dir: &Path, dry_run: bool) -> Result<Outcome> {
         );
     }
     let all: Vec<&str> = DEBIAN_PACKAGES.iter().map(|(p, _)| *p).collect();
-    write_stamp(dir, "apt", &format!("apt-get install -y {}\n", all.join(" ")))?;
+    write_stamp(
+        dir,
+        "apt",
+        &format!("apt-get install -y {}\n", all.join(" ")),
+    )?;
     Ok(Outcome::Installed(started.elapsed()))
 }
 
@@ -553,7 +557,10 @@ mod tests {
             commands[1]
         );
         for program in ["bwrap", "tree", "fdfind", "sudo", "ps", "man", "hostname"] {
-            assert!(DEBIAN_PACKAGES.iter().any(|(_, p)| *p == program), "{program}");
+            assert!(
+                DEBIAN_PACKAGES.iter().any(|(_, p)| *p == program),
+                "{program}"
+            );
         }
     }
 
