@@ -116,6 +116,7 @@ fn with_peers_env(cmd: Cmd, peers_dir: &Path) -> Cmd {
     cmd.env("AGENT_TOOLS_REQUIRE_PEERS", "1")
         .env("AGENT_TOOLS_PEERS_DIR", peers_dir)
         .env_prepend_path("PATH", peers_dir.join("node_modules/.bin"))
+        .env_prepend_path("PATH", peers_dir.join("cargo/bin"))
         .env_prepend_path("PYTHONPATH", peers_dir.join("py"))
 }
 
@@ -371,7 +372,7 @@ mod tests {
         assert_eq!(
             cmd.to_string(),
             "AGENT_TOOLS_REQUIRE_PEERS=1 AGENT_TOOLS_PEERS_DIR=/p \
-             PATH=/p/node_modules/.bin:$PATH PYTHONPATH=/p/py:$PYTHONPATH cargo nextest run"
+             PATH=/p/node_modules/.bin:/p/cargo/bin:$PATH PYTHONPATH=/p/py:$PYTHONPATH cargo nextest run"
         );
     }
 }

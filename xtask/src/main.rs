@@ -30,7 +30,7 @@ commands:
   ci [--dry-run]             run the whole CI sequence (fmt, tidy, clippy, feature matrix,
                              peers, tests, doc tests, cargo-deny); --dry-run prints the
                              commands instead of running them
-  peers [--dry-run]          install the real peers the tests need (npm, PyPI, bubblewrap)
+  peers [--dry-run]          install the real peers the tests need (npm, PyPI, Debian)
                              into $AGENT_TOOLS_PEERS_DIR (default ~/.cache/agent-tools/peers)
   conformance [--server | --client] [--runs N] [--bin PATH] [SCENARIO...]
                              run the MCP conformance suite against `agent-tools serve --http`

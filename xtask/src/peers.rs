@@ -18,7 +18,9 @@
 //!   run them with that directory first on `PATH` ([`NODE22_BIN`]);
 //! - `.stamps/<group>` — the exact spec each group was installed from.
 //!
-//! bubblewrap (`bwrap`) comes from Debian and lands on the system PATH.
+//! bubblewrap (`bwrap`) and the programs whose option tables shell-analysis checks against
+//! their help (`tree`, `fdfind`, `sudo`, `ps`, `man`, `hostname`) come from Debian
+//! ([`DEBIAN_PACKAGES`]) and land on the system PATH.
 //!
 //! A group whose stamp matches its spec and whose files exist is skipped.
 
@@ -354,31 +356,65 @@ fn is_root() -> bool {
     fs::metadata("/proc/self").is_ok_and(|meta| meta.uid() == 0)
 }
 
-const APT_SPEC: &str = "apt-get install -y bubblewrap\n";
+/// Debian packages the tests need, each with the program that shows it is installed:
+/// bubblewrap for the sandbox, and the programs whose option tables shell-analysis checks
+/// against their own `--help` (Debian names fd `fdfind`).
+pub const DEBIAN_PACKAGES: &[(&str, &str)] = &[
+    ("bubblewrap", "bwrap"),
+    ("tree", "tree"),
+    ("fd-find", "fdfind"),
+    ("sudo", "sudo"),
+    ("procps", "ps"),
+    ("man-db", "man"),
+    ("hostname", "hostname"),
+];
 
-fn ensure_bubblewrap(dir: &Path, dry_run: bool) -> Result<Outcome> {
-    if let Some(bwrap) = which("bwrap") {
-        println!("peers: bubblewrap: found {}", bwrap.display());
-        return Ok(Outcome::UpToDate);
-    }
-    if !is_root() {
-        let note = "bwrap is not on PATH and we are not root; install the Debian package \
-                    `bubblewrap` to run the sandbox tests";
-        println!("peers: bubblewrap: note: {note}");
-        return Ok(Outcome::Skipped(note.to_owned()));
-    }
-    if which("apt-get").is_none() {
-        let note = "bwrap is not on PATH and apt-get is not available; install bubblewrap by hand";
-        println!("peers: bubblewrap: note: {note}");
-        return Ok(Outcome::Skipped(note.to_owned()));
-    }
-    let commands = [
+/// The packages of [`DEBIAN_PACKAGES`] whose program is not on `PATH`.
+fn missing_debian_packages() -> Vec<&'static str> {
+    DEBIAN_PACKAGES
+        .iter()
+        .filter(|(_, program)| which(program).is_none())
+        .map(|(package, _)| *package)
+        .collect()
+}
+
+/// `apt-get update`, then `apt-get install -y` of `packages`.
+fn apt_commands(packages: &[&str]) -> Vec<Cmd> {
+    vec![
         Cmd::new("apt-get").arg("update"),
         Cmd::new("apt-get")
-            .args(["install", "-y", "bubblewrap"])
+            .args(["install", "-y"])
+            .args(packages.iter().copied())
             .env("DEBIAN_FRONTEND", "noninteractive"),
-    ];
-    println!("peers: bubblewrap: installing (bwrap is not on PATH)");
+    ]
+}
+
+fn ensure_debian(dir: &Path, dry_run: bool) -> Result<Outcome> {
+    let missing = missing_debian_packages();
+    if missing.is_empty() {
+        let found: Vec<&str> = DEBIAN_PACKAGES.iter().map(|(_, p)| *p).collect();
+        println!("peers: debian: found {}", found.join(", "));
+        return Ok(Outcome::UpToDate);
+    }
+    let list = missing.join(" ");
+    if !is_root() {
+        let note = format!(
+            "the Debian packages {list} are missing and we are not root; install them to run \
+             the sandbox tests and the option-table checks"
+        );
+        println!("peers: debian: note: {note}");
+        return Ok(Outcome::Skipped(note));
+    }
+    if which("apt-get").is_none() {
+        let note = format!(
+            "the Debian packages {list} are missing and apt-get is not available; install them \
+             by hand"
+        );
+        println!("peers: debian: note: {note}");
+        return Ok(Outcome::Skipped(note));
+    }
+    let commands = apt_commands(&missing);
+    println!("peers: debian: installing {list}");
     for cmd in &commands {
         println!("$ {cmd}");
     }
@@ -387,12 +423,22 @@ fn ensure_bubblewrap(dir: &Path, dry_run: bool) -> Result<Outcome> {
     }
     let started = Instant::now();
     for cmd in &commands {
-        cmd.run().context("installing bubblewrap failed")?;
+        cmd.run()
+            .with_context(|| format!("installing the Debian packages {list} failed"))?;
     }
-    if which("bwrap").is_none() {
-        bail!("apt-get installed bubblewrap but `bwrap` is still not on PATH");
+    let still = missing_debian_packages();
+    if !still.is_empty() {
+        bail!(
+            "apt-get installed {list} but the programs of {} are still not on PATH",
+            still.join(" ")
+        );
     }
-    write_stamp(dir, "apt", APT_SPEC)?;
+    let all: Vec<&str> = DEBIAN_PACKAGES.iter().map(|(p, _)| *p).collect();
+    write_stamp(
+        dir,
+        "apt",
+        &format!("apt-get install -y {}\n", all.join(" ")),
+    )?;
     Ok(Outcome::Installed(started.elapsed()))
 }
 
@@ -419,7 +465,7 @@ pub fn run(dir: &Path, dry_run: bool) -> Result<()> {
         ("node22", ensure_group(dir, &node22, dry_run)?),
         ("pypi", ensure_group(dir, &pip, dry_run)?),
         ("cargo", ensure_group(dir, &ripgrep, dry_run)?),
-        ("bubblewrap", ensure_bubblewrap(dir, dry_run)?),
+        ("debian", ensure_debian(dir, dry_run)?),
     ];
     println!("\npeers: summary ({})", dir.display());
     for (name, outcome) in &outcomes {
@@ -577,6 +623,25 @@ mod tests {
             group.commands[0].to_string(),
             "cargo install --locked ripgrep@15.2.0 --root /p/cargo"
         );
+    }
+
+    #[test]
+    fn debian_packages_are_installed_together_without_prompts() {
+        let commands = apt_commands(&["tree", "fd-find"]);
+        assert_eq!(commands[0].to_string(), "apt-get update");
+        assert!(
+            commands[1]
+                .to_string()
+                .ends_with("apt-get install -y tree fd-find"),
+            "{}",
+            commands[1]
+        );
+        for program in ["bwrap", "tree", "fdfind", "sudo", "ps", "man", "hostname"] {
+            assert!(
+                DEBIAN_PACKAGES.iter().any(|(_, p)| *p == program),
+                "{program}"
+            );
+        }
     }
 
     #[test]

@@ -14,8 +14,11 @@
 //! ```
 //!
 //! A name ending in `=` takes a value (the rest of a short option's word or the next word;
-//! `--opt=value` or the next word), one ending in `=?` an optional value (attached only). The
-//! words after the names are effects. A word that is not in the table is an error
+//! `--opt=value` or the next word), one ending in `=?` an optional value (attached only), one
+//! ending in `=;` a command's words (clap's `num_args(1..)` ended by `;`: `fd -x CMD ARGS… ;`,
+//! or the attached value alone: `fd --exec=CMD`). The words after the names are effects.
+//! `+x` is a BSD option of `ps`: the letter `x` in a word without a dash (`ps aux`), with the
+//! same value rules as a short option. A word that is not in the table is an error
 //! ([`OptError`]), which the classification treats as "not read-only" and, under a deny rule,
 //! as unresolved.
 
@@ -74,6 +77,9 @@ pub enum Arg {
     Required,
     /// An optional value: attached only (`-l5`, `--color=auto`)
     Optional,
+    /// The words up to a `;` word (or the end), whatever they look like: a command and its
+    /// arguments (`fd -x rm -f {} ;`); attached, the one value (`fd --exec=rm`)
+    Words,
 }
 
 /// One option of a table, under all its names.
@@ -83,6 +89,8 @@ pub struct Opt {
     pub short: Vec<(char, Arg)>,
     /// Long names without the dashes, each with what it takes
     pub long: Vec<(String, Arg)>,
+    /// BSD options (`ps aux`: letters of a word without a dash), each with what it takes
+    pub bsd: Vec<(char, Arg)>,
     /// What it does
     pub effects: BTreeSet<Effect>,
 }
@@ -90,9 +98,10 @@ pub struct Opt {
 impl Opt {
     /// Its first name as written (`--all`, or `-a` when it has no long name).
     pub fn name(&self) -> String {
-        match (self.long.first(), self.short.first()) {
-            (Some((l, _)), _) => format!("--{l}"),
-            (None, Some((s, _))) => format!("-{s}"),
+        match (self.long.first(), self.short.first(), self.bsd.first()) {
+            (Some((l, _)), ..) => format!("--{l}"),
+            (None, Some((s, _)), _) => format!("-{s}"),
+            (None, None, Some((b, _))) => b.to_string(),
             _ => String::new(),
         }
     }
@@ -115,6 +124,15 @@ pub struct Style {
     pub digits: bool,
     /// Long options are matched exactly (no abbreviation)
     pub exact: bool,
+    /// clap and lexopt (`fd`, `rg`): `-x=VALUE` gives the value `VALUE` (getopt's is `=VALUE`)
+    pub equals_short: bool,
+    /// tree: a short option's value is always the next unused word, also inside a bundle,
+    /// and the bundle goes on after it (`-La 2` is `-L 2 -a`; `-L2` is `-L` missing its value
+    /// and then `-2`)
+    pub next_word_values: bool,
+    /// procps `ps`: a word without a dash that starts with a letter is a bundle of BSD
+    /// options (`aux`); one that starts with a digit is an operand (a process ID)
+    pub bsd: bool,
 }
 
 /// The options of one program.
@@ -142,11 +160,14 @@ impl Table {
             let mut opt = Opt {
                 short: Vec::new(),
                 long: Vec::new(),
+                bsd: Vec::new(),
                 effects: BTreeSet::new(),
             };
             for word in line.split_whitespace() {
                 let (name, arg) = if let Some(n) = word.strip_suffix("=?") {
                     (n, Arg::Optional)
+                } else if let Some(n) = word.strip_suffix("=;") {
+                    (n, Arg::Words)
                 } else if let Some(n) = word.strip_suffix('=') {
                     (n, Arg::Required)
                 } else {
@@ -167,13 +188,23 @@ impl Table {
                             )));
                         }
                     }
+                } else if let Some(letter) = name.strip_prefix('+') {
+                    let mut chars = letter.chars();
+                    match (chars.next(), chars.next()) {
+                        (Some(c), None) => opt.bsd.push((c, arg)),
+                        _ => {
+                            return Err(TableError(format!(
+                                "`{line}`: `{word}` is not a BSD option"
+                            )));
+                        }
+                    }
                 } else if let Some(effect) = Effect::parse(word) {
                     opt.effects.insert(effect);
                 } else {
                     return Err(TableError(format!("`{line}`: unknown effect `{word}`")));
                 }
             }
-            if opt.short.is_empty() && opt.long.is_empty() {
+            if opt.short.is_empty() && opt.long.is_empty() && opt.bsd.is_empty() {
                 return Err(TableError(format!("`{line}`: no option name")));
             }
             opts.push(opt);
@@ -192,12 +223,23 @@ impl Table {
                     return Err(TableError(format!("--{l} is listed twice")));
                 }
             }
+            for (b, _) in &o.bsd {
+                if !seen.insert(format!("+{b}")) {
+                    return Err(TableError(format!("+{b} is listed twice")));
+                }
+            }
         }
         Ok(table)
     }
 
-    /// Whether the table lists this name (`-a`, `--all`), exactly.
+    /// Whether the table lists this name (`-a`, `--all`, a BSD letter `a`), exactly.
     pub fn knows(&self, name: &str) -> bool {
+        let mut letters = name.chars();
+        if let (Some(c), None) = (letters.next(), letters.next())
+            && c != '-'
+        {
+            return self.opts.iter().any(|o| o.bsd.iter().any(|(b, _)| *b == c));
+        }
         if let Some(long) = name.strip_prefix("--") {
             let long = long.split('=').next().unwrap_or_default();
             self.opts
@@ -256,6 +298,10 @@ impl Table {
                     .extend((i..args.len()).map(|k| (k, args[k].clone())));
                 return Ok(out);
             }
+            if self.style.bsd && t.starts_with(|c: char| c.is_ascii_alphabetic()) {
+                i += self.bsd(args, i, &mut out)?;
+                continue;
+            }
             if !t.starts_with('-') || t == "-" {
                 if self.style.stop_at_operand {
                     out.rest = i;
@@ -300,30 +346,41 @@ impl Table {
                 opt,
                 spelled: word.clone(),
                 value: None,
+                words: Vec::new(),
                 negated: true,
                 index: i,
             });
             return Ok(1);
         }
-        let (value, used) = match (arg, value) {
+        let (value, words, used) = match (arg, value) {
             (Arg::None, Some(_)) => return Err(OptError::UnexpectedValue { word: word.clone() }),
-            (Arg::None, None) | (Arg::Optional, None) => (None, 1),
-            (_, Some(v)) => (
-                Some(Word {
+            (Arg::None, None) | (Arg::Optional, None) => (None, Vec::new(), 1),
+            (_, Some(v)) => {
+                let v = Word {
                     text: v.to_owned(),
                     ..args[i].clone()
-                }),
-                1,
-            ),
+                };
+                let words = if arg == Arg::Words {
+                    vec![v.clone()]
+                } else {
+                    Vec::new()
+                };
+                (Some(v), words, 1)
+            }
             (Arg::Required, None) => match args.get(i + 1) {
-                Some(next) => (Some(next.clone()), 2),
+                Some(next) => (Some(next.clone()), Vec::new(), 2),
                 None => return Err(OptError::MissingValue { word: word.clone() }),
             },
+            (Arg::Words, None) => {
+                let (words, used) = terminated(args, i + 1, word)?;
+                (words.first().cloned(), words, 1 + used)
+            }
         };
         out.found.push(Found {
             opt,
             spelled: word.clone(),
             value,
+            words,
             negated: false,
             index: i,
         });
@@ -385,6 +442,16 @@ impl Table {
         out: &mut Parsed<'a>,
     ) -> Result<usize, OptError> {
         let word = &args[i].text;
+        // Words after the cluster taken as values (tree's next-word values).
+        let mut taken = 0;
+        let found = |opt: &'a Opt, c: char, value: Option<Word>, words: Vec<Word>| Found {
+            opt,
+            spelled: format!("-{c}"),
+            value,
+            words,
+            negated: false,
+            index: i,
+        };
         for (pos, c) in cluster.char_indices() {
             let Some((opt, arg)) = self
                 .opts
@@ -396,25 +463,30 @@ impl Table {
                 });
             };
             let rest = &cluster[pos + c.len_utf8()..];
+            // clap and lexopt take `-x=VALUE` as `VALUE`.
+            let attached = match rest.strip_prefix('=') {
+                Some(v) if self.style.equals_short && arg != Arg::None => v,
+                _ => rest,
+            };
+            let attached_word = || Word {
+                text: attached.to_owned(),
+                ..args[i].clone()
+            };
             match arg {
-                Arg::None => out.found.push(Found {
-                    opt,
-                    spelled: format!("-{c}"),
-                    value: None,
-                    negated: false,
-                    index: i,
-                }),
+                Arg::None => out.found.push(found(opt, c, None, Vec::new())),
+                Arg::Required if self.style.next_word_values => {
+                    taken += 1;
+                    let Some(next) = args.get(i + taken) else {
+                        return Err(OptError::MissingValue {
+                            word: format!("-{c}"),
+                        });
+                    };
+                    out.found
+                        .push(found(opt, c, Some(next.clone()), Vec::new()));
+                }
                 Arg::Optional => {
-                    out.found.push(Found {
-                        opt,
-                        spelled: format!("-{c}"),
-                        value: (!rest.is_empty()).then(|| Word {
-                            text: rest.to_owned(),
-                            ..args[i].clone()
-                        }),
-                        negated: false,
-                        index: i,
-                    });
+                    let value = (!rest.is_empty()).then(attached_word);
+                    out.found.push(found(opt, c, value, Vec::new()));
                     return Ok(1);
                 }
                 Arg::Required => {
@@ -422,31 +494,95 @@ impl Table {
                         let Some(next) = args.get(i + 1) else {
                             return Err(OptError::MissingValue { word: word.clone() });
                         };
-                        out.found.push(Found {
-                            opt,
-                            spelled: format!("-{c}"),
-                            value: Some(next.clone()),
-                            negated: false,
-                            index: i,
-                        });
+                        out.found
+                            .push(found(opt, c, Some(next.clone()), Vec::new()));
                         return Ok(2);
                     }
-                    out.found.push(Found {
-                        opt,
-                        spelled: format!("-{c}"),
-                        value: Some(Word {
-                            text: rest.to_owned(),
-                            ..args[i].clone()
-                        }),
-                        negated: false,
-                        index: i,
-                    });
+                    out.found
+                        .push(found(opt, c, Some(attached_word()), Vec::new()));
+                    return Ok(1);
+                }
+                Arg::Words => {
+                    if rest.is_empty() {
+                        let (words, used) = terminated(args, i + 1, word)?;
+                        out.found.push(found(opt, c, words.first().cloned(), words));
+                        return Ok(1 + used);
+                    }
+                    let v = attached_word();
+                    out.found.push(found(opt, c, Some(v.clone()), vec![v]));
                     return Ok(1);
                 }
             }
         }
+        Ok(1 + taken)
+    }
+}
+
+impl Table {
+    /// A word of BSD options at `i` (`ps aux`, `ps -o` as `o FORMAT`): how many words it
+    /// takes. A digit ends the bundle: the rest is a list of process IDs.
+    fn bsd<'a>(&'a self, args: &[Word], i: usize, out: &mut Parsed<'a>) -> Result<usize, OptError> {
+        let word = &args[i].text;
+        for (pos, c) in word.char_indices() {
+            if c.is_ascii_digit() {
+                return Ok(1);
+            }
+            let Some((opt, arg)) = self
+                .opts
+                .iter()
+                .find_map(|o| o.bsd.iter().find(|(b, _)| *b == c).map(|(_, a)| (o, *a)))
+            else {
+                return Err(OptError::Unknown {
+                    word: c.to_string(),
+                });
+            };
+            let rest = &word[pos + c.len_utf8()..];
+            let found = |value: Option<Word>| Found {
+                opt,
+                spelled: c.to_string(),
+                value,
+                words: Vec::new(),
+                negated: false,
+                index: i,
+            };
+            if arg == Arg::None {
+                out.found.push(found(None));
+                continue;
+            }
+            if !rest.is_empty() {
+                out.found.push(found(Some(Word {
+                    text: rest.to_owned(),
+                    ..args[i].clone()
+                })));
+                return Ok(1);
+            }
+            let Some(next) = args.get(i + 1) else {
+                return Err(OptError::MissingValue {
+                    word: c.to_string(),
+                });
+            };
+            out.found.push(found(Some(next.clone())));
+            return Ok(2);
+        }
         Ok(1)
     }
+}
+
+/// The words from `from` up to a `;` word (which is used too) or the end, and how many
+/// words that is; at least one is needed.
+fn terminated(args: &[Word], from: usize, word: &str) -> Result<(Vec<Word>, usize), OptError> {
+    let rest = args.get(from..).unwrap_or_default();
+    let end = rest
+        .iter()
+        .position(|w| w.known && w.text == ";")
+        .unwrap_or(rest.len());
+    if end == 0 {
+        return Err(OptError::MissingValue {
+            word: word.to_owned(),
+        });
+    }
+    let used = if end < rest.len() { end + 1 } else { end };
+    Ok((rest[..end].to_vec(), used))
 }
 
 /// One option found in the arguments.
@@ -456,8 +592,10 @@ pub struct Found<'a> {
     pub opt: &'a Opt,
     /// How it was written (`--outp=x`, `-o`)
     pub spelled: String,
-    /// Its value, if it took one
+    /// Its value, if it took one (the first word of an [`Arg::Words`] value)
     pub value: Option<Word>,
+    /// Every word of an [`Arg::Words`] value (a command and its arguments); empty otherwise
+    pub words: Vec<Word>,
     /// A `--no-` form (git)
     pub negated: bool,
     /// The index of its word in the arguments
@@ -678,6 +816,53 @@ mod tests {
         check(&t, "--no-i", Ok((&["--no-index"], &[])));
         check(&t, "--no-", Err("--no-"));
         check(&t, "--no-ext-diff=x", Err("--no-ext-diff=x"));
+    }
+
+    #[test]
+    fn clap_values_and_command_words() {
+        let t = Table::parse(
+            "-x=; --exec=; run\n-H --hidden\n-e= --extension=\n-c=? --color=?\n",
+            Style {
+                exact: true,
+                equals_short: true,
+                ..Style::default()
+            },
+        )
+        .unwrap_or_default();
+        check(&t, "-x rm -f {} ; a", Ok((&["--exec=rm"], &["a"])));
+        check(&t, "-x rm -- a", Ok((&["--exec=rm"], &[])));
+        check(&t, "-xrm a", Ok((&["--exec=rm"], &["a"])));
+        check(&t, "-x=rm a", Ok((&["--exec=rm"], &["a"])));
+        check(&t, "--exec=rm a", Ok((&["--exec=rm"], &["a"])));
+        check(&t, "-Hx rm a", Ok((&["--hidden", "--exec=rm"], &[])));
+        check(&t, "-e=rs a", Ok((&["--extension=rs"], &["a"])));
+        check(&t, "-c=never", Ok((&["--color=never"], &[])));
+        check(&t, "-x ; a", Err("-x"));
+        check(&t, "-x", Err("-x"));
+        check(&t, "--ex rm", Err("--ex"));
+        let w = words("-x rm -f {} ; -x echo");
+        let p = t.parse_args(&w).unwrap_or_else(|e| panic!("{e}"));
+        let texts = |f: &Found<'_>| f.words.iter().map(|w| w.text.clone()).collect::<Vec<_>>();
+        assert_eq!(texts(&p.found[0]), ["rm", "-f", "{}"]);
+        assert_eq!(texts(&p.found[1]), ["echo"]);
+    }
+
+    #[test]
+    fn next_word_values() {
+        let t = Table::parse(
+            "-L=\n-o= write\n-a\n",
+            Style {
+                exact: true,
+                next_word_values: true,
+                ..Style::default()
+            },
+        )
+        .unwrap_or_default();
+        check(&t, "-La 2 d", Ok((&["-L=2", "-a"], &["d"])));
+        check(&t, "-Lo 2 out d", Ok((&["-L=2", "-o=out"], &["d"])));
+        check(&t, "-aL 2", Ok((&["-a", "-L=2"], &[])));
+        check(&t, "-L2 d", Err("-2"));
+        check(&t, "-L", Err("-L"));
     }
 
     #[test]

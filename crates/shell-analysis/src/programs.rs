@@ -789,10 +789,10 @@ pub fn unwrap(cmd: &SimpleCommand) -> Unwrapped {
     } else if name == "xargs" {
         out.wrapper = true;
         xargs(cmd, &mut out);
-    } else if matches!(name, "find" | "fd" | "fdfind") {
+    } else if name == "find" {
         find_exec(cmd, name, &mut out);
     } else if name == "git" {
-        git(words, &mut out);
+        git(cmd, &mut out);
     } else if let Some((_, opts)) = INTERPRETERS
         .iter()
         .find(|(n, _)| *n == name)
@@ -825,7 +825,7 @@ pub fn unwrap(cmd: &SimpleCommand) -> Unwrapped {
     } else if let Some(why) = runs_project_code(words, name) {
         out.project.push(why);
     } else {
-        option_commands(words, name, &mut out);
+        option_commands(cmd, name, &mut out);
     }
     out
 }
@@ -1040,18 +1040,23 @@ fn versioned_python(name: &str) -> Option<&'static (&'static str, &'static [&'st
 /// the words after its options as shell code.
 fn wrapper(cmd: &SimpleCommand, spec: &Spec, name: &str, out: &mut Unwrapped) {
     let words = &cmd.words;
-    // env's NAME=VALUE operands are assignments for the inner command.
+    // env's (and sudo's) NAME=VALUE operands are assignments for the inner command.
     let mut env_assignments = Vec::new();
     let (start, no_command) = skip_options(words, spec, out, name);
     let mut start = start;
-    if name == "env"
+    let sudo = matches!(name, "sudo" | "sudo-rs");
+    if (name == "env" || sudo)
         && let Some(mut i) = start
     {
         while let Some(w) = words.get(i) {
             // env takes every operand with `=` before the command as an assignment, names
-            // bash would not accept included (`BASH_FUNC_f%%=() { … }`).
+            // bash would not accept included (`BASH_FUNC_f%%=() { … }`); sudo every word
+            // with `=` that does not start with `/`, and then reads options again.
+            if sudo && (!w.known || w.text.starts_with('/')) {
+                break;
+            }
             match w.text.split_once('=') {
-                Some((n, v)) if !n.is_empty() => {
+                Some((n, v)) if !n.is_empty() || sudo => {
                     env_assignments.push((
                         n.to_owned(),
                         Word {
@@ -1064,10 +1069,28 @@ fn wrapper(cmd: &SimpleCommand, spec: &Spec, name: &str, out: &mut Unwrapped) {
                 _ => break,
             }
         }
+        if sudo && i > start.unwrap_or(i) && words.get(i).is_some_and(|w| w.text.starts_with('-')) {
+            out.opaque.push(format!(
+                "`{name}` with options after an environment variable, so where its command \
+                 starts is unknown"
+            ));
+            return;
+        }
         start = (i < words.len()).then_some(i);
     }
     if no_command {
         return;
+    }
+    // `chroot DIR CMD` runs the CMD that DIR holds: not what the line names.
+    if name == "chroot"
+        && let Some(s) = start
+        && let Some(root) = words[1..s].iter().rev().find(|w| !w.text.starts_with('-'))
+        && !(root.known && root.text.trim_end_matches('/').is_empty())
+    {
+        out.opaque.push(format!(
+            "`chroot {}` runs the program of that name inside it",
+            root.text
+        ));
     }
     // `flock FILE -c COMMAND` (exactly `-c` or `--command` after the file, as flock reads it).
     if name == "flock"
@@ -1104,7 +1127,8 @@ fn wrapper(cmd: &SimpleCommand, spec: &Spec, name: &str, out: &mut Unwrapped) {
         return;
     }
     let Some(start) = start else {
-        if spec.bare_shell && out.scripts.is_empty() {
+        // `sudo -s`, `sudo -i` with no command start a shell too.
+        if (spec.bare_shell || out.shell) && out.scripts.is_empty() {
             out.opaque.push(format!(
                 "`{name}` starting a shell that reads standard input"
             ));
@@ -1360,15 +1384,13 @@ fn xargs(cmd: &SimpleCommand, out: &mut Unwrapped) {
     inner_argv(cmd, &rest, out);
 }
 
-/// `find … -exec CMD … ;` and `fd … -x CMD`.
+/// `find … -exec CMD … ;`.
 fn find_exec(cmd: &SimpleCommand, name: &str, out: &mut Unwrapped) {
     let words = &cmd.words;
     let mut i = 0;
     while i < words.len() {
         let t = words[i].text.as_str();
-        let find_action = name == "find" && matches!(t, "-exec" | "-execdir" | "-ok" | "-okdir");
-        let fd_action = name != "find" && matches!(t, "-x" | "--exec" | "-X" | "--exec-batch");
-        if find_action || fd_action {
+        if matches!(t, "-exec" | "-execdir" | "-ok" | "-okdir") {
             let start = i + 1;
             let mut end = start;
             while end < words.len() && !matches!(words[end].text.as_str(), ";" | "+" | "\\;") {
@@ -1378,7 +1400,7 @@ fn find_exec(cmd: &SimpleCommand, name: &str, out: &mut Unwrapped) {
             let argv: Vec<Word> = words[start..end]
                 .iter()
                 .map(|w| {
-                    if w.text.contains("{}") || (name != "find" && w.text.contains('{')) {
+                    if w.text.contains("{}") {
                         Word {
                             known: false,
                             literal: false,
@@ -1402,7 +1424,8 @@ fn find_exec(cmd: &SimpleCommand, name: &str, out: &mut Unwrapped) {
     }
 }
 
-fn git(words: &[Word], out: &mut Unwrapped) {
+fn git(cmd: &SimpleCommand, out: &mut Unwrapped) {
+    let words = &cmd.words;
     let Some(global) = tables::table("git") else {
         out.opaque.push("`git` without its option table".to_owned());
         return;
@@ -1455,7 +1478,7 @@ fn git(words: &[Word], out: &mut Unwrapped) {
     if let Some(table) = tables::table(&format!("git {}", sub.text)) {
         let mut argv = vec![Word::plain(format!("git {}", sub.text))];
         argv.extend(rest.iter().cloned());
-        tabled_options(&argv, &format!("git {}", sub.text), table, out);
+        tabled_options(cmd, &argv, &format!("git {}", sub.text), table, out);
     }
     // Without a table, a long option is matched by any prefix of its name (git takes unique
     // prefixes; an ambiguous one is an error, so taking it costs nothing).
@@ -1879,11 +1902,12 @@ fn sed_executes(script: &str) -> bool {
 }
 
 /// Options of ordinary programs whose value is a command: `tar --to-command`, `rsync -e`,
-/// `ssh -o ProxyCommand=…`, `man -P`, `zip -TT`, `sort --compress-program`, `rg --pre`, and
-/// the remote command of `ssh`.
-fn option_commands(words: &[Word], name: &str, out: &mut Unwrapped) {
+/// `ssh -o ProxyCommand=…`, `man -P`, `zip -TT`, `sort --compress-program`, `rg --pre`,
+/// `fd -x`, and the remote command of `ssh`.
+fn option_commands(cmd: &SimpleCommand, name: &str, out: &mut Unwrapped) {
+    let words = &cmd.words;
     if let Some(table) = tables::table(name) {
-        tabled_options(words, name, table, out);
+        tabled_options(cmd, words, name, table, out);
         return;
     }
     let table: &[(&str, &[&str])] = &[
@@ -1903,13 +1927,8 @@ fn option_commands(words: &[Word], name: &str, out: &mut Unwrapped) {
         ("rsync", &["-e", "--rsh", "--rsync-path"]),
         ("scp", &["-S"]),
         ("sftp", &["-S", "-D"]),
-        (
-            "man",
-            &["-P", "--pager", "-H", "--html", "-p", "--preprocessor"],
-        ),
         ("zip", &["-TT", "--unzip-command"]),
         ("sort", &["--compress-program"]),
-        ("rg", &["--pre", "--hostname-bin"]),
         ("nc", &["-e", "-c"]),
         ("ncat", &["-e", "--exec", "-c", "--sh-exec", "--lua-exec"]),
         ("netcat", &["-e", "-c"]),
@@ -2027,9 +2046,18 @@ fn option_commands(words: &[Word], name: &str, out: &mut Unwrapped) {
 }
 
 /// The options of a program with a table, read as the program reads them: values that are
-/// commands become shell code to check, options that run what the analysis cannot see and
-/// options the table does not know make what runs unknown.
-fn tabled_options(words: &[Word], name: &str, table: &Table, out: &mut Unwrapped) {
+/// commands become shell code to check (or, for a command given as words, `fd -x CMD ARGS…
+/// ;`, a command of its own), options that run what the analysis cannot see and options the
+/// table does not know make what runs unknown.
+/// `words` are the program's (`cmd`'s, or a git subcommand's); `cmd` is where a command an
+/// option gives runs.
+fn tabled_options(
+    cmd: &SimpleCommand,
+    words: &[Word],
+    name: &str,
+    table: &Table,
+    out: &mut Unwrapped,
+) {
     let args = if name == "tar" {
         tar_old_style(&words[1..], table)
     } else {
@@ -2055,6 +2083,32 @@ fn tabled_options(words: &[Word], name: &str, table: &Table, out: &mut Unwrapped
         }
     };
     for f in &parsed.found {
+        if f.has(Effect::Run) && !f.words.is_empty() {
+            out.issues
+                .push(format!("`{name} {}` runs a command", f.spelled));
+            // fd fills `{}`, `{/}`, `{//}`, `{.}`, `{/.}` with each path it finds.
+            let argv: Vec<Word> = f
+                .words
+                .iter()
+                .map(|w| {
+                    if w.text.contains('{') {
+                        Word {
+                            known: false,
+                            literal: false,
+                            ..w.clone()
+                        }
+                    } else {
+                        w.clone()
+                    }
+                })
+                .collect();
+            if argv.first().is_some_and(|w| !w.known) {
+                out.opaque
+                    .push(format!("`{name} {}` running the files it finds", f.spelled));
+            }
+            inner_argv(cmd, &argv, out);
+            continue;
+        }
         if f.has(Effect::Run) {
             out.issues
                 .push(format!("`{name} {}` runs a command", f.spelled));

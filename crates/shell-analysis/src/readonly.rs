@@ -100,12 +100,18 @@ const SHAPES: &[(&[&str], Operands)] = &[
             "sort",
             "uniq",
             "who",
+            // A page name is looked up in the manual path; one with a slash (or any, with
+            // `-l`) is a file.
+            "man",
         ],
         Operands::All(Access::Content),
     ),
-    (&["stat", "ls", "du"], Operands::All(Access::Listing)),
     (
-        &["grep", "egrep", "fgrep", "jq", "rg"],
+        &["stat", "ls", "du", "tree"],
+        Operands::All(Access::Listing),
+    ),
+    (
+        &["grep", "egrep", "fgrep", "jq", "rg", "fd", "fdfind"],
         Operands::AfterPattern,
     ),
     (
@@ -113,7 +119,7 @@ const SHAPES: &[(&[&str], Operands)] = &[
             "date", "pwd", "true", "false", "sleep", "whoami", "id", "uname", "free", "df",
             "locale", "groups", "nproc", "getconf", "seq", "uptime", "basename", "dirname",
             "realpath", "readlink", "numfmt", "tr", "which", "type", "expr", "cd", "pgrep", "arch",
-            "tty", "logname", "users", "printf",
+            "tty", "logname", "users", "printf", "hostname",
         ],
         Operands::None,
     ),
@@ -319,6 +325,7 @@ pub fn read_operands(cmd: &SimpleCommand) -> Option<Vec<ReadOperand>> {
         .filter(|_| !(name == "npm" && texts == ["version"])),
         "git" => git_operands(args),
         "find" => find_operands(args),
+        "ps" => ps_reads_only(args).then(Vec::new),
         _ => {
             let (_, operands) = SHAPES.iter().find(|(names, _)| names.contains(&name))?;
             let table = tables::table(name)?;
@@ -343,7 +350,9 @@ fn shaped(
         return None;
     }
     let mut out = values_read(&parsed);
-    let mut recursive = parsed.any(Effect::Recurse) || matches!(name, "du" | "rg");
+    // These always descend into the directories they are given.
+    let always_recursive = matches!(name, "du" | "rg" | "fd" | "fdfind" | "tree");
+    let mut recursive = parsed.any(Effect::Recurse) || always_recursive;
     if matches!(name, "grep" | "egrep" | "fgrep")
         && parsed.found.iter().any(|f| {
             f.opt.short.iter().any(|(c, _)| *c == 'd')
@@ -359,6 +368,10 @@ fn shaped(
         // The second operand is an output file.
         return None;
     }
+    if name == "hostname" && !positional.is_empty() {
+        // An operand is the name to set.
+        return None;
+    }
     let paths: Vec<Word> = match operands {
         Operands::None => Vec::new(),
         Operands::All(_) => positional,
@@ -372,9 +385,12 @@ fn shaped(
     };
     let access = match operands {
         Operands::All(a) => a,
+        // fd matches and prints names.
+        _ if matches!(name, "fd" | "fdfind") => Access::Listing,
         _ => Access::Content,
     };
-    let defaults_to_cwd = matches!(name, "grep" | "egrep" | "fgrep" | "rg") && recursive;
+    let defaults_to_cwd =
+        matches!(name, "grep" | "egrep" | "fgrep") && recursive || always_recursive && name != "du";
     let paths = if paths.is_empty() && defaults_to_cwd {
         vec![Word::plain(".")]
     } else {
@@ -394,13 +410,58 @@ fn values_read(parsed: &Parsed<'_>) -> Vec<ReadOperand> {
         .found
         .iter()
         .filter(|f| f.has(Effect::Read))
-        .filter_map(|f| f.value.clone())
-        .map(|word| ReadOperand {
+        .filter_map(|f| f.value.clone().map(|word| (word, f.has(Effect::Recurse))))
+        .map(|(word, recursive)| ReadOperand {
             word,
             access: Access::Content,
-            recursive: false,
+            recursive,
         })
         .collect()
+}
+
+/// `ps` with options that only read. procps `ps` parses the line a second time with every
+/// option read as a BSD one when the first parse fails — also when a selection list (users,
+/// process IDs, terminals, a width) turns out invalid, which cannot be known here — so a line
+/// with such a value must not print the environment (BSD `e`) in that reading either: `ps
+/// -ue` is `-u e` to the first parse and `u` plus `e` to the second. (A format or sort
+/// specification is the same to both readings, so it fails both or neither.)
+fn ps_reads_only(args: &[Word]) -> bool {
+    let Some(table) = tables::table("ps") else {
+        return false;
+    };
+    let Ok(parsed) = table.parse_args(args) else {
+        return false;
+    };
+    if NOT_READING.iter().any(|e| parsed.any(*e)) {
+        return false;
+    }
+    let format = |f: &crate::getopt::Found<'_>| {
+        f.opt
+            .short
+            .iter()
+            .chain(&f.opt.bsd)
+            .any(|(c, _)| matches!(c, 'o' | 'O' | 'k'))
+            || f.opt
+                .long
+                .iter()
+                .any(|(l, _)| matches!(l.as_str(), "format" | "sort"))
+    };
+    if !parsed.found.iter().any(|f| f.value.is_some() && !format(f)) {
+        return true;
+    }
+    let as_bsd: Vec<Word> = args
+        .iter()
+        .map(|w| match w.text.strip_prefix('-') {
+            Some(rest) if !rest.starts_with('-') && !rest.is_empty() => Word {
+                text: rest.to_owned(),
+                ..w.clone()
+            },
+            _ => w.clone(),
+        })
+        .collect();
+    table
+        .parse_args(&as_bsd)
+        .map_or(true, |p| !NOT_READING.iter().any(|e| p.any(*e)))
 }
 
 /// `find`: its leading options, its start points, then an expression of tests that only
@@ -681,6 +742,43 @@ mod tests {
             "date +%s",
             "date --date=yesterday",
             "date --fi=x",
+            "rg foo",
+            "rg -n foo src",
+            "rg -e foo -e bar",
+            "rg -e=foo src",
+            "rg --files src",
+            "rg -uu --hidden -g '*.rs' foo",
+            "rg --no-ignore --ignore foo",
+            "rg --pre-glob '*.gz' foo",
+            "rg --type-list",
+            "fd",
+            "fd -e rs",
+            "fd -tf -e=rs foo src",
+            "fdfind -H --no-ignore x",
+            "fd --changed-within 2d",
+            "tree",
+            "tree -L 2 src",
+            "tree -aL 2 --dirsfirst",
+            "tree -La 2",
+            "tree --charset=ascii -I target",
+            "man ls",
+            "man -k grep",
+            "man 3 printf",
+            "man --pat ls",
+            "man -w ls",
+            "ps",
+            "ps aux",
+            "ps -ef",
+            "ps -eo pid,ppid,cmd",
+            "ps -o pid,user -p 1",
+            "ps --forest -e",
+            "ps axjf",
+            "ps -p 1 -o comm=",
+            "ps u 1",
+            "hostname",
+            "hostname -f",
+            "hostname --fq",
+            "hostname -I",
         ] {
             check(ro, true);
         }
@@ -741,7 +839,44 @@ mod tests {
             "printf -v 'a[$(id)]' 1",
             "printf -va 1",
             "man -P 'rm x' ls",
+            "man --pag='rm x' ls",
+            "man -Hfirefox ls",
+            "man -C cfg ls",
+            "man -u",
+            "man --pro x ls",
             "ps e",
+            "ps aue",
+            "ps auxe",
+            "ps -ue",
+            "ps -u root e",
+            "ps -o pid -e e",
+            "ps --frobnicate",
+            "ps aBx",
+            "rg --pre cat x",
+            "rg --pre=cat x",
+            "rg --hostname-bin=id x",
+            "rg -z x",
+            "rg --search-zip x",
+            "rg --pr cat x",
+            "rg --frobnicate x",
+            "fd -x rm",
+            "fd -xrm",
+            "fd -x=rm",
+            "fd --exec=rm",
+            "fd -Hx rm",
+            "fdfind -X rm ';' a",
+            "fdfind --exec-batch rm",
+            "fd --exec-b rm",
+            "fd --base-directory /etc x",
+            "tree -o out",
+            "tree -ao out",
+            "tree -R -L 2",
+            "tree -L2",
+            "tree --dirs",
+            "hostname evil",
+            "hostname -F file",
+            "hostname --fil=file",
+            "hostname -b",
             "jq -n env",
             "jq -n '$ENV.HOME'",
             "jq 'import \"a\" as a; .' f",
@@ -788,6 +923,27 @@ mod tests {
             s(&[("pats", Content, false), ("a", Content, false)])
         );
         assert_eq!(operands("ls -la /etc"), s(&[("/etc", Listing, false)]));
+        assert_eq!(operands("rg foo"), s(&[(".", Content, true)]));
+        assert_eq!(operands("rg foo src"), s(&[("src", Content, true)]));
+        assert_eq!(operands("rg -e foo src"), s(&[("src", Content, true)]));
+        assert_eq!(operands("rg --files .ssh"), s(&[(".ssh", Content, true)]));
+        assert_eq!(
+            operands("rg -f=pats x"),
+            s(&[("pats", Content, false), ("x", Content, true)])
+        );
+        assert_eq!(operands("fd x"), s(&[(".", Listing, true)]));
+        assert_eq!(operands("fd x /etc"), s(&[("/etc", Listing, true)]));
+        assert_eq!(
+            operands("fd --search-path /etc"),
+            s(&[("/etc", Content, true), (".", Listing, true)])
+        );
+        assert_eq!(operands("tree"), s(&[(".", Listing, true)]));
+        assert_eq!(operands("tree -L 2 /etc"), s(&[("/etc", Listing, true)]));
+        assert_eq!(
+            operands("tree --gitfile g d"),
+            s(&[("g", Content, false), ("d", Listing, true)])
+        );
+        assert_eq!(operands("man ./page.1"), s(&[("./page.1", Content, false)]));
         assert_eq!(operands("ls -R d"), s(&[("d", Listing, true)]));
         assert_eq!(operands("find /etc -name x"), s(&[("/etc", Listing, true)]));
         assert_eq!(operands("find -name x"), s(&[(".", Listing, true)]));

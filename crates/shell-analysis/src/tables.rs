@@ -18,6 +18,9 @@ const GNU: Style = Style {
     negations: false,
     digits: false,
     exact: false,
+    equals_short: false,
+    next_word_values: false,
+    bsd: false,
 };
 /// GNU, plus the obsolete `-NUM` (`head -5`, `grep -2`).
 const DIGITS: Style = Style {
@@ -53,6 +56,26 @@ const GIT_EXACT: Style = Style {
 const GIT_GLOBAL: Style = Style {
     stop_at_operand: true,
     exact: true,
+    ..GNU
+};
+/// clap (`fd`) and lexopt (`rg`): long options matched exactly, `-x=VALUE` is `VALUE`.
+const CLAP: Style = Style {
+    exact: true,
+    equals_short: true,
+    ..GNU
+};
+/// tree's own parser: long options matched exactly, a short option's value is the next
+/// unused word even inside a bundle.
+const TREE: Style = Style {
+    exact: true,
+    next_word_values: true,
+    ..GNU
+};
+/// procps `ps`: Unix options after a dash, GNU long options matched exactly, BSD options in
+/// words without a dash (`+x` in the table).
+const PS: Style = Style {
+    exact: true,
+    bsd: true,
     ..GNU
 };
 /// A bash builtin: short options only, no abbreviation, ending at the first operand.
@@ -413,6 +436,8 @@ const TABLES: &[(&[&str], Style, &str)] = &[
 -n
 --expire=
 "),
+    // sudo 1.9 (Debian's): `-R DIR` looks the command up inside another root, so what runs
+    // is not what the line names; `-e` runs an editor.
     (&["sudo"], WRAP, r"
 -A --askpass
 -b --background
@@ -423,7 +448,8 @@ const TABLES: &[(&[&str], Style, &str)] = &[
 -e --edit nocmd opaque
 -g= --group=
 -H --set-home
--h --help --host=
+-h=? --help
+--host=
 -i --login shell
 -K --remove-timestamp nocmd
 -k --reset-timestamp
@@ -432,7 +458,7 @@ const TABLES: &[(&[&str], Style, &str)] = &[
 -n --non-interactive
 -P --preserve-groups
 -p= --prompt=
--R= --chroot=
+-R= --chroot= opaque
 -r= --role=
 -S --stdin
 -s --shell shell
@@ -478,95 +504,420 @@ const TABLES: &[(&[&str], Style, &str)] = &[
 -h --help
 -V --version
 "),
-    (&["rg"], EXACT, r"
--e= --regexp= pattern
--f= --file= read pattern
--i --ignore-case
--S --smart-case
+    // ripgrep 15.2.0, the version `cargo xtask peers` pins: every flag its `--help` lists,
+    // the `--no-…` forms it names there, and the aliases of its flag definitions
+    // (`--maxdepth`, `--passthrough`). Matched exactly (lexopt); `-e=PAT` is `PAT`.
+    // `--pre-glob` only narrows which files `--pre` runs on, so it runs nothing alone.
+    (&["rg"], CLAP, r"
+-A= --after-context=
+--auto-hybrid-regex
+--no-auto-hybrid-regex
+-B= --before-context=
+--binary
+--no-binary
+--block-buffered
+--no-block-buffered
+-b --byte-offset
+--no-byte-offset
 -s --case-sensitive
--F --fixed-strings
--w --word-regexp
--x --line-regexp
--v --invert-match
--n --line-number
--N --no-line-number
--H --with-filename
--I --no-filename
--l --files-with-matches
---files-without-match
+--color=
+--colors=
+--column
+--no-column
+-C= --context=
+--context-separator=
+--no-context-separator
 -c --count
 --count-matches
--o --only-matching
--A= --after-context=
--B= --before-context=
--C= --context=
--m= --max-count=
+--crlf
+--no-crlf
+--debug
+--dfa-size-limit=
+-E= --encoding=
+--no-encoding
+--engine=
+--field-context-separator=
+--field-match-separator=
+-f= --file= read pattern
+--files pattern
+-l --files-with-matches
+--files-without-match
+-F --fixed-strings
+--no-fixed-strings
+-L --follow
+--no-follow
+--generate=
 -g= --glob=
+--glob-case-insensitive
+--no-glob-case-insensitive
+--heading
+--no-heading
+-h --help
+-. --hidden
+--no-hidden
+--hostname-bin= run
+--hyperlink-format=
 --iglob=
+-i --ignore-case
+--ignore-file= read
+--ignore-file-case-insensitive
+--no-ignore-file-case-insensitive
+--include-zero
+--no-include-zero
+-v --invert-match
+--no-invert-match
+--json
+--no-json
+--line-buffered
+--no-line-buffered
+-n --line-number
+-N --no-line-number
+-x --line-regexp
+-M= --max-columns=
+--max-columns-preview
+--no-max-columns-preview
+-m= --max-count=
+-d= --max-depth= --maxdepth=
+--max-filesize=
+--mmap
+--no-mmap
+-U --multiline
+--no-multiline
+--multiline-dotall
+--no-multiline-dotall
+--no-config
+--no-ignore
+--ignore
+--no-ignore-dot
+--ignore-dot
+--no-ignore-exclude
+--ignore-exclude
+--no-ignore-files
+--ignore-files
+--no-ignore-global
+--ignore-global
+--no-ignore-messages
+--ignore-messages
+--no-ignore-parent
+--ignore-parent
+--no-ignore-vcs
+--ignore-vcs
+--no-messages
+--messages
+--no-pcre2-unicode
+--pcre2-unicode
+--no-require-git
+--require-git
+--no-unicode
+--unicode
+-0 --null
+--null-data
+--one-file-system
+--no-one-file-system
+-o --only-matching
+--path-separator=
+--passthru --passthrough
+-P --pcre2
+--no-pcre2
+--pcre2-version
+--pre= run
+--no-pre
+--pre-glob=
+-p --pretty
+-q --quiet
+--regex-size-limit=
+-e= --regexp= pattern
+-r= --replace=
+-z --search-zip opaque
+--no-search-zip
+-S --smart-case
+--sort-files
+--no-sort-files
+--sort=
+--sortr=
+--stats
+--no-stats
+--stop-on-nonmatch
+-a --text
+--no-text
+-j= --threads=
+--trace
+--trim
+--no-trim
 -t= --type=
+--type-add=
+--type-clear=
 -T= --type-not=
 --type-list
 -u --unrestricted
--. --hidden
---no-hidden
---no-ignore
---no-ignore-vcs
---no-ignore-dot
---no-ignore-parent
---no-ignore-global
---no-ignore-exclude
---no-ignore-files
---no-require-git
--L --follow
--d= --max-depth=
---files
---json
+-V --version
 --vimgrep
---heading
---no-heading
---color=
---colors=
--p --pretty
--U --multiline
---multiline-dotall
--P --pcre2
--a --text
--z --search-zip opaque
---pre= run
---pre-glob=
---hostname-bin= run
---sort=
---sortr=
--0 --null
---column
---no-column
--b --byte-offset
--r= --replace=
---trim
--M= --max-columns=
---max-columns-preview
---stats
--q --quiet
---no-messages
---no-config
--j= --threads=
+-H --with-filename
+-I --no-filename
+-w --word-regexp
+"),
+    // fd 8.6 (Debian's `fd-find`, run as `fdfind`): clap, long options matched exactly,
+    // `-x=CMD` is `CMD`; `-x`/`-X` take the words up to `;` as a command and its arguments.
+    // The hidden aliases and `--no-…` forms its help names are listed too. `-l` runs
+    // `ls -l` on the results, a reading command.
+    (&["fd", "fdfind"], CLAP, r"
+-H --hidden
+--no-hidden
+-I --no-ignore
+--ignore
+--no-ignore-vcs
+--ignore-vcs
+--no-ignore-parent
+--no-global-ignore-file
+-u --unrestricted
+-s --case-sensitive
+-i --ignore-case
+-g --glob
+--regex
+-F --fixed-strings
+--and=
+-a --absolute-path
+--relative-path
+-l --list-details
+-L --follow --dereference
+--no-follow
+-p --full-path
+-0 --print0
+-d= --max-depth= --maxdepth=
+--min-depth=
+--exact-depth=
+-E= --exclude=
+--prune
+-t= --type=
+-e= --extension=
+-S= --size=
+--changed-within= --change-newer-than= --newer= --changed-after=
+--changed-before= --change-older-than= --older=
+-o= --owner=
+-x=; --exec=; run
+-X=; --exec-batch=; run
+--batch-size=
 --ignore-file= read
--E= --encoding=
---engine=
---context-separator=
---field-match-separator=
---field-context-separator=
+-c= --color=
+-j= --threads=
+--max-results=
+-1
+-q --quiet --has-results
+--show-errors
+--base-directory= unsafe
 --path-separator=
---passthru
---max-filesize=
---one-file-system
---crlf
---null-data
---line-buffered
---block-buffered
---ignore-file-case-insensitive
+--search-path= read recurse
+--strip-cwd-prefix
+--one-file-system --mount --xdev
+--gen-completions=?
+--max-buffer-time=
 -h --help
 -V --version
+"),
+    // tree 2.1: its own parser; long options matched exactly, a short option's value is the
+    // next unused word (`-La 2`). `-R` writes `00Tree.html` into every directory at the
+    // depth limit.
+    (&["tree"], TREE, r"
+-a
+-d
+-l
+-f
+-x
+-L=
+-R write
+-P=
+-I=
+--gitignore
+--gitfile= read
+--ignore-case
+--matchdirs
+--metafirst
+--prune
+--info
+--infofile= read
+--noreport
+--charset=
+--filelimit=
+-o= write
+-q
+-N
+-Q
+-p
+-u
+-g
+-s
+-h
+--si
+--du
+-D
+--timefmt=
+-F
+--inodes
+--device
+-v
+-t
+-c
+-U
+-r
+--dirsfirst
+--filesfirst
+--sort=
+-i
+-A
+-S
+-n
+-C
+-X
+-J
+-H=
+-T=
+--nolinks
+--hintro= read
+--houtro= read
+--fromfile
+--fflinks
+--version
+--help
+"),
+    // man-db 2.11 (argp, so getopt_long's prefixes, plus argp's hidden `--program-name` and
+    // `--HANG`). A pager or browser is a command; a configuration file names programs; the
+    // preprocessors and gxditview are programs the line does not name.
+    (&["man"], GNU, r"
+-C= --config-file= opaque
+-d --debug
+-D --default
+--warnings=?
+-f --whatis
+-k --apropos
+-K --global-apropos
+-l --local-file
+-w --where --path --location
+-W --where-cat --location-cat
+-c --catman write
+-R= --recode=
+-L= --locale=
+-m= --systems=
+-M= --manpath= read
+-S= -s= --sections=
+-e= --extension=
+-i --ignore-case
+-I --match-case
+--regex
+--wildcard
+--names-only
+-a --all
+-u --update write
+--no-subpages
+-P= --pager= run
+-r= --prompt=
+-7 --ascii
+-E= --encoding=
+--no-hyphenation --nh
+--no-justification --nj
+-p= --preprocessor= opaque
+-t --troff
+-T=? --troff-device=?
+-H=? --html=? run
+-X=? --gxditview=? opaque
+-Z --ditroff
+-? --help
+--usage
+-V --version
+--program-name=
+--HANG=?
+"),
+    // hostname 3.23: an operand or `-F FILE` sets the host name, `-b` may.
+    (&["hostname"], GNU, r"
+-a --alias
+-A --all-fqdns
+-b --boot write
+-d --domain
+-f --fqdn --long
+-F= --file= write read
+-i --ip-address
+-I --all-ip-addresses
+-s --short
+-y --yp --nis
+-V --version
+-h -? --help
+"),
+    // procps-ng 4.0 `ps`: Unix options after a dash (a value ends the bundle: `-p1`, `-p 1`),
+    // GNU long options matched exactly, BSD options in words without a dash (`+x`). The BSD
+    // `e` prints every process's environment, which holds other programs' secrets.
+    (&["ps"], PS, r"
+-A -e
+-a
+-d
+-N --deselect
+-C=
+-G= --Group=
+-g= --group=
+-p= --pid=
+--ppid=
+-q= --quick-pid=
+-s= --sid=
+-t= --tty=
+-u= --user=
+-U= --User=
+-F
+-f
+-H
+-j
+-l
+-M
+-O=
+-o= --format=
+-P
+-y
+-L
+-m
+-T
+-c
+-V --version
+-w
+-x
+-Z
+--forest
+--context
+--headers --header --heading --headings
+--no-headers --no-header --no-heading --no-headings --noheader --noheaders --noheading --noheadings
+--cols= --columns= --width=
+--rows= --lines=
+--cumulative
+--info
+--help=?
+--sort=
++a
++r
++T
++x
++p=
++q=
++t=
++U=
++f
++j
++l
++Z
++O=
++o=
++s
++u
++v
++X
++H
++m
++c
++e unsafe
++k=
++L
++n
++S
++V
++w
++g
++h
++M
 "),
     (&["which"], BUILTIN, r"
 -a

@@ -213,12 +213,22 @@ fn alive(dir: &Path) -> Vec<String> {
 
 /// The spellings of an option with `value`: every unique prefix of each long name with
 /// `=value` and, when required, as the next word; short names alone, attached and
-/// bundled.
+/// bundled, as the program's style reads them (clap's `-x=value`, tree's value after the
+/// bundle, fd's command as words up to `;` or its first word attached, ps's BSD letters).
 fn spellings(program: &str, opt: &Opt, value: &str) -> Vec<String> {
     let Some(table) = option_table(program) else {
         return Vec::new();
     };
+    let style = table.style;
     let quoted = format!("'{value}'");
+    let first = value.split(' ').next().unwrap_or(value);
+    let words = format!("{value} ';'");
+    let flag = table.opts.iter().find_map(|o| {
+        o.effects
+            .is_empty()
+            .then(|| o.short.iter().find(|(_, a)| *a == Arg::None))
+            .flatten()
+    });
     let mut out = Vec::new();
     for (long, arg) in &opt.long {
         for len in 1..=long.len() {
@@ -241,6 +251,10 @@ fn spellings(program: &str, opt: &Opt, value: &str) -> Vec<String> {
                     out.push(format!("--{prefix}={quoted}"));
                     out.push(format!("--{prefix} {quoted}"));
                 }
+                Arg::Words => {
+                    out.push(format!("--{prefix}={first}"));
+                    out.push(format!("--{prefix} {words}"));
+                }
             }
         }
     }
@@ -248,13 +262,62 @@ fn spellings(program: &str, opt: &Opt, value: &str) -> Vec<String> {
         match arg {
             Arg::None => out.push(format!("-{c}")),
             Arg::Optional => out.push(format!("'-{c}{value}'")),
+            Arg::Required if style.next_word_values => {
+                out.push(format!("-{c} {quoted}"));
+                if let Some((f, _)) = flag {
+                    out.push(format!("-{c}{f} {quoted}"));
+                }
+            }
             Arg::Required => {
                 out.push(format!("-{c} {quoted}"));
                 out.push(format!("'-{c}{value}'"));
+                if style.equals_short {
+                    out.push(format!("'-{c}={value}'"));
+                }
+            }
+            Arg::Words => {
+                out.push(format!("-{c} {words}"));
+                out.push(format!("-{c}{first}"));
+                out.push(format!("-{c}={first}"));
+                if let Some((f, _)) = flag {
+                    out.push(format!("-{f}{c} {words}"));
+                }
             }
         }
     }
+    for (c, arg) in &opt.bsd {
+        match arg {
+            Arg::None => {
+                out.push(format!("{c}"));
+                out.push(format!("ax{c}"));
+            }
+            _ => out.push(format!("{c} {quoted}")),
+        }
+    }
     out
+}
+
+/// Whether `rg` on `PATH` is the peers' pinned ripgrep (`cargo xtask peers` installs it in
+/// `<peers>/cargo/bin`, which CI puts on `PATH`); says why when it is not (see
+/// [`test_support::peers::require`]).
+fn peers_rg_on_path() -> bool {
+    let Some(pinned) = test_support::peers::path("cargo/bin/rg") else {
+        return false;
+    };
+    test_support::peers::require(
+        &format!("{} first on PATH", pinned.display()),
+        test_support::peers::on_path("rg").as_deref() == Some(pinned.as_path()),
+    )
+}
+
+/// What a generated variant of `program` ends with: a pattern fd matches the victim with
+/// (so a command fd runs on what it finds reaches it), a file for the others.
+fn tail(program: &str) -> &'static str {
+    if matches!(program, "fd" | "fdfind") {
+        "v"
+    } else {
+        "a.txt"
+    }
 }
 
 /// Every option of every table with one of `effects`, in every spelling, with the value
@@ -278,16 +341,25 @@ fn option_variants(effects: &[Effect], arena: &Arena) -> Vec<(String, String)> {
         {
             n += 1;
             let tag = format!("o{n}");
-            let run_value = arena.touch(&tag);
-            let value = if opt.has(Effect::Run) {
-                run_value
+            // rg runs the program `--pre` and `--hostname-bin` name (one path, no shell) on
+            // every file it searches: `rm` removes the victim in any mode it runs in.
+            let (value, bypass_value) = if program == "rg" && opt.has(Effect::Run) {
+                ("rm".to_owned(), "rm".to_owned())
+            } else if opt.has(Effect::Run) {
+                (arena.touch(&tag), "rm v".to_owned())
             } else {
-                format!("PWN{n}")
+                (format!("PWN{n}"), "rm v".to_owned())
             };
-            for s in spellings(program, opt, &value) {
-                let cmd = format!("{program} {s} a.txt");
-                let bypass = cmd.replace(&value, "rm v");
-                out.push((cmd, bypass));
+            for (s, b) in spellings(program, opt, &value).into_iter().zip(spellings(
+                program,
+                opt,
+                &bypass_value,
+            )) {
+                let tail = tail(program);
+                out.push((
+                    format!("{program} {s} {tail}"),
+                    format!("{program} {b} {tail}"),
+                ));
             }
         }
     }
@@ -643,6 +715,157 @@ fn project_steered_programs() {
     }
     assert!(total >= 50, "{total}");
     eprintln!("project-steered programs: {total} variants x 5 modes");
+}
+
+/// The reading programs whose tables are checked against their own help (rg, fd, tree,
+/// man, ps, hostname): every flag their table classifies as only reading runs without asking
+/// in default mode; under `--deny 'Bash(rm:*)'` in bypass mode, what runs a command is
+/// refused (each option in every spelling is the `options_that_run_programs` class) and
+/// sudo is unwrapped to the command it runs, the victim intact.
+#[test]
+fn reading_programs_run_unasked() {
+    if !peers_rg_on_path() {
+        return;
+    }
+    let arena = Arena::new();
+    let mut cmds = Vec::new();
+    for program in ["rg", "fdfind", "tree", "man", "ps", "hostname"] {
+        let table = option_table(program).expect("a table");
+        let word = program;
+        let tail = match program {
+            "rg" => "hello a.txt",
+            "fdfind" => "a",
+            "tree" => "src",
+            "man" => "-w ls",
+            _ => "",
+        };
+        for opt in table.opts.iter().filter(|o| o.effects.is_empty()) {
+            // man --HANG sleeps an hour and -K reads every manual page: reads, but slow.
+            if opt
+                .long
+                .iter()
+                .any(|(l, _)| l == "HANG" || l == "global-apropos")
+            {
+                continue;
+            }
+            let flag = opt
+                .long
+                .iter()
+                .find(|(_, a)| *a == Arg::None)
+                .map(|(l, _)| format!("--{l}"))
+                .or_else(|| {
+                    opt.short
+                        .iter()
+                        .find(|(_, a)| *a == Arg::None)
+                        .map(|(c, _)| format!("-{c}"))
+                })
+                .or_else(|| {
+                    opt.bsd
+                        .iter()
+                        .find(|(_, a)| *a == Arg::None)
+                        .map(|(c, _)| c.to_string())
+                });
+            if let Some(flag) = flag {
+                cmds.push(format!("{word} {flag} {tail}"));
+            }
+        }
+    }
+    cmds.extend(
+        [
+            "rg -n -e hello -g '*.txt' .",
+            "rg -e=hello --files-with-matches",
+            "fdfind -e txt -t f",
+            "fdfind -tf -E src a",
+            "tree -L 1 -I src",
+            "tree -La 1",
+            "man -k ls",
+            "ps -eo pid,comm",
+            "ps -o pid= -p 1",
+            "ps axjf",
+            "hostname -s",
+        ]
+        .map(str::to_owned),
+    );
+    assert!(cmds.len() >= 150, "{}", cmds.len());
+    let lines = arena.batch(&["--mode".to_owned(), "default".to_owned()], &cmds);
+    for (cmd, line) in cmds.iter().zip(&lines) {
+        let out = text(line);
+        assert!(
+            !out.contains("to approve it") && !out.contains("denied"),
+            "{cmd} asked: {out}"
+        );
+    }
+    arena.assert_clean("default", "reading programs", &cmds, &lines);
+    eprintln!("reading programs run unasked: {} commands", cmds.len());
+
+    // What runs a command, under a deny rule for rm in bypass mode.
+    let refused: Vec<String> = [
+        "rg --pre rm a.txt",
+        "rg --pre=rm a.txt",
+        "rg --hostname-bin=rm --hyperlink-format=default a.txt",
+        "rg -z a.txt",
+        "fdfind -x rm v ';' v",
+        "fdfind -xrm v",
+        "fdfind -x=rm v",
+        "fdfind --exec=rm v",
+        "fdfind -Hx rm v",
+        "fdfind --exec-batch rm v",
+        "fdfind -X rm v ';' v",
+        "fdfind -Xrm v",
+        "man -P 'rm v' ls",
+        "man --pag='rm v' ls",
+        "man -H'rm v' ls",
+        "sudo rm v",
+        "sudo -u root rm v",
+        "sudo -E -- rm v",
+        "sudo -nu root rm v",
+        "sudo -s 'rm v'",
+        "sudo -i 'rm v'",
+        "sudo A=1 rm v",
+        "sudo A=1 -u root rm v",
+        "sudo PATH=/usr/bin rm v",
+        "echo 'rm v' | sudo -s",
+        "sudo -- sudo rm v",
+        "sudo -R / rm v",
+        "chroot / rm v",
+        "sudo fdfind -x rm v ';' v",
+        "nice sudo -u root rm v",
+    ]
+    .iter()
+    .map(|c| (*c).to_owned())
+    .collect();
+    // Sandboxed (where sudo cannot change user) and with the sandbox off, where every one of
+    // them that ran would remove the victim.
+    let settings = arena.out().join("no-sandbox.json");
+    std::fs::write(&settings, r#"{"sandbox": {"enabled": false}}"#).expect("settings");
+    for extra in [
+        Vec::new(),
+        vec!["--settings".to_owned(), settings.display().to_string()],
+    ] {
+        let mut flags: Vec<String> = ["--mode", "bypassPermissions", "--deny", "Bash(rm:*)"]
+            .iter()
+            .map(|s| (*s).to_owned())
+            .collect();
+        flags.extend(extra);
+        let lines = arena.batch(&flags, &refused);
+        for (cmd, line) in refused.iter().zip(&lines) {
+            assert!(
+                text(line).contains("denied"),
+                "{cmd} was not refused: {line}"
+            );
+        }
+        arena.assert_clean(
+            "bypassPermissions",
+            "runners of reading programs",
+            &refused,
+            &lines,
+        );
+        assert!(arena.project.root().join("a.txt").exists(), "a.txt removed");
+    }
+    eprintln!(
+        "runners of reading programs refused: {} commands",
+        refused.len()
+    );
 }
 
 /// What must keep working: reading commands and git in an ordinary repository are approved

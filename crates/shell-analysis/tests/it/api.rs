@@ -59,6 +59,29 @@ fn verdicts() {
         ("env --frob rm v", "unresolved"),
         ("ssh -F ./cfg host", "unresolved"),
         ("less -k keys f", "approval"),
+        ("rg -n foo src", "read-only"),
+        ("rg --pre=cat foo", "approval"),
+        ("rg -z foo", "unresolved"),
+        ("fd -e rs", "read-only"),
+        ("fd -x rm", "approval"),
+        ("fd -x {} ';'", "unresolved"),
+        ("tree -L 2", "read-only"),
+        ("tree -o out", "approval"),
+        ("man ls", "read-only"),
+        ("man -C cfg ls", "unresolved"),
+        ("ps aux", "read-only"),
+        ("ps auxe", "approval"),
+        ("ps -x1", "unresolved"),
+        ("hostname -f", "read-only"),
+        ("hostname new", "approval"),
+        ("sudo ls", "approval"),
+        ("sudo -s", "unresolved"),
+        ("sudo -i", "unresolved"),
+        ("sudo PATH=. ls", "unresolved"),
+        ("sudo A=1 -u root ls", "unresolved"),
+        ("sudo -R ./root ls", "unresolved"),
+        ("chroot ./root ls", "unresolved"),
+        ("chroot / ls", "approval"),
     ] {
         check(cmd, v);
     }
@@ -121,6 +144,24 @@ fn deny_matching_sees_through_wrappers() {
         "man --pag='rm v' ls",
         "man --pager 'rm v' ls",
         "less '+!rm v' f",
+        "rg --pre 'rm v' x",
+        "rg --hostname-bin='rm v' x",
+        "fd -x rm v",
+        "fd -x rm v ';' -e rs",
+        "fd -Hx rm v",
+        "fd -HIx rm v",
+        "fdfind --exec rm v",
+        "fd -X rm v",
+        "fd --exec-batch rm v",
+        "sudo rm v",
+        "sudo -u root -- rm v",
+        "sudo -E rm v",
+        "sudo --preserve-env=A rm v",
+        "sudo -nu root rm v",
+        "sudo A=1 rm v",
+        "sudo -s rm v",
+        "sudo -i 'rm v'",
+        "sudo -- sudo rm v",
     ] {
         let a = analyse(cmd).unwrap_or_else(|e| panic!("{cmd}: {e}"));
         assert!(
@@ -143,4 +184,23 @@ fn programs_with_their_argv() {
     let grep = p.iter().find(|p| p.name == "grep").unwrap();
     assert_eq!(grep.argv, ["grep", "-n", "x", "f"]);
     assert!(programs("$(printf rm) v").is_err());
+}
+
+/// fd's command attached to its option is one word, the program: every clap spelling of it
+/// is found.
+#[test]
+fn fd_commands_in_every_clap_spelling() {
+    for cmd in [
+        "fd -xrm",
+        "fd -x=rm",
+        "fd --exec=rm",
+        "fd -Hxrm",
+        "fd -Xrm",
+        "fd -X=rm",
+        "fd --exec-batch=rm",
+    ] {
+        let a = analyse(cmd).unwrap_or_else(|e| panic!("{cmd}: {e}"));
+        assert!(a.find_match(|t| t == "rm").is_some(), "{cmd}");
+        assert_ne!(classify(cmd), Verdict::ReadOnly, "{cmd}");
+    }
 }

@@ -9,23 +9,35 @@ use std::process::{Command, Stdio};
 
 use shell_analysis::{option_table, tabled_programs};
 
-/// Programs with a table that may be missing from a machine (not in the base image): their
-/// check is skipped, with a note, when they are.
-const OPTIONAL: &[&str] = &["sudo"];
+/// Programs with a table that `cargo xtask peers` installs (from Debian, as root) when they
+/// are missing: without them the check fails under `AGENT_TOOLS_REQUIRE_PEERS=1` and is
+/// skipped, with a note, otherwise. Debian names fd `fdfind`.
+const PEERS: &[(&str, &str)] = &[
+    ("sudo", "sudo"),
+    ("tree", "tree"),
+    ("fd", "fdfind"),
+    ("fdfind", "fdfind"),
+];
+
+/// ripgrep, the version `cargo xtask peers` pins (`xtask/src/peers.rs`), installed under the
+/// peers directory: its table was written from this version's help.
+const RIPGREP: &str = "ripgrep 15.2.0";
+
+/// Programs whose help also names options in its descriptions (`--no-…` negations, aliases,
+/// `--nj` after a wrapped line): every `--name` anywhere in their help must be known.
+const MENTIONS: &[&str] = &["rg", "fd", "fdfind", "man", "tree", "hostname", "ps"];
 
 /// Tables with no help to check them against: `find`'s leading options (its expression is
 /// checked by the read-only tests), `which` (a shell script without `--help`), `getconf`,
-/// the bash keywords and builtins `time`, `exec`, `builtin`, `command`, `true`, `false`,
-/// `expr` whose options `help` does not list one per line, and `rg`, a peer whose version
-/// varies: its table lists the options of ripgrep 13 and 14 that only read, matched exactly
-/// as rg does; any other is unknown, so not read-only.
+/// and the bash keywords and builtins `time`, `exec`, `builtin`, `command`, `true`, `false`,
+/// `expr` whose options `help` does not list one per line.
 const NO_HELP: &[&str] = &[
-    "find", "which", "getconf", "time", "exec", "builtin", "command", "true", "false", "expr", "rg",
+    "find", "which", "getconf", "time", "exec", "builtin", "command", "true", "false", "expr",
 ];
 
 /// Words of a help text that look like options but are not: `cut` and `numfmt` explain
-/// the range `-M` (from the first to the M'th field).
-const NOT_OPTIONS: &[(&str, &str)] = &[("cut", "-M"), ("numfmt", "-M")];
+/// the range `-M` (from the first to the M'th field); rg's help mentions find's `--print0`.
+const NOT_OPTIONS: &[(&str, &str)] = &[("cut", "-M"), ("numfmt", "-M"), ("rg", "--print0")];
 
 /// bash builtins: their help is `help NAME`.
 const BUILTINS: &[&str] = &["pwd", "cd", "type", "printf"];
@@ -64,6 +76,8 @@ fn help_options(text: &str) -> Vec<String> {
             if !token.starts_with('-') || token == "-" || token == "--" {
                 continue;
             }
+            // clap's `--unrestricted...`: the option may be repeated.
+            let token = token.trim_end_matches("...");
             let name: String = token
                 .chars()
                 .take_while(|c| *c != '=' && *c != '<' && *c != '[')
@@ -79,6 +93,50 @@ fn help_options(text: &str) -> Vec<String> {
                 && (name.starts_with("--") || body.chars().count() == 1);
             if valid && !out.contains(&name) {
                 out.push(name);
+            }
+        }
+    }
+    out
+}
+
+/// Every `--name` a help text mentions anywhere (descriptions included).
+fn mentioned_options(text: &str) -> Vec<String> {
+    let mut out: Vec<String> = Vec::new();
+    for (i, _) in text.match_indices("--") {
+        if i > 0 && text[..i].ends_with(|c: char| c.is_alphanumeric() || c == '-') {
+            continue;
+        }
+        let name: String = text[i + 2..]
+            .chars()
+            .take_while(|c| c.is_ascii_alphanumeric() || *c == '-')
+            .collect();
+        let name = name.trim_end_matches('-');
+        if name.starts_with(|c: char| c.is_ascii_lowercase()) {
+            let name = format!("--{name}");
+            if !out.contains(&name) {
+                out.push(name);
+            }
+        }
+    }
+    out
+}
+
+/// ps's BSD options in its help: a single letter in the option column, before a comma or
+/// the description (`  a                   all with tty`, ` -p, p, --pid <PID>`).
+fn bsd_options(text: &str) -> Vec<String> {
+    let mut out: Vec<String> = Vec::new();
+    for line in text.lines() {
+        for token in line.split_whitespace() {
+            let token = token.trim_end_matches(',');
+            let mut chars = token.chars();
+            match (chars.next(), chars.next()) {
+                (Some(c), None) if c.is_ascii_alphabetic() => {
+                    if !out.contains(&token.to_owned()) {
+                        out.push(token.to_owned());
+                    }
+                }
+                _ if token.starts_with('-') || token.starts_with('<') => {}
+                _ => break,
             }
         }
     }
@@ -124,6 +182,21 @@ fn help_options_reads_the_usual_layouts() {
 }
 
 #[test]
+fn help_extractors_read_clap_and_ps_layouts() {
+    let clap = "  -u, --unrestricted...\n          overridden with --no-hidden.\n  -x, --exec <cmd>...\n  -1\n";
+    assert_eq!(
+        help_options(clap),
+        ["-u", "--unrestricted", "-x", "--exec", "-1"]
+    );
+    assert_eq!(
+        mentioned_options(clap),
+        ["--unrestricted", "--no-hidden", "--exec"]
+    );
+    let ps = " -A, -e               all processes\n  a                   all with tty\n -p, p, --pid <PID>   process id\n  k,    --sort        specify\n  The selection options take\n";
+    assert_eq!(bsd_options(ps), ["a", "p", "k"]);
+}
+
+#[test]
 fn option_tables_are_complete() {
     if let Err(e) = shell_analysis::check_tables() {
         panic!("a table does not parse: {}", e.0);
@@ -153,18 +226,51 @@ fn option_tables_are_complete() {
             vec![output(git, &h, Some(&repo)), helper]
         } else if BUILTINS.contains(&program) {
             vec![output("bash", &["-c", &format!("help {program}")], None)]
+        } else if program == "rg" {
+            let Some(rg) = test_support::peers::path("cargo/bin/rg") else {
+                continue;
+            };
+            let rg = rg.to_str().expect("a UTF-8 path");
+            let version = output(rg, &["--version"], None);
+            assert!(
+                version.starts_with(&format!("{RIPGREP}\n")),
+                "the peers' rg is not {RIPGREP} but {version}: check rg's table against its \
+                 help and update RIPGREP"
+            );
+            vec![output(rg, &["--help"], None)]
         } else {
-            if which(program).is_none() {
-                if OPTIONAL.contains(&program) {
-                    eprintln!("skipped: {program} is not installed here");
+            let binary = PEERS
+                .iter()
+                .find(|(p, _)| *p == program)
+                .map_or(program, |(_, b)| *b);
+            if which(binary).is_none() {
+                if PEERS.iter().any(|(p, _)| *p == program) {
+                    test_support::peers::require(
+                        &format!("{binary} (cargo xtask peers installs it from Debian)"),
+                        false,
+                    );
                     continue;
                 }
-                panic!("{program} has a table but is not on PATH");
+                panic!("{program} has a table but {binary} is not on PATH");
             }
-            vec![output(program, &["--help"], None)]
+            let help: &[&str] = if program == "ps" {
+                &["--help", "all"]
+            } else {
+                &["--help"]
+            };
+            vec![output(binary, help, None)]
         };
         for text in texts {
-            for name in help_options(&text) {
+            let mut names = help_options(&text);
+            if MENTIONS.contains(&program) {
+                names.extend(mentioned_options(&text));
+            }
+            if program == "ps" {
+                names.extend(bsd_options(&text));
+            }
+            names.sort();
+            names.dedup();
+            for name in names {
                 if !table.knows(&name) && !NOT_OPTIONS.contains(&(program, name.as_str())) {
                     missing.push(format!("{program}: {name}"));
                 }
@@ -178,7 +284,7 @@ fn option_tables_are_complete() {
         "options the tables do not classify:\n{}",
         missing.join("\n")
     );
-    assert!(checked >= 80, "only {checked} tables were checked");
+    assert!(checked >= 90, "only {checked} tables were checked");
 }
 
 /// A small repository for git's helpers, which need one.

@@ -9,11 +9,24 @@ use shell_analysis::{Arg, Effect, Opt, Verdict, analyse, classify, option_table,
 
 /// The spellings of one option with a value: `--name=VALUE`, `--name VALUE` (when the value
 /// is required) for every unique prefix of each long name, and `-xVALUE`, `-x VALUE`,
-/// `-ax VALUE`-style bundles for short names.
+/// `-ax VALUE`-style bundles for short names, as the program's style reads them (clap's
+/// `-x=VALUE`, tree's value after the bundle, a command's words up to `;`, ps's BSD
+/// letters).
 pub fn spellings(program: &str, opt: &Opt, value: &str) -> Vec<String> {
     let Some(table) = option_table(program) else {
         return Vec::new();
     };
+    let style = table.style;
+    // A command given as words (`fd -x rm v ';'`), or attached as its first word.
+    let first = value.split(' ').next().unwrap_or(value);
+    let words = format!("{value} ';'");
+    // A flag of the same program to bundle with.
+    let flag = table.opts.iter().find_map(|o| {
+        o.effects
+            .is_empty()
+            .then(|| o.short.iter().find(|(_, a)| *a == Arg::None))
+            .flatten()
+    });
     let mut out = Vec::new();
     for (long, arg) in &opt.long {
         // Every prefix that names this option and no other.
@@ -49,6 +62,10 @@ pub fn spellings(program: &str, opt: &Opt, value: &str) -> Vec<String> {
                     out.push(format!("--{prefix}='{value}'"));
                     out.push(format!("--{prefix} '{value}'"));
                 }
+                Arg::Words => {
+                    out.push(format!("--{prefix}={first}"));
+                    out.push(format!("--{prefix} {words}"));
+                }
             }
         }
     }
@@ -58,19 +75,48 @@ pub fn spellings(program: &str, opt: &Opt, value: &str) -> Vec<String> {
             Arg::Optional => {
                 out.push(format!("'-{c}{value}'"));
                 out.push(format!("-{c}"));
+                if style.equals_short {
+                    out.push(format!("'-{c}={value}'"));
+                }
+            }
+            Arg::Required if style.next_word_values => {
+                out.push(format!("-{c} '{value}'"));
+                if let Some(flag) = flag {
+                    out.push(format!("-{}{c} '{value}'", flag.0));
+                    out.push(format!("-{c}{} '{value}'", flag.0));
+                }
             }
             Arg::Required => {
                 out.push(format!("-{c} '{value}'"));
                 out.push(format!("'-{c}{value}'"));
+                if style.equals_short {
+                    out.push(format!("'-{c}={value}'"));
+                }
                 // Bundled behind a flag of the same program, when it has one.
-                if let Some(flag) = table.opts.iter().find_map(|o| {
-                    o.effects
-                        .is_empty()
-                        .then(|| o.short.iter().find(|(_, a)| *a == Arg::None))
-                        .flatten()
-                }) {
+                if let Some(flag) = flag {
                     out.push(format!("-{}{c} '{value}'", flag.0));
                 }
+            }
+            Arg::Words => {
+                out.push(format!("-{c} {words}"));
+                out.push(format!("-{c}{first}"));
+                out.push(format!("-{c}={first}"));
+                if let Some(flag) = flag {
+                    out.push(format!("-{}{c} {words}", flag.0));
+                }
+            }
+        }
+    }
+    for (c, arg) in &opt.bsd {
+        match arg {
+            Arg::None => {
+                out.push(format!("{c}"));
+                out.push(format!("ax{c}"));
+                out.push(format!("{c}ww"));
+            }
+            _ => {
+                out.push(format!("{c} '{value}'"));
+                out.push(format!("'{c}{value}'"));
             }
         }
     }
@@ -132,8 +178,11 @@ fn commands_in_option_values_are_found() {
                     };
                 let cmd = line(program, &value, "f");
                 let a = analyse(&cmd).unwrap_or_else(|e| panic!("{cmd}: {e}"));
-                let hit =
-                    a.find_match(|t| t.starts_with("rm v")).is_some() || !a.unresolved().is_empty();
+                // A command given as words attached to its option is its first word alone.
+                let hit = a
+                    .find_match(|t| t.starts_with("rm v") || t == "rm" || t.starts_with("rm "))
+                    .is_some()
+                    || !a.unresolved().is_empty();
                 assert!(hit, "{cmd}: rm not found");
                 n += 1;
             }
