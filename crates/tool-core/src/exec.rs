@@ -577,7 +577,10 @@ async fn render(
     let max = tool.max_result_size_chars();
     if max != usize::MAX {
         let threshold = max.min(PERSIST_THRESHOLD_CAP);
-        let dir = ctx.state_dir().join("tool-results").join(ctx.session_id());
+        let dir = ctx
+            .private_state_dir()
+            .join("tool-results")
+            .join(ctx.session_id());
         let spill_name = match ctx.call_id() {
             Some(id) => id.to_owned(),
             None => format!("{name}-{}", CALL_COUNTER.fetch_add(1, Ordering::Relaxed)),

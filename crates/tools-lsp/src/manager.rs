@@ -50,10 +50,9 @@ const MAX_BACKGROUND_OPENS: usize = 20;
 /// that has just started may still be analysing the workspace).
 pub const DIAGNOSTICS_WAIT: Duration = Duration::from_secs(20);
 
-/// How long a request waits, after opening the first document of a server, for the server to
-/// be ready (its first diagnostics for that document).
-const FIRST_OPEN_WAIT: Duration = Duration::from_secs(15);
-/// The same for later documents.
+/// How long a request waits, after opening a document in a server that is ready, for the
+/// server's first diagnostics of it (the server's own readiness is waited for within its
+/// startup time, `ServerConfig::startup_timeout`).
 const OPEN_WAIT: Duration = Duration::from_secs(3);
 
 /// A server that does not name versions may publish a file's diagnostics in parts
@@ -658,7 +657,7 @@ impl LspManager for LanguageServers {
         let after_seq = server.diagnostics_seq();
         let (sync, version) = server.sync_document(&file, None).await?;
         // Every call, also one running beside the first, waits until the server is ready.
-        server.wait_ready(&file, FIRST_OPEN_WAIT).await;
+        server.wait_ready(&file).await;
         if sync == Sync::Opened && server.shows_readiness_in_publications() {
             // A document opened later: its first diagnostics say the server has it.
             server
@@ -693,6 +692,10 @@ impl LspManager for LanguageServers {
             return Ok(Vec::new());
         }
         self.refresh_files(&server, Some(&file)).await;
+        // A server still loading the project answers from a partial view: no reference in a
+        // file it has not opened (typescript-language-server), no state before the change.
+        // Within its startup time, the edit waits for it like any call.
+        server.wait_ready(&file).await;
         // Before the change: who uses what it touches, and how they stood.
         let prepare = tokio::time::Instant::now() + IMPACT_WAIT;
         let mut users = match &old {

@@ -41,6 +41,24 @@ const STDERR_LINES: usize = 20;
 
 type Reply = Result<Value, String>;
 
+/// Whether a server has shown it is ready, and until when calls wait for it to.
+#[derive(Debug)]
+struct Readiness {
+    /// The server's start plus its startup time
+    deadline: tokio::time::Instant,
+    /// It has shown it is ready
+    shown: AtomicBool,
+}
+
+impl Readiness {
+    fn new(startup: Duration) -> Readiness {
+        Readiness {
+            deadline: tokio::time::Instant::now() + startup,
+            shown: AtomicBool::new(false),
+        }
+    }
+}
+
 /// A cached `publishDiagnostics`.
 #[derive(Debug, Clone)]
 pub(crate) struct Published {
@@ -342,8 +360,9 @@ pub(crate) struct Server {
     tick: AtomicU64,
     /// The server's capabilities, from its `initialize` answer
     capabilities: Value,
-    /// Set once the server has shown it is ready (see [`Server::wait_ready`])
-    ready: tokio::sync::OnceCell<()>,
+    /// Whether (and until when it is waited for) the server shows it is ready (see
+    /// [`Server::wait_ready`])
+    ready: Readiness,
     /// What the last workspace scan saw, to tell the server what changed on disk since
     files: tokio::sync::Mutex<Option<crate::watch::Snapshot>>,
 }
@@ -441,7 +460,7 @@ impl Server {
             docs: tokio::sync::Mutex::new(HashMap::new()),
             tick: AtomicU64::new(0),
             capabilities: Value::Null,
-            ready: tokio::sync::OnceCell::new(),
+            ready: Readiness::new(config.startup_timeout),
             files: tokio::sync::Mutex::new(None),
         };
         let mut params = initialize_params(config, root, &root_uri);
@@ -821,26 +840,34 @@ impl Server {
         }
     }
 
-    /// Waits, once per server, until it has shown it is ready: its first diagnostics of
-    /// any file (a pull of `path` for a server that offers `textDocument/diagnostic`), at
-    /// most `limit`. A server
-    /// answers from a partial view until it has loaded the project
-    /// (typescript-language-server's syntax server finds only the import for a definition;
-    /// pyright has not listed the workspace's files). Every caller waits for the same
-    /// moment, so concurrent first calls cannot slip past it.
-    pub(crate) async fn wait_ready(&self, path: &Path, limit: Duration) {
-        self.ready
-            .get_or_init(|| async {
-                let deadline = tokio::time::Instant::now() + limit;
-                if !self.shows_readiness_in_publications()
-                    && self.pull_diagnostics(path, limit).await.is_some()
-                {
-                    return;
-                }
-                let left = deadline.saturating_duration_since(tokio::time::Instant::now());
-                self.wait_publication(0, left).await;
-            })
-            .await;
+    /// Waits until the server has shown it is ready — its first diagnostics of any file (a
+    /// pull of `path` for a server that offers `textDocument/diagnostic`) — or its startup
+    /// time (`startupTimeoutMs`, counted from its start) is over; whether it is ready. A
+    /// server answers from a partial view until it has loaded the project
+    /// (typescript-language-server's syntax server finds only the import for a definition
+    /// and no reference in a file it has not opened; pyright has not listed the workspace's
+    /// files). Every caller, the first one and those beside or after it (an edit's check of
+    /// the files it breaks included), waits for that same moment, so none slips past it;
+    /// only a server that has shown it is ready counts as ready, so a startup that ran out
+    /// of time is never mistaken for one.
+    pub(crate) async fn wait_ready(&self, path: &Path) -> bool {
+        if self.ready.shown.load(Ordering::SeqCst) {
+            return true;
+        }
+        let left = || {
+            self.ready
+                .deadline
+                .saturating_duration_since(tokio::time::Instant::now())
+        };
+        let shown = (!self.shows_readiness_in_publications()
+            && !left().is_zero()
+            && self.pull_diagnostics(path, left()).await.is_some())
+            || self.diagnostics_seq() > 0
+            || self.wait_publication(0, left()).await.is_some();
+        if shown {
+            self.ready.shown.store(true, Ordering::SeqCst);
+        }
+        shown
     }
 
     /// Waits until any publication arrives after publication `after`; its sequence

@@ -15,12 +15,12 @@ use tool_core::{
 };
 
 use crate::output::{MAX_OUTPUT_CHARS, read_head, truncation_marker};
-use crate::parse::parse;
 use crate::permissions;
 use crate::session::ShellSession;
 use crate::spool::{Caps, OUTPUT_CAP, Spool, Summary};
 use crate::tasks::{Readiness, ShellTaskSpec, ShellTasks};
 use sandbox::{Ending, Profile, RunSpec, SandboxSettings};
+use shell_analysis::parse;
 use tool_core::TaskKind;
 
 /// Default time limit of a command.

@@ -18,7 +18,11 @@
 //!   `Bash(...)` rules against each ([`check_command`]); deny rules hold in every mode, the
 //!   Read and Edit rules and the protected paths apply to the paths a command names, and
 //!   the read-only classification ([`is_read_only_command`], an allow-list of shapes)
-//!   decides auto-approval and concurrency. See "Shell permissions" below.
+//!   decides auto-approval and concurrency. See "Shell permissions" below. The analysis
+//!   itself (parsing, option tables parsed as each program parses its options, wrappers,
+//!   classification) is the pure crate [`shell_analysis`], re-exported here; this crate adds
+//!   what needs the file system (scripts a line runs, package.json scripts, configuration
+//!   that steers git and cargo, paths against the Read and Edit rules).
 //! - Every command runs contained (the `sandbox` crate, re-exported here as far as a host
 //!   needs it): what the read-only classification alone allowed runs in the **read-only
 //!   jail** (nothing writable but a private `/tmp`, no network, secrets hidden, the
@@ -189,13 +193,11 @@ mod bash;
 mod monitor;
 mod operands;
 mod output;
-mod parse;
 mod permissions;
 mod probe;
-mod programs;
-mod readonly;
 mod session;
 mod spool;
+mod steered;
 mod task_tools;
 mod tasks;
 
@@ -206,13 +208,10 @@ pub use bash::{Bash, BashInput, BashOutput, DEFAULT_READY_TIMEOUT, DEFAULT_TIMEO
 #[cfg(feature = "monitor")]
 pub use monitor::{MONITOR_LIMIT, Monitor, MonitorInput, MonitorOutput};
 pub use output::MAX_OUTPUT_CHARS;
-pub use parse::{ParseError, Redirect, Script, SimpleCommand, Word, parse as parse_command};
 pub use permissions::{
-    MAX_SUBCOMMANDS, check as check_command, check_with as check_command_with, command_programs,
-    is_read_only,
+    check as check_command, check_with as check_command_with, command_programs, is_read_only,
 };
 pub use probe::{SandboxTrial, try_sandbox};
-pub use readonly::is_read_only_command;
 pub use sandbox::{
     DenyRead, EXEC_ARG, Launch, LimitHit, Mask, Mechanism, Prepared, Profile, ResourceLimits,
     SECRETS, SandboxInstance, SandboxMode, SandboxPolicy, SandboxProbe, SandboxSettings,
@@ -224,6 +223,12 @@ pub use sandbox::{
     set_supervisor_program,
 };
 pub use session::sandbox_instance;
+/// The command analysis (parsing, option tables, classification), re-exported for library
+/// users of the shell tools.
+pub use shell_analysis::{
+    self, MAX_SUBCOMMANDS, ParseError, Redirect, Script, SimpleCommand, Verdict, Word, classify,
+    is_read_only_command, parse as parse_command,
+};
 pub use spool::OUTPUT_CAP;
 pub use task_tools::{
     TASK_OUTPUT_CHARS, TaskOutput, TaskOutputData, TaskOutputInput, TaskStop, TaskStopData,
@@ -234,7 +239,8 @@ pub use tasks::{Readiness, ReadyOutcome, ShellTaskSpec, ShellTasks};
 /// Wires the shell into a session being built: the background task manager (Bash's
 /// `run_in_background`, Monitor, TaskOutput and TaskStop, and other crates' background
 /// work) for the builder's working directories and state directory, and the sandbox
-/// settings every command runs under. Call it after `additional_dirs` and `state_dir`.
+/// settings every command runs under. Call it after `additional_dirs`, `state_dir` and
+/// `private_state_dir` (task output goes to the private one).
 ///
 /// ```
 /// let dir = tempfile::tempdir()?;
@@ -248,7 +254,7 @@ pub fn install(
     sandbox: SandboxSettings,
 ) -> tool_core::ToolContextBuilder {
     let tasks = Arc::new(ShellTasks::new(
-        &builder.state_dir_path(),
+        &builder.private_state_dir_path(),
         sandbox.clone(),
         builder.working_dirs(),
     ));

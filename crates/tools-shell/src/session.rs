@@ -51,7 +51,7 @@ impl ShellSession {
     pub fn of(ctx: &ToolContext) -> Arc<ShellSession> {
         ctx.services().get_or_insert_with(|| {
             Arc::new(ShellSession {
-                state_dir: ctx.state_dir().to_path_buf(),
+                state_dir: ctx.private_state_dir().to_path_buf(),
                 session_dir: ctx.session_id().to_owned(),
                 dir: Mutex::new(None),
                 free: Mutex::new(Vec::new()),

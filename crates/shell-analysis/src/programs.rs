@@ -12,7 +12,9 @@
 
 use std::path::Path;
 
+use crate::getopt::{Effect, OptError, Table};
 use crate::parse::{SimpleCommand, Word};
+use crate::tables;
 
 /// What one simple command runs besides itself.
 #[derive(Debug, Default)]
@@ -32,6 +34,15 @@ pub struct Unwrapped {
     /// Shell script files the command runs (`bash FILE`, `source FILE`), with what runs them:
     /// the permission check reads and checks them as shell code
     pub script_files: Vec<(Word, String)>,
+    /// A wrapper option said the command runs through a shell (`sudo -s`)
+    pub shell: bool,
+    /// Why the command runs code of the project that the line does not name (`make`,
+    /// `npm test`, `cargo build`): never read-only, unresolved for deny rules, but a
+    /// person's allow rule for the command covers it
+    pub project: Vec<String>,
+    /// The package.json script a package manager runs (`npm test` → `test`): the host reads
+    /// it and checks it as shell code
+    pub package_script: Option<String>,
 }
 
 /// The base name of a command word (`/usr/bin/rm` → `rm`).
@@ -522,6 +533,9 @@ fn skip_options(
     out: &mut Unwrapped,
     name: &str,
 ) -> (Option<usize>, bool) {
+    if let Some(table) = tables::table(name) {
+        return skip_with_table(words, table, spec.operands, out, name);
+    }
     let mut i = 1;
     let mut operands = spec.operands;
     let mut no_command = false;
@@ -554,11 +568,17 @@ fn skip_options(
                 Some((o, v)) => (o, Some(v)),
                 None => (t, None),
             };
-            if spec.no_command.contains(&opt) {
+            // Without a table, a prefix of an option of the wrapper is taken as that option.
+            let is = |names: &[&str]| {
+                names
+                    .iter()
+                    .any(|n| n.starts_with("--") && n.starts_with(opt) && opt.len() > 2)
+            };
+            if is(spec.no_command) {
                 no_command = true;
             }
-            let takes = spec.long_values.contains(&opt);
-            if spec.script_options.contains(&opt) {
+            let takes = is(spec.long_values);
+            if is(spec.script_options) {
                 match value {
                     Some(v) => out.scripts.push((v.to_owned(), format!("`{name} {opt}`"))),
                     None => script(words.get(i + 1), out, opt),
@@ -609,6 +629,90 @@ fn skip_options(
         return (None, no_command);
     }
     ((i < words.len()).then_some(i), no_command)
+}
+
+/// A wrapper's options read with its table, as the wrapper reads them: where its command
+/// starts (after `operands` operands), and whether an option says no command follows. An
+/// option the table does not know (or an ambiguous prefix) makes what runs unknown.
+fn skip_with_table(
+    words: &[Word],
+    table: &Table,
+    operands: usize,
+    out: &mut Unwrapped,
+    name: &str,
+) -> (Option<usize>, bool) {
+    let args = &words[1..];
+    let parsed = match table.parse_args(args) {
+        Ok(p) => p,
+        Err(e) => {
+            out.opaque.push(format!(
+                "`{name}` with {e}, so where its command starts is unknown"
+            ));
+            return (None, true);
+        }
+    };
+    let mut no_command = false;
+    for f in &parsed.found {
+        if f.has(Effect::NoCommand) {
+            no_command = true;
+        }
+        if f.has(Effect::Run) {
+            match &f.value {
+                Some(v) if v.known => out
+                    .scripts
+                    .push((v.text.clone(), format!("`{name} {}`", f.spelled))),
+                _ => out
+                    .opaque
+                    .push(format!("`{name} {}` with a computed command", f.spelled)),
+            }
+        }
+        if f.has(Effect::Opaque) {
+            out.opaque.push(format!(
+                "`{name} {}` runs what the analysis cannot see",
+                f.spelled
+            ));
+        }
+        if f.has(Effect::Shell) {
+            out.shell = true;
+        }
+    }
+    // The words after the options: the wrapper's own operands, then the command.
+    let start = 1 + parsed.rest + operands;
+    if start > words.len() || (operands > 0 && 1 + parsed.rest >= words.len()) {
+        return (None, no_command);
+    }
+    ((start < words.len()).then_some(start), no_command)
+}
+
+/// `timeout`, `time`, `nice`, `nohup`, `stdbuf` with options their tables know and that do
+/// nothing but wrap: the words of the wrapped command, or `None`. Allow rules see the
+/// wrapped command (reference).
+pub(crate) fn strip_safe_wrapper(words: &[Word]) -> Option<Vec<Word>> {
+    let first = words.first().filter(|w| w.literal)?.text.as_str();
+    if !matches!(first, "time" | "nohup" | "nice" | "stdbuf" | "timeout") {
+        return None;
+    }
+    let table = tables::table(first)?;
+    let rest = &words[1..];
+    if rest.iter().any(|w| !w.literal) {
+        return None;
+    }
+    let parsed = table.parse_args(rest).ok()?;
+    if !parsed.found.iter().all(|f| f.opt.effects.is_empty()) {
+        return None;
+    }
+    let mut i = parsed.rest;
+    if first == "timeout" {
+        // The duration.
+        let d = rest.get(i)?.text.as_str();
+        let digits = d.trim_end_matches(['s', 'm', 'h', 'd']);
+        if digits.is_empty() || digits.parse::<f64>().is_err() {
+            return None;
+        }
+        i += 1;
+    }
+    let inner = rest.get(i..)?;
+    (!inner.is_empty() && inner[0].known).then(|| inner.to_vec())
 }
 
 /// What `cmd` (its words; assignments already judged) runs besides itself.
@@ -674,6 +778,9 @@ pub fn unwrap(cmd: &SimpleCommand) -> Unwrapped {
         out.issues.push("`eval`".to_owned());
     } else if matches!(name, "make" | "gmake" | "bmake") {
         make(words, name, &mut out);
+        if let Some(why) = runs_project_code(words, name) {
+            out.project.push(why);
+        }
     } else if name == "trap" {
         trap(words, &mut out);
     } else if name == "source" || name == "." {
@@ -682,10 +789,10 @@ pub fn unwrap(cmd: &SimpleCommand) -> Unwrapped {
     } else if name == "xargs" {
         out.wrapper = true;
         xargs(cmd, &mut out);
-    } else if matches!(name, "find" | "fd" | "fdfind") {
+    } else if name == "find" {
         find_exec(cmd, name, &mut out);
     } else if name == "git" {
-        git(words, &mut out);
+        git(cmd, &mut out);
     } else if let Some((_, opts)) = INTERPRETERS
         .iter()
         .find(|(n, _)| *n == name)
@@ -710,10 +817,215 @@ pub fn unwrap(cmd: &SimpleCommand) -> Unwrapped {
             out.issues
                 .push(format!("`{name}` running commands of its own"));
         }
+    } else if let Some(script) = package_script(words, name) {
+        out.project.push(format!(
+            "`{name}` runs the project's package.json script `{script}`"
+        ));
+        out.package_script = Some(script);
+    } else if let Some(why) = runs_project_code(words, name) {
+        out.project.push(why);
     } else {
-        option_commands(words, name, &mut out);
+        option_commands(cmd, name, &mut out);
     }
     out
+}
+
+/// The package.json script `npm run NAME`, `npm test`, `yarn NAME`, `pnpm run NAME`, …
+/// runs, when the line has no option that changes how (an option may be npm configuration
+/// such as `--script-shell`).
+fn package_script(words: &[Word], name: &str) -> Option<String> {
+    if !matches!(name, "npm" | "pnpm" | "yarn") {
+        return None;
+    }
+    let args = &words[1..];
+    if args.iter().any(|w| !w.known) {
+        return None;
+    }
+    let before_dashdash = args
+        .iter()
+        .take_while(|w| w.text != "--")
+        .map(|w| w.text.as_str())
+        .collect::<Vec<_>>();
+    if before_dashdash.iter().any(|t| t.starts_with('-')) {
+        return None;
+    }
+    let script = match before_dashdash.as_slice() {
+        ["run" | "run-script" | "rum" | "urn", script, ..] => *script,
+        ["test" | "tst" | "t", ..] => "test",
+        ["start", ..] => "start",
+        ["stop", ..] => "stop",
+        _ => return None,
+    };
+    (!script.is_empty()).then(|| script.to_owned())
+}
+
+/// Subcommands of package managers whose purpose is to run the project's scripts.
+const NPM_RUNS: &[&str] = &[
+    "run",
+    "run-script",
+    "rum",
+    "urn",
+    "test",
+    "tst",
+    "t",
+    "start",
+    "stop",
+    "restart",
+    "install",
+    "i",
+    "in",
+    "ins",
+    "inst",
+    "insta",
+    "instal",
+    "isnt",
+    "isnta",
+    "isntal",
+    "isntall",
+    "add",
+    "ci",
+    "clean-install",
+    "install-clean",
+    "install-test",
+    "it",
+    "install-ci-test",
+    "cit",
+    "rebuild",
+    "rb",
+    "exec",
+    "x",
+    "dlx",
+    "pack",
+    "publish",
+    "link",
+    "ln",
+    "update",
+    "up",
+    "upgrade",
+    "dev",
+    "build",
+    "create",
+    "init",
+    "explore",
+    "edit",
+    "prepare",
+    "preinstall",
+    "postinstall",
+];
+
+/// cargo subcommands that do not build or run the project's code.
+const CARGO_QUIET: &[&str] = &[
+    "version",
+    "help",
+    "metadata",
+    "tree",
+    "fmt",
+    "clean",
+    "update",
+    "search",
+    "new",
+    "init",
+    "locate-project",
+    "pkgid",
+    "verify-project",
+    "generate-lockfile",
+    "fetch",
+    "vendor",
+    "yank",
+    "owner",
+    "login",
+    "logout",
+    "report",
+    "add",
+    "remove",
+    "info",
+    "read-manifest",
+];
+
+/// Programs whose purpose is to run code of the project (a makefile's recipes, package.json
+/// scripts, build scripts and tests, packages' install scripts): what they run is in files
+/// the analysis does not read, so they are unresolved (refused under a deny rule naming Bash;
+/// otherwise they ask). Their version and help stay plain commands.
+fn runs_project_code(words: &[Word], name: &str) -> Option<String> {
+    let args: Vec<&str> = words[1..].iter().map(|w| w.text.as_str()).collect();
+    if matches!(
+        args.as_slice(),
+        ["--version"] | ["-V"] | ["-v"] | ["--help"] | ["-h"]
+    ) {
+        return None;
+    }
+    let first_operand = || {
+        words[1..]
+            .iter()
+            .find(|w| !w.text.starts_with(['-', '+']))
+            .map(|w| (w.known, w.text.as_str()))
+    };
+    match name {
+        "make" | "gmake" | "bmake" => Some(format!(
+            "`{name}` runs the recipes of the project's makefile, which the analysis does not read"
+        )),
+        "npx" | "pnpx" | "bunx" => Some(format!(
+            "`{name}` runs a package's program, from the project or downloaded"
+        )),
+        "npm" | "pnpm" | "yarn" | "bun" => match first_operand() {
+            None if name == "yarn" || name == "pnpm" && args.is_empty() => Some(format!(
+                "`{name}` installs packages, running their install scripts"
+            )),
+            Some((false, w)) => Some(format!("`{name}` with the computed subcommand `{w}`")),
+            Some((true, sub))
+                if NPM_RUNS.contains(&sub)
+                    || name != "npm"
+                        && !sub.is_empty()
+                        && !matches!(
+                            sub,
+                            "info"
+                                | "why"
+                                | "list"
+                                | "ls"
+                                | "outdated"
+                                | "audit"
+                                | "config"
+                                | "view"
+                                | "version"
+                        ) =>
+            {
+                Some(format!(
+                    "`{name} {sub}` runs the project's package.json scripts or packages' install scripts"
+                ))
+            }
+            _ => None,
+        },
+        "cargo" => {
+            if args.iter().any(|a| a.starts_with("--config")) {
+                return Some(
+                    "`cargo --config`: configuration on the command line can name programs cargo runs"
+                        .to_owned(),
+                );
+            }
+            match first_operand() {
+                None => None,
+                Some((false, w)) => Some(format!("`cargo` with the computed subcommand `{w}`")),
+                Some((true, sub)) if CARGO_QUIET.contains(&sub) => None,
+                Some((true, sub)) => Some(format!(
+                    "`cargo {sub}` builds or runs the project's code (build scripts, procedural macros, tests), or runs a program of that name"
+                )),
+            }
+        }
+        "pip" | "pip3" => match first_operand() {
+            Some((true, "install" | "wheel" | "download" | "lock")) | Some((false, _)) => Some(
+                format!("`{name}` installing packages runs their build scripts"),
+            ),
+            _ => None,
+        },
+        "go" => match first_operand() {
+            Some((true, "run" | "test" | "build" | "generate" | "install" | "tool" | "vet"))
+            | Some((false, _)) => {
+                Some("`go` building or running the project's code (or a tool it names)".to_owned())
+            }
+            _ => None,
+        },
+        _ => None,
+    }
 }
 
 fn versioned_python(name: &str) -> Option<&'static (&'static str, &'static [&'static str])> {
@@ -728,18 +1040,23 @@ fn versioned_python(name: &str) -> Option<&'static (&'static str, &'static [&'st
 /// the words after its options as shell code.
 fn wrapper(cmd: &SimpleCommand, spec: &Spec, name: &str, out: &mut Unwrapped) {
     let words = &cmd.words;
-    // env's NAME=VALUE operands are assignments for the inner command.
+    // env's (and sudo's) NAME=VALUE operands are assignments for the inner command.
     let mut env_assignments = Vec::new();
     let (start, no_command) = skip_options(words, spec, out, name);
     let mut start = start;
-    if name == "env"
+    let sudo = matches!(name, "sudo" | "sudo-rs");
+    if (name == "env" || sudo)
         && let Some(mut i) = start
     {
         while let Some(w) = words.get(i) {
             // env takes every operand with `=` before the command as an assignment, names
-            // bash would not accept included (`BASH_FUNC_f%%=() { … }`).
+            // bash would not accept included (`BASH_FUNC_f%%=() { … }`); sudo every word
+            // with `=` that does not start with `/`, and then reads options again.
+            if sudo && (!w.known || w.text.starts_with('/')) {
+                break;
+            }
             match w.text.split_once('=') {
-                Some((n, v)) if !n.is_empty() => {
+                Some((n, v)) if !n.is_empty() || sudo => {
                     env_assignments.push((
                         n.to_owned(),
                         Word {
@@ -752,9 +1069,56 @@ fn wrapper(cmd: &SimpleCommand, spec: &Spec, name: &str, out: &mut Unwrapped) {
                 _ => break,
             }
         }
+        if sudo && i > start.unwrap_or(i) && words.get(i).is_some_and(|w| w.text.starts_with('-')) {
+            out.opaque.push(format!(
+                "`{name}` with options after an environment variable, so where its command \
+                 starts is unknown"
+            ));
+            return;
+        }
         start = (i < words.len()).then_some(i);
     }
     if no_command {
+        return;
+    }
+    // `chroot DIR CMD` runs the CMD that DIR holds: not what the line names.
+    if name == "chroot"
+        && let Some(s) = start
+        && let Some(root) = words[1..s].iter().rev().find(|w| !w.text.starts_with('-'))
+        && !(root.known && root.text.trim_end_matches('/').is_empty())
+    {
+        out.opaque.push(format!(
+            "`chroot {}` runs the program of that name inside it",
+            root.text
+        ));
+    }
+    // `flock FILE -c COMMAND` (exactly `-c` or `--command` after the file, as flock reads it).
+    if name == "flock"
+        && let Some(s) = start
+        && matches!(words[s].text.as_str(), "-c" | "--command")
+    {
+        match words.get(s + 1) {
+            Some(v) if v.known => out.scripts.push((v.text.clone(), "`flock -c`".to_owned())),
+            _ => out
+                .opaque
+                .push("`flock -c` with a computed command".to_owned()),
+        }
+        return;
+    }
+    if name == "env"
+        && let Some(s) = start
+        && let Some((code, _)) = out.scripts.last_mut()
+    {
+        // `env -S STRING ARGS…` runs the words of STRING followed by ARGS: the command may
+        // start in either.
+        if words[s..].iter().any(|w| !w.known) {
+            out.opaque
+                .push("`env -S` followed by computed words".to_owned());
+        }
+        for w in &words[s..] {
+            code.push(' ');
+            code.push_str(&shell_quote(&w.text));
+        }
         return;
     }
     if !out.scripts.is_empty() && !matches!(name, "su" | "runuser") {
@@ -763,14 +1127,15 @@ fn wrapper(cmd: &SimpleCommand, spec: &Spec, name: &str, out: &mut Unwrapped) {
         return;
     }
     let Some(start) = start else {
-        if spec.bare_shell && out.scripts.is_empty() {
+        // `sudo -s`, `sudo -i` with no command start a shell too.
+        if (spec.bare_shell || out.shell) && out.scripts.is_empty() {
             out.opaque.push(format!(
                 "`{name}` starting a shell that reads standard input"
             ));
         }
         return;
     };
-    if spec.joined || (matches!(name, "sudo" | "doas") && has_shell_flag(words, start)) {
+    if spec.joined || out.shell || (matches!(name, "doas") && has_shell_flag(words, start)) {
         let rest = &words[start..];
         if rest.iter().all(|w| w.known) {
             let code = rest
@@ -807,6 +1172,11 @@ fn wrapper(cmd: &SimpleCommand, spec: &Spec, name: &str, out: &mut Unwrapped) {
     inner.words = words[start..].to_vec();
     inner.form = crate::parse::Form::Simple;
     out.inner.push(inner);
+}
+
+/// A word quoted for bash (single quotes).
+fn shell_quote(text: &str) -> String {
+    format!("'{}'", text.replace('\'', "'\\''"))
 }
 
 fn has_flag(words: &[Word], flags: &[&str]) -> bool {
@@ -969,71 +1339,32 @@ fn trap(words: &[Word], out: &mut Unwrapped) {
 
 fn xargs(cmd: &SimpleCommand, out: &mut Unwrapped) {
     let words = &cmd.words;
-    let mut i = 1;
-    let mut replace: Option<String> = None;
-    while let Some(w) = words.get(i) {
-        let t = w.text.as_str();
-        if !w.known {
-            break;
-        }
-        if t == "--" {
-            i += 1;
-            break;
-        }
-        if matches!(
-            t,
-            "-a" | "--arg-file"
-                | "-d"
-                | "--delimiter"
-                | "-E"
-                | "-L"
-                | "--max-lines"
-                | "-n"
-                | "--max-args"
-                | "-P"
-                | "--max-procs"
-                | "-s"
-                | "--max-chars"
-                | "--process-slot-var"
-        ) {
-            i += 2;
-            continue;
-        }
-        if t == "-I" {
-            replace = words.get(i + 1).map(|w| w.text.clone());
-            i += 2;
-            continue;
-        }
-        if let Some(r) = t.strip_prefix("--replace") {
-            replace = Some(r.strip_prefix('=').unwrap_or("{}").to_owned());
-            i += 1;
-            continue;
-        }
-        if let Some(r) = t.strip_prefix("-i") {
-            replace = Some(if r.is_empty() {
-                "{}".to_owned()
-            } else {
-                r.to_owned()
-            });
-            i += 1;
-            continue;
-        }
-        if let Some(r) = t.strip_prefix("-I") {
-            replace = Some(r.to_owned());
-            i += 1;
-            continue;
-        }
-        if t.starts_with('-') {
-            i += 1;
-            continue;
-        }
-        break;
-    }
     out.issues.push("`xargs`".to_owned());
-    let rest: Vec<Word> = words[i.min(words.len())..]
+    let Some(table) = tables::table("xargs") else {
+        out.opaque
+            .push("`xargs` without its option table".to_owned());
+        return;
+    };
+    let parsed = match table.parse_args(&words[1..]) {
+        Ok(p) => p,
+        Err(e) => {
+            out.opaque.push(format!(
+                "`xargs` with {e}, so the command it runs is unknown"
+            ));
+            return;
+        }
+    };
+    // `-I R`, `-i[R]`, `--replace[=R]`: words holding R are filled in from the input.
+    let mut replace: Option<String> = None;
+    for f in &parsed.found {
+        if f.opt.short.iter().any(|(c, _)| matches!(c, 'I' | 'i')) {
+            replace = Some(f.value.as_ref().map_or("{}".to_owned(), |v| v.text.clone()));
+        }
+    }
+    let start = 1 + parsed.rest;
+    let rest: Vec<Word> = words[start.min(words.len())..]
         .iter()
         .map(|w| match &replace {
-            // Words holding the replacement string are filled in from the input.
             Some(r) if !r.is_empty() && w.text.contains(r.as_str()) => Word {
                 known: false,
                 literal: false,
@@ -1053,15 +1384,13 @@ fn xargs(cmd: &SimpleCommand, out: &mut Unwrapped) {
     inner_argv(cmd, &rest, out);
 }
 
-/// `find … -exec CMD … ;` and `fd … -x CMD`.
+/// `find … -exec CMD … ;`.
 fn find_exec(cmd: &SimpleCommand, name: &str, out: &mut Unwrapped) {
     let words = &cmd.words;
     let mut i = 0;
     while i < words.len() {
         let t = words[i].text.as_str();
-        let find_action = name == "find" && matches!(t, "-exec" | "-execdir" | "-ok" | "-okdir");
-        let fd_action = name != "find" && matches!(t, "-x" | "--exec" | "-X" | "--exec-batch");
-        if find_action || fd_action {
+        if matches!(t, "-exec" | "-execdir" | "-ok" | "-okdir") {
             let start = i + 1;
             let mut end = start;
             while end < words.len() && !matches!(words[end].text.as_str(), ";" | "+" | "\\;") {
@@ -1071,7 +1400,7 @@ fn find_exec(cmd: &SimpleCommand, name: &str, out: &mut Unwrapped) {
             let argv: Vec<Word> = words[start..end]
                 .iter()
                 .map(|w| {
-                    if w.text.contains("{}") || (name != "find" && w.text.contains('{')) {
+                    if w.text.contains("{}") {
                         Word {
                             known: false,
                             literal: false,
@@ -1095,63 +1424,89 @@ fn find_exec(cmd: &SimpleCommand, name: &str, out: &mut Unwrapped) {
     }
 }
 
-fn git(words: &[Word], out: &mut Unwrapped) {
-    let mut i = 1;
-    // Global options.
-    while let Some(w) = words.get(i) {
-        let t = w.text.as_str();
-        if !w.known {
-            out.opaque.push("`git` with a computed option".to_owned());
+fn git(cmd: &SimpleCommand, out: &mut Unwrapped) {
+    let words = &cmd.words;
+    let Some(global) = tables::table("git") else {
+        out.opaque.push("`git` without its option table".to_owned());
+        return;
+    };
+    // git's own options, up to the subcommand.
+    let parsed = match global.parse_args(&words[1..]) {
+        Ok(p) => p,
+        Err(e) => {
+            out.issues.push(format!("`git`: {e}"));
+            out.opaque
+                .push(format!("`git` with {e}: what git does with it is unknown"));
             return;
         }
-        if !t.starts_with('-') {
-            break;
-        }
-        match t {
-            "-c" => {
-                match words.get(i + 1) {
-                    Some(v) if v.known => git_config_value(&v.text, out),
-                    _ => out.opaque.push("`git -c` with a computed value".to_owned()),
-                }
-                i += 2;
+    };
+    for f in &parsed.found {
+        if f.opt.short.iter().any(|(c, _)| *c == 'c') {
+            match &f.value {
+                Some(v) if v.known => git_config_value(&v.text, out),
+                _ => out.opaque.push("`git -c` with a computed value".to_owned()),
             }
-            "-C" | "--namespace" | "--super-prefix" | "--list-cmds" | "--attr-source" => i += 2,
-            _ if t.starts_with("--config-env") => {
-                out.opaque
-                    .push("`git --config-env` sets configuration from the environment".to_owned());
-                i += if t.contains('=') { 1 } else { 2 };
-            }
-            _ if t.starts_with("--exec-path")
-                || t.starts_with("--git-dir")
-                || t.starts_with("--work-tree") =>
-            {
-                out.opaque.push(format!(
-                    "`git {t}` points git at programs or a repository whose configuration can run them"
-                ));
-                i += if t.contains('=') || t == "--exec-path" {
-                    1
-                } else {
-                    2
-                };
-            }
-            _ => i += 1,
+        } else if f.has(Effect::Opaque) {
+            out.issues.push(format!("`git {}`", f.spelled));
+            out.opaque.push(format!(
+                "`git {}` points git at programs, configuration or a repository the analysis cannot see",
+                f.spelled
+            ));
         }
     }
+    let i = 1 + parsed.rest;
     let Some(sub) = words.get(i) else {
         return;
     };
+    if !sub.known {
+        out.opaque.push(format!(
+            "`git` running the computed subcommand `{}`",
+            sub.text
+        ));
+        return;
+    }
     let rest = &words[i + 1..];
+    if let Some(w) = rest
+        .iter()
+        .find(|w| w.text.starts_with("ext::") || w.text.starts_with("fd::"))
+    {
+        out.issues
+            .push(format!("`git {}` over a command transport", sub.text));
+        out.opaque
+            .push(format!("`{}`, a git transport that runs a command", w.text));
+    }
+    if let Some(table) = tables::table(&format!("git {}", sub.text)) {
+        let mut argv = vec![Word::plain(format!("git {}", sub.text))];
+        argv.extend(rest.iter().cloned());
+        tabled_options(cmd, &argv, &format!("git {}", sub.text), table, out);
+    }
+    // Without a table, a long option is matched by any prefix of its name (git takes unique
+    // prefixes; an ambiguous one is an error, so taking it costs nothing).
     let value_of = |opt: &str, short: Option<&str>| -> Vec<Option<String>> {
         let mut found = Vec::new();
         for (k, w) in rest.iter().enumerate() {
-            if let Some(v) = w.text.strip_prefix(&format!("{opt}=")) {
-                found.push(w.known.then(|| v.to_owned()));
-            } else if w.text == opt || short.is_some_and(|s| w.text == s) {
+            if !w.known && w.text.starts_with(['$', '`', '"']) {
+                found.push(None);
+                continue;
+            }
+            if let Some(long) = w.text.strip_prefix("--") {
+                let (n, v) = match long.split_once('=') {
+                    Some((n, v)) => (n, Some(v)),
+                    None => (long, None),
+                };
+                if !n.is_empty() && opt.trim_start_matches('-').starts_with(n) {
+                    match v {
+                        Some(v) => found.push(w.known.then(|| v.to_owned())),
+                        None => {
+                            found.push(rest.get(k + 1).filter(|v| v.known).map(|v| v.text.clone()))
+                        }
+                    }
+                }
+            } else if short.is_some_and(|s| w.text == s) {
                 found.push(rest.get(k + 1).filter(|v| v.known).map(|v| v.text.clone()));
             } else if let Some(s) = short
                 && let Some(v) = w.text.strip_prefix(s)
                 && !v.is_empty()
-                && !w.text.starts_with("--")
             {
                 found.push(w.known.then(|| v.to_owned()));
             }
@@ -1177,7 +1532,7 @@ fn git(words: &[Word], out: &mut Unwrapped) {
             "clone --upload-pack",
             out,
         ),
-        "fetch" | "pull" | "ls-remote" | "archive" => {
+        "fetch" | "pull" | "archive" => {
             run(value_of("--upload-pack", None), "--upload-pack", out);
             run(value_of("--exec", None), "--exec", out);
         }
@@ -1185,11 +1540,6 @@ fn git(words: &[Word], out: &mut Unwrapped) {
             run(value_of("--receive-pack", None), "push --receive-pack", out);
             run(value_of("--exec", None), "push --exec", out);
         }
-        "grep" => run(
-            value_of("--open-files-in-pager", Some("-O")),
-            "grep --open-files-in-pager",
-            out,
-        ),
         "send-email" => run(
             value_of("--sendmail-cmd", None),
             "send-email --sendmail-cmd",
@@ -1369,6 +1719,9 @@ fn awk(words: &[Word], name: &str, out: &mut Unwrapped) {
         match t {
             "-f" | "--file" | "-i" | "--include" | "-l" | "--load" => {
                 from_file = true;
+                out.opaque.push(format!(
+                    "`{name} {t}` runs a program from a file, which can run commands (`system`, pipes)"
+                ));
                 if matches!(t, "-l" | "--load") {
                     out.opaque.push(format!("`{name} {t}` loads an extension"));
                 }
@@ -1433,7 +1786,19 @@ fn sed(words: &[Word], out: &mut Unwrapped) {
             }
             "-f" | "--file" => {
                 explicit = true;
+                out.opaque.push(
+                    "`sed -f` runs a script from a file, which can run commands (`e`)".to_owned(),
+                );
                 i += 2;
+            }
+            _ if t.starts_with("--file=")
+                || t.starts_with("-f") && t.len() > 2 && !t.starts_with("--") =>
+            {
+                explicit = true;
+                out.opaque.push(
+                    "`sed -f` runs a script from a file, which can run commands (`e`)".to_owned(),
+                );
+                i += 1;
             }
             "-l" | "--line-length" => i += 2,
             _ if t.starts_with("--expression=") => {
@@ -1537,9 +1902,14 @@ fn sed_executes(script: &str) -> bool {
 }
 
 /// Options of ordinary programs whose value is a command: `tar --to-command`, `rsync -e`,
-/// `ssh -o ProxyCommand=…`, `man -P`, `zip -TT`, `sort --compress-program`, `rg --pre`, and
-/// the remote command of `ssh`.
-fn option_commands(words: &[Word], name: &str, out: &mut Unwrapped) {
+/// `ssh -o ProxyCommand=…`, `man -P`, `zip -TT`, `sort --compress-program`, `rg --pre`,
+/// `fd -x`, and the remote command of `ssh`.
+fn option_commands(cmd: &SimpleCommand, name: &str, out: &mut Unwrapped) {
+    let words = &cmd.words;
+    if let Some(table) = tables::table(name) {
+        tabled_options(cmd, words, name, table, out);
+        return;
+    }
     let table: &[(&str, &[&str])] = &[
         (
             "tar",
@@ -1557,24 +1927,22 @@ fn option_commands(words: &[Word], name: &str, out: &mut Unwrapped) {
         ("rsync", &["-e", "--rsh", "--rsync-path"]),
         ("scp", &["-S"]),
         ("sftp", &["-S", "-D"]),
-        (
-            "man",
-            &["-P", "--pager", "-H", "--html", "-p", "--preprocessor"],
-        ),
         ("zip", &["-TT", "--unzip-command"]),
         ("sort", &["--compress-program"]),
-        ("rg", &["--pre", "--hostname-bin"]),
         ("nc", &["-e", "-c"]),
         ("ncat", &["-e", "--exec", "-c", "--sh-exec", "--lua-exec"]),
         ("netcat", &["-e", "-c"]),
-        ("less", &["+"]),
+        ("less", &["+", "-k", "--lesskey-file", "--lesskey-src"]),
     ];
     if let Some((_, opts)) = table.iter().find(|(n, _)| *n == name) {
         for (k, w) in words.iter().enumerate().skip(1) {
             let t = w.text.as_str();
             for opt in *opts {
                 let value = if *opt == "+" {
-                    t.strip_prefix('+').filter(|v| v.contains('!')).map(Some)
+                    // `less +!CMD`: the command follows the `!`.
+                    t.strip_prefix('+')
+                        .and_then(|v| v.split_once('!'))
+                        .map(|(_, cmd)| Some(cmd))
                 } else if t == *opt {
                     Some(
                         words
@@ -1584,6 +1952,27 @@ fn option_commands(words: &[Word], name: &str, out: &mut Unwrapped) {
                     )
                 } else if let Some(v) = t.strip_prefix(&format!("{opt}=")) {
                     Some(w.known.then_some(v))
+                } else if let Some(long) = t.strip_prefix("--")
+                    && opt.starts_with("--")
+                    && long.len() >= 2
+                {
+                    // Without a table, any prefix of a long option is taken as it (the
+                    // program takes unique prefixes; an ambiguous one is an error).
+                    let (n, v) = long.split_once('=').unwrap_or((long, ""));
+                    if opt[2..].starts_with(n) {
+                        if long.contains('=') {
+                            Some(w.known.then_some(v))
+                        } else {
+                            Some(
+                                words
+                                    .get(k + 1)
+                                    .filter(|v| v.known)
+                                    .map(|v| v.text.as_str()),
+                            )
+                        }
+                    } else {
+                        None
+                    }
                 } else if opt.len() == 2
                     && !opt.starts_with("--")
                     && t.starts_with(opt)
@@ -1639,9 +2028,165 @@ fn option_commands(words: &[Word], name: &str, out: &mut Unwrapped) {
             }
         }
     }
+    if matches!(name, "ssh" | "scp" | "sftp")
+        && let Some(w) = words
+            .iter()
+            .skip(1)
+            .find(|w| w.text == "-F" || (w.text.starts_with("-F") && !w.text.starts_with("--")))
+    {
+        out.issues.push(format!("`{name} -F`"));
+        out.opaque.push(format!(
+            "`{name} {}` reads a configuration file that can name local commands",
+            w.text
+        ));
+    }
     if name == "ssh" {
         ssh_remote(words, out);
     }
+}
+
+/// The options of a program with a table, read as the program reads them: values that are
+/// commands become shell code to check (or, for a command given as words, `fd -x CMD ARGS…
+/// ;`, a command of its own), options that run what the analysis cannot see and options the
+/// table does not know make what runs unknown.
+/// `words` are the program's (`cmd`'s, or a git subcommand's); `cmd` is where a command an
+/// option gives runs.
+fn tabled_options(
+    cmd: &SimpleCommand,
+    words: &[Word],
+    name: &str,
+    table: &Table,
+    out: &mut Unwrapped,
+) {
+    let args = if name == "tar" {
+        tar_old_style(&words[1..], table)
+    } else {
+        words[1..].to_vec()
+    };
+    let runs_anything = table.opts.iter().any(|o| {
+        o.has(Effect::Run)
+            || o.has(Effect::Opaque)
+            || o.has(Effect::Shell)
+            || o.has(Effect::NoCommand)
+    });
+    let parsed = match table.parse_args(&args) {
+        Ok(p) => p,
+        // A word only known when it runs can only hide an option that matters where the
+        // program has one.
+        Err(OptError::Computed { .. }) if !runs_anything => return,
+        Err(e) => {
+            out.issues.push(format!("`{name}`: {e}"));
+            out.opaque.push(format!(
+                "`{name}` with {e}: what the program does with it is unknown"
+            ));
+            return;
+        }
+    };
+    for f in &parsed.found {
+        if f.has(Effect::Run) && !f.words.is_empty() {
+            out.issues
+                .push(format!("`{name} {}` runs a command", f.spelled));
+            // fd fills `{}`, `{/}`, `{//}`, `{.}`, `{/.}` with each path it finds.
+            let argv: Vec<Word> = f
+                .words
+                .iter()
+                .map(|w| {
+                    if w.text.contains('{') {
+                        Word {
+                            known: false,
+                            literal: false,
+                            ..w.clone()
+                        }
+                    } else {
+                        w.clone()
+                    }
+                })
+                .collect();
+            if argv.first().is_some_and(|w| !w.known) {
+                out.opaque
+                    .push(format!("`{name} {}` running the files it finds", f.spelled));
+            }
+            inner_argv(cmd, &argv, out);
+            continue;
+        }
+        if f.has(Effect::Run) {
+            out.issues
+                .push(format!("`{name} {}` runs a command", f.spelled));
+            match &f.value {
+                Some(v) if v.known => {
+                    if name == "tar" && f.opt.long.iter().any(|(l, _)| l == "checkpoint-action") {
+                        // Only `exec=COMMAND` runs something.
+                        if let Some(code) = v.text.strip_prefix("exec=") {
+                            out.scripts
+                                .push((code.to_owned(), format!("`{name} {}`", f.spelled)));
+                        }
+                        continue;
+                    }
+                    out.scripts
+                        .push((v.text.clone(), format!("`{name} {}`", f.spelled)));
+                }
+                Some(_) => out
+                    .opaque
+                    .push(format!("`{name} {}` with a computed command", f.spelled)),
+                None => out.opaque.push(format!(
+                    "`{name} {}` runs a program it chooses itself",
+                    f.spelled
+                )),
+            }
+        }
+        if f.has(Effect::Opaque) {
+            out.issues.push(format!("`{name} {}`", f.spelled));
+            out.opaque.push(format!(
+                "`{name} {}` runs what the analysis cannot see",
+                f.spelled
+            ));
+        }
+    }
+    if name == "tar" {
+        // An archive named `HOST:FILE` is reached through `rsh` unless `--force-local`.
+        let local = parsed
+            .found
+            .iter()
+            .any(|f| f.opt.long.iter().any(|(l, _)| l == "force-local"));
+        let remote = parsed.found.iter().any(|f| {
+            f.opt.short.iter().any(|(c, _)| *c == 'f')
+                && f.value.as_ref().is_some_and(|v| {
+                    v.text
+                        .split_once(':')
+                        .is_some_and(|(host, _)| !host.is_empty() && !host.contains('/'))
+                })
+        });
+        if remote && !local {
+            out.opaque
+                .push("`tar -f HOST:FILE` runs `rsh` to reach the archive".to_owned());
+        }
+    }
+}
+
+/// tar's old style: a first word without a dash is a bundle of options whose values are the
+/// next words, in order (`tar xIf CMD a.tar` is `tar -x -I CMD -f a.tar`).
+fn tar_old_style(args: &[Word], table: &Table) -> Vec<Word> {
+    let Some(first) = args.first().filter(|w| w.known && !w.text.starts_with('-')) else {
+        return args.to_vec();
+    };
+    let mut out = Vec::new();
+    let mut values = args[1..].iter();
+    for c in first.text.chars() {
+        out.push(Word {
+            text: format!("-{c}"),
+            ..first.clone()
+        });
+        let takes = table.opts.iter().any(|o| {
+            o.short
+                .iter()
+                .any(|(s, a)| *s == c && *a == crate::getopt::Arg::Required)
+        });
+        if takes && let Some(v) = values.next() {
+            out.push(v.clone());
+        }
+    }
+    out.extend(values.cloned());
+    out
 }
 
 /// `ssh HOST COMMAND…`: the command runs on the host, through its shell.
