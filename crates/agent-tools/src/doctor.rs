@@ -546,7 +546,7 @@ mod tests {
         );
         assert_eq!(
             checks[0].detail,
-            "bubblewrap with user namespaces (/usr/bin/bwrap); Landlock ABI 5"
+            "bubblewrap with user namespaces (/usr/bin/bwrap); Landlock ABI 5; resource limits by cgroup v2"
         );
         assert_eq!(
             checks[2].detail,

@@ -1,9 +1,12 @@
 //! The read-only jail through the binary: commands the classifier approves unasked (in
 //! default, plan, dontAsk and acceptEdits modes) run where nothing can be written, no
-//! network reached and no secret read — including the programs they run through planted
-//! configuration (git's fsmonitor, diff drivers and textconv, a toolchain file). And the
-//! environment scrub: a secret-looking variable of the binary's environment (an API key, the
-//! serve token) reaches no sandboxed command, jailed or approved.
+//! network reached and no secret read. Planted configuration (git's fsmonitor, diff drivers
+//! and textconv, a toolchain file) is caught twice: the analysis sees that a file of the
+//! project names a program and asks, and whatever it misses runs in the jail. So every
+//! route either asks or runs jailed, never on the host unasked; the same routes in an
+//! ordinary repository run in the jail and work. And the environment scrub: a
+//! secret-looking variable of the binary's environment (an API key, the serve token) reaches
+//! no sandboxed command, jailed or approved.
 //!
 //! Every assertion is on side effects: marker files in and outside the project, the victim
 //! intact, what a host listener received, what the output holds.
@@ -41,10 +44,10 @@ fn listener() -> (u16, Arc<AtomicUsize>) {
     (port, count)
 }
 
-/// A project that is a git repository with one commit, whose configuration (as a checkout
-/// or an earlier command could leave it) runs `payload.sh`, which tries to write in and
+/// A project that is a git repository with one commit and `payload.sh`; with `plant`, its
+/// configuration (as a checkout or an earlier command could leave it) runs `payload.sh`, which tries to write in and
 /// outside the project, reach the host and print a secret.
-fn planted(p: &Project, port: u16, secret: &str) {
+fn planted(p: &Project, port: u16, secret: &str, plant: bool) {
     p.git_init();
     let root = p.root();
     std::fs::write(root.join("victim"), "keep\n").unwrap();
@@ -91,6 +94,11 @@ fn planted(p: &Project, port: u16, secret: &str) {
         std::os::unix::fs::PermissionsExt::from_mode(0o755),
     )
     .unwrap();
+    // A change for the diff drivers to show.
+    std::fs::write(root.join("victim"), "keep, changed\n").unwrap();
+    if !plant {
+        return;
+    }
     let mut config = std::fs::read_to_string(root.join(".git/config")).unwrap();
     config.push_str(&format!(
         "[core]\n\tfsmonitor = {p}\n[diff \"x\"]\n\tcommand = {p}\n\ttextconv = {p}\n[filter \"x\"]\n\tclean = {p}\n",
@@ -103,8 +111,6 @@ fn planted(p: &Project, port: u16, secret: &str) {
         format!("[toolchain]\npath = \"{}\"\n", root.display()),
     )
     .unwrap();
-    // A change for the diff drivers to show.
-    std::fs::write(root.join("victim"), "keep, changed\n").unwrap();
 }
 
 /// Commands a classifier takes for reading that run project configuration.
@@ -124,6 +130,15 @@ const ROUTES: &[&str] = &[
     "git log --oneline",
 ];
 
+/// Whether a result is a question nobody answered, or plan mode's refusal: the call did not
+/// run.
+fn asked(line: &serde_json::Value) -> bool {
+    let t = text(line);
+    line["is_error"] == true
+        && (t.contains("requires approval")
+            || t.starts_with("<tool_use_error>Plan mode is read-only"))
+}
+
 #[test]
 fn planted_configuration_runs_only_in_the_jail() {
     if !bwrap_or_landlock() {
@@ -131,55 +146,65 @@ fn planted_configuration_runs_only_in_the_jail() {
     }
     let (port, reached) = listener();
     let mut variants = 0;
-    let mut jailed = 0;
+    let (mut jailed, mut asked_planted, mut jailed_plain) = (0, 0, 0);
     for mode in ["default", "plan", "dontAsk", "acceptEdits"] {
-        let p = Project::new(&[]);
-        let secret = format!("SECRET-KEY-{mode}-{}", std::process::id());
-        planted(&p, port, &secret);
-        let outside = p.home().join("outside");
-        let host_tmp = format!("/tmp/agent-tools-e2e-pwned-{}", std::process::id());
-        for command in ROUTES {
-            // Alone through `call`, and all together through `batch`.
-            let input = json!({ "command": command }).to_string();
-            let run = p.run(&["--mode", mode, "call", "Bash", &input], None);
-            variants += 1;
-            let line = run.result();
-            if line["data"]["sandbox"]
-                .as_str()
-                .is_some_and(|s| s.contains("read-only jail"))
-            {
-                jailed += 1;
-            }
-            assert!(
-                !text(&line).contains(&secret),
-                "{mode} `{command}`: {}",
-                text(&line)
-            );
-            for pwned in [p.root().join("PWNED"), outside.join("PWNED")] {
+        for plant in [true, false] {
+            let p = Project::new(&[]);
+            let secret = format!("SECRET-KEY-{mode}-{}", std::process::id());
+            planted(&p, port, &secret, plant);
+            let outside = p.home().join("outside");
+            let host_tmp = format!("/tmp/agent-tools-e2e-pwned-{}", std::process::id());
+            for command in ROUTES {
+                // Alone through `call`, and all together through `batch`.
+                let input = json!({ "command": command }).to_string();
+                let run = p.run(&["--mode", mode, "call", "Bash", &input], None);
+                variants += 1;
+                let line = run.result();
+                let in_jail = line["data"]["sandbox"]
+                    .as_str()
+                    .is_some_and(|s| s.contains("read-only jail"));
+                // Never on the host unasked: it asked, or it ran in the jail.
                 assert!(
-                    !pwned.exists(),
-                    "{mode} `{command}` wrote {}",
-                    pwned.display()
+                    in_jail || asked(&line),
+                    "{mode} `{command}` (planted: {plant}) neither asked nor ran in the jail: {line}"
+                );
+                match (plant, in_jail) {
+                    (true, true) => jailed += 1,
+                    (true, false) => asked_planted += 1,
+                    (false, true) => jailed_plain += 1,
+                    (false, false) => {}
+                }
+                assert!(
+                    !text(&line).contains(&secret),
+                    "{mode} `{command}`: {}",
+                    text(&line)
+                );
+                for pwned in [p.root().join("PWNED"), outside.join("PWNED")] {
+                    assert!(
+                        !pwned.exists(),
+                        "{mode} `{command}` wrote {}",
+                        pwned.display()
+                    );
+                }
+                assert!(
+                    !std::path::Path::new(&host_tmp).exists(),
+                    "{mode} `{command}`"
+                );
+                assert_eq!(
+                    std::fs::read_to_string(p.root().join("victim")).unwrap(),
+                    "keep, changed\n",
+                    "{mode} `{command}`"
                 );
             }
-            assert!(
-                !std::path::Path::new(&host_tmp).exists(),
-                "{mode} `{command}`"
-            );
-            assert_eq!(
-                std::fs::read_to_string(p.root().join("victim")).unwrap(),
-                "keep, changed\n",
-                "{mode} `{command}`"
-            );
+            let stdin: String = ROUTES
+                .iter()
+                .map(|c| format!("{}\n", json!({"tool": "Bash", "input": {"command": c}})))
+                .collect();
+            let run = p.run(&["--mode", mode, "batch"], Some(&stdin));
+            variants += ROUTES.len();
+            assert!(!run.stdout.contains(&secret), "{mode} batch");
+            assert!(!p.root().join("PWNED").exists() && !outside.join("PWNED").exists());
         }
-        let stdin: String = ROUTES
-            .iter()
-            .map(|c| format!("{}\n", json!({"tool": "Bash", "input": {"command": c}})))
-            .collect();
-        let run = p.run(&["--mode", mode, "batch"], Some(&stdin));
-        variants += ROUTES.len();
-        assert!(!run.stdout.contains(&secret), "{mode} batch");
-        assert!(!p.root().join("PWNED").exists() && !outside.join("PWNED").exists());
     }
     assert_eq!(
         reached.load(Ordering::SeqCst),
@@ -187,8 +212,18 @@ fn planted_configuration_runs_only_in_the_jail() {
         "the host's loopback was reached"
     );
     assert!(variants >= 50, "{variants}");
-    // The classifier approved most of them unasked: they ran, in the jail.
-    assert!(jailed >= 30, "only {jailed} ran in the jail");
+    // The analysis sees every planted route here and asks; what it let through ran jailed.
+    assert!(
+        asked_planted + jailed == 4 * ROUTES.len(),
+        "{asked_planted} asked, {jailed} jailed"
+    );
+    assert!(asked_planted > 0, "no planted route asked");
+    // In an ordinary repository the same routes run unasked, in the jail (rustc and cargo
+    // too, unless the toolchain is missing).
+    assert!(
+        jailed_plain >= 4 * (ROUTES.len() - 2),
+        "only {jailed_plain} ran in the jail"
+    );
 }
 
 /// Variables that look like secrets in the binary's environment.
@@ -247,9 +282,8 @@ fn the_environment_is_scrubbed_end_to_end() {
     }
     let (port, _) = listener();
     let p = Project::new(&[]);
-    planted(&p, port, "unused");
-    // Approved commands (the workspace sandbox) in every mode, and a planted diff driver's
-    // `env` in the jail.
+    planted(&p, port, "unused", true);
+    // Approved commands (the workspace sandbox) in every mode.
     let mut variants = 0;
     for mode in ["default", "acceptEdits", "bypassPermissions"] {
         for command in [
@@ -276,20 +310,26 @@ fn the_environment_is_scrubbed_end_to_end() {
             assert!(!run.stdout.contains("NODE_OPTIONS"), "{mode} `{command}`");
         }
     }
+    // Unasked, what would show the environment is not taken for reading: it asks, and shows
+    // nothing. (The jail's own scrub is tested through the sandbox crate's API.)
     for mode in ["default", "plan", "dontAsk", "acceptEdits"] {
-        let input = json!({ "command": "git diff" }).to_string();
-        let run = run_with_secrets(&p, &["--mode", mode, "call", "Bash", &input], None);
-        variants += 1;
-        assert!(run.stdout.contains("read-only jail"), "{mode}: {run:#?}");
-        assert!(
-            run.stdout.contains("PATH="),
-            "{mode}: the driver's env did not run: {run:#?}"
-        );
-        for name in SECRET_VARS {
-            assert!(
-                !run.stdout.contains(&value(name)),
-                "{mode}: the jail saw {name}"
-            );
+        for command in [
+            "printenv",
+            "env",
+            "cat /proc/self/environ",
+            "export -p",
+            "ps eww",
+        ] {
+            let input = json!({ "command": command }).to_string();
+            let run = run_with_secrets(&p, &["--mode", mode, "call", "Bash", &input], None);
+            variants += 1;
+            assert!(asked(&run.result()), "{mode} `{command}`: {run:#?}");
+            for name in SECRET_VARS {
+                assert!(
+                    !run.stdout.contains(&value(name)),
+                    "{mode} `{command}` saw {name}"
+                );
+            }
         }
     }
     // A person's settings name what passes: an exact secret name, a prefix.

@@ -372,7 +372,7 @@ async fn no_network_reaches_the_host() {
                     "perl -MIO::Socket::INET -e 'IO::Socket::INET->new(PeerAddr => \"{host}\", PeerPort => {port}) or die'"
                 ),
                 format!("curl -s -m 2 http://{bracketed}:{port}/"),
-                format!("wget -q -T 2 -O- http://{bracketed}:{port}/"),
+                format!("wget -q -t 1 -T 2 -O- http://{bracketed}:{port}/"),
                 format!("git ls-remote http://{bracketed}:{port}/repo"),
                 format!("timeout 2 bash -c 'cat < /dev/tcp/{host}/{port}'"),
             ] {
