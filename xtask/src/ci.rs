@@ -20,6 +20,7 @@ use crate::{conformance, peers, tidy};
 /// Crates checked alone with `--no-default-features`.
 const LIB_CRATES: &[&str] = &[
     "tool-core",
+    "sandbox",
     "shell-analysis",
     "tools-fs",
     "tools-shell",

@@ -239,8 +239,8 @@ pub fn sandbox_report(
     trial: &registry::SandboxTrial,
 ) -> Vec<Check> {
     let landlock = match probe.landlock_abi {
-        Some(abi) => format!("Landlock ABI {abi}"),
-        None => "no Landlock".to_owned(),
+        Some(abi) => format!("Landlock ABI {abi}; resource limits by {}", probe.limits),
+        None => format!("no Landlock; resource limits by {}", probe.limits),
     };
     let mechanism = match (&probe.bubblewrap, probe.user_namespaces) {
         (Some(path), true) => check(
@@ -538,6 +538,7 @@ mod tests {
             user_namespaces: true,
             landlock_abi: Some(5),
             seccomp: true,
+            limits: "cgroup v2",
         };
         let checks = sandbox_report(
             &probe,
@@ -545,7 +546,7 @@ mod tests {
         );
         assert_eq!(
             checks[0].detail,
-            "bubblewrap with user namespaces (/usr/bin/bwrap); Landlock ABI 5"
+            "bubblewrap with user namespaces (/usr/bin/bwrap); Landlock ABI 5; resource limits by cgroup v2"
         );
         assert_eq!(
             checks[2].detail,
@@ -558,6 +559,7 @@ mod tests {
             user_namespaces: false,
             landlock_abi: None,
             seccomp: true,
+            limits: "rlimits",
         };
         let checks = sandbox_report(&none, &trial(Err("The command was not run: ...")));
         assert_eq!(checks[0].status, Status::Problem);

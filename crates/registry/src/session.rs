@@ -370,7 +370,9 @@ pub fn build_context(options: &SessionOptions) -> Result<ToolContext, ToolError>
     {
         // Language servers: the defaults on PATH, then each settings file's `lsp` section.
         let config = tools_lsp::LspConfig::from_settings(&layers)?;
-        builder = tools_lsp::install(builder, config, cwd.clone());
+        // They run project code: in the session's workspace sandbox.
+        let sandbox = tools_lsp::SandboxSettings::from_layers(&layers)?;
+        builder = tools_lsp::install_sandboxed(builder, config, cwd.clone(), sandbox);
     }
     #[cfg(feature = "shell")]
     {

@@ -366,6 +366,7 @@ pub struct ToolContext {
     cancel: CancellationToken,
     progress: ProgressSink,
     call_id: Option<String>,
+    approval: crate::ApprovedBy,
 }
 
 /// Builds a [`ToolContext`].
@@ -601,6 +602,7 @@ impl ToolContextBuilder {
             cancel: CancellationToken::new(),
             progress: ProgressSink::default(),
             call_id: None,
+            approval: crate::ApprovedBy::Unchecked,
         }
     }
 }
@@ -660,6 +662,7 @@ impl ToolContext {
             cancel: self.cancel.child_token(),
             progress,
             call_id,
+            approval: crate::ApprovedBy::Unchecked,
         }
     }
 
@@ -667,7 +670,21 @@ impl ToolContext {
     pub fn child(&self) -> ToolContext {
         let mut ctx = self.clone();
         ctx.cancel = self.cancel.child_token();
+        ctx.approval = crate::ApprovedBy::Unchecked;
         ctx
+    }
+
+    /// What allowed the call this context belongs to, as the execution path recorded it
+    /// ([`ApprovedBy::Unchecked`](crate::ApprovedBy::Unchecked) for a context no call's permission
+    /// step went through).
+    pub fn approved_by(&self) -> crate::ApprovedBy {
+        self.approval
+    }
+
+    /// This call's context, recording what allowed it (the execution path only).
+    pub(crate) fn approved(mut self, approval: crate::ApprovedBy) -> ToolContext {
+        self.approval = approval;
+        self
     }
 
     /// The session id.
@@ -733,6 +750,7 @@ impl ToolContext {
             cancel: CancellationToken::new(),
             progress: ProgressSink::default(),
             call_id: None,
+            approval: crate::ApprovedBy::Unchecked,
         })
     }
 

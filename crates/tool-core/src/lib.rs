@@ -134,8 +134,8 @@ pub use managers::{
 };
 pub use pattern::{CommandPattern, DomainPattern, PathPattern, PathRoot, WildcardPart};
 pub use permission::{
-    AllowHint, AskKind, Beneath, NeutralHint, PRINCIPALS_DIR, PermissionDecision, PermissionEngine,
-    PermissionMode, allow_hint, headless_denial, is_own_plan_file, own_plan_file,
+    AllowHint, ApprovedBy, AskKind, Beneath, NeutralHint, PRINCIPALS_DIR, PermissionDecision,
+    PermissionEngine, PermissionMode, allow_hint, headless_denial, is_own_plan_file, own_plan_file,
 };
 #[cfg(unix)]
 pub use private::{check_private, check_state_dir};

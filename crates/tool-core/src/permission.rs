@@ -101,6 +101,25 @@ impl FromStr for PermissionMode {
     }
 }
 
+/// What allowed a call to run, as the execution path saw it: the call's context carries it
+/// ([`ToolContext::approved_by`](crate::ToolContext::approval)) for tools whose call depends on
+/// it (Bash runs what only its read-only classification allowed in a jail).
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Hash)]
+pub enum ApprovedBy {
+    /// Unknown: the call did not pass the execution path's permission step (a library
+    /// calling a tool directly). Whoever depends on it takes the narrowest reading.
+    #[default]
+    Unchecked,
+    /// The tool's own permission check allowed it (the tool knows on what grounds)
+    Tool,
+    /// An allow rule for the whole tool
+    Rule,
+    /// The permission mode (bypassPermissions)
+    Mode,
+    /// A person's answer to the question
+    Person,
+}
+
 /// Why a decision is "ask", which decides whether bypassPermissions can skip it.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum AskKind {
@@ -604,8 +623,20 @@ impl PermissionEngine {
         input: &ParsedInput,
         ctx: &ToolContext,
     ) -> PermissionDecision {
+        self.decide_with_approval(tool, input, ctx).await.0
+    }
+
+    /// [`PermissionEngine::decide`], with what allowed the call when the decision is
+    /// "allow" ([`ApprovedBy::Unchecked`] otherwise).
+    pub async fn decide_with_approval(
+        &self,
+        tool: &dyn Tool,
+        input: &ParsedInput,
+        ctx: &ToolContext,
+    ) -> (PermissionDecision, ApprovedBy) {
         let name = tool.name();
-        let decision = self.decide_inner(tool, input, ctx).await;
+        let mut approval = ApprovedBy::Unchecked;
+        let decision = self.decide_inner(tool, input, ctx, &mut approval).await;
         match decision {
             PermissionDecision::Ask {
                 reason,
@@ -619,11 +650,15 @@ impl PermissionEngine {
                     }
                     _ => String::new(),
                 };
-                PermissionDecision::deny(format!(
-                    "Permission to use {name} was denied because the permission mode is dontAsk (this session's or its caller's), which refuses anything no rule allows ({reason}).{hint}"
-                ))
+                (
+                    PermissionDecision::deny(format!(
+                        "Permission to use {name} was denied because the permission mode is dontAsk (this session's or its caller's), which refuses anything no rule allows ({reason}).{hint}"
+                    )),
+                    ApprovedBy::Unchecked,
+                )
             }
-            other => other,
+            PermissionDecision::Allow => (PermissionDecision::Allow, approval),
+            other => (other, ApprovedBy::Unchecked),
         }
     }
 
@@ -632,6 +667,7 @@ impl PermissionEngine {
         tool: &dyn Tool,
         input: &ParsedInput,
         ctx: &ToolContext,
+        approval: &mut ApprovedBy,
     ) -> PermissionDecision {
         let name = tool.name();
         if self.blanket_rule(tool, RuleBehavior::Deny).is_some() {
@@ -671,15 +707,26 @@ impl PermissionEngine {
                 }
                 ask
             }
-            other => return other,
+            other => {
+                // In bypassPermissions the person approved every call; the tool's own
+                // grounds do not narrow that.
+                *approval = if ctx.permission_mode() == PermissionMode::BypassPermissions {
+                    ApprovedBy::Mode
+                } else {
+                    ApprovedBy::Tool
+                };
+                return other;
+            }
         };
         let mode = ctx.permission_mode();
         // Plan mode never behaves like bypass, even in a session that started in
         // bypassPermissions (the reference lets it; its users report it as a bug).
         if mode == PermissionMode::BypassPermissions {
+            *approval = ApprovedBy::Mode;
             return PermissionDecision::Allow;
         }
         if self.blanket_rule(tool, RuleBehavior::Allow).is_some() {
+            *approval = ApprovedBy::Rule;
             return PermissionDecision::Allow;
         }
         from_tool

@@ -414,7 +414,7 @@ fn neutral_key(section: &str, key: &str) -> bool {
 /// `toolProfile` (a vocabulary, checked by the same rules); `disabledMcpjsonServers`.
 ///
 /// Withheld: allow rules, a wider `defaultMode`, `additionalDirectories`, looser `sandbox`
-/// values and `writableRoots`, every `lsp` server and `agent.command` (programs the host
+/// values and `writableRoots`, `allowEnv` (variables let into the sandbox) and `limits`, every `lsp` server and `agent.command` (programs the host
 /// would run), `webFetch` host exceptions, `webSearch` providers and endpoints and the
 /// variable its key is read from (hosts it would contact, secrets it would send),
 /// `enabledMcpjsonServers` and `enableAllProjectMcpServers`, and any key this project does
@@ -1121,6 +1121,13 @@ mod tests {
                 json!({"sandbox": {"enabled": true, "network": false, "mode": "read-only",
                 "allowUnsandboxedCommands": false, "mechanism": "bubblewrap"}}),
             ),
+        );
+        // What passes into the sandbox and how much it may use widen it: they wait.
+        check(
+            "{}",
+            r#"{"sandbox":{"allowEnv":["GITHUB_TOKEN","*"],"limits":{"memory":null,"cpu":0}}}"#,
+            &["sandbox.allowEnv", "sandbox.limits"],
+            perms(json!({})),
         );
         // Stricter than the defaults is not enough: it must not loosen what the user set.
         check(

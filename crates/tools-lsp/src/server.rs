@@ -13,7 +13,7 @@
 use std::collections::{HashMap, VecDeque};
 use std::io::{BufRead, BufReader};
 use std::path::{Path, PathBuf};
-use std::process::{Child, ChildStdin, Command, Stdio};
+use std::process::Child;
 use std::sync::atomic::{AtomicBool, AtomicI64, AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard};
 use std::time::{Duration, Instant};
@@ -85,7 +85,7 @@ struct Shared {
     settings: Option<Value>,
     root_uri: String,
     root: PathBuf,
-    writer: Mutex<ChildStdin>,
+    writer: Mutex<std::fs::File>,
 }
 
 fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
@@ -335,6 +335,13 @@ fn from_tsserver(d: &Value) -> Option<Diagnostic> {
     })
 }
 
+/// The sandbox language servers run in (see `LanguageServers::with_sandbox`).
+#[derive(Debug, Clone)]
+pub(crate) struct Sandbox {
+    pub(crate) settings: sandbox::SandboxSettings,
+    pub(crate) dirs: Vec<PathBuf>,
+}
+
 /// A running language server.
 #[derive(Debug)]
 pub(crate) struct Server {
@@ -344,6 +351,10 @@ pub(crate) struct Server {
     pid: u32,
     /// Its process group, killed when the server is dropped
     group: ProcessGroup,
+    /// How it is sandboxed
+    sandbox: String,
+    /// What its sandbox needs kept while it runs
+    _hold: sandbox::SandboxHold,
     next_id: AtomicI64,
     docs: tokio::sync::Mutex<HashMap<PathBuf, OpenDoc>>,
     tick: AtomicU64,
@@ -361,6 +372,7 @@ impl Server {
     pub(crate) async fn start(
         config: &ServerConfig,
         root: &Path,
+        sandbox: &Sandbox,
     ) -> Result<Arc<Server>, ToolError> {
         let name = config.name();
         let program = find_on_path(&config.command).ok_or_else(|| {
@@ -369,29 +381,36 @@ impl Server {
                 config.command
             ))
         })?;
-        let mut command = Command::new(&program);
-        command
-            .args(&config.args)
-            .envs(config.env.iter().map(|(k, v)| (k, v)))
-            .current_dir(root)
-            .stdin(Stdio::piped())
-            .stdout(Stdio::piped())
-            .stderr(Stdio::piped());
-        let (mut child, group) = ProcessGroup::spawn_std(&mut command).map_err(|e| {
+        // The server runs project code (build scripts, proc macros, `go list`, plugins):
+        // it runs in the workspace sandbox a person's approved command gets.
+        let mut dirs = sandbox.dirs.clone();
+        if !dirs.iter().any(|d| root.starts_with(d)) {
+            dirs.push(root.to_path_buf());
+        }
+        let prepared = sandbox::prepare(&sandbox.settings, &dirs, root, false).map_err(|e| {
             ToolError::respond(format!(
-                "could not start the language server `{}`: {e}",
+                "the language server `{}` was not started: {e}",
                 config.command_line()
             ))
         })?;
+        let started = sandbox::spawn_program(&prepared, &program, &config.args, root, &config.env)
+            .map_err(|e| {
+                ToolError::respond(format!(
+                    "could not start the language server `{}`: {e}",
+                    config.command_line()
+                ))
+            })?;
+        let sandbox::SandboxedProgram {
+            child,
+            group,
+            stdin,
+            stdout,
+            stderr,
+            description,
+            hold,
+        } = started;
         let pid = child.id();
-        let (Some(stdin), Some(stdout), Some(stderr)) =
-            (child.stdin.take(), child.stdout.take(), child.stderr.take())
-        else {
-            kill_group(&group, &mut child);
-            return Err(ToolError::fatal(
-                "internal error: the server's pipes are missing",
-            ));
-        };
+        let sandboxed = !description.starts_with("none");
         let root_uri = path_to_uri(root)?;
         let (diag_tx, _) = watch::channel(0);
         let shared = Arc::new(Shared {
@@ -409,14 +428,19 @@ impl Server {
             writer: Mutex::new(stdin),
         });
         let reader_shared = Arc::clone(&shared);
+        let mut child = child;
         let spawned = std::thread::Builder::new()
             .name(format!("lsp-{name}-reader"))
             .spawn(move || reader_loop(stdout, &reader_shared))
-            .and_then(|_| {
-                let stderr_shared = Arc::clone(&shared);
-                std::thread::Builder::new()
-                    .name(format!("lsp-{name}-stderr"))
-                    .spawn(move || stderr_loop(stderr, &stderr_shared))
+            .and_then(|_| match stderr {
+                Some(stderr) => {
+                    let stderr_shared = Arc::clone(&shared);
+                    std::thread::Builder::new()
+                        .name(format!("lsp-{name}-stderr"))
+                        .spawn(move || stderr_loop(stderr, &stderr_shared))
+                        .map(|_| ())
+                }
+                None => Ok(()),
             });
         if let Err(e) = spawned {
             kill_group(&group, &mut child);
@@ -430,6 +454,8 @@ impl Server {
             child: Mutex::new(child),
             pid,
             group,
+            sandbox: description,
+            _hold: hold,
             next_id: AtomicI64::new(1),
             docs: tokio::sync::Mutex::new(HashMap::new()),
             tick: AtomicU64::new(0),
@@ -437,7 +463,14 @@ impl Server {
             ready: Readiness::new(config.startup_timeout),
             files: tokio::sync::Mutex::new(None),
         };
-        let params = initialize_params(config, root, &root_uri);
+        let mut params = initialize_params(config, root, &root_uri);
+        if sandboxed {
+            // Inside a sandbox this process is out of the server's sight (another pid
+            // namespace, or signals scoped by Landlock): a server that watches the client's
+            // process id (vscode-languageserver does, every few seconds) would take it for
+            // dead and exit. The manager ends its servers itself.
+            params["processId"] = Value::Null;
+        }
         let answer = server
             .request_with_timeout("initialize", params, INITIALIZE_TIMEOUT)
             .await
@@ -478,6 +511,11 @@ impl Server {
     /// The process id (also the process group id).
     pub(crate) fn pid(&self) -> u32 {
         self.pid
+    }
+
+    /// How it is sandboxed: `bubblewrap (workspace-write, network off)`, ...
+    pub(crate) fn sandbox(&self) -> &str {
+        &self.sandbox
     }
 
     /// Whether the process is still running and talking.
@@ -943,7 +981,7 @@ fn kill_group(group: &ProcessGroup, child: &mut Child) {
     let _ = child.wait();
 }
 
-fn reader_loop(stdout: std::process::ChildStdout, shared: &Shared) {
+fn reader_loop(stdout: std::fs::File, shared: &Shared) {
     let mut reader = BufReader::new(stdout);
     loop {
         match read_frame(&mut reader, MAX_MESSAGE_BYTES) {
@@ -967,7 +1005,7 @@ fn reader_loop(stdout: std::process::ChildStdout, shared: &Shared) {
     shared.mark_dead();
 }
 
-fn stderr_loop(stderr: std::process::ChildStderr, shared: &Shared) {
+fn stderr_loop(stderr: std::fs::File, shared: &Shared) {
     let mut reader = BufReader::new(stderr);
     let mut line = String::new();
     loop {

@@ -565,7 +565,7 @@ pub fn check_with(
     tool: &str,
     disable_sandbox: bool,
 ) -> PermissionDecision {
-    let settings = crate::policy::SandboxSettings::from_context(ctx).unwrap_or_default();
+    let settings = sandbox::SandboxSettings::from_context(ctx).unwrap_or_default();
     check_running(
         command,
         ctx,
@@ -786,6 +786,43 @@ pub fn check_running(
         suggestions,
         kind: AskKind::Default,
     }
+}
+
+/// Whether a person's choice allows some part of an allowed `command` — an allow rule (the
+/// whole line's, or a subcommand's) or acceptEdits for what it lets edit — rather than only
+/// its read-only classification (which runs the command in the read-only jail).
+pub fn allowed_by_person(command: &str, ctx: &ToolContext, tool: &str) -> bool {
+    let Ok(analysis) = analyse_in(command, &ctx.cwd()) else {
+        return false;
+    };
+    let tools: Vec<&str> = if tool == "Bash" {
+        vec!["Bash"]
+    } else {
+        vec!["Bash", tool]
+    };
+    let rules = ctx.permissions().rules();
+    let allows = |r: &&SourcedRule| r.behavior == RuleBehavior::Allow;
+    let whole = command.trim();
+    let exact = rules.iter().filter(allows).any(|r| {
+        tools.contains(&r.rule.tool.as_str())
+            && r.rule.content.as_deref().is_some_and(
+                |c| matches!(CommandPattern::parse(c), CommandPattern::Exact(ref e) if e == whole),
+            )
+    });
+    let edits = ctx.permission_mode() == PermissionMode::AcceptEdits;
+    exact
+        || analysis.candidates().iter().any(|c| {
+            rules
+                .iter()
+                .filter(allows)
+                .any(|r| allowed_by(r, &tools, c))
+                || (edits && accept_edits_allows(c.command(), ctx))
+        })
+}
+
+/// The allow rule for exactly `command` (its whole line).
+pub fn exact_rule(command: &str) -> PermissionRule {
+    PermissionRule::with_content("Bash", exact_content(command.trim()))
 }
 
 /// Why a line with something unresolved is refused under a deny rule, naming the word and

@@ -35,6 +35,17 @@ const CATEGORY_WHY: &str = "a category crate depends on tool-core (and the pure 
                             registry or agent-tools (what one needs from another goes through \
                             a tool-core trait)";
 
+/// The categories that start programs of the project: the shell's commands and the
+/// language servers run in the sandbox.
+const SANDBOXED_CATEGORY_DEPS: &[&str] = &["tool-core", "shell-analysis", "sandbox"];
+
+/// Why tools-shell and tools-lsp may also depend on sandbox.
+const SANDBOXED_CATEGORY_WHY: &str = "a category crate depends on tool-core (and the pure \
+                                      command analysis, shell-analysis) and never on another \
+                                      category crate, registry or agent-tools; tools-shell and \
+                                      tools-lsp also use the sandbox crate, \
+                                      which runs what they start contained";
+
 /// The registry knows every category.
 const REGISTRY_DEPS: &[&str] = &[
     "tool-core",
@@ -49,6 +60,7 @@ const REGISTRY_DEPS: &[&str] = &[
 /// The examples embed the library crates as a user's program would: any of them.
 const EXAMPLES_DEPS: &[&str] = &[
     "tool-core",
+    "sandbox",
     "shell-analysis",
     "tools-fs",
     "tools-shell",
@@ -131,10 +143,17 @@ pub const RULES: &[Rule] = &[
         why: CATEGORY_WHY,
     },
     Rule::Internal {
+        krate: "sandbox",
+        allowed: &["tool-core"],
+        dev_extra: &[],
+        why: "the sandbox is the containment the category crates run their programs in: it \
+              depends on tool-core only, never on a category crate",
+    },
+    Rule::Internal {
         krate: "tools-shell",
-        allowed: CATEGORY_DEPS,
+        allowed: SANDBOXED_CATEGORY_DEPS,
         dev_extra: TESTS_MAY_USE_CATEGORIES,
-        why: CATEGORY_WHY,
+        why: SANDBOXED_CATEGORY_WHY,
     },
     Rule::Internal {
         krate: "tools-web",
@@ -144,9 +163,9 @@ pub const RULES: &[Rule] = &[
     },
     Rule::Internal {
         krate: "tools-lsp",
-        allowed: CATEGORY_DEPS,
+        allowed: SANDBOXED_CATEGORY_DEPS,
         dev_extra: TESTS_MAY_USE_CATEGORIES,
-        why: CATEGORY_WHY,
+        why: SANDBOXED_CATEGORY_WHY,
     },
     Rule::Internal {
         krate: "tools-mcp",
@@ -195,6 +214,16 @@ pub const RULES: &[Rule] = &[
         dep: "rmcp",
         users: &["tools-mcp"],
         why: "tools-mcp is the only crate that speaks the MCP wire format",
+    },
+    Rule::ExternalOnly {
+        dep: "landlock",
+        users: &["sandbox"],
+        why: "the sandbox crate is the one place that confines processes",
+    },
+    Rule::ExternalOnly {
+        dep: "seccompiler",
+        users: &["sandbox"],
+        why: "the sandbox crate is the one place that confines processes",
     },
     Rule::ExternalNever {
         dep: "rmcp",

@@ -377,7 +377,9 @@ for f in *.output; do ln -sfn "$c" "$f"; done); echo planted"#,
         json!({"tool": "Bash", "input": {"command": "echo bg", "run_in_background": true}}),
     ]);
     let texts: Vec<String> = lines.iter().map(text).collect();
-    assert_eq!(texts[1], "planted", "{user:?}");
+    // The state directory is read-only inside the sandbox, so the links are not even made
+    // now; what follows holds either way.
+    assert!(texts[1].ends_with("planted"), "{user:?}: {}", texts[1]);
     assert_eq!(texts[2], "a\n1\n2\n3", "{user:?}");
     assert_eq!(texts[3], "b\n4\n5\n6", "{user:?}");
     assert!(texts[4].contains("lines truncated"), "{user:?}");

@@ -20,6 +20,7 @@ mod doctor;
 mod events;
 mod home_categories;
 mod hosted;
+mod jail;
 mod lifecycle;
 mod mcp_limits;
 mod mcp_login;

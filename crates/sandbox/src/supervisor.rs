@@ -59,7 +59,7 @@ use std::os::unix::fs::MetadataExt;
 use std::path::{Path, PathBuf};
 use std::process::Stdio;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
-use std::sync::{Arc, Mutex, MutexGuard, OnceLock, mpsc};
+use std::sync::{Arc, Mutex, MutexGuard};
 use std::time::{Duration, Instant};
 
 use tokio::process::{Child, ChildStderr, Command};
@@ -68,8 +68,9 @@ use tokio_util::sync::CancellationToken;
 use tool_core::ToolError;
 
 use crate::command::{ENV, Ending, Finished, Io, KILL_GRACE, RunSpec, bash_path, inline_script};
+use crate::launch::Launch;
 use crate::policy::SandboxPolicy;
-use crate::sandbox::Launch;
+use crate::resources::{Cgroup, Events, LimitHit, ResourceLimits};
 
 /// How long a supervisor may take to start.
 const START_TIMEOUT: Duration = Duration::from_secs(10);
@@ -152,14 +153,26 @@ impl Key {
         }
     }
 
-    /// Whether this and `other` are the same kind of launch (their policies may differ).
+    /// Whether this and `other` are the same kind of launch for the same profile (their
+    /// policies may differ): a session keeps one instance of each.
     pub fn same_kind(&self, other: &Key) -> bool {
         std::mem::discriminant(&self.launch) == std::mem::discriminant(&other.launch)
+            && self.policy().map(|p| p.profile) == other.policy().map(|p| p.profile)
     }
 
     /// Whether the instance runs in bubblewrap (its own pid namespace).
     pub fn is_bubblewrap(&self) -> bool {
         matches!(self.launch, LaunchKey::Bubblewrap(_))
+    }
+
+    /// The policy of a sandboxed launch.
+    fn policy(&self) -> Option<&SandboxPolicy> {
+        match &self.launch {
+            LaunchKey::Direct => None,
+            LaunchKey::Bubblewrap(p) => Some(p),
+            #[cfg(target_os = "linux")]
+            LaunchKey::Landlock(p) => Some(p),
+        }
     }
 
     fn to_launch(&self) -> Launch {
@@ -170,6 +183,23 @@ impl Key {
             LaunchKey::Landlock(p) => Launch::Landlock(Arc::new(p.clone())),
         }
     }
+}
+
+/// A cgroup for an instance whose process is `pid`, with it and everything it started so
+/// far (bubblewrap's processes) inside; `None` when the machine offers none or a process
+/// cannot be moved (the rlimits then stand alone).
+fn join_cgroup(limits: &ResourceLimits, pid: u32) -> Option<Cgroup> {
+    let group = Cgroup::create(limits)?;
+    let root = i32::try_from(pid).ok()?;
+    // Nothing moved: the group goes (empty). Once the instance's first process is in, the
+    // group stays with it (dropping it would kill what it holds).
+    group.add(pid).ok()?;
+    for p in crate::reaper::descendants(root) {
+        if let Ok(p) = u32::try_from(p) {
+            let _ = group.add(p);
+        }
+    }
+    Some(group)
 }
 
 /// Whether a failed [`Supervisor::start`] set the supervisor program aside (it does not
@@ -207,47 +237,23 @@ pub struct Supervisor {
     shared: Arc<Shared>,
     next: AtomicU64,
     usage: Mutex<Use>,
+    /// The instance's cgroup (memory and process limits), when the machine offers one
+    cgroup: Option<Cgroup>,
+    /// The rlimits each command's start-up code sets (`None` unsandboxed)
+    rlimits: Option<String>,
     /// Kept open so a late message of bubblewrap cannot end it with SIGPIPE
     _stderr: Option<ChildStderr>,
 }
 
 /// Spawns `cmd` from a thread that lives as long as the process: bubblewrap's
 /// `--die-with-parent` fires when the *thread* that forked it ends.
-fn spawn_from_keeper(cmd: Command) -> Result<Child, ToolError> {
-    type Job = (
-        Command,
-        tokio::runtime::Handle,
-        mpsc::Sender<std::io::Result<Child>>,
-    );
-    static KEEPER: OnceLock<Option<Mutex<mpsc::Sender<Job>>>> = OnceLock::new();
-    let keeper = KEEPER.get_or_init(|| {
-        let (tx, rx) = mpsc::channel::<Job>();
-        std::thread::Builder::new()
-            .name("agent-tools-sandbox-keeper".into())
-            .spawn(move || {
-                for (mut cmd, handle, reply) in rx {
-                    let _guard = handle.enter();
-                    let _ = reply.send(cmd.spawn());
-                }
-            })
-            .ok()
-            .map(|_| Mutex::new(tx))
-    });
-    let fail = |e: &dyn std::fmt::Display| {
-        ToolError::fatal(format!("cannot start the bubblewrap sandbox: {e}"))
-    };
-    let keeper = keeper
-        .as_ref()
-        .ok_or_else(|| fail(&"no thread to start it from"))?;
-    let (tx, rx) = mpsc::channel();
-    keeper
-        .lock()
-        .map_err(|_| fail(&"the starter thread is gone"))?
-        .send((cmd, tokio::runtime::Handle::current(), tx))
-        .map_err(|_| fail(&"the starter thread is gone"))?;
-    rx.recv()
-        .map_err(|_| fail(&"the starter thread is gone"))?
-        .map_err(|e| fail(&e))
+fn spawn_from_keeper(mut cmd: Command) -> Result<Child, ToolError> {
+    let handle = tokio::runtime::Handle::current();
+    crate::launch::on_keeper(move || {
+        let _guard = handle.enter();
+        cmd.spawn()
+    })?
+    .map_err(|e| ToolError::fatal(format!("cannot start the bubblewrap sandbox: {e}")))
 }
 
 fn field(out: &mut Vec<u8>, bytes: &[u8]) -> Result<(), ToolError> {
@@ -319,6 +325,7 @@ impl Supervisor {
             .env_remove("AGENT_TOOLS_CWD_STDIN")
             .process_group(0)
             .kill_on_drop(false);
+        launch.set_environment(&mut cmd);
         for (k, v) in ENV {
             cmd.env(k, v);
         }
@@ -341,6 +348,12 @@ impl Supervisor {
             tokio::spawn(async move { read_replies(stdout, &shared, ready_tx).await });
         }
         let ready = tokio::time::timeout(START_TIMEOUT, ready_rx).await;
+        // The instance's processes join its cgroup before it runs anything: the supervisor
+        // starts commands only on request, so everything they start is inside.
+        let cgroup = match (&ready, launch.policy()) {
+            (Ok(Ok(())), Some(policy)) => join_cgroup(&policy.limits, pid),
+            _ => None,
+        };
         if !matches!(ready, Ok(Ok(()))) {
             drop(ours);
             let _ = child.start_kill();
@@ -370,6 +383,7 @@ impl Supervisor {
                 }
             )));
         }
+        let rlimits = key.policy().map(|p| p.limits.rlimits(cgroup.as_ref()));
         Ok(Supervisor {
             key,
             pid,
@@ -382,6 +396,8 @@ impl Supervisor {
                 idle_since: Instant::now(),
                 retired: false,
             }),
+            rlimits,
+            cgroup,
             _stderr: stderr,
         })
     }
@@ -541,7 +557,7 @@ impl Supervisor {
             field(&mut req, id.to_string().as_bytes())?;
             field(&mut req, b"run")?;
             field(&mut req, spec.cwd.as_os_str().as_bytes())?;
-            let vars = crate::command::command_vars(spec, io.cwd.is_some());
+            let vars = crate::command::command_vars(spec, io.cwd.is_some(), self.rlimits.clone());
             field(&mut req, vars.len().to_string().as_bytes())?;
             for (k, v) in &vars {
                 let mut kv = k.as_bytes().to_vec();
@@ -562,6 +578,7 @@ impl Supervisor {
             id,
             rx,
             finished: false,
+            events: self.cgroup.as_ref().map(Cgroup::events),
         })
     }
 
@@ -651,6 +668,9 @@ async fn read_replies(
     }
 }
 
+/// How often a running command's cgroup is looked at for its process limit.
+const LIMIT_EVERY: Duration = Duration::from_millis(200);
+
 /// A command running under a supervisor.
 #[derive(Debug)]
 pub struct Supervised {
@@ -658,26 +678,56 @@ pub struct Supervised {
     id: u64,
     rx: oneshot::Receiver<i32>,
     finished: bool,
+    /// The cgroup's counters when it started
+    events: Option<Events>,
 }
 
 impl Supervised {
     /// Waits for the command's end (its whole group gone), for `limit` or for `cancel`
-    /// (then TERM through the supervisor, the grace period, KILL).
+    /// (then TERM through the supervisor, the grace period, KILL). A command whose sandbox
+    /// reaches its process limit is ended the same way (a fork bomb would otherwise wait for
+    /// the time limit), and the limit is named in the result.
     pub async fn wait(&mut self, limit: Option<Duration>, cancel: &CancellationToken) -> Finished {
         let sleep = tool_core::sleep_or_never(limit);
-        let ending = tokio::select! {
-            reply = &mut self.rx => {
-                self.done();
-                return match reply {
-                    Ok(code) => Finished { ending: Ending::Exited, code },
-                    Err(_) => Finished { ending: Ending::SandboxLost, code: 128 + 9 },
-                };
+        tokio::pin!(sleep);
+        let watch_pids = self.sup.cgroup.as_ref().is_some_and(|c| c.limits_pids());
+        let mut ticker = tokio::time::interval(LIMIT_EVERY);
+        ticker.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
+        let mut hit = None;
+        let ending = loop {
+            tokio::select! {
+                reply = &mut self.rx => {
+                    self.done();
+                    let finished = match reply {
+                        Ok(code) => Finished::new(Ending::Exited, code),
+                        Err(_) => Finished::new(Ending::SandboxLost, 128 + 9),
+                    };
+                    return self.with_limit(finished);
+                }
+                () = &mut sleep => break Ending::TimedOut,
+                () = cancel.cancelled() => break Ending::Cancelled,
+                _ = ticker.tick(), if watch_pids => {
+                    if let (Some(c), Some(before)) = (&self.sup.cgroup, self.events)
+                        && let Some(h @ LimitHit::Processes(_)) = c.hit_since(before)
+                    {
+                        hit = Some(h);
+                        break Ending::Exited;
+                    }
+                }
             }
-            () = sleep => Ending::TimedOut,
-            () = cancel.cancelled() => Ending::Cancelled,
         };
         let code = self.stop().await;
-        Finished { ending, code }
+        let mut finished = self.with_limit(Finished::new(ending, code));
+        finished.limit = hit.or(finished.limit);
+        finished
+    }
+
+    /// Notes the limit the command ran into, from its instance's cgroup and its status.
+    fn with_limit(&self, mut finished: Finished) -> Finished {
+        if let (Some(c), Some(before)) = (&self.sup.cgroup, self.events) {
+            finished.limit = c.hit_since(before);
+        }
+        finished.with_cpu_limit(self.sup.key.policy().map(|p| &p.limits))
     }
 
     /// TERM to the group, the grace period, KILL; returns the leader's exit code.

@@ -44,7 +44,7 @@ use crate::host_program::{EXEC_ARG, SUPERVISOR_ARG, set_supervisor_program};
 ///
 /// ```no_run
 /// fn main() -> std::process::ExitCode {
-///     if let Some(code) = tools_shell::sandbox_supervisor_entry() {
+///     if let Some(code) = sandbox::sandbox_supervisor_entry() {
 ///         return code;
 ///     }
 ///     // ... the program itself

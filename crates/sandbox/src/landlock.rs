@@ -15,7 +15,9 @@
 //!   and, where the kernel has them (ABI 6), abstract Unix sockets and signals scoped to
 //!   the sandbox;
 //! - applies the seccomp filter (`filter` module) with no socket at all when the network is
-//!   off (Landlock cannot tell the host's loopback from the sandbox's).
+//!   off (Landlock cannot tell the host's loopback from the sandbox's), and, read-only (the
+//!   jail), no call that changes a file's mode, owner, times or extended attributes
+//!   (Landlock does not govern those).
 
 use std::os::unix::fs::MetadataExt;
 use std::path::{Path, PathBuf};
@@ -81,12 +83,8 @@ pub fn abi() -> Option<i32> {
     })
 }
 
-/// A command for a restricted thread to start, with the runtime to register it with.
-type Job = (
-    Command,
-    tokio::runtime::Handle,
-    tokio::sync::oneshot::Sender<Result<Child, ToolError>>,
-);
+/// Work for a restricted thread (starting a command).
+type Job = Box<dyn FnOnce() + Send>;
 
 /// What a restricted thread was restricted to: the policy, the writable files, the paths
 /// granted, and the identity (device, inode) of each, since Landlock holds the inode it
@@ -101,15 +99,39 @@ type Key = (
 pub async fn spawn(
     policy: &SandboxPolicy,
     files: &[PathBuf],
-    cmd: Command,
+    mut cmd: Command,
 ) -> Result<Child, ToolError> {
     let spawner = spawner(policy, files)?;
     let (tx, rx) = tokio::sync::oneshot::channel();
+    let handle = tokio::runtime::Handle::current();
     spawner
-        .send((cmd, tokio::runtime::Handle::current(), tx))
+        .send(Box::new(move || {
+            let _guard = handle.enter();
+            let _ = tx.send(
+                cmd.spawn()
+                    .map_err(|e| ToolError::fatal(format!("cannot start bash: {e}"))),
+            );
+        }))
         .map_err(|_| ToolError::fatal("the sandbox thread is gone"))?;
     rx.await
         .map_err(|_| ToolError::fatal("the sandbox thread ended without starting the command"))?
+}
+
+/// Runs `job` (which starts a program) on a thread restricted to `policy`, and returns
+/// what it returns; blocks the caller until then.
+pub fn run_restricted<T: Send + 'static>(
+    policy: &SandboxPolicy,
+    job: impl FnOnce() -> T + Send + 'static,
+) -> Result<T, ToolError> {
+    let spawner = spawner(policy, &[])?;
+    let (tx, rx) = mpsc::channel();
+    spawner
+        .send(Box::new(move || {
+            let _ = tx.send(job());
+        }))
+        .map_err(|_| ToolError::fatal("the sandbox thread is gone"))?;
+    rx.recv()
+        .map_err(|_| ToolError::fatal("the sandbox thread ended without starting the program"))
 }
 
 /// A thread restricted to `policy` and `files` that starts commands: restricting a new
@@ -150,12 +172,8 @@ fn spawner(policy: &SandboxPolicy, files: &[PathBuf]) -> Result<mpsc::Sender<Job
             if !ok {
                 return;
             }
-            for (mut cmd, handle, reply) in rx {
-                let _guard = handle.enter();
-                let _ = reply.send(
-                    cmd.spawn()
-                        .map_err(|e| ToolError::fatal(format!("cannot start bash: {e}"))),
-                );
+            for job in rx {
+                job();
             }
         })
         .map_err(|e| ToolError::fatal(format!("cannot start the sandbox thread: {e}")))?;
@@ -320,5 +338,5 @@ pub fn restrict_thread(
     if restrict_files && status.ruleset == RulesetStatus::NotEnforced {
         return Err(fail(&"the kernel does not enforce Landlock"));
     }
-    crate::filter::apply(policy.sockets(false))
+    crate::filter::apply_landlock(policy.sockets(false), policy.mode == SandboxMode::ReadOnly)
 }

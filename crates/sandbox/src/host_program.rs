@@ -69,7 +69,7 @@ pub(crate) fn command_supervisor() -> Option<&'static Path> {
             eprintln!(
                 "agent-tools sandbox: {registered}, so every shell command starts a sandbox \
                  of its own (about twice as slow per call); call \
-                 tools_shell::sandbox_supervisor_entry() first in main to run them under one \
+                 sandbox::sandbox_supervisor_entry() first in main to run them under one \
                  supervisor"
             );
         });
@@ -105,7 +105,7 @@ static NOTICE: std::sync::Mutex<Option<String>> = std::sync::Mutex::new(None);
 /// The warning about a supervisor program that does not answer, the first time it is asked
 /// for after the program was set aside (for the result of the call that ran the command);
 /// `None` ever after, and always when the program answers.
-pub(crate) fn take_notice() -> Option<String> {
+pub fn take_notice() -> Option<String> {
     #[cfg(target_os = "linux")]
     {
         NOTICE.lock().ok().and_then(|mut n| n.take())
@@ -121,7 +121,7 @@ pub(crate) fn take_notice() -> Option<String> {
 fn unanswered_warning(program: &Path) -> String {
     format!(
         "the supervisor program {} did not answer when started with {SUPERVISOR_ARG}: its \
-         main must call tools_shell::sandbox_supervisor_entry() first and return the exit \
+         main must call sandbox::sandbox_supervisor_entry() first and return the exit \
          code it gives. Until then every shell command starts a sandbox of its own (the same \
          confinement, about twice as slow per call).",
         program.display()

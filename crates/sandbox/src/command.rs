@@ -7,6 +7,8 @@ use std::os::fd::OwnedFd;
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 
+use crate::resources::{LimitHit, ResourceLimits};
+
 /// After SIGTERM, the group has this long before SIGKILL.
 pub const KILL_GRACE: Duration = Duration::from_secs(2);
 
@@ -18,12 +20,25 @@ pub const KILL_GRACE: Duration = Duration::from_secs(2);
 /// is involved: the start-up code moves it to a descriptor bash picks (10 or above, clear
 /// of the ones scripts use) and gives the command `/dev/null` as stdin. The directory is
 /// written only when it changed, which keeps the common call cheap.
+///
+/// In a sandbox it also sets the resource limits (`AGENT_TOOLS_LIMITS`, see the `resources`
+/// module), hard and soft, before the command: no sandboxed process can raise them again.
 const STARTUP: &str = r#"__agent_tools_start=$PWD
 if [ "${AGENT_TOOLS_CWD_STDIN-}" = 1 ]; then
   exec {__agent_tools_cwd}>&0 </dev/null
   trap '[ "$PWD" = "$__agent_tools_start" ] || builtin pwd -P >&"$__agent_tools_cwd" 2>/dev/null' EXIT
 fi
-unset BASH_ENV AGENT_TOOLS_CWD_STDIN
+if [ -n "${AGENT_TOOLS_LIMITS-}" ]; then
+  __agent_tools_l=$AGENT_TOOLS_LIMITS
+  __agent_tools_a=${__agent_tools_l%%:*}; __agent_tools_l=${__agent_tools_l#*:}
+  __agent_tools_t=${__agent_tools_l%%:*}; __agent_tools_n=${__agent_tools_l#*:}
+  ulimit -c 0 2>/dev/null
+  [ -z "$__agent_tools_a" ] || ulimit -v "$__agent_tools_a" 2>/dev/null
+  [ -z "$__agent_tools_t" ] || { ulimit -S -t "$__agent_tools_t"; ulimit -H -t "$((__agent_tools_t + 1))"; } 2>/dev/null
+  [ -z "$__agent_tools_n" ] || ulimit -u "$__agent_tools_n" 2>/dev/null
+  unset __agent_tools_l __agent_tools_a __agent_tools_t __agent_tools_n
+fi
+unset BASH_ENV AGENT_TOOLS_CWD_STDIN AGENT_TOOLS_LIMITS
 "#;
 
 /// The environment every command gets on top of the inherited one: no editor, no pager.
@@ -57,12 +72,19 @@ pub struct Io {
     pub cwd: Option<OwnedFd>,
 }
 
-/// The variables a command gets on top of the environment: the spec's, and the flag that
-/// tells the start-up code its stdin is the working-directory pipe.
-pub(crate) fn command_vars(spec: &RunSpec, reports_cwd: bool) -> Vec<(String, String)> {
+/// The variables a command gets on top of the environment: the spec's, the flag that tells
+/// the start-up code its stdin is the working-directory pipe, and the rlimits it sets.
+pub(crate) fn command_vars(
+    spec: &RunSpec,
+    reports_cwd: bool,
+    limits: Option<String>,
+) -> Vec<(String, String)> {
     let mut vars = spec.env.clone();
     if reports_cwd {
         vars.push(("AGENT_TOOLS_CWD_STDIN".into(), "1".into()));
+    }
+    if let Some(limits) = limits {
+        vars.push(("AGENT_TOOLS_LIMITS".into(), limits));
     }
     vars
 }
@@ -80,6 +102,31 @@ pub enum Ending {
     SandboxLost,
 }
 
+/// The status bash reports for a command SIGXCPU ended (its CPU time limit).
+const SIGXCPU_STATUS: i32 = 128 + 24;
+
+impl Finished {
+    /// A finish with no limit hit.
+    pub(crate) fn new(ending: Ending, code: i32) -> Finished {
+        Finished {
+            ending,
+            code,
+            limit: None,
+        }
+    }
+
+    /// Notes the CPU limit of `policy` when the command ended as SIGXCPU ends one.
+    pub(crate) fn with_cpu_limit(mut self, limits: Option<&ResourceLimits>) -> Finished {
+        if self.limit.is_none()
+            && self.code == SIGXCPU_STATUS
+            && let Some(cpu) = limits.and_then(|l| l.cpu)
+        {
+            self.limit = Some(LimitHit::Cpu(cpu));
+        }
+        self
+    }
+}
+
 /// The end of a command.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct Finished {
@@ -87,6 +134,8 @@ pub struct Finished {
     pub ending: Ending,
     /// The exit code; `128 + signal` when a signal ended it
     pub code: i32,
+    /// The resource limit it ran into, when one was hit
+    pub limit: Option<LimitHit>,
 }
 
 /// The script bash runs with `-c`: the start-up code, then the command, which arrives as the

@@ -1,8 +1,9 @@
 //! The sandbox's settings (the `sandbox` section of the settings files, with the session's
-//! Read deny rules) and the policy they resolve to in a session: what commands may write,
-//! whether they reach the network, the protected paths bound inside the writable roots
-//! (`protect` module; missing ones over placeholders, `placeholder` module) and the hidden
-//! paths (`mask` module). The `sandbox` module chooses the mechanism that enforces it.
+//! Read deny rules) and the policy they resolve to in a session for a [`Profile`]: what
+//! commands may write, whether they reach the network, the protected paths bound inside the
+//! writable roots (`protect` module; missing ones over placeholders, `placeholder` module),
+//! the hidden paths (`mask` module), the environment (`env` module) and the resource limits
+//! (`resources` module). The `launch` module chooses the mechanism that enforces it.
 
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
@@ -14,6 +15,30 @@ use tool_core::{RuleBehavior, SettingsLayer, SourcedRule, ToolContext, ToolError
 use crate::filter::Sockets;
 use crate::mask::{DenyRead, Mask};
 use crate::protect::{Base, Bind};
+use crate::resources::ResourceLimits;
+
+/// Which sandbox a command runs in: what approved it decides.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Hash)]
+pub enum Profile {
+    /// A person approved it (an allow rule, an answer, the permission mode): the settings'
+    /// sandbox (workspace-write by default)
+    #[default]
+    Workspace,
+    /// It runs unasked because it was classified read-only: nothing writable but a private
+    /// `/tmp`, no network, the environment scrubbed, credentials, the state directory and
+    /// other users' homes hidden (see [`JAIL_HIDDEN`])
+    Jail,
+}
+
+/// Paths the jail hides besides the Read deny rules and the credential stores
+/// ([`SECRETS`](crate::SECRETS), always hidden in the jail): the shadow password files. The
+/// state directory and other users' home directories are hidden too.
+pub const JAIL_HIDDEN: &[&str] = &[
+    "/etc/shadow",
+    "/etc/gshadow",
+    "/etc/shadow-",
+    "/etc/gshadow-",
+];
 
 /// What a sandboxed command may write.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Deserialize)]
@@ -47,7 +72,9 @@ pub enum Mechanism {
 /// "sandbox": {
 ///   "enabled": true, "mode": "workspace-write", "network": false,
 ///   "allowUnsandboxedCommands": true, "allowDegraded": false,
-///   "writableRoots": ["../common"], "mechanism": "auto", "hideSecrets": true
+///   "writableRoots": ["../common"], "mechanism": "auto", "hideSecrets": true,
+///   "allowEnv": ["NODE_OPTIONS", "CARGO_*"],
+///   "limits": {"memory": "8GiB", "processes": 4096, "cpu": 3600}
 /// }
 /// ```
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -74,6 +101,19 @@ pub struct SandboxSettings {
     /// hidden from every sandboxed command (filled from the settings files' and the
     /// session's rules, not a key of the section)
     pub deny_read: Vec<DenyRead>,
+    /// Variables passed into the sandbox besides the allow-listed ones (see the `env`
+    /// module): a name, or a prefix ending in `*`; a variable that looks like a secret
+    /// passes only when named exactly (`sandbox.allowEnv`)
+    pub allow_env: Vec<String>,
+    /// Memory, process and CPU-time limits of sandboxed commands (`sandbox.limits`)
+    pub limits: ResourceLimits,
+    /// Files that stay read-only inside the sandbox wherever they are (files that approved
+    /// configuration names; filled by the host, not a key of the section)
+    pub read_only: Vec<PathBuf>,
+    /// The state directory, hidden from the jail and read-only in the workspace sandbox
+    /// (filled from the session by [`SandboxSettings::from_context`], not a key of the
+    /// section)
+    pub state_dir: Option<PathBuf>,
 }
 impl tool_core::Shared for SandboxSettings {}
 
@@ -89,6 +129,10 @@ impl Default for SandboxSettings {
             mechanism: Mechanism::Auto,
             hide_secrets: true,
             deny_read: Vec::new(),
+            allow_env: Vec::new(),
+            limits: ResourceLimits::default(),
+            read_only: Vec::new(),
+            state_dir: None,
         }
     }
 }
@@ -105,6 +149,9 @@ struct SandboxSection {
     writable_roots: Vec<String>,
     mechanism: Option<Mechanism>,
     hide_secrets: Option<bool>,
+    #[serde(default)]
+    allow_env: Vec<String>,
+    limits: Option<serde_json::Map<String, serde_json::Value>>,
     /// Claude Code's keys that have no meaning here are accepted and ignored
     #[serde(default)]
     auto_allow_bash_if_sandboxed: Option<bool>,
@@ -153,6 +200,15 @@ impl SandboxSettings {
                 s.hide_secrets = v;
             }
             s.writable_roots.extend(section.writable_roots);
+            s.allow_env.extend(section.allow_env);
+            if let Some(limits) = &section.limits {
+                s.limits
+                    .merge(limits)
+                    .map_err(|message| ToolError::Settings {
+                        path: layer.path.clone(),
+                        message: format!("invalid `sandbox.limits`: {message}"),
+                    })?;
+            }
         }
         s.deny_read = deny_read(layers.iter().flat_map(SettingsLayer::rules));
         Ok(s)
@@ -172,8 +228,21 @@ impl SandboxSettings {
             }
         };
         s.deny_read = deny_read(ctx.permissions().rules());
+        s.state_dir = Some(ctx.state_dir().to_path_buf());
         Ok(s)
     }
+}
+
+/// The directories of `dirs` that are not inside another of them.
+fn top_level(dirs: &[PathBuf]) -> Vec<PathBuf> {
+    let mut out: Vec<PathBuf> = dirs
+        .iter()
+        .filter(|d| !dirs.iter().any(|o| o != *d && d.starts_with(o)))
+        .cloned()
+        .collect();
+    out.sort();
+    out.dedup();
+    out
 }
 
 /// The Read deny rules among `rules`.
@@ -201,6 +270,8 @@ fn deny_read(rules: impl IntoIterator<Item = SourcedRule>) -> Vec<DenyRead> {
 /// is hidden.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct SandboxPolicy {
+    /// The profile it was built for
+    pub profile: Profile,
     /// What may be written
     pub mode: SandboxMode,
     /// Whether the network is reachable
@@ -219,15 +290,33 @@ pub struct SandboxPolicy {
     bases: Vec<PathBuf>,
     /// Hidden paths
     masks: Vec<Mask>,
+    /// The working directories (canonical)
+    working: Vec<PathBuf>,
+    /// The environment commands get (see the `env` module)
+    pub env: Vec<(String, String)>,
+    /// The resource limits
+    pub limits: ResourceLimits,
     /// The placeholders bound (bubblewrap)
     #[cfg(target_os = "linux")]
     pub(crate) leases: crate::placeholder::Leases,
 }
 
 impl SandboxPolicy {
-    /// The policy for `settings` in a session whose working directories are `dirs`.
+    /// The workspace policy for `settings` in a session whose working directories are
+    /// `dirs`.
     pub fn new(settings: &SandboxSettings, dirs: &[PathBuf], cwd: &Path) -> Self {
-        Self::build(settings, dirs, cwd, |decide| decide())
+        Self::for_profile(Profile::Workspace, settings, dirs, cwd)
+    }
+
+    /// The policy of `profile` for `settings` in a session whose working directories are
+    /// `dirs`.
+    pub fn for_profile(
+        profile: Profile,
+        settings: &SandboxSettings,
+        dirs: &[PathBuf],
+        cwd: &Path,
+    ) -> Self {
+        Self::build(profile, settings, dirs, cwd, |decide| decide())
     }
 
     /// The policy for bubblewrap: the placeholders of the protected names that do not exist
@@ -236,13 +325,14 @@ impl SandboxPolicy {
     /// created here is dropped from the policy (no sandboxed command could create it).
     #[cfg(target_os = "linux")]
     pub(crate) fn for_bubblewrap(
+        profile: Profile,
         settings: &SandboxSettings,
         dirs: &[PathBuf],
         cwd: &Path,
     ) -> Result<Self, ToolError> {
         let mut leases = crate::placeholder::Leases::default();
         let mut failed = Ok(());
-        let mut policy = Self::build(settings, dirs, cwd, |decide| {
+        let mut policy = Self::build(profile, settings, dirs, cwd, |decide| {
             let _gate = crate::placeholder::gate();
             let mut binds = decide();
             let wanted: Vec<(PathBuf, crate::placeholder_shape::Shape)> = binds
@@ -272,14 +362,21 @@ impl SandboxPolicy {
     /// Builds the policy; `protect` gets the function that decides the protection's binds
     /// and returns the binds to use.
     fn build(
+        profile: Profile,
         settings: &SandboxSettings,
         dirs: &[PathBuf],
         cwd: &Path,
         protect: impl FnOnce(&dyn Fn() -> Vec<Bind>) -> Vec<Bind>,
     ) -> Self {
+        let jail = profile == Profile::Jail;
+        let mode = if jail {
+            SandboxMode::ReadOnly
+        } else {
+            settings.mode
+        };
         let mut roots: Vec<PathBuf> = Vec::new();
         let mut extra: Vec<PathBuf> = Vec::new();
-        if settings.mode == SandboxMode::WorkspaceWrite {
+        if mode == SandboxMode::WorkspaceWrite {
             let mut candidates: Vec<PathBuf> = dirs.to_vec();
             candidates.push(std::env::temp_dir());
             candidates.push(PathBuf::from("/tmp"));
@@ -332,15 +429,41 @@ impl SandboxPolicy {
             }
         }
         bases.retain(|b| roots.iter().any(|r| path::is_within(b.dir, r)));
-        let binds = protect(&|| crate::protect::binds(&bases, &roots));
+        // Read-only wherever they are: the files approved configuration names, the state
+        // directory, and the home directory's configuration (its dot-entries, `~/.config`,
+        // `~/.local`, the XDG base directories), unless a writable root the settings name
+        // lies inside one of them (the person chose to write there).
+        let mut read_only: Vec<PathBuf> = settings.read_only.clone();
+        if let Some(state) = &settings.state_dir {
+            read_only.push(state.clone());
+        }
+        if let Some(h) = &home {
+            read_only.extend(path::protected_home_categories(h));
+        }
+        let read_only: Vec<PathBuf> = read_only
+            .iter()
+            .filter_map(|p| p.canonicalize().ok())
+            .filter(|p| {
+                !extra.iter().any(|e| path::is_within(e, p))
+                    && !working.iter().any(|w| path::is_within(w, p))
+            })
+            .collect();
+        let binds = protect(&|| crate::protect::binds(&bases, &roots, &read_only));
         let mut keep = working.clone();
         keep.extend(roots.iter().cloned());
         if let Ok(c) = cwd.canonicalize() {
             keep.push(c);
         }
+        let mut hidden: Vec<PathBuf> = Vec::new();
+        if jail {
+            hidden.extend(JAIL_HIDDEN.iter().map(PathBuf::from));
+            hidden.extend(settings.state_dir.iter().cloned());
+            hidden.extend(crate::mask::other_homes(home.as_deref()));
+        }
         let masks = crate::mask::masks(
             &settings.deny_read,
-            settings.hide_secrets,
+            settings.hide_secrets || jail,
+            &hidden,
             &crate::mask::Scope {
                 dirs: &working,
                 cwd,
@@ -356,13 +479,18 @@ impl SandboxPolicy {
             .map(|b| b.dir.to_path_buf())
             .collect();
         let mut policy = SandboxPolicy {
-            mode: settings.mode,
-            network: settings.network,
+            profile,
+            mode,
+            network: settings.network && !jail,
             writable_roots: roots,
             protected: Vec::new(),
             binds,
             bases,
             masks,
+            // The top-level ones: a `cd` into a subdirectory does not change the policy.
+            working: top_level(&working),
+            env: crate::env::scrubbed(std::env::vars_os(), &settings.allow_env, jail),
+            limits: settings.limits,
             #[cfg(target_os = "linux")]
             leases: crate::placeholder::Leases::default(),
         };
@@ -381,6 +509,7 @@ impl SandboxPolicy {
     /// A read-only policy without network, protection or masks (for probes).
     pub(crate) fn bare() -> Self {
         SandboxPolicy {
+            profile: Profile::Jail,
             mode: SandboxMode::ReadOnly,
             network: false,
             writable_roots: Vec::new(),
@@ -388,13 +517,20 @@ impl SandboxPolicy {
             binds: Vec::new(),
             bases: Vec::new(),
             masks: Vec::new(),
+            working: Vec::new(),
+            env: Vec::new(),
+            limits: ResourceLimits::none(),
             #[cfg(target_os = "linux")]
             leases: crate::placeholder::Leases::default(),
         }
     }
 
-    /// A short description for results: `workspace-write, network off`.
+    /// A short description for results: `workspace-write, network off`, `read-only jail,
+    /// network off`.
     pub fn describe(&self) -> String {
+        if self.profile == Profile::Jail {
+            return "read-only jail, network off".to_owned();
+        }
         let mode = match self.mode {
             SandboxMode::ReadOnly => "read-only",
             SandboxMode::WorkspaceWrite => "workspace-write",
@@ -412,6 +548,11 @@ impl SandboxPolicy {
     /// The directories whose own entries must not change.
     pub(crate) fn bases(&self) -> &[PathBuf] {
         &self.bases
+    }
+
+    /// The working directories.
+    pub(crate) fn working(&self) -> &[PathBuf] {
+        &self.working
     }
 
     /// The hidden paths.
@@ -496,8 +637,15 @@ mod tests {
             assert!(policy.protected.contains(&root.join(p)), "{p}: {policy:?}");
         }
         assert!(policy.binds().contains(&Bind::Pinned(root.join(".git"))));
-        // A shell start-up file is read from home only: no placeholder in a project.
-        assert!(!policy.protected.iter().any(|p| p.ends_with(".zshrc")));
+        // A shell start-up file is read from home only: no placeholder in a project. (Home's
+        // own is protected when home is inside a writable root, as it is when HOME is in the
+        // temporary directory: look only inside the project.)
+        assert!(
+            !policy
+                .protected
+                .iter()
+                .any(|p| p.starts_with(&root) && p.ends_with(".zshrc"))
+        );
         // Landlock grants the project entry by entry, without the protected paths.
         let grants = crate::landlock::Grants::of(&policy).write;
         assert!(!grants.contains(&root));

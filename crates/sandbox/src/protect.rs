@@ -19,6 +19,10 @@
 //!   entry (no new entry can be made in them at all);
 //! - a protected name that is a symbolic link is protected at its target (when that lies in
 //!   a writable root); the link itself is an entry of a writable directory.
+//!
+//! Besides the bases, paths protected wherever they are (the files approved configuration
+//! names, the state directory, the home directory's configuration) are bound read-only
+//! when they exist inside a writable root.
 
 use std::path::{Path, PathBuf};
 
@@ -65,14 +69,20 @@ pub struct Base<'a> {
 /// How many submodule or worktree directories are looked at per git directory.
 const NESTED_LIMIT: usize = 256;
 
-/// The binds protecting `bases` inside `roots`, parents before children.
-pub fn binds(bases: &[Base<'_>], roots: &[PathBuf]) -> Vec<Bind> {
+/// The binds protecting `bases` and the paths `read_only` inside `roots`, parents before
+/// children.
+pub fn binds(bases: &[Base<'_>], roots: &[PathBuf], read_only: &[PathBuf]) -> Vec<Bind> {
     let mut out = Protect {
         roots,
         binds: Vec::new(),
     };
     for base in bases {
         out.base(base);
+    }
+    for p in read_only {
+        if out.writable(p) && std::fs::symlink_metadata(p).is_ok() {
+            out.binds.push(Bind::ReadOnly(p.clone()));
+        }
     }
     let mut binds = out.binds;
     let mut seen = std::collections::HashSet::new();
@@ -293,7 +303,7 @@ mod tests {
             project,
             home,
         }];
-        let got: Vec<String> = binds(&bases, std::slice::from_ref(&root))
+        let got: Vec<String> = binds(&bases, std::slice::from_ref(&root), &[])
             .iter()
             .map(|b| rel(&root, b))
             .collect();
@@ -438,7 +448,7 @@ mod tests {
             project: true,
             home: false,
         }];
-        let got: Vec<String> = binds(&bases, std::slice::from_ref(&root))
+        let got: Vec<String> = binds(&bases, std::slice::from_ref(&root), &[])
             .iter()
             .map(|b| rel(&root, b))
             .filter(|s| !s.starts_with("new wt/"))

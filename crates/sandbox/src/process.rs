@@ -19,13 +19,13 @@ use tool_core::{ProcessGroup, ToolError};
 use crate::command::{
     ENV, Ending, Finished, Io, KILL_GRACE, RunSpec, bash_path, command_vars, inline_script,
 };
-use crate::sandbox::Launch;
+use crate::launch::Launch;
 
 /// A running command; dropping it kills its process group.
 #[derive(Debug)]
 pub enum Running {
     /// Started by this process (unsandboxed, Landlock, or a bubblewrap of its own)
-    Local(Local),
+    Local(Box<Local>),
     /// Started by the session's persistent bubblewrap sandbox
     #[cfg(target_os = "linux")]
     Supervised(crate::supervisor::Supervised),
@@ -40,6 +40,8 @@ pub struct Local {
     done: bool,
     /// The mark in its environment, when nothing else finds what it left behind
     mark: Option<String>,
+    /// The limits it runs under (sandboxed)
+    limits: Option<crate::resources::ResourceLimits>,
 }
 
 /// Builds the command line: the launcher's prefix (bubblewrap, or nothing), then
@@ -85,13 +87,15 @@ fn command_line(
         cmd.stdin(stdin);
         cmd.stderr(Stdio::from(err));
     }
+    launch.set_environment(&mut cmd);
     for (k, v) in ENV {
         cmd.env(k, v);
     }
     // An inherited BASH_ENV would be read before the command; the start-up code is inline.
     cmd.env_remove("BASH_ENV");
     cmd.env_remove("AGENT_TOOLS_CWD_STDIN");
-    for (k, v) in command_vars(spec, reports_cwd) {
+    let limits = launch.policy().map(|p| p.limits.rlimits(None));
+    for (k, v) in command_vars(spec, reports_cwd, limits) {
         cmd.env(k, v);
     }
     if let Some(mark) = mark {
@@ -109,12 +113,13 @@ pub async fn spawn(spec: &RunSpec, launch: &Launch, io: Io) -> Result<Running, T
     let cmd = command_line(spec, launch, io, mark.as_deref())?;
     let child = launch.spawn(cmd, &[]).await?;
     let group = child.id().and_then(ProcessGroup::adopt);
-    Ok(Running::Local(Local {
+    Ok(Running::Local(Box::new(Local {
         child,
         group,
         done: false,
         mark,
-    }))
+        limits: launch.policy().map(|p| p.limits),
+    })))
 }
 
 fn code_of(status: ExitStatus) -> i32 {
@@ -150,14 +155,14 @@ impl Local {
                 // Background jobs the command left in its group do not outlive the call.
                 self.kill_group().await;
                 self.kill_marked().await;
-                return Finished { ending: Ending::Exited, code };
+                return Finished::new(Ending::Exited, code).with_cpu_limit(self.limits.as_ref());
             }
             () = sleep => Ending::TimedOut,
             () = cancel.cancelled() => Ending::Cancelled,
         };
         let code = self.kill_group().await.unwrap_or(128 + 15);
         self.kill_marked().await;
-        Finished { ending, code }
+        Finished::new(ending, code)
     }
 
     /// Kills what the command left outside its group, found by its mark.

@@ -1,8 +1,8 @@
-//! The sandbox every shell command runs in (Linux): a policy (read-only, workspace-write or
-//! full access, each with network on or off; see the `policy` module) enforced with
-//! bubblewrap when it is installed and with Landlock plus seccomp otherwise. When the
-//! requested sandbox cannot be applied the command is refused, unless the settings allow a
-//! degraded mode.
+//! The sandbox every shell command runs in (Linux): a policy (the read-only jail, or the
+//! settings' read-only, workspace-write or full access, each with network on or off; see the
+//! `policy` module) enforced with bubblewrap when it is installed and with Landlock plus
+//! seccomp otherwise. When the requested sandbox cannot be applied the command is refused,
+//! unless the settings allow a degraded mode (never for the jail).
 //!
 //! Under bubblewrap every command runs in user, pid, IPC and (network off) network
 //! namespaces of its own, with every capability dropped (also when the host user is root),
@@ -25,7 +25,7 @@ use tool_core::ToolError;
 use crate::filter::Sockets;
 use crate::host_program::EXEC_ARG;
 use crate::mask::Mask;
-use crate::policy::{Mechanism, SandboxMode, SandboxPolicy, SandboxSettings};
+use crate::policy::{Mechanism, Profile, SandboxMode, SandboxPolicy, SandboxSettings};
 use crate::protect::Bind;
 
 /// How a command is started.
@@ -151,10 +151,25 @@ pub fn landlock_available() -> bool {
     }
 }
 
-/// Chooses how to start commands for `settings` in a session whose working directories are
-/// `dirs`. `disable` is the call's `dangerouslyDisableSandbox`, honoured only when the
-/// settings allow unsandboxed commands.
+/// Chooses how to start commands a person approved (the workspace profile) for `settings`
+/// in a session whose working directories are `dirs`. `disable` is the call's
+/// `dangerouslyDisableSandbox`, honoured only when the settings allow unsandboxed commands.
 pub fn prepare(
+    settings: &SandboxSettings,
+    dirs: &[PathBuf],
+    cwd: &Path,
+    disable: bool,
+) -> Result<Prepared, ToolError> {
+    prepare_profile(Profile::Workspace, settings, dirs, cwd, disable)
+}
+
+/// Chooses how to start commands of `profile`: [`prepare`] for the workspace; for the jail,
+/// bubblewrap or Landlock (`sandbox.mechanism` chooses, as for the workspace) and never
+/// anything else: neither `dangerouslyDisableSandbox`, `sandbox.enabled: false` nor
+/// `sandbox.allowDegraded` let a jailed command out. Without a mechanism the error says so
+/// (see [`jail_available`], which a permission check asks first).
+pub fn prepare_profile(
+    profile: Profile,
     settings: &SandboxSettings,
     dirs: &[PathBuf],
     cwd: &Path,
@@ -168,7 +183,62 @@ pub fn prepare(
         landlock: matches!(settings.mechanism, Mechanism::Auto | Mechanism::Landlock)
             && landlock_available(),
     };
+    if profile == Profile::Jail {
+        return prepare_jail(settings, dirs, cwd, available);
+    }
     prepare_with(settings, dirs, cwd, disable, available)
+}
+
+/// Whether a jail can be made for `settings` here; the reason when not.
+pub fn jail_available(settings: &SandboxSettings) -> Result<(), String> {
+    let bubblewrap = matches!(settings.mechanism, Mechanism::Auto | Mechanism::Bubblewrap)
+        && bubblewrap().is_some();
+    let landlock =
+        matches!(settings.mechanism, Mechanism::Auto | Mechanism::Landlock) && landlock_available();
+    if bubblewrap || landlock {
+        return Ok(());
+    }
+    Err(match settings.mechanism {
+        Mechanism::Auto => "neither bubblewrap (install the `bubblewrap` package) nor Landlock is available here, so no read-only jail can be made".to_owned(),
+        Mechanism::Bubblewrap => "bubblewrap is not installed or cannot create a sandbox here and sandbox.mechanism is \"bubblewrap\", so no read-only jail can be made".to_owned(),
+        Mechanism::Landlock => "Landlock is not available in this kernel and sandbox.mechanism is \"landlock\", so no read-only jail can be made".to_owned(),
+    })
+}
+
+fn prepare_jail(
+    settings: &SandboxSettings,
+    dirs: &[PathBuf],
+    cwd: &Path,
+    available: impl FnOnce() -> Available,
+) -> Result<Prepared, ToolError> {
+    let available = available();
+    if available.bubblewrap {
+        #[cfg(target_os = "linux")]
+        let policy = SandboxPolicy::for_bubblewrap(Profile::Jail, settings, dirs, cwd)?;
+        #[cfg(not(target_os = "linux"))]
+        let policy = SandboxPolicy::for_profile(Profile::Jail, settings, dirs, cwd);
+        return Ok(Prepared {
+            description: format!("bubblewrap ({})", policy.describe()),
+            launch: Launch::Bubblewrap(Arc::new(policy)),
+            notice: None,
+        });
+    }
+    #[cfg(target_os = "linux")]
+    if available.landlock {
+        let policy = SandboxPolicy::for_profile(Profile::Jail, settings, dirs, cwd);
+        return Ok(Prepared {
+            description: format!("landlock+seccomp ({})", policy.describe()),
+            launch: Launch::Landlock(Arc::new(policy)),
+            notice: None,
+        });
+    }
+    let _ = (dirs, cwd);
+    let why = jail_available(settings)
+        .err()
+        .unwrap_or_else(|| "no sandbox mechanism is available".to_owned());
+    Err(ToolError::respond(format!(
+        "The command was not run: it was approved only because it reads, and such commands run in a read-only jail, but {why}. Approve the command with an allow rule to run it in the workspace sandbox."
+    )))
 }
 
 /// Which mechanisms can be used.
@@ -208,7 +278,7 @@ fn prepare_with(
     let available = available();
     if available.bubblewrap {
         #[cfg(target_os = "linux")]
-        let policy = SandboxPolicy::for_bubblewrap(settings, dirs, cwd)?;
+        let policy = SandboxPolicy::for_bubblewrap(Profile::Workspace, settings, dirs, cwd)?;
         #[cfg(not(target_os = "linux"))]
         let policy = SandboxPolicy::new(settings, dirs, cwd);
         let described = policy.describe();
@@ -278,6 +348,18 @@ impl Launch {
     /// applies the seccomp filter inside, or nothing. `writable_files` are files the command
     /// must be able to write (its output file, the session's slot directory).
     pub fn prefix(&self, cwd: &Path, writable_files: &[PathBuf]) -> Vec<OsString> {
+        self.prefix_for(cwd, writable_files, true)
+    }
+
+    /// [`Launch::prefix`]; without a helper program, `stderr_to_output` says whether the
+    /// program's stderr joins its stdout (a shell command) or goes to `/dev/null` (a
+    /// program speaking a protocol on stdout).
+    pub(crate) fn prefix_for(
+        &self,
+        cwd: &Path,
+        writable_files: &[PathBuf],
+        stderr_to_output: bool,
+    ) -> Vec<OsString> {
         let Launch::Bubblewrap(policy) = self else {
             return Vec::new();
         };
@@ -311,6 +393,22 @@ impl Launch {
             "--proc".as_ref(),
             "/proc".as_ref(),
         ]);
+        let jail = policy.profile == Profile::Jail;
+        let tmp = Path::new("/tmp");
+        if jail {
+            // The jail's own empty /tmp, gone with it; the working directories in the host's
+            // /tmp are bound back, read-only.
+            a.push(&["--tmpfs".as_ref(), tmp.as_os_str()]);
+            for d in policy.working() {
+                if d.starts_with(tmp) {
+                    a.bind("--ro-bind", d, d);
+                }
+            }
+        }
+        // In the jail, what lies in the host's /tmp outside a working directory is not there.
+        let absent = |p: &Path| {
+            jail && p.starts_with(tmp) && !policy.working().iter().any(|d| p.starts_with(d))
+        };
         for r in &policy.writable_roots {
             a.bind("--bind", r, r);
         }
@@ -320,7 +418,7 @@ impl Launch {
                 Bind::Pinned(p) | Bind::Writable(p) => a.bind("--bind", p, p),
             }
         }
-        for m in policy.masks() {
+        for m in policy.masks().iter().filter(|m| !absent(m.path())) {
             match m {
                 Mask::File(p) => a.bind("--ro-bind", Path::new("/dev/null"), p),
                 Mask::Dir(p) => {
@@ -369,7 +467,11 @@ impl Launch {
                     "--".as_ref(),
                     "/bin/sh".as_ref(),
                     "-c".as_ref(),
-                    "exec \"$@\" 0<&2 2>&1".as_ref(),
+                    if stderr_to_output {
+                        "exec \"$@\" 0<&2 2>&1".as_ref()
+                    } else {
+                        "exec \"$@\" 0<&2 2>/dev/null".as_ref()
+                    },
                     "sh".as_ref(),
                 ]);
             }
@@ -406,6 +508,25 @@ impl Launch {
 }
 
 impl Launch {
+    /// The policy, for a sandboxed launch.
+    pub fn policy(&self) -> Option<&SandboxPolicy> {
+        match self {
+            Launch::Direct => None,
+            Launch::Bubblewrap(p) => Some(p),
+            #[cfg(target_os = "linux")]
+            Launch::Landlock(p) => Some(p),
+        }
+    }
+
+    /// Gives `cmd` the environment of this launch: for a sandboxed one, only the policy's
+    /// (the host's allow-listed variables, see the `env` module); unsandboxed, the host's.
+    pub(crate) fn set_environment(&self, cmd: &mut Command) {
+        if let Some(policy) = self.policy() {
+            cmd.env_clear();
+            cmd.envs(policy.env.iter().map(|(k, v)| (k, v)));
+        }
+    }
+
     /// Whether bubblewrap reads the seccomp filter from stdin for this launch (no helper
     /// program is registered): the command's own stdin then goes in as stderr, and the
     /// prefix's shell puts it back.
@@ -428,6 +549,40 @@ impl Launch {
             _ => Ok(std::process::Stdio::null()),
         }
     }
+}
+
+/// Runs `job` on a thread that lives as long as the process, and returns what it returns
+/// (blocking the caller until then): bubblewrap's `--die-with-parent` fires when the
+/// *thread* that forked it ends, so every bubblewrap is started from there.
+pub(crate) fn on_keeper<T: Send + 'static>(
+    job: impl FnOnce() -> T + Send + 'static,
+) -> Result<T, ToolError> {
+    type Job = Box<dyn FnOnce() + Send>;
+    static KEEPER: OnceLock<Option<std::sync::Mutex<std::sync::mpsc::Sender<Job>>>> =
+        OnceLock::new();
+    let keeper = KEEPER.get_or_init(|| {
+        let (tx, rx) = std::sync::mpsc::channel::<Job>();
+        std::thread::Builder::new()
+            .name("agent-tools-sandbox-keeper".into())
+            .spawn(move || {
+                for job in rx {
+                    job();
+                }
+            })
+            .ok()
+            .map(|_| std::sync::Mutex::new(tx))
+    });
+    let gone = || ToolError::fatal("cannot start the sandbox: its starter thread is gone");
+    let keeper = keeper.as_ref().ok_or_else(gone)?;
+    let (tx, rx) = std::sync::mpsc::channel();
+    keeper
+        .lock()
+        .map_err(|_| gone())?
+        .send(Box::new(move || {
+            let _ = tx.send(job());
+        }))
+        .map_err(|_| gone())?;
+    rx.recv().map_err(|_| gone())
 }
 
 /// The program that applies the seccomp filter inside bubblewrap: the registered supervisor
@@ -535,6 +690,26 @@ mod tests {
             prepare_with(&s, &dirs, &dir, true, || none).map(|p| p.launch),
             Ok(Launch::Direct)
         ));
+        // The jail never degrades: without a mechanism it is refused, whatever the settings
+        // allow the workspace.
+        let lax = SandboxSettings {
+            allow_degraded: true,
+            enabled: false,
+            ..SandboxSettings::default()
+        };
+        let err = prepare_jail(&lax, &dirs, &dir, || none)
+            .err()
+            .map(|e| e.to_string())
+            .unwrap_or_default();
+        assert!(
+            err.contains("read-only jail") && err.contains("allow rule"),
+            "{err}"
+        );
+        let jailed = prepare_jail(&lax, &dirs, &dir, || Available {
+            bubblewrap: false,
+            landlock: true,
+        });
+        assert!(matches!(jailed.map(|p| p.launch), Ok(Launch::Landlock(_))));
         // Full access with network needs no mechanism.
         let open = SandboxSettings {
             mode: SandboxMode::FullAccess,

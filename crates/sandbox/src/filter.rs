@@ -100,6 +100,46 @@ const DENIED: &[i64] = &[
     libc::SYS_io_uring_register,
 ];
 
+/// Calls that change a file's metadata — mode, owner, times, extended attributes — which
+/// Landlock does not govern: denied in a read-only sandbox under Landlock (bubblewrap's
+/// read-only mounts refuse them already).
+const METADATA: &[i64] = &[
+    libc::SYS_fchmod,
+    libc::SYS_fchmodat,
+    452, // fchmodat2
+    libc::SYS_fchown,
+    libc::SYS_fchownat,
+    libc::SYS_utimensat,
+    libc::SYS_setxattr,
+    libc::SYS_lsetxattr,
+    libc::SYS_fsetxattr,
+    463, // setxattrat
+    libc::SYS_removexattr,
+    libc::SYS_lremovexattr,
+    libc::SYS_fremovexattr,
+    466, // removexattrat
+    #[cfg(target_arch = "x86_64")]
+    libc::SYS_chmod,
+    #[cfg(target_arch = "x86_64")]
+    libc::SYS_chown,
+    #[cfg(target_arch = "x86_64")]
+    libc::SYS_lchown,
+    #[cfg(target_arch = "x86_64")]
+    libc::SYS_utime,
+    #[cfg(target_arch = "x86_64")]
+    libc::SYS_utimes,
+    #[cfg(target_arch = "x86_64")]
+    libc::SYS_futimesat,
+];
+
+/// The part a read-only sandbox under Landlock adds: [`METADATA`] fails with `EROFS`, as on
+/// a read-only mount.
+fn read_only_part() -> Result<BpfProgram, String> {
+    let rules: BTreeMap<i64, Vec<SeccompRule>> =
+        METADATA.iter().map(|nr| (*nr, Vec::new())).collect();
+    compile(rules, SeccompAction::Errno(libc::EROFS as u32))
+}
+
 /// `clone` flags that create a namespace.
 const NAMESPACE_FLAGS: &[i32] = &[
     libc::CLONE_NEWNS,
@@ -267,6 +307,22 @@ pub fn program_bytes(sockets: Sockets) -> Result<Vec<u8>, ToolError> {
 /// sets `no_new_privs` first.
 pub fn apply(sockets: Sockets) -> Result<(), ToolError> {
     seccompiler::apply_filter(program(sockets)?)
+        .map_err(|e| ToolError::fatal(format!("cannot apply the sandbox's seccomp filter: {e}")))
+}
+
+/// [`apply`], and for a read-only sandbox under Landlock the metadata calls refused too
+/// (filters stack: the stricter answer wins).
+pub fn apply_landlock(sockets: Sockets, read_only: bool) -> Result<(), ToolError> {
+    apply(sockets)?;
+    if !read_only {
+        return Ok(());
+    }
+    static READ_ONLY: OnceLock<Result<BpfProgram, String>> = OnceLock::new();
+    let program = READ_ONLY
+        .get_or_init(read_only_part)
+        .as_ref()
+        .map_err(|e| ToolError::fatal(format!("cannot build the sandbox's seccomp filter: {e}")))?;
+    seccompiler::apply_filter(program)
         .map_err(|e| ToolError::fatal(format!("cannot apply the sandbox's seccomp filter: {e}")))
 }
 

@@ -84,11 +84,23 @@ pub struct Scope<'a> {
     pub keep: &'a [PathBuf],
 }
 
-/// Every path to hide for `rules` (and [`SECRETS`] with `secrets`).
-pub fn masks(rules: &[DenyRead], secrets: bool, scope: &Scope<'_>) -> Vec<Mask> {
-    let mut found: Vec<PathBuf> = Vec::new();
-    if secrets && let Some(home) = scope.home {
-        found.extend(SECRETS.iter().map(|s| home.join(s)));
+/// Every path to hide for `rules` (and [`SECRETS`] with `secrets`, and the paths `hidden`).
+pub fn masks(
+    rules: &[DenyRead],
+    secrets: bool,
+    hidden: &[PathBuf],
+    scope: &Scope<'_>,
+) -> Vec<Mask> {
+    let mut found: Vec<PathBuf> = hidden.to_vec();
+    if secrets {
+        // Under `HOME` and under the account's own home (a changed `HOME` does not move the
+        // account's credentials).
+        let account = account_home();
+        let mut homes: Vec<&Path> = scope.home.into_iter().chain(account.as_deref()).collect();
+        homes.dedup();
+        for home in homes {
+            found.extend(SECRETS.iter().map(|s| home.join(s)));
+        }
     }
     let home = scope.home.unwrap_or(Path::new("/"));
     for rule in rules {
@@ -132,6 +144,43 @@ pub fn masks(rules: &[DenyRead], secrets: bool, scope: &Scope<'_>) -> Vec<Mask> 
         !all.iter()
             .any(|o| o != m && matches!(o, Mask::Dir(_)) && m.path().starts_with(o.path()))
     });
+    out
+}
+
+/// The home directory of the account running this process, from the password database.
+fn account_home() -> Option<PathBuf> {
+    let uid = rustix::process::getuid().as_raw().to_string();
+    let passwd = std::fs::read_to_string("/etc/passwd").ok()?;
+    passwd.lines().find_map(|l| {
+        let f: Vec<&str> = l.split(':').collect();
+        (f.len() >= 7 && f[2] == uid).then(|| PathBuf::from(f[5]))
+    })
+}
+
+/// The home directories of other users: the entries of `/home` and `/root`, except the
+/// user's own home (`home`, and the account's home in the password database) and what
+/// leads to them.
+pub fn other_homes(home: Option<&Path>) -> Vec<PathBuf> {
+    let mut out = Vec::new();
+    let account = account_home();
+    let mine = |p: &Path| {
+        [home, account.as_deref()]
+            .into_iter()
+            .flatten()
+            .any(|h| h.starts_with(p) || p.starts_with(h))
+    };
+    if let Ok(entries) = std::fs::read_dir("/home") {
+        for e in entries.flatten() {
+            let p = e.path();
+            if !mine(&p) {
+                out.push(p);
+            }
+        }
+    }
+    let root = Path::new("/root");
+    if !mine(root) {
+        out.push(root.to_path_buf());
+    }
     out
 }
 
@@ -304,8 +353,11 @@ mod tests {
             home: Some(&home),
             keep: &dirs,
         };
-        let got: Vec<String> = masks(&rules, patterns.is_empty(), &scope)
+        // (The account's own home, whose credential stores are hidden too, is not the
+        // test's.)
+        let got: Vec<String> = masks(&rules, patterns.is_empty(), &[], &scope)
             .iter()
+            .filter(|m| m.path().starts_with(&root))
             .map(|m| {
                 let rel = m.path().strip_prefix(&root).unwrap_or(m.path());
                 match m {
@@ -352,7 +404,7 @@ mod tests {
             home: Some(&home),
             keep: &dirs,
         };
-        let got = masks(&[rule("~/**", &project)], false, &scope);
+        let got = masks(&[rule("~/**", &project)], false, &[], &scope);
         assert_eq!(
             got,
             vec![
