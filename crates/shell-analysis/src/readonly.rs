@@ -323,6 +323,8 @@ pub fn read_operands(cmd: &SimpleCommand) -> Option<Vec<ReadOperand>> {
         )
         .then(Vec::new)
         .filter(|_| !(name == "npm" && texts == ["version"])),
+        // git's version is printed before any configuration or repository is read.
+        "git" if matches!(texts.as_slice(), ["--version"] | ["version"]) => Some(Vec::new()),
         "git" => git_operands(args),
         "find" => find_operands(args),
         "ps" => ps_reads_only(args).then(Vec::new),
@@ -779,6 +781,8 @@ mod tests {
             "hostname -f",
             "hostname --fq",
             "hostname -I",
+            "git --version",
+            "git version",
         ] {
             check(ro, true);
         }
@@ -802,6 +806,8 @@ mod tests {
             "git ls-remote --upload-pac=x origin",
             "git --git-dir=x log",
             "git --exec-path=. status",
+            "git --version --exec-path=.",
+            "git version --build-options x",
             "find . -delete",
             "find . -name '*.o' -exec rm {} +",
             "find . -fprint OUT",
