@@ -20,7 +20,7 @@ pub enum Action {
 
 /// Runs the action and prints its outcome (one JSON object with `json`).
 pub fn run(args: &SessionArgs, action: Action, as_json: bool) -> Result<ExitCode> {
-    let options = session_options(args, false)?;
+    let options = session_options(args)?;
     let ctx = registry::build_context(&options).map_err(session_error)?;
     let root = ctx.cwd();
     let state_dir = ctx.state_dir().to_path_buf();
