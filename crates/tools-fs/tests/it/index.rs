@@ -590,6 +590,37 @@ fn faults_lead_to_correct_answers_and_notes() {
     );
 }
 
+/// More changes than the kernel queues between two queries: the notification queue
+/// overflows, so the next query is answered by the scan (the same answer), the index is
+/// validated again, and the query after that answers from it again.
+#[test]
+fn a_notification_queue_overflow_falls_back_to_the_scan_and_revalidates() {
+    let f = Fixture::new(&["a.txt = alpha\n", "src/b.rs = bravo\n"]);
+    let ctx = indexed(&f);
+    let scan = f.context_with(PermissionMode::AcceptEdits, &[]);
+    let queued: usize = std::fs::read_to_string("/proc/sys/fs/inotify/max_queued_events")
+        .ok()
+        .and_then(|s| s.trim().parse().ok())
+        .unwrap_or(16_384);
+    // Each write queues at least two events (created or modified, then closed).
+    for i in 0..queued / 2 + 100 {
+        std::fs::write(f.path(&format!("src/n{i}.txt")), format!("alpha {i}\n")).unwrap();
+    }
+    let before = answered(&ctx);
+    let input = json!({"pattern": "alpha 1\\b", "output_mode": "content", "head_limit": 0});
+    same(&f, &ctx, &scan, "Grep", &input, "a queue overflow");
+    assert_eq!(answered(&ctx), before, "the scan answered");
+    let status = tools_fs::index_status(&ctx).unwrap();
+    assert!(
+        status.notes.iter().any(|n| n.contains("overflowed")),
+        "{status:?}"
+    );
+    wait_ready(&ctx);
+    std::fs::write(f.path("src/late.txt"), "alpha 1 late\n").unwrap();
+    same(&f, &ctx, &scan, "Grep", &input, "revalidation");
+    assert_eq!(answered(&ctx), before + 1, "the index answered again");
+}
+
 /// `Path` of the saved index file, for the kill test.
 fn saved(f: &Fixture) -> std::path::PathBuf {
     tools_fs::index_file(f.state_dir(), &f.root().canonicalize().unwrap())
