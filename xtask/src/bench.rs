@@ -21,6 +21,7 @@ use crate::cmd::{Cmd, target_dir};
 
 mod files;
 mod http;
+mod index;
 mod lsp;
 mod mcp;
 mod shell;
@@ -68,6 +69,9 @@ pub struct Comparison {
     pub baseline: Duration,
     /// The baseline's name, e.g. `find`.
     pub baseline_label: String,
+    /// Exactly what the baseline ran (printed under the table, so every figure states its
+    /// baseline).
+    pub baseline_command: String,
 }
 
 impl Comparison {
@@ -110,6 +114,16 @@ const BENCHES: &[Bench] = &[
         name: "glob-linux",
         about: "Glob `**/*.c` over the Linux 6.1 tree vs `rg --files -g '*.c'`",
         run: files::glob_linux,
+    },
+    Bench {
+        name: "index-linux",
+        about: "The search index on the Linux 6.1 tree: build and validation vs one rg pass; in a session with the index ready, 30 selective queries, `static`/`if`, Glob `**/*.c` and an outside write seen by the next Grep, each vs rg with the same flags; size on disk and resident memory vs the bytes searched",
+        run: index::index_linux,
+    },
+    Bench {
+        name: "index-diff-linux",
+        about: "Differential test on the Linux 6.1 tree: generated queries answered by the index and by the scan, byte for byte alike (AGENT_TOOLS_INDEX_DIFF_QUERIES, default 300)",
+        run: index::index_diff_linux,
     },
     Bench {
         name: "read-1g",
@@ -181,8 +195,16 @@ impl Ctx {
             ours: median(ours_times),
             baseline: median(baseline_times),
             baseline_label: baseline_label.to_owned(),
+            baseline_command: format!("`{baseline}`{}", cwd_note(baseline)),
         })
     }
+}
+
+/// " in DIR" when the command runs in a directory of its own.
+fn cwd_note(cmd: &Cmd) -> String {
+    cmd.dir()
+        .map(|d| format!(" in {}", d.display()))
+        .unwrap_or_default()
 }
 
 /// Runs a command once with stdout discarded; fails unless it exits with status 0.
@@ -329,6 +351,10 @@ pub fn run(root: &Path, options: &Options) -> Result<()> {
         ctx.runs
     );
     print!("{}", table(&rows));
+    println!("\nbaselines, row by row:");
+    for (name, c) in &rows {
+        println!("  {name} / {}: {}", c.case, c.baseline_command);
+    }
     Ok(())
 }
 
@@ -534,6 +560,7 @@ mod tests {
                 ours: Duration::from_millis(10),
                 baseline: Duration::from_millis(25),
                 baseline_label: "find".to_owned(),
+                baseline_command: "`find`".to_owned(),
             },
         )];
         let text = table(&rows);

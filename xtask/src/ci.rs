@@ -1,7 +1,8 @@
 //! `cargo xtask ci`: the whole CI sequence, in order, failing fast.
 //!
 //! Steps: rustfmt, tidy, clippy, the `cargo check` feature matrix, peers, nextest, doc tests,
-//! the MCP conformance suite (`cargo xtask conformance`), cargo-deny, `cargo package`. Each step prints its name and duration; the first failure stops the run with a
+//! the search index's differential test on the Linux tree (release binary), the MCP
+//! conformance suite (`cargo xtask conformance`), cargo-deny, `cargo package`. Each step prints its name and duration; the first failure stops the run with a
 //! message naming the step and the command that failed.
 //!
 //! The end-to-end tests (agent-tools' `e2e` test binary) need no step of their own: Cargo
@@ -20,6 +21,7 @@ use crate::{conformance, peers, tidy};
 /// Crates checked alone with `--no-default-features`.
 const LIB_CRATES: &[&str] = &[
     "tool-core",
+    "search-index",
     "sandbox",
     "shell-analysis",
     "tools-fs",
@@ -172,6 +174,19 @@ fn steps(peers_dir: &Path) -> Vec<Step> {
                 cargo(&["test", "--workspace", "--all-features", "--doc"]),
                 peers_dir,
             )]),
+        },
+        Step {
+            name: "index differential",
+            // The search index against the scan on the Linux tree, with the release binary:
+            // 300 generated queries take about 3 minutes on two busy cores (the full run,
+            // AGENT_TOOLS_INDEX_DIFF_QUERIES=2000, about 15).
+            action: Action::Commands(vec![
+                with_peers_env(
+                    cargo(&["xtask", "bench", "--runs", "1", "index-diff-linux"]),
+                    peers_dir,
+                )
+                .env("AGENT_TOOLS_INDEX_DIFF_QUERIES", "300"),
+            ]),
         },
         Step {
             name: "conformance",
@@ -360,6 +375,7 @@ mod tests {
                 "peers",
                 "tests",
                 "doc tests",
+                "index differential",
                 "conformance",
                 "cargo-deny",
                 "package"

@@ -83,6 +83,11 @@ impl Cmd {
         self
     }
 
+    /// The directory it runs in, when set.
+    pub fn dir(&self) -> Option<&std::path::Path> {
+        self.cwd.as_deref()
+    }
+
     /// The `std` command, ready to spawn.
     pub fn to_command(&self) -> Result<Command> {
         let program = if self.program == "cargo" {

@@ -16,11 +16,17 @@
 //!   `node-<os>-<arch>` package, so nothing depends on the machine's Node) and the MCP
 //!   conformance suite (`conformance`, which needs Node 22), for peers that want Node ≥ 22:
 //!   run them with that directory first on `PATH` ([`NODE22_BIN`]);
+//! - `linux/linux-source-6.1/` — the Linux 6.1 source tree (Debian's `linux-source-6.1`
+//!   package, unpacked; ripgrep's own benchmark corpus): the search index's differential
+//!   test and benchmarks run on it ([`LINUX_TREE`]);
 //! - `.stamps/<group>` — the exact spec each group was installed from.
 //!
 //! bubblewrap (`bwrap`) and the programs whose option tables shell-analysis checks against
 //! their help (`tree`, `fdfind`, `sudo`, `ps`, `man`, `hostname`) come from Debian
 //! ([`DEBIAN_PACKAGES`]) and land on the system PATH.
+//! The Linux source tarball comes from Debian too (`linux-source-6.1`, unpacked under
+//! the peers directory); a machine without apt-get skips it with a note, and what needs
+//! it fails under `AGENT_TOOLS_REQUIRE_PEERS=1`.
 //!
 //! A group whose stamp matches its spec and whose files exist is skipped.
 
@@ -135,6 +141,12 @@ const PIP_MARKERS: &[&str] = &[
 
 /// ripgrep, pinned, installed with `cargo install --locked --root <dir>/cargo`.
 pub const RIPGREP: (&str, &str) = ("ripgrep", "15.2.0");
+
+/// Debian's tarball of the Linux 6.1 source (package `linux-source-6.1`).
+pub const LINUX_TARBALL: &str = "/usr/src/linux-source-6.1.tar.xz";
+
+/// The unpacked Linux tree, relative to the peers directory.
+pub const LINUX_TREE: &str = "linux/linux-source-6.1";
 
 /// The peers directory: `$AGENT_TOOLS_PEERS_DIR`, else `$HOME/.cache/agent-tools/peers`.
 pub fn peers_dir() -> Result<PathBuf> {
@@ -442,6 +454,65 @@ fn ensure_debian(dir: &Path, dry_run: bool) -> Result<Outcome> {
     Ok(Outcome::Installed(started.elapsed()))
 }
 
+const LINUX_SPEC: &str =
+    "apt-get install -y linux-source-6.1; tar -xJf /usr/src/linux-source-6.1.tar.xz\n";
+
+/// The Linux source tree: the Debian package (apt-get, as root) unpacked under the peers
+/// directory; a stamp written last tells a complete tree from an interrupted one.
+fn ensure_linux(dir: &Path, dry_run: bool) -> Result<Outcome> {
+    let tree = dir.join(LINUX_TREE);
+    if stamp_path(dir, "linux").is_file()
+        && fs::read_to_string(stamp_path(dir, "linux")).is_ok_and(|s| s == LINUX_SPEC)
+        && tree.join("Makefile").is_file()
+    {
+        println!("peers: linux: up to date");
+        return Ok(Outcome::UpToDate);
+    }
+    let mut commands = Vec::new();
+    if !Path::new(LINUX_TARBALL).is_file() {
+        if !is_root() || which("apt-get").is_none() {
+            let note = format!(
+                "{LINUX_TARBALL} is missing and apt-get cannot install it here (it needs root);                  install the Debian package `linux-source-6.1` to run the search index's                  Linux-tree tests and benchmarks"
+            );
+            println!("peers: linux: note: {note}");
+            return Ok(Outcome::Skipped(note));
+        }
+        commands.push(Cmd::new("apt-get").arg("update"));
+        commands.push(
+            Cmd::new("apt-get")
+                .args(["install", "-y", "linux-source-6.1"])
+                .env("DEBIAN_FRONTEND", "noninteractive"),
+        );
+    }
+    let unpack_in = dir.join("linux");
+    commands.push(
+        Cmd::new("tar")
+            .args(["-xJf", LINUX_TARBALL, "-C"])
+            .arg(&unpack_in),
+    );
+    println!("peers: linux: installing (the tree is not unpacked yet)");
+    for cmd in &commands {
+        println!("$ {cmd}");
+    }
+    if dry_run {
+        return Ok(Outcome::WouldInstall);
+    }
+    let started = Instant::now();
+    remove_path(&stamp_path(dir, "linux"))?;
+    remove_path(&unpack_in)?;
+    fs::create_dir_all(&unpack_in)
+        .with_context(|| format!("cannot create {}", unpack_in.display()))?;
+    for cmd in &commands {
+        cmd.run()
+            .context("installing the Linux source tree failed")?;
+    }
+    if !tree.join("Makefile").is_file() {
+        bail!("{LINUX_TARBALL} did not unpack to {}", tree.display());
+    }
+    write_stamp(dir, "linux", LINUX_SPEC)?;
+    Ok(Outcome::Installed(started.elapsed()))
+}
+
 fn python_version() -> Result<String> {
     let out = Cmd::new("python3")
         .arg("--version")
@@ -466,6 +537,7 @@ pub fn run(dir: &Path, dry_run: bool) -> Result<()> {
         ("pypi", ensure_group(dir, &pip, dry_run)?),
         ("cargo", ensure_group(dir, &ripgrep, dry_run)?),
         ("debian", ensure_debian(dir, dry_run)?),
+        ("linux", ensure_linux(dir, dry_run)?),
     ];
     println!("\npeers: summary ({})", dir.display());
     for (name, outcome) in &outcomes {
@@ -484,6 +556,10 @@ pub fn run(dir: &Path, dry_run: bool) -> Result<()> {
         Some(bwrap) => println!("  {}", bwrap.display()),
         None => println!("  bwrap: not installed"),
     }
+    println!(
+        "peers: the Linux source tree {}",
+        dir.join(LINUX_TREE).display()
+    );
     println!(
         "peers: python package {}",
         pip.markers

@@ -104,6 +104,8 @@ pub async fn run(args: &SessionArgs, as_json: bool) -> Result<ExitCode> {
         }
     };
     let loaded = checks.iter().all(|c| c.name != "session");
+    #[cfg(feature = "fs")]
+    checks.push(index_check(&ctx));
     #[cfg(feature = "shell")]
     checks.extend(sandbox_checks(&ctx).await);
     #[cfg(feature = "lsp")]
@@ -137,6 +139,28 @@ pub async fn run(args: &SessionArgs, as_json: bool) -> Result<ExitCode> {
     } else {
         ExitCode::SUCCESS
     })
+}
+
+/// The search index of the project: the saved index validated with one walk.
+#[cfg(feature = "fs")]
+fn index_check(ctx: &ToolContext) -> Check {
+    let status = registry::saved_index_status(&ctx.cwd(), ctx.state_dir());
+    let mut detail = format!(
+        "{}: {} ({})",
+        status.state,
+        status.detail,
+        status.file.display()
+    );
+    for note in &status.notes {
+        detail.push_str(&format!("; note: {note}"));
+    }
+    match status.state.as_str() {
+        "failed" => check("search-index", Status::Warning, detail)
+            .fix("run `agent-tools index --rebuild` (the scan answers meanwhile)"),
+        _ if !status.notes.is_empty() => check("search-index", Status::Warning, detail)
+            .fix("see the notes; `agent-tools index --rebuild` builds the index again"),
+        _ => check("search-index", Status::Ok, detail),
+    }
 }
 
 /// The report as one JSON object: `ok` (no problem) and the checks.

@@ -15,6 +15,8 @@ use clap::{Args, Parser, Subcommand};
 use registry::{SessionOptions, ToolRegistry, build_context};
 use serde_json::{Value, json};
 mod doctor;
+#[cfg(feature = "fs")]
+mod index;
 #[cfg(feature = "mcp")]
 mod mcp_cmd;
 #[cfg(not(feature = "mcp"))]
@@ -183,6 +185,28 @@ enum Command {
         #[arg(long)]
         show: bool,
     },
+    /// Show, build or remove the search index of the project (--cwd)
+    ///
+    /// Long-lived sessions (batch, serve) answer Grep and Glob from a trigram index of the
+    /// project, built in the background on the first search (search.index "auto", for
+    /// trees above search.autoThresholdMB) or at start ("eager"), kept fresh by
+    /// file-system notifications, saved in the state directory (search-index/) and validated
+    /// by the next session with one walk; one-shot calls use a valid saved index. The
+    /// answers are those of the scan, byte for byte.
+    Index {
+        /// Validate the saved index with one walk and show it (the default)
+        #[arg(long, conflicts_with_all = ["rebuild", "drop"])]
+        status: bool,
+        /// Build the index now and save it (whatever the tree's size)
+        #[arg(long, conflicts_with = "drop")]
+        rebuild: bool,
+        /// Remove the saved index
+        #[arg(long)]
+        drop: bool,
+        /// Print one JSON object
+        #[arg(long)]
+        json: bool,
+    },
     /// The MCP servers of .mcp.json: log in to hosted ones, log out, show their state
     Mcp {
         #[command(subcommand)]
@@ -318,6 +342,7 @@ fn session_options(args: &SessionArgs) -> Result<SessionOptions> {
         settings_file: args.settings.clone(),
         state_dir: None,
         profile: args.profile,
+        long_lived: false,
         private_state_dir: None,
     })
 }
@@ -355,9 +380,11 @@ pub(crate) fn install_command_line_hint(ctx: &ToolContext) {
 }
 
 /// The session of a command; `serving` for `serve`, whose MCP client answers the
-/// questions and sampling requests of the `.mcp.json` servers.
-async fn session(args: &SessionArgs, serving: bool) -> Result<Session> {
-    let options = session_options(args)?;
+/// questions and sampling requests of the `.mcp.json` servers; `long_lived` for the
+/// commands that answer many calls (`batch`, `serve`: the search index is kept fresh).
+async fn session(args: &SessionArgs, serving: bool, long_lived: bool) -> Result<Session> {
+    let mut options = session_options(args)?;
+    options.long_lived = long_lived;
     let ctx = build_context(&options).map_err(session_error)?;
     install_command_line_hint(&ctx);
     #[cfg(feature = "mcp")]
@@ -399,6 +426,33 @@ async fn run(cli: Cli) -> Result<ExitCode> {
     if let Command::Trust { yes, revoke, show } = cli.command {
         return tokio::task::block_in_place(|| trust::run(&cli.session, yes, revoke, show));
     }
+    // `index` works on the saved index; it answers no call.
+    if let Command::Index {
+        status: _,
+        rebuild,
+        drop,
+        json,
+    } = cli.command
+    {
+        #[cfg(feature = "fs")]
+        {
+            let action = if drop {
+                index::Action::Drop
+            } else if rebuild {
+                index::Action::Rebuild
+            } else {
+                index::Action::Status
+            };
+            return tokio::task::block_in_place(|| index::run(&cli.session, action, json));
+        }
+        #[cfg(not(feature = "fs"))]
+        {
+            let _ = (rebuild, drop, json);
+            return Err(usage(
+                "`index` needs the `fs` feature; this agent-tools was built without it",
+            ));
+        }
+    }
     // `doctor` makes its own sessions: a settings file that does not load is a finding.
     if let Command::Doctor { json } = cli.command {
         return doctor::run(&cli.session, json).await;
@@ -422,7 +476,12 @@ async fn run(cli: Cli) -> Result<ExitCode> {
         options,
         mcp,
         reporter,
-    } = session(&cli.session, serving).await?;
+    } = session(
+        &cli.session,
+        serving,
+        matches!(cli.command, Command::Batch | Command::Serve { .. }),
+    )
+    .await?;
     // Every command but `serve` waits a little for the MCP servers (`serve` answers its
     // client at once; their tools join when they are ready).
     let waited = cli.session.mcp_wait;
@@ -431,6 +490,7 @@ async fn run(cli: Cli) -> Result<ExitCode> {
             Command::Serve { .. }
             | Command::Trust { .. }
             | Command::Doctor { .. }
+            | Command::Index { .. }
             | Command::Mcp { .. } => None,
             Command::Batch => Some("its tools join the session when it is ready"),
             _ => Some("its tools are not included (give --mcp-wait SECONDS to wait longer)"),
@@ -502,6 +562,7 @@ async fn run(cli: Cli) -> Result<ExitCode> {
         }
         Command::Trust { .. } => Err(anyhow!("`trust` runs without a session")),
         Command::Doctor { .. } => Err(anyhow!("`doctor` runs without a session")),
+        Command::Index { .. } => Err(anyhow!("`index` runs without a session")),
         Command::Mcp { .. } => Err(anyhow!("`mcp` runs without a session")),
     };
     if let Some(reporter) = reporter {

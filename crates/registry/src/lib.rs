@@ -80,6 +80,10 @@ pub use session::{
     SessionOptions, approve_project, build_context, review_project, revoke_project,
     session_profile, session_state_dir, settings_paths, trust_report,
 };
+#[cfg(feature = "fs")]
+pub use tools_fs::{
+    IndexSettings, IndexStatus, drop_index, index_status, rebuild_index, saved_index_status,
+};
 
 /// Starts what produces a live session's events outside calls (see
 /// [`tool_core::SessionEvent`]): with the `agent-triggers` feature, the cron scheduler,

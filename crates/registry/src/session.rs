@@ -31,6 +31,10 @@ pub struct SessionOptions {
     pub state_dir: Option<PathBuf>,
     /// `--profile`; overrides the `toolProfile` setting
     pub profile: Option<Profile>,
+    /// The session answers many calls (`batch`, `serve`, a library host): its search index
+    /// is built in the background and kept fresh; a one-shot session only uses a valid
+    /// saved index
+    pub long_lived: bool,
     /// Where the session keeps what is its own (default: the state directory); `serve`
     /// gives each bearer token its own (see `ToolContextBuilder::private_state_dir`)
     pub private_state_dir: Option<PathBuf>,
@@ -363,6 +367,12 @@ pub fn build_context(options: &SessionOptions) -> Result<ToolContext, ToolError>
         .permissions(engine)
         .additional_dirs(additional.clone())
         .state_dir(state_dir.clone());
+    #[cfg(feature = "fs")]
+    {
+        // The search index behind Grep and Glob: the `search` section of the settings.
+        let settings = tools_fs::IndexSettings::from_layers(&layers)?;
+        builder = tools_fs::install_index(builder, &cwd, &state_dir, settings, options.long_lived);
+    }
     if let Some(dir) = &options.private_state_dir {
         builder = builder.private_state_dir(dir);
     }

@@ -17,6 +17,15 @@ use crate::{
     RuleBehavior, RuleSource, RuleSourceKind, SourcedRule, ToolError, path,
 };
 
+/// Told about every file a tool writes, creates, moves or deletes, before the tool returns
+/// (a session's search index keeps itself fresh with it, whether or not the file system
+/// reports the change). Installed as `Arc<dyn WriteObserver>`; tools call
+/// [`ToolContext::note_write`].
+pub trait WriteObserver: Send + Sync {
+    /// `path` (absolute) changed.
+    fn wrote(&self, path: &Path);
+}
+
 /// A typed map of what the host provides: sub-agent runner, user prompter, summariser,
 /// search provider. Keyed by exact type, so store trait objects as `Arc<dyn Trait>` (an
 /// `Arc<MyImpl>` is a different key, and a reader of `Arc<dyn Trait>` never sees it); see
@@ -106,6 +115,7 @@ impl Shared for dyn crate::PermissionPrompter {}
 impl Shared for dyn crate::QuestionPrompter {}
 impl Shared for dyn crate::AllowHint {}
 impl Shared for dyn crate::Summariser {}
+impl Shared for dyn WriteObserver {}
 impl Shared for Vec<crate::SettingsLayer> {}
 impl Shared for crate::TrustReport {}
 impl Service for EventSink {}
@@ -812,6 +822,13 @@ impl ToolContext {
     /// The permission engine.
     pub fn permissions(&self) -> &PermissionEngine {
         &self.session.permissions
+    }
+
+    /// Tells the session's [`WriteObserver`], if one is installed, that `path` changed.
+    pub fn note_write(&self, path: &Path) {
+        if let Some(observer) = self.services().get::<Arc<dyn WriteObserver>>() {
+            observer.wrote(path);
+        }
     }
 
     /// The language-server manager.

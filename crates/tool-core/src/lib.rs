@@ -114,7 +114,7 @@ pub use atomic::{temp_file_name, temp_file_owner, temp_file_prefix, write_atomic
 pub use budget::{ERROR_TEXT_CAP, PERSIST_THRESHOLD_CAP, PREVIEW_BYTES, cut_middle, format_size};
 pub use context::{
     EventSink, PENDING_EVENTS, Progress, ProgressSink, Service, Services, SessionEvent, Shared,
-    ToolContext, ToolContextBuilder, default_state_dir,
+    ToolContext, ToolContextBuilder, WriteObserver, default_state_dir,
 };
 pub use error::ToolError;
 pub use exec::{

@@ -391,6 +391,43 @@ fn sandbox_in_effect(layers: &[SettingsLayer]) -> BTreeMap<&'static str, Value> 
     state
 }
 
+/// The `search` values in effect after `layers`, from tools-fs's defaults (index `auto`,
+/// an auto threshold of 32 MB, budgets of 4096 MB on disk and 2048 MB to build).
+fn search_in_effect(layers: &[SettingsLayer]) -> BTreeMap<&'static str, Value> {
+    let mut state: BTreeMap<&'static str, Value> = BTreeMap::from([
+        ("index", Value::from("auto")),
+        ("autoThresholdMB", Value::from(32)),
+        ("diskBudgetMB", Value::from(4096)),
+        ("memoryBudgetMB", Value::from(2048)),
+    ]);
+    for layer in layers {
+        let Some(Value::Object(section)) = layer.settings.other.get("search") else {
+            continue;
+        };
+        for (key, current) in state.iter_mut() {
+            if let Some(v) = section.get(*key) {
+                *current = v.clone();
+            }
+        }
+    }
+    state
+}
+
+/// Whether a project file's `search.key = value` only restricts what the session spends on
+/// its search index: turning it off or back to `auto` (never `eager`, which builds without
+/// being asked), a higher auto threshold, lower budgets than those in effect.
+fn search_restricts(key: &str, value: &Value, in_effect: &BTreeMap<&'static str, Value>) -> bool {
+    let current = in_effect.get(key).and_then(Value::as_u64);
+    match (key, value) {
+        ("index", Value::String(v)) => v == "off" || v == "auto",
+        ("autoThresholdMB", v) => v.as_u64().zip(current).is_some_and(|(v, c)| v >= c),
+        ("diskBudgetMB" | "memoryBudgetMB", v) => {
+            v.as_u64().zip(current).is_some_and(|(v, c)| v <= c)
+        }
+        _ => false,
+    }
+}
+
 /// Keys of sections whose values only tune limits, never widen: kept from any file.
 fn neutral_key(section: &str, key: &str) -> bool {
     matches!(
@@ -411,13 +448,16 @@ fn neutral_key(section: &str, key: &str) -> bool {
 /// effect; `disableBypassPermissionsMode`; `sandbox` values at least as strict as those in
 /// effect; `lsp` entries that remove a server (`null`); the limits of `webFetch`,
 /// `webSearch` and `agent` (`timeoutSeconds`, `maxResults`, `model`, ...); `model`;
-/// `toolProfile` (a vocabulary, checked by the same rules); `disabledMcpjsonServers`.
+/// `toolProfile` (a vocabulary, checked by the same rules); `disabledMcpjsonServers`;
+/// `search` values that spend less on the search index (`index` `off` or `auto`, a higher
+/// `autoThresholdMB`, lower `diskBudgetMB` and `memoryBudgetMB`).
 ///
 /// Withheld: allow rules, a wider `defaultMode`, `additionalDirectories`, looser `sandbox`
 /// values and `writableRoots`, `allowEnv` (variables let into the sandbox) and `limits`, every `lsp` server and `agent.command` (programs the host
 /// would run), `webFetch` host exceptions, `webSearch` providers and endpoints and the
 /// variable its key is read from (hosts it would contact, secrets it would send),
-/// `enabledMcpjsonServers` and `enableAllProjectMcpServers`, and any key this project does
+/// `enabledMcpjsonServers` and `enableAllProjectMcpServers`, `search` values that spend more
+/// (`index: "eager"`, a lower threshold, higher budgets), and any key this project does
 /// not know (a section a new version reads must be classified here first).
 pub fn narrow(layer: &SettingsLayer, before: &[SettingsLayer]) -> (SettingsLayer, Vec<Withheld>) {
     let mut withheld = Vec::new();
@@ -495,6 +535,20 @@ pub fn narrow(layer: &SettingsLayer, before: &[SettingsLayer]) -> (SettingsLayer
                 }
                 if !removals.is_empty() {
                     kept.insert(section, Value::Object(removals));
+                }
+            }
+            ("search", Value::Object(map)) => {
+                let in_effect = search_in_effect(before);
+                let mut tight = Map::new();
+                for (key, value) in map {
+                    if search_restricts(&key, &value, &in_effect) {
+                        tight.insert(key, value);
+                    } else {
+                        hold(format!("search.{key}"), value);
+                    }
+                }
+                if !tight.is_empty() {
+                    kept.insert(section, Value::Object(tight));
                 }
             }
             (name @ ("webFetch" | "webSearch" | "agent"), Value::Object(map)) => {
@@ -1167,11 +1221,38 @@ mod tests {
                 "model": "haiku", "disabledMcpjsonServers": ["y"], "$schema": "s"}),
             ),
         );
+        // Search: spending less on the index applies, spending more waits.
+        check(
+            "{}",
+            r#"{"search":{"index":"off","autoThresholdMB":64,"diskBudgetMB":100,"memoryBudgetMB":100}}"#,
+            &[],
+            perms(json!({"search": {"index": "off", "autoThresholdMB": 64,
+                "diskBudgetMB": 100, "memoryBudgetMB": 100}})),
+        );
+        check(
+            "{}",
+            r#"{"search":{"index":"eager","autoThresholdMB":1,"diskBudgetMB":99999,"memoryBudgetMB":"x","other":1}}"#,
+            &[
+                "search.index",
+                "search.autoThresholdMB",
+                "search.diskBudgetMB",
+                "search.memoryBudgetMB",
+                "search.other",
+            ],
+            perms(json!({})),
+        );
+        // Against what the user set, not the defaults.
+        check(
+            r#"{"search":{"diskBudgetMB":50}}"#,
+            r#"{"search":{"diskBudgetMB":100,"index":"auto"}}"#,
+            &["search.diskBudgetMB"],
+            perms(json!({"search": {"index": "auto"}})),
+        );
         // Sections of the wrong shape wait whole.
         check(
             "{}",
-            r#"{"sandbox":false,"lsp":"x"}"#,
-            &["sandbox", "lsp"],
+            r#"{"sandbox":false,"lsp":"x","search":"eager"}"#,
+            &["sandbox", "lsp", "search"],
             perms(json!({})),
         );
     }

@@ -108,6 +108,7 @@ pub(crate) fn record_write(
     content_hash: Option<u64>,
     meta: &Metadata,
 ) {
+    ctx.note_write(key);
     ctx.ledger().record(
         key,
         ReadRecord {

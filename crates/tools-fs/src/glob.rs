@@ -27,7 +27,7 @@ pub const TIMEOUT: Duration = Duration::from_secs(20);
 const DESCRIPTION: &str = "Fast file pattern matching tool that works with any codebase size.
 - Supports glob patterns like \"**/*.js\" or \"src/**/*.ts\"; a pattern without a slash (\"*.rs\") matches files at any depth
 - Returns matching file paths sorted by modification time, newest first, at most 100
-- Respects .gitignore, .ignore and .agent-toolsignore files and skips hidden files by default; set include_ignored to true to also list ignored and hidden files (version-control folders such as .git are always skipped). A pattern that names a hidden folder (\".github/**\") includes it
+- Lists hidden files and respects .gitignore, .ignore and .agent-toolsignore files; set include_ignored to true to also list ignored files (version-control folders such as .git are always skipped)
 - Use this tool when you need to find files by name patterns
 - When you are doing an open ended search that may require multiple rounds of globbing and grepping, use the Agent tool instead
 - You can call multiple tools in a single response. It is always better to speculatively perform multiple searches in parallel if they are potentially useful.";
@@ -44,8 +44,7 @@ pub struct GlobInput {
     /// directory path if provided.
     #[serde(default)]
     pub path: Option<String>,
-    /// Also list files that .gitignore / .ignore rules exclude, and hidden files
-    /// (default false)
+    /// Also list files that .gitignore / .ignore rules exclude (default false)
     #[serde(default)]
     pub include_ignored: Option<bool>,
 }
@@ -169,6 +168,8 @@ impl TypedTool for Glob {
         let cancel = ctx.cancel_token().clone();
         let max = crate::host_limits::limits(ctx).glob_max_results;
         let deny_ctx = ctx.clone();
+        #[cfg(target_os = "linux")]
+        let index = crate::index::service(ctx).filter(|_| !policy.include_ignored);
         let walk = tokio::task::spawn_blocking(move || {
             // Read-deny rules hide files, as the reference passes them to rg as exclusions.
             let any_deny = deny_ctx
@@ -183,6 +184,13 @@ impl TypedTool for Glob {
             let denied: Option<&Denied> = if any_deny { Some(&denied) } else { None };
             // Newest first, then by name: the reference sorted oldest first while its prompt
             // promised "sorted by modification time"; we do what the prompt says.
+            #[cfg(target_os = "linux")]
+            if let Some(view) = index.as_ref().and_then(|s| s.view(&root))
+                && let Some(found) = listed_matches(&root, &pattern, &view, denied, max)?
+            {
+                view.answered();
+                return Ok(found);
+            }
             walk_matches(&root, &pattern, policy, &cancel, started, denied, max)
         });
         let (found, total) = walk.await.map_err(|e| {
@@ -217,6 +225,9 @@ impl TypedTool for Glob {
 /// Whether a read-deny rule hides a path.
 type Denied<'a> = dyn Fn(&Path) -> bool + Sync + 'a;
 
+/// The newest matches (path and time) and how many matched.
+type Matches = (Vec<(PathBuf, SystemTime)>, usize);
+
 /// Walks `root` in parallel; returns the newest `max` files matching `pattern`
 /// and not `denied`, newest first, with their mtimes, and how many there are in all.
 #[cfg(target_os = "linux")]
@@ -228,11 +239,11 @@ fn walk_matches(
     started: Instant,
     denied: Option<&Denied<'_>>,
     max: usize,
-) -> Result<(Vec<(PathBuf, SystemTime)>, usize), ToolError> {
+) -> Result<Matches, ToolError> {
     use std::ffi::OsStr;
     use std::os::unix::ffi::OsStrExt;
 
-    use crate::walk::{FileEntry, Kind, Visitor, walk};
+    use crate::walk::{FileEntry, Kind, Visitor, mtime_at, walk};
 
     /// One thread's matches: how many, and the newest [`MAX_RESULTS`] of them (paths
     /// relative to the root), kept without a path for every match.
@@ -291,27 +302,15 @@ fn walk_matches(
                 return;
             }
             // The mtime (of the target, for a symlink) relative to the open directory.
-            let Ok(st) = rustix::fs::statx(
-                entry.dir(),
-                entry.name(),
-                rustix::fs::AtFlags::empty(),
-                rustix::fs::StatxFlags::TYPE | rustix::fs::StatxFlags::MTIME,
-            ) else {
+            let Some((mtime, ty)) = mtime_at(entry.dir(), entry.name(), true) else {
                 if entry.kind() == Kind::File {
                     self.keep(entry, SystemTime::UNIX_EPOCH);
                 }
                 return;
             };
-            if entry.kind() == Kind::Symlink
-                && rustix::fs::FileType::from_raw_mode(st.stx_mode.into())
-                    != rustix::fs::FileType::RegularFile
-            {
+            if entry.kind() == Kind::Symlink && ty != rustix::fs::FileType::RegularFile {
                 return;
             }
-            let t = st.stx_mtime;
-            let mtime = u64::try_from(t.tv_sec).map_or(SystemTime::UNIX_EPOCH, |secs| {
-                SystemTime::UNIX_EPOCH + Duration::new(secs, t.tv_nsec)
-            });
             self.keep(entry, mtime);
         }
     }
@@ -323,16 +322,14 @@ fn walk_matches(
     // precedence over ignore rules (as `rg -g` does), which would list ignored and hidden
     // files whenever their names match.
     let deadline = WalkDeadline::new("Glob", cancel, started, TIMEOUT);
-    let (threads, _) = walk(root, policy.walk_options(pattern), &deadline, 256, || {
-        Matches {
-            overrides: &overrides,
-            by_name: matches_names_only(pattern),
-            denied,
-            max,
-            total: 0,
-            best: Vec::new(),
-            worst: None,
-        }
+    let (threads, _) = walk(root, policy.walk_options(), &deadline, 256, || Matches {
+        overrides: &overrides,
+        by_name: matches_names_only(pattern),
+        denied,
+        max,
+        total: 0,
+        best: Vec::new(),
+        worst: None,
     });
     deadline.outcome()?;
     let mut total = 0;
@@ -347,6 +344,76 @@ fn walk_matches(
     }
     newest_first(&mut found, max, |(p, t)| (*t, p.as_path()));
     Ok((found, total))
+}
+
+/// The newest `max` files of the index's kept list under `root` that match `pattern` and
+/// not `denied`, as [`walk_matches`] finds them (regular files with their times, symbolic
+/// links whose target is a regular file with the target's time), and how many matched, counted
+/// up to `max + 1` (all that "truncated" needs): the files come newest first, so the search
+/// stops there.
+#[cfg(target_os = "linux")]
+fn listed_matches(
+    root: &Path,
+    pattern: &str,
+    view: &crate::index::View,
+    denied: Option<&Denied<'_>>,
+    max: usize,
+) -> Result<Option<Matches>, ToolError> {
+    use std::ffi::OsStr;
+    use std::os::unix::ffi::OsStrExt;
+
+    use crate::index::DocKind;
+
+    let overrides = IgnorePolicy::glob_override(Path::new("."), pattern)
+        .map_err(|e| ToolError::respond(format!("Invalid glob pattern \"{pattern}\": {e}")))?;
+    let by_name = matches_names_only(pattern);
+    let matches = |rel: &[u8]| {
+        let matched = if by_name {
+            let name = rel.rsplit(|&b| b == b'/').next().unwrap_or(rel);
+            overrides.matched(Path::new(OsStr::from_bytes(name)), false)
+        } else {
+            overrides.matched(Path::new(OsStr::from_bytes(rel)), false)
+        };
+        matched.is_whitelist()
+    };
+    // Links first (a link's target may change without the index hearing of it: its time is
+    // read now), then the files in order, merged.
+    let mut links: Vec<(PathBuf, SystemTime)> = Vec::new();
+    let mut files: Vec<(PathBuf, SystemTime)> = Vec::new();
+    let answered = view.glob_ordered(&mut |rel, mtime, kind| {
+        if !matches(rel) {
+            return true;
+        }
+        let path = root.join(OsStr::from_bytes(rel));
+        match kind {
+            DocKind::Symlink => {
+                if let Some((t, rustix::fs::FileType::RegularFile)) =
+                    crate::walk::mtime_at(rustix::fs::CWD, &path, true)
+                    && !denied.is_some_and(|denied| denied(&path))
+                {
+                    links.push((path, t));
+                }
+                true
+            }
+            DocKind::File => {
+                if denied.is_some_and(|denied| denied(&path)) {
+                    return true;
+                }
+                files.push((path, mtime));
+                // Enough files for the page, plus one to know there is more, plus as many
+                // as links could push out of it.
+                files.len() <= max + links.len()
+            }
+        }
+    });
+    if answered.is_none() {
+        return Ok(None);
+    }
+    let total = files.len() + links.len();
+    let mut found = files;
+    found.extend(links);
+    newest_first(&mut found, max, |(p, t)| (*t, p.as_path()));
+    Ok(Some((found, total)))
 }
 
 /// Whether `pattern` (a gitignore-style glob) decides by the file name alone: it has no
@@ -384,11 +451,11 @@ fn walk_matches(
     started: Instant,
     denied: Option<&Denied<'_>>,
     max: usize,
-) -> Result<(Vec<(PathBuf, SystemTime)>, usize), ToolError> {
+) -> Result<Matches, ToolError> {
     let overrides = IgnorePolicy::glob_override(root, pattern)
         .map_err(|e| ToolError::respond(format!("Invalid glob pattern \"{pattern}\": {e}")))?;
     let mut builder = WalkBuilder::new(root);
-    policy.configure(&mut builder, pattern);
+    policy.configure(&mut builder);
     // The pattern is matched here, not given to the walker as an override: overrides take
     // precedence over ignore rules (as `rg -g` does), which would list ignored and hidden
     // files whenever their names match.

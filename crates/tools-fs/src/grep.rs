@@ -48,7 +48,7 @@ const DESCRIPTION: &str = "A powerful search tool built on ripgrep's engine
   - Supports full regex syntax (e.g., \"log.*Error\", \"function\\\\s+\\\\w+\")
   - Filter files with glob parameter (e.g., \"*.js\", \"**/*.tsx\") or type parameter (e.g., \"js\", \"py\", \"rust\")
   - Output modes: \"content\" shows matching lines, \"files_with_matches\" shows only file paths (default), \"count\" shows match counts
-  - Files are listed newest first. Respects .gitignore, .ignore and .agent-toolsignore files and skips hidden files (like Glob); set include_ignored to true to search them too. Version-control folders are never searched; binary files are skipped
+  - Files are listed newest first. Searches hidden files and respects .gitignore, .ignore and .agent-toolsignore files (like Glob); set include_ignored to true to search ignored files too. Version-control folders are never searched; binary files are skipped
   - Use Agent tool for open-ended searches requiring multiple rounds
   - Pattern syntax: Uses ripgrep (not grep) - literal braces need escaping (use `interface\\\\{\\\\}` to find `interface{}` in Go code)
   - Multiline matching: By default patterns match within single lines only. For cross-line patterns like `struct \\\\{[\\\\s\\\\S]*?field`, use `multiline: true`
@@ -139,8 +139,7 @@ pub struct GrepInput {
     /// Default: false.
     #[serde(default)]
     pub multiline: Option<bool>,
-    /// Also search files that .gitignore / .ignore rules exclude, and hidden files
-    /// (default false)
+    /// Also search files that .gitignore / .ignore rules exclude (default false)
     #[serde(default)]
     pub include_ignored: Option<bool>,
 }
@@ -170,8 +169,8 @@ pub struct GrepOutput {
     /// The offset, when not 0
     #[serde(skip_serializing_if = "Option::is_none")]
     pub applied_offset: Option<usize>,
-    /// Files and directories the ignore rules and the hidden-file rule skipped (a skipped
-    /// directory counts once; version-control folders never count); always counted on
+    /// Files and directories the ignore rules skipped (a skipped directory counts once;
+    /// version-control folders never count); always counted on
     /// Linux, elsewhere when nothing matched or the tree has at most 2,000 directories
     #[serde(skip_serializing_if = "Option::is_none")]
     pub ignored_entries: Option<u64>,
@@ -194,9 +193,9 @@ enum Line {
 
 /// One file's results.
 #[derive(Debug)]
-struct FileHits {
-    path: PathBuf,
-    mtime: SystemTime,
+pub(crate) struct FileHits {
+    pub(crate) path: PathBuf,
+    pub(crate) mtime: SystemTime,
     lines: Vec<Line>,
     count: u64,
 }
@@ -205,8 +204,19 @@ struct FileHits {
 struct Collect {
     mode: OutputMode,
     lines: Vec<Line>,
+    /// Lines kept at most (content mode): past it, matches are still counted and the file
+    /// still read to its end, so that a file found binary later is dropped as before.
+    cap: usize,
     count: u64,
     binary: bool,
+}
+
+impl Collect {
+    fn push(&mut self, line: Line) {
+        if self.lines.len() < self.cap {
+            self.lines.push(line);
+        }
+    }
 }
 
 fn cut_line(bytes: &[u8]) -> String {
@@ -235,7 +245,10 @@ impl Sink for Collect {
             OutputMode::Content => {
                 let first = mat.line_number().unwrap_or(0);
                 for (i, line) in mat.lines().enumerate() {
-                    self.lines.push(Line::Hit {
+                    if self.lines.len() >= self.cap {
+                        break;
+                    }
+                    self.push(Line::Hit {
                         number: first + i as u64,
                         is_match: true,
                         text: cut_line(line),
@@ -251,8 +264,8 @@ impl Sink for Collect {
         _searcher: &Searcher,
         ctx: &SinkContext<'_>,
     ) -> Result<bool, Self::Error> {
-        if self.mode == OutputMode::Content {
-            self.lines.push(Line::Hit {
+        if self.mode == OutputMode::Content && self.lines.len() < self.cap {
+            self.push(Line::Hit {
                 number: ctx.line_number().unwrap_or(0),
                 is_match: false,
                 text: cut_line(ctx.bytes()),
@@ -263,7 +276,7 @@ impl Sink for Collect {
 
     fn context_break(&mut self, _searcher: &Searcher) -> Result<bool, Self::Error> {
         if self.mode == OutputMode::Content {
-            self.lines.push(Line::Break);
+            self.push(Line::Break);
         }
         Ok(true)
     }
@@ -276,7 +289,7 @@ impl Sink for Collect {
 
 /// Everything a search needs, built once and cloned per worker thread.
 #[derive(Clone)]
-struct Plan {
+pub(crate) struct Plan {
     matcher: RegexMatcher,
     mode: OutputMode,
     before: usize,
@@ -284,10 +297,12 @@ struct Plan {
     multiline: bool,
     globs: Option<Override>,
     types: Option<Types>,
+    /// Content lines kept per file at most (a page never shows more).
+    line_cap: usize,
 }
 
 impl Plan {
-    fn searcher(&self) -> Searcher {
+    pub(crate) fn searcher(&self) -> Searcher {
         let mut b = SearcherBuilder::new();
         // Line numbers cost a count of every newline; only content lines show them.
         b.line_number(self.mode == OutputMode::Content)
@@ -318,13 +333,39 @@ impl Plan {
         true
     }
 
+    /// Whether the type filter admits a file named `name`.
+    #[cfg(target_os = "linux")]
+    pub(crate) fn admits_name(&self, name: &Path) -> bool {
+        self.types
+            .as_ref()
+            .is_none_or(|types| types.matched(name, false).is_whitelist())
+    }
+
+    /// Whether the glob filter admits a file at `rel` (relative to the search root).
+    #[cfg(target_os = "linux")]
+    pub(crate) fn admits_rel(&self, rel: &Path) -> bool {
+        self.globs
+            .as_ref()
+            .is_none_or(|globs| !globs.matched(rel, false).is_ignore())
+    }
+
+    /// What one file adds to the page: one entry in files and count modes; its lines in
+    /// content mode, and a `--` before it when context lines separate files and `shown`
+    /// files come before it.
+    pub(crate) fn results(&self, hits: &FileHits, shown: usize, separated: bool) -> usize {
+        match self.mode {
+            OutputMode::FilesWithMatches | OutputMode::Count => 1,
+            OutputMode::Content => hits.lines.len() + usize::from(separated && shown > 0),
+        }
+    }
+
     fn search(&self, searcher: &mut Searcher, path: &Path) -> Option<FileHits> {
         let file = std::fs::File::open(path).ok()?;
         self.search_file(searcher, &file, || path.to_path_buf())
     }
 
     /// Searches an open file; `path` names it when it has hits.
-    fn search_file(
+    pub(crate) fn search_file(
         &self,
         searcher: &mut Searcher,
         file: &std::fs::File,
@@ -333,6 +374,7 @@ impl Plan {
         let mut sink = Collect {
             mode: self.mode,
             lines: Vec::new(),
+            cap: self.line_cap,
             count: 0,
             binary: false,
         };
@@ -380,10 +422,15 @@ fn split_globs(glob: &str) -> Vec<String> {
 
 fn build_plan(input: &GrepInput, root: &Path) -> Result<Plan, String> {
     let multiline = input.multiline.unwrap_or(false);
+    // As ripgrep builds its matcher: always in multi-line mode, so `^` and `$` match at line
+    // boundaries inside the buffer the searcher hands over (without it, a line-anchored
+    // pattern loses the fast path and is searched line by line); a line search also names
+    // the line terminator, which the matcher then never matches.
     let mut mb = RegexMatcherBuilder::new();
-    mb.case_insensitive(input.case_insensitive.unwrap_or(false));
+    mb.case_insensitive(input.case_insensitive.unwrap_or(false))
+        .multi_line(true);
     if multiline {
-        mb.multi_line(true).dot_matches_new_line(true);
+        mb.dot_matches_new_line(true);
     } else {
         mb.line_terminator(Some(b'\n'));
     }
@@ -437,17 +484,17 @@ fn build_plan(input: &GrepInput, root: &Path) -> Result<Plan, String> {
         multiline,
         globs,
         types,
+        line_cap: usize::MAX,
     })
 }
 
 /// Searches `root` (a directory) in parallel; returns the files with hits and the number of
-/// entries the ignore rules and the hidden-file rule skipped (counted during the walk).
+/// entries the ignore rules skipped (counted during the walk).
 #[cfg(target_os = "linux")]
 fn search_tree(
     root: &Path,
     plan: &Plan,
     policy: IgnorePolicy,
-    glob_hint: &str,
     cancel: &tool_core::CancellationToken,
     started: Instant,
 ) -> Result<(Vec<FileHits>, Option<u64>), ToolError> {
@@ -467,14 +514,7 @@ fn search_tree(
             if entry.kind() != Kind::File {
                 return;
             }
-            if let Some(types) = &self.plan.types
-                && !types.matched(entry.name(), false).is_whitelist()
-            {
-                return;
-            }
-            if let Some(globs) = &self.plan.globs
-                && globs.matched(entry.rel_path(), false).is_ignore()
-            {
+            if !self.plan.admits_name(entry.name()) || !self.plan.admits_rel(entry.rel_path()) {
                 return;
             }
             // Non-blocking: a FIFO put in the file's place since the listing must not hold
@@ -502,12 +542,10 @@ fn search_tree(
     }
 
     let deadline = WalkDeadline::new("Grep", cancel, started, GREP_TIMEOUT);
-    let (threads, stats) = walk(root, policy.walk_options(glob_hint), &deadline, 128, || {
-        Search {
-            plan,
-            searcher: plan.searcher(),
-            hits: Vec::new(),
-        }
+    let (threads, stats) = walk(root, policy.walk_options(), &deadline, 128, || Search {
+        plan,
+        searcher: plan.searcher(),
+        hits: Vec::new(),
     });
     deadline.outcome()?;
     let mut hits = Vec::new();
@@ -566,12 +604,11 @@ fn search_tree(
     root: &Path,
     plan: &Plan,
     policy: IgnorePolicy,
-    glob_hint: &str,
     cancel: &tool_core::CancellationToken,
     started: Instant,
 ) -> Result<(Vec<FileHits>, Option<u64>), ToolError> {
     let mut builder = WalkBuilder::new(root);
-    policy.configure(&mut builder, glob_hint);
+    policy.configure(&mut builder);
     let shared: Shared = Arc::default();
     let deadline = WalkDeadline::new("Grep", cancel, started, GREP_TIMEOUT);
     builder.build_parallel().run(|| {
@@ -692,39 +729,102 @@ impl TypedTool for Grep {
     ) -> Result<ToolResult<GrepOutput>, ToolError> {
         let started = Instant::now();
         let root = Grep::root(&input, ctx);
-        let plan = build_plan(&input, &root).map_err(ToolError::respond)?;
+        let mut plan = build_plan(&input, &root).map_err(ToolError::respond)?;
         let policy = IgnorePolicy {
             include_ignored: input.include_ignored.unwrap_or(false),
         };
         let cancel = ctx.cancel_token().clone();
         let deny_ctx = ctx.clone();
-        let glob_hint = input.glob.clone().unwrap_or_default();
         let search_root = root.clone();
         let single = std::fs::metadata(&root).is_ok_and(|m| m.is_file());
+        let need = page_need(&input, crate::host_limits::limits(ctx).grep_head_limit);
+        if let Some(need) = need {
+            plan.line_cap = need;
+        }
+        let separated = separates_files(&input);
+        // The session's search index answers when it covers the root (include_ignored
+        // searches what the index leaves out: the scan answers it).
+        #[cfg(target_os = "linux")]
+        let index = crate::index::service(ctx)
+            .filter(|_| !single && !policy.include_ignored)
+            .map(|service| {
+                let options = search_index::PatternOptions {
+                    case_insensitive: input.case_insensitive.unwrap_or(false),
+                    multiline: input.multiline.unwrap_or(false),
+                };
+                (service, search_index::query_for(&input.pattern, options))
+            });
         let searched = tokio::task::spawn_blocking(move || {
-            let (mut hits, ignored) = if single {
-                let mut searcher = plan.searcher();
-                (
-                    plan.search(&mut searcher, &search_root)
-                        .into_iter()
-                        .collect(),
-                    Some(0),
-                )
-            } else {
-                search_tree(&search_root, &plan, policy, &glob_hint, &cancel, started)?
-            };
             // Read-deny rules hide files, as the reference passes them to rg as exclusions.
-            if deny_ctx
+            let any_deny = deny_ctx
                 .permissions()
-                .has_content_rules("Read", RuleBehavior::Deny)
-            {
-                hits.retain(|h| {
-                    !matches!(
-                        deny_ctx.permissions().check_read_path(&h.path, &deny_ctx),
+                .has_content_rules("Read", RuleBehavior::Deny);
+            let keep = |p: &Path| {
+                !any_deny
+                    || !matches!(
+                        deny_ctx.permissions().check_read_path(p, &deny_ctx),
                         PermissionDecision::Deny { .. }
                     )
-                });
+            };
+            if single {
+                let mut searcher = plan.searcher();
+                let hits = plan
+                    .search(&mut searcher, &search_root)
+                    .filter(|h| keep(&h.path))
+                    .into_iter()
+                    .collect();
+                return Ok((hits, Some(0)));
             }
+            #[cfg(target_os = "linux")]
+            if let Some((service, query)) = &index
+                && let Some(view) = service.view(&search_root)
+            {
+                let deadline = WalkDeadline::new("Grep", &cancel, started, GREP_TIMEOUT);
+                let results = |h: &FileHits, shown: usize| plan.results(h, shown, separated);
+                let mut paged = Paged::new(need);
+                // Candidates come newest first; they are searched in batches that grow, so
+                // that a page filled by the first files reads few of them.
+                let mut batch: Vec<Listed> = Vec::new();
+                let mut size = 64;
+                let ignored = view.grep_ordered(query, &mut |rel, mtime| {
+                    if !admits(&plan, rel) {
+                        return true;
+                    }
+                    batch.push((rel.to_vec(), mtime));
+                    if batch.len() < size {
+                        return true;
+                    }
+                    size = (size * 4).min(16_384);
+                    paged.search(&search_root, &mut batch, &plan, &keep, &results, &deadline)
+                });
+                if let Some(ignored) = ignored {
+                    paged.search(&search_root, &mut batch, &plan, &keep, &results, &deadline);
+                    deadline.outcome()?;
+                    view.answered();
+                    return Ok((paged.hits, Some(ignored)));
+                }
+            }
+            #[cfg(target_os = "linux")]
+            if need.is_some() {
+                let deadline = WalkDeadline::new("Grep", &cancel, started, GREP_TIMEOUT);
+                let (files, ignored) = list_tree(&search_root, &plan, policy, &deadline);
+                deadline.outcome()?;
+                let results = |h: &FileHits, shown: usize| plan.results(h, shown, separated);
+                let (hits, _) = search_in_order(
+                    &search_root,
+                    &files,
+                    &plan,
+                    need,
+                    &keep,
+                    &results,
+                    &deadline,
+                    (0, 0),
+                );
+                deadline.outcome()?;
+                return Ok((hits, Some(ignored)));
+            }
+            let (mut hits, ignored) = search_tree(&search_root, &plan, policy, &cancel, started)?;
+            hits.retain(|h| keep(&h.path));
             newest_first(&mut hits, usize::MAX, |h| (h.mtime, h.path.as_path()));
             Ok::<_, ToolError>((hits, ignored))
         });
@@ -733,6 +833,131 @@ impl TypedTool for Grep {
         })??;
         Ok(render(&input, ctx, &hits, ignored, single))
     }
+}
+
+/// Results a page needs (offset, then head_limit, plus one to know whether more follow);
+/// `None` when head_limit is 0 (unlimited).
+fn page_need(input: &GrepInput, default_limit: usize) -> Option<usize> {
+    let offset = usize::try_from(input.offset.unwrap_or(0)).unwrap_or(usize::MAX);
+    let limit = match input.head_limit {
+        Some(0) => return None,
+        Some(n) => usize::try_from(n).unwrap_or(usize::MAX),
+        None => default_limit,
+    };
+    Some(offset.saturating_add(limit).saturating_add(1))
+}
+
+/// Whether content mode puts a `--` line between files: the first of `context`, `-C`,
+/// `-B`, `-A` the call gives is above 0.
+fn separates_files(input: &GrepInput) -> bool {
+    input
+        .context
+        .or(input.context_c)
+        .or(input.before)
+        .or(input.after)
+        .unwrap_or(0)
+        > 0
+}
+
+/// Whether the type and glob filters admit the file at `rel` (relative to the root).
+#[cfg(target_os = "linux")]
+fn admits(plan: &Plan, rel: &[u8]) -> bool {
+    use std::os::unix::ffi::OsStrExt;
+    let name = rel.rsplit(|&b| b == b'/').next().unwrap_or(rel);
+    plan.admits_name(Path::new(std::ffi::OsStr::from_bytes(name)))
+        && plan.admits_rel(Path::new(std::ffi::OsStr::from_bytes(rel)))
+}
+
+/// A page filled from batches of files searched in order.
+#[cfg(target_os = "linux")]
+struct Paged {
+    need: Option<usize>,
+    hits: Vec<FileHits>,
+    results: usize,
+}
+
+#[cfg(target_os = "linux")]
+impl Paged {
+    fn new(need: Option<usize>) -> Self {
+        Paged {
+            need,
+            hits: Vec::new(),
+            results: 0,
+        }
+    }
+
+    /// Searches `batch` (emptied) after what came before; false once the page is full.
+    fn search(
+        &mut self,
+        root: &Path,
+        batch: &mut Vec<Listed>,
+        plan: &Plan,
+        keep: &(dyn Fn(&Path) -> bool + Sync),
+        results: &(dyn Fn(&FileHits, usize) -> usize + Sync),
+        deadline: &WalkDeadline,
+    ) -> bool {
+        if self.need.is_some_and(|need| self.results >= need) {
+            batch.clear();
+            return false;
+        }
+        let (hits, results) = search_in_order(
+            root,
+            batch,
+            plan,
+            self.need,
+            keep,
+            results,
+            deadline,
+            (self.hits.len(), self.results),
+        );
+        batch.clear();
+        self.hits.extend(hits);
+        self.results = results;
+        self.need.is_none_or(|need| self.results < need) && deadline.outcome().is_ok()
+    }
+}
+
+/// Lists the files under `root` that Grep searches (regular files the type and glob
+/// filters admit, under the ignore policy) with their modification times, newest first,
+/// then by path; and the number of entries the ignore rules skipped.
+#[cfg(target_os = "linux")]
+fn list_tree(
+    root: &Path,
+    plan: &Plan,
+    policy: IgnorePolicy,
+    deadline: &WalkDeadline,
+) -> (Vec<Listed>, u64) {
+    use std::os::unix::ffi::OsStrExt;
+
+    use crate::walk::{FileEntry, Kind, Visitor, mtime_at, walk};
+
+    struct Lister<'a> {
+        plan: &'a Plan,
+        files: Vec<Listed>,
+    }
+
+    impl Visitor for Lister<'_> {
+        fn visit(&mut self, entry: &mut FileEntry<'_>) {
+            if entry.kind() != Kind::File || !self.plan.admits_name(entry.name()) {
+                return;
+            }
+            if !self.plan.admits_rel(entry.rel_path()) {
+                return;
+            }
+            let mtime = mtime_at(entry.dir(), entry.name(), false)
+                .map_or(SystemTime::UNIX_EPOCH, |(t, _)| t);
+            let rel = entry.rel_path().as_os_str().as_bytes().to_vec();
+            self.files.push((rel, mtime));
+        }
+    }
+
+    let (threads, stats) = walk(root, policy.walk_options(), deadline, 128, || Lister {
+        plan,
+        files: Vec::new(),
+    });
+    let mut files: Vec<Listed> = threads.into_iter().flat_map(|t| t.files).collect();
+    files.sort_unstable_by(|a, b| b.1.cmp(&a.1).then_with(|| a.0.cmp(&b.0)));
+    (files, stats.skipped())
 }
 
 /// Applies offset and head_limit; returns the page and the limit when it cut something.
@@ -846,13 +1071,7 @@ fn render(
         }
         OutputMode::Content => {
             let numbers = input.line_numbers.unwrap_or(true);
-            let has_context = input
-                .context
-                .or(input.context_c)
-                .or(input.before)
-                .or(input.after)
-                .unwrap_or(0)
-                > 0;
+            let has_context = separates_files(input);
             let mut all: Vec<(usize, String)> = Vec::new();
             for (i, h) in hits.iter().enumerate() {
                 if i > 0 && has_context {
@@ -909,11 +1128,135 @@ fn render(
     let mut text = text;
     if let Some(ignored) = ignored.filter(|n| *n > 0) {
         text.push_str(&format!(
-            "\n\n({} skipped by .gitignore/.ignore rules or as hidden; set include_ignored: true to search them.)",
+            "\n\n({} skipped by .gitignore/.ignore rules; set include_ignored: true to search them.)",
             plural(usize::try_from(ignored).unwrap_or(usize::MAX), "path was", "paths were")
         ));
     }
     ToolResult::ok(output).with_text(text)
+}
+
+// ---- The search of a known list of files, in the order results are shown (Linux) ----
+//
+// The files come with their modification times, from a walk that read only metadata or
+// from the search index's kept list. Threads take the files in order; results are merged
+// in that order as they complete, and once the files merged so far hold `need` results
+// (the page after the offset, plus one to know whether there is more) the threads stop: at
+// most one file per thread is searched beyond what the page needs, and only the hits of
+// the files merged before the stop are kept.
+
+/// One file to search: its path relative to the root, and its modification time.
+#[cfg(target_os = "linux")]
+pub(crate) type Listed = (Vec<u8>, SystemTime);
+
+/// What the merge keeps: hits in order, and how many results they hold.
+#[cfg(target_os = "linux")]
+struct Merged {
+    /// Index of the next file to merge.
+    next: usize,
+    /// Results of files searched ahead of `next`.
+    pending: std::collections::HashMap<usize, Option<FileHits>>,
+    hits: Vec<FileHits>,
+    results: usize,
+}
+
+/// Searches `files` (relative to `root`, already in the order results are shown) with
+/// `plan` on up to `threads` threads; returns the hits of the files in that order, cut
+/// after the file whose results reach `need` (all of them when `need` is `None`), and the
+/// results counted. `keep` says whether a file with hits may be shown (read-deny rules);
+/// `results` counts what one file adds to the page given how many files came before it;
+/// `before` is how many files and results earlier batches already hold.
+#[cfg(target_os = "linux")]
+#[allow(clippy::too_many_arguments)]
+fn search_in_order(
+    root: &Path,
+    files: &[Listed],
+    plan: &Plan,
+    need: Option<usize>,
+    keep: &(dyn Fn(&Path) -> bool + Sync),
+    results: &(dyn Fn(&FileHits, usize) -> usize + Sync),
+    deadline: &WalkDeadline,
+    before: (usize, usize),
+) -> (Vec<FileHits>, usize) {
+    use std::ffi::OsStr;
+    use std::os::unix::ffi::OsStrExt;
+    use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
+
+    use rustix::fs::{Mode, OFlags};
+
+    let Ok(dir) = rustix::fs::open(
+        root,
+        OFlags::RDONLY | OFlags::DIRECTORY | OFlags::CLOEXEC,
+        Mode::empty(),
+    ) else {
+        return (Vec::new(), before.1);
+    };
+    let threads = std::thread::available_parallelism()
+        .map_or(1, |n| n.get().min(12))
+        .min(files.len().max(1));
+    let next = AtomicUsize::new(0);
+    let stop = AtomicBool::new(false);
+    let merged = std::sync::Mutex::new(Merged {
+        next: 0,
+        pending: std::collections::HashMap::new(),
+        hits: Vec::new(),
+        results: before.1,
+    });
+    let work = || {
+        let mut searcher = plan.searcher();
+        let mut check = deadline.worker(16);
+        loop {
+            if stop.load(Ordering::Relaxed) || check.should_quit() {
+                stop.store(true, Ordering::Relaxed);
+                return;
+            }
+            let i = next.fetch_add(1, Ordering::Relaxed);
+            let Some((rel, mtime)) = files.get(i) else {
+                return;
+            };
+            let found = crate::beneath::open_beneath(&dir, rel).and_then(|fd| {
+                let file = std::fs::File::from(fd);
+                plan.search_file(&mut searcher, &file, || root.join(OsStr::from_bytes(rel)))
+            });
+            let found = found.map(|mut hits| {
+                hits.mtime = *mtime;
+                hits
+            });
+            let Ok(mut m) = merged.lock() else {
+                stop.store(true, Ordering::Relaxed);
+                return;
+            };
+            m.pending.insert(i, found);
+            loop {
+                let at = m.next;
+                let Some(found) = m.pending.remove(&at) else {
+                    break;
+                };
+                m.next += 1;
+                let Some(hits) = found else { continue };
+                if !keep(&hits.path) {
+                    continue;
+                }
+                let shown_before = before.0 + m.hits.len();
+                m.results += results(&hits, shown_before);
+                m.hits.push(hits);
+                if need.is_some_and(|need| m.results >= need) {
+                    stop.store(true, Ordering::Relaxed);
+                    m.pending.clear();
+                    break;
+                }
+            }
+        }
+    };
+    std::thread::scope(|scope| {
+        for _ in 1..threads {
+            scope.spawn(work);
+        }
+        work();
+    });
+    merged
+        .into_inner()
+        .map(|m| (m.hits, m.results))
+        .unwrap_or((Vec::new(), before.1))
 }
 
 #[cfg(test)]

@@ -17,54 +17,47 @@ pub const VCS_DIRS: &[&str] = &[".git", ".svn", ".hg", ".bzr", ".jj", ".sl"];
 /// Which files a walk sees.
 ///
 /// By default: `.gitignore` (in a git repository), `.ignore` and `.agent-toolsignore` rules
-/// are respected and hidden files skipped, as ripgrep does; a pattern that names a hidden
-/// folder (`.github/**`) includes hidden files. `include_ignored` lists everything except
-/// version-control folders. The reference's Glob ignored `.gitignore` while its Grep
-/// respected it; one policy for both is the fix its users asked for.
+/// are respected, and hidden files are listed (ripgrep's `--hidden`, as the reference's
+/// Grep and Glob run it), so `.github/workflows/*.yml`, `.env.example` or
+/// `.cargo/config.toml` are found. `include_ignored` also lists what the ignore rules
+/// exclude. Version-control folders ([`VCS_DIRS`]) are never listed, whatever their type
+/// (the reference passes `--glob '!.git'`). The reference's Glob ignored `.gitignore` while
+/// its Grep respected it; one policy for both is the fix its users asked for.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
 pub struct IgnorePolicy {
-    /// Also list ignored and hidden files
+    /// Also list what the ignore files exclude
     pub include_ignored: bool,
 }
 
-/// Whether a glob pattern names a hidden path segment such as `.github`.
-fn names_hidden(pattern: &str) -> bool {
-    pattern
-        .split('/')
-        .any(|seg| seg.starts_with('.') && seg != "." && seg != ".." && seg.len() > 1)
-}
-
 impl IgnorePolicy {
-    /// Applies the policy to a walk whose results are filtered by `pattern`. The crate's
-    /// own walker (Linux) applies the same policy; its tests compare the two.
+    /// Applies the policy to `ignore`'s walker. The crate's own walker (Linux) applies the
+    /// same policy; its tests compare the two.
     #[cfg(any(not(target_os = "linux"), test))]
-    pub fn configure(self, builder: &mut WalkBuilder, pattern: &str) {
+    pub fn configure(self, builder: &mut WalkBuilder) {
         if self.include_ignored {
             builder.standard_filters(false);
         } else {
             builder.standard_filters(true);
-            builder.hidden(!names_hidden(pattern));
             builder.add_custom_ignore_filename(".agent-toolsignore");
         }
+        builder.hidden(false);
         builder.filter_entry(|entry| {
-            let is_dir = entry.file_type().is_some_and(|t| t.is_dir());
-            !(is_dir
-                && entry
-                    .file_name()
-                    .to_str()
-                    .is_some_and(|n| VCS_DIRS.contains(&n)))
+            !entry
+                .file_name()
+                .to_str()
+                .is_some_and(|n| VCS_DIRS.contains(&n))
         });
     }
 
     /// The options of the crate's own walker that apply this policy as [`configure`]
-    /// does (`pattern` decides whether hidden files are listed).
+    /// does.
     ///
     /// [`configure`]: IgnorePolicy::configure
     #[cfg(target_os = "linux")]
-    pub(crate) fn walk_options(self, pattern: &str) -> WalkOptions {
+    pub(crate) fn walk_options(self) -> WalkOptions {
         WalkOptions {
-            skip_hidden: !self.include_ignored && !names_hidden(pattern),
             ignore_files: !self.include_ignored,
+            recurse: true,
         }
     }
 
@@ -81,10 +74,10 @@ impl IgnorePolicy {
 #[cfg(target_os = "linux")]
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub(crate) struct WalkOptions {
-    /// Skip entries whose name starts with a dot (unless an ignore rule whitelists them).
-    pub(crate) skip_hidden: bool,
     /// Apply ignore files (`.agent-toolsignore`, `.ignore`, git's).
     pub(crate) ignore_files: bool,
+    /// Enter subdirectories (otherwise only the root's entries are judged).
+    pub(crate) recurse: bool,
 }
 
 /// Stops a parallel walk when the call is cancelled or runs past its time limit. Each
@@ -274,14 +267,6 @@ pub fn suggest_similar(missing: &Path, cwd: &Path) -> Option<PathBuf> {
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    #[test]
-    fn hidden_segments() {
-        assert!(names_hidden(".github/**/*.yml"));
-        assert!(names_hidden("**/.env"));
-        assert!(!names_hidden("**/*.rs"));
-        assert!(!names_hidden("../x/*.rs"));
-    }
 
     #[test]
     fn suggestions() -> std::io::Result<()> {

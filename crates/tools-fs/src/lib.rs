@@ -13,8 +13,8 @@
 //!   are kept and the write is atomic. The output carries a unified diff ([`Hunk`]).
 //! - [`Write`] creates files, or replaces files read earlier, keeping their encoding, BOM,
 //!   CRLF and mode.
-//! - [`Glob`] and [`Grep`] walk in parallel under one ignore policy (gitignore and hidden
-//!   files respected unless `include_ignored`), with the crate's own walker on Linux
+//! - [`Glob`] and [`Grep`] walk in parallel under one ignore policy (hidden files listed,
+//!   gitignore respected unless `include_ignored`), with the crate's own walker on Linux
 //!   (directories opened relative to their parent, `getdents64`, the ignore rules of
 //!   ripgrep's `ignore` crate) and `ignore`'s walker elsewhere; Grep searches in process
 //!   with ripgrep's `grep` crates.
@@ -60,6 +60,8 @@
 
 mod apply_patch;
 mod atomic;
+#[cfg(target_os = "linux")]
+mod beneath;
 mod common;
 mod diff;
 mod edit;
@@ -68,6 +70,9 @@ mod grep;
 mod host_limits;
 mod ignore_policy;
 mod image_read;
+#[cfg(target_os = "linux")]
+mod index;
+mod index_settings;
 mod large_edit;
 mod matching;
 mod notebook;
@@ -94,6 +99,13 @@ pub use edit::{
 pub use glob::{Glob, GlobInput, GlobOutput};
 pub use grep::{Grep, GrepInput, GrepOutput, OutputMode};
 pub use host_limits::{FsLimits, install};
+#[cfg(target_os = "linux")]
+pub use index::{drop_index, index_status, install_index, rebuild_index, saved_index_status};
+pub use index_settings::{IndexMode, IndexSettings, IndexStatus, index_file};
+#[cfg(not(target_os = "linux"))]
+pub use index_settings::{
+    drop_index, index_status, install_index, rebuild_index, saved_index_status,
+};
 pub use matching::MatchKind;
 pub use notebook::{
     NotebookCellType, NotebookEdit, NotebookEditInput, NotebookEditMode, NotebookEditOutput,

@@ -32,6 +32,7 @@ use std::os::unix::ffi::OsStrExt;
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::sync::{Arc, Condvar, Mutex};
+use std::time::{Duration, SystemTime};
 
 use ignore::Match;
 use ignore::gitignore::{Gitignore, GitignoreBuilder};
@@ -101,10 +102,47 @@ impl FileEntry<'_> {
     }
 }
 
+/// The modification time of `name` in the open directory `dir` (of a symbolic link's
+/// target when `follow`), in one `statx`; `None` when it cannot be read.
+pub(crate) fn mtime_at(
+    dir: BorrowedFd<'_>,
+    name: &Path,
+    follow: bool,
+) -> Option<(SystemTime, FileType)> {
+    let flags = if follow {
+        AtFlags::empty()
+    } else {
+        AtFlags::SYMLINK_NOFOLLOW
+    };
+    let st = rustix::fs::statx(
+        dir,
+        name,
+        flags,
+        rustix::fs::StatxFlags::TYPE | rustix::fs::StatxFlags::MTIME,
+    )
+    .ok()?;
+    let t = st.stx_mtime;
+    let mtime = u64::try_from(t.tv_sec).map_or(SystemTime::UNIX_EPOCH, |secs| {
+        SystemTime::UNIX_EPOCH + Duration::new(secs, t.tv_nsec)
+    });
+    Some((mtime, FileType::from_raw_mode(st.stx_mode.into())))
+}
+
 /// Receives the kept non-directory entries of the directories one thread walks.
 pub(crate) trait Visitor: Send {
     /// One kept entry.
     fn visit(&mut self, entry: &mut FileEntry<'_>);
+
+    /// A directory was opened (`rel` relative to the root, "" for the root), before it is
+    /// listed: a watch added on `dir` now misses nothing the listing does not show.
+    fn directory(&mut self, _dir: BorrowedFd<'_>, _rel: &[u8]) {}
+
+    /// The ignore rules skipped `n` entries of the directory `rel` (called once per part of
+    /// a directory a thread went through, so the parts add up).
+    fn skipped(&mut self, _rel: &[u8], _n: u64) {}
+
+    /// A kept subdirectory, entered only when the walk recurses.
+    fn subdir(&mut self, _rel: &[u8]) {}
 }
 
 /// What a walk saw.
@@ -763,6 +801,7 @@ impl<'s, 'a, V: Visitor> Worker<'s, 'a, V> {
         };
         // The parent's handle is no longer needed by this job.
         drop(job.parent);
+        self.visitor.directory(fd.as_fd(), &job.rel);
         let found = self.list(fd.as_fd());
         // Most directories have no ignore file and share their parent's rules.
         let level = if shared.options.ignore_files && found.any() {
@@ -840,6 +879,7 @@ impl<'s, 'a, V: Visitor> Worker<'s, 'a, V> {
     fn visit_entries(&mut self, entries: &mut Entries<'a>) {
         let shared = self.shared;
         let mut i = 0;
+        let mut skipped = 0u64;
         while i < entries.listed.len() {
             if self.check.should_quit() {
                 shared.quit.store(true, Ordering::Relaxed);
@@ -851,6 +891,11 @@ impl<'s, 'a, V: Visitor> Worker<'s, 'a, V> {
             let dir = &entries.dir;
             let level = &entries.level;
             let name = &entries.names[item.start..item.end];
+            // Version-control folders (and files of their names, such as a linked
+            // worktree's `.git`) are never listed, nor counted as skipped.
+            if name.first() == Some(&b'.') && VCS_DIRS.iter().any(|v| v.as_bytes() == name) {
+                continue;
+            }
             let mut ty = item.ty;
             if ty == FileType::Unknown {
                 ty =
@@ -858,36 +903,29 @@ impl<'s, 'a, V: Visitor> Worker<'s, 'a, V> {
                         .map_or(FileType::Unknown, |st| FileType::from_raw_mode(st.st_mode));
             }
             let is_dir = ty == FileType::Directory;
-            let vcs_name =
-                name.first() == Some(&b'.') && VCS_DIRS.iter().any(|v| v.as_bytes() == name);
-            if !vcs_name {
-                self.seen += 1;
-            }
+            self.seen += 1;
             let verdict = if level.active {
                 join_rel(&mut self.rel, &entries.rel, name);
                 level.matched(shared, &self.rel, is_dir)
             } else {
                 Match::None
             };
-            if verdict.is_ignore()
-                || (verdict.is_none() && shared.options.skip_hidden && name.first() == Some(&b'.'))
-            {
+            if verdict.is_ignore() {
+                skipped += 1;
                 continue;
             }
-            if is_dir && vcs_name {
-                continue;
-            }
-            if !vcs_name {
-                self.kept += 1;
-            }
+            self.kept += 1;
             if is_dir {
                 let mut rel = Vec::with_capacity(entries.rel.len() + 1 + name.len());
                 join_rel(&mut rel, &entries.rel, name);
-                self.children.push(Job::Dir(DirJob {
-                    parent: entries.share_fd.then(|| Arc::clone(dir)),
-                    rel,
-                    level: Arc::clone(level),
-                }));
+                self.visitor.subdir(&rel);
+                if shared.options.recurse {
+                    self.children.push(Job::Dir(DirJob {
+                        parent: entries.share_fd.then(|| Arc::clone(dir)),
+                        rel,
+                        level: Arc::clone(level),
+                    }));
+                }
                 continue;
             }
             let kind = match ty {
@@ -905,6 +943,9 @@ impl<'s, 'a, V: Visitor> Worker<'s, 'a, V> {
                 rel_built: level.active,
             };
             self.visitor.visit(&mut entry);
+        }
+        if skipped > 0 {
+            self.visitor.skipped(&entries.rel, skipped);
         }
     }
 }
@@ -968,9 +1009,9 @@ mod tests {
     }
 
     /// What `ignore`'s walker keeps under the same policy ([`IgnorePolicy::configure`]).
-    fn theirs(root: &Path, policy: IgnorePolicy, pattern: &str) -> BTreeSet<String> {
+    fn theirs(root: &Path, policy: IgnorePolicy) -> BTreeSet<String> {
         let mut builder = ignore::WalkBuilder::new(root);
-        policy.configure(&mut builder, pattern);
+        policy.configure(&mut builder);
         builder
             .build()
             .flatten()
@@ -988,22 +1029,22 @@ mod tests {
     /// Walks `tree` (made under a fresh directory; `root` names the walk's root inside it)
     /// and compares with `expected` and with `ignore`'s walker, on one and on two threads.
     #[track_caller]
-    fn check_at(tree: &[&str], root: &str, policy: IgnorePolicy, pattern: &str, expected: &[&str]) {
+    fn check_at(tree: &[&str], root: &str, policy: IgnorePolicy, expected: &[&str]) {
         let dir = tempfile::tempdir().unwrap();
         make(dir.path(), tree);
         let root = dir.path().join(root);
         let expected: BTreeSet<String> = expected.iter().map(|s| (*s).to_owned()).collect();
-        let options = policy.walk_options(pattern);
+        let options = policy.walk_options();
         for threads in [1, 2] {
             let (got, _) = ours(&root, options, threads, 64);
             assert_eq!(got, expected, "threads {threads}");
         }
-        assert_eq!(theirs(&root, policy, pattern), expected, "ignore's walker");
+        assert_eq!(theirs(&root, policy), expected, "ignore's walker");
     }
 
     #[track_caller]
     fn check(tree: &[&str], expected: &[&str]) {
-        check_at(tree, "", IgnorePolicy::default(), "**", expected);
+        check_at(tree, "", IgnorePolicy::default(), expected);
     }
 
     const GIT: &str = ".git/HEAD = ref: refs/heads/main\\n";
@@ -1024,7 +1065,15 @@ mod tests {
                 "sub/c.log",
                 "sub/e.log",
             ],
-            &["a.log", "d.txt", "sub/c.log"],
+            &[
+                ".agent-toolsignore",
+                ".gitignore",
+                ".ignore",
+                "a.log",
+                "d.txt",
+                "sub/.gitignore",
+                "sub/c.log",
+            ],
         );
     }
 
@@ -1039,7 +1088,7 @@ mod tests {
                 "sub/b.tmp",
                 "keep.rs",
             ],
-            &["keep.rs", "x.txt"],
+            &[".gitignore", "keep.rs", "x.txt"],
         );
     }
 
@@ -1047,12 +1096,12 @@ mod tests {
     fn gitignore_only_inside_a_repository() {
         check(
             &[".gitignore = *.log\\n", "a.log", "b.rs"],
-            &["a.log", "b.rs"],
+            &[".gitignore", "a.log", "b.rs"],
         );
         // Not even for a repository below it.
         check(
             &[".gitignore = *.log\\n", "a.log", "repo/.git/", "repo/b.log"],
-            &["a.log", "repo/b.log"],
+            &[".gitignore", "a.log", "repo/b.log"],
         );
         check(
             &[
@@ -1061,7 +1110,7 @@ mod tests {
                 "repo/b.log",
                 "repo/c.rs",
             ],
-            &["repo/c.rs"],
+            &["repo/.gitignore", "repo/c.rs"],
         );
         // A nested repository stops its parent's rules; `.jj` marks one too.
         check(
@@ -1073,7 +1122,7 @@ mod tests {
                 "inner/b.log",
                 "c.rs",
             ],
-            &["c.rs", "inner/b.log"],
+            &[".gitignore", "c.rs", "inner/b.log"],
         );
     }
 
@@ -1090,7 +1139,6 @@ mod tests {
             &tree,
             "sub",
             IgnorePolicy::default(),
-            "**",
             &["deep/anchored.txt", "kept.txt"],
         );
         // A repository above the root: its `.gitignore` applies, relative to its directory.
@@ -1101,7 +1149,7 @@ mod tests {
             "sub/a.o",
             "sub/x/top.rs",
         ];
-        check_at(&tree, "sub", IgnorePolicy::default(), "**", &["x/top.rs"]);
+        check_at(&tree, "sub", IgnorePolicy::default(), &["x/top.rs"]);
     }
 
     #[test]
@@ -1118,21 +1166,15 @@ mod tests {
                 "sub/build/out.o",
                 "file/build",
             ],
-            &["file/build", "keep.log", "sub/top.txt"],
+            &[".gitignore", "file/build", "keep.log", "sub/top.txt"],
         );
     }
 
     #[test]
-    fn hidden_entries() {
+    fn hidden_entries_are_listed() {
+        // As ripgrep's `--hidden`: hidden files and folders are walked like any other.
         let tree = [".env", ".hidden/a.txt", "b/.c.txt", "d.txt"];
-        check(&tree, &["d.txt"]);
-        check_at(
-            &tree,
-            "",
-            IgnorePolicy::default(),
-            ".hidden/**",
-            &[".env", ".hidden/a.txt", "b/.c.txt", "d.txt"],
-        );
+        check(&tree, &[".env", ".hidden/a.txt", "b/.c.txt", "d.txt"]);
         let all = IgnorePolicy {
             include_ignored: true,
         };
@@ -1140,11 +1182,13 @@ mod tests {
             &tree,
             "",
             all,
-            "**",
             &[".env", ".hidden/a.txt", "b/.c.txt", "d.txt"],
         );
-        // A whitelist rule shows a hidden entry.
-        check(&[".ignore = !.env\\n", ".env", ".other"], &[".env"]);
+        // An ignore rule still hides a hidden entry.
+        check(
+            &[".ignore = .other\\n", ".env", ".other"],
+            &[".env", ".ignore"],
+        );
     }
 
     #[test]
@@ -1164,8 +1208,9 @@ mod tests {
             ],
             "",
             all,
-            "**",
-            &["a.txt", "w/.git"],
+            // A `.git` file (a linked worktree's) is left out too, as the reference's
+            // `--glob '!.git'` does.
+            &["a.txt"],
         );
     }
 
@@ -1191,7 +1236,7 @@ mod tests {
         let locked = dir.path().join("locked");
         std::fs::set_permissions(&locked, std::fs::Permissions::from_mode(0o000)).unwrap();
         let readable = std::fs::read_dir(&locked).is_ok();
-        let options = IgnorePolicy::default().walk_options("**");
+        let options = IgnorePolicy::default().walk_options();
         let (got, stats) = ours(dir.path(), options, 2, 64);
         std::fs::set_permissions(&locked, std::fs::Permissions::from_mode(0o755)).unwrap();
         let mut expected = vec!["a.txt", "z/c.txt"];
@@ -1235,15 +1280,10 @@ mod tests {
             0,
         )
         .unwrap();
-        let (got, _) = ours(
-            dir.path(),
-            IgnorePolicy::default().walk_options("**"),
-            2,
-            64,
-        );
+        let (got, _) = ours(dir.path(), IgnorePolicy::default().walk_options(), 2, 64);
         assert_eq!(
             got.into_iter().collect::<Vec<_>>(),
-            ["a.log", "b.rs", "sub/c.log"]
+            [".gitignore", "a.log", "b.rs", "sub/.ignore", "sub/c.log"]
         );
     }
 
@@ -1257,10 +1297,10 @@ mod tests {
             let root = PathBuf::from(root);
             let policy = IgnorePolicy::default();
             for (dir, expected) in [("repo", &["b.txt"][..]), ("plain", &["c.secret", "d.txt"])] {
-                let (got, _) = ours(&root.join(dir), policy.walk_options("**"), 2, 64);
+                let (got, _) = ours(&root.join(dir), policy.walk_options(), 2, 64);
                 let expected: BTreeSet<String> = expected.iter().map(|s| (*s).to_owned()).collect();
                 assert_eq!(got, expected, "{dir}");
-                assert_eq!(theirs(&root.join(dir), policy, "**"), expected, "{dir}");
+                assert_eq!(theirs(&root.join(dir), policy), expected, "{dir}");
             }
             return;
         }
@@ -1306,7 +1346,7 @@ mod tests {
         let mut files: Vec<&str> = files.iter().map(String::as_str).collect();
         files.push("d3/deeper/boom.txt");
         make(dir.path(), &files);
-        let options = IgnorePolicy::default().walk_options("**");
+        let options = IgnorePolicy::default().walk_options();
         for threads in [1, 2, 3] {
             let cancel = CancellationToken::new();
             let deadline = deadline(&cancel);
@@ -1339,7 +1379,7 @@ mod tests {
         make(dir.path(), &files);
         let seen = Arc::new(Mutex::new(BTreeSet::new()));
         let cancel = CancellationToken::new();
-        let options = IgnorePolicy::default().walk_options("**");
+        let options = IgnorePolicy::default().walk_options();
         let (_, stats) = walk_with(dir.path(), options, &deadline(&cancel), 64, 2, 64, || {
             Threads(Arc::clone(&seen))
         });
@@ -1356,7 +1396,7 @@ mod tests {
         let cancel = CancellationToken::new();
         cancel.cancel();
         let deadline = deadline(&cancel);
-        let options = IgnorePolicy::default().walk_options("**");
+        let options = IgnorePolicy::default().walk_options();
         let (names, stats) = walk_with(dir.path(), options, &deadline, 1, 2, 64, || {
             Names(Vec::new())
         });
@@ -1386,7 +1426,7 @@ mod tests {
             expected.insert(after.to_string_lossy().into_owned());
             path.push("c");
         }
-        let options = IgnorePolicy::default().walk_options("**");
+        let options = IgnorePolicy::default().walk_options();
         for threads in [1, 2] {
             let (got, stats) = ours(dir.path(), options, threads, 8);
             assert_eq!(got, expected);
@@ -1416,19 +1456,17 @@ mod tests {
                 ".env",
             ],
         );
-        let (got, stats) = ours(
-            dir.path(),
-            IgnorePolicy::default().walk_options("**"),
-            2,
-            64,
+        let (got, stats) = ours(dir.path(), IgnorePolicy::default().walk_options(), 2, 64);
+        assert_eq!(
+            got.into_iter().collect::<Vec<_>>(),
+            [".env", ".gitignore", ".hidden/h.rs", "src/a.rs"]
         );
-        assert_eq!(got.into_iter().collect::<Vec<_>>(), ["src/a.rs"]);
-        // build, app.log, .hidden, .env, .gitignore; never .git.
-        assert_eq!(stats.skipped(), 5, "{stats:?}");
+        // build, app.log; never .git.
+        assert_eq!(stats.skipped(), 2, "{stats:?}");
         let all = IgnorePolicy {
             include_ignored: true,
         };
-        let (_, stats) = ours(dir.path(), all.walk_options("**"), 2, 64);
+        let (_, stats) = ours(dir.path(), all.walk_options(), 2, 64);
         assert_eq!(stats.skipped(), 0, "{stats:?}");
     }
 
@@ -1508,21 +1546,17 @@ mod tests {
                 if !root.is_dir() {
                     continue;
                 }
-                for (policy, pattern) in [
-                    (IgnorePolicy::default(), "**"),
-                    (IgnorePolicy::default(), ".hid/**"),
-                    (
-                        IgnorePolicy {
-                            include_ignored: true,
-                        },
-                        "**",
-                    ),
+                for policy in [
+                    IgnorePolicy::default(),
+                    IgnorePolicy {
+                        include_ignored: true,
+                    },
                 ] {
-                    let (got, _) = ours(&root, policy.walk_options(pattern), 2, 64);
+                    let (got, _) = ours(&root, policy.walk_options(), 2, 64);
                     assert_eq!(
                         got,
-                        theirs(&root, policy, pattern),
-                        "round {round}, root {sub:?}, {policy:?} {pattern}, tree {made:#?}"
+                        theirs(&root, policy),
+                        "round {round}, root {sub:?}, {policy:?}, tree {made:#?}"
                     );
                 }
             }
@@ -1556,22 +1590,14 @@ mod tests {
         ];
         let dir = tempfile::tempdir().unwrap();
         make(dir.path(), &tree);
-        for (policy, pattern) in [
-            (IgnorePolicy::default(), "**"),
-            (IgnorePolicy::default(), ".hidden/**"),
-            (
-                IgnorePolicy {
-                    include_ignored: true,
-                },
-                "**",
-            ),
+        for policy in [
+            IgnorePolicy::default(),
+            IgnorePolicy {
+                include_ignored: true,
+            },
         ] {
-            let (got, _) = ours(dir.path(), policy.walk_options(pattern), 2, 64);
-            assert_eq!(
-                got,
-                theirs(dir.path(), policy, pattern),
-                "{policy:?} {pattern}"
-            );
+            let (got, _) = ours(dir.path(), policy.walk_options(), 2, 64);
+            assert_eq!(got, theirs(dir.path(), policy), "{policy:?}");
         }
     }
 }

@@ -10,8 +10,9 @@
 //!   target is at most 1.2× the Edit.
 //!
 //! `rg` is the one `cargo xtask peers` installs (`<peers>/cargo/bin/rg`), else the one on
-//! `PATH`. The corpus is installed with apt-get when `/usr/src/linux-source-6.1.tar.xz` is
-//! missing, and unpacked once under the scratch directory.
+//! `PATH`; the Linux tree is the one it unpacks (`<peers>/linux/linux-source-6.1`). Grep
+//! searches hidden files and never version-control folders, as the reference runs rg: the
+//! baselines run `rg --hidden --glob '!.git'`.
 
 use std::fs;
 use std::io::{BufWriter, Write as _};
@@ -22,11 +23,8 @@ use anyhow::{Context, Result, bail};
 use super::{Comparison, Ctx, median, time_once};
 use crate::cmd::Cmd;
 
-/// Debian's tarball of the kernel source.
-const LINUX_TARBALL: &str = "/usr/src/linux-source-6.1.tar.xz";
-
 /// The ripgrep binary to compare with.
-fn rg() -> Result<PathBuf> {
+pub(super) fn rg() -> Result<PathBuf> {
     let peers = crate::peers::peers_dir()?.join("cargo/bin/rg");
     if peers.is_file() {
         return Ok(peers);
@@ -34,60 +32,51 @@ fn rg() -> Result<PathBuf> {
     crate::peers::which("rg").context("ripgrep is needed as the baseline: run `cargo xtask peers`")
 }
 
-/// The Linux tree, unpacked once under the scratch dir (a marker written last tells a
-/// complete tree from an interrupted one).
-fn linux_tree(scratch: &Path) -> Result<PathBuf> {
-    let dir = scratch.join("linux-6.1");
-    let tree = dir.join("linux-source-6.1");
-    let done = scratch.join("linux-6.1.done");
-    if done.is_file() && tree.is_dir() {
-        return Ok(tree);
+/// The Linux tree `cargo xtask peers` unpacks (Debian's `linux-source-6.1`).
+pub(super) fn linux_tree() -> Result<PathBuf> {
+    let tree = crate::peers::peers_dir()?.join(crate::peers::LINUX_TREE);
+    if !tree.join("Makefile").is_file() {
+        bail!(
+            "the Linux source tree is not at {}: run `cargo xtask peers` (it installs Debian's \
+             linux-source-6.1 with apt-get, as root, and unpacks it there)",
+            tree.display()
+        );
     }
-    if !Path::new(LINUX_TARBALL).is_file() {
-        println!("bench: {LINUX_TARBALL} is missing; installing linux-source-6.1 with apt-get");
-        let install = Cmd::new("apt-get")
-            .args(["install", "-y", "linux-source-6.1"])
-            .env("DEBIAN_FRONTEND", "noninteractive");
-        if install.run().is_err() {
-            Cmd::new("apt-get").arg("update").run()?;
-            install
-                .run()
-                .context("apt-get install linux-source-6.1 failed (root is needed)")?;
-        }
-    }
-    if dir.exists() {
-        fs::remove_dir_all(&dir).with_context(|| format!("cannot remove {}", dir.display()))?;
-    }
-    fs::create_dir_all(&dir).with_context(|| format!("cannot create {}", dir.display()))?;
-    println!(
-        "bench: unpacking {LINUX_TARBALL} into {} (once)",
-        dir.display()
-    );
-    Cmd::new("tar")
-        .args(["-xJf", LINUX_TARBALL, "-C"])
-        .arg(&dir)
-        .run()
-        .context("unpacking the Linux source failed")?;
-    if !tree.is_dir() {
-        bail!("{LINUX_TARBALL} did not unpack to {}", tree.display());
-    }
-    fs::write(&done, "unpacked\n").with_context(|| format!("cannot write {}", done.display()))?;
     Ok(tree)
 }
 
-/// `agent-tools call TOOL INPUT` in `cwd`, with its state under the scratch dir.
-fn call(ctx: &Ctx, tool: &str, input: &str, cwd: &Path) -> Cmd {
-    Cmd::new(&ctx.bin)
+/// `agent-tools call TOOL INPUT` in `cwd`, with its state under the scratch dir and the
+/// search index off (these benchmarks measure the scan; `index-linux` measures the index).
+fn call(ctx: &Ctx, tool: &str, input: &str, cwd: &Path) -> Result<Cmd> {
+    Ok(Cmd::new(&ctx.bin)
         .args(["call", tool, input, "--cwd"])
         .arg(cwd)
-        .env("AGENT_TOOLS_HOME", ctx.scratch.join("agent-tools-home"))
+        .arg("--settings")
+        .arg(scan_settings(ctx)?)
+        .env("AGENT_TOOLS_HOME", ctx.scratch.join("agent-tools-home")))
 }
 
-/// Grep over the Linux tree in five modes against rg with the equivalent flags.
+/// A settings file that turns the search index off.
+pub(super) fn scan_settings(ctx: &Ctx) -> Result<PathBuf> {
+    let path = ctx.scratch.join("scan-settings.json");
+    fs::create_dir_all(&ctx.scratch)?;
+    fs::write(&path, "{\"search\": {\"index\": \"off\"}}\n")
+        .with_context(|| format!("cannot write {}", path.display()))?;
+    Ok(path)
+}
+
+/// rg as the reference runs it: hidden files searched, version-control folders left out.
+pub(super) fn rg_like_grep(rg: &Path) -> Cmd {
+    Cmd::new(rg).args(["--hidden", "-g", "!.git"])
+}
+
+/// Grep over the Linux tree against rg with the equivalent flags: five modes, two
+/// line-anchored patterns (the matcher is built in multi-line mode, as ripgrep builds it),
+/// and the default page (250 results) against rg cut by `head -n 250`.
 pub fn grep_linux(ctx: &Ctx) -> Result<Vec<Comparison>> {
-    let tree = linux_tree(&ctx.scratch)?;
+    let tree = linux_tree()?;
     let rg = rg()?;
-    let cases: [(&str, &str, &[&str]); 5] = [
+    let cases: [(&str, &str, &[&str]); 7] = [
         (
             "files_with_matches PM_RESUME",
             r#"{"pattern":"PM_RESUME","head_limit":0}"#,
@@ -113,25 +102,103 @@ pub fn grep_linux(ctx: &Ctx) -> Result<Vec<Comparison>> {
             r#"{"pattern":"ERR_SYS|PME_TURN_OFF|LINK_REQ_RST|CFG_BME_EVT","output_mode":"content","head_limit":0}"#,
             &["-n", "ERR_SYS|PME_TURN_OFF|LINK_REQ_RST|CFG_BME_EVT"],
         ),
+        (
+            "anchored content ^static int …_probe\\(",
+            r#"{"pattern":"^static int [a-z0-9_]+_probe\\(","output_mode":"content","head_limit":0}"#,
+            &["-n", "^static int [a-z0-9_]+_probe\\("],
+        ),
+        (
+            "anchored files ^#include <linux/(slab|gfp)\\.h>$",
+            r#"{"pattern":"^#include <linux/(slab|gfp)\\.h>$","head_limit":0}"#,
+            &["-l", "^#include <linux/(slab|gfp)\\.h>$"],
+        ),
     ];
     let mut out = Vec::new();
     for (case, input, args) in cases {
-        let ours = call(ctx, "Grep", input, &tree);
-        let baseline = Cmd::new(&rg).args(args).cwd(&tree);
+        let ours = call(ctx, "Grep", input, &tree)?;
+        let baseline = rg_like_grep(&rg).args(args).cwd(&tree);
         out.push(ctx.compare(&format!("linux: {case}"), &ours, &baseline, "rg")?);
+    }
+    // The default page: Grep stops once 250 results (plus one) are found, newest first.
+    for (case, input, flag) in [
+        (
+            "content static, default page (250 lines)",
+            r#"{"pattern":"static","output_mode":"content"}"#,
+            "-n",
+        ),
+        (
+            "files static, default page (250 files)",
+            r#"{"pattern":"static"}"#,
+            "-l",
+        ),
+    ] {
+        let ours = call(ctx, "Grep", input, &tree)?;
+        let baseline = Cmd::new("sh")
+            .arg("-c")
+            .arg(format!(
+                "'{}' --hidden -g '!.git' {flag} static | head -n 250",
+                rg.display()
+            ))
+            .cwd(&tree);
+        out.push(ctx.compare(
+            &format!("linux: {case}"),
+            &ours,
+            &baseline,
+            "rg | head -n 250",
+        )?);
+        let (ours_kb, rg_kb) = (max_rss_kb(&ours)?, max_rss_kb(&baseline)?);
+        println!(
+            "bench: linux: {case}: peak resident memory {} MB (rg | head: {} MB)",
+            ours_kb / 1024,
+            rg_kb / 1024
+        );
     }
     Ok(out)
 }
 
+/// The peak resident memory of a command and its children, in KiB (`getrusage` through
+/// python3, which the MCP benchmarks need anyway).
+pub(super) fn max_rss_kb(cmd: &Cmd) -> Result<u64> {
+    let command = cmd.to_command()?;
+    let program = command.get_program().to_os_string();
+    let args: Vec<std::ffi::OsString> = command.get_args().map(|a| a.to_os_string()).collect();
+    let mut wrapper = std::process::Command::new("python3");
+    wrapper
+        .arg("-c")
+        .arg("import resource,subprocess,sys; subprocess.run(sys.argv[1:], stdout=subprocess.DEVNULL, check=True); print(resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss)")
+        .arg(program)
+        .args(args);
+    if let Some(dir) = command.get_current_dir() {
+        wrapper.current_dir(dir);
+    }
+    for (key, value) in command.get_envs() {
+        match value {
+            Some(v) => wrapper.env(key, v),
+            None => wrapper.env_remove(key),
+        };
+    }
+    let out = wrapper.output().context("python3 measures peak memory")?;
+    if !out.status.success() {
+        bail!(
+            "measuring memory failed: {}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+    }
+    String::from_utf8_lossy(&out.stdout)
+        .trim()
+        .parse()
+        .context("python3 printed no number")
+}
+
 /// Glob `**/*.c` over the Linux tree against `rg --files -g '*.c'`.
 pub fn glob_linux(ctx: &Ctx) -> Result<Vec<Comparison>> {
-    let tree = linux_tree(&ctx.scratch)?;
-    let ours = call(ctx, "Glob", r#"{"pattern":"**/*.c"}"#, &tree);
+    let tree = linux_tree()?;
+    let ours = call(ctx, "Glob", r#"{"pattern":"**/*.c"}"#, &tree)?;
     let rg = rg()?;
-    let baseline = Cmd::new(&rg).args(["--files", "-g", "*.c"]).cwd(&tree);
+    let baseline = rg_like_grep(&rg).args(["--files", "-g", "*.c"]).cwd(&tree);
     // Glob lists newest first, which needs every match's mtime: rg sorting by modification
     // time does the same work.
-    let sorted = Cmd::new(&rg)
+    let sorted = rg_like_grep(&rg)
         .args(["--files", "-g", "*.c", "--sort", "modified"])
         .cwd(&tree);
     Ok(vec![
@@ -181,7 +248,7 @@ pub fn read_1g(ctx: &Ctx) -> Result<Vec<Comparison>> {
         r#"{{"file_path":"{}","offset":{READ_AT},"limit":2000}}"#,
         path.display()
     );
-    let ours = call(ctx, "Read", &input, dir);
+    let ours = call(ctx, "Read", &input, dir)?;
     let last = READ_AT + 1999;
     let baseline = Cmd::new("sed")
         .arg("-n")
@@ -309,18 +376,22 @@ pub fn edit_100m(ctx: &Ctx) -> Result<Vec<Comparison>> {
             ours,
             baseline: cp,
             baseline_label: "cp".to_owned(),
+            baseline_command: "`cp` of the 100 MB file (no fsync)".to_owned(),
         },
         Comparison {
             case: "Read + Edit one line of 100 MB (atomic, fsync)".to_owned(),
             ours,
             baseline: atomic,
             baseline_label: "cp + sync FILE + mv".to_owned(),
+            baseline_command: "`cp` to a temporary file, `sync FILE`, `mv` over the target"
+                .to_owned(),
         },
         Comparison {
             case: "Edit alone (Read + Edit − Read)".to_owned(),
             ours: ours.saturating_sub(read),
             baseline: cp,
             baseline_label: "cp".to_owned(),
+            baseline_command: "`cp` of the 100 MB file (no fsync)".to_owned(),
         },
     ])
 }
@@ -397,6 +468,7 @@ pub fn apply_patch_100m(ctx: &Ctx) -> Result<Vec<Comparison>> {
         ours: median(ours_times),
         baseline: median(edit_times),
         baseline_label: "Read + Edit".to_owned(),
+        baseline_command: "`agent-tools batch` of Read then Edit of the same line".to_owned(),
     }])
 }
 

@@ -463,12 +463,14 @@ pub fn mcp_http(ctx: &Ctx) -> Result<Vec<Comparison>> {
             ours: stateless,
             baseline,
             baseline_label: "server-everything".to_owned(),
+            baseline_command: "server-everything's `echo` over its streamable HTTP, 8 legacy sessions, the same raw client".to_owned(),
         },
         Comparison {
             case: case("legacy sessions"),
             ours: session,
             baseline,
             baseline_label: "server-everything".to_owned(),
+            baseline_command: "server-everything's `echo` over its streamable HTTP, 8 legacy sessions, the same raw client".to_owned(),
         },
     ])
 }

@@ -252,6 +252,10 @@ pub fn lsp(ctx: &Ctx) -> Result<Vec<Comparison>> {
             ours: per_extra(many.ours, one.ours),
             baseline: per_extra(many.baseline, one.baseline),
             baseline_label: "raw client".to_owned(),
+            baseline_command: format!(
+                "{} (the same server through a minimal python3 LSP client)",
+                many.baseline_command
+            ),
         });
     }
     Ok(out)

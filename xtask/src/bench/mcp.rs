@@ -1,8 +1,10 @@
 //! The `mcp-read` benchmark: a `tools/call` round trip of our `Read` (through
 //! `agent-tools serve`) against `@modelcontextprotocol/server-filesystem`'s `read_text_file`,
-//! on the same file, through the same minimal raw JSON-RPC client in python3 (so client cost
-//! is equal on both sides). The per-call time is (time of 1 + N calls − time of 1 call) / N,
-//! which leaves out process and server start-up.
+//! on the same files, through the same minimal raw JSON-RPC client in python3 (so client cost
+//! is equal on both sides). Every call reads another file of the same size (call `i` reads
+//! `sample-i.rs` on both sides): repeating one Read would measure our "unchanged since last
+//! read" note against the peer's whole file. The per-call time is (time of 1 + N calls −
+//! time of 1 call) / N, which leaves out process and server start-up.
 
 use std::fmt::Write as _;
 use std::fs;
@@ -18,7 +20,8 @@ use crate::cmd::Cmd;
 const CALLS: u32 = 200;
 
 /// The raw client: starts the server (argv after `--`), initializes, then sends `count`
-/// `tools/call` requests one after another, each waiting for its answer.
+/// `tools/call` requests one after another, each waiting for its answer; call `i` takes the
+/// `i`-th arguments of the JSON array given (cycled).
 const RAW_CLIENT: &str = r#"
 import json, subprocess, sys
 tool, args_json, count = sys.argv[1], sys.argv[2], int(sys.argv[3])
@@ -39,7 +42,7 @@ answer(0)
 send({"jsonrpc": "2.0", "method": "notifications/initialized"})
 args = json.loads(args_json)
 for i in range(1, count + 1):
-    send({"jsonrpc": "2.0", "id": i, "method": "tools/call", "params": {"name": tool, "arguments": args}})
+    send({"jsonrpc": "2.0", "id": i, "method": "tools/call", "params": {"name": tool, "arguments": args[(i - 1) % len(args)]}})
     m = answer(i)
     r = m.get("result") or {}
     if "error" in m or r.get("isError"):
@@ -88,11 +91,19 @@ pub fn mcp_read(ctx: &Ctx) -> Result<Vec<Comparison>> {
             "fn line_{i}(x: u64) -> u64 {{ x.wrapping_mul({i}).rotate_left(7) ^ 0x5eed }}"
         );
     }
-    let file = root.join("sample.rs");
-    fs::write(&file, text).context("cannot write the sample file")?;
-    let path = serde_quote(&file.display().to_string());
-    let ours_args = format!("{{\"file_path\": {path}}}");
-    let theirs_args = format!("{{\"path\": {path}}}");
+    // One file per call, all of the same size.
+    let mut ours_args = Vec::new();
+    let mut theirs_args = Vec::new();
+    for n in 0..=CALLS {
+        let file = root.join(format!("sample-{n:03}.rs"));
+        fs::write(&file, format!("// sample {n:03}\n{text}"))
+            .context("cannot write the sample files")?;
+        let path = serde_quote(&file.display().to_string());
+        ours_args.push(format!("{{\"file_path\": {path}}}"));
+        theirs_args.push(format!("{{\"path\": {path}}}"));
+    }
+    let ours_args = format!("[{}]", ours_args.join(","));
+    let theirs_args = format!("[{}]", theirs_args.join(","));
     let ours = |count| {
         client(&script, "Read", &ours_args, count)
             .arg(&ctx.bin)
@@ -115,11 +126,12 @@ pub fn mcp_read(ctx: &Ctx) -> Result<Vec<Comparison>> {
     )?;
     Ok(vec![Comparison {
         case: format!(
-            "tools/call Read vs read_text_file, 1,000-line file (per call, {CALLS} after the first)"
+            "tools/call Read vs read_text_file, a different 1,000-line file each call (per call, {CALLS} after the first)"
         ),
         ours: per_call(many.ours, one.ours),
         baseline: per_call(many.baseline, one.baseline),
         baseline_label: "server-filesystem".to_owned(),
+        baseline_command: "server-filesystem's `read_text_file` of the same files, in the same order, through the same raw client".to_owned(),
     }])
 }
 

@@ -46,6 +46,10 @@ const SANDBOXED_CATEGORY_WHY: &str = "a category crate depends on tool-core (and
                                       tools-lsp also use the sandbox crate, \
                                       which runs what they start contained";
 
+/// What tools-fs may depend on: tool-core, and the search index it answers Grep and Glob
+/// from.
+const FS_DEPS: &[&str] = &["tool-core", "search-index"];
+
 /// The registry knows every category.
 const REGISTRY_DEPS: &[&str] = &[
     "tool-core",
@@ -138,9 +142,18 @@ pub const RULES: &[Rule] = &[
     },
     Rule::Internal {
         krate: "tools-fs",
-        allowed: CATEGORY_DEPS,
+        allowed: FS_DEPS,
         dev_extra: TESTS_MAY_USE_CATEGORIES,
-        why: CATEGORY_WHY,
+        why: "a category crate depends on tool-core and never on another category crate, \
+              registry or agent-tools; tools-fs also uses search-index, the support crate \
+              its Grep and Glob answer from",
+    },
+    Rule::Internal {
+        krate: "search-index",
+        allowed: &[],
+        dev_extra: &[],
+        why: "search-index is pure of tool knowledge: it depends on no crate of the \
+              workspace (tools-fs decides what is indexed and searches the candidates)",
     },
     Rule::Internal {
         krate: "sandbox",

@@ -120,15 +120,26 @@ fn git_directory_never_listed() {
 }
 
 #[test]
-fn hidden_directory_skipped_by_default() {
+fn hidden_directory_listed_by_default() {
+    // As the reference's ripgrep `--hidden`: `.github/workflows` is searched.
     let p = Project::new(&["a.yml", ".github/ci.yml"]);
-    check(&p, Some(r#"{"pattern": "**/*.yml"}"#), 0, &["a.yml"]);
+    check(
+        &p,
+        Some(r#"{"pattern": "**/*.yml"}"#),
+        0,
+        &[".github/ci.yml", "a.yml"],
+    );
 }
 
 #[test]
-fn hidden_file_skipped_by_default() {
+fn hidden_file_listed_by_default() {
     let p = Project::new(&["a.rs", ".hidden.rs"]);
-    check(&p, Some(r#"{"pattern": "*.rs"}"#), 0, &["a.rs"]);
+    check(
+        &p,
+        Some(r#"{"pattern": "*.rs"}"#),
+        0,
+        &[".hidden.rs", "a.rs"],
+    );
 }
 
 #[test]

@@ -20,6 +20,7 @@ mod doctor;
 mod events;
 mod home_categories;
 mod hosted;
+mod index;
 mod jail;
 mod lifecycle;
 mod mcp_limits;

@@ -115,6 +115,7 @@ fn step(
             let backup = Backup::take(target)?;
             target.sync_dir();
             ctx.ledger().forget(&slot.key);
+            ctx.note_write(&slot.key);
             undo.push(Undo::Deleted(i, backup));
             Ok(())
         }
@@ -224,6 +225,7 @@ fn rollback(
         };
         // The ledger entry of a file put back no longer describes it.
         ctx.ledger().forget(&slots[i].key);
+        ctx.note_write(&slots[i].key);
         if let Err(e) = done {
             problems.push(format!("{}: {e}", slots[i].shown));
         }

@@ -1,7 +1,8 @@
 //! Differential tests of Grep and Glob against ripgrep (the peer `cargo xtask peers`
 //! installs in `<peers>/cargo/bin/rg`) on a generated tree with .gitignore and .ignore
 //! files, hidden files and folders, binary files, a `.git` folder and Unicode names and
-//! content: the same files and the same lines.
+//! content: the same files and the same lines as `rg --hidden --glob '!.git'` (how the
+//! reference runs it).
 
 use std::collections::BTreeSet;
 use std::path::PathBuf;
@@ -62,8 +63,11 @@ fn tree() -> Fixture {
     f
 }
 
+/// rg's output lines for `args`, run as the reference runs it: hidden files searched
+/// (`--hidden`) and version-control folders left out (`--glob '!.git'`).
 fn rg_lines(rg: &PathBuf, f: &Fixture, args: &[&str]) -> BTreeSet<String> {
     let out = Command::new(rg)
+        .args(["--hidden", "-g", "!.git"])
         .args(args)
         .current_dir(f.root())
         .env_remove("RIPGREP_CONFIG_PATH")

@@ -234,11 +234,12 @@ fn ignore_policy_shared_with_glob() {
     let f = Fixture::new(&tree);
     std::fs::create_dir_all(f.path(".git")).unwrap();
     let r = grep(&f, json!({"pattern": "needle"}));
+    // Hidden files are searched; version-control folders never are.
     assert_eq!(
         r.text(),
-        "Found 1 file\nsrc/a.rs\n\n(5 paths were skipped by .gitignore/.ignore rules or as hidden; set include_ignored: true to search them.)"
+        "Found 3 files\n.env\n.hidden/h.rs\nsrc/a.rs\n\n(2 paths were skipped by .gitignore/.ignore rules; set include_ignored: true to search them.)"
     );
-    assert_eq!(r.data["ignoredEntries"], 5);
+    assert_eq!(r.data["ignoredEntries"], 2);
     let r = grep(&f, json!({"pattern": "needle", "include_ignored": true}));
     assert_eq!(
         r.text(),
@@ -246,8 +247,7 @@ fn ignore_policy_shared_with_glob() {
     );
     // Glob agrees on the same policy.
     let g = f.call_tool(&f.context(), "Glob", &json!({"pattern": "**/*.rs"}));
-    assert_eq!(g.text(), "src/a.rs");
-    // A glob naming a hidden folder includes it.
+    assert_eq!(g.text(), ".hidden/h.rs\nsrc/a.rs");
     let r = grep(&f, json!({"pattern": "needle", "glob": ".hidden/**"}));
     assert!(r.text().starts_with("Found 1 file\n.hidden/h.rs"), "{r:#?}");
 }
@@ -315,4 +315,122 @@ fn permissions_and_deny_rules() {
     std::os::unix::fs::symlink(outside.path().join("t.txt"), f.path("pub/link.txt")).unwrap();
     let r = grep(&f, json!({"pattern": "key", "path": "pub"}));
     assert_eq!(r.text(), "Found 1 file\npub/a.txt");
+}
+
+/// A tree of files with distinct and shared modification times, several matches each, a
+/// binary file whose match comes before its NUL byte, and one file the deny rule hides.
+fn paging_tree() -> Fixture {
+    let mut entries = Vec::new();
+    for i in 0..24 {
+        let lines: Vec<String> = (0..(1 + i % 5))
+            .map(|n| format!("before {i}.{n}\\nhit {i}.{n}\\nafter {i}.{n}"))
+            .collect();
+        entries.push(format!("d{}/f{i:02}.txt = {}\\n", i % 4, lines.join("\\n")));
+    }
+    let refs: Vec<&str> = entries.iter().map(String::as_str).collect();
+    let f = Fixture::new(&refs);
+    for i in 0..24u64 {
+        // Pairs of files share a time, so ties are broken by path.
+        f.set_mtime(
+            &format!("d{}/f{i:02}.txt", i % 4),
+            FIXED_MTIME + Duration::from_secs(10 * (i / 2)),
+        );
+    }
+    f.write("late.bin", b"hit late\nmore\n\0binary");
+    f.set_mtime("late.bin", FIXED_MTIME + Duration::from_secs(1000));
+    f
+}
+
+#[test]
+fn a_page_is_the_slice_of_every_result() {
+    // Grep with a head limit stops once its page is full; what it shows must be exactly the
+    // page of the whole result (head_limit 0), for every mode, offset, limit and context.
+    let f = paging_tree();
+    let ctx = f.context_with(
+        PermissionMode::Default,
+        &[(RuleBehavior::Deny, "Read(d1/f05.txt)")],
+    );
+    let run = |input: Value| f.call_tool(&ctx, "Grep", &input);
+    for mode in ["content", "files_with_matches", "count"] {
+        for context in [json!(null), json!(1)] {
+            let mut base = json!({"pattern": "hit", "output_mode": mode, "head_limit": 0});
+            if !context.is_null() {
+                base["-C"] = context.clone();
+            }
+            let whole = run(base.clone());
+            let key = if mode == "content" {
+                "content"
+            } else {
+                "filenames"
+            };
+            let all: Vec<String> = match mode {
+                "content" => whole.data["content"]
+                    .as_str()
+                    .unwrap_or_default()
+                    .lines()
+                    .map(str::to_owned)
+                    .collect(),
+                _ => whole.data["filenames"]
+                    .as_array()
+                    .unwrap()
+                    .iter()
+                    .map(|v| v.as_str().unwrap().to_owned())
+                    .collect(),
+            };
+            assert!(
+                !all.iter().any(|l| l.contains("f05")),
+                "the denied file: {all:?}"
+            );
+            assert!(
+                !all.iter().any(|l| l.contains("late.bin")),
+                "binary: {all:?}"
+            );
+            for offset in [0usize, 1, 3, 7, 40] {
+                for limit in [1usize, 2, 5, 9, 250] {
+                    let mut input = base.clone();
+                    input["head_limit"] = json!(limit);
+                    input["offset"] = json!(offset);
+                    let page = run(input.clone());
+                    let expected: Vec<String> =
+                        all.iter().skip(offset).take(limit).cloned().collect();
+                    let got: Vec<String> = match mode {
+                        "content" => page.data[key]
+                            .as_str()
+                            .unwrap_or_default()
+                            .lines()
+                            .map(str::to_owned)
+                            .collect(),
+                        _ => page.data[key]
+                            .as_array()
+                            .unwrap()
+                            .iter()
+                            .map(|v| v.as_str().unwrap().to_owned())
+                            .collect(),
+                    };
+                    assert_eq!(got, expected, "{input}");
+                    let cut = all.len() > offset + limit;
+                    assert_eq!(
+                        page.data["appliedLimit"].as_u64(),
+                        cut.then_some(limit as u64),
+                        "{input}"
+                    );
+                    if mode == "count" {
+                        let counts: Vec<&str> = page.data["content"]
+                            .as_str()
+                            .unwrap_or_default()
+                            .lines()
+                            .collect();
+                        let whole_counts: Vec<&str> = whole.data["content"]
+                            .as_str()
+                            .unwrap_or_default()
+                            .lines()
+                            .skip(offset)
+                            .take(limit)
+                            .collect();
+                        assert_eq!(counts, whole_counts, "{input}");
+                    }
+                }
+            }
+        }
+    }
 }

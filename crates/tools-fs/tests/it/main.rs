@@ -10,6 +10,7 @@ mod edit;
 mod glob;
 mod grep;
 mod host_limits;
+mod index;
 mod notebook;
 mod policy;
 mod race;
@@ -60,6 +61,11 @@ impl Fixture {
     /// Sets the modification time of `rel` to `since_epoch`.
     pub fn set_mtime(&self, rel: &str, since_epoch: Duration) {
         self.tree.set_mtime(rel, since_epoch);
+    }
+
+    /// The session's state directory (outside the tree).
+    pub fn state_dir(&self) -> &Path {
+        self.state.path()
     }
 
     /// The canonical root.

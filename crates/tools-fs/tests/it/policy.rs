@@ -1,5 +1,5 @@
 //! The shared ignore policy (version-control folders, `.gitignore`, `.ignore`,
-//! `.agent-toolsignore`, hidden files), symlinks, read-deny rules and cancellation.
+//! `.agent-toolsignore`, hidden files listed), symlinks, read-deny rules and cancellation.
 
 use serde_json::json;
 use tool_core::{PermissionMode, RuleBehavior};
@@ -155,25 +155,41 @@ fn agent_tools_ignored_files_listed_with_include_ignored() {
 }
 
 #[test]
-fn hidden_directory_skipped_by_default() {
+fn hidden_directories_listed_by_default() {
+    // As the reference's ripgrep `--hidden`: `.github/workflows/*.yml` is found.
     check(
         &["a.yml", ".github/ci.yml", ".config/x/y.yml"],
         json!({"pattern": "**/*.yml"}),
-        &["a.yml"],
+        &[".config/x/y.yml", ".github/ci.yml", "a.yml"],
     );
 }
 
 #[test]
-fn hidden_file_skipped_by_default() {
+fn hidden_files_listed_by_default() {
     check(
         &["a.rs", ".hidden.rs", "src/.also.rs"],
         json!({"pattern": "**/*.rs"}),
-        &["a.rs"],
+        &[".hidden.rs", "a.rs", "src/.also.rs"],
     );
 }
 
 #[test]
-fn hidden_directory_included_when_the_pattern_names_it() {
+fn hidden_files_still_follow_the_ignore_rules() {
+    check(
+        &[
+            ".git/HEAD",
+            ".gitignore = .env*\n!.env.example\n",
+            ".env",
+            ".env.example",
+            "a.env",
+        ],
+        json!({"pattern": "**/*env*"}),
+        &[".env.example", "a.env"],
+    );
+}
+
+#[test]
+fn hidden_directory_named_by_the_pattern() {
     check(
         &["a.yml", ".github/ci.yml", ".github/workflows/t.yml"],
         json!({"pattern": ".github/**"}),
@@ -182,7 +198,7 @@ fn hidden_directory_included_when_the_pattern_names_it() {
 }
 
 #[test]
-fn hidden_file_included_when_the_pattern_names_it() {
+fn hidden_file_named_by_the_pattern() {
     check(
         &["env", ".env", "sub/.env"],
         json!({"pattern": "**/.env"}),

@@ -156,6 +156,7 @@ impl Tool for SaveMemory {
         };
         let fact = clean(&input.fact);
         write_atomic(&path, &with_fact(&current, &fact))?;
+        ctx.note_write(&path);
         let message = format!("Okay, I've remembered that: \"{fact}\"");
         let data =
             json!({ "success": true, "message": message, "filePath": path.display().to_string() });

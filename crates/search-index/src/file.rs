@@ -1,0 +1,538 @@
+//! The saved index: one file, versioned and checksummed, written to a temporary file and
+//! renamed into place, read with positioned reads (posting lists are read when a query
+//! needs them; nothing is mapped, so a file truncated under a session gives an error, never
+//! a fault).
+//!
+//! Layout (little-endian): a 96-byte header — magic, [`FORMAT_VERSION`], counts, the time
+//! of the build, the length of each section, the CRC-32 of the body and of the header —
+//! then the sections: the project root, the documents (path relative to the root,
+//! modification time, size, inode, kind), the directories (path and entries the ignore
+//! rules skipped there), the ids that every query must search, the trigram directory
+//! (trigram, offset, length, count; sorted) and the posting lists.
+
+use std::fs::File;
+use std::io::{BufWriter, Read, Write};
+use std::os::unix::ffi::OsStrExt;
+use std::os::unix::fs::FileExt;
+use std::path::{Path, PathBuf};
+use std::time::{Duration, SystemTime};
+
+use crate::IndexError;
+use crate::grams::Gram;
+use crate::postings::{Postings, decode_list, push_varint, read_varint};
+
+/// The format written and the only one read; any other is rebuilt.
+pub const FORMAT_VERSION: u32 = 1;
+const MAGIC: [u8; 8] = *b"ATSIDX\0\x01";
+const HEADER_LEN: usize = 96;
+const SECTIONS: usize = 6;
+const GRAM_ENTRY: usize = 20;
+
+/// What kind of entry a document is.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum DocKind {
+    /// A regular file: its content is indexed.
+    File,
+    /// A symbolic link (listed by Glob when it leads to a file; never searched).
+    Symlink,
+}
+
+/// What is kept of one document besides its path.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct DocMeta {
+    /// Modification time
+    pub mtime: SystemTime,
+    /// Size in bytes
+    pub size: u64,
+    /// Inode number
+    pub ino: u64,
+    /// File or symbolic link
+    pub kind: DocKind,
+}
+
+/// One document of a saved index.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Doc {
+    /// Path relative to the project root (bytes, `/`-separated)
+    pub rel: Box<[u8]>,
+    /// Its metadata when indexed
+    pub meta: DocMeta,
+}
+
+/// One directory the index walked.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct DirEntry {
+    /// Path relative to the project root ("" for the root)
+    pub rel: Box<[u8]>,
+    /// Entries in it that the ignore rules skipped
+    pub skipped: u64,
+}
+
+/// What a saved index holds besides its posting lists.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Contents {
+    /// The canonical project root
+    pub root: PathBuf,
+    /// When the build started: files changed after it are read again when validated
+    pub built: SystemTime,
+    /// The documents; a document's id is its position
+    pub docs: Vec<Doc>,
+    /// The directories walked
+    pub dirs: Vec<DirEntry>,
+}
+
+fn time_parts(t: SystemTime) -> (i64, u32) {
+    match t.duration_since(SystemTime::UNIX_EPOCH) {
+        Ok(d) => (
+            i64::try_from(d.as_secs()).unwrap_or(i64::MAX),
+            d.subsec_nanos(),
+        ),
+        Err(e) => {
+            let d = e.duration();
+            (
+                -i64::try_from(d.as_secs()).unwrap_or(i64::MAX),
+                d.subsec_nanos(),
+            )
+        }
+    }
+}
+
+fn time_from(secs: i64, nanos: u32) -> SystemTime {
+    let nanos = Duration::from_nanos(u64::from(nanos.min(999_999_999)));
+    if secs >= 0 {
+        SystemTime::UNIX_EPOCH + Duration::from_secs(secs.unsigned_abs()) + nanos
+    } else {
+        SystemTime::UNIX_EPOCH - Duration::from_secs(secs.unsigned_abs()) + nanos
+    }
+}
+
+fn zigzag(v: i64) -> u64 {
+    ((v << 1) ^ (v >> 63)) as u64
+}
+
+fn unzigzag(v: u64) -> i64 {
+    ((v >> 1) as i64) ^ -((v & 1) as i64)
+}
+
+/// Writes `bytes` to the file and the body checksum.
+struct Body<W: Write> {
+    out: W,
+    crc: crc32fast::Hasher,
+    len: u64,
+    pause: Option<Duration>,
+}
+
+impl<W: Write> Body<W> {
+    fn put(&mut self, bytes: &[u8]) -> std::io::Result<()> {
+        self.crc.update(bytes);
+        self.len += bytes.len() as u64;
+        self.out.write_all(bytes)
+    }
+}
+
+/// A pause in the middle of every save, for the test that kills a session while it saves:
+/// `AGENT_TOOLS_INDEX_SAVE_PAUSE_MS`.
+fn save_pause() -> Option<Duration> {
+    std::env::var("AGENT_TOOLS_INDEX_SAVE_PAUSE_MS")
+        .ok()
+        .and_then(|v| v.parse::<u64>().ok())
+        .map(Duration::from_millis)
+}
+
+/// Saves an index at `path`: written to a temporary file beside it (named
+/// `.<name>.tmp-<pid>`), synced, then renamed over `path`, so a reader sees the old file
+/// or the new one, never a part. Returns the bytes written.
+pub fn save(path: &Path, contents: &Contents, postings: &Postings) -> Result<u64, IndexError> {
+    let dir = path.parent().unwrap_or(Path::new("."));
+    let name = path
+        .file_name()
+        .map(|n| n.to_string_lossy().into_owned())
+        .unwrap_or_default();
+    let tmp = dir.join(format!(".{name}.tmp-{}", std::process::id()));
+    let io = |e: std::io::Error| IndexError::Io {
+        path: tmp.clone(),
+        source: e,
+    };
+    let result = (|| {
+        let file = File::create(&tmp).map_err(io)?;
+        let mut body = Body {
+            out: BufWriter::with_capacity(1 << 20, file),
+            crc: crc32fast::Hasher::new(),
+            len: 0,
+            pause: save_pause(),
+        };
+        body.put(&[0u8; HEADER_LEN]).map_err(io)?;
+        body.crc = crc32fast::Hasher::new();
+        body.len = 0;
+        let mut lens = [0u64; SECTIONS];
+        let mut buf = Vec::new();
+
+        let root = contents.root.as_os_str().as_encoded_bytes();
+        body.put(root).map_err(io)?;
+        lens[0] = root.len() as u64;
+
+        let start = body.len;
+        for doc in &contents.docs {
+            buf.clear();
+            push_varint(&mut buf, doc.rel.len() as u64);
+            buf.extend_from_slice(&doc.rel);
+            let (secs, nanos) = time_parts(doc.meta.mtime);
+            push_varint(&mut buf, zigzag(secs));
+            push_varint(&mut buf, u64::from(nanos));
+            push_varint(&mut buf, doc.meta.size);
+            push_varint(&mut buf, doc.meta.ino);
+            buf.push(match doc.meta.kind {
+                DocKind::File => 0,
+                DocKind::Symlink => 1,
+            });
+            body.put(&buf).map_err(io)?;
+        }
+        lens[1] = body.len - start;
+
+        let start = body.len;
+        for dir in &contents.dirs {
+            buf.clear();
+            push_varint(&mut buf, dir.rel.len() as u64);
+            buf.extend_from_slice(&dir.rel);
+            push_varint(&mut buf, dir.skipped);
+            body.put(&buf).map_err(io)?;
+        }
+        lens[2] = body.len - start;
+
+        let start = body.len;
+        for id in postings.always() {
+            body.put(&id.to_le_bytes()).map_err(io)?;
+        }
+        lens[3] = body.len - start;
+
+        // The directory needs the lists' offsets, which their sizes give.
+        let order = postings.order();
+        let start = body.len;
+        let mut offset = 0u64;
+        for &i in &order {
+            let Some((gram, count, size)) = postings.stored_size(i) else {
+                continue;
+            };
+            let mut entry = [0u8; GRAM_ENTRY];
+            entry[0..4].copy_from_slice(&gram.to_le_bytes());
+            entry[4..12].copy_from_slice(&offset.to_le_bytes());
+            entry[12..16].copy_from_slice(&u32::try_from(size).unwrap_or(u32::MAX).to_le_bytes());
+            entry[16..20].copy_from_slice(&count.to_le_bytes());
+            body.put(&entry).map_err(io)?;
+            offset += size as u64;
+        }
+        lens[4] = body.len - start;
+
+        let start = body.len;
+        let half = order.len() / 2;
+        for (n, &i) in order.iter().enumerate() {
+            if n == half
+                && let Some(pause) = body.pause
+            {
+                body.out.flush().map_err(io)?;
+                std::thread::sleep(pause);
+            }
+            body.put(&postings.stored(i)).map_err(io)?;
+        }
+        lens[5] = body.len - start;
+        if lens[5] != offset {
+            return Err(IndexError::Corrupt {
+                path: tmp.clone(),
+                reason: "the lists written differ from their directory".to_owned(),
+            });
+        }
+
+        let mut header = [0u8; HEADER_LEN];
+        header[0..8].copy_from_slice(&MAGIC);
+        header[8..12].copy_from_slice(&FORMAT_VERSION.to_le_bytes());
+        let count = |n: usize| u32::try_from(n).unwrap_or(u32::MAX).to_le_bytes();
+        header[12..16].copy_from_slice(&count(contents.docs.len()));
+        header[16..20].copy_from_slice(&count(contents.dirs.len()));
+        header[20..24].copy_from_slice(&count(order.len()));
+        header[24..28].copy_from_slice(&count(postings.always().len()));
+        let (secs, _) = time_parts(contents.built);
+        header[32..40].copy_from_slice(&secs.to_le_bytes());
+        for (i, len) in lens.iter().enumerate() {
+            header[40 + 8 * i..48 + 8 * i].copy_from_slice(&len.to_le_bytes());
+        }
+        let body_crc = body.crc.clone().finalize();
+        header[88..92].copy_from_slice(&body_crc.to_le_bytes());
+        let header_crc = crc32fast::hash(&header[..92]);
+        header[92..96].copy_from_slice(&header_crc.to_le_bytes());
+        let file = body.out.into_inner().map_err(|e| io(e.into_error()))?;
+        file.write_all_at(&header, 0).map_err(io)?;
+        file.sync_all().map_err(io)?;
+        drop(file);
+        std::fs::rename(&tmp, path).map_err(|e| IndexError::Io {
+            path: path.to_path_buf(),
+            source: e,
+        })?;
+        if let Ok(d) = File::open(dir) {
+            let _ = d.sync_all();
+        }
+        Ok(HEADER_LEN as u64 + lens.iter().sum::<u64>())
+    })();
+    if result.is_err() {
+        let _ = std::fs::remove_file(&tmp);
+    }
+    remove_stale(dir, &name);
+    result
+}
+
+/// Removes the temporary files of saves whose process is gone (killed in the middle).
+fn remove_stale(dir: &Path, name: &str) {
+    let prefix = format!(".{name}.tmp-");
+    let Ok(entries) = std::fs::read_dir(dir) else {
+        return;
+    };
+    for entry in entries.flatten() {
+        let file = entry.file_name();
+        let Some(pid) = file.to_str().and_then(|f| f.strip_prefix(&prefix)) else {
+            continue;
+        };
+        let alive = pid.parse::<u32>().is_ok_and(|pid| {
+            pid == std::process::id() || Path::new(&format!("/proc/{pid}")).exists()
+        });
+        if !alive {
+            let _ = std::fs::remove_file(entry.path());
+        }
+    }
+}
+
+/// A saved index opened for queries: everything but the posting lists is in memory.
+#[derive(Debug)]
+pub struct IndexFile {
+    file: File,
+    path: PathBuf,
+    /// What the file describes
+    pub contents: Contents,
+    /// Ids every query searches
+    pub always: Vec<u32>,
+    grams: Vec<(Gram, u64, u32, u32)>,
+    post_off: u64,
+    post_len: u64,
+    /// Bytes on disk
+    pub bytes: u64,
+}
+
+fn corrupt(path: &Path, what: impl Into<String>) -> IndexError {
+    IndexError::Corrupt {
+        path: path.to_path_buf(),
+        reason: what.into(),
+    }
+}
+
+impl IndexFile {
+    /// Opens and checks a saved index: magic, version, lengths, both checksums (the whole
+    /// file is read once), the structure of every section. Any failure is an error that says
+    /// why; nothing of a failed file is used.
+    pub fn open(path: &Path) -> Result<IndexFile, IndexError> {
+        let io = |e: std::io::Error| IndexError::Io {
+            path: path.to_path_buf(),
+            source: e,
+        };
+        let mut file = File::open(path).map_err(io)?;
+        let size = file.metadata().map_err(io)?.len();
+        let mut header = [0u8; HEADER_LEN];
+        file.read_exact(&mut header)
+            .map_err(|_| corrupt(path, "shorter than its header"))?;
+        if header[0..7] != MAGIC[..7] {
+            return Err(corrupt(path, "not an index file"));
+        }
+        let word = |at: usize| {
+            u32::from_le_bytes([header[at], header[at + 1], header[at + 2], header[at + 3]])
+        };
+        let long = |at: usize| {
+            let mut b = [0u8; 8];
+            b.copy_from_slice(&header[at..at + 8]);
+            u64::from_le_bytes(b)
+        };
+        let version = word(8);
+        if version != FORMAT_VERSION || header[7] != MAGIC[7] {
+            return Err(IndexError::Version {
+                path: path.to_path_buf(),
+                found: version,
+            });
+        }
+        if crc32fast::hash(&header[..92]) != word(92) {
+            return Err(corrupt(path, "header checksum mismatch"));
+        }
+        let lens: Vec<u64> = (0..SECTIONS).map(|i| long(40 + 8 * i)).collect();
+        let body_len = lens.iter().try_fold(0u64, |a, &l| a.checked_add(l));
+        if body_len.and_then(|b| b.checked_add(HEADER_LEN as u64)) != Some(size) {
+            return Err(corrupt(path, "truncated or extended"));
+        }
+        // The whole body, checksummed; the posting lists are not kept.
+        let mut crc = crc32fast::Hasher::new();
+        let meta_len = lens[..5].iter().sum::<u64>();
+        let mut meta = Vec::with_capacity(usize::try_from(meta_len).unwrap_or(0));
+        let mut buf = vec![0u8; 1 << 20];
+        let mut left = size - HEADER_LEN as u64;
+        while left > 0 {
+            let want = usize::try_from(left.min(buf.len() as u64)).unwrap_or(buf.len());
+            file.read_exact(&mut buf[..want]).map_err(io)?;
+            crc.update(&buf[..want]);
+            let have = meta.len() as u64;
+            if have < meta_len {
+                let take = usize::try_from((meta_len - have).min(want as u64)).unwrap_or(want);
+                meta.extend_from_slice(&buf[..take]);
+            }
+            left -= want as u64;
+        }
+        if crc.finalize() != word(88) {
+            return Err(corrupt(path, "body checksum mismatch"));
+        }
+        let section = |i: usize| -> &[u8] {
+            let start = usize::try_from(lens[..i].iter().sum::<u64>()).unwrap_or(0);
+            let len = usize::try_from(lens[i]).unwrap_or(0);
+            meta.get(start..start + len).unwrap_or_default()
+        };
+        let root = PathBuf::from(std::ffi::OsStr::from_bytes(section(0)));
+        let doc_count = word(12) as usize;
+        let dir_count = word(16) as usize;
+        let gram_count = word(20) as usize;
+        let always_count = word(24) as usize;
+        let built = time_from(
+            i64::from_le_bytes(header[32..40].try_into().unwrap_or_default()),
+            0,
+        );
+
+        let bad = || corrupt(path, "malformed section");
+        let docs_bytes = section(1);
+        let mut at = 0;
+        let mut docs = Vec::with_capacity(doc_count.min(docs_bytes.len()));
+        for _ in 0..doc_count {
+            let len = usize::try_from(read_varint(docs_bytes, &mut at).ok_or_else(bad)?)
+                .map_err(|_| bad())?;
+            let rel: Box<[u8]> = docs_bytes.get(at..at + len).ok_or_else(bad)?.into();
+            at += len;
+            let secs = unzigzag(read_varint(docs_bytes, &mut at).ok_or_else(bad)?);
+            let nanos = u32::try_from(read_varint(docs_bytes, &mut at).ok_or_else(bad)?)
+                .map_err(|_| bad())?;
+            let size = read_varint(docs_bytes, &mut at).ok_or_else(bad)?;
+            let ino = read_varint(docs_bytes, &mut at).ok_or_else(bad)?;
+            let kind = match docs_bytes.get(at) {
+                Some(0) => DocKind::File,
+                Some(1) => DocKind::Symlink,
+                _ => return Err(bad()),
+            };
+            at += 1;
+            docs.push(Doc {
+                rel,
+                meta: DocMeta {
+                    mtime: time_from(secs, nanos),
+                    size,
+                    ino,
+                    kind,
+                },
+            });
+        }
+        if at != docs_bytes.len() {
+            return Err(bad());
+        }
+        let dirs_bytes = section(2);
+        let mut at = 0;
+        let mut dirs = Vec::with_capacity(dir_count.min(dirs_bytes.len()));
+        for _ in 0..dir_count {
+            let len = usize::try_from(read_varint(dirs_bytes, &mut at).ok_or_else(bad)?)
+                .map_err(|_| bad())?;
+            let rel: Box<[u8]> = dirs_bytes.get(at..at + len).ok_or_else(bad)?.into();
+            at += len;
+            let skipped = read_varint(dirs_bytes, &mut at).ok_or_else(bad)?;
+            dirs.push(DirEntry { rel, skipped });
+        }
+        if at != dirs_bytes.len() {
+            return Err(bad());
+        }
+        let always_bytes = section(3);
+        if always_bytes.len() != always_count * 4 {
+            return Err(bad());
+        }
+        let always: Vec<u32> = always_bytes
+            .chunks_exact(4)
+            .map(|c| u32::from_le_bytes([c[0], c[1], c[2], c[3]]))
+            .collect();
+        let grams_bytes = section(4);
+        if grams_bytes.len() != gram_count * GRAM_ENTRY {
+            return Err(bad());
+        }
+        let post_len = lens[5];
+        let mut grams = Vec::with_capacity(gram_count);
+        let mut previous: Option<Gram> = None;
+        for e in grams_bytes.chunks_exact(GRAM_ENTRY) {
+            let gram = u32::from_le_bytes([e[0], e[1], e[2], e[3]]);
+            let off = u64::from_le_bytes(e[4..12].try_into().unwrap_or_default());
+            let len = u32::from_le_bytes([e[12], e[13], e[14], e[15]]);
+            let count = u32::from_le_bytes([e[16], e[17], e[18], e[19]]);
+            if previous.is_some_and(|p| p >= gram)
+                || off
+                    .checked_add(u64::from(len))
+                    .is_none_or(|end| end > post_len)
+            {
+                return Err(bad());
+            }
+            previous = Some(gram);
+            grams.push((gram, off, len, count));
+        }
+        Ok(IndexFile {
+            file,
+            path: path.to_path_buf(),
+            contents: Contents {
+                root,
+                built,
+                docs,
+                dirs,
+            },
+            always,
+            grams,
+            post_off: HEADER_LEN as u64 + meta_len,
+            post_len,
+            bytes: size,
+        })
+    }
+
+    fn entry(&self, gram: Gram) -> Option<&(Gram, u64, u32, u32)> {
+        self.grams
+            .binary_search_by_key(&gram, |e| e.0)
+            .ok()
+            .and_then(|i| self.grams.get(i))
+    }
+
+    /// Documents whose content holds `gram`.
+    pub fn count(&self, gram: Gram) -> u32 {
+        self.entry(gram).map_or(0, |e| e.3)
+    }
+
+    /// The sorted ids of the documents whose content holds `gram`, read from the file.
+    pub fn ids(&self, gram: Gram) -> Result<Vec<u32>, IndexError> {
+        let Some(&(_, off, len, count)) = self.entry(gram) else {
+            return Ok(Vec::new());
+        };
+        let mut buf = vec![0u8; len as usize];
+        self.file
+            .read_exact_at(&mut buf, self.post_off + off)
+            .map_err(|e| IndexError::Io {
+                path: self.path.clone(),
+                source: e,
+            })?;
+        let ids = decode_list(&buf, count)
+            .ok_or_else(|| corrupt(&self.path, "malformed posting list"))?;
+        if ids
+            .last()
+            .is_some_and(|&last| last as usize >= self.contents.docs.len())
+        {
+            return Err(corrupt(&self.path, "posting list names a missing document"));
+        }
+        Ok(ids)
+    }
+
+    /// Distinct trigrams.
+    pub fn gram_count(&self) -> usize {
+        self.grams.len()
+    }
+
+    /// Bytes of posting lists.
+    pub fn postings_bytes(&self) -> u64 {
+        self.post_len
+    }
+}
