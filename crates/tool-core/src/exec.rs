@@ -144,7 +144,7 @@ pub async fn declarations(tools: &[Arc<dyn Tool>], dialect: Dialect) -> Vec<Valu
 }
 
 /// A call that passed lookup and parsing, or the result that ended it early.
-enum Prepared {
+pub(crate) enum Prepared {
     Ready(Arc<dyn Tool>, ParsedInput, ToolCall),
     Done(CallResult),
 }
@@ -258,7 +258,7 @@ impl ToolPool {
         }
     }
 
-    fn prepare(&self, call: ToolCall) -> Prepared {
+    pub(crate) fn prepare(&self, call: ToolCall) -> Prepared {
         let Some(tool) = self.get(&call.tool).cloned() else {
             let err = ToolError::UnknownTool {
                 name: call.tool.clone(),
@@ -415,7 +415,7 @@ impl<T> Drop for AbortOnDrop<T> {
 
 /// Validation, permission, the call itself and rendering. Returns the result and whether
 /// the call was cancelled.
-async fn run(
+pub(crate) async fn run(
     tool: Arc<dyn Tool>,
     input: ParsedInput,
     call: ToolCall,

@@ -89,6 +89,7 @@ mod error;
 mod exec;
 mod input;
 mod ledger;
+mod live;
 mod managers;
 pub mod path;
 mod pattern;
@@ -121,6 +122,7 @@ pub use input::{
     parse_input, parse_input_text,
 };
 pub use ledger::{Freshness, ReadLedger, ReadRecord, ReadSource, content_hash};
+pub use live::{LiveBatch, PoolFuture, PoolSource};
 pub use managers::{
     FileDiagnostic, LspManager, TaskFinish, TaskFuture, TaskInfo, TaskKind, TaskManager, TaskRun,
     TaskSpec, TaskStatus, Unconfigured,

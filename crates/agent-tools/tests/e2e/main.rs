@@ -15,6 +15,7 @@ mod clients;
 mod doctor;
 mod events;
 mod lifecycle;
+mod live;
 mod mcp_startup;
 mod permissions;
 mod profile_codex;
@@ -26,6 +27,7 @@ mod serve_deploy;
 mod serve_eras;
 mod serve_http;
 mod shell;
+mod tasks;
 mod trust;
 mod worktree;
 

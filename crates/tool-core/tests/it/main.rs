@@ -6,4 +6,5 @@ mod custom_tool;
 mod declarations;
 mod exec;
 mod fixtures;
+mod live;
 mod permissions;
