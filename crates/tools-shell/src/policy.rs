@@ -496,8 +496,15 @@ mod tests {
             assert!(policy.protected.contains(&root.join(p)), "{p}: {policy:?}");
         }
         assert!(policy.binds().contains(&Bind::Pinned(root.join(".git"))));
-        // A shell start-up file is read from home only: no placeholder in a project.
-        assert!(!policy.protected.iter().any(|p| p.ends_with(".zshrc")));
+        // A shell start-up file is read from home only: no placeholder in a project. (Home's
+        // own is protected when home is inside a writable root, as it is when HOME is in the
+        // temporary directory: look only inside the project.)
+        assert!(
+            !policy
+                .protected
+                .iter()
+                .any(|p| p.starts_with(&root) && p.ends_with(".zshrc"))
+        );
         // Landlock grants the project entry by entry, without the protected paths.
         let grants = crate::landlock::Grants::of(&policy).write;
         assert!(!grants.contains(&root));
