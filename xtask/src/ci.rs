@@ -1,7 +1,8 @@
 //! `cargo xtask ci`: the whole CI sequence, in order, failing fast.
 //!
 //! Steps: the tools (rustfmt, clippy and cargo-nextest, each installed when missing), rustfmt,
-//! tidy, clippy, the `cargo check` feature matrix, peers, nextest, doc tests, cargo-deny
+//! tidy, clippy, the `cargo check` feature matrix, the declarations of tools-fs per feature
+//! set (snapshots), peers, nextest, doc tests, cargo-deny
 //! (installed when missing), `cargo package`. Each step prints its name and duration; the
 //! first failure stops the run with a message naming the step and the command that failed.
 //! So a machine with Rust, Node, Python and the package registries needs nothing else:
@@ -56,6 +57,15 @@ const BINARY_FEATURE_SETS: &[&[&str]] = &[
     &["--no-default-features"],
     &["--no-default-features", "--features", "fs,shell"],
     &["--features", "agent-triggers"],
+];
+
+/// Feature sets of tools-fs whose declarations are checked against their own snapshots
+/// (the tests step covers every feature): Read's description and schema say what the build
+/// does.
+const TOOLS_FS_FEATURE_SETS: &[&[&str]] = &[
+    &["--no-default-features"],
+    &["--no-default-features", "--features", "images"],
+    &["--no-default-features", "--features", "pdf"],
 ];
 
 /// The cargo-deny release CI installs when `cargo deny` is missing.
@@ -238,6 +248,20 @@ fn steps(peers_dir: &Path, home: &TestHome) -> Vec<Step> {
         Step {
             name: "feature matrix",
             action: Action::Commands(feature_matrix()),
+        },
+        Step {
+            name: "declarations",
+            action: Action::Commands(
+                TOOLS_FS_FEATURE_SETS
+                    .iter()
+                    .map(|set| {
+                        let mut args = vec!["test", "-p", "tools-fs", "--lib"];
+                        args.extend_from_slice(set);
+                        args.push("the_declaration_says_what_this_build_reads");
+                        tests(cargo(&args))
+                    })
+                    .collect(),
+            ),
         },
         Step {
             name: "peers",
@@ -477,6 +501,7 @@ mod tests {
                 "tidy",
                 "clippy",
                 "feature matrix",
+                "declarations",
                 "peers",
                 "tests",
                 "doc tests",
