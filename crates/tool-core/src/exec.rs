@@ -430,12 +430,25 @@ pub(crate) async fn run(
             true,
         );
     }
+    // Declared paths reach the tool absolute: the path checked is the path used.
+    let input = match crate::path_fields::resolve(tool.as_ref(), &input, &ctx) {
+        None => input,
+        Some(Ok(resolved)) => resolved,
+        Some(Err(err)) => return (error_result(&name, &err), false),
+    };
     if let ValidationResult::Invalid { message, .. } = tool.validate(&input, &ctx).await {
         return (error_result(&name, &ToolError::respond(message)), false);
     }
     if let Err(err) = authorize(tool.as_ref(), &input, &ctx).await {
         return (error_result(&name, &err), false);
     }
+    if let Err(err) = crate::path_fields::check_fresh(tool.as_ref(), &input, &ctx).await {
+        return (error_result(&name, &err), false);
+    }
+    // What a successful call wrote goes to the read ledger; kept here since the call
+    // consumes the input.
+    let written =
+        (!tool.path_fields().is_empty()).then(|| ParsedInput::from_json(input.json().clone()));
 
     let task_tool = Arc::clone(&tool);
     let task_ctx = ctx.clone();
@@ -469,6 +482,11 @@ pub(crate) async fn run(
         ))),
         _ => Err(interrupted.unwrap_or(ToolError::Cancelled { tool: name.clone() })),
     };
+    if let (Some(written), Ok(result)) = (&written, &outcome)
+        && !result.is_error
+    {
+        crate::path_fields::record_writes(tool.as_ref(), written, &ctx).await;
+    }
     (render(tool.as_ref(), outcome, &ctx).await, was_cancelled)
 }
 

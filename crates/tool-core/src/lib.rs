@@ -92,6 +92,7 @@ mod ledger;
 mod live;
 mod managers;
 pub mod path;
+mod path_fields;
 mod pattern;
 mod permission;
 #[cfg(unix)]
@@ -127,6 +128,7 @@ pub use managers::{
     FileDiagnostic, LspManager, TaskFinish, TaskFuture, TaskInfo, TaskKind, TaskManager, TaskRun,
     TaskSpec, TaskStatus, Unconfigured,
 };
+pub use path_fields::{PathAccess, PathField};
 pub use pattern::{CommandPattern, DomainPattern, PathPattern, PathRoot, WildcardPart};
 pub use permission::{
     AllowHint, AskKind, Beneath, NeutralHint, PermissionDecision, PermissionEngine, PermissionMode,

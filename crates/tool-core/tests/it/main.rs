@@ -7,4 +7,5 @@ mod declarations;
 mod exec;
 mod fixtures;
 mod live;
+mod path_fields;
 mod permissions;
