@@ -57,6 +57,11 @@
 
 mod checks;
 mod host;
+/// The code of `docs/library.md`, compiled and run with the doc tests, so the guide's
+/// examples keep building against the crates they show.
+#[cfg(all(doctest, feature = "fs", feature = "shell"))]
+#[doc = include_str!("../../../docs/library.md")]
+mod library_md {}
 mod profiles;
 mod session;
 

@@ -128,7 +128,6 @@ pub use managers::{
     FileDiagnostic, LspManager, TaskFinish, TaskFuture, TaskInfo, TaskKind, TaskManager, TaskRun,
     TaskSpec, TaskStatus, Unconfigured,
 };
-pub use path_fields::{PathAccess, PathField};
 pub use pattern::{CommandPattern, DomainPattern, PathPattern, PathRoot, WildcardPart};
 pub use permission::{
     AllowHint, AskKind, Beneath, NeutralHint, PermissionDecision, PermissionEngine, PermissionMode,
@@ -149,7 +148,10 @@ pub use schema::{
 pub use settings::{PermissionSettings, Settings, SettingsLayer};
 pub use summariser::Summariser;
 pub use time::sleep_or_never;
-pub use tool::{ParsedInput, Tool, ToolCategory, ToolMeta, Typed, TypedTool, ValidationResult};
+pub use tool::{
+    ParsedInput, PathAccess, PathField, Tool, ToolCategory, ToolMeta, Typed, TypedTool,
+    ValidationResult,
+};
 pub use trust::{
     Approval, FileReview, MCP_JSON, McpApproval, TRUST_FILE, TrustReport, TrustStore, Withheld,
     is_person_only_setting, is_project_source, is_state_config, narrow, review_mcp_json,

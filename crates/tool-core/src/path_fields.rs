@@ -1,5 +1,5 @@
-//! Input fields that name files: a tool declares them in its [`ToolMeta`] (see
-//! [`ToolMeta::path_fields`]), and the execution path treats them as it treats the built-in
+//! Input fields that name files ([`PathField`]): a tool declares them in its [`ToolMeta`]
+//! (see [`ToolMeta::path_fields`]), and the execution path treats them as it treats the built-in
 //! file tools' paths. Each value is resolved against the session's working directory and
 //! handed to the tool absolute (the path that was checked is the path the tool gets); the
 //! permission engine applies the Read rules to a field that is read and the Edit rules, the
@@ -8,6 +8,7 @@
 //! in this session and be unchanged since, as Edit and Write insist, its new content
 //! recorded once the call succeeds.
 //!
+//! [`PathField`]: crate::PathField
 //! [`ToolMeta`]: crate::ToolMeta
 //! [`ToolMeta::path_fields`]: crate::ToolMeta::path_fields
 
@@ -16,55 +17,8 @@ use std::path::{Path, PathBuf};
 use serde_json::Value;
 
 use crate::ledger::{Freshness, ReadRecord, ReadSource, content_hash};
-use crate::tool::{ParsedInput, Tool};
+use crate::tool::{ParsedInput, PathAccess, Tool};
 use crate::{PermissionDecision, ToolContext, ToolError, path};
-
-/// Whether a path field is read or written.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum PathAccess {
-    /// The tool reads the file (or lists the directory): the Read rules apply
-    Read,
-    /// The tool creates, changes or deletes it: the Edit rules and protected paths apply,
-    /// and an existing file must have been read first
-    Write,
-}
-
-/// An input field whose value is a path (or an array of paths) the tool reads or writes.
-///
-/// ```
-/// use tool_core::{PathField, ToolMeta};
-///
-/// const META: ToolMeta = ToolMeta::new("WordCount")
-///     .describe("Counts the words of a file.")
-///     .read_only()
-///     .path_fields(&[PathField::read("path")]);
-/// # let _ = META;
-/// ```
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct PathField {
-    /// The field's JSON name, at the top level of the input
-    pub name: &'static str,
-    /// Read or written
-    pub access: PathAccess,
-}
-
-impl PathField {
-    /// A field naming a file the tool reads.
-    pub const fn read(name: &'static str) -> Self {
-        PathField {
-            name,
-            access: PathAccess::Read,
-        }
-    }
-
-    /// A field naming a file the tool writes.
-    pub const fn write(name: &'static str) -> Self {
-        PathField {
-            name,
-            access: PathAccess::Write,
-        }
-    }
-}
 
 /// Files above this size are recorded for the ledger by time and size, without a hash (as
 /// the file tools do).

@@ -11,7 +11,6 @@ use serde::Serialize;
 use serde::de::DeserializeOwned;
 use serde_json::Value;
 
-use crate::path_fields::PathField;
 use crate::schema::{ToolAnnotations, schema_for};
 use crate::{PermissionDecision, ToolContext, ToolError, ToolResult, input};
 
@@ -289,6 +288,53 @@ impl ToolMeta {
     pub const fn path_fields(mut self, fields: &'static [PathField]) -> Self {
         self.path_fields = fields;
         self
+    }
+}
+
+/// Whether a path field is read or written.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum PathAccess {
+    /// The tool reads the file (or lists the directory): the Read rules apply
+    Read,
+    /// The tool creates, changes or deletes it: the Edit rules and protected paths apply,
+    /// and an existing file must have been read first
+    Write,
+}
+
+/// An input field whose value is a path (or an array of paths) the tool reads or writes.
+///
+/// ```
+/// use tool_core::{PathField, ToolMeta};
+///
+/// const META: ToolMeta = ToolMeta::new("WordCount")
+///     .describe("Counts the words of a file.")
+///     .read_only()
+///     .path_fields(&[PathField::read("path")]);
+/// # let _ = META;
+/// ```
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct PathField {
+    /// The field's JSON name, at the top level of the input
+    pub name: &'static str,
+    /// Read or written
+    pub access: PathAccess,
+}
+
+impl PathField {
+    /// A field naming a file the tool reads.
+    pub const fn read(name: &'static str) -> Self {
+        PathField {
+            name,
+            access: PathAccess::Read,
+        }
+    }
+
+    /// A field naming a file the tool writes.
+    pub const fn write(name: &'static str) -> Self {
+        PathField {
+            name,
+            access: PathAccess::Write,
+        }
     }
 }
 
