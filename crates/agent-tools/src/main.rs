@@ -209,6 +209,12 @@ fn main() -> ExitCode {
         return code;
     }
     let cli = Cli::parse();
+    // One call, then the process ends: a persistent sandbox supervisor would cost more to
+    // start than it saves, and what a command leaves is found among this process's children.
+    #[cfg(feature = "shell")]
+    if matches!(cli.command, Command::Call { .. }) {
+        registry::one_call_process();
+    }
     let runtime = match tokio::runtime::Builder::new_multi_thread()
         .enable_all()
         .build()

@@ -77,9 +77,9 @@ pub use checks::{McpEntry, project_mcp_servers};
 pub use checks::{SandboxProbe, SandboxTrial, probe_sandbox, try_sandbox};
 #[cfg(feature = "mcp")]
 pub use host::mcp;
-#[cfg(feature = "shell")]
-pub use host::sandbox_supervisor_entry;
 pub use host::{LivePool, install_catalog};
+#[cfg(feature = "shell")]
+pub use host::{one_call_process, sandbox_supervisor_entry};
 pub use profiles::Profile;
 pub use session::{
     SessionOptions, approve_project, build_context, review_project, revoke_project,

@@ -247,6 +247,7 @@ use std::sync::Arc;
 
 pub use bash::{Bash, BashInput, BashOutput, DEFAULT_READY_TIMEOUT, DEFAULT_TIMEOUT, MAX_TIMEOUT};
 pub use host_program::EXEC_ARG;
+pub use host_program::one_call_process;
 #[cfg(target_os = "linux")]
 pub use host_program::{SUPERVISOR_ARG, set_supervisor_program};
 #[cfg(target_os = "linux")]
