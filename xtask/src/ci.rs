@@ -2,11 +2,11 @@
 //!
 //! Steps: the tools (rustfmt, clippy and cargo-nextest, each installed when missing), rustfmt,
 //! tidy, clippy, the `cargo check` feature matrix, the declarations of tools-fs per feature
-//! set (snapshots), peers, nextest, doc tests, cargo-deny
-//! (installed when missing), `cargo package`. Each step prints its name and duration; the
-//! first failure stops the run with a message naming the step and the command that failed.
-//! So a machine with Rust, Node, Python and the package registries needs nothing else:
-//! `.ci/run` only sets the target directory and calls this.
+//! set (snapshots), peers, nextest, doc tests, the MCP conformance suite (`cargo xtask
+//! conformance`), cargo-deny (installed when missing), `cargo package`. Each step prints its
+//! name and duration; the first failure stops the run with a message naming the step and the
+//! command that failed. So a machine with Rust, Node, Python and the package registries needs
+//! nothing else: `.ci/run` only sets the target directory and calls this.
 //!
 //! The tests run with `HOME` set to a fresh, empty directory in the temporary directory (the
 //! one the tests' own temporary directories are made in), with `CARGO_HOME` and
@@ -26,11 +26,13 @@ use std::time::{Duration, Instant};
 use anyhow::{Context, Result, anyhow, bail};
 
 use crate::cmd::{Cmd, secs};
-use crate::{peers, tidy};
+use crate::{conformance, peers, tidy};
 
 /// Crates checked alone with `--no-default-features`.
 const LIB_CRATES: &[&str] = &[
     "tool-core",
+    "sandbox",
+    "shell-analysis",
     "tools-fs",
     "tools-shell",
     "tools-web",
@@ -161,6 +163,8 @@ enum Action {
     Tidy,
     /// The peers installer, in-process.
     Peers,
+    /// The MCP conformance suite, in-process.
+    Conformance,
     /// Install cargo-deny if missing, then run its offline checks.
     Deny,
 }
@@ -215,6 +219,7 @@ fn with_peers_env(cmd: Cmd, peers_dir: &Path) -> Cmd {
     cmd.env("AGENT_TOOLS_REQUIRE_PEERS", "1")
         .env("AGENT_TOOLS_PEERS_DIR", peers_dir)
         .env_prepend_path("PATH", peers_dir.join("node_modules/.bin"))
+        .env_prepend_path("PATH", peers_dir.join("cargo/bin"))
         .env_prepend_path("PYTHONPATH", peers_dir.join("py"))
 }
 
@@ -287,6 +292,10 @@ fn steps(peers_dir: &Path, home: &TestHome) -> Vec<Step> {
                 "--all-features",
                 "--doc",
             ]))]),
+        },
+        Step {
+            name: "conformance",
+            action: Action::Conformance,
         },
         Step {
             name: "cargo-deny",
@@ -367,6 +376,20 @@ fn run_step(root: &Path, peers_dir: &Path, step: &Step, dry_run: bool) -> Result
             }
         }
         Action::Peers => peers::run(peers_dir, dry_run),
+        Action::Conformance => {
+            if dry_run {
+                println!("(in-process) conformance: every server and client scenario");
+                Ok(())
+            } else {
+                conformance::run(
+                    root,
+                    &conformance::Options {
+                        runs: 1,
+                        ..conformance::Options::default()
+                    },
+                )
+            }
+        }
         Action::Deny => {
             let version = cargo(&["deny", "--version"]);
             let install = deny_install();
@@ -505,6 +528,7 @@ mod tests {
                 "peers",
                 "tests",
                 "doc tests",
+                "conformance",
                 "cargo-deny",
                 "package"
             ]
@@ -562,7 +586,7 @@ mod tests {
         assert_eq!(
             cmd.to_string(),
             "AGENT_TOOLS_REQUIRE_PEERS=1 AGENT_TOOLS_PEERS_DIR=/p \
-             PATH=/p/node_modules/.bin:$PATH PYTHONPATH=/p/py:$PYTHONPATH cargo nextest run"
+             PATH=/p/node_modules/.bin:/p/cargo/bin:$PATH PYTHONPATH=/p/py:$PYTHONPATH cargo nextest run"
         );
     }
 }

@@ -83,7 +83,7 @@ pub use host::{one_call_process, sandbox_supervisor_entry};
 pub use profiles::Profile;
 pub use session::{
     SessionOptions, approve_project, build_context, review_project, revoke_project,
-    session_profile, settings_paths, trust_report,
+    session_profile, session_state_dir, settings_paths, trust_report,
 };
 
 /// Starts what produces a live session's events outside calls (see

@@ -20,8 +20,8 @@ use crate::rule::{RuleBehavior, RuleSource, RuleSourceKind, SourcedRule};
 use crate::schema::{Dialect, tool_declaration};
 use crate::tool::{ParsedInput, Tool, ValidationResult};
 use crate::{
-    AskKind, CallResult, ContentBlock, PermissionDecision, PermissionRule, ProgressSink,
-    ToolContext, ToolError, ToolResult,
+    ApprovedBy, AskKind, CallResult, ContentBlock, PermissionDecision, PermissionRule,
+    ProgressSink, ToolContext, ToolError, ToolResult,
 };
 
 /// At most this many concurrency-safe calls run at once (the reference's default).
@@ -439,9 +439,10 @@ pub(crate) async fn run(
     if let ValidationResult::Invalid { message, .. } = tool.validate(&input, &ctx).await {
         return (error_result(&name, &ToolError::respond(message)), false);
     }
-    if let Err(err) = authorize(tool.as_ref(), &input, &ctx).await {
-        return (error_result(&name, &err), false);
-    }
+    let ctx = match authorize(tool.as_ref(), &input, &ctx).await {
+        Ok(approval) => ctx.approved(approval),
+        Err(err) => return (error_result(&name, &err), false),
+    };
     if let Err(err) = crate::path_fields::check_fresh(tool.as_ref(), &input, &ctx).await {
         return (error_result(&name, &err), false);
     }
@@ -503,15 +504,20 @@ async fn graceful(
     }
 }
 
-/// Runs the permission engine and, for an ask, the context's prompter (or the headless rule).
+/// Runs the permission engine and, for an ask, the context's prompter (or the headless
+/// rule); what allowed the call when it may run.
 async fn authorize(
     tool: &dyn Tool,
     input: &ParsedInput,
     ctx: &ToolContext,
-) -> Result<(), ToolError> {
+) -> Result<ApprovedBy, ToolError> {
     let name = tool.name().to_owned();
-    match ctx.permissions().decide(tool, input, ctx).await {
-        PermissionDecision::Allow => Ok(()),
+    let (decision, approval) = ctx
+        .permissions()
+        .decide_with_approval(tool, input, ctx)
+        .await;
+    match decision {
+        PermissionDecision::Allow => Ok(approval),
         PermissionDecision::Deny { reason } => {
             Err(ToolError::PermissionDenied { tool: name, reason })
         }
@@ -536,7 +542,7 @@ async fn authorize(
                 denial,
             };
             match prompter.ask(&request).await {
-                PermissionAnswer::Allow => Ok(()),
+                PermissionAnswer::Allow => Ok(ApprovedBy::Person),
                 PermissionAnswer::AllowAlways(rules) => {
                     let source = RuleSource {
                         kind: RuleSourceKind::Session,
@@ -550,7 +556,7 @@ async fn authorize(
                             source: source.clone(),
                         });
                     }
-                    Ok(())
+                    Ok(ApprovedBy::Person)
                 }
                 PermissionAnswer::Deny(message) => Err(ToolError::PermissionDenied {
                     tool: name.clone(),
@@ -589,7 +595,10 @@ async fn render(
     let max = tool.max_result_size_chars();
     if max != usize::MAX {
         let threshold = max.min(PERSIST_THRESHOLD_CAP);
-        let dir = ctx.state_dir().join("tool-results").join(ctx.session_id());
+        let dir = ctx
+            .private_state_dir()
+            .join("tool-results")
+            .join(ctx.session_id());
         let spill_name = match ctx.call_id() {
             Some(id) => id.to_owned(),
             None => format!("{name}-{}", CALL_COUNTER.fetch_add(1, Ordering::Relaxed)),

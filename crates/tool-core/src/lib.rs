@@ -87,6 +87,8 @@ mod budget;
 mod context;
 mod error;
 mod exec;
+#[cfg(unix)]
+mod git;
 mod input;
 mod ledger;
 mod live;
@@ -96,8 +98,11 @@ mod path_fields;
 mod pattern;
 mod permission;
 #[cfg(unix)]
+mod private;
+#[cfg(unix)]
 mod process_group;
 mod question;
+mod random;
 mod result;
 mod rule;
 mod schema;
@@ -118,6 +123,8 @@ pub use exec::{
     MAX_CONCURRENCY, PermissionAnswer, PermissionPrompter, PermissionRequest, ToolCall, ToolPool,
     declarations, error_result,
 };
+#[cfg(unix)]
+pub use git::{HardenedGit, linked_worktree, nested_repository};
 pub use input::{
     DUPLICATE_KEY_MARKER, duplicate_key, duplicate_keys, mark_duplicate_key, marked_duplicate_key,
     parse_input, parse_input_text,
@@ -130,12 +137,15 @@ pub use managers::{
 };
 pub use pattern::{CommandPattern, DomainPattern, PathPattern, PathRoot, WildcardPart};
 pub use permission::{
-    AllowHint, AskKind, Beneath, NeutralHint, PermissionDecision, PermissionEngine, PermissionMode,
-    allow_hint, headless_denial,
+    AllowHint, ApprovedBy, AskKind, Beneath, NeutralHint, PRINCIPALS_DIR, PermissionDecision,
+    PermissionEngine, PermissionMode, allow_hint, headless_denial, is_own_plan_file, own_plan_file,
 };
+#[cfg(unix)]
+pub use private::{check_private, check_state_dir};
 #[cfg(unix)]
 pub use process_group::ProcessGroup;
 pub use question::{LinePrompter, Question, QuestionAnswers, QuestionOption, QuestionPrompter};
+pub use random::unguessable_id;
 pub use result::{CallResult, ContentBlock, ToolResult};
 pub use rule::{
     LEGACY_TOOL_NAMES, PermissionRule, RuleBehavior, RuleSource, RuleSourceKind, SourcedRule,
@@ -153,8 +163,9 @@ pub use tool::{
     ValidationResult,
 };
 pub use trust::{
-    Approval, FileReview, MCP_JSON, McpApproval, TRUST_FILE, TrustReport, TrustStore, Withheld,
-    is_person_only_setting, is_project_source, is_state_config, narrow, review_mcp_json,
+    Approval, FileReview, MCP_JSON, McpApproval, NamedByConfig, SCRIPT_EXTENSIONS, TRUST_FILE,
+    TrustReport, TrustStore, Withheld, is_person_only_setting, is_project_source, is_state_config,
+    layer_named_files, named_by_config, named_files, named_state, narrow, review_mcp_json,
     review_settings, sha256_hex, shell_quote,
 };
 

@@ -9,3 +9,4 @@ mod fixtures;
 mod live;
 mod path_fields;
 mod permissions;
+mod sessions;
