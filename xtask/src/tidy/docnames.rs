@@ -5,9 +5,10 @@
 //! looked up, each against the public items of the workspace's crates (`pub fn`, `pub struct`
 //! and the like, enum variants, and names re-exported with `pub use`):
 //! - a path that starts with a workspace crate (`tools_lsp::install`,
-//!   `registry::mcp::McpManager`): its last segment must be an item of that crate;
+//!   `registry::mcp::McpManager`): its last segment must be an item of that crate, or, after
+//!   a type (`tools_shell::SandboxSettings::default`), of the crate that defines the type;
 //! - `Type::member` (`ToolError::from_io`, `Dialect::Anthropic`): `Type` must be an item of
-//!   some crate, and `member` an item of that same crate;
+//!   some crate, and `member` an item or public field of that same crate;
 //! - a method call `.name(` in an inline code span (`ctx.cwd()`, `.state_dir(state)`): some
 //!   crate must have a `fn name` (in code blocks, mostly the standard library's, they are
 //!   left alone; `docs/library.md`'s blocks are compiled as registry's doc tests).
@@ -158,6 +159,14 @@ fn collect_items(text: &str, set: &mut HashSet<String>) {
                 if !word.is_empty() {
                     set.insert(word.to_owned());
                 }
+            }
+        }
+        // Public fields (`pub read_only: Vec<PathBuf>`), which the docs name as members.
+        if let Some(rest) = trimmed.strip_prefix("pub ") {
+            let field = ident_prefix(rest);
+            let after = rest[field.len()..].trim_start();
+            if !field.is_empty() && after.starts_with(':') && !after.starts_with("::") {
+                set.insert(field.to_owned());
             }
         }
         let first = ident_prefix(trimmed);
@@ -335,8 +344,18 @@ fn check_doc(
                 {
                     None
                 }
-                Name::CratePath(krate, _, last) => (!items.crate_has(krate, last))
-                    .then(|| format!("`{krate}::…::{last}`: {krate} has no item `{last}`")),
+                Name::CratePath(krate, middle, last) => {
+                    // `tools_shell::SandboxSettings::default`: a member of a type the crate
+                    // re-exports from another one is found in the crate that defines it.
+                    let of_type = middle.last().is_some_and(|ty| {
+                        items
+                            .crates_with_type(ty)
+                            .iter()
+                            .any(|k| items.crate_has(k, last))
+                    });
+                    (!items.crate_has(krate, last) && !of_type)
+                        .then(|| format!("`{krate}::…::{last}`: {krate} has no item `{last}`"))
+                }
                 Name::Member(ty, member) => {
                     let owners = items.crates_with_type(ty);
                     // A type the workspace does not define (std's, a dependency's): not ours.
@@ -387,6 +406,11 @@ mod tests {
                 "tools_lsp",
                 "pub fn install() {}\npub struct LspConfig;\nimpl LspConfig {\n    pub const fn defaults() -> Self { LspConfig }\n}",
             ),
+            (
+                "sandbox",
+                "pub struct SandboxSettings {\n    pub read_only: Vec<u8>,\n    hidden: u8,\n}\nimpl Default for SandboxSettings {\n    fn default() -> Self { todo() }\n}",
+            ),
+            ("tools_shell", "pub use sandbox::{SandboxSettings};"),
         ]);
         let crates: HashSet<String> = items.by_crate.keys().cloned().collect();
         let mut problems = Vec::new();
@@ -401,7 +425,8 @@ mod tests {
     fn names_that_exist_pass() {
         let doc = "Use `tools_lsp::install(builder, LspConfig::defaults(), root)`, \
                    `ToolError::from_io(path, ctx.cwd(), e)`, `Dialect::Anthropic`, \
-                   `tool_core::default_state_dir()` and `std::fs::read(p)`.\n\
+                   `tool_core::default_state_dir()` and `std::fs::read(p)`; \
+                   `tools_shell::SandboxSettings::default()`, `SandboxSettings::read_only`.\n\
                    ```rust\nlet d = tool_core::Dialect::OpenAi;\n```\n\
                    ```sh\nagent-tools call Bash '{}'.nope()\n```\n";
         assert_eq!(check(doc), Vec::<String>::new());
@@ -411,13 +436,19 @@ mod tests {
     fn missing_names_are_problems_with_their_line() {
         let doc = "intro\n`tools_lsp::wire(b)` and `LspConfig::standard()`\n\
                    `ctx.working_directory()` and `Dialect::Gemini`\n\
-                   ```rust\nToolError::from_file(p);\n```\n";
+                   ```rust\nToolError::from_file(p);\n```\n\
+                   `tools_shell::SandboxSettings::strict()` and `SandboxSettings::hidden`\n";
         let got = check(doc);
-        assert_eq!(got.len(), 5, "{got:?}");
+        assert_eq!(got.len(), 7, "{got:?}");
         assert!(got[0].starts_with("2: `tools_lsp::…::wire`"), "{got:?}");
         assert!(got[1].starts_with("2: `LspConfig::standard`"), "{got:?}");
         assert!(got[2].starts_with("3: `.working_directory(…)`"), "{got:?}");
         assert!(got[3].starts_with("3: `Dialect::Gemini`"), "{got:?}");
         assert!(got[4].starts_with("5: `ToolError::from_file`"), "{got:?}");
+        assert!(got[5].starts_with("7: `tools_shell::…::strict`"), "{got:?}");
+        assert!(
+            got[6].starts_with("7: `SandboxSettings::hidden`"),
+            "{got:?}"
+        );
     }
 }
