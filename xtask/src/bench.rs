@@ -157,8 +157,13 @@ const BENCHES: &[Bench] = &[
     },
     Bench {
         name: "bash-200",
-        about: "200 sequential Bash calls of `true` in one `agent-tools batch` (per sandbox) vs 200 `bash -c true` in a shell loop",
+        about: "200 sequential Bash calls of `:` in one `agent-tools batch` (per sandbox) vs 200 `bash -c :` in a shell loop (target ≤ 1.3×)",
         run: shell::bash_200,
+    },
+    Bench {
+        name: "bash-call",
+        about: "one `agent-tools call Bash` of `:` (per sandbox) vs one `bash -c :` (target ≤ 10 ms)",
+        run: shell::bash_call,
     },
     Bench {
         name: "jail-200",

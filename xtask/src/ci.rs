@@ -1,19 +1,29 @@
 //! `cargo xtask ci`: the whole CI sequence, in order, failing fast.
 //!
-//! Steps: rustfmt, tidy, clippy, the `cargo check` feature matrix, peers, nextest, doc tests,
-//! the search index's differential test on the Linux tree (release binary), the MCP
-//! conformance suite (`cargo xtask conformance`), cargo-deny, `cargo package`. Each step prints its name and duration; the first failure stops the run with a
-//! message naming the step and the command that failed.
+//! Steps: the tools (rustfmt, clippy and cargo-nextest, each installed when missing), rustfmt,
+//! tidy, clippy, the `cargo check` feature matrix, the declarations of tools-fs per feature
+//! set (snapshots), peers, nextest, doc tests, the search index's differential test on the
+//! Linux tree (release binary), the MCP conformance suite (`cargo xtask conformance`), cargo-deny (installed when missing), `cargo package`. Each step prints its
+//! name and duration; the first failure stops the run with a message naming the step and the
+//! command that failed. So a machine with Rust, Node, Python and the package registries needs
+//! nothing else: `.ci/run` only sets the target directory and calls this.
+//!
+//! The tests run with `HOME` set to a fresh, empty directory in the temporary directory (the
+//! one the tests' own temporary directories are made in), with `CARGO_HOME` and
+//! `RUSTUP_HOME` pinned to the real ones: a test that depends on where the real home is, or
+//! on what it holds (a git identity, a shell start-up file), fails here rather than on a
+//! user's machine.
 //!
 //! The end-to-end tests (agent-tools' `e2e` test binary) need no step of their own: Cargo
 //! builds the binary they drive (`CARGO_BIN_EXE_agent-tools`) with the features of the test
 //! run, and `--all-features` includes `agent-triggers`, which the cron and Monitor tests
 //! need.
 
-use std::path::Path;
+use std::fs;
+use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
 
-use anyhow::{Result, anyhow};
+use anyhow::{Context, Result, anyhow, bail};
 
 use crate::cmd::{Cmd, secs};
 use crate::{conformance, peers, tidy};
@@ -52,11 +62,102 @@ const BINARY_FEATURE_SETS: &[&[&str]] = &[
     &["--features", "agent-triggers"],
 ];
 
+/// Feature sets of tools-fs whose declarations are checked against their own snapshots
+/// (the tests step covers every feature): Read's description and schema say what the build
+/// does.
+const TOOLS_FS_FEATURE_SETS: &[&[&str]] = &[
+    &["--no-default-features"],
+    &["--no-default-features", "--features", "images"],
+    &["--no-default-features", "--features", "pdf"],
+];
+
 /// The cargo-deny release CI installs when `cargo deny` is missing.
 const CARGO_DENY: &str = "cargo-deny@0.20.2";
 
+/// The cargo-nextest release CI installs when `cargo nextest` is missing.
+const CARGO_NEXTEST: &str = "cargo-nextest@0.9.143";
+
+/// A tool a step needs: how to tell it is there, and how to install it.
+struct Tool {
+    name: &'static str,
+    probe: Cmd,
+    install: Cmd,
+}
+
+/// The tools the steps need beyond cargo itself, installed by the first step when missing
+/// (cargo-deny is installed by its own step, which comes last).
+fn tools() -> Vec<Tool> {
+    vec![
+        Tool {
+            name: "rustfmt",
+            probe: cargo(&["fmt", "--version"]),
+            install: Cmd::new("rustup").args(["component", "add", "rustfmt"]),
+        },
+        Tool {
+            name: "clippy",
+            probe: cargo(&["clippy", "--version"]),
+            install: Cmd::new("rustup").args(["component", "add", "clippy"]),
+        },
+        Tool {
+            name: "cargo-nextest",
+            probe: cargo(&["nextest", "--version"]),
+            install: cargo(&["install", "--locked", CARGO_NEXTEST]),
+        },
+    ]
+}
+
+/// The environment the test steps run in: a fresh `HOME`, the real cargo and rustup homes.
+#[derive(Debug, Clone)]
+pub struct TestHome {
+    /// The fresh home, in the temporary directory
+    home: PathBuf,
+    cargo_home: PathBuf,
+    rustup_home: PathBuf,
+}
+
+impl TestHome {
+    /// A fresh home for this run (not created yet), keeping this process's cargo and rustup
+    /// homes (`$CARGO_HOME` and `$RUSTUP_HOME`, else `~/.cargo` and `~/.rustup`).
+    fn for_this_run() -> Result<Self> {
+        let home = std::env::var_os("HOME")
+            .filter(|h| !h.is_empty())
+            .map(PathBuf::from)
+            .context("HOME is not set")?;
+        let or_home = |var: &str, default: &str| {
+            std::env::var_os(var)
+                .filter(|v| !v.is_empty())
+                .map_or_else(|| home.join(default), PathBuf::from)
+        };
+        Ok(TestHome {
+            home: std::env::temp_dir().join(format!("agent-tools-ci-home-{}", std::process::id())),
+            cargo_home: or_home("CARGO_HOME", ".cargo"),
+            rustup_home: or_home("RUSTUP_HOME", ".rustup"),
+        })
+    }
+
+    /// Creates the home empty (anything left under its name goes first).
+    fn create(&self) -> Result<()> {
+        self.remove();
+        fs::create_dir_all(&self.home)
+            .with_context(|| format!("cannot create {}", self.home.display()))
+    }
+
+    fn remove(&self) {
+        let _ = fs::remove_dir_all(&self.home);
+    }
+
+    /// `cmd` with this home.
+    fn apply(&self, cmd: Cmd) -> Cmd {
+        cmd.env("HOME", &self.home)
+            .env("CARGO_HOME", &self.cargo_home)
+            .env("RUSTUP_HOME", &self.rustup_home)
+    }
+}
+
 /// What a step does.
 enum Action {
+    /// Install the missing tools.
+    Tools(Vec<Tool>),
     /// External commands, run in order.
     Commands(Vec<Cmd>),
     /// The tidy check, in-process.
@@ -123,8 +224,13 @@ fn with_peers_env(cmd: Cmd, peers_dir: &Path) -> Cmd {
         .env_prepend_path("PYTHONPATH", peers_dir.join("py"))
 }
 
-fn steps(peers_dir: &Path) -> Vec<Step> {
+fn steps(peers_dir: &Path, home: &TestHome) -> Vec<Step> {
+    let tests = |cmd: Cmd| home.apply(with_peers_env(cmd, peers_dir));
     vec![
+        Step {
+            name: "tools",
+            action: Action::Tools(tools()),
+        },
         Step {
             name: "fmt",
             action: Action::Commands(vec![cargo(&["fmt", "--all", "--check"])]),
@@ -150,30 +256,43 @@ fn steps(peers_dir: &Path) -> Vec<Step> {
             action: Action::Commands(feature_matrix()),
         },
         Step {
+            name: "declarations",
+            action: Action::Commands(
+                TOOLS_FS_FEATURE_SETS
+                    .iter()
+                    .map(|set| {
+                        let mut args = vec!["test", "-p", "tools-fs", "--lib"];
+                        args.extend_from_slice(set);
+                        args.push("the_declaration_says_what_this_build_reads");
+                        tests(cargo(&args))
+                    })
+                    .collect(),
+            ),
+        },
+        Step {
             name: "peers",
             action: Action::Peers,
         },
         Step {
             name: "tests",
             // With every feature: the end-to-end tests' binary then has `agent-triggers`.
-            action: Action::Commands(vec![with_peers_env(
-                cargo(&[
-                    "nextest",
-                    "run",
-                    "--workspace",
-                    "--all-features",
-                    "--profile",
-                    "ci",
-                ]),
-                peers_dir,
-            )]),
+            action: Action::Commands(vec![tests(cargo(&[
+                "nextest",
+                "run",
+                "--workspace",
+                "--all-features",
+                "--profile",
+                "ci",
+            ]))]),
         },
         Step {
             name: "doc tests",
-            action: Action::Commands(vec![with_peers_env(
-                cargo(&["test", "--workspace", "--all-features", "--doc"]),
-                peers_dir,
-            )]),
+            action: Action::Commands(vec![tests(cargo(&[
+                "test",
+                "--workspace",
+                "--all-features",
+                "--doc",
+            ]))]),
         },
         Step {
             name: "index differential",
@@ -218,8 +337,41 @@ fn deny_install() -> Cmd {
     cargo(&["install", "--locked", CARGO_DENY])
 }
 
+/// Installs each missing tool; a tool that cannot be installed fails the step with what to
+/// do about it.
+fn ensure_tools(root: &Path, tools: &[Tool], dry_run: bool) -> Result<()> {
+    for tool in tools {
+        if dry_run {
+            println!("$ {}", tool.probe);
+            println!("$ {}    # only when the line above fails", tool.install);
+            continue;
+        }
+        if tool.probe.clone().cwd(root).succeeds_quietly() {
+            println!("$ {}: ok", tool.probe);
+            continue;
+        }
+        println!("{} is missing; installing it", tool.name);
+        println!("$ {}", tool.install);
+        tool.install.clone().cwd(root).run().with_context(|| {
+            format!(
+                "{} is missing and `{}` could not install it; install {} by hand and run again",
+                tool.name, tool.install, tool.name
+            )
+        })?;
+        if !tool.probe.clone().cwd(root).succeeds_quietly() {
+            bail!(
+                "{} was installed but `{}` still fails; check that it is on PATH",
+                tool.name,
+                tool.probe
+            );
+        }
+    }
+    Ok(())
+}
+
 fn run_step(root: &Path, peers_dir: &Path, step: &Step, dry_run: bool) -> Result<()> {
     match &step.action {
+        Action::Tools(tools) => ensure_tools(root, tools, dry_run),
         Action::Commands(cmds) => {
             for cmd in cmds {
                 println!("$ {cmd}");
@@ -278,7 +430,17 @@ fn run_step(root: &Path, peers_dir: &Path, step: &Step, dry_run: bool) -> Result
 /// Runs every step in order; stops at the first failure.
 pub fn run(root: &Path, dry_run: bool) -> Result<()> {
     let peers_dir = peers::peers_dir()?;
-    let steps = steps(&peers_dir);
+    let home = TestHome::for_this_run()?;
+    let steps = steps(&peers_dir, &home);
+    if !dry_run {
+        home.create()?;
+    }
+    let result = run_steps(root, &peers_dir, &steps, dry_run);
+    home.remove();
+    result
+}
+
+fn run_steps(root: &Path, peers_dir: &Path, steps: &[Step], dry_run: bool) -> Result<()> {
     let total = steps.len();
     let started = Instant::now();
     println!(
@@ -296,7 +458,7 @@ pub fn run(root: &Path, dry_run: bool) -> Result<()> {
         let number = index + 1;
         println!("\n==> xtask ci: step {number}/{total}: {}", step.name);
         let step_started = Instant::now();
-        let result = run_step(root, &peers_dir, step, dry_run);
+        let result = run_step(root, peers_dir, step, dry_run);
         let elapsed = step_started.elapsed();
         if let Err(err) = result {
             print_timings(&timings);
@@ -364,14 +526,19 @@ mod tests {
 
     #[test]
     fn steps_are_in_order() {
-        let names: Vec<&str> = steps(Path::new("/p")).iter().map(|s| s.name).collect();
+        let names: Vec<&str> = steps(Path::new("/p"), &home())
+            .iter()
+            .map(|s| s.name)
+            .collect();
         assert_eq!(
             names,
             [
+                "tools",
                 "fmt",
                 "tidy",
                 "clippy",
                 "feature matrix",
+                "declarations",
                 "peers",
                 "tests",
                 "doc tests",
@@ -379,6 +546,51 @@ mod tests {
                 "conformance",
                 "cargo-deny",
                 "package"
+            ]
+        );
+    }
+
+    fn home() -> TestHome {
+        TestHome {
+            home: PathBuf::from("/tmp/h"),
+            cargo_home: PathBuf::from("/c"),
+            rustup_home: PathBuf::from("/r"),
+        }
+    }
+
+    #[test]
+    fn the_tests_run_in_a_fresh_home_with_the_real_cargo_and_rustup() {
+        let all = steps(Path::new("/p"), &home());
+        for name in ["tests", "doc tests"] {
+            let step = all.iter().find(|s| s.name == name).unwrap();
+            let Action::Commands(cmds) = &step.action else {
+                panic!("{name} runs commands");
+            };
+            let line = cmds[0].to_string();
+            assert!(
+                line.contains("HOME=/tmp/h CARGO_HOME=/c RUSTUP_HOME=/r"),
+                "{line}"
+            );
+            assert!(line.contains("AGENT_TOOLS_PEERS_DIR=/p"), "{line}");
+        }
+        // The fresh home is in the temporary directory, where the tests' own files go.
+        let real = TestHome::for_this_run().unwrap();
+        assert!(real.home.starts_with(std::env::temp_dir()), "{real:?}");
+        assert_ne!(
+            Some(real.home.as_os_str()),
+            std::env::var_os("HOME").as_deref()
+        );
+    }
+
+    #[test]
+    fn the_first_step_installs_the_missing_tools_pinned() {
+        let lines: Vec<String> = tools().iter().map(|t| t.install.to_string()).collect();
+        assert_eq!(
+            lines,
+            [
+                "rustup component add rustfmt",
+                "rustup component add clippy",
+                "cargo install --locked cargo-nextest@0.9.143"
             ]
         );
     }

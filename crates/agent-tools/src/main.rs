@@ -9,6 +9,7 @@
 use std::io::{BufRead, IsTerminal, Read, Write};
 use std::path::PathBuf;
 use std::process::ExitCode;
+use std::sync::Arc;
 
 use anyhow::{Context, Result, anyhow};
 use clap::{Args, Parser, Subcommand};
@@ -284,6 +285,12 @@ fn main() -> ExitCode {
         return code;
     }
     let cli = Cli::parse();
+    // One call, then the process ends: a persistent sandbox supervisor would cost more to
+    // start than it saves, and what a command leaves is found among this process's children.
+    #[cfg(feature = "shell")]
+    if matches!(cli.command, Command::Call { .. }) {
+        registry::one_call_process();
+    }
     let runtime = match tokio::runtime::Builder::new_multi_thread()
         .enable_all()
         .build()
@@ -517,7 +524,7 @@ async fn run(cli: Cli) -> Result<ExitCode> {
                 None => call(&pool, &ctx, &tool, input.as_deref()).await,
             }
         }
-        Command::Batch => batch(&pool, &ctx, mcp.as_deref()).await,
+        Command::Batch => batch(&pool, &ctx, mcp.as_ref()).await,
         Command::Serve {
             http,
             allowed_hosts,
@@ -741,7 +748,11 @@ async fn session_pool<'a>(
     }
 }
 
-async fn batch(pool: &LivePool, ctx: &ToolContext, mcp: Option<&McpManager>) -> Result<ExitCode> {
+async fn batch(
+    pool: &LivePool,
+    ctx: &ToolContext,
+    mcp: Option<&Arc<McpManager>>,
+) -> Result<ExitCode> {
     if std::io::stdin().is_terminal() {
         eprintln!("agent-tools batch: reading JSON lines from standard input; end with Ctrl-D");
     }
@@ -772,48 +783,42 @@ async fn batch(pool: &LivePool, ctx: &ToolContext, mcp: Option<&McpManager>) -> 
             }
         })
         .context("cannot start the thread that reads standard input")?;
-    let mut queue: std::collections::VecDeque<Slot> = std::collections::VecDeque::new();
+    // Each call starts as soon as its line arrives and the concurrency rule allows (a
+    // TaskStop sent while a TaskOutput waits runs beside the wait); results come back in
+    // input order. Each call takes the pool afresh when it may start: a call after one that
+    // changed an MCP server's tool list sees the new list, and a call of a tool of an MCP
+    // server still starting waits for that server.
+    let source: tool_core::PoolSource = {
+        let pool = pool.clone();
+        let mcp = mcp.cloned();
+        Arc::new(move |call: &ToolCall| -> tool_core::PoolFuture {
+            let (pool, mcp, tool) = (pool.clone(), mcp.clone(), call.tool.clone());
+            Box::pin(async move { session_pool(&pool, mcp.as_deref(), [tool.as_str()]).await })
+        })
+    };
+    let mut live = tool_core::LiveBatch::new(ctx, source);
     let mut any_error = false;
     let mut emit = |result: &CallResult| -> Result<()> {
         any_error |= result.is_error;
         print_line(result)
     };
-    loop {
-        // Wait for input only when nothing that was read is left to run; then take every
-        // line already read, so a group of concurrency-safe calls forms from those alone.
-        if queue.is_empty() {
-            match rx.recv().await {
-                Some(item) => queue.push_back(item.map_err(|e| anyhow!(e))?),
-                None => break,
+    let mut input_open = true;
+    while input_open || !live.is_empty() {
+        tokio::select! {
+            // Results first: what is done is printed before more input is taken.
+            biased;
+            result = live.next(), if !live.is_empty() => {
+                if let Some(result) = result {
+                    emit(&result)?;
+                }
             }
-        }
-        while let Ok(item) = rx.try_recv() {
-            queue.push_back(item.map_err(|e| anyhow!(e))?);
-        }
-        // A line that could not be read answers in its place.
-        while let Some(Err(_)) = queue.front() {
-            if let Some(Err(result)) = queue.pop_front() {
-                emit(&result)?;
-            }
-        }
-        let mut calls: std::collections::VecDeque<ToolCall> = std::collections::VecDeque::new();
-        while let Some(Ok(_)) = queue.front() {
-            if let Some(Ok(call)) = queue.pop_front() {
-                calls.push_back(call);
-            }
-        }
-        if calls.is_empty() {
-            continue;
-        }
-        // One group (the pool's concurrency rule), taking the pool afresh: a call that
-        // changed an MCP server's tool list is followed by calls that see the new list, and
-        // a call of a tool of an MCP server still starting waits for that server.
-        let current = session_pool(pool, mcp, calls.iter().map(|c| c.tool.as_str())).await;
-        for r in current.batch_group(&mut calls, ctx).await {
-            emit(&r)?;
-        }
-        while let Some(call) = calls.pop_back() {
-            queue.push_front(Ok(call));
+            item = rx.recv(), if input_open => match item {
+                // A line that could not be read answers in its place.
+                Some(Ok(Err(result))) => live.push_result(*result),
+                Some(Ok(Ok(call))) => live.push(call),
+                Some(Err(e)) => return Err(anyhow!(e)),
+                None => input_open = false,
+            },
         }
     }
     Ok(if any_error {

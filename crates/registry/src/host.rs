@@ -80,6 +80,14 @@ pub fn sandbox_supervisor_entry() -> Option<std::process::ExitCode> {
     tools_shell::sandbox_supervisor_entry()
 }
 
+/// For a process that runs one call and exits: shell commands get a sandbox each, with no
+/// persistent supervisor to start first, and what they leave is found among the process's
+/// own children (see `tools_shell::one_call_process`).
+#[cfg(feature = "shell")]
+pub fn one_call_process() {
+    tools_shell::one_call_process();
+}
+
 /// The MCP server (`agent-tools serve`) and the MCP servers of `.mcp.json`: tools-mcp's
 /// pieces the binary uses, and the host services each served context gets.
 #[cfg(feature = "mcp")]

@@ -57,6 +57,11 @@
 
 mod checks;
 mod host;
+/// The code of `docs/library.md`, compiled and run with the doc tests, so the guide's
+/// examples keep building against the crates they show.
+#[cfg(all(doctest, feature = "fs", feature = "shell"))]
+#[doc = include_str!("../../../docs/library.md")]
+mod library_md {}
 mod profiles;
 mod session;
 
@@ -72,9 +77,9 @@ pub use checks::{McpEntry, project_mcp_servers};
 pub use checks::{SandboxProbe, SandboxTrial, probe_sandbox, try_sandbox};
 #[cfg(feature = "mcp")]
 pub use host::mcp;
-#[cfg(feature = "shell")]
-pub use host::sandbox_supervisor_entry;
 pub use host::{LivePool, install_catalog};
+#[cfg(feature = "shell")]
+pub use host::{one_call_process, sandbox_supervisor_entry};
 pub use profiles::Profile;
 pub use session::{
     SessionOptions, approve_project, build_context, review_project, revoke_project,

@@ -35,6 +35,50 @@ pub fn set_supervisor_program(program: impl Into<PathBuf>) {
     let _ = PROGRAM.set(program.into());
 }
 
+/// Set by [`one_call_process`].
+#[cfg(target_os = "linux")]
+static ONE_PER_COMMAND: std::sync::atomic::AtomicBool = std::sync::atomic::AtomicBool::new(false);
+
+/// Set once [`one_call_process`] made this process a child subreaper.
+#[cfg(target_os = "linux")]
+static SUBREAPER: std::sync::atomic::AtomicBool = std::sync::atomic::AtomicBool::new(false);
+
+/// For a process that runs one call and exits (`agent-tools call`), called before the call:
+/// - each command starts a sandbox of its own, with no persistent supervisor, and nothing
+///   warns about it: starting the supervisor (bubblewrap running the host binary twice, then
+///   the command) costs more than it saves until a session runs several commands; the
+///   confinement is the same;
+/// - the process becomes a child subreaper, so whatever a command started outside its
+///   process group becomes a child of this process once orphaned: a command that leaves
+///   nothing is seen to at once (this process has no child), where otherwise the whole
+///   process table is read, twice, for the command's mark.
+///
+/// A long-lived host should not call it: orphans of every child it starts would become its
+/// zombies.
+pub fn one_call_process() {
+    #[cfg(target_os = "linux")]
+    {
+        ONE_PER_COMMAND.store(true, std::sync::atomic::Ordering::Relaxed);
+        if rustix::process::set_child_subreaper(Some(rustix::process::getpid())).is_ok() {
+            SUBREAPER.store(true, std::sync::atomic::Ordering::Relaxed);
+        }
+    }
+}
+
+/// Whether nothing a command started can be left: this process is a child subreaper (every
+/// orphan of its commands becomes its child, or a descendant of one) and has no child, live
+/// or zombie, so no descendant at all.
+pub(crate) fn nothing_left() -> bool {
+    #[cfg(target_os = "linux")]
+    {
+        SUBREAPER.load(std::sync::atomic::Ordering::Relaxed) && !crate::reaper::has_children()
+    }
+    #[cfg(not(target_os = "linux"))]
+    {
+        false
+    }
+}
+
 /// The registered program, once found not to answer when started with [`SUPERVISOR_ARG`].
 #[cfg(target_os = "linux")]
 static UNANSWERED: OnceLock<PathBuf> = OnceLock::new();
@@ -59,6 +103,9 @@ pub(crate) fn supervisor_program() -> Option<&'static Path> {
 /// which works but costs about twice as much per call.
 #[cfg(target_os = "linux")]
 pub(crate) fn command_supervisor() -> Option<&'static Path> {
+    if ONE_PER_COMMAND.load(std::sync::atomic::Ordering::Relaxed) {
+        return None;
+    }
     let program = supervisor_program();
     if program.is_none() && UNANSWERED.get().is_none() {
         MISSING_REPORTED.call_once(|| {

@@ -112,7 +112,7 @@ mod supervisor;
 
 pub use command::{Ending, Finished, Io, KILL_GRACE, RunSpec, bash_path};
 pub use env::{ALLOWED as ENV_ALLOWED, is_secret_name};
-pub use host_program::{EXEC_ARG, take_notice as take_supervisor_notice};
+pub use host_program::{EXEC_ARG, one_call_process, take_notice as take_supervisor_notice};
 #[cfg(target_os = "linux")]
 pub use host_program::{SUPERVISOR_ARG, set_supervisor_program};
 #[cfg(target_os = "linux")]

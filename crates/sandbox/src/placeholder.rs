@@ -72,9 +72,7 @@ struct Held(Vec<PathBuf>);
 
 impl Drop for Held {
     fn drop(&mut self) {
-        for p in &self.0 {
-            release(p);
-        }
+        release_all(&self.0);
     }
 }
 
@@ -244,24 +242,38 @@ fn make(path: &Path, shape: Shape) -> std::io::Result<std::fs::Metadata> {
     std::fs::symlink_metadata(path)
 }
 
-/// One user of `path` fewer; the last one removes it.
-fn release(path: &Path) {
-    let Ok(mut t) = table().lock() else { return };
-    let Some(e) = t.get_mut(path) else { return };
+/// One user of `path` fewer; what the last one must remove.
+fn unuse(path: &Path) -> Option<Pending> {
+    let mut t = table().lock().ok()?;
+    let e = t.get_mut(path)?;
     e.users = e.users.saturating_sub(1);
     if e.users > 0 {
-        return;
+        return None;
     }
-    let Some(e) = t.remove(path) else { return };
-    drop(t);
-    let pending = Pending {
+    let entry = t.remove(path)?;
+    Some(Pending {
         path: path.to_path_buf(),
-        entry: e,
+        entry,
         since: Instant::now(),
-    };
-    while !pending.try_remove() {
-        if pending.since.elapsed() >= WAIT_HERE {
-            janitor(pending);
+    })
+}
+
+/// One user fewer of each of `paths`; the last one removes them. The mounts of the other
+/// namespaces are read once per round for all of them (a sandbox binds dozens), and a round
+/// is repeated while a sandbox just ended still mounts some, up to [`WAIT_HERE`].
+fn release_all(paths: &[PathBuf]) {
+    let mut pending: Vec<Pending> = paths.iter().filter_map(|p| unuse(p)).collect();
+    let started = Instant::now();
+    loop {
+        let mut foreign = None;
+        pending.retain(|p| !p.try_remove(&mut foreign));
+        if pending.is_empty() {
+            return;
+        }
+        if started.elapsed() >= WAIT_HERE {
+            for p in pending {
+                janitor(p);
+            }
             return;
         }
         std::thread::sleep(Duration::from_millis(5));
@@ -283,8 +295,9 @@ struct Pending {
 
 impl Pending {
     /// Removes the placeholder if it is still ours, unused and unmounted; true when there is
-    /// nothing left to do.
-    fn try_remove(&self) -> bool {
+    /// nothing left to do. `foreign` holds the mount points of the other mount namespaces,
+    /// read on first need and shared by the removals of one round.
+    fn try_remove(&self, foreign: &mut Option<HashSet<String>>) -> bool {
         let _gate = gate();
         let Ok(t) = table().lock() else { return true };
         if t.contains_key(&self.path) {
@@ -297,7 +310,10 @@ impl Pending {
         if identity(&meta) != self.entry.id {
             return true;
         }
-        if mounted_elsewhere(&self.path) {
+        if foreign
+            .get_or_insert_with(foreign_mount_points)
+            .contains(&escape(&self.path))
+        {
             return false;
         }
         let _ = match self.entry.shape.kind {
@@ -329,7 +345,10 @@ fn janitor(pending: Pending) {
                         Err(mpsc::RecvTimeoutError::Timeout) => {}
                         Err(mpsc::RecvTimeoutError::Disconnected) => return,
                     }
-                    waiting.retain(|p| !p.try_remove() && p.since.elapsed() < WAIT_FOR_UNMOUNT);
+                    let mut foreign = None;
+                    waiting.retain(|p| {
+                        !p.try_remove(&mut foreign) && p.since.elapsed() < WAIT_FOR_UNMOUNT
+                    });
                 }
             })
             .ok()
@@ -342,13 +361,14 @@ fn janitor(pending: Pending) {
     }
 }
 
-/// Whether a mount namespace other than this process's has `path` as a mount point.
-pub fn mounted_elsewhere(path: &Path) -> bool {
+/// The mount points (as `/proc/PID/mountinfo` writes them) of every mount namespace other
+/// than this process's, each namespace read once.
+fn foreign_mount_points() -> HashSet<String> {
     let own = std::fs::read_link("/proc/self/ns/mnt").ok();
-    let wanted = escape(path);
     let mut seen = HashSet::new();
+    let mut points = HashSet::new();
     let Ok(procs) = std::fs::read_dir("/proc") else {
-        return false;
+        return points;
     };
     for e in procs.flatten() {
         let name = e.file_name();
@@ -367,14 +387,13 @@ pub fn mounted_elsewhere(path: &Path) -> bool {
         let Ok(info) = std::fs::read_to_string(e.path().join("mountinfo")) else {
             continue;
         };
-        if info
-            .lines()
-            .any(|line| line.split(' ').nth(4) == Some(wanted.as_str()))
-        {
-            return true;
-        }
+        points.extend(
+            info.lines()
+                .filter_map(|line| line.split(' ').nth(4))
+                .map(str::to_owned),
+        );
     }
-    false
+    points
 }
 
 /// A path as `/proc/PID/mountinfo` writes it (space, tab, newline and backslash escaped in
@@ -461,6 +480,6 @@ mod tests {
     #[test]
     fn mountinfo_paths_are_escaped() {
         assert_eq!(escape(Path::new("/a b/c\\d")), "/a\\040b/c\\134d");
-        assert!(!mounted_elsewhere(Path::new("/definitely/not/mounted")));
+        assert!(!foreign_mount_points().contains(&escape(Path::new("/definitely/not/mounted"))));
     }
 }

@@ -168,6 +168,9 @@ impl Local {
     /// Kills what the command left outside its group, found by its mark.
     async fn kill_marked(&mut self) {
         if let Some(mark) = self.mark.take() {
+            if crate::host_program::nothing_left() {
+                return;
+            }
             let _ = tokio::task::spawn_blocking(move || crate::reaper::kill_marked(&mark)).await;
         }
     }

@@ -144,7 +144,7 @@ pub async fn declarations(tools: &[Arc<dyn Tool>], dialect: Dialect) -> Vec<Valu
 }
 
 /// A call that passed lookup and parsing, or the result that ended it early.
-enum Prepared {
+pub(crate) enum Prepared {
     Ready(Arc<dyn Tool>, ParsedInput, ToolCall),
     Done(CallResult),
 }
@@ -258,7 +258,7 @@ impl ToolPool {
         }
     }
 
-    fn prepare(&self, call: ToolCall) -> Prepared {
+    pub(crate) fn prepare(&self, call: ToolCall) -> Prepared {
         let Some(tool) = self.get(&call.tool).cloned() else {
             let err = ToolError::UnknownTool {
                 name: call.tool.clone(),
@@ -415,7 +415,7 @@ impl<T> Drop for AbortOnDrop<T> {
 
 /// Validation, permission, the call itself and rendering. Returns the result and whether
 /// the call was cancelled.
-async fn run(
+pub(crate) async fn run(
     tool: Arc<dyn Tool>,
     input: ParsedInput,
     call: ToolCall,
@@ -430,6 +430,12 @@ async fn run(
             true,
         );
     }
+    // Declared paths reach the tool absolute: the path checked is the path used.
+    let input = match crate::path_fields::resolve(tool.as_ref(), &input, &ctx) {
+        None => input,
+        Some(Ok(resolved)) => resolved,
+        Some(Err(err)) => return (error_result(&name, &err), false),
+    };
     if let ValidationResult::Invalid { message, .. } = tool.validate(&input, &ctx).await {
         return (error_result(&name, &ToolError::respond(message)), false);
     }
@@ -437,6 +443,13 @@ async fn run(
         Ok(approval) => ctx.approved(approval),
         Err(err) => return (error_result(&name, &err), false),
     };
+    if let Err(err) = crate::path_fields::check_fresh(tool.as_ref(), &input, &ctx).await {
+        return (error_result(&name, &err), false);
+    }
+    // What a successful call wrote goes to the read ledger; kept here since the call
+    // consumes the input.
+    let written =
+        (!tool.path_fields().is_empty()).then(|| ParsedInput::from_json(input.json().clone()));
 
     let task_tool = Arc::clone(&tool);
     let task_ctx = ctx.clone();
@@ -470,6 +483,11 @@ async fn run(
         ))),
         _ => Err(interrupted.unwrap_or(ToolError::Cancelled { tool: name.clone() })),
     };
+    if let (Some(written), Ok(result)) = (&written, &outcome)
+        && !result.is_error
+    {
+        crate::path_fields::record_writes(tool.as_ref(), written, &ctx).await;
+    }
     (render(tool.as_ref(), outcome, &ctx).await, was_cancelled)
 }
 

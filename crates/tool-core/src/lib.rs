@@ -91,8 +91,10 @@ mod exec;
 mod git;
 mod input;
 mod ledger;
+mod live;
 mod managers;
 pub mod path;
+mod path_fields;
 mod pattern;
 mod permission;
 #[cfg(unix)]
@@ -128,6 +130,7 @@ pub use input::{
     parse_input, parse_input_text,
 };
 pub use ledger::{Freshness, ReadLedger, ReadRecord, ReadSource, content_hash};
+pub use live::{LiveBatch, PoolFuture, PoolSource};
 pub use managers::{
     FileDiagnostic, LspManager, TaskFinish, TaskFuture, TaskInfo, TaskKind, TaskManager, TaskRun,
     TaskSpec, TaskStatus, Unconfigured,
@@ -155,7 +158,10 @@ pub use schema::{
 pub use settings::{PermissionSettings, Settings, SettingsLayer};
 pub use summariser::Summariser;
 pub use time::sleep_or_never;
-pub use tool::{ParsedInput, Tool, ToolCategory, ToolMeta, Typed, TypedTool, ValidationResult};
+pub use tool::{
+    ParsedInput, PathAccess, PathField, Tool, ToolCategory, ToolMeta, Typed, TypedTool,
+    ValidationResult,
+};
 pub use trust::{
     Approval, FileReview, MCP_JSON, McpApproval, NamedByConfig, SCRIPT_EXTENSIONS, TRUST_FILE,
     TrustReport, TrustStore, Withheld, is_person_only_setting, is_project_source, is_state_config,

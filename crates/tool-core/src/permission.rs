@@ -612,7 +612,8 @@ impl PermissionEngine {
 
     /// The whole evaluation order for one call.
     ///
-    /// 1a blanket deny → deny; 1b blanket ask → ask; 1c the tool's own check; 1d its deny →
+    /// 1a blanket deny → deny; 1b blanket ask → ask; 1c the tool's own check, with the
+    /// Read or Edit check of each path the tool declares ([`Tool::path_fields`]); 1d its deny →
     /// deny; 1e–1g asks that bypass cannot skip (interaction, content ask rules, protected
     /// paths); 2a bypassPermissions (or plan with bypass available) → allow; 2b blanket allow
     /// → allow; 3 what remains asks; 4 dontAsk turns ask into deny. Without a person to ask,
@@ -686,6 +687,11 @@ impl PermissionEngine {
             return PermissionDecision::deny(reason);
         }
         let from_tool = tool.check_permission(input, ctx).await;
+        // The paths the tool declares are checked as the file tools check theirs.
+        let from_tool = match crate::path_fields::decide(tool, input, ctx) {
+            Some(paths) => crate::path_fields::stricter(paths, from_tool),
+            None => from_tool,
+        };
         let from_tool = match from_tool {
             PermissionDecision::Ask {
                 reason,

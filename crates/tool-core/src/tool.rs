@@ -89,7 +89,8 @@ impl ValidationResult {
 /// [`ToolMeta::new`] gives the defaults: the description "Execute {name}", no aliases or
 /// search hint, [`ToolCategory::Custom`], loaded up front, neither read-only nor
 /// concurrency-safe, governed by no other tool's rules, spilled above 100,000 characters,
-/// no person needed, no effect on siblings, no annotations, no free-form form.
+/// no person needed, no effect on siblings, no annotations, no free-form form, no path
+/// fields.
 ///
 /// ```
 /// use tool_core::{ToolCategory, ToolMeta};
@@ -121,6 +122,7 @@ pub struct ToolMeta {
     annotations: ToolAnnotations,
     freeform_grammar: Option<&'static str>,
     freeform_description: Option<&'static str>,
+    path_fields: &'static [PathField],
 }
 
 impl ToolMeta {
@@ -147,6 +149,7 @@ impl ToolMeta {
             },
             freeform_grammar: None,
             freeform_description: None,
+            path_fields: &[],
         }
     }
 
@@ -276,6 +279,63 @@ impl ToolMeta {
         self.freeform_description = Some(description);
         self
     }
+
+    /// The input fields that name files the tool reads or writes (see [`PathField`]): the
+    /// execution path gives the tool each one absolute, and the permission engine and the
+    /// read ledger treat them as they treat Read's and Edit's `file_path` (see
+    /// [`Tool::path_fields`]).
+    #[must_use]
+    pub const fn path_fields(mut self, fields: &'static [PathField]) -> Self {
+        self.path_fields = fields;
+        self
+    }
+}
+
+/// Whether a path field is read or written.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum PathAccess {
+    /// The tool reads the file (or lists the directory): the Read rules apply
+    Read,
+    /// The tool creates, changes or deletes it: the Edit rules and protected paths apply,
+    /// and an existing file must have been read first
+    Write,
+}
+
+/// An input field whose value is a path (or an array of paths) the tool reads or writes.
+///
+/// ```
+/// use tool_core::{PathField, ToolMeta};
+///
+/// const META: ToolMeta = ToolMeta::new("WordCount")
+///     .describe("Counts the words of a file.")
+///     .read_only()
+///     .path_fields(&[PathField::read("path")]);
+/// # let _ = META;
+/// ```
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct PathField {
+    /// The field's JSON name, at the top level of the input
+    pub name: &'static str,
+    /// Read or written
+    pub access: PathAccess,
+}
+
+impl PathField {
+    /// A field naming a file the tool reads.
+    pub const fn read(name: &'static str) -> Self {
+        PathField {
+            name,
+            access: PathAccess::Read,
+        }
+    }
+
+    /// A field naming a file the tool writes.
+    pub const fn write(name: &'static str) -> Self {
+        PathField {
+            name,
+            access: PathAccess::Write,
+        }
+    }
 }
 
 /// An input that passed the schema: the coerced JSON and the tool's typed value.
@@ -391,6 +451,15 @@ pub trait Tool: Send + Sync + 'static {
     fn freeform_description(&self) -> Option<&str> {
         None
     }
+    /// The input fields that name files the tool reads or writes. The execution path
+    /// resolves each against the session's working directory and passes it on absolute;
+    /// the permission engine applies the Read rules to those read and the Edit rules,
+    /// protected paths and plan mode to those written, the working directories deciding
+    /// what needs no approval; a written file that exists must have been read in the
+    /// session and be unchanged since, and its new content is recorded after the call.
+    fn path_fields(&self) -> &[PathField] {
+        &[]
+    }
     /// The JSON schema of the structured output (`data`), when the tool declares one (an
     /// MCP server's tool passes its `outputSchema` on; `agent-tools serve` offers it).
     fn output_schema(&self) -> Option<&Value> {
@@ -481,6 +550,11 @@ pub trait TypedTool: Send + Sync + 'static {
     /// The description of the free-form form (see [`Tool::freeform_description`]).
     fn freeform_description(&self) -> Option<&'static str> {
         Self::META.freeform_description
+    }
+    /// The input fields that name files (see [`Tool::path_fields`]); the default is
+    /// [`ToolMeta::path_fields`].
+    fn path_fields(&self) -> &'static [PathField] {
+        Self::META.path_fields
     }
     /// The description: [`ToolMeta::describe`]'s text, "Execute {name}" when there is none.
     async fn description(&self, _input: Option<&Self::Input>) -> String {
@@ -601,6 +675,9 @@ impl<T: TypedTool> Tool for Typed<T> {
     }
     fn freeform_description(&self) -> Option<&str> {
         self.tool.freeform_description()
+    }
+    fn path_fields(&self) -> &[PathField] {
+        self.tool.path_fields()
     }
     async fn description(&self, input: Option<&ParsedInput>) -> String {
         let typed = input.and_then(|i| self.typed(i));

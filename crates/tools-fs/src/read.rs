@@ -28,7 +28,83 @@ pub const FILE_UNCHANGED: &str = "File unchanged since last read. The content fr
 pub const EMPTY_FILE: &str =
     "<system-reminder>Warning: the file exists but the contents are empty.</system-reminder>";
 
-const DESCRIPTION: &str = "Reads a file from the local filesystem. You can access any file directly by using this tool.
+// What the description says about images and PDFs follows the build: a tool's declaration
+// promises only what the build can do (tools-fs's `images` and `pdf` features).
+#[cfg(feature = "images")]
+macro_rules! images_usage {
+    () => {
+        "- This tool allows reading images (PNG, JPEG, GIF, WEBP); the image is shown to you (scaled down to at most 2000 pixels a side)\n"
+    };
+}
+#[cfg(not(feature = "images"))]
+macro_rules! images_usage {
+    () => {
+        ""
+    };
+}
+#[cfg(feature = "pdf")]
+macro_rules! pdf_usage {
+    () => {
+        "- This tool can read PDF files (.pdf) as text, page by page. For large PDFs (more than 10 pages), you MUST provide the pages parameter to read specific page ranges (e.g., pages: \"1-5\"). Maximum 20 pages per request.\n"
+    };
+}
+#[cfg(not(feature = "pdf"))]
+macro_rules! pdf_usage {
+    () => {
+        ""
+    };
+}
+#[cfg(all(feature = "images", feature = "pdf"))]
+macro_rules! binary_usage {
+    () => {
+        "- Binary files other than images and PDFs are refused.\n"
+    };
+}
+#[cfg(all(feature = "images", not(feature = "pdf")))]
+macro_rules! binary_usage {
+    () => {
+        "- Binary files other than images are refused, PDFs included (this build does not read them).\n"
+    };
+}
+#[cfg(all(not(feature = "images"), feature = "pdf"))]
+macro_rules! binary_usage {
+    () => {
+        "- Binary files other than PDFs are refused, images included (this build does not show them).\n"
+    };
+}
+#[cfg(not(any(feature = "images", feature = "pdf")))]
+macro_rules! binary_usage {
+    () => {
+        "- Binary files are refused, images and PDFs included (this build does not read them).\n"
+    };
+}
+#[cfg(all(feature = "images", feature = "pdf"))]
+macro_rules! search_hint {
+    () => {
+        "read files, images, PDFs, notebooks"
+    };
+}
+#[cfg(all(feature = "images", not(feature = "pdf")))]
+macro_rules! search_hint {
+    () => {
+        "read files, images, notebooks"
+    };
+}
+#[cfg(all(not(feature = "images"), feature = "pdf"))]
+macro_rules! search_hint {
+    () => {
+        "read files, PDFs, notebooks"
+    };
+}
+#[cfg(not(any(feature = "images", feature = "pdf")))]
+macro_rules! search_hint {
+    () => {
+        "read files and notebooks"
+    };
+}
+
+const DESCRIPTION: &str = concat!(
+    "Reads a file from the local filesystem. You can access any file directly by using this tool.
 Assume this tool is able to read all files on the machine. If the User provides a path to a file assume that path is valid. It is okay to read a file that does not exist; an error will be returned.
 
 Usage:
@@ -37,13 +113,16 @@ Usage:
 - You can optionally specify a line offset and limit (especially handy for long files), but it's recommended to read the whole file by not providing these parameters
 - Any lines longer than 2000 characters will be truncated
 - Results are returned using cat -n format, with line numbers starting at 1: the line number, a tab, then the line exactly as in the file
-- This tool allows reading images (PNG, JPEG, GIF, WEBP); the image is shown to you (scaled down to at most 2000 pixels a side)
-- This tool can read PDF files (.pdf) as text, page by page. For large PDFs (more than 10 pages), you MUST provide the pages parameter to read specific page ranges (e.g., pages: \"1-5\"). Maximum 20 pages per request.
-- This tool can read Jupyter notebooks (.ipynb files) and returns all cells with their outputs
+",
+    images_usage!(),
+    pdf_usage!(),
+    "- This tool can read Jupyter notebooks (.ipynb files) and returns all cells with their outputs
 - This tool can only read files, not directories. To list a directory, use Glob or ls via the Bash tool.
-- Binary files other than images and PDFs are refused.
-- You can call multiple tools in a single response. It is always better to speculatively read multiple potentially useful files in parallel.
-- If you read a file that exists but has empty contents you will receive a system reminder warning in place of file contents.";
+",
+    binary_usage!(),
+    "- You can call multiple tools in a single response. It is always better to speculatively read multiple potentially useful files in parallel.
+- If you read a file that exists but has empty contents you will receive a system reminder warning in place of file contents."
+);
 
 /// Input of Read.
 #[derive(Debug, Clone, Deserialize, JsonSchema)]
@@ -62,7 +141,10 @@ pub struct ReadInput {
     pub limit: Option<u64>,
     /// Page range for PDF files (e.g., "1-5", "3", "10-20"). Only applicable to PDF files.
     /// Maximum 20 pages per request.
+    // Left out of the schema without the `pdf` feature: a build that reads no PDFs offers
+    // no page range (and the schema check refuses one).
     #[serde(default)]
+    #[cfg_attr(not(feature = "pdf"), schemars(skip))]
     pub pages: Option<String>,
 }
 
@@ -96,7 +178,7 @@ impl TypedTool for Read {
     type Output = ReadOutput;
     const META: ToolMeta = ToolMeta::new("Read")
         .describe(DESCRIPTION)
-        .hint("read files, images, PDFs, notebooks")
+        .hint(search_hint!())
         .category(ToolCategory::FileSystem)
         .read_only()
         // Never spilled: Read bounds its own output (lines, line length, characters).
@@ -669,6 +751,39 @@ mod tests {
 
     fn lines(p: &Page) -> Vec<&str> {
         p.lines.iter().map(|(l, _)| l.as_str()).collect()
+    }
+
+    /// The feature set of this build, as the snapshot's name says it.
+    fn features() -> &'static str {
+        match (cfg!(feature = "images"), cfg!(feature = "pdf")) {
+            (true, true) => "images-pdf",
+            (true, false) => "images",
+            (false, true) => "pdf",
+            (false, false) => "none",
+        }
+    }
+
+    /// Read's declaration promises only what this build does: one snapshot per feature set
+    /// (CI runs this test under each).
+    #[test]
+    fn the_declaration_says_what_this_build_reads() {
+        use tool_core::Tool as _;
+        let tool = tool_core::Typed::new(Read);
+        let schema = tool.input_schema();
+        let hint = tool.search_hint().unwrap_or_default();
+        let pages = schema["properties"].get("pages").is_some();
+        assert_eq!(pages, cfg!(feature = "pdf"), "{schema}");
+        for (feature, words) in [
+            (cfg!(feature = "images"), ["PNG", "image"]),
+            (cfg!(feature = "pdf"), ["PDF files (.pdf) as text", "PDF"]),
+        ] {
+            assert_eq!(DESCRIPTION.contains(words[0]), feature, "{DESCRIPTION}");
+            assert_eq!(hint.contains(words[1]), feature, "{hint}");
+        }
+        insta::assert_json_snapshot!(
+            format!("read_declaration_{}", features()),
+            serde_json::json!({"description": DESCRIPTION, "hint": hint, "input_schema": schema})
+        );
     }
 
     #[test]

@@ -215,7 +215,7 @@ pub use probe::{SandboxTrial, try_sandbox};
 pub use sandbox::{
     DenyRead, EXEC_ARG, Launch, LimitHit, Mask, Mechanism, Prepared, Profile, ResourceLimits,
     SECRETS, SandboxInstance, SandboxMode, SandboxPolicy, SandboxProbe, SandboxSettings,
-    bubblewrap, landlock_available, probe_sandbox, sandbox_supervisor_entry,
+    bubblewrap, landlock_available, one_call_process, probe_sandbox, sandbox_supervisor_entry,
 };
 #[cfg(target_os = "linux")]
 pub use sandbox::{

@@ -1,8 +1,11 @@
 //! The shell benchmarks.
 //!
-//! - `bash-200`: 200 sequential Bash calls of `true` through one `agent-tools batch`, against
-//!   200 `bash -c true` from a shell loop; once per sandbox mechanism (bubblewrap, Landlock
-//!   with seccomp, none), since the sandbox's start-up is most of a call's cost.
+//! - `bash-200`: 200 sequential Bash calls of `:` through one `agent-tools batch`, against
+//!   200 `bash -c :` from a shell loop; once per sandbox mechanism (bubblewrap, Landlock
+//!   with seccomp, none). Target: at most 1.3 times the loop.
+//! - `bash-call`: one `agent-tools call Bash` of `:` (a process start, the session, the
+//!   sandbox and the call) against one `bash -c :`, per sandbox mechanism. Target: at most
+//!   10 ms.
 //! - `jail-200`: 200 auto-approved read-only Bash calls (`cat a.txt`, default mode) through
 //!   one `agent-tools batch`, which run in the read-only jail, against the same 200 calls
 //!   approved by an allow rule, which run in the workspace sandbox; per mechanism. The
@@ -54,7 +57,7 @@ fn quote(p: &Path) -> String {
 pub fn bash_200(ctx: &Ctx) -> Result<Vec<Comparison>> {
     let (work, home) = workdir(ctx)?;
     let baseline = Cmd::new("sh").arg("-c").arg(format!(
-        "i=0; while [ $i -lt {CALLS} ]; do bash -c true; i=$((i+1)); done"
+        "i=0; while [ $i -lt {CALLS} ]; do bash -c :; i=$((i+1)); done"
     ));
     let mut results = Vec::new();
     for (command, how) in [
@@ -70,15 +73,7 @@ pub fn bash_200(ctx: &Ctx) -> Result<Vec<Comparison>> {
         let line = format!(r#"{{"tool": "Bash", "input": {{"command": "{command}"}}}}"#);
         fs::write(&calls, format!("{}\n", vec![line; CALLS].join("\n")))
             .with_context(|| format!("writing {}", calls.display()))?;
-        for (name, sandbox, usable) in [
-            (
-                "bubblewrap",
-                r#"{"mechanism": "bubblewrap"}"#,
-                Path::new("/usr/bin/bwrap").is_file(),
-            ),
-            ("landlock", r#"{"mechanism": "landlock"}"#, true),
-            ("none", r#"{"enabled": false}"#, true),
-        ] {
+        for (name, sandbox, usable) in sandboxes() {
             if !usable {
                 println!("bash-200: skipping the {name} sandbox (not installed)");
                 continue;
@@ -108,13 +103,86 @@ pub fn bash_200(ctx: &Ctx) -> Result<Vec<Comparison>> {
                         .unwrap_or("")
                 );
             }
-            results.push(ctx.compare(
+            let row = ctx.compare(
                 &format!("{CALLS} × `{command}` ({how}), sandbox {name}"),
                 &ours,
                 &baseline,
-                "bash -c true loop",
-            )?);
+                "bash -c : loop",
+            )?;
+            if command == ":" {
+                let ratio = 1.0 / row.speedup();
+                println!(
+                    "bash-200: `:` under {name}: {ratio:.2}× the loop (target ≤ {BATCH_TARGET}×: {})",
+                    if ratio <= BATCH_TARGET {
+                        "met"
+                    } else {
+                        "missed"
+                    }
+                );
+            }
+            results.push(row);
         }
+    }
+    Ok(results)
+}
+
+/// The batch's target: at most this many times the `bash -c :` loop.
+const BATCH_TARGET: f64 = 1.3;
+
+/// The one-shot call's target.
+const CALL_TARGET: std::time::Duration = std::time::Duration::from_millis(10);
+
+/// The sandboxes the shell benchmarks run under: name, settings, whether usable here.
+fn sandboxes() -> [(&'static str, &'static str, bool); 3] {
+    [
+        (
+            "bubblewrap",
+            r#"{"mechanism": "bubblewrap"}"#,
+            Path::new("/usr/bin/bwrap").is_file(),
+        ),
+        ("landlock", r#"{"mechanism": "landlock"}"#, true),
+        ("none", r#"{"enabled": false}"#, true),
+    ]
+}
+
+/// One `agent-tools call Bash` of `:` against one `bash -c :`, per sandbox mechanism.
+pub fn bash_call(ctx: &Ctx) -> Result<Vec<Comparison>> {
+    let (work, home) = workdir(ctx)?;
+    let baseline = Cmd::new("bash").args(["-c", ":"]);
+    let mut results = Vec::new();
+    for (name, sandbox, usable) in sandboxes() {
+        if !usable {
+            println!("bash-call: skipping the {name} sandbox (not installed)");
+            continue;
+        }
+        let settings = settings(ctx, name, sandbox)?;
+        let ours = Cmd::new(&ctx.bin)
+            .args(["call", "Bash", r#"{"command": ":"}"#, "--cwd"])
+            .arg(&work)
+            .args(["--mode", "bypassPermissions", "--settings"])
+            .arg(&settings)
+            .env("AGENT_TOOLS_HOME", &home);
+        let out = ours.stdout_string()?;
+        if !out.contains(r#""is_error":false"#) {
+            bail!("bash-call ({name}): the call failed: {out}");
+        }
+        let row = ctx.compare(
+            &format!("one `agent-tools call Bash` of `:`, sandbox {name}"),
+            &ours,
+            &baseline,
+            "bash -c :",
+        )?;
+        println!(
+            "bash-call: {name}: {:.1} ms (target ≤ {} ms: {})",
+            row.ours.as_secs_f64() * 1000.0,
+            CALL_TARGET.as_millis(),
+            if row.ours <= CALL_TARGET {
+                "met"
+            } else {
+                "missed"
+            }
+        );
+        results.push(row);
     }
     Ok(results)
 }

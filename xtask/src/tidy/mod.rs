@@ -14,13 +14,15 @@
 //!   manifests of [`TOP_LEVEL_PACKAGES`];
 //! - [`shell`]: only tools-shell and the sandbox crate start a shell;
 //! - [`cycles`]: no import cycle between a crate's top-level modules;
-//! - [`refs`]: no reference to a document outside the repository.
+//! - [`refs`]: no reference to a document outside the repository;
+//! - [`docnames`]: every function, type and method the documentation names exists.
 //!
 //! Every problem is reported as `path:line: message`. `cargo xtask tidy --report` also
 //! prints every crate's import cycles, exceptions included.
 
 pub mod cycles;
 pub mod deps;
+pub mod docnames;
 pub mod refs;
 pub mod shell;
 pub mod source;
@@ -199,6 +201,7 @@ pub fn check(root: &Path) -> Result<Vec<Problem>> {
     deps::check(root, &mut problems)?;
     shell::check(root, &mut problems)?;
     cycles::check(root, &mut problems)?;
+    docnames::check(root, &mut problems)?;
     Ok(problems)
 }
 
@@ -319,7 +322,7 @@ pub fn run(root: &Path, report_cycles: bool) -> Result<()> {
     let problems = check(root)?;
     if problems.is_empty() {
         println!(
-            "tidy: ok ({}; dependency rules, shell spawns, import cycles, outside references)",
+            "tidy: ok ({}; dependency rules, shell spawns, import cycles, outside references, names in the docs)",
             CHECKED_DIRS.join("/, ") + "/"
         );
         return Ok(());

@@ -8,79 +8,8 @@ use std::time::Duration;
 
 use serde_json::{Value, json};
 
+use crate::live::Live;
 use crate::{Project, triggers_binary};
-
-/// A live `batch` of the agent-triggers build: send lines, read lines.
-struct Live {
-    child: std::process::Child,
-    stdin: std::process::ChildStdin,
-    lines: mpsc::Receiver<Value>,
-}
-
-impl Live {
-    fn start(project: &Project) -> Self {
-        let mut child = Command::new(triggers_binary())
-            .args([
-                "--cwd",
-                project.root_str(),
-                "--mode",
-                "bypassPermissions",
-                "batch",
-            ])
-            .env("AGENT_TOOLS_HOME", project.home())
-            .env("HOME", project.home())
-            .stdin(Stdio::piped())
-            .stdout(Stdio::piped())
-            .stderr(Stdio::null())
-            .spawn()
-            .unwrap();
-        let stdin = child.stdin.take().unwrap();
-        let stdout = child.stdout.take().unwrap();
-        let (tx, lines) = mpsc::channel();
-        std::thread::spawn(move || {
-            for line in BufReader::new(stdout).lines() {
-                let Ok(line) = line else { break };
-                if let Ok(v) = serde_json::from_str(&line)
-                    && tx.send(v).is_err()
-                {
-                    break;
-                }
-            }
-        });
-        Live {
-            child,
-            stdin,
-            lines,
-        }
-    }
-
-    fn send(&mut self, call: Value) {
-        self.stdin.write_all(call.to_string().as_bytes()).unwrap();
-        self.stdin.write_all(b"\n").unwrap();
-        self.stdin.flush().unwrap();
-    }
-
-    /// The next line that satisfies `want`, within a bound (not a timing assertion: the
-    /// bound only keeps a broken build from hanging the suite).
-    fn next(&self, what: &str, want: impl Fn(&Value) -> bool) -> Value {
-        loop {
-            let line = self
-                .lines
-                .recv_timeout(Duration::from_secs(120))
-                .unwrap_or_else(|_| panic!("no {what} arrived"));
-            if want(&line) {
-                return line;
-            }
-        }
-    }
-}
-
-impl Drop for Live {
-    fn drop(&mut self) {
-        let _ = self.child.kill();
-        let _ = self.child.wait();
-    }
-}
 
 #[test]
 fn a_due_cron_job_is_an_event_line_in_batch() {
@@ -100,7 +29,7 @@ fn a_due_cron_job_is_an_event_line_in_batch() {
     .unwrap();
     // The file is the project's: its jobs run once a person approved it.
     p.trust();
-    let mut live = Live::start(&p);
+    let mut live = Live::start(triggers_binary(), &p);
     live.send(json!({"tool": "CronList", "input": {}}));
     // The job fires on the scheduler's first tick: its event line may come before or after
     // the result line.
@@ -123,7 +52,7 @@ fn a_due_cron_job_is_an_event_line_in_batch() {
 #[test]
 fn monitor_lines_and_ended_tasks_are_event_lines_in_batch() {
     let p = Project::new(&[]);
-    let mut live = Live::start(&p);
+    let mut live = Live::start(triggers_binary(), &p);
     live.send(json!({"tool": "Monitor", "input": {
         "command": "for i in 1 2 3; do echo line$i; sleep 0.2; done",
         "description": "three lines"}}));

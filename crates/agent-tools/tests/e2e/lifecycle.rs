@@ -481,6 +481,15 @@ fn unsandboxed_commands_leave_nothing(user: User) {
         "{user:?}: {r}"
     );
     assert_eq!(survivors(&m), Vec::<u32>::new(), "{user:?}");
+    // A double fork from a command that ends at once: `call` finds the orphan among its own
+    // children (it is their subreaper) and ends it.
+    let c = marker(1303, user, 0);
+    let r = place.bash_with(
+        &options,
+        json!({"command": format!("(sleep {c} >/dev/null 2>&1 &) ; echo forked")}),
+    );
+    assert_eq!(text(&r), "forked", "{user:?}: {r}");
+    assert_eq!(survivors(&c), Vec::<u32>::new(), "{user:?}");
     let (a, b) = (marker(1301, user, 0), marker(1302, user, 0));
     let r = place.bash_with(
         &options,

@@ -23,6 +23,7 @@ mod hosted;
 mod index;
 mod jail;
 mod lifecycle;
+mod live;
 mod mcp_limits;
 mod mcp_login;
 mod mcp_startup;
@@ -40,6 +41,7 @@ mod serve_http;
 mod shell;
 mod state_home;
 mod state_tokens;
+mod tasks;
 mod trust;
 mod worktree;
 

@@ -6,5 +6,7 @@ mod custom_tool;
 mod declarations;
 mod exec;
 mod fixtures;
+mod live;
+mod path_fields;
 mod permissions;
 mod sessions;
