@@ -309,6 +309,9 @@ fn main() -> ExitCode {
             .await
             .unwrap_or_else(|e| Err(anyhow::anyhow!("the command stopped unexpectedly: {e}")))
     });
+    // Sandboxes that ended release their placeholders from threads the exit would stop.
+    #[cfg(feature = "shell")]
+    registry::settle_sandboxes(std::time::Duration::from_secs(3));
     match outcome {
         Ok(code) => code,
         Err(err) => {

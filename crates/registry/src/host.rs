@@ -88,6 +88,13 @@ pub fn one_call_process() {
     tools_shell::one_call_process();
 }
 
+/// For a process about to exit: waits, up to `limit`, until the sandboxes that ended have
+/// released the placeholders they bound (threads do it, which the exit would cut short).
+#[cfg(feature = "shell")]
+pub fn settle_sandboxes(limit: std::time::Duration) {
+    tools_shell::settle_sandboxes(limit);
+}
+
 /// The MCP server (`agent-tools serve`) and the MCP servers of `.mcp.json`: tools-mcp's
 /// pieces the binary uses, and the host services each served context gets.
 #[cfg(feature = "mcp")]

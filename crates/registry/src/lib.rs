@@ -79,7 +79,7 @@ pub use checks::{SandboxProbe, SandboxTrial, probe_sandbox, try_sandbox};
 pub use host::mcp;
 pub use host::{LivePool, install_catalog};
 #[cfg(feature = "shell")]
-pub use host::{one_call_process, sandbox_supervisor_entry};
+pub use host::{one_call_process, sandbox_supervisor_entry, settle_sandboxes};
 pub use profiles::Profile;
 pub use session::{
     SessionOptions, approve_project, build_context, review_project, revoke_project,

@@ -634,13 +634,70 @@ fn hold_until_exit(policy: &Arc<SandboxPolicy>, child: &Child) {
         return;
     };
     let policy = Arc::clone(policy);
-    let _ = std::thread::Builder::new()
+    let hold = Hold::start();
+    let spawned = std::thread::Builder::new()
         .name("agent-tools-sandbox-hold".into())
         .spawn(move || {
             let mut fds = [PollFd::new(&pidfd, PollFlags::IN)];
             while matches!(poll(&mut fds, None), Err(rustix::io::Errno::INTR)) {}
             drop(policy);
+            drop(hold);
         });
+    // A thread that could not start dropped its closure, and with it the hold.
+    drop(spawned);
+}
+
+/// How many threads still hold a sandbox's placeholders until its bubblewrap exits.
+#[cfg(target_os = "linux")]
+static HOLDS: (std::sync::Mutex<usize>, std::sync::Condvar) =
+    (std::sync::Mutex::new(0), std::sync::Condvar::new());
+
+/// One thread holding placeholders; counted in [`HOLDS`] while it lives.
+#[cfg(target_os = "linux")]
+struct Hold;
+
+#[cfg(target_os = "linux")]
+impl Hold {
+    fn start() -> Hold {
+        if let Ok(mut n) = HOLDS.0.lock() {
+            *n += 1;
+        }
+        Hold
+    }
+}
+
+#[cfg(target_os = "linux")]
+impl Drop for Hold {
+    fn drop(&mut self) {
+        if let Ok(mut n) = HOLDS.0.lock() {
+            *n = n.saturating_sub(1);
+        }
+        HOLDS.1.notify_all();
+    }
+}
+
+/// For a process about to exit: waits, up to `limit`, until every sandbox that ended has
+/// released its placeholders. Their holders are threads, which the process's exit would
+/// otherwise stop half-way, leaving empty placeholder files in the project. A sandbox still
+/// running (a background command) is not waited for beyond `limit`.
+pub fn settle(limit: std::time::Duration) {
+    #[cfg(target_os = "linux")]
+    {
+        let deadline = std::time::Instant::now() + limit;
+        let Ok(mut n) = HOLDS.0.lock() else { return };
+        while *n > 0 {
+            let left = deadline.saturating_duration_since(std::time::Instant::now());
+            if left.is_zero() {
+                return;
+            }
+            match HOLDS.1.wait_timeout(n, left) {
+                Ok((guard, _)) => n = guard,
+                Err(_) => return,
+            }
+        }
+    }
+    #[cfg(not(target_os = "linux"))]
+    let _ = limit;
 }
 
 #[cfg(all(test, target_os = "linux"))]

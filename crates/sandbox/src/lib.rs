@@ -121,6 +121,7 @@ pub use inside::sandbox_supervisor_entry;
 pub use instances::{SandboxLimits, live_sandbox_instances, sandbox_limits, set_sandbox_limits};
 pub use launch::{
     Launch, Prepared, bubblewrap, jail_available, landlock_available, prepare, prepare_profile,
+    settle as settle_sandboxes,
 };
 pub use mask::{DenyRead, Mask, SECRETS};
 pub use policy::{JAIL_HIDDEN, Mechanism, Profile, SandboxMode, SandboxPolicy, SandboxSettings};

@@ -216,6 +216,7 @@ pub use sandbox::{
     DenyRead, EXEC_ARG, Launch, LimitHit, Mask, Mechanism, Prepared, Profile, ResourceLimits,
     SECRETS, SandboxInstance, SandboxMode, SandboxPolicy, SandboxProbe, SandboxSettings,
     bubblewrap, landlock_available, one_call_process, probe_sandbox, sandbox_supervisor_entry,
+    settle_sandboxes,
 };
 #[cfg(target_os = "linux")]
 pub use sandbox::{
