@@ -494,6 +494,8 @@ impl Launch {
             Launch::Bubblewrap(policy) => {
                 // Without the helper, bubblewrap reads the filter from stdin: the caller set
                 // it up with `filter_stdin` (see `process::command_line`).
+                #[cfg(target_os = "linux")]
+                policy.leases.restore();
                 let child = start(cmd)?;
                 #[cfg(target_os = "linux")]
                 hold_until_exit(policy, &child);

@@ -134,6 +134,12 @@ pub fn masks(
             continue;
         }
         let Ok(p) = p.canonicalize() else { continue };
+        // Another sandbox's placeholder (a state directory that does not exist yet, in a home
+        // inside a writable root) is empty, and goes when that sandbox ends.
+        #[cfg(target_os = "linux")]
+        if crate::placeholder::is_marked(&p) {
+            continue;
+        }
         narrow(&p, scope.keep, &mut out, 0);
     }
     out.sort();

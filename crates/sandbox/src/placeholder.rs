@@ -97,6 +97,24 @@ impl Leases {
         self.0.as_ref().is_none_or(|h| h.0.is_empty())
     }
 
+    /// Makes again each held placeholder that is gone: one shared with another process,
+    /// which removed it when its own sandbox ended while none of ours had it mounted.
+    /// Bubblewrap binds placeholders by path, so each launch calls this first.
+    pub(crate) fn restore(&self) {
+        let Some(held) = &self.0 else { return };
+        let _gate = gate();
+        let Ok(mut t) = table().lock() else { return };
+        for p in &held.0 {
+            if std::fs::symlink_metadata(p).is_ok() {
+                continue;
+            }
+            let Some(e) = t.get_mut(p) else { continue };
+            if let Ok(meta) = make(p, e.shape) {
+                e.id = identity(&meta);
+            }
+        }
+    }
+
     /// Whether the placeholder at `path` is held.
     pub fn holds(&self, path: &Path) -> bool {
         self.0
@@ -117,6 +135,12 @@ pub fn is_placeholder(path: &Path, meta: &std::fs::Metadata, shape: Shape) -> bo
         Some(same) => same,
         None => marked(path) && unchanged(path, meta, shape),
     }
+}
+
+/// Whether `path` carries the placeholder mark (of this process or another): an entry that
+/// goes away when the sandbox that made it ends.
+pub(crate) fn is_marked(path: &Path) -> bool {
+    marked(path)
 }
 
 fn marked(path: &Path) -> bool {

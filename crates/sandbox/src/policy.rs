@@ -440,9 +440,13 @@ impl SandboxPolicy {
         if let Some(h) = &home {
             read_only.extend(path::protected_home_categories(h));
         }
+        // A placeholder another sandbox made there (a home inside a writable root gets them)
+        // is not bound: it goes when that sandbox ends, and bubblewrap cannot bind what is
+        // gone. The protected names of the home are this policy's own placeholders instead.
         let read_only: Vec<PathBuf> = read_only
             .iter()
             .filter_map(|p| p.canonicalize().ok())
+            .filter(|p| !crate::placeholder::is_marked(p))
             .filter(|p| {
                 !extra.iter().any(|e| path::is_within(e, p))
                     && !working.iter().any(|w| path::is_within(w, p))
