@@ -24,7 +24,10 @@ mod http;
 mod lsp;
 mod mcp;
 mod shell;
+mod soak;
 mod web;
+
+pub use soak::Soak;
 
 /// Options of `cargo xtask bench`.
 #[derive(Debug, PartialEq, Eq)]
@@ -35,6 +38,8 @@ pub struct Options {
     pub names: Vec<String>,
     /// Only list the benchmarks.
     pub list: bool,
+    /// The length and width of the `soak` benchmark.
+    pub soak: Soak,
 }
 
 impl Default for Options {
@@ -43,6 +48,7 @@ impl Default for Options {
             runs: 10,
             names: Vec::new(),
             list: false,
+            soak: Soak::default(),
         }
     }
 }
@@ -55,6 +61,8 @@ pub struct Ctx {
     pub scratch: PathBuf,
     /// Timed runs per command.
     pub runs: usize,
+    /// The length and width of the `soak` benchmark.
+    pub soak: Soak,
 }
 
 /// One measured case: our command against the baseline command.
@@ -150,6 +158,11 @@ const BENCHES: &[Bench] = &[
         name: "bash-1g",
         about: "Bash `yes | head -c 1G` (capped inline, 64 MiB of it kept on disk) vs `yes | head -c 1G > /dev/null`; peak memory",
         run: shell::bash_1g,
+    },
+    Bench {
+        name: "soak",
+        about: "serve --http under 100 clients × 5 minutes of mixed calls (legacy sessions, 2026-07-28 contexts, background tasks): memory, descriptors, threads, descendants and state directory, baseline / peak / 30 s after, against their targets",
+        run: soak::soak,
     },
 ];
 
@@ -306,6 +319,7 @@ pub fn run(root: &Path, options: &Options) -> Result<()> {
         bin,
         scratch: target_dir(root)?.join("xtask-bench"),
         runs: options.runs,
+        soak: options.soak,
     };
     let mut rows = Vec::new();
     for bench in selected {

@@ -23,6 +23,7 @@ mod mcp_startup;
 mod mcp_wait;
 #[cfg(feature = "mcp")]
 mod serve;
+mod serve_limits;
 mod trust;
 
 use mcp_startup::McpManager;
@@ -148,6 +149,8 @@ enum Command {
         /// cancelled (default: 10)
         #[arg(long, value_name = "SECONDS")]
         grace: Option<u64>,
+        #[command(flatten)]
+        limits: serve_limits::ServeLimits,
     },
     /// Review and approve the project's own settings and MCP servers
     ///
@@ -389,6 +392,7 @@ async fn run(cli: Cli) -> Result<ExitCode> {
             token_envs,
             max_request_bytes,
             grace,
+            limits,
         } => {
             #[cfg(feature = "mcp")]
             {
@@ -400,6 +404,7 @@ async fn run(cli: Cli) -> Result<ExitCode> {
                     token_envs,
                     max_request_bytes,
                     grace,
+                    limits,
                 };
                 serve::serve(pool, ctx, options, mcp.clone(), args).await
             }
@@ -413,6 +418,7 @@ async fn run(cli: Cli) -> Result<ExitCode> {
                     token_envs,
                     max_request_bytes,
                     grace,
+                    limits,
                     options,
                 );
                 Err(usage(

@@ -790,6 +790,25 @@ impl ToolContext {
         &self.cancel
     }
 
+    /// Ends the session, for a host whose sessions come and go (a server): cancels its
+    /// calls, stops its background tasks and deletes the files kept for it in the state
+    /// directory — its tasks' output and the results spilled to `tool-results/<session>/`
+    /// (removed on a blocking thread). What other sessions keep is untouched.
+    pub async fn close(&self) {
+        self.cancel.cancel();
+        self.tasks().close().await;
+        let id = self.session_id();
+        if path::safe_component(id) != id {
+            return;
+        }
+        let dir = self.state_dir().join("tool-results").join(id);
+        let _ = tokio::task::spawn_blocking(move || match std::fs::remove_dir_all(&dir) {
+            Err(e) if e.kind() != std::io::ErrorKind::NotFound => Err(e),
+            _ => Ok(()),
+        })
+        .await;
+    }
+
     /// Whether the call has been cancelled.
     pub fn is_cancelled(&self) -> bool {
         self.cancel.is_cancelled()

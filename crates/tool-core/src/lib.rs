@@ -97,6 +97,7 @@ mod permission;
 mod process_group;
 mod question;
 mod result;
+mod retention;
 mod rule;
 mod schema;
 mod settings;
@@ -117,14 +118,16 @@ pub use exec::{
     declarations, error_result,
 };
 pub use input::{
-    DUPLICATE_KEY_MARKER, duplicate_key, duplicate_keys, mark_duplicate_key, marked_duplicate_key,
-    parse_input, parse_input_text,
+    DUPLICATE_KEY_MARKER, MAX_COMMAND_CHARS, MAX_NAME_CHARS, MAX_PATTERN_CHARS, MAX_URL_CHARS,
+    duplicate_key, duplicate_keys, mark_duplicate_key, marked_duplicate_key, parse_input,
+    parse_input_text,
 };
 pub use ledger::{Freshness, ReadLedger, ReadRecord, ReadSource, content_hash};
 pub use managers::{
     FileDiagnostic, LspManager, TaskFinish, TaskFuture, TaskInfo, TaskKind, TaskManager, TaskRun,
     TaskSpec, TaskStatus, Unconfigured,
 };
+pub use path::MAX_PATH_CHARS;
 pub use pattern::{CommandPattern, DomainPattern, PathPattern, PathRoot, WildcardPart};
 pub use permission::{
     AllowHint, AskKind, Beneath, NeutralHint, PermissionDecision, PermissionEngine, PermissionMode,
@@ -134,6 +137,9 @@ pub use permission::{
 pub use process_group::ProcessGroup;
 pub use question::{LinePrompter, Question, QuestionAnswers, QuestionOption, QuestionPrompter};
 pub use result::{CallResult, ContentBlock, ToolResult};
+pub use retention::{
+    DEFAULT_OUTPUT_BUDGET, DEFAULT_RETENTION, OUTPUT_DIRS, Pruned, Retention, prune_outputs,
+};
 pub use rule::{
     LEGACY_TOOL_NAMES, PermissionRule, RuleBehavior, RuleSource, RuleSourceKind, SourcedRule,
     normalize_tool_name,

@@ -50,6 +50,7 @@ Usage:
 #[serde(deny_unknown_fields)]
 pub struct ReadInput {
     /// The absolute path to the file to read
+    #[schemars(length(max = tool_core::MAX_PATH_CHARS))]
     pub file_path: String,
     /// The line number to start reading from (1-based). Only provide if the file is too
     /// large to read at once
@@ -63,6 +64,7 @@ pub struct ReadInput {
     /// Page range for PDF files (e.g., "1-5", "3", "10-20"). Only applicable to PDF files.
     /// Maximum 20 pages per request.
     #[serde(default)]
+    #[schemars(length(max = tool_core::MAX_NAME_CHARS))]
     pub pages: Option<String>,
 }
 

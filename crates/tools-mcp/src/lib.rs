@@ -60,6 +60,7 @@
 //! ```
 
 mod config;
+mod conns;
 mod contexts;
 mod http;
 mod live;
@@ -85,7 +86,8 @@ pub use config::{
     DEFAULT_CALL_TIMEOUT, DEFAULT_STARTUP_TIMEOUT, McpConfig, ServerConfig, SkippedServer,
     Transport, expand, load_project_config, parse_config,
 };
-pub use contexts::{CONTEXT_META_KEY, MAX_MINTED, MINTED_IDLE, SessionFactory};
+pub use conns::{DEFAULT_HEADER_TIMEOUT, DEFAULT_IDLE_TIMEOUT, DEFAULT_MAX_CONNECTIONS};
+pub use contexts::{CONTEXT_META_KEY, DEFAULT_IDLE, MAX_MINTED, SessionFactory};
 pub use http::{
     DEFAULT_GRACE, HttpOptions, MIN_TOKEN_LEN, Token, parse_listen_addr, serve_http,
     tokens_from_text,

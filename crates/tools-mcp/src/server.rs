@@ -289,7 +289,9 @@ impl PoolServer {
     }
 
     /// Runs one call through the pool's execution path in `ctx`: progress goes to the
-    /// client when it sent a progress token, and the client's cancellation cancels it.
+    /// client when it sent a progress token, and the client's cancellation cancels it —
+    /// as does, for a legacy call, the client going away before the answer (unless the
+    /// call asked to run in the background).
     async fn execute(
         &self,
         pool: &ToolPool,
@@ -297,7 +299,8 @@ impl PoolServer {
         ctx: &ToolContext,
         context: &RequestContext<RoleServer>,
     ) -> CallResult {
-        let _in_flight = self.shared.contexts.call_started();
+        let _in_flight = self.shared.contexts.call_started(ctx);
+        let gone = client_gone(context).filter(|_| !runs_in_background(&call.input));
         let call_ctx = ctx.child();
         let (sink, flush) = progress_forwarder(context);
         let exec = pool.execute(call, &call_ctx, sink);
@@ -305,6 +308,10 @@ impl PoolServer {
         let result = tokio::select! {
             result = &mut exec => result,
             () = context.ct.cancelled() => {
+                call_ctx.cancel_token().cancel();
+                exec.await
+            }
+            () = cancelled(gone.as_ref()) => {
                 call_ctx.cancel_token().cancel();
                 exec.await
             }
@@ -397,6 +404,33 @@ impl PoolServer {
             Round::Done(result) => with_context(answer(pool, &result), &id).into(),
             Round::Ask(interim) => CallToolResponse::InputRequired(interim),
         })
+    }
+}
+
+/// The token the HTTP gate cancels when a legacy request's client went away.
+fn client_gone(context: &RequestContext<RoleServer>) -> Option<CancellationToken> {
+    context
+        .extensions
+        .get::<axum::http::request::Parts>()
+        .and_then(|parts| parts.extensions.get::<crate::conns::ClientGone>())
+        .map(|gone| gone.0.clone())
+}
+
+/// Waits until `token` is cancelled; never without one.
+async fn cancelled(token: Option<&CancellationToken>) {
+    match token {
+        Some(token) => token.cancelled().await,
+        None => std::future::pending().await,
+    }
+}
+
+/// Whether a call's input asks for it to run in the background (`run_in_background`), so
+/// that it outlives the request that started it.
+fn runs_in_background(input: &serde_json::Value) -> bool {
+    match input.get("run_in_background") {
+        Some(serde_json::Value::Bool(b)) => *b,
+        Some(serde_json::Value::String(s)) => s.eq_ignore_ascii_case("true"),
+        _ => false,
     }
 }
 

@@ -24,6 +24,7 @@ mod race;
 mod serve;
 mod serve_deploy;
 mod serve_eras;
+mod serve_fleet;
 mod serve_http;
 mod shell;
 mod trust;
