@@ -113,7 +113,7 @@ impl TypedTool for TaskOutput {
                 Some((tasks.read_new(id, TASK_OUTPUT_CHARS)?, false))
             }
             // Through the task's own descriptor when this manager ran it.
-            (Some(tasks), _) => tasks.tail(id, TASK_OUTPUT_CHARS).ok().flatten(),
+            (Some(tasks), _) => tasks.tail(id, TASK_OUTPUT_CHARS)?,
             (None, _) => None,
         };
         let (output, truncated) = match held {
