@@ -375,7 +375,11 @@ async fn a_finished_task_holds_no_file_and_its_output_may_be_pruned_or_replaced(
         let out = f
             .call("TaskOutput", json!({"task_id": id, "timeout": 20000}))
             .await;
-        assert!(out.text().contains("<status>completed</status>"), "{}", out.text());
+        assert!(
+            out.text().contains("<status>completed</status>"),
+            "{}",
+            out.text()
+        );
     }
     // Every task ended: none of their output files is open any more…
     let tasks_dir = f.state.join("tasks");
@@ -386,13 +390,21 @@ async fn a_finished_task_holds_no_file_and_its_output_may_be_pruned_or_replaced(
     assert_eq!(open_under(&tasks_dir), 0, "finished tasks keep files open");
     // …and each is read again through its directory.
     let out = f.call("TaskOutput", json!({"task_id": ids[3]})).await;
-    assert!(out.text().contains("<output>\nout 3\n</output>"), "{}", out.text());
+    assert!(
+        out.text().contains("<output>\nout 3\n</output>"),
+        "{}",
+        out.text()
+    );
     // A file put in the output's place is not read.
     let info = f.ctx.tasks().get(&ids[4]).await.unwrap();
     std::fs::remove_file(&info.output_path).unwrap();
     std::fs::write(&info.output_path, "planted\n").unwrap();
     let out = f.call("TaskOutput", json!({"task_id": ids[4]})).await;
-    assert!(out.is_error && !out.text().contains("planted"), "{}", out.text());
+    assert!(
+        out.is_error && !out.text().contains("planted"),
+        "{}",
+        out.text()
+    );
     assert!(out.text().contains("replaced"), "{}", out.text());
     // A pruned output is said to be pruned; the status is still known.
     let info = f.ctx.tasks().get(&ids[5]).await.unwrap();
