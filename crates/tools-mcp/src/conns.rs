@@ -193,17 +193,18 @@ impl AsyncWrite for Watched {
     }
 }
 
-/// A response body that runs an action once it is done (sent whole, or dropped because the
-/// client went away).
+/// A response body that runs an action once it is done: sent whole (the action gets
+/// `true`), or dropped before its end because the client went away (`false`).
 pub(crate) struct OnDrop {
     body: Body,
-    action: Option<Box<dyn FnOnce() + Send>>,
+    ended: bool,
+    action: Option<Box<dyn FnOnce(bool) + Send>>,
 }
 
 impl Drop for OnDrop {
     fn drop(&mut self) {
         if let Some(action) = self.action.take() {
-            action();
+            action(self.ended || hyper::body::Body::is_end_stream(&self.body));
         }
     }
 }
@@ -216,7 +217,12 @@ impl hyper::body::Body for OnDrop {
         self: Pin<&mut Self>,
         cx: &mut Context<'_>,
     ) -> Poll<Option<Result<Frame<Self::Data>, Self::Error>>> {
-        Pin::new(&mut self.get_mut().body).poll_frame(cx)
+        let this = self.get_mut();
+        let polled = Pin::new(&mut this.body).poll_frame(cx);
+        if matches!(polled, Poll::Ready(None)) {
+            this.ended = true;
+        }
+        polled
     }
 
     fn is_end_stream(&self) -> bool {
@@ -228,18 +234,23 @@ impl hyper::body::Body for OnDrop {
     }
 }
 
-/// `body` with `action` run once it is done.
-pub(crate) fn on_drop(body: Body, action: impl FnOnce() + Send + 'static) -> OnDrop {
+/// `body` with `action` run once it is done (with whether it was sent whole).
+pub(crate) fn on_drop(body: Body, action: impl FnOnce(bool) + Send + 'static) -> OnDrop {
     OnDrop {
         body,
+        ended: false,
         action: Some(Box::new(action)),
     }
 }
 
-/// Put in a legacy request's extensions by the gate: cancelled once its answer is done or
-/// abandoned (the client closed the connection first).
-#[derive(Debug, Clone)]
-pub(crate) struct ClientGone(pub(crate) CancellationToken);
+/// Put in a legacy `tools/call`'s extensions by the gate: `gone` is cancelled when the
+/// client went away before the answer (and did not resume the stream), `answered` by the
+/// handler once the call has its answer.
+#[derive(Debug, Clone, Default)]
+pub(crate) struct ClientGone {
+    pub(crate) gone: CancellationToken,
+    pub(crate) answered: CancellationToken,
+}
 
 /// The router as hyper's service for one connection: each request marks the connection
 /// busy until its response is done.
@@ -265,7 +276,7 @@ impl hyper::service::Service<axum::http::Request<Incoming>> for Served {
                 Ok(response) => response,
                 Err(never) => match never {},
             };
-            Ok(response.map(|body| on_drop(body, move || drop(busy))))
+            Ok(response.map(|body| on_drop(body, move |_| drop(busy))))
         })
     }
 }

@@ -59,6 +59,11 @@ pub const MIN_TOKEN_LEN: usize = 16;
 /// How many legacy session owners the gate remembers (the least recently seen go first).
 const MAX_OWNERS: usize = 65_536;
 
+/// How long a legacy call whose client went away may wait for the client to resume its
+/// stream (`GET` with `Last-Event-ID`) before it is cancelled: rmcp tells clients to
+/// reconnect after 3 seconds.
+const RESUME_GRACE: Duration = Duration::from_secs(5);
+
 /// A bearer token the server accepts: its label (the principal's name) and the digest of
 /// its secret.
 #[derive(Clone)]
@@ -261,6 +266,8 @@ struct Owned {
     tick: u64,
     /// Requests of the session whose answer is not done
     in_flight: usize,
+    /// When the client last resumed a stream of the session
+    resumed: Option<Instant>,
 }
 
 /// Who owns which legacy session, least recently seen first out, and whether the session
@@ -281,6 +288,7 @@ impl Owners {
                 seen: Instant::now(),
                 tick: self.tick,
                 in_flight: 0,
+                resumed: None,
             },
         );
         if self.map.len() > MAX_OWNERS
@@ -315,6 +323,21 @@ impl Owners {
                 o.seen = Instant::now();
             }
         }
+    }
+
+    /// The client of `session` resumed a stream.
+    fn resumed(&mut self, session: &str) {
+        if let Some(o) = self.map.get_mut(session) {
+            o.resumed = Some(Instant::now());
+        }
+    }
+
+    /// Whether the client of `session` resumed a stream since `when`.
+    fn resumed_since(&self, session: &str, when: Instant) -> bool {
+        self.map
+            .get(session)
+            .and_then(|o| o.resumed)
+            .is_some_and(|r| r >= when)
     }
 
     /// Forgets and returns the sessions without a request for `idle` and without one in
@@ -485,33 +508,40 @@ async fn gate(State(gate): State<Arc<Gate>>, mut request: Request, next: Next) -
     }
     request.extensions_mut().insert(principal.clone());
     let method = request.method().clone();
+    let mut is_call = false;
     if method == Method::POST {
-        request = match check_body(request, gate.max_body, gate.body_stall).await {
-            Ok(request) => request,
+        (request, is_call) = match check_body(request, gate.max_body, gate.body_stall).await {
+            Ok(checked) => checked,
             Err(response) => return *response,
         };
     }
-    // A legacy call is in flight until its answer is done; it ends when its client goes.
+    // A legacy call is in flight until its answer is done; it ends when its client goes
+    // (and does not resume its stream within the grace).
     let legacy_call = match (&session, &method) {
-        (Some(id), &Method::POST) => {
-            let gone = CancellationToken::new();
-            request.extensions_mut().insert(ClientGone(gone.clone()));
+        (Some(id), &Method::POST) if is_call => {
+            let client = ClientGone::default();
+            request.extensions_mut().insert(client.clone());
             if let Ok(mut owners) = gate.owners.lock() {
                 owners.busy(id, true);
             }
-            Some((id.clone(), gone))
+            Some((id.clone(), client))
+        }
+        (Some(id), &Method::GET) => {
+            if request.headers().contains_key("last-event-id")
+                && let Ok(mut owners) = gate.owners.lock()
+            {
+                owners.resumed(id);
+            }
+            None
         }
         _ => None,
     };
     let mut response = next.run(request).await;
-    if let Some((id, gone)) = legacy_call {
+    if let Some((id, client)) = legacy_call {
         let owners = Arc::clone(&gate.owners);
         response = response.map(|body| {
-            Body::new(on_drop(body, move || {
-                gone.cancel();
-                if let Ok(mut owners) = owners.lock() {
-                    owners.busy(&id, false);
-                }
+            Body::new(on_drop(body, move |ended| {
+                client_went(owners, id, client, ended);
             }))
         });
     }
@@ -546,13 +576,50 @@ async fn gate(State(gate): State<Arc<Gate>>, mut request: Request, next: Next) -
     response
 }
 
+/// The answer of a legacy call was sent (`ended`) or abandoned: an abandoned call is
+/// cancelled unless the client resumes the session's stream within [`RESUME_GRACE`]; the
+/// session's call in flight ends with it.
+fn client_went(owners: Arc<Mutex<Owners>>, id: String, client: ClientGone, ended: bool) {
+    let done = |owners: &Mutex<Owners>, id: &str| {
+        if let Ok(mut owners) = owners.lock() {
+            owners.busy(id, false);
+        }
+    };
+    let runtime = tokio::runtime::Handle::try_current();
+    match runtime {
+        Ok(runtime) if !ended && !client.answered.is_cancelled() => {
+            let dropped = Instant::now();
+            runtime.spawn(async move {
+                tokio::select! {
+                    () = tokio::time::sleep(RESUME_GRACE) => {}
+                    () = client.answered.cancelled() => {}
+                }
+                let resumed = owners.lock().is_ok_and(|o| o.resumed_since(&id, dropped));
+                if !resumed {
+                    client.gone.cancel();
+                }
+                // The call keeps its session until it has its answer (a cancelled one
+                // returns within seconds; a resumed one runs on).
+                let bound = if resumed {
+                    Duration::from_secs(24 * 3600)
+                } else {
+                    Duration::from_secs(60)
+                };
+                let _ = tokio::time::timeout(bound, client.answered.cancelled()).await;
+                done(&owners, &id);
+            });
+        }
+        _ => done(&owners, &id),
+    }
+}
+
 /// A POST body read whole (at most `max` bytes, with no pause longer than `stall`),
-/// checked, and with repeated argument keys marked.
+/// checked, and with repeated argument keys marked; and whether it is a `tools/call`.
 async fn check_body(
     request: Request,
     max: usize,
     stall: Duration,
-) -> Result<Request, Box<Response>> {
+) -> Result<(Request, bool), Box<Response>> {
     let (parts, body) = request.into_parts();
     let bytes = read_body(body, max, stall).await?;
     let Ok(text) = std::str::from_utf8(&bytes) else {
@@ -570,11 +637,24 @@ async fn check_body(
         };
         return Err(Box::new(json_response(status, &rejection.to_json())));
     }
+    let is_call = is_tool_call(text);
     let body = match mark_repeated_arguments(text) {
         std::borrow::Cow::Owned(marked) => Body::from(marked),
         std::borrow::Cow::Borrowed(_) => Body::from(bytes),
     };
-    Ok(Request::from_parts(parts, body))
+    Ok((Request::from_parts(parts, body), is_call))
+}
+
+/// Whether a (checked) message is a `tools/call` request, read without building it.
+fn is_tool_call(text: &str) -> bool {
+    #[derive(serde::Deserialize)]
+    struct Head<'a> {
+        #[serde(borrow)]
+        method: Option<std::borrow::Cow<'a, str>>,
+        id: Option<serde::de::IgnoredAny>,
+    }
+    serde_json::from_str::<Head<'_>>(text)
+        .is_ok_and(|h| h.id.is_some() && h.method.as_deref() == Some("tools/call"))
 }
 
 /// The bytes of `body`: at most `max`, none of its pauses longer than `stall`.

@@ -300,7 +300,9 @@ impl PoolServer {
         context: &RequestContext<RoleServer>,
     ) -> CallResult {
         let _in_flight = self.shared.contexts.call_started(ctx);
-        let gone = client_gone(context).filter(|_| !runs_in_background(&call.input));
+        let gone = client_gone(context)
+            .filter(|_| !runs_in_background(&call.input))
+            .map(|c| c.gone);
         let call_ctx = ctx.child();
         let (sink, flush) = progress_forwarder(context);
         let exec = pool.execute(call, &call_ctx, sink);
@@ -407,13 +409,13 @@ impl PoolServer {
     }
 }
 
-/// The token the HTTP gate cancels when a legacy request's client went away.
-fn client_gone(context: &RequestContext<RoleServer>) -> Option<CancellationToken> {
+/// What the HTTP gate put in a legacy request to learn when its client went away.
+fn client_gone(context: &RequestContext<RoleServer>) -> Option<crate::conns::ClientGone> {
     context
         .extensions
         .get::<axum::http::request::Parts>()
         .and_then(|parts| parts.extensions.get::<crate::conns::ClientGone>())
-        .map(|gone| gone.0.clone())
+        .cloned()
 }
 
 /// Waits until `token` is cancelled; never without one.
@@ -730,6 +732,8 @@ impl ServerHandler for PoolServer {
         request: CallToolRequestParams,
         context: RequestContext<RoleServer>,
     ) -> Result<CallToolResponse, ErrorData> {
+        // However this call ends, the gate learns it has its answer.
+        let _answered = client_gone(&context).map(|c| c.answered.drop_guard());
         let pool = self.pool_for(&request.name).await;
         if pool.get(&request.name).is_none() {
             return Err(ErrorData::invalid_params(
