@@ -1056,6 +1056,54 @@ mod tests {
     }
 
     #[test]
+    fn tool_calls_are_told_from_other_messages() {
+        let check = |text: &str, expected: bool| assert_eq!(is_tool_call(text), expected, "{text}");
+        check(
+            r#"{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"x"}}"#,
+            true,
+        );
+        check(
+            r#"{"params":{"arguments":{"method":"x"}},"method":"tools/call","id":"a"}"#,
+            true,
+        );
+        check(
+            r#"{"jsonrpc":"2.0","method":"tools/call","params":{}}"#,
+            false,
+        );
+        check(r#"{"jsonrpc":"2.0","id":1,"method":"tools/list"}"#, false);
+        check(r#"{"jsonrpc":"2.0","id":1,"result":{}}"#, false);
+        check(r#"{"jsonrpc":"2.0","id":1,"method":"tools\/call"}"#, true);
+    }
+
+    #[test]
+    fn a_session_with_a_call_in_flight_does_not_expire() {
+        let mut owners = Owners::default();
+        owners.bind("a".into(), Principal::local());
+        owners.bind("b".into(), Principal::local());
+        owners.busy("a", true);
+        let later = Instant::now() + Duration::from_secs(10);
+        assert_eq!(
+            owners.expired(later, Duration::from_secs(5)),
+            vec!["b".to_owned()]
+        );
+        assert!(owners.expired(later, Duration::from_secs(5)).is_empty());
+        owners.busy("a", false);
+        // The idle time counts from the end of the call.
+        assert!(owners.expired(later, Duration::from_secs(5)).is_empty());
+        let much_later = Instant::now() + Duration::from_secs(20);
+        assert_eq!(
+            owners.expired(much_later, Duration::from_secs(5)),
+            vec!["a".to_owned()]
+        );
+        // A resumed stream is remembered from when it came.
+        owners.bind("c".into(), Principal::local());
+        let before = Instant::now();
+        owners.resumed("c");
+        assert!(owners.resumed_since("c", before));
+        assert!(!owners.resumed_since("c", Instant::now() + Duration::from_secs(1)));
+    }
+
+    #[test]
     fn session_owners_are_bounded() {
         let mut owners = Owners::default();
         for i in 0..MAX_OWNERS + 10 {
