@@ -518,6 +518,7 @@ mod tests {
             bin: PathBuf::from("true"),
             scratch: std::env::temp_dir(),
             runs: 3,
+            soak: Soak::default(),
         };
         let c = ctx
             .compare("noop", &Cmd::new("true"), &Cmd::new("true"), "true")

@@ -456,7 +456,6 @@ mod tests {
         let id = |handle: Option<&str>| {
             contexts
                 .resolve(&p, handle)
-                .map(|(h, ctx)| (h, ctx))
                 .unwrap_or_else(|e| panic!("{e:?}"))
         };
         let (_, default) = id(None);

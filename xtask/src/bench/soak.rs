@@ -265,13 +265,15 @@ fn stateless_client(
     }
 }
 
-/// The context handle a result names.
+/// The context handle a result names (`"agent-tools/context":"HANDLE"`; handles are hex).
 fn context_handle(answer: &str) -> Option<String> {
-    let value: serde_json::Value = serde_json::from_str(answer).ok()?;
-    value
-        .pointer("/result/_meta/agent-tools~1context")
-        .and_then(|h| h.as_str())
-        .map(str::to_owned)
+    let key = "\"agent-tools/context\":\"";
+    let start = answer.find(key)? + key.len();
+    let handle: String = answer[start..]
+        .chars()
+        .take_while(char::is_ascii_alphanumeric)
+        .collect();
+    (!handle.is_empty()).then_some(handle)
 }
 
 /// The project the clients work in: 50 source files.

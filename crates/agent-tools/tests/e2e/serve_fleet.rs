@@ -763,6 +763,9 @@ fn acceptable(response: &Response) -> Result<(), String> {
     Ok(())
 }
 
+/// One generated request: a label, the headers and the body.
+type Case = (String, Vec<(&'static str, String)>, Vec<u8>);
+
 #[test]
 fn generated_bad_inputs_over_http_get_json_rpc_answers() {
     let project = Project::new(&["notes.txt = alpha\\n"]);
@@ -777,7 +780,7 @@ fn generated_bad_inputs_over_http_get_json_rpc_answers() {
         .cloned()
         .expect("a tool list");
     assert!(tools.len() > 20, "{tools:#?}");
-    let mut cases: Vec<(String, Vec<(&'static str, String)>, Vec<u8>)> = Vec::new();
+    let mut cases: Vec<Case> = Vec::new();
     let mut id = 10;
     for tool in &tools {
         let name = tool["name"].as_str().expect("a name");
