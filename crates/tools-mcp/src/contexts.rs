@@ -267,10 +267,15 @@ impl Contexts {
     /// ended. The HTTP server calls it periodically.
     pub async fn expire(&self) -> usize {
         let ended = self.idle_slots(Instant::now());
-        for ctx in &ended {
-            stop_context(ctx).await;
+        let count = ended.len();
+        // All at once: one context slow to end (a task that takes its grace period) does not
+        // hold back the others, nor the next sweep.
+        let mut ending = tokio::task::JoinSet::new();
+        for ctx in ended {
+            ending.spawn(async move { stop_context(&ctx).await });
         }
-        ended.len()
+        while ending.join_next().await.is_some() {}
+        count
     }
 
     /// Counts a call of `ctx` as in flight until the guard is dropped: the server does not

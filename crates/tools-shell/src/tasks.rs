@@ -184,7 +184,10 @@ impl Entry {
             i.status = status;
             i.exit_code = code;
         }
-        let _ = self.done.send(true);
+        // `send` stores nothing when no receiver exists yet: a task that ends before anyone
+        // waits for it would look running to every later wait (TaskOutput with `block`, the
+        // session's end), which then ran to its timeout.
+        self.done.send_replace(true);
     }
 }
 

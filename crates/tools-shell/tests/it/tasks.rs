@@ -433,3 +433,47 @@ async fn a_finished_task_holds_no_file_and_its_output_may_be_pruned_or_replaced(
         "a closed manager forgets its tasks"
     );
 }
+
+#[tokio::test]
+async fn a_task_that_ended_before_anyone_waited_is_seen_ended_by_every_wait() {
+    let f = Fixture::new();
+    let r = f
+        .call(
+            "Bash",
+            json!({"command": "echo early", "run_in_background": true}),
+        )
+        .await;
+    let id = data_str(&r, "backgroundTaskId").to_owned();
+    // Nobody waits while it runs: its status is read without subscribing.
+    let deadline = std::time::Instant::now() + Duration::from_secs(20);
+    while !f.ctx.tasks().get(&id).await.unwrap().status.is_terminal() {
+        assert!(std::time::Instant::now() < deadline, "the task never ended");
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+    // A blocking TaskOutput answers at once instead of after its 10-minute timeout…
+    let out = tokio::time::timeout(
+        Duration::from_secs(60),
+        f.call(
+            "TaskOutput",
+            json!({"task_id": id, "block": true, "timeout": 600000}),
+        ),
+    )
+    .await
+    .expect("TaskOutput waited for a task that had ended");
+    assert!(
+        out.text().contains("<status>completed</status>"),
+        "{}",
+        out.text()
+    );
+    // …and so does the wait of the session's end.
+    let waited = tokio::time::timeout(
+        Duration::from_secs(60),
+        f.ctx
+            .tasks()
+            .wait(&id, Duration::from_secs(600), f.ctx.cancel_token()),
+    )
+    .await
+    .expect("the wait for an ended task ran to its timeout")
+    .unwrap();
+    assert_eq!(waited.status, TaskStatus::Completed);
+}
