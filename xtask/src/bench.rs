@@ -164,6 +164,11 @@ const BENCHES: &[Bench] = &[
         about: "serve --http under 100 clients × 5 minutes of mixed calls (legacy sessions, 2026-07-28 contexts, background tasks): memory, descriptors, threads, descendants and state directory, baseline / peak / 30 s after, against their targets",
         run: soak::soak,
     },
+    Bench {
+        name: "churn",
+        about: "serve --http after 10 rounds of 2,000 legacy sessions (initialize, Read, DELETE) and 2,000 2026-07-28 contexts left to expire: resident memory, descriptors and threads after each round against the idle baseline",
+        run: soak::churn,
+    },
 ];
 
 impl Ctx {

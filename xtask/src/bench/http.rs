@@ -67,6 +67,7 @@ pub(super) struct Conn {
     reader: BufReader<TcpStream>,
     authority: String,
     session: Option<String>,
+    token: Option<String>,
 }
 
 impl Conn {
@@ -79,7 +80,14 @@ impl Conn {
             reader: BufReader::new(stream),
             authority: authority.to_owned(),
             session: None,
+            token: None,
         })
+    }
+
+    /// The same connection presenting `token` (a principal of its own) on every request.
+    pub(super) fn with_token(mut self, token: &str) -> Self {
+        self.token = Some(token.to_owned());
+        self
     }
 
     fn line(&mut self) -> Result<String> {
@@ -167,6 +175,9 @@ impl Conn {
         );
         if let Some(session) = &self.session {
             let _ = write!(head, "Mcp-Session-Id: {session}\r\n");
+        }
+        if let Some(token) = &self.token {
+            let _ = write!(head, "Authorization: Bearer {token}\r\n");
         }
         head.push_str("\r\n");
         head.push_str(body);

@@ -17,6 +17,11 @@
 //! (30 seconds after the load ended) for each, against the targets: descriptors and state
 //! directory back within 10 % of the baseline, resident memory within twice the baseline,
 //! no descendant left.
+//!
+//! The `churn` benchmark ([`churn`]) is the memory half of the same question, without the
+//! tools' own work: ten rounds of 2,000 legacy sessions (`initialize`, one Read, `DELETE`,
+//! twenty clients at once) and a round of 2,000 2026-07-28 contexts left to expire, with
+//! resident memory, descriptors and threads after each round against the idle baseline.
 
 use std::collections::HashMap;
 use std::fmt::Write as _;
@@ -167,15 +172,14 @@ impl Tally {
 
 /// The arguments of call `n` of a client (a mix over the tools), and the tool.
 fn mixed_call(client: usize, n: usize, project: &Path) -> (&'static str, String) {
-    let scratch = project.join(format!("scratch/c{client}-{}.txt", n % 4));
+    // Calls 2, 3 and 4 of ten read, write and read again the same file of this client's
+    // (made with the project, as a Write needs a Read of the file first in the session).
+    let scratch = project.join(format!("scratch/c{client}-{}.txt", (n / 10) % SCRATCH));
     let scratch = scratch.display();
     match n % 10 {
         0 => ("Read", format!(r#"{{"file_path":"src/m{}.rs"}}"#, n % 50)),
         1 => ("Glob", r#"{"pattern":"**/*.rs"}"#.to_owned()),
-        2 => (
-            "Grep",
-            r#"{"pattern":"fn f\\d+","output_mode":"count"}"#.to_owned(),
-        ),
+        2 => ("Read", format!(r#"{{"file_path":"{scratch}"}}"#)),
         3 => (
             "Write",
             format!(r#"{{"file_path":"{scratch}","content":"round {n}\nline\n"}}"#),
@@ -202,10 +206,17 @@ fn mixed_call(client: usize, n: usize, project: &Path) -> (&'static str, String)
 }
 
 /// A legacy client: sessions of [`CALLS_PER_SESSION`] calls, each deleted at its end.
-fn legacy_client(authority: &str, client: usize, project: &Path, stop: &AtomicBool, tally: &Tally) {
+fn legacy_client(
+    authority: &str,
+    token: &str,
+    client: usize,
+    project: &Path,
+    stop: &AtomicBool,
+    tally: &Tally,
+) {
     let mut n = 0;
     while !stop.load(Ordering::Relaxed) {
-        let Ok(mut conn) = Conn::open(authority) else {
+        let Ok(mut conn) = Conn::open(authority).map(|c| c.with_token(token)) else {
             tally.note(Err(anyhow::anyhow!("cannot connect")));
             std::thread::sleep(Duration::from_millis(200));
             continue;
@@ -231,6 +242,7 @@ fn legacy_client(authority: &str, client: usize, project: &Path, stop: &AtomicBo
 /// principal's default context); a new connection each round.
 fn stateless_client(
     authority: &str,
+    token: &str,
     client: usize,
     default: bool,
     project: &Path,
@@ -239,7 +251,7 @@ fn stateless_client(
 ) {
     let mut n = 0;
     while !stop.load(Ordering::Relaxed) {
-        let Ok(mut conn) = Conn::open(authority) else {
+        let Ok(mut conn) = Conn::open(authority).map(|c| c.with_token(token)) else {
             tally.note(Err(anyhow::anyhow!("cannot connect")));
             std::thread::sleep(Duration::from_millis(200));
             continue;
@@ -276,11 +288,20 @@ fn context_handle(answer: &str) -> Option<String> {
     (!handle.is_empty()).then_some(handle)
 }
 
-/// The project the clients work in: 50 source files.
-fn project(dir: &Path) -> Result<()> {
+/// Scratch files per client.
+const SCRATCH: usize = 4;
+
+/// The project the clients work in: 50 source files, and [`SCRATCH`] scratch files for each
+/// of `clients`.
+fn project(dir: &Path, clients: usize) -> Result<()> {
     let _ = fs::remove_dir_all(dir);
     fs::create_dir_all(dir.join("src"))?;
     fs::create_dir_all(dir.join("scratch"))?;
+    for client in 0..clients {
+        for k in 0..SCRATCH {
+            fs::write(dir.join(format!("scratch/c{client}-{k}.txt")), "new\n")?;
+        }
+    }
     for i in 0..50 {
         let mut text = String::new();
         for j in 0..40 {
@@ -367,37 +388,11 @@ pub fn soak(ctx: &Ctx) -> Result<Vec<Comparison>> {
     let Soak { seconds, sessions } = ctx.soak;
     let dir = ctx.scratch.join("soak");
     let project_dir = dir.join("project");
-    let state = dir.join("state");
-    project(&project_dir)?;
-    let _ = fs::remove_dir_all(&state);
-    fs::create_dir_all(&state)?;
-    let port = free_port()?;
-    let authority = format!("127.0.0.1:{port}");
-    let mut command = Cmd::new(&ctx.bin)
-        .args(["--cwd"])
-        .arg(&project_dir)
-        .args([
-            "--mode",
-            "acceptEdits",
-            "--allow",
-            "Bash",
-            "serve",
-            "--http",
-        ])
-        .arg(&authority)
-        .args(["--session-idle", "10"])
-        .env("AGENT_TOOLS_HOME", &state)
-        .to_command()?;
-    command
-        .stdin(Stdio::null())
-        .stdout(Stdio::null())
-        .stderr(Stdio::null());
-    let mut child = command.spawn().context("starting agent-tools serve")?;
-    wait_listening(&authority, &mut child)?;
-    let pid = child.id();
-    let server = Server(child);
+    let tokens = tokens(sessions);
+    let (server, pid, authority, state) =
+        start_server(ctx, &dir, &["--session-idle", "10"], &tokens)?;
     // The baseline: the idle server once a first call has loaded what every call needs.
-    let mut warm = Conn::open(&authority)?;
+    let mut warm = Conn::open(&authority)?.with_token(&tokens[0]);
     warm.call_tool("2026-07-28", "Read", r#"{"file_path":"src/m0.rs"}"#, None)?;
     drop(warm);
     std::thread::sleep(Duration::from_secs(2));
@@ -411,12 +406,12 @@ pub fn soak(ctx: &Ctx) -> Result<Vec<Comparison>> {
     let samples: Arc<Mutex<Vec<(f64, Sample)>>> = Arc::default();
     let started = Instant::now();
     std::thread::scope(|scope| {
-        for client in 0..sessions {
+        for (client, token) in tokens.iter().enumerate() {
             let (authority, project_dir, stop, tally) = (&authority, &project_dir, &stop, &tally);
             scope.spawn(move || match client % 8 {
-                4 => stateless_client(authority, client, true, project_dir, stop, tally),
-                0 => stateless_client(authority, client, false, project_dir, stop, tally),
-                _ => legacy_client(authority, client, project_dir, stop, tally),
+                4 => stateless_client(authority, token, client, true, project_dir, stop, tally),
+                0 => stateless_client(authority, token, client, false, project_dir, stop, tally),
+                _ => legacy_client(authority, token, client, project_dir, stop, tally),
             });
         }
         let deadline = started + Duration::from_secs(seconds);
@@ -487,5 +482,169 @@ pub fn soak(ctx: &Ctx) -> Result<Vec<Comparison>> {
             .unwrap_or_default()
     );
     print!("{}", report(base, peak, after));
+    Ok(Vec::new())
+}
+
+/// The variable that hands the server the clients' tokens.
+const TOKENS_VAR: &str = "AGENT_TOOLS_BENCH_TOKENS";
+
+/// One bearer token per client: each client is a principal of its own, as each agent of a
+/// fleet is (docs/deploy.md), so the per-principal cap on minted contexts is one client's.
+fn tokens(n: usize) -> Vec<String> {
+    (0..n.max(1))
+        .map(|i| format!("bench-principal-{i:06}-token"))
+        .collect()
+}
+
+/// Rounds of [`churn`], and sessions per round.
+const CHURN_ROUNDS: usize = 10;
+const CHURN_SESSIONS: usize = 2_000;
+/// Clients at once in a round of [`churn`].
+const CHURN_CLIENTS: usize = 20;
+
+/// Starts `serve --http` for a bench in `dir` (project and state directory made fresh);
+/// the server, its pid, its address and the state directory.
+fn start_server(
+    ctx: &Ctx,
+    dir: &Path,
+    extra: &[&str],
+    tokens: &[String],
+) -> Result<(Server, u32, String, std::path::PathBuf)> {
+    let project_dir = dir.join("project");
+    let state = dir.join("state");
+    project(&project_dir, tokens.len())?;
+    let _ = fs::remove_dir_all(&state);
+    fs::create_dir_all(&state)?;
+    let port = free_port()?;
+    let authority = format!("127.0.0.1:{port}");
+    let mut command = Cmd::new(&ctx.bin)
+        .args(["--cwd"])
+        .arg(&project_dir)
+        .args([
+            "--mode",
+            "acceptEdits",
+            "--allow",
+            "Bash",
+            "serve",
+            "--http",
+        ])
+        .arg(&authority)
+        .args(extra.iter().copied())
+        .args(["--token-env", TOKENS_VAR])
+        .env(TOKENS_VAR, tokens.join(","))
+        .env("AGENT_TOOLS_HOME", &state)
+        .to_command()?;
+    // The server's log, to look for panics afterwards.
+    let log = fs::File::create(dir.join("server.log"))?;
+    command
+        .stdin(Stdio::null())
+        .stdout(Stdio::null())
+        .stderr(log);
+    let mut child = command.spawn().context("starting agent-tools serve")?;
+    wait_listening(&authority, &mut child)?;
+    let pid = child.id();
+    Ok((Server(child), pid, authority, state))
+}
+
+/// Ten rounds of 2,000 legacy sessions created, used once and deleted, then 2,000
+/// 2026-07-28 contexts minted and left to expire; prints memory, descriptors and threads
+/// after each round against the idle baseline (target: memory within twice the baseline).
+pub fn churn(ctx: &Ctx) -> Result<Vec<Comparison>> {
+    let dir = ctx.scratch.join("churn");
+    let tokens = tokens(CHURN_SESSIONS);
+    let (server, pid, authority, state) =
+        start_server(ctx, &dir, &["--session-idle", "2"], &tokens)?;
+    let mut warm = Conn::open(&authority)?.with_token(&tokens[0]);
+    warm.initialize()?;
+    warm.call_tool("2025-11-25", "Read", r#"{"file_path":"src/m0.rs"}"#, None)?;
+    warm.delete()?;
+    drop(warm);
+    std::thread::sleep(Duration::from_secs(2));
+    let base = sample(pid, &state);
+    println!(
+        "  churn: {CHURN_ROUNDS} rounds of {CHURN_SESSIONS} legacy sessions against pid {pid}; baseline rss {}  fds {}  threads {}",
+        mib(base.rss_kib),
+        base.fds,
+        base.threads
+    );
+    let tally = Tally::default();
+    let mut last = base;
+    let mut worst = base.rss_kib;
+    for round in 1..=CHURN_ROUNDS + 1 {
+        let modern = round > CHURN_ROUNDS;
+        let started = Instant::now();
+        std::thread::scope(|scope| {
+            for client in 0..CHURN_CLIENTS {
+                let (authority, tally, tokens) = (&authority, &tally, &tokens);
+                scope.spawn(move || {
+                    for i in 0..CHURN_SESSIONS / CHURN_CLIENTS {
+                        let token = &tokens[client * (CHURN_SESSIONS / CHURN_CLIENTS) + i];
+                        let outcome = (|| {
+                            let mut conn = Conn::open(authority)?.with_token(token);
+                            if modern {
+                                // A principal's context minted and never used again: it
+                                // ends when idle.
+                                conn.call_tool(
+                                    "2026-07-28",
+                                    "Read",
+                                    r#"{"file_path":"src/m1.rs"}"#,
+                                    Some("new"),
+                                )?;
+                                return Ok(());
+                            }
+                            conn.initialize()?;
+                            conn.call_tool(
+                                "2025-11-25",
+                                "Read",
+                                r#"{"file_path":"src/m1.rs"}"#,
+                                None,
+                            )?;
+                            conn.delete()
+                        })();
+                        tally.note(outcome);
+                    }
+                });
+            }
+        });
+        let took = started.elapsed();
+        // Minted contexts end after their idle time (2 s) and the reaper's next pass.
+        std::thread::sleep(Duration::from_secs(if modern { 8 } else { 2 }));
+        last = sample(pid, &state);
+        worst = worst.max(last.rss_kib);
+        println!(
+            "  {} {round:>2}: {:>5.1} s  rss {}  fds {}  threads {}  descendants {}  state {}",
+            if modern { "contexts" } else { "round   " },
+            took.as_secs_f64(),
+            mib(last.rss_kib),
+            last.fds,
+            last.threads,
+            last.descendants,
+            bytes(last.state_bytes)
+        );
+    }
+    drop(server);
+    let calls = tally.calls.load(Ordering::Relaxed);
+    let errors = tally.errors.load(Ordering::Relaxed);
+    println!(
+        "  churn: {calls} sessions, {errors} errors{}",
+        tally
+            .first_error
+            .lock()
+            .ok()
+            .and_then(|e| e.clone())
+            .map(|e| format!(" (first: {})", e.chars().take(300).collect::<String>()))
+            .unwrap_or_default()
+    );
+    println!(
+        "  churn: resident memory baseline {}, highest after a round {}, after the last {} (target ≤ 2 × baseline: {})",
+        mib(base.rss_kib),
+        mib(worst),
+        mib(last.rss_kib),
+        if last.rss_kib <= 2 * base.rss_kib.max(1) {
+            "met"
+        } else {
+            "NOT met"
+        }
+    );
     Ok(Vec::new())
 }
