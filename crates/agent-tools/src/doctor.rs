@@ -70,7 +70,11 @@ impl Check {
 /// Runs every check and prints the report.
 pub async fn run(args: &SessionArgs, as_json: bool) -> Result<ExitCode> {
     let options = session_options(args)?;
-    let state_dir = options.state_dir.clone().unwrap_or_else(default_state_dir);
+    let state_dir = options
+        .state_dir
+        .clone()
+        .map_or_else(default_state_dir, Ok)
+        .map_err(session_error)?;
     // A missing --cwd is a usage error; a settings file that does not load is a finding.
     let session = match registry::build_context(&options) {
         Ok(ctx) => Ok(ctx),
@@ -235,8 +239,8 @@ pub fn sandbox_report(
     trial: &registry::SandboxTrial,
 ) -> Vec<Check> {
     let landlock = match probe.landlock_abi {
-        Some(abi) => format!("Landlock ABI {abi}"),
-        None => "no Landlock".to_owned(),
+        Some(abi) => format!("Landlock ABI {abi}; resource limits by {}", probe.limits),
+        None => format!("no Landlock; resource limits by {}", probe.limits),
     };
     let mechanism = match (&probe.bubblewrap, probe.user_namespaces) {
         (Some(path), true) => check(
@@ -401,6 +405,22 @@ async fn mcp_checks(ctx: &ToolContext, wait: Duration) -> Vec<Check> {
         manager.wait_started(Some(wait)).await;
     }
     let statuses = manager.as_ref().map(|m| m.statuses()).unwrap_or_default();
+    // How each started server authenticates (a login's tokens, their expiry).
+    let configs = if manager.is_some() {
+        registry::mcp::load_project_config(ctx)
+            .map(|c| c.servers)
+            .unwrap_or_default()
+    } else {
+        Vec::new()
+    };
+    let auth = |name: &str| {
+        configs
+            .iter()
+            .find(|s| s.name == name)
+            .map(|s| registry::mcp::auth_status(s, ctx.state_dir()))
+            .filter(|a| a.kind != "none")
+    };
+    let login = |name: &str| format!("run: agent-tools mcp login {name}");
     let mut checks = Vec::new();
     for entry in entries {
         let name = format!("mcp.{}", entry.name);
@@ -432,15 +452,36 @@ async fn mcp_checks(ctx: &ToolContext, wait: Duration) -> Vec<Check> {
                 ),
             )
             .fix("check that its command answers MCP on stdio, or give --mcp-wait SECONDS"),
-            Some(s) => match &s.error {
-                Some(error) => check(name, Status::Problem, format!("approved; {error}"))
+            Some(s) => {
+                let auth = auth(&entry.name);
+                let auth_note = auth
+                    .as_ref()
+                    .map(|a| format!("; auth: {}: {}", a.kind, a.detail))
+                    .unwrap_or_default();
+                match &s.error {
+                    Some(error) if error.contains("agent-tools mcp login") => {
+                        check(name, Status::Problem, format!("approved; {error}"))
+                            .fix(login(&entry.name))
+                    }
+                    Some(error) => check(
+                        name,
+                        Status::Problem,
+                        format!("approved; {error}{auth_note}"),
+                    )
                     .fix("correct its entry in .mcp.json or the server"),
-                None => check(
-                    name,
-                    Status::Ok,
-                    format!("approved; started, {} tools", s.tools),
-                ),
-            },
+                    None if auth.as_ref().is_some_and(|a| a.needs_login) => check(
+                        name,
+                        Status::Warning,
+                        format!("approved; started, {} tools{auth_note}", s.tools),
+                    )
+                    .fix(login(&entry.name)),
+                    None => check(
+                        name,
+                        Status::Ok,
+                        format!("approved; started, {} tools{auth_note}", s.tools),
+                    ),
+                }
+            }
         });
     }
     if let Some(manager) = manager {
@@ -497,6 +538,7 @@ mod tests {
             user_namespaces: true,
             landlock_abi: Some(5),
             seccomp: true,
+            limits: "cgroup v2",
         };
         let checks = sandbox_report(
             &probe,
@@ -504,7 +546,7 @@ mod tests {
         );
         assert_eq!(
             checks[0].detail,
-            "bubblewrap with user namespaces (/usr/bin/bwrap); Landlock ABI 5"
+            "bubblewrap with user namespaces (/usr/bin/bwrap); Landlock ABI 5; resource limits by cgroup v2"
         );
         assert_eq!(
             checks[2].detail,
@@ -517,6 +559,7 @@ mod tests {
             user_namespaces: false,
             landlock_abi: None,
             seccomp: true,
+            limits: "rlimits",
         };
         let checks = sandbox_report(&none, &trial(Err("The command was not run: ...")));
         assert_eq!(checks[0].status, Status::Problem);

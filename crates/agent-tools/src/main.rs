@@ -15,6 +15,8 @@ use clap::{Args, Parser, Subcommand};
 use registry::{SessionOptions, ToolRegistry, build_context};
 use serde_json::{Value, json};
 mod doctor;
+#[cfg(feature = "mcp")]
+mod mcp_cmd;
 #[cfg(not(feature = "mcp"))]
 #[path = "mcp_absent.rs"]
 mod mcp_startup;
@@ -24,6 +26,8 @@ mod mcp_wait;
 #[cfg(feature = "mcp")]
 mod serve;
 mod serve_limits;
+#[cfg(feature = "mcp")]
+mod serve_token;
 mod trust;
 
 use mcp_startup::McpManager;
@@ -142,6 +146,15 @@ enum Command {
         /// VAR (comma- or newline-separated; repeatable)
         #[arg(long = "token-env", value_name = "VAR", requires = "http")]
         token_envs: Vec<String>,
+        /// Serve without any token (with a warning): every account on the machine can then
+        /// use the server as you. Without this, --token-file or --token-env, a token is
+        /// generated in the state directory (serve-token, mode 0600) and required
+        #[arg(
+            long = "no-auth",
+            requires = "http",
+            conflicts_with_all = ["token_files", "token_envs"]
+        )]
+        no_auth: bool,
         /// The largest HTTP request body accepted, in bytes (default: 64 MiB)
         #[arg(long = "max-request-bytes", value_name = "N", requires = "http")]
         max_request_bytes: Option<usize>,
@@ -152,13 +165,16 @@ enum Command {
         #[command(flatten)]
         limits: serve_limits::ServeLimits,
     },
-    /// Review and approve the project's own settings and MCP servers
+    /// Review and approve the project's own settings, MCP servers, skills, agents and cron
+    /// jobs
     ///
-    /// The files are .agent-tools/settings.json, .agent-tools/settings.local.json and
-    /// .mcp.json. Until a person approves their exact content, sessions ignore what they
-    /// would widen (allow rules, wider modes, sandbox changes, programs to run, hosts to
-    /// contact) and start none of their servers; approvals are kept in the state directory
-    /// (trust.json), and a changed file needs approval again.
+    /// The files are .agent-tools/settings.json, .agent-tools/settings.local.json,
+    /// .mcp.json, .agent-tools/skills/*/SKILL.md, .agent-tools/agents/*.md and
+    /// .agent-tools/scheduled_tasks.json. Until a person approves their exact content,
+    /// sessions ignore what they would widen (allow rules, wider modes, sandbox changes,
+    /// programs to run, hosts to contact, a skill's allowed-tools and model, an agent's
+    /// permissionMode and model, scheduled jobs) and start none of their servers; approvals
+    /// are kept in the state directory (trust.json), and a changed file needs approval again.
     Trust {
         /// Approve without asking (for scripts)
         #[arg(long, conflicts_with_all = ["revoke", "show"])]
@@ -170,6 +186,11 @@ enum Command {
         #[arg(long)]
         show: bool,
     },
+    /// The MCP servers of .mcp.json: log in to hosted ones, log out, show their state
+    Mcp {
+        #[command(subcommand)]
+        action: McpAction,
+    },
     /// Check what works here and say what to do about what does not
     ///
     /// The sandbox (its mechanism, seccomp, and a trial command through Bash), the language
@@ -179,6 +200,37 @@ enum Command {
     /// 1 otherwise.
     Doctor {
         /// Print one JSON object {"ok": .., "checks": [{name, status, detail, fix}]}
+        #[arg(long)]
+        json: bool,
+    },
+}
+
+/// What `agent-tools mcp` does.
+#[derive(Debug, Subcommand)]
+enum McpAction {
+    /// Log in to an HTTP server of .mcp.json that requires OAuth
+    ///
+    /// Opens the authorization page in the browser ($BROWSER, else xdg-open or open, else
+    /// the URL is printed) and receives the result on a loopback address; the tokens are
+    /// kept in the state directory (mcp-oauth/, readable by you only) and refreshed by
+    /// every session. Run it again when a server asks for more access.
+    Login {
+        /// The server's name under mcpServers
+        name: String,
+        /// Print the URL instead of opening a browser, and read the address the browser
+        /// ends on (pasted) from standard input
+        #[arg(long)]
+        no_browser: bool,
+    },
+    /// Forget the tokens of a server (and revoke them when its authorization server can)
+    Logout {
+        /// The server's name under mcpServers
+        name: String,
+    },
+    /// Each server of .mcp.json: transport, authentication, token expiry, and whether it
+    /// connects (waiting at most --mcp-wait seconds)
+    Status {
+        /// Print one JSON object per server
         #[arg(long)]
         json: bool,
     },
@@ -269,6 +321,7 @@ fn session_options(args: &SessionArgs) -> Result<SessionOptions> {
         settings_file: args.settings.clone(),
         state_dir: None,
         profile: args.profile,
+        private_state_dir: None,
     })
 }
 
@@ -304,10 +357,18 @@ pub(crate) fn install_command_line_hint(ctx: &ToolContext) {
     ctx.services().insert(hint);
 }
 
-async fn session(args: &SessionArgs) -> Result<Session> {
+/// The session of a command; `serving` for `serve`, whose MCP client answers the
+/// questions and sampling requests of the `.mcp.json` servers.
+async fn session(args: &SessionArgs, serving: bool) -> Result<Session> {
     let options = session_options(args)?;
     let ctx = build_context(&options).map_err(session_error)?;
     install_command_line_hint(&ctx);
+    #[cfg(feature = "mcp")]
+    if serving {
+        registry::mcp::offer_client_requests(&ctx);
+    }
+    #[cfg(not(feature = "mcp"))]
+    let _ = serving;
     // Once per session: what of the project's own files was ignored, and how to approve it.
     if let Some(notice) = registry::trust_report(&ctx).and_then(|r| r.notice()) {
         eprintln!("agent-tools: {notice}");
@@ -345,19 +406,35 @@ async fn run(cli: Cli) -> Result<ExitCode> {
     if let Command::Doctor { json } = cli.command {
         return doctor::run(&cli.session, json).await;
     }
+    // `mcp` reads .mcp.json itself and starts only what it checks.
+    if let Command::Mcp { action } = cli.command {
+        #[cfg(feature = "mcp")]
+        return mcp_cmd::run(&cli.session, action).await;
+        #[cfg(not(feature = "mcp"))]
+        {
+            let _ = action;
+            return Err(usage(
+                "`mcp` needs the `mcp` feature; this agent-tools was built without it",
+            ));
+        }
+    }
+    let serving = matches!(cli.command, Command::Serve { .. });
     let Session {
         ctx,
         pool,
         options,
         mcp,
         reporter,
-    } = session(&cli.session).await?;
+    } = session(&cli.session, serving).await?;
     // Every command but `serve` waits a little for the MCP servers (`serve` answers its
     // client at once; their tools join when they are ready).
     let waited = cli.session.mcp_wait;
     if let (Some(manager), Some(reporter)) = (&mcp, &reporter) {
         let later = match cli.command {
-            Command::Serve { .. } | Command::Trust { .. } | Command::Doctor { .. } => None,
+            Command::Serve { .. }
+            | Command::Trust { .. }
+            | Command::Doctor { .. }
+            | Command::Mcp { .. } => None,
             Command::Batch => Some("its tools join the session when it is ready"),
             _ => Some("its tools are not included (give --mcp-wait SECONDS to wait longer)"),
         };
@@ -390,6 +467,7 @@ async fn run(cli: Cli) -> Result<ExitCode> {
             allowed_origins,
             token_files,
             token_envs,
+            no_auth,
             max_request_bytes,
             grace,
             limits,
@@ -402,6 +480,7 @@ async fn run(cli: Cli) -> Result<ExitCode> {
                     allowed_origins,
                     token_files,
                     token_envs,
+                    no_auth,
                     max_request_bytes,
                     grace,
                     limits,
@@ -416,6 +495,7 @@ async fn run(cli: Cli) -> Result<ExitCode> {
                     allowed_origins,
                     token_files,
                     token_envs,
+                    no_auth,
                     max_request_bytes,
                     grace,
                     limits,
@@ -428,6 +508,7 @@ async fn run(cli: Cli) -> Result<ExitCode> {
         }
         Command::Trust { .. } => Err(anyhow!("`trust` runs without a session")),
         Command::Doctor { .. } => Err(anyhow!("`doctor` runs without a session")),
+        Command::Mcp { .. } => Err(anyhow!("`mcp` runs without a session")),
     };
     if let Some(reporter) = reporter {
         reporter.finish();

@@ -33,6 +33,8 @@ pub struct ServeArgs {
     pub token_files: Vec<PathBuf>,
     /// `--token-env VAR`
     pub token_envs: Vec<String>,
+    /// `--no-auth`: no token at all
+    pub no_auth: bool,
     /// `--max-request-bytes N`
     pub max_request_bytes: Option<usize>,
     /// `--grace SECONDS`
@@ -70,7 +72,17 @@ pub async fn serve(
     // same services; the `.mcp.json` servers are shared, and ToolSearch sees the whole
     // pool as it is now.
     let catalog_pool = pool.clone();
-    let factory: SessionFactory = Arc::new(move || {
+    // The state directory the session was built with (the options' or the default one).
+    let state_dir = ctx.state_dir().to_path_buf();
+    let factory: SessionFactory = Arc::new(move |principal| {
+        // Each bearer token keeps its plans, todos, task lists, inboxes, transcripts and
+        // output in its own part of the state directory.
+        let options = SessionOptions {
+            private_state_dir: principal
+                .state_dir_name()
+                .map(|name| state_dir.join(tool_core::PRINCIPALS_DIR).join(name)),
+            ..options.clone()
+        };
         let ctx = build_context(&options)?;
         install_host_services(&ctx);
         crate::install_command_line_hint(&ctx);
@@ -99,7 +111,26 @@ pub async fn serve(
         return Ok(ExitCode::SUCCESS);
     };
     let addr = parse_listen_addr(&addr).map_err(|e| crate::usage(e.to_string()))?;
-    let tokens = load_tokens(&args.token_files, &args.token_envs)?;
+    let mut tokens = load_tokens(&args.token_files, &args.token_envs)?;
+    // Without a token named, a generated one (see serve_token.rs), unless a person opts out.
+    // Listening beyond loopback, or for any host, still needs a token a person chose and
+    // handed out (the server refuses to start without one).
+    let local = addr.ip().is_loopback() && !args.allowed_hosts.iter().any(|h| h == "*");
+    let mut token_note = String::new();
+    if tokens.is_empty() && !args.no_auth && local {
+        let (secret, path) =
+            crate::serve_token::token(ctx.state_dir()).map_err(|e| crate::usage(e.to_string()))?;
+        tokens =
+            tokens_from_text(&secret, "the serve token", 1).map_err(|e| anyhow!(e.to_string()))?;
+        token_note = format!(
+            "; the token is in {} (clients send `Authorization: Bearer <token>`)",
+            path.display()
+        );
+    } else if args.no_auth {
+        eprintln!(
+            "agent-tools: warning: --no-auth: every account on this machine can use this server as you (read your files, run commands as you); use it only where no one else can connect"
+        );
+    }
     let mut http = HttpOptions::new(addr);
     http.allowed_hosts = args.allowed_hosts;
     http.allowed_origins = args.allowed_origins;
@@ -130,7 +161,7 @@ pub async fn serve(
         } else {
             ""
         };
-        eprintln!("agent-tools: serving MCP at http://{bound}/mcp{auth}");
+        eprintln!("agent-tools: serving MCP at http://{bound}/mcp{auth}{token_note}");
     })
     .await
     .map_err(|e| {

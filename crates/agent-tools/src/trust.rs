@@ -6,7 +6,7 @@ use std::io::{BufRead, IsTerminal, Write};
 use std::process::ExitCode;
 
 use anyhow::{Context, Result};
-use tool_core::{Approval, TrustReport, default_state_dir};
+use tool_core::{Approval, TrustReport};
 
 use crate::{SessionArgs, session_error, session_options, usage};
 
@@ -65,7 +65,7 @@ pub fn run(args: &SessionArgs, yes: bool, revoke: bool, show: bool) -> Result<Ex
             return Ok(ExitCode::from(1));
         }
     }
-    let state_dir = options.state_dir.clone().unwrap_or_else(default_state_dir);
+    let state_dir = registry::session_state_dir(&options).map_err(session_error)?;
     let approved = registry::approve_project(&report, &state_dir).map_err(session_error)?;
     for path in approved {
         writeln!(out, "Approved {}", path.display())?;
@@ -85,7 +85,7 @@ fn print_review(out: &mut impl Write, report: &TrustReport) -> Result<()> {
     if report.files.is_empty() {
         writeln!(
             out,
-            "  no project files (.agent-tools/settings.json, .agent-tools/settings.local.json, .mcp.json)"
+            "  no project files (.agent-tools/settings.json, .agent-tools/settings.local.json, .mcp.json, .agent-tools/skills/*/SKILL.md, .agent-tools/agents/*.md, .agent-tools/scheduled_tasks.json)"
         )?;
     }
     for file in &report.files {
@@ -98,6 +98,25 @@ fn print_review(out: &mut impl Write, report: &TrustReport) -> Result<()> {
         )?;
         if let Some(problem) = &file.problem {
             writeln!(out, "    problem: {problem}")?;
+        }
+        if !file.named.is_empty() {
+            writeln!(
+                out,
+                "    runs these files of the project (approved with it):"
+            )?;
+            for (name, sha256) in &file.named {
+                let state = if sha256.is_empty() {
+                    "missing".to_owned()
+                } else {
+                    format!("sha256 {sha256}")
+                };
+                let changed = if file.changed.contains(name) {
+                    ", changed since the approval"
+                } else {
+                    ""
+                };
+                writeln!(out, "      {name} ({state}{changed})")?;
+            }
         }
         if file.withheld.is_empty() {
             writeln!(out, "    adds nothing beyond what always applies")?;

@@ -85,9 +85,21 @@ pub fn sandbox_supervisor_entry() -> Option<std::process::ExitCode> {
 #[cfg(feature = "mcp")]
 pub mod mcp {
     pub use tools_mcp::{
-        DEFAULT_GRACE, HttpOptions, McpManager, SessionFactory, StdioOptions, Token,
-        parse_listen_addr, serve_http, serve_stdio_with, tokens_from_text,
+        AuthStatus, ClientOffers, DEFAULT_GRACE, HttpKind, HttpOptions, LOGIN_TIMEOUT,
+        LoginOutcome, LoginPrompt, LogoutOutcome, McpConfig, McpManager, ServerConfig,
+        SessionFactory, StdioOptions, Token, Transport, auth_status, load_project_config, login,
+        logout, open_browser, parse_listen_addr, serve_http, serve_stdio_with, tokens_from_text,
     };
+
+    /// Marks `ctx` as the context of an MCP server (`agent-tools serve`), before its
+    /// `.mcp.json` servers start: they are told the client answers elicitation and sampling,
+    /// which the server adapter forwards to the MCP client whose call the request belongs to.
+    pub fn offer_client_requests(ctx: &tool_core::ToolContext) {
+        ctx.services().insert(tools_mcp::ClientOffers {
+            elicitation: true,
+            sampling: true,
+        });
+    }
 
     /// What every context of the MCP server gets from the host: with the `agent` feature,
     /// AskUserQuestion's questions asked through elicitation (legacy sessions, whose client

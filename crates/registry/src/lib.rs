@@ -78,7 +78,7 @@ pub use host::{LivePool, install_catalog};
 pub use profiles::Profile;
 pub use session::{
     SessionOptions, approve_project, build_context, review_project, revoke_project,
-    session_profile, settings_paths, trust_report,
+    session_profile, session_state_dir, settings_paths, trust_report,
 };
 
 /// Starts what produces a live session's events outside calls (see

@@ -6,9 +6,10 @@ use std::sync::Arc;
 
 use crate::Profile;
 use tool_core::{
-    Approval, PermissionEngine, PermissionMode, PermissionRule, RuleBehavior, RuleSource,
-    RuleSourceKind, SettingsLayer, SourcedRule, ToolContext, ToolError, TrustReport, TrustStore,
-    default_state_dir, is_project_source, review_settings,
+    Approval, NamedByConfig, PermissionEngine, PermissionMode, PermissionRule, RuleBehavior,
+    RuleSource, RuleSourceKind, SettingsLayer, SourcedRule, ToolContext, ToolError, TrustReport,
+    TrustStore, check_state_dir, default_state_dir, is_project_source, layer_named_files,
+    review_settings,
 };
 
 /// What a host knows before a session starts.
@@ -30,6 +31,9 @@ pub struct SessionOptions {
     pub state_dir: Option<PathBuf>,
     /// `--profile`; overrides the `toolProfile` setting
     pub profile: Option<Profile>,
+    /// Where the session keeps what is its own (default: the state directory); `serve`
+    /// gives each bearer token its own (see `ToolContextBuilder::private_state_dir`)
+    pub private_state_dir: Option<PathBuf>,
 }
 
 /// The settings files a session reads, lowest precedence first: user, project, local, and
@@ -56,6 +60,19 @@ pub fn settings_paths(
         paths.push((RuleSourceKind::FlagSettings, file.clone()));
     }
     paths
+}
+
+/// The state directory of `options`: the one it names, else [`default_state_dir`]; an error
+/// when there is none, or when it, the user settings or the approvals in it could have been
+/// planted by another account ([`check_state_dir`]: owned by another account, or writable by
+/// group or others).
+pub fn session_state_dir(options: &SessionOptions) -> Result<PathBuf, ToolError> {
+    let dir = match &options.state_dir {
+        Some(dir) => dir.clone(),
+        None => default_state_dir()?,
+    };
+    check_state_dir(&dir)?;
+    Ok(dir)
 }
 
 /// The canonical working directory of `options`; an error when it is missing or not a
@@ -136,6 +153,12 @@ fn load_layers(
             Err(e) => return Err(ToolError::io(&path, e)),
         }
     }
+    // Skills, agent definitions and durable cron jobs the project ships: each file's keys
+    // that widen a session wait for a person's approval like the settings' do.
+    #[cfg(feature = "agent")]
+    report
+        .files
+        .extend(tools_agent::review_project_definitions(cwd, state_dir));
     Ok((layers, report))
 }
 
@@ -144,7 +167,7 @@ fn load_layers(
 /// always applies. This is what `agent-tools trust` shows.
 pub fn review_project(options: &SessionOptions) -> Result<TrustReport, ToolError> {
     let cwd = session_dir(options)?;
-    let state_dir = options.state_dir.clone().unwrap_or_else(default_state_dir);
+    let state_dir = session_state_dir(options)?;
     load_layers(options, &cwd, &state_dir).map(|(_, report)| report)
 }
 
@@ -152,6 +175,7 @@ pub fn review_project(options: &SessionOptions) -> Result<TrustReport, ToolError
 /// that was reviewed (a file changed since the review stays unapproved). Returns the files
 /// approved now.
 pub fn approve_project(report: &TrustReport, state_dir: &Path) -> Result<Vec<PathBuf>, ToolError> {
+    check_state_dir(state_dir)?;
     let store = TrustStore::in_state_dir(state_dir);
     let mut approved = Vec::new();
     for file in report
@@ -159,7 +183,7 @@ pub fn approve_project(report: &TrustReport, state_dir: &Path) -> Result<Vec<Pat
         .iter()
         .filter(|f| f.status != Approval::Approved)
     {
-        store.approve(&report.project, &file.name, &file.sha256)?;
+        store.approve_with_files(&report.project, &file.name, &file.sha256, &file.named)?;
         approved.push(file.path.clone());
     }
     Ok(approved)
@@ -169,8 +193,45 @@ pub fn approve_project(report: &TrustReport, state_dir: &Path) -> Result<Vec<Pat
 /// one.
 pub fn revoke_project(options: &SessionOptions) -> Result<Vec<String>, ToolError> {
     let cwd = session_dir(options)?;
-    let state_dir = options.state_dir.clone().unwrap_or_else(default_state_dir);
+    let state_dir = session_state_dir(options)?;
     TrustStore::in_state_dir(&state_dir).revoke(&cwd)
+}
+
+/// The files inside the project `cwd` that the session's configuration names as programs
+/// or scripts: those of the settings layers in effect (an unapproved project file's
+/// programs are withheld already) and of the `.mcp.json` servers that may start.
+fn named_by_config(
+    cwd: &Path,
+    state_dir: &Path,
+    layers: &[SettingsLayer],
+) -> Result<NamedByConfig, ToolError> {
+    let mut files: Vec<(PathBuf, PathBuf)> = Vec::new();
+    for layer in layers {
+        for file in layer_named_files(layer, cwd) {
+            files.push((file, layer.path.clone()));
+        }
+    }
+    #[cfg(feature = "mcp")]
+    {
+        let path = cwd.join(tool_core::MCP_JSON);
+        if let Ok(bytes) = std::fs::read(&path)
+            && let Ok(mut config) = serde_json::from_slice::<serde_json::Value>(&bytes)
+        {
+            let store = TrustStore::in_state_dir(state_dir);
+            let approval = tool_core::McpApproval::new(cwd, &bytes, &store, layers)?;
+            if let Some(serde_json::Value::Object(servers)) = config.get_mut("mcpServers") {
+                servers.retain(|name, _| approval.allows(name));
+            }
+            for file in tool_core::named_files(&config, cwd) {
+                files.push((file, path.clone()));
+            }
+        }
+    }
+    #[cfg(not(feature = "mcp"))]
+    let _ = state_dir;
+    files.sort();
+    files.dedup_by(|a, b| a.0 == b.0);
+    Ok(NamedByConfig { files })
 }
 
 /// The tool profile of the session of `ctx` ([`build_context`] records it): the
@@ -237,7 +298,7 @@ pub fn build_context(options: &SessionOptions) -> Result<ToolContext, ToolError>
         cwd: cwd.clone(),
         ..options.clone()
     };
-    let state_dir = options.state_dir.clone().unwrap_or_else(default_state_dir);
+    let state_dir = session_state_dir(&options)?;
     let (layers, report) = load_layers(&options, &cwd, &state_dir)?;
     let profile = choose_profile(&options, &layers)?;
 
@@ -302,11 +363,16 @@ pub fn build_context(options: &SessionOptions) -> Result<ToolContext, ToolError>
         .permissions(engine)
         .additional_dirs(additional.clone())
         .state_dir(state_dir.clone());
+    if let Some(dir) = &options.private_state_dir {
+        builder = builder.private_state_dir(dir);
+    }
     #[cfg(feature = "lsp")]
     {
         // Language servers: the defaults on PATH, then each settings file's `lsp` section.
         let config = tools_lsp::LspConfig::from_settings(&layers)?;
-        builder = tools_lsp::install(builder, config, cwd.clone());
+        // They run project code: in the session's workspace sandbox.
+        let sandbox = tools_lsp::SandboxSettings::from_layers(&layers)?;
+        builder = tools_lsp::install_sandboxed(builder, config, cwd.clone(), sandbox);
     }
     #[cfg(feature = "shell")]
     {
@@ -341,7 +407,9 @@ pub fn build_context(options: &SessionOptions) -> Result<ToolContext, ToolError>
             builder = builder.service(Arc::new(prompter) as Arc<dyn tool_core::QuestionPrompter>);
         }
     }
+    let named = named_by_config(&cwd, &state_dir, &layers)?;
     Ok(builder
+        .service(Arc::new(named))
         .service(Arc::new(profile))
         .service(Arc::new(layers))
         .service(Arc::new(report))

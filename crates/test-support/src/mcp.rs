@@ -29,6 +29,26 @@ pub fn tls_certs() -> PathBuf {
     script("tls_certs.py")
 }
 
+/// `oauth_server.py LIFETIME`: a hosted MCP server behind OAuth, its own authorization
+/// server (discovery, dynamic registration, PKCE, refresh, revocation, a scope step-up);
+/// prints `PORT <n>`. Plain Python.
+pub fn oauth_server() -> PathBuf {
+    script("oauth_server.py")
+}
+
+/// `elicit_server.py`: the Python SDK's MCPServer over stdio whose tools ask the client:
+/// `book(date)` elicits a form (integer, enum, boolean, with defaults), `summarize(text)`
+/// samples the client's model.
+pub fn elicit_server() -> PathBuf {
+    script("elicit_server.py")
+}
+
+/// `browser.py URL`: a headless browser for `$BROWSER`, which follows the authorization
+/// server's redirects back to a login's loopback address. Plain Python.
+pub fn browser() -> PathBuf {
+    script("browser.py")
+}
+
 /// `mcp_client.py SCENARIO_JSON`: drives a server with the Python SDK's client.
 pub fn client() -> PathBuf {
     script("mcp_client.py")

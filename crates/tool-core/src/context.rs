@@ -345,6 +345,10 @@ struct Session {
     services: Services,
     ledger: ReadLedger,
     state_dir: PathBuf,
+    /// Where this session keeps what is its own (see [`ToolContext::private_state_dir`])
+    private_state_dir: PathBuf,
+    /// The session whose mode caps this one's (a sub-agent's caller), while it lives
+    ceiling: Option<std::sync::Weak<Session>>,
     call_timeout: Option<Duration>,
     /// Events emitted while no sink was installed; the lock also orders emits against
     /// [`ToolContext::set_event_sink`].
@@ -362,6 +366,7 @@ pub struct ToolContext {
     cancel: CancellationToken,
     progress: ProgressSink,
     call_id: Option<String>,
+    approval: crate::ApprovedBy,
 }
 
 /// Builds a [`ToolContext`].
@@ -375,6 +380,8 @@ pub struct ToolContextBuilder {
     tasks: Arc<dyn TaskManager>,
     services: Services,
     state_dir: Option<PathBuf>,
+    private_state_dir: Option<PathBuf>,
+    ceiling: Option<std::sync::Weak<Session>>,
     session_id: Option<String>,
     call_timeout: Option<Duration>,
     host_rules: Vec<(RuleBehavior, PermissionRule)>,
@@ -500,7 +507,25 @@ impl ToolContextBuilder {
         self
     }
 
-    /// The session id used in spill paths (default: derived from the process and time).
+    /// Where the session keeps what belongs to it alone — plans, todos, task lists, team
+    /// inboxes, sub-agent transcripts, spilled results, background output — when that is not
+    /// the state directory itself: `agent-tools serve` gives each bearer token (principal) its
+    /// own directory, so one client never sees another's files (default: the state
+    /// directory). See [`ToolContext::private_state_dir`].
+    pub fn private_state_dir(mut self, dir: impl Into<PathBuf>) -> Self {
+        self.private_state_dir = Some(dir.into());
+        self
+    }
+
+    /// The session's mode never allows more than `caller`'s, now or later: a sub-agent's
+    /// context follows its caller into plan mode (see [`ToolContext::permission_mode`]).
+    pub fn mode_ceiling(mut self, caller: &ToolContext) -> Self {
+        self.ceiling = Some(Arc::downgrade(&caller.session));
+        self
+    }
+
+    /// The session id used in spill paths (default: 128 random bits, so that no other
+    /// session can guess the names of this one's files).
     pub fn session_id(mut self, id: impl Into<String>) -> Self {
         self.session_id = Some(id.into());
         self
@@ -523,7 +548,15 @@ impl ToolContextBuilder {
 
     /// The state directory the session will use (see [`ToolContextBuilder::state_dir`]).
     pub fn state_dir_path(&self) -> PathBuf {
-        self.state_dir.clone().unwrap_or_else(default_state_dir)
+        self.state_dir.clone().unwrap_or_else(builder_state_dir)
+    }
+
+    /// The private state directory the session will use (see
+    /// [`ToolContextBuilder::private_state_dir`]).
+    pub fn private_state_dir_path(&self) -> PathBuf {
+        self.private_state_dir
+            .clone()
+            .unwrap_or_else(|| self.state_dir_path())
     }
 
     /// The context.
@@ -541,6 +574,8 @@ impl ToolContextBuilder {
             });
         }
         let id = self.session_id.unwrap_or_else(default_session_id);
+        let state_dir = self.state_dir.unwrap_or_else(builder_state_dir);
+        let private_state_dir = self.private_state_dir.unwrap_or_else(|| state_dir.clone());
         ToolContext {
             session: Arc::new(Session {
                 id,
@@ -558,35 +593,45 @@ impl ToolContextBuilder {
                 tasks: self.tasks,
                 services: self.services,
                 ledger: ReadLedger::new(),
-                state_dir: self.state_dir.unwrap_or_else(default_state_dir),
+                state_dir,
+                private_state_dir,
+                ceiling: self.ceiling,
                 call_timeout: self.call_timeout,
                 pending_events: Mutex::new(VecDeque::new()),
             }),
             cancel: CancellationToken::new(),
             progress: ProgressSink::default(),
             call_id: None,
+            approval: crate::ApprovedBy::Unchecked,
         }
     }
 }
 
 fn default_session_id() -> String {
-    let nanos = std::time::SystemTime::now()
-        .duration_since(std::time::UNIX_EPOCH)
-        .map(|d| d.as_nanos())
-        .unwrap_or(0);
-    format!("s{}-{:x}", std::process::id(), nanos & 0xffff_ffff)
+    format!("s{}", crate::unguessable_id())
 }
 
-/// The state directory: `AGENT_TOOLS_HOME`, else `~/.agent-tools`, else a folder in the
-/// system temporary directory.
-pub fn default_state_dir() -> PathBuf {
+/// The state directory: `AGENT_TOOLS_HOME`, else `.agent-tools` in the home directory
+/// (`HOME`, else the account's home from the password database). There is no shared
+/// fallback: without either, an error says what to set.
+pub fn default_state_dir() -> Result<PathBuf, ToolError> {
     if let Some(dir) = std::env::var_os("AGENT_TOOLS_HOME").filter(|d| !d.is_empty()) {
-        return PathBuf::from(dir);
+        return Ok(PathBuf::from(dir));
     }
-    match path::home_dir() {
-        Some(home) => home.join(".agent-tools"),
-        None => std::env::temp_dir().join("agent-tools"),
-    }
+    path::home_dir()
+        .map(|home| home.join(".agent-tools"))
+        .ok_or_else(|| {
+            ToolError::fatal(
+                "no state directory: HOME is not set and this account has no home directory in the password database; set AGENT_TOOLS_HOME (or HOME) to a directory only you can write",
+            )
+        })
+}
+
+/// The state directory of a builder given none: [`default_state_dir`], else (no home at
+/// all) a directory under `/nonexistent`, which no account but root can create, so that
+/// nothing is read from or written to a shared place.
+fn builder_state_dir() -> PathBuf {
+    default_state_dir().unwrap_or_else(|_| PathBuf::from("/nonexistent/.agent-tools"))
 }
 
 impl ToolContext {
@@ -601,6 +646,8 @@ impl ToolContext {
             tasks: Arc::new(Unconfigured),
             services: Services::default(),
             state_dir: None,
+            private_state_dir: None,
+            ceiling: None,
             session_id: None,
             call_timeout: None,
             host_rules: Vec::new(),
@@ -615,6 +662,7 @@ impl ToolContext {
             cancel: self.cancel.child_token(),
             progress,
             call_id,
+            approval: crate::ApprovedBy::Unchecked,
         }
     }
 
@@ -622,7 +670,21 @@ impl ToolContext {
     pub fn child(&self) -> ToolContext {
         let mut ctx = self.clone();
         ctx.cancel = self.cancel.child_token();
+        ctx.approval = crate::ApprovedBy::Unchecked;
         ctx
+    }
+
+    /// What allowed the call this context belongs to, as the execution path recorded it
+    /// ([`ApprovedBy::Unchecked`](crate::ApprovedBy::Unchecked) for a context no call's permission
+    /// step went through).
+    pub fn approved_by(&self) -> crate::ApprovedBy {
+        self.approval
+    }
+
+    /// This call's context, recording what allowed it (the execution path only).
+    pub(crate) fn approved(mut self, approval: crate::ApprovedBy) -> ToolContext {
+        self.approval = approval;
+        self
     }
 
     /// The session id.
@@ -656,12 +718,44 @@ impl ToolContext {
         &self.session.original_cwd
     }
 
-    /// The permission mode.
+    /// The permission mode in effect: the session's own, capped by its caller's mode in
+    /// effect now when it has one ([`ToolContextBuilder::mode_ceiling`]) — a sub-agent whose
+    /// caller enters plan mode is in plan mode from its next call on.
     pub fn permission_mode(&self) -> PermissionMode {
+        let own = self.own_permission_mode();
+        match self.caller() {
+            Some(caller) => own.capped_at(caller.permission_mode()),
+            None => own,
+        }
+    }
+
+    /// The session's own mode, before its caller's caps it.
+    pub fn own_permission_mode(&self) -> PermissionMode {
         self.session.mode.read().map(|m| *m).unwrap_or_default()
     }
 
-    /// Changes the permission mode (plan mode tools do this).
+    /// Whether a call that would ask is refused instead: the mode in effect is dontAsk, or a
+    /// caller up the chain runs in dontAsk (a plan-mode sub-agent of a dontAsk caller asks
+    /// nobody either).
+    pub fn refuses_asks(&self) -> bool {
+        self.own_permission_mode() == PermissionMode::DontAsk
+            || self.caller().is_some_and(|c| c.refuses_asks())
+    }
+
+    /// The caller's context, while the caller's session lives.
+    fn caller(&self) -> Option<ToolContext> {
+        let session = self.session.ceiling.as_ref()?.upgrade()?;
+        Some(ToolContext {
+            session,
+            cancel: CancellationToken::new(),
+            progress: ProgressSink::default(),
+            call_id: None,
+            approval: crate::ApprovedBy::Unchecked,
+        })
+    }
+
+    /// Changes the session's own permission mode (plan mode tools do this); a caller's mode
+    /// still caps it.
     pub fn set_permission_mode(&self, mode: PermissionMode) {
         if let Ok(mut m) = self.session.mode.write() {
             *m = mode;
@@ -775,9 +869,19 @@ impl ToolContext {
         &self.session.ledger
     }
 
-    /// The state directory (spilled outputs, task output, task lists, plans).
+    /// The state directory: the person's settings and approvals, their own skills and
+    /// agent definitions, caches shared by sessions.
     pub fn state_dir(&self) -> &Path {
         &self.session.state_dir
+    }
+
+    /// Where the session keeps what belongs to it alone: plans, todos, task lists, team
+    /// inboxes, sub-agent transcripts, spilled results, background output. The state
+    /// directory itself unless the host gave each client its own
+    /// ([`ToolContextBuilder::private_state_dir`]); the file tools see another client's
+    /// directory as off limits.
+    pub fn private_state_dir(&self) -> &Path {
+        &self.session.private_state_dir
     }
 
     /// The per-call time limit, if any.

@@ -20,8 +20,8 @@ use crate::rule::{RuleBehavior, RuleSource, RuleSourceKind, SourcedRule};
 use crate::schema::{Dialect, tool_declaration};
 use crate::tool::{ParsedInput, Tool, ValidationResult};
 use crate::{
-    AskKind, CallResult, ContentBlock, PermissionDecision, PermissionRule, ProgressSink,
-    ToolContext, ToolError, ToolResult,
+    ApprovedBy, AskKind, CallResult, ContentBlock, PermissionDecision, PermissionRule,
+    ProgressSink, ToolContext, ToolError, ToolResult,
 };
 
 /// At most this many concurrency-safe calls run at once (the reference's default).
@@ -436,16 +436,20 @@ async fn run(
         if let ValidationResult::Invalid { message, .. } = tool.validate(&input, &ctx).await {
             return Err(ToolError::respond(message));
         }
-        Ok(ctx.permissions().decide(tool.as_ref(), &input, &ctx).await)
+        Ok(ctx
+            .permissions()
+            .decide_with_approval(tool.as_ref(), &input, &ctx)
+            .await)
     })
     .await;
-    let decision = match checked {
-        Ok(decision) => decision,
+    let (decision, approval) = match checked {
+        Ok(decided) => decided,
         Err(err) => return (error_result(&name, &err), false),
     };
-    if let Err(err) = authorize(tool.as_ref(), &input, &ctx, decision).await {
-        return (error_result(&name, &err), false);
-    }
+    let ctx = match authorize(tool.as_ref(), &input, &ctx, decision, approval).await {
+        Ok(approval) => ctx.approved(approval),
+        Err(err) => return (error_result(&name, &err), false),
+    };
 
     let task_tool = Arc::clone(&tool);
     let task_ctx = ctx.clone();
@@ -515,16 +519,17 @@ async fn off_runtime<T>(work: impl std::future::Future<Output = T>) -> T {
 }
 
 /// Acts on the permission engine's decision: for an ask, the context's prompter (or the
-/// headless rule).
+/// headless rule); what allowed the call when it may run.
 async fn authorize(
     tool: &dyn Tool,
     input: &ParsedInput,
     ctx: &ToolContext,
     decision: PermissionDecision,
-) -> Result<(), ToolError> {
+    approval: ApprovedBy,
+) -> Result<ApprovedBy, ToolError> {
     let name = tool.name().to_owned();
     match decision {
-        PermissionDecision::Allow => Ok(()),
+        PermissionDecision::Allow => Ok(approval),
         PermissionDecision::Deny { reason } => {
             Err(ToolError::PermissionDenied { tool: name, reason })
         }
@@ -549,7 +554,7 @@ async fn authorize(
                 denial,
             };
             match prompter.ask(&request).await {
-                PermissionAnswer::Allow => Ok(()),
+                PermissionAnswer::Allow => Ok(ApprovedBy::Person),
                 PermissionAnswer::AllowAlways(rules) => {
                     let source = RuleSource {
                         kind: RuleSourceKind::Session,
@@ -563,7 +568,7 @@ async fn authorize(
                             source: source.clone(),
                         });
                     }
-                    Ok(())
+                    Ok(ApprovedBy::Person)
                 }
                 PermissionAnswer::Deny(message) => Err(ToolError::PermissionDenied {
                     tool: name.clone(),
@@ -602,7 +607,10 @@ async fn render(
     let max = tool.max_result_size_chars();
     if max != usize::MAX {
         let threshold = max.min(PERSIST_THRESHOLD_CAP);
-        let dir = ctx.state_dir().join("tool-results").join(ctx.session_id());
+        let dir = ctx
+            .private_state_dir()
+            .join("tool-results")
+            .join(ctx.session_id());
         let spill_name = match ctx.call_id() {
             Some(id) => id.to_owned(),
             None => format!("{name}-{}", CALL_COUNTER.fetch_add(1, Ordering::Relaxed)),

@@ -87,6 +87,8 @@ mod budget;
 mod context;
 mod error;
 mod exec;
+#[cfg(unix)]
+mod git;
 mod input;
 mod ledger;
 mod managers;
@@ -94,8 +96,11 @@ pub mod path;
 mod pattern;
 mod permission;
 #[cfg(unix)]
+mod private;
+#[cfg(unix)]
 mod process_group;
 mod question;
+mod random;
 mod result;
 mod retention;
 mod rule;
@@ -117,6 +122,8 @@ pub use exec::{
     MAX_CONCURRENCY, PermissionAnswer, PermissionPrompter, PermissionRequest, ToolCall, ToolPool,
     declarations, error_result,
 };
+#[cfg(unix)]
+pub use git::{HardenedGit, linked_worktree, nested_repository};
 pub use input::{
     DUPLICATE_KEY_MARKER, MAX_COMMAND_CHARS, MAX_NAME_CHARS, MAX_PATTERN_CHARS, MAX_URL_CHARS,
     duplicate_key, duplicate_keys, mark_duplicate_key, marked_duplicate_key, parse_input,
@@ -130,12 +137,15 @@ pub use managers::{
 pub use path::MAX_PATH_CHARS;
 pub use pattern::{CommandPattern, DomainPattern, PathPattern, PathRoot, WildcardPart};
 pub use permission::{
-    AllowHint, AskKind, Beneath, NeutralHint, PermissionDecision, PermissionEngine, PermissionMode,
-    allow_hint, headless_denial,
+    AllowHint, ApprovedBy, AskKind, Beneath, NeutralHint, PRINCIPALS_DIR, PermissionDecision,
+    PermissionEngine, PermissionMode, allow_hint, headless_denial, is_own_plan_file, own_plan_file,
 };
+#[cfg(unix)]
+pub use private::{check_private, check_state_dir};
 #[cfg(unix)]
 pub use process_group::ProcessGroup;
 pub use question::{LinePrompter, Question, QuestionAnswers, QuestionOption, QuestionPrompter};
+pub use random::unguessable_id;
 pub use result::{CallResult, ContentBlock, ToolResult};
 pub use retention::{
     DEFAULT_OUTPUT_BUDGET, DEFAULT_RETENTION, OUTPUT_DIRS, Pruned, Retention, prune_outputs,
@@ -153,8 +163,9 @@ pub use summariser::Summariser;
 pub use time::sleep_or_never;
 pub use tool::{ParsedInput, Tool, ToolCategory, ToolMeta, Typed, TypedTool, ValidationResult};
 pub use trust::{
-    Approval, FileReview, MCP_JSON, McpApproval, TRUST_FILE, TrustReport, TrustStore, Withheld,
-    is_person_only_setting, is_project_source, is_state_config, narrow, review_mcp_json,
+    Approval, FileReview, MCP_JSON, McpApproval, NamedByConfig, SCRIPT_EXTENSIONS, TRUST_FILE,
+    TrustReport, TrustStore, Withheld, is_person_only_setting, is_project_source, is_state_config,
+    layer_named_files, named_by_config, named_files, named_state, narrow, review_mcp_json,
     review_settings, sha256_hex, shell_quote,
 };
 

@@ -7,11 +7,43 @@ use std::path::{Component, Path, PathBuf};
 
 use crate::ToolError;
 
-/// The user's home directory, from `HOME`.
+/// The user's home directory: `HOME` when it is set and not empty, else the account's home
+/// directory from the password database (see [`account_home`]). Never a shared fallback.
 pub fn home_dir() -> Option<PathBuf> {
-    std::env::var_os("HOME")
-        .filter(|h| !h.is_empty())
-        .map(PathBuf::from)
+    match std::env::var_os("HOME") {
+        Some(home) if !home.is_empty() => Some(PathBuf::from(home)),
+        _ => account_home(),
+    }
+}
+
+/// The home directory of the account this process runs as, from the password database
+/// (`getpwuid_r`, through the standard library while `HOME` is unset; `/etc/passwd` read
+/// directly when `HOME` is set but empty). `None` when the account has none.
+pub fn account_home() -> Option<PathBuf> {
+    let home = if std::env::var_os("HOME").is_none() {
+        std::env::home_dir()
+    } else {
+        passwd_home(&std::fs::read_to_string("/etc/passwd").ok()?, current_uid())
+    };
+    home.filter(|h| h.is_absolute())
+}
+
+/// The real user id of this process.
+pub fn current_uid() -> u32 {
+    rustix::process::getuid().as_raw()
+}
+
+/// The home field of the entry of `uid` in `passwd` (the format of `/etc/passwd`).
+fn passwd_home(passwd: &str, uid: u32) -> Option<PathBuf> {
+    passwd.lines().find_map(|line| {
+        let fields: Vec<&str> = line.split(':').collect();
+        match fields.as_slice() {
+            [_, _, id, _, _, home, ..] if id.parse() == Ok(uid) && !home.is_empty() => {
+                Some(PathBuf::from(home))
+            }
+            _ => None,
+        }
+    })
 }
 
 /// Removes `.` and resolves `..` lexically (no file-system access). `..` at the root stays at
@@ -489,6 +521,89 @@ pub fn is_protected(path: &Path) -> bool {
         .is_some_and(|p| p.kind == EntryKind::File)
 }
 
+/// The XDG base directories whose whole content configures programs or holds programs and
+/// data they run later: `XDG_CONFIG_HOME`, `XDG_DATA_HOME` (`~/.local/share`: desktop
+/// entries, fonts, applications), `XDG_STATE_HOME`, `XDG_CACHE_HOME` and `XDG_RUNTIME_DIR`
+/// (sockets of agents such as ssh-agent and gpg-agent).
+///
+/// The cache is in on purpose: caches hold programs that run later outside any sandbox
+/// (corepack's package managers, pre-commit's environments, browsers fetched by test
+/// runners), so a write there is a write to code; a tool that wants a cache of its own keeps
+/// it in the project.
+pub const XDG_BASE_VARIABLES: &[&str] = &[
+    "XDG_CONFIG_HOME",
+    "XDG_DATA_HOME",
+    "XDG_STATE_HOME",
+    "XDG_CACHE_HOME",
+    "XDG_RUNTIME_DIR",
+];
+
+/// The directories of the home directory that are protected whole: `~/.config` and
+/// `~/.local` (where the XDG variables are unset, their defaults live beneath these).
+pub const HOME_CONFIG_DIRS: &[&str] = &[".config", ".local"];
+
+/// The XDG base directories of this process's environment that are set to absolute paths
+/// (the specification ignores relative ones).
+fn xdg_base_dirs() -> Vec<PathBuf> {
+    XDG_BASE_VARIABLES
+        .iter()
+        .filter_map(std::env::var_os)
+        .map(PathBuf::from)
+        .filter(|p| p.is_absolute())
+        .map(|p| normalize(&p))
+        .collect()
+}
+
+/// The categories of the home directory `home` that no file tool writes without a
+/// person's explicit approval, in every mode, and that the sandbox binds read-only: every
+/// dot-entry directly in `home` that exists now (`~/.bashrc`, `~/.ssh`, `~/.gitconfig`,
+/// `~/.cargo`, ...), `~/.config` and `~/.local` whether or not they exist, and the XDG base
+/// directories of [`XDG_BASE_VARIABLES`] that are set. A dot-entry that does not exist yet is
+/// protected by [`protected_home_category`] all the same; a sandbox keeps it from being
+/// created by binding `home` itself read-only, or with a placeholder.
+pub fn protected_home_categories(home: &Path) -> Vec<PathBuf> {
+    let mut out: Vec<PathBuf> = Vec::new();
+    let mut push = |p: PathBuf| {
+        if !out.contains(&p) {
+            out.push(p);
+        }
+    };
+    for dir in HOME_CONFIG_DIRS {
+        push(home.join(dir));
+    }
+    if let Ok(entries) = std::fs::read_dir(home) {
+        let mut names: Vec<_> = entries
+            .flatten()
+            .map(|e| e.file_name())
+            .filter(|n| n.as_encoded_bytes().starts_with(b"."))
+            .collect();
+        names.sort();
+        for name in names {
+            push(home.join(name));
+        }
+    }
+    for dir in xdg_base_dirs() {
+        push(dir);
+    }
+    out
+}
+
+/// The protected category of the home directory `home` that `path` (absolute, normalised)
+/// lies in, as its top directory or file: the dot-entry of `home` it is or lies beneath
+/// (existing or not), or the XDG base directory it lies in (see
+/// [`protected_home_categories`]). `None` for every other path, `home` itself included.
+pub fn protected_home_category(path: &Path, home: &Path) -> Option<PathBuf> {
+    if let Ok(rel) = path.strip_prefix(home)
+        && let Some(Component::Normal(first)) = rel.components().next()
+        && first.as_encoded_bytes().starts_with(b".")
+    {
+        return Some(home.join(first));
+    }
+    xdg_base_dirs()
+        .into_iter()
+        .find(|dir| path.starts_with(dir))
+}
+
 /// `path` relative to `cwd` when it lies beneath it, otherwise absolute; for messages.
 pub fn display_path(path: &Path, cwd: &Path) -> String {
     match path.strip_prefix(cwd) {
@@ -723,6 +838,45 @@ mod tests {
             ("/p/.gitignore", false),
         ] {
             check_protected(path, expected);
+        }
+    }
+
+    #[test]
+    fn the_password_database_gives_the_accounts_home() {
+        let passwd = "root:x:0:0:root:/root:/bin/bash\n\
+# comment\n\
+broken\n\
+u:x:1000:1000::/home/u:/bin/sh\n\
+nohome:x:1001:1001:::/bin/sh\n";
+        assert_eq!(passwd_home(passwd, 0), Some(PathBuf::from("/root")));
+        assert_eq!(passwd_home(passwd, 1000), Some(PathBuf::from("/home/u")));
+        assert_eq!(passwd_home(passwd, 1001), None);
+        assert_eq!(passwd_home(passwd, 7), None);
+    }
+
+    #[test]
+    fn home_categories() {
+        let home = Path::new("/home/u");
+        let check = |path: &str, expected: Option<&str>| {
+            assert_eq!(
+                protected_home_category(Path::new(path), home),
+                expected.map(PathBuf::from),
+                "{path}"
+            );
+        };
+        check("/home/u/.bashrc", Some("/home/u/.bashrc"));
+        check("/home/u/.config/git/config", Some("/home/u/.config"));
+        check("/home/u/.local/bin/git", Some("/home/u/.local"));
+        check("/home/u/.new-tool/x/y", Some("/home/u/.new-tool"));
+        check("/home/u/..", None);
+        check("/home/u", None);
+        check("/home/u/src/.git/config", None);
+        check("/home/u/notes.txt", None);
+        check("/home/uv/.bashrc", None);
+        check("/etc/.hidden", None);
+        let listed = protected_home_categories(Path::new("/nonexistent-home"));
+        for dir in HOME_CONFIG_DIRS {
+            assert!(listed.contains(&Path::new("/nonexistent-home").join(dir)));
         }
     }
 

@@ -300,8 +300,18 @@ impl PathPattern {
     /// literal leading part and `dir` lie one within the other. Used to decide whether a
     /// recursive read of `dir` can reach a denied file without walking it.
     pub fn may_match_beneath(&self, dir: &Path, cwd: &Path, home: &Path) -> bool {
+        match self.literal_prefix(cwd, home) {
+            None => true,
+            Some(literal) => literal.starts_with(dir) || dir.starts_with(&literal),
+        }
+    }
+
+    /// The literal leading part of an anchored pattern, as a path: its root joined with the
+    /// components before the first wildcard (`~/.config/git/**` gives `<home>/.config/git`).
+    /// `None` for a pattern without a slash (`.env`, `*.key`), which may match anywhere.
+    pub fn literal_prefix(&self, cwd: &Path, home: &Path) -> Option<PathBuf> {
         if self.name_glob.is_some() {
-            return true;
+            return None;
         }
         let body = match &self.root {
             PathRoot::Filesystem => self.raw.trim_start_matches('/'),
@@ -319,7 +329,7 @@ impl PathPattern {
             }
             literal.push(part);
         }
-        literal.starts_with(dir) || dir.starts_with(&literal)
+        Some(crate::path::normalize(&literal))
     }
 
     fn matches_relative(&self, rel: &Path, is_dir: bool) -> bool {

@@ -41,6 +41,34 @@ impl PermissionMode {
         PermissionMode::DontAsk,
     ];
 
+    /// The mode's place in the one total order of what a mode allows without a person,
+    /// strictest first: plan (0), dontAsk, default, acceptEdits, bypassPermissions (4).
+    /// Plan is the strictest: it refuses changes that an allow rule would let dontAsk make.
+    pub fn rank(self) -> u8 {
+        match self {
+            PermissionMode::Plan => 0,
+            PermissionMode::DontAsk => 1,
+            PermissionMode::Default => 2,
+            PermissionMode::AcceptEdits => 3,
+            PermissionMode::BypassPermissions => 4,
+        }
+    }
+
+    /// Whether this mode allows more than `other` in [`PermissionMode::rank`]'s order.
+    pub fn allows_more_than(self, other: PermissionMode) -> bool {
+        self.rank() > other.rank()
+    }
+
+    /// The stricter of this mode and `ceiling`: what a sub-agent asked to run in this mode
+    /// gets under a caller in `ceiling`.
+    pub fn capped_at(self, ceiling: PermissionMode) -> PermissionMode {
+        if self.allows_more_than(ceiling) {
+            ceiling
+        } else {
+            self
+        }
+    }
+
     /// The name in settings and on the command line.
     pub fn as_str(self) -> &'static str {
         match self {
@@ -71,6 +99,25 @@ impl FromStr for PermissionMode {
                 )
             })
     }
+}
+
+/// What allowed a call to run, as the execution path saw it: the call's context carries it
+/// ([`ToolContext::approved_by`](crate::ToolContext::approval)) for tools whose call depends on
+/// it (Bash runs what only its read-only classification allowed in a jail).
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Hash)]
+pub enum ApprovedBy {
+    /// Unknown: the call did not pass the execution path's permission step (a library
+    /// calling a tool directly). Whoever depends on it takes the narrowest reading.
+    #[default]
+    Unchecked,
+    /// The tool's own permission check allowed it (the tool knows on what grounds)
+    Tool,
+    /// An allow rule for the whole tool
+    Rule,
+    /// The permission mode (bypassPermissions)
+    Mode,
+    /// A person's answer to the question
+    Person,
 }
 
 /// Why a decision is "ask", which decides whether bypassPermissions can skip it.
@@ -190,7 +237,10 @@ impl PermissionEngine {
                 r.behavior == behavior && r.rule.is_blanket() && r.rule.names_tool(name, aliases)
             })
         };
-        if let Some(rule) = blanket(tool.name(), tool.aliases()) {
+        if let Some(rule) = rules
+            .iter()
+            .find(|r| r.behavior == behavior && r.rule.is_blanket() && r.rule.names(tool))
+        {
             return Some(rule.clone());
         }
         let governing = tool.checked_as();
@@ -273,6 +323,47 @@ impl PermissionEngine {
                 })
             })
             .cloned()
+    }
+
+    /// Whether an Edit allow rule of a person (not a project file: user settings, a
+    /// `--settings` file, the command line, this session's answers, the host) names a path
+    /// in the protected home category `category`: its literal leading part lies within the
+    /// category, and it matches one of `variants`. A broad rule such as `Edit(~/**)` or
+    /// `Edit(//**)` does not name the category, so it does not count.
+    fn person_allows_in(
+        &self,
+        category: &Path,
+        variants: &[PathBuf],
+        is_dir: bool,
+        ctx: &ToolContext,
+    ) -> bool {
+        let Ok(rules) = self.rules.read() else {
+            return false;
+        };
+        let cwd = ctx.cwd();
+        let home = path::home_dir().unwrap_or_else(|| PathBuf::from("/"));
+        let category = path::canonicalize_lenient(category);
+        rules
+            .iter()
+            .filter(|r| {
+                r.behavior == RuleBehavior::Allow
+                    && r.rule.tool == "Edit"
+                    && !crate::is_project_source(r.source.kind)
+            })
+            .any(|r| {
+                let Some(content) = &r.rule.content else {
+                    return false;
+                };
+                let Ok(pattern) = PathPattern::parse(content, &r.source.root) else {
+                    return false;
+                };
+                pattern
+                    .literal_prefix(&cwd, &home)
+                    .is_some_and(|p| path::canonicalize_lenient(&p).starts_with(&category))
+                    && variants
+                        .iter()
+                        .any(|v| pattern.matches(v, is_dir, &cwd, &home, false))
+            })
     }
 
     /// The first Read deny rule that may match a path beneath the directory `dir`, so that a
@@ -383,6 +474,10 @@ impl PermissionEngine {
     pub fn check_read_path(&self, target: &Path, ctx: &ToolContext) -> PermissionDecision {
         let (variants, canonical, is_dir) = path_variants(target);
         let shown = target.display();
+        let state = state_access(&canonical, ctx);
+        if state == StateAccess::Foreign {
+            return PermissionDecision::deny(foreign_state(&shown));
+        }
         if self
             .path_rule("Read", RuleBehavior::Deny, &variants, is_dir, ctx)
             .is_some()
@@ -402,7 +497,7 @@ impl PermissionEngine {
             .path_rule("Edit", RuleBehavior::Allow, &variants, is_dir, ctx)
             .is_some()
             || ctx.is_in_working_dirs(&canonical)
-            || path::is_within(&canonical, &path::canonicalize_lenient(ctx.state_dir()))
+            || state == StateAccess::Own
             || self
                 .path_rule("Read", RuleBehavior::Allow, &variants, is_dir, ctx)
                 .is_some()
@@ -430,13 +525,32 @@ impl PermissionEngine {
                 "Permission to edit {shown} has been denied."
             ));
         }
-        let plans = path::canonicalize_lenient(&ctx.state_dir().join("plans"));
-        if path::is_within(&canonical, &plans) {
+        if state_access(&canonical, ctx) == StateAccess::Foreign {
+            return PermissionDecision::deny(foreign_state(&shown));
+        }
+        if is_own_plan_file(&canonical, ctx) {
             return PermissionDecision::Allow;
+        }
+        if let Some(plans) = plan_dirs(ctx)
+            .into_iter()
+            .find(|dir| path::is_within(&canonical, dir))
+        {
+            return PermissionDecision::deny(format!(
+                "{shown} is not this session's plan file: in {} a session writes only its own plan ({})",
+                plans.display(),
+                own_plan_file(ctx).display()
+            ));
         }
         if ctx.permission_mode() == PermissionMode::Plan {
             return PermissionDecision::deny(format!(
                 "Plan mode is read-only: {shown} may not be written until the plan is approved. Write the plan to the plan file and call ExitPlanMode."
+            ));
+        }
+        let named = crate::named_by_config(ctx);
+        if let Some(config) = variants.iter().find_map(|v| named.named_by(v)) {
+            return PermissionDecision::deny(format!(
+                "{shown} is run by configuration a person approved ({} names it): no tool writes it, in any mode; a person changes it and approves the configuration again",
+                config.display()
             ));
         }
         if variants.iter().any(|v| path::is_protected(v))
@@ -445,6 +559,19 @@ impl PermissionEngine {
             return PermissionDecision::Ask {
                 reason: format!(
                     "{shown} is a protected path (version control internals, agent or editor settings, shell start-up files): writing it always needs explicit approval, even in bypassPermissions mode"
+                ),
+                suggestions: Vec::new(),
+                kind: AskKind::SafetyCheck,
+            };
+        }
+        if let Some(category) = home_category(&variants)
+            && !self.person_allows_in(&category, &variants, is_dir, ctx)
+        {
+            return PermissionDecision::Ask {
+                reason: format!(
+                    "{shown} is in {}, part of the home directory's configuration (its dot-files and dot-directories, ~/.config, ~/.local and the XDG base directories): writing there always needs explicit approval, even in bypassPermissions mode; a person's allow rule that names the path, such as Edit({}/**), allows it",
+                    category.display(),
+                    category.display()
                 ),
                 suggestions: Vec::new(),
                 kind: AskKind::SafetyCheck,
@@ -496,17 +623,42 @@ impl PermissionEngine {
         input: &ParsedInput,
         ctx: &ToolContext,
     ) -> PermissionDecision {
+        self.decide_with_approval(tool, input, ctx).await.0
+    }
+
+    /// [`PermissionEngine::decide`], with what allowed the call when the decision is
+    /// "allow" ([`ApprovedBy::Unchecked`] otherwise).
+    pub async fn decide_with_approval(
+        &self,
+        tool: &dyn Tool,
+        input: &ParsedInput,
+        ctx: &ToolContext,
+    ) -> (PermissionDecision, ApprovedBy) {
         let name = tool.name();
-        let decision = self.decide_inner(tool, input, ctx).await;
+        let mut approval = ApprovedBy::Unchecked;
+        let decision = self.decide_inner(tool, input, ctx, &mut approval).await;
         match decision {
-            PermissionDecision::Ask { reason, .. }
-                if ctx.permission_mode() == PermissionMode::DontAsk =>
-            {
-                PermissionDecision::deny(format!(
-                    "Permission to use {name} was denied because the permission mode is dontAsk, which refuses anything no rule allows ({reason})"
-                ))
+            PermissionDecision::Ask {
+                reason,
+                suggestions,
+                kind,
+            } if ctx.refuses_asks() => {
+                // Say what would allow it, as a refusal for want of a person does.
+                let hint = match (&kind, suggestions.first()) {
+                    (AskKind::Default | AskKind::Mode(_), Some(rule)) => {
+                        format!(" {}", allow_hint(ctx).how_to_allow(rule, &kind))
+                    }
+                    _ => String::new(),
+                };
+                (
+                    PermissionDecision::deny(format!(
+                        "Permission to use {name} was denied because the permission mode is dontAsk (this session's or its caller's), which refuses anything no rule allows ({reason}).{hint}"
+                    )),
+                    ApprovedBy::Unchecked,
+                )
             }
-            other => other,
+            PermissionDecision::Allow => (PermissionDecision::Allow, approval),
+            other => (other, ApprovedBy::Unchecked),
         }
     }
 
@@ -515,6 +667,7 @@ impl PermissionEngine {
         tool: &dyn Tool,
         input: &ParsedInput,
         ctx: &ToolContext,
+        approval: &mut ApprovedBy,
     ) -> PermissionDecision {
         let name = tool.name();
         if self.blanket_rule(tool, RuleBehavior::Deny).is_some() {
@@ -554,15 +707,26 @@ impl PermissionEngine {
                 }
                 ask
             }
-            other => return other,
+            other => {
+                // In bypassPermissions the person approved every call; the tool's own
+                // grounds do not narrow that.
+                *approval = if ctx.permission_mode() == PermissionMode::BypassPermissions {
+                    ApprovedBy::Mode
+                } else {
+                    ApprovedBy::Tool
+                };
+                return other;
+            }
         };
         let mode = ctx.permission_mode();
         // Plan mode never behaves like bypass, even in a session that started in
         // bypassPermissions (the reference lets it; its users report it as a bug).
         if mode == PermissionMode::BypassPermissions {
+            *approval = ApprovedBy::Mode;
             return PermissionDecision::Allow;
         }
         if self.blanket_rule(tool, RuleBehavior::Allow).is_some() {
+            *approval = ApprovedBy::Rule;
             return PermissionDecision::Allow;
         }
         from_tool
@@ -598,6 +762,81 @@ fn plan_mode_refusal(tool: &dyn Tool, input: &ParsedInput) -> Option<String> {
     ))
 }
 
+/// Where the state directory keeps each client's own subtree when a host separates them
+/// (`<state>/principals/<key>/`, see [`ToolContext::private_state_dir`]).
+pub const PRINCIPALS_DIR: &str = "principals";
+
+/// How a path relates to the state directory of a session.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum StateAccess {
+    /// The session's own state: its private state directory (the whole state directory
+    /// when the host keeps no separate one)
+    Own,
+    /// Another client's subtree: off limits to the file tools in every mode
+    Foreign,
+    /// Anything else (left to the rules and the working directories)
+    Other,
+}
+
+fn state_access(canonical: &Path, ctx: &ToolContext) -> StateAccess {
+    let state = path::canonicalize_lenient(ctx.state_dir());
+    let private = path::canonicalize_lenient(ctx.private_state_dir());
+    if path::is_within(canonical, &private) {
+        return StateAccess::Own;
+    }
+    if path::is_within(canonical, &state.join(PRINCIPALS_DIR)) {
+        return StateAccess::Foreign;
+    }
+    if private == state && path::is_within(canonical, &state) {
+        return StateAccess::Own;
+    }
+    StateAccess::Other
+}
+
+fn foreign_state(shown: &dyn fmt::Display) -> String {
+    format!(
+        "{shown} belongs to another client of this server (its own part of the state directory): no session may read or write it"
+    )
+}
+
+/// The plan directories of a session: `plans/` of its private state directory and of the
+/// state directory.
+fn plan_dirs(ctx: &ToolContext) -> Vec<PathBuf> {
+    let mut dirs = vec![path::canonicalize_lenient(
+        &ctx.private_state_dir().join("plans"),
+    )];
+    let shared = path::canonicalize_lenient(&ctx.state_dir().join("plans"));
+    if !dirs.contains(&shared) {
+        dirs.push(shared);
+    }
+    dirs
+}
+
+/// The plan file of the session of `ctx` (a sub-agent's is
+/// `plans/<session>-agent-<id>.md` in the same directory; see [`is_own_plan_file`]).
+pub fn own_plan_file(ctx: &ToolContext) -> PathBuf {
+    ctx.private_state_dir()
+        .join("plans")
+        .join(format!("{}.md", path::safe_component(ctx.session_id())))
+}
+
+/// Whether `canonical` is a plan file of the session of `ctx`: directly in `plans/` of its
+/// private state directory, named `<session>.md` or `<session>-agent-<id>.md` (a
+/// sub-agent's plan, whose session id starts with its caller's). Session ids are
+/// unguessable, so no session owns another's plan.
+pub fn is_own_plan_file(canonical: &Path, ctx: &ToolContext) -> bool {
+    let dir = path::canonicalize_lenient(&ctx.private_state_dir().join("plans"));
+    if canonical.parent() != Some(dir.as_path()) {
+        return false;
+    }
+    let Some(name) = canonical.file_name().and_then(|n| n.to_str()) else {
+        return false;
+    };
+    let session = path::safe_component(ctx.session_id());
+    name == format!("{session}.md")
+        || (name.starts_with(&format!("{session}-agent-")) && name.ends_with(".md"))
+}
+
 /// What lies beneath a directory, for the Read deny rules.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum Beneath {
@@ -611,6 +850,18 @@ pub enum Beneath {
 
 /// The given path (normalised) and its canonical form, deduplicated, plus whether it is a
 /// directory.
+/// The protected category of the home directory (see [`path::protected_home_category`])
+/// that one of `variants` lies in, judged against the home directory as named and as
+/// resolved.
+fn home_category(variants: &[PathBuf]) -> Option<PathBuf> {
+    let home = path::home_dir()?;
+    let resolved = path::canonicalize_lenient(&home);
+    variants.iter().find_map(|v| {
+        path::protected_home_category(v, &home)
+            .or_else(|| path::protected_home_category(v, &resolved))
+    })
+}
+
 fn path_variants(target: &Path) -> (Vec<PathBuf>, PathBuf, bool) {
     let given = path::normalize(target);
     let canonical = path::canonicalize_lenient(&given);

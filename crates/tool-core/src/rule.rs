@@ -154,6 +154,25 @@ impl PermissionRule {
     }
 }
 
+impl PermissionRule {
+    /// Whether this rule, without content, names `tool`: as [`PermissionRule::names_tool`],
+    /// except that for a tool of an MCP server ([`Tool::mcp_server`](crate::Tool::mcp_server))
+    /// `mcp__server` and `mcp__server__*` match by the server itself, so `mcp__a` never
+    /// covers the tools of a server named `a__b`.
+    pub fn names(&self, tool: &dyn crate::Tool) -> bool {
+        let Some(server) = tool.mcp_server() else {
+            return self.names_tool(tool.name(), tool.aliases());
+        };
+        if self.tool == tool.name() {
+            return true;
+        }
+        self.tool
+            .strip_prefix("mcp__")
+            .map(|rest| rest.strip_suffix("__*").unwrap_or(rest))
+            .is_some_and(|named| named == server)
+    }
+}
+
 impl fmt::Display for PermissionRule {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         match &self.content {

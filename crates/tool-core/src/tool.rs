@@ -350,6 +350,12 @@ pub trait Tool: Send + Sync + 'static {
     }
     /// The category.
     fn category(&self) -> ToolCategory;
+    /// The MCP server this tool comes from, as its pool name spells it (`server` in
+    /// `mcp__server__tool`): rules naming a server (`mcp__server`, `mcp__server__*`) match
+    /// exactly the tools whose server this is, wherever `__` falls in the name.
+    fn mcp_server(&self) -> Option<&str> {
+        None
+    }
     /// A runtime switch; disabled tools are left out of the pool.
     fn is_enabled(&self) -> bool {
         true

@@ -91,6 +91,9 @@ pub enum Approval {
     NotApproved,
     /// Approved once, but the content changed since
     Changed,
+    /// The content is as approved, but a program or script it names inside the project
+    /// changed since (see [`named_files`])
+    NamedFileChanged,
 }
 
 impl Approval {
@@ -100,6 +103,7 @@ impl Approval {
             Approval::Approved => "approved",
             Approval::NotApproved => "not approved",
             Approval::Changed => "changed since it was approved",
+            Approval::NamedFileChanged => "a file it names changed since it was approved",
         }
     }
 }
@@ -119,6 +123,11 @@ struct Entry {
     sha256: String,
     #[serde(default)]
     approved_at: u64,
+    /// The files inside the project the approved content names as programs or scripts,
+    /// by their name relative to the project, with the SHA-256 of their content when it
+    /// was approved ("" for a file that did not exist)
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    files: BTreeMap<String, String>,
 }
 
 /// The approvals of project files, kept in `<state dir>/trust.json` (never inside a
@@ -150,6 +159,8 @@ impl TrustStore {
     }
 
     fn load(&self) -> Result<TrustFile, ToolError> {
+        #[cfg(unix)]
+        crate::check_private(&self.file, "the approvals of project files")?;
         let text = match std::fs::read_to_string(&self.file) {
             Ok(text) => text,
             Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(TrustFile::default()),
@@ -167,20 +178,42 @@ impl TrustStore {
     }
 
     /// Whether the file `name` (relative to `project`) was approved with content whose
-    /// SHA-256 is `sha256`.
-    pub fn status(&self, project: &Path, name: &str, sha256: &str) -> Result<Approval, ToolError> {
+    /// SHA-256 is `sha256`, and with the files it names as they are now (`files`, as
+    /// [`named_state`] gives them): `Approved` only when both hold. The second value lists
+    /// the named files that differ from what was approved (for
+    /// [`Approval::NamedFileChanged`]).
+    pub fn status(
+        &self,
+        project: &Path,
+        name: &str,
+        sha256: &str,
+        files: &BTreeMap<String, String>,
+    ) -> Result<(Approval, Vec<String>), ToolError> {
         let file = self.load()?;
-        Ok(
-            match file
-                .projects
-                .get(&project_key(project))
-                .and_then(|files| files.get(name))
-            {
-                Some(entry) if entry.sha256 == sha256 => Approval::Approved,
-                Some(_) => Approval::Changed,
-                None => Approval::NotApproved,
-            },
-        )
+        let Some(entry) = file
+            .projects
+            .get(&project_key(project))
+            .and_then(|files| files.get(name))
+        else {
+            return Ok((Approval::NotApproved, Vec::new()));
+        };
+        if entry.sha256 != sha256 {
+            return Ok((Approval::Changed, Vec::new()));
+        }
+        let changed: Vec<String> = entry
+            .files
+            .keys()
+            .chain(files.keys())
+            .collect::<BTreeSet<_>>()
+            .into_iter()
+            .filter(|k| entry.files.get(*k) != files.get(*k))
+            .cloned()
+            .collect();
+        Ok(if changed.is_empty() {
+            (Approval::Approved, changed)
+        } else {
+            (Approval::NamedFileChanged, changed)
+        })
     }
 
     /// The files of `project` with an approval, and the SHA-256 each was approved with.
@@ -199,8 +232,21 @@ impl TrustStore {
     }
 
     /// Records that a person approved the file `name` of `project` with the content whose
-    /// SHA-256 is `sha256` (the content they were shown).
+    /// SHA-256 is `sha256` (the content they were shown), naming no file of the project.
     pub fn approve(&self, project: &Path, name: &str, sha256: &str) -> Result<(), ToolError> {
+        self.approve_with_files(project, name, sha256, &BTreeMap::new())
+    }
+
+    /// [`TrustStore::approve`] for content that names files of the project as programs or
+    /// scripts: `files` (from [`named_state`], as the person reviewed them) is recorded too,
+    /// and a later change to any of them withdraws the approval.
+    pub fn approve_with_files(
+        &self,
+        project: &Path,
+        name: &str,
+        sha256: &str,
+        files: &BTreeMap<String, String>,
+    ) -> Result<(), ToolError> {
         let approved_at = std::time::SystemTime::now()
             .duration_since(std::time::UNIX_EPOCH)
             .map(|d| d.as_secs())
@@ -214,6 +260,7 @@ impl TrustStore {
                     Entry {
                         sha256: sha256.to_owned(),
                         approved_at,
+                        files: files.clone(),
                     },
                 );
         })
@@ -288,14 +335,9 @@ impl std::fmt::Display for Withheld {
     }
 }
 
-/// How much a mode allows without asking.
+/// How much a mode allows without asking ([`PermissionMode::rank`]).
 fn permissiveness(mode: PermissionMode) -> u8 {
-    match mode {
-        PermissionMode::Plan | PermissionMode::DontAsk => 0,
-        PermissionMode::Default => 1,
-        PermissionMode::AcceptEdits => 2,
-        PermissionMode::BypassPermissions => 3,
-    }
+    mode.rank()
 }
 
 /// The sandbox keys whose values can be ordered by strictness, and each value's rank (higher
@@ -372,7 +414,7 @@ fn neutral_key(section: &str, key: &str) -> bool {
 /// `toolProfile` (a vocabulary, checked by the same rules); `disabledMcpjsonServers`.
 ///
 /// Withheld: allow rules, a wider `defaultMode`, `additionalDirectories`, looser `sandbox`
-/// values and `writableRoots`, every `lsp` server and `agent.command` (programs the host
+/// values and `writableRoots`, `allowEnv` (variables let into the sandbox) and `limits`, every `lsp` server and `agent.command` (programs the host
 /// would run), `webFetch` host exceptions, `webSearch` providers and endpoints and the
 /// variable its key is read from (hosts it would contact, secrets it would send),
 /// `enabledMcpjsonServers` and `enableAllProjectMcpServers`, and any key this project does
@@ -476,6 +518,213 @@ pub fn narrow(layer: &SettingsLayer, before: &[SettingsLayer]) -> (SettingsLayer
     (out, withheld)
 }
 
+/// Extensions of files that an interpreter runs as a program (an argument with one of
+/// these is a script of the server, not its data).
+pub const SCRIPT_EXTENSIONS: &[&str] = &[
+    "js", "mjs", "cjs", "ts", "mts", "cts", "jsx", "tsx", "py", "pyw", "pyz", "rb", "pl", "pm",
+    "php", "lua", "sh", "bash", "zsh", "fish", "ps1", "jar", "class", "wasm", "exe", "dll", "so",
+    "dylib", "r", "jl", "tcl", "awk", "groovy", "kts", "swift", "dart", "ex", "exs", "clj",
+];
+
+/// Whether the existing file `path` is a program or a script: executable, starting with
+/// `#!`, or with one of [`SCRIPT_EXTENSIONS`].
+fn is_program(path: &Path) -> bool {
+    let Ok(meta) = std::fs::metadata(path) else {
+        return false;
+    };
+    if !meta.is_file() {
+        return false;
+    }
+    #[cfg(unix)]
+    if std::os::unix::fs::PermissionsExt::mode(&meta.permissions()) & 0o111 != 0 {
+        return true;
+    }
+    let scripted = path
+        .extension()
+        .and_then(|e| e.to_str())
+        .is_some_and(|e| SCRIPT_EXTENSIONS.contains(&e.to_ascii_lowercase().as_str()));
+    scripted || {
+        use std::io::Read as _;
+        let mut head = [0u8; 2];
+        std::fs::File::open(path)
+            .and_then(|mut f| f.read_exact(&mut head))
+            .is_ok_and(|()| &head == b"#!")
+    }
+}
+
+/// The files inside `project` that a configuration names as programs or scripts to run:
+/// a stdio server's `command` and `args` (`mcpServers`, relative to the server's `cwd`), a
+/// language server's command line (`lsp`), the sub-agent runner (`agent.command`) and every
+/// `command` under `hooks`. The command counts when it holds a `/` (a bare name is looked
+/// up in `PATH`), whether or not it exists yet; an argument (or the part after `=` of an
+/// option such as `--entry=x.js`) counts when it is an existing file that is a program or a
+/// script: executable, starting with `#!`, or with a script's extension (see
+/// [`SCRIPT_EXTENSIONS`]). Data a server reads or writes (a database, a log, a pid file)
+/// does not count, so the server's own work does not withdraw its approval. Never a word
+/// with spaces, quotes or shell operators (code for `sh -c`), a URL or one with a
+/// variable; never a directory or a path outside the project. Canonical, sorted, without
+/// duplicates.
+pub fn named_files(config: &Value, project: &Path) -> Vec<PathBuf> {
+    let project = crate::path::canonicalize_lenient(project);
+    let mut out = BTreeSet::new();
+    let mut add = |words: Vec<&str>, base: &Path| {
+        for (i, word) in words.iter().enumerate() {
+            let mut candidates = vec![*word];
+            if let Some((_, value)) = word.split_once('=') {
+                candidates.push(value);
+            }
+            for c in candidates {
+                // Shell code, URLs and variables are not paths.
+                if c.is_empty()
+                    || c.contains("://")
+                    || c.contains("${")
+                    || c.chars()
+                        .any(|ch| ch.is_whitespace() || "'\"`;|&<>$()".contains(ch))
+                {
+                    continue;
+                }
+                let path = crate::path::canonicalize_lenient(&crate::path::resolve(base, c));
+                if !path.starts_with(&project) || path == project || path.is_dir() {
+                    continue;
+                }
+                let named = if i == 0 {
+                    c.contains('/')
+                } else {
+                    is_program(&path)
+                };
+                if named {
+                    out.insert(path);
+                }
+            }
+        }
+    };
+    let words_of = |v: &Value| -> Vec<String> {
+        match v {
+            Value::String(line) => line.split_whitespace().map(str::to_owned).collect(),
+            Value::Array(items) => items
+                .iter()
+                .filter_map(|i| i.as_str().map(str::to_owned))
+                .collect(),
+            _ => Vec::new(),
+        }
+    };
+    if let Some(Value::Object(servers)) = config.get("mcpServers") {
+        for server in servers.values() {
+            if server.get("url").is_some() {
+                continue;
+            }
+            let base = match server.get("cwd").and_then(Value::as_str) {
+                Some(dir) => crate::path::resolve(&project, dir),
+                None => project.clone(),
+            };
+            let mut words: Vec<String> = server
+                .get("command")
+                .and_then(Value::as_str)
+                .map(str::to_owned)
+                .into_iter()
+                .collect();
+            words.extend(words_of(server.get("args").unwrap_or(&Value::Null)));
+            add(words.iter().map(String::as_str).collect(), &base);
+        }
+    }
+    if let Some(Value::Object(servers)) = config.get("lsp") {
+        for server in servers.values() {
+            let mut words = words_of(server);
+            if let Value::Object(map) = server {
+                words = words_of(map.get("command").unwrap_or(&Value::Null));
+                words.extend(words_of(map.get("args").unwrap_or(&Value::Null)));
+            }
+            add(words.iter().map(String::as_str).collect(), &project);
+        }
+    }
+    if let Some(command) = config.get("agent").and_then(|a| a.get("command")) {
+        let words = words_of(command);
+        add(words.iter().map(String::as_str).collect(), &project);
+    }
+    if let Some(hooks) = config.get("hooks") {
+        let mut stack = vec![hooks];
+        while let Some(v) = stack.pop() {
+            match v {
+                Value::Object(map) => {
+                    if let Some(Value::String(line)) = map.get("command") {
+                        add(line.split_whitespace().collect(), &project);
+                    }
+                    stack.extend(map.values());
+                }
+                Value::Array(items) => stack.extend(items),
+                _ => {}
+            }
+        }
+    }
+    out.into_iter().collect()
+}
+
+/// [`named_files`] of a configuration file's content (nothing when it is not JSON).
+fn named_in_content(project: &Path, content: &[u8]) -> Vec<PathBuf> {
+    serde_json::from_slice::<Value>(content)
+        .map(|v| named_files(&v, project))
+        .unwrap_or_default()
+}
+
+/// [`named_files`] of a settings layer.
+pub fn layer_named_files(layer: &SettingsLayer, project: &Path) -> Vec<PathBuf> {
+    named_files(&Value::Object(layer.settings.other.clone()), project)
+}
+
+/// The state of `files` (inside `project`) as approvals record it: each file's name
+/// relative to the project, with the SHA-256 of its content ("" when it cannot be read).
+pub fn named_state(project: &Path, files: &[PathBuf]) -> BTreeMap<String, String> {
+    let project = crate::path::canonicalize_lenient(project);
+    files
+        .iter()
+        .map(|f| {
+            let name = f
+                .strip_prefix(&project)
+                .unwrap_or(f)
+                .to_string_lossy()
+                .into_owned();
+            let hash = std::fs::read(f).map(|b| sha256_hex(&b)).unwrap_or_default();
+            (name, hash)
+        })
+        .collect()
+}
+
+/// The files that approved or trusted configuration names as programs or scripts inside
+/// the project (see [`named_files`]), each with the configuration file that names it. No
+/// file tool writes them, in any mode, and the sandbox keeps them read-only: a server or
+/// hook runs them outside the sandbox. A session's list is the context's
+/// `Arc<NamedByConfig>` service (see [`named_by_config`]).
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct NamedByConfig {
+    /// (file, the configuration file naming it), sorted by file
+    pub files: Vec<(PathBuf, PathBuf)>,
+}
+
+impl crate::Shared for NamedByConfig {}
+
+impl NamedByConfig {
+    /// The configuration file that names `path` (canonical), if any.
+    pub fn named_by(&self, path: &Path) -> Option<&Path> {
+        self.files
+            .iter()
+            .find(|(f, _)| f == path)
+            .map(|(_, config)| config.as_path())
+    }
+
+    /// The files alone.
+    pub fn paths(&self) -> Vec<PathBuf> {
+        self.files.iter().map(|(f, _)| f.clone()).collect()
+    }
+}
+
+/// The files configuration names for the session of `ctx` (empty when its host recorded
+/// none): what the file tools refuse to write and the sandbox binds read-only.
+pub fn named_by_config(ctx: &crate::ToolContext) -> std::sync::Arc<NamedByConfig> {
+    ctx.services()
+        .get::<std::sync::Arc<NamedByConfig>>()
+        .unwrap_or_default()
+}
+
 /// Which servers of a project's `.mcp.json` may start: all of them when a person approved
 /// the file's content (`agent-tools trust`), else those the trusted settings enable
 /// (`enabledMcpjsonServers: [names]`, `enableAllProjectMcpServers: true`); never one that
@@ -483,6 +732,8 @@ pub fn narrow(layer: &SettingsLayer, before: &[SettingsLayer]) -> (SettingsLayer
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct McpApproval {
     file: Approval,
+    /// The named files that changed since the approval
+    changed: Vec<String>,
     all: bool,
     enabled: BTreeSet<String>,
     disabled: BTreeSet<String>,
@@ -506,9 +757,11 @@ impl McpApproval {
         store: &TrustStore,
         layers: &[SettingsLayer],
     ) -> Result<Self, ToolError> {
-        let file = store.status(project, MCP_JSON, &sha256_hex(content))?;
+        let files = named_state(project, &named_in_content(project, content));
+        let (file, changed) = store.status(project, MCP_JSON, &sha256_hex(content), &files)?;
         let mut approval = McpApproval {
             file,
+            changed,
             all: false,
             enabled: BTreeSet::new(),
             disabled: BTreeSet::new(),
@@ -529,6 +782,12 @@ impl McpApproval {
     /// Whether the file itself is approved.
     pub fn file(&self) -> Approval {
         self.file
+    }
+
+    /// The files the content names (relative to the project) that changed since it was
+    /// approved.
+    pub fn changed(&self) -> &[String] {
+        &self.changed
     }
 
     /// Whether the settings turn the server `name` off.
@@ -555,6 +814,14 @@ pub struct FileReview {
     pub sha256: String,
     /// Whether a person approved this content
     pub status: Approval,
+    /// The files inside the project this content names as programs or scripts (relative
+    /// to the project), with the SHA-256 of their content now ("" when missing); approving
+    /// the file approves these too
+    #[serde(skip_serializing_if = "BTreeMap::is_empty")]
+    pub named: BTreeMap<String, String>,
+    /// The named files that changed since the approval
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub changed: Vec<String>,
     /// What the file would add beyond what always applies (applied only when approved)
     pub withheld: Vec<Withheld>,
     /// A problem reading it (such as invalid JSON), if any
@@ -581,13 +848,16 @@ pub fn review_settings(
 ) -> Result<(SettingsLayer, FileReview), ToolError> {
     let sha256 = sha256_hex(content);
     let name = file_name_in(project, &layer.path);
-    let status = store.status(project, &name, &sha256)?;
+    let named = named_state(project, &layer_named_files(&layer, project));
+    let (status, changed) = store.status(project, &name, &sha256, &named)?;
     let (narrowed, withheld) = narrow(&layer, before);
     let review = FileReview {
         path: layer.path.clone(),
         name,
         sha256,
         status,
+        named,
+        changed,
         withheld,
         problem: None,
     };
@@ -614,6 +884,8 @@ pub fn review_mcp_json(
         path,
         sha256: sha256_hex(content),
         status: approval.file(),
+        named: named_state(project, &named_in_content(project, content)),
+        changed: approval.changed().to_vec(),
         withheld: Vec::new(),
         problem: None,
     };
@@ -710,11 +982,19 @@ impl TrustReport {
         );
         for file in ignored {
             let parts: Vec<String> = file.withheld.iter().map(ToString::to_string).collect();
+            let mut status = file.status.describe().to_owned();
+            if !file.changed.is_empty() {
+                let changed: Vec<String> = file
+                    .changed
+                    .iter()
+                    .map(|n| self.project.join(n).display().to_string())
+                    .collect();
+                let _ = write!(status, ": {}", changed.join(", "));
+            }
             let _ = write!(
                 text,
-                "\n  {} ({}): {}",
+                "\n  {} ({status}): {}",
                 file.path.display(),
-                file.status.describe(),
                 parts.join("; ")
             );
         }
@@ -842,6 +1122,13 @@ mod tests {
                 "allowUnsandboxedCommands": false, "mechanism": "bubblewrap"}}),
             ),
         );
+        // What passes into the sandbox and how much it may use widen it: they wait.
+        check(
+            "{}",
+            r#"{"sandbox":{"allowEnv":["GITHUB_TOKEN","*"],"limits":{"memory":null,"cpu":0}}}"#,
+            &["sandbox.allowEnv", "sandbox.limits"],
+            perms(json!({})),
+        );
         // Stricter than the defaults is not enough: it must not loosen what the user set.
         check(
             r#"{"sandbox":{"mode":"read-only"}}"#,
@@ -936,13 +1223,18 @@ mod tests {
         let project = dir.path().join("p");
         std::fs::create_dir(&project).map_err(|e| ToolError::io(&project, e))?;
         let store = TrustStore::in_state_dir(&dir.path().join("state"));
+        let none = BTreeMap::new();
         let a = sha256_hex(b"a");
         assert_eq!(
             a,
             "ca978112ca1bbdcafac231b39a23dc4da786eff8147c4e72b9807785afee48bb"
         );
         let check = |name: &str, sha: &str, expected: Approval| -> Result<(), ToolError> {
-            assert_eq!(store.status(&project, name, sha)?, expected, "{name}");
+            assert_eq!(
+                store.status(&project, name, sha, &none)?.0,
+                expected,
+                "{name}"
+            );
             Ok(())
         };
         check(MCP_JSON, &a, Approval::NotApproved)?;
@@ -952,17 +1244,99 @@ mod tests {
         check(".agent-tools/settings.json", &a, Approval::NotApproved)?;
         // The same project through another spelling of its path.
         assert_eq!(
-            store.status(&project.join("../p"), MCP_JSON, &a)?,
+            store.status(&project.join("../p"), MCP_JSON, &a, &none)?.0,
             Approval::Approved
         );
         assert_eq!(store.revoke(&project)?, vec![MCP_JSON.to_owned()]);
         check(MCP_JSON, &a, Approval::NotApproved)?;
         std::fs::write(store.file(), "{ nope").map_err(|e| ToolError::io(store.file(), e))?;
         let err = store
-            .status(&project, MCP_JSON, &a)
+            .status(&project, MCP_JSON, &a, &none)
             .map(|_| ())
             .unwrap_err();
         assert!(err.to_string().contains("trust.json"), "{err}");
+        Ok(())
+    }
+
+    #[test]
+    fn named_files_are_the_paths_a_configuration_runs() -> std::io::Result<()> {
+        let dir = tempfile::tempdir()?;
+        let project = dir.path().canonicalize()?;
+        for f in [
+            "server.js",
+            "tools/lsp.sh",
+            "hooks/pre.sh",
+            "conf.json",
+            "bin/agent",
+            "data.db",
+            "entry",
+            "run-me",
+        ] {
+            std::fs::create_dir_all(project.join(f).parent().unwrap_or(&project))?;
+            std::fs::write(project.join(f), f)?;
+        }
+        std::fs::write(project.join("entry"), "#!/usr/bin/env node\n")?;
+        std::fs::set_permissions(
+            project.join("run-me"),
+            std::os::unix::fs::PermissionsExt::from_mode(0o755),
+        )?;
+        std::fs::create_dir_all(project.join("dist"))?;
+        let config = serde_json::json!({
+            "mcpServers": {
+                "a": {"command": "node", "args": ["server.js", "--stdio", "--config=conf.json", "dist", "--db=data.db", "log/x.pid"]},
+                "b": {"command": "./tools/lsp.sh", "args": ["/etc/hosts", "${HOME}/x", "https://x/y", "entry"]},
+                "c": {"url": "http://127.0.0.1/mcp", "command": "server.js"},
+                "d": {"command": "python3", "args": ["main.py"], "cwd": "sub"},
+                "e": {"command": "sh", "args": ["-c", "touch /tmp/x; ./server.js"]},
+                "f": {"command": "./bin/later.sh", "args": ["--exec=run-me"]}
+            },
+            "lsp": {"rs": "bin/agent --stdio", "py": {"command": "python3", "args": ["tools/lsp.sh"]}},
+            "agent": {"command": ["bin/agent", "run"]},
+            "hooks": {"PreToolUse": [{"matcher": "Bash", "hooks": [{"type": "command", "command": "sh hooks/pre.sh --fast"}]}]}
+        });
+        let names: Vec<String> = named_files(&config, &project)
+            .iter()
+            .map(|p| p.strip_prefix(&project).unwrap_or(p).display().to_string())
+            .collect();
+        assert_eq!(
+            names,
+            [
+                "bin/agent",
+                "bin/later.sh",
+                "entry",
+                "hooks/pre.sh",
+                "run-me",
+                "server.js",
+                "tools/lsp.sh",
+            ]
+        );
+        let state = named_state(&project, &named_files(&config, &project));
+        assert_eq!(state["server.js"], sha256_hex(b"server.js"));
+        assert_eq!(state["bin/later.sh"], "");
+
+        // Approval holds while the named files are as approved.
+        let store = TrustStore::in_state_dir(&project.join("state"));
+        store
+            .approve_with_files(&project, MCP_JSON, "abc", &state)
+            .map_err(std::io::Error::other)?;
+        let check = |expected: Approval, changed: &[&str]| -> Result<(), ToolError> {
+            let now = named_state(&project, &named_files(&config, &project));
+            let (status, names) = store.status(&project, MCP_JSON, "abc", &now)?;
+            assert_eq!(status, expected);
+            assert_eq!(names, changed);
+            Ok(())
+        };
+        check(Approval::Approved, &[]).map_err(std::io::Error::other)?;
+        // The server's data changing is no change to it.
+        std::fs::write(project.join("data.db"), "rows")?;
+        std::fs::create_dir_all(project.join("log"))?;
+        std::fs::write(project.join("log/x.pid"), "1")?;
+        check(Approval::Approved, &[]).map_err(std::io::Error::other)?;
+        std::fs::write(project.join("server.js"), "changed")?;
+        check(Approval::NamedFileChanged, &["server.js"]).map_err(std::io::Error::other)?;
+        std::fs::write(project.join("server.js"), "server.js")?;
+        std::fs::write(project.join("bin/later.sh"), "planted")?;
+        check(Approval::NamedFileChanged, &["bin/later.sh"]).map_err(std::io::Error::other)?;
         Ok(())
     }
 
@@ -976,6 +1350,8 @@ mod tests {
                     name: MCP_JSON.to_owned(),
                     sha256: String::new(),
                     status: Approval::Changed,
+                    named: BTreeMap::new(),
+                    changed: Vec::new(),
                     withheld: vec![Withheld {
                         key: "mcpServers.x".to_owned(),
                         value: serde_json::json!({"command": "x"}),
@@ -987,6 +1363,8 @@ mod tests {
                     name: ".agent-tools/settings.json".to_owned(),
                     sha256: String::new(),
                     status: Approval::Approved,
+                    named: BTreeMap::new(),
+                    changed: Vec::new(),
                     withheld: vec![Withheld {
                         key: "permissions.allow".to_owned(),
                         value: serde_json::json!(["Bash"]),

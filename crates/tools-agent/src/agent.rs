@@ -2,7 +2,7 @@
 //! foreground or as a background task, in a fresh worktree or another directory, or spawns
 //! it as a teammate of the team the session leads.
 
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 use std::sync::Arc;
 use std::time::Instant;
 
@@ -10,8 +10,9 @@ use async_trait::async_trait;
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 use tool_core::{
-    CancellationToken, PermissionMode, RuleBehavior, TaskKind, TaskRun, TaskSpec, Tool,
-    ToolCategory, ToolContext, ToolError, ToolMeta, ToolResult, TypedTool, ValidationResult,
+    CancellationToken, PermissionDecision, PermissionMode, PermissionRule, RuleBehavior, TaskKind,
+    TaskRun, TaskSpec, Tool, ToolCategory, ToolContext, ToolError, ToolMeta, ToolResult, TypedTool,
+    ValidationResult,
 };
 
 use crate::definitions::{builtin_agents, load_agents, tools_for_agent};
@@ -74,6 +75,33 @@ pub struct AgentInput {
     #[serde(default)]
     #[schemars(length(max = tool_core::MAX_PATH_CHARS))]
     pub cwd: Option<String>,
+    /// Where `cwd` resolved when the permission check looked at it: the call runs the agent
+    /// exactly there (a link swapped in afterwards fails the call instead of moving it)
+    #[serde(skip)]
+    #[schemars(skip)]
+    checked_cwd: CheckedDir,
+}
+
+/// The directory the permission check approved, carried from the check to the call in the
+/// same parsed input.
+#[derive(Debug, Default)]
+pub(crate) struct CheckedDir(std::sync::Mutex<Option<PathBuf>>);
+
+impl Clone for CheckedDir {
+    fn clone(&self) -> Self {
+        CheckedDir(std::sync::Mutex::new(self.get()))
+    }
+}
+
+impl CheckedDir {
+    pub(crate) fn get(&self) -> Option<PathBuf> {
+        self.0.lock().ok().and_then(|g| g.clone())
+    }
+    pub(crate) fn set(&self, dir: PathBuf) {
+        if let Ok(mut g) = self.0.lock() {
+            *g = Some(dir);
+        }
+    }
 }
 
 /// Permission modes a sub-agent may be given.
@@ -102,16 +130,6 @@ impl AgentMode {
             AgentMode::BypassPermissions => PermissionMode::BypassPermissions,
             AgentMode::DontAsk => PermissionMode::DontAsk,
         }
-    }
-}
-
-/// How much a mode allows without asking: plan and dontAsk least, bypassPermissions most.
-fn permissiveness(mode: PermissionMode) -> u8 {
-    match mode {
-        PermissionMode::Plan | PermissionMode::DontAsk => 0,
-        PermissionMode::Default => 1,
-        PermissionMode::AcceptEdits => 2,
-        PermissionMode::BypassPermissions => 3,
     }
 }
 
@@ -185,18 +203,54 @@ fn agent_type(input: &AgentInput) -> String {
         .to_owned()
 }
 
+/// A new sub-agent id: 128 random bits, so no other session can guess the names of its
+/// transcript and plan files or address it with SendMessage.
 fn new_agent_id() -> String {
-    use std::sync::atomic::{AtomicU64, Ordering};
-    static N: AtomicU64 = AtomicU64::new(0);
-    let nanos = std::time::SystemTime::now()
-        .duration_since(std::time::UNIX_EPOCH)
-        .map(|d| d.subsec_nanos())
-        .unwrap_or(0);
-    format!(
-        "a{:x}{:x}{}",
-        std::process::id(),
-        nanos,
-        N.fetch_add(1, Ordering::Relaxed)
+    format!("a{}", tool_core::unguessable_id())
+}
+
+/// Where a sub-agent asked to work in `dir` (the model's `cwd`) would work: the canonical
+/// directory, every link followed.
+fn agent_dir(ctx: &ToolContext, dir: &str) -> PathBuf {
+    tool_core::path::canonicalize_lenient(&ctx.resolve_path(dir))
+}
+
+/// Whether a sub-agent may work in the canonical directory `dir`, checked like any path a
+/// call names: inside the caller's working directories (or a directory an Edit allow rule
+/// gives the caller) it goes ahead; elsewhere it asks like a read outside them, suggesting
+/// the Edit rule that would allow it — a sub-agent's working directory is where its file
+/// tools, its shell and its sandbox may write, so a Read rule does not allow it.
+pub(crate) fn check_agent_dir(dir: &Path, what: &str, ctx: &ToolContext) -> PermissionDecision {
+    if ctx.is_in_working_dirs(dir) {
+        return PermissionDecision::Allow;
+    }
+    if let PermissionDecision::Deny { reason } = ctx.permissions().check_read_path(dir, ctx) {
+        return PermissionDecision::deny(format!("{what}: {reason}"));
+    }
+    if ctx.permission_mode() != PermissionMode::Plan
+        && ctx.permissions().check_write_path(dir, ctx) == PermissionDecision::Allow
+    {
+        return PermissionDecision::Allow;
+    }
+    let dirs: Vec<String> = ctx
+        .working_dirs()
+        .iter()
+        .map(|d| d.display().to_string())
+        .collect();
+    let text = dir.to_string_lossy();
+    let trimmed = text.trim_start_matches('/');
+    let rule = if trimmed.is_empty() {
+        "//**".to_owned()
+    } else {
+        format!("//{trimmed}/**")
+    };
+    PermissionDecision::ask(
+        format!(
+            "{what}: {} is outside this session's working directories ({}); a sub-agent works only where its caller may",
+            dir.display(),
+            dirs.join(", ")
+        ),
+        Some(PermissionRule::with_content("Edit", rule)),
     )
 }
 
@@ -208,8 +262,14 @@ impl TypedTool for Agent {
         .aliases(&["Task"])
         .hint("delegate a task to a sub-agent")
         .category(ToolCategory::Agent)
-        // Read-only: the sub-agent's tools go through the permission engine themselves.
-        .read_only();
+        .concurrency_safe();
+
+    /// Read-only when it only delegates: the sub-agent's tools go through the permission
+    /// engine themselves. Not with `cwd`, `mode` or `isolation`, which the permission check
+    /// looks at (a worktree is a change to the repository).
+    fn is_read_only(&self, input: &AgentInput) -> bool {
+        input.cwd.is_none() && input.mode.is_none() && input.isolation.is_none()
+    }
 
     async fn description(&self, _input: Option<&AgentInput>) -> String {
         let mut text = String::from(
@@ -245,9 +305,15 @@ impl TypedTool for Agent {
         }
         if let Some(mode) = input.mode {
             let (asked, own) = (mode.permission_mode(), ctx.permission_mode());
-            if permissiveness(asked) > permissiveness(own) {
+            if asked.allows_more_than(own) {
+                let stricter: Vec<&str> = PermissionMode::ALL
+                    .iter()
+                    .filter(|m| !m.allows_more_than(own))
+                    .map(|m| m.as_str())
+                    .collect();
                 return ValidationResult::invalid(format!(
-                    "mode: \"{asked}\" allows more than this session's mode \"{own}\": a sub-agent cannot get more permissions than its caller. Leave mode out, or choose {own} or a stricter mode."
+                    "mode: \"{asked}\" allows more than this session's mode \"{own}\": a sub-agent cannot get more permissions than its caller (modes from strictest: plan, dontAsk, default, acceptEdits, bypassPermissions). Leave mode out, or choose one of {}.",
+                    stricter.join(", ")
                 ));
             }
         }
@@ -285,6 +351,20 @@ impl TypedTool for Agent {
         }
         ValidationResult::Valid
     }
+    async fn check_permission(&self, input: &AgentInput, ctx: &ToolContext) -> PermissionDecision {
+        if input.isolation.is_some() && ctx.permission_mode() == PermissionMode::Plan {
+            return PermissionDecision::deny(
+                "Plan mode is read-only: isolation: \"worktree\" creates a git worktree and branch, so it waits until the plan is approved. Leave out isolation to explore.",
+            );
+        }
+        if let Some(dir) = &input.cwd {
+            let resolved = agent_dir(ctx, dir);
+            let decision = check_agent_dir(&resolved, "cwd", ctx);
+            input.checked_cwd.set(resolved);
+            return decision;
+        }
+        PermissionDecision::Allow
+    }
     async fn call(
         &self,
         input: AgentInput,
@@ -303,11 +383,14 @@ impl TypedTool for Agent {
         let background = input.run_in_background.unwrap_or(false) || team.is_some();
         let all = available_tools(ctx);
         let mut tools = tools_for_agent(&definition, &all, background);
-        // A definition's mode never widens the caller's: project agent files may have been
-        // written by anyone, and `mode` in the input is held to the same rule.
-        let mode = input.mode.map(AgentMode::permission_mode).or(definition
-            .permission_mode
-            .filter(|m| permissiveness(*m) <= permissiveness(ctx.permission_mode())));
+        // Neither `mode` nor a definition's permissionMode widens the caller's mode: both are
+        // capped at it, and the sub-agent's context follows the caller's mode from here on
+        // (into plan mode too).
+        let mode = input
+            .mode
+            .map(AgentMode::permission_mode)
+            .or(definition.permission_mode)
+            .map(|m| m.capped_at(ctx.permission_mode()));
         if team.is_some() {
             // Teammates also talk to the team and share its task list; one that starts in
             // plan mode sends its plan to the lead with ExitPlanMode.
@@ -331,19 +414,49 @@ impl TypedTool for Agent {
             Some(Isolation::Worktree) => {
                 let (cwd, name) = (ctx.cwd(), format!("agent-{}", safe_component(&agent_id)));
                 Some(
-                    create_worktree(&cwd, &name, "isolation: \"worktree\"")
+                    create_worktree(ctx.original_cwd(), &cwd, &name, "isolation: \"worktree\"")
                         .await
                         .map_err(ToolError::respond)?,
                 )
             }
             None => None,
         };
+        let checked = input.checked_cwd.get();
         let cwd = match (&worktree, &input.cwd) {
             (Some(wt), _) => wt.path.clone(),
-            (None, Some(dir)) => tool_core::path::canonicalize_lenient(&ctx.resolve_path(dir)),
+            (None, Some(dir)) => {
+                let now = agent_dir(ctx, dir);
+                match checked {
+                    Some(checked) if checked == now => checked,
+                    Some(checked) => {
+                        return Err(ToolError::respond(format!(
+                            "cwd: {dir} resolved to {} at the permission check and to {} now (a link changed in between): call Agent again",
+                            checked.display(),
+                            now.display()
+                        )));
+                    }
+                    // Called without the execution path's check: hold it to the same rule.
+                    None => match check_agent_dir(&now, "cwd", ctx) {
+                        PermissionDecision::Allow => now,
+                        PermissionDecision::Deny { reason }
+                        | PermissionDecision::Ask { reason, .. } => {
+                            return Err(ToolError::PermissionDenied {
+                                tool: "Agent".to_owned(),
+                                reason,
+                            });
+                        }
+                    },
+                }
+            }
             (None, None) => ctx.cwd(),
         };
         let sub_ctx = subagent_context_in(ctx, &agent_id, mode, &cwd);
+        if sub_ctx.cwd() != cwd {
+            return Err(ToolError::respond(format!(
+                "cwd: {} changed after the permission check (a link was put in its path): call Agent again",
+                cwd.display()
+            )));
+        }
         let request = AgentRequest {
             agent_id: agent_id.clone(),
             definition: definition.clone(),

@@ -23,10 +23,11 @@ use croner::Cron;
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 use tool_core::{
-    ToolCategory, ToolContext, ToolError, ToolMeta, ToolResult, TypedTool, ValidationResult,
+    ToolCategory, ToolContext, ToolError, ToolMeta, ToolResult, TrustStore, TypedTool,
+    ValidationResult, sha256_hex,
 };
 
-use crate::store::{read_json, write_json};
+use crate::store::{read_json, write_atomic};
 
 /// At most this many jobs per scheduler.
 pub const MAX_CRON_JOBS: usize = 50;
@@ -164,6 +165,12 @@ pub struct CronFire {
 pub struct CronScheduler {
     jobs: Mutex<Vec<CronJob>>,
     durable_file: PathBuf,
+    /// Durable jobs of a file no person approved: never fired or listed, written back
+    /// unchanged when the file is saved
+    held: Vec<CronJob>,
+    /// The approvals store, project and file name under which what this scheduler writes
+    /// stays approved (a file that was approved, or absent, when it was loaded)
+    keep_approved: Option<(TrustStore, PathBuf, String)>,
 }
 impl tool_core::Shared for CronScheduler {}
 
@@ -174,7 +181,27 @@ impl CronScheduler {
         Ok(CronScheduler {
             jobs: Mutex::new(jobs),
             durable_file,
+            held: Vec::new(),
+            keep_approved: None,
         })
+    }
+
+    /// A scheduler whose durable file has jobs a person has not approved: they are kept in
+    /// the file but never fire (the project's `scheduled_tasks.json` is repository content;
+    /// `agent-tools trust` approves it).
+    pub fn holding(durable_file: PathBuf) -> Result<Self, ToolError> {
+        let held: Vec<CronJob> = read_json(&durable_file)?.unwrap_or_default();
+        Ok(CronScheduler {
+            jobs: Mutex::new(Vec::new()),
+            durable_file,
+            held,
+            keep_approved: None,
+        })
+    }
+
+    /// How many durable jobs wait for a person's approval of the file.
+    pub fn held(&self) -> usize {
+        self.held.len()
     }
 
     /// The durable file.
@@ -189,11 +216,23 @@ impl CronScheduler {
     }
 
     fn save(&self, jobs: &[CronJob]) -> Result<(), ToolError> {
-        let durable: Vec<&CronJob> = jobs.iter().filter(|j| j.durable).collect();
+        let durable: Vec<&CronJob> = self
+            .held
+            .iter()
+            .chain(jobs.iter().filter(|j| j.durable))
+            .collect();
         if durable.is_empty() && !self.durable_file.exists() {
             return Ok(());
         }
-        write_json(&self.durable_file, &durable)
+        let mut text = serde_json::to_string_pretty(&durable)
+            .map_err(|e| ToolError::fatal(format!("cannot encode the cron jobs: {e}")))?;
+        text.push('\n');
+        write_atomic(&self.durable_file, text.as_bytes())?;
+        // The session's own changes to a file it was allowed to run keep it allowed.
+        if let Some((store, project, name)) = &self.keep_approved {
+            store.approve(project, name, &sha256_hex(text.as_bytes()))?;
+        }
+        Ok(())
     }
 
     /// Every job.
@@ -324,13 +363,43 @@ fn new_id(jobs: &[CronJob]) -> String {
 /// The session's scheduler (created on first use; durable jobs from
 /// `<project>/.agent-tools/scheduled_tasks.json`). A host may install its own
 /// `Arc<CronScheduler>` service first.
+///
+/// The file is repository content: its jobs fire only when a person approved its exact
+/// content (`agent-tools trust`); otherwise they are held (kept in the file, never fired or
+/// listed). A file reached through a symbolic link is refused.
 pub fn cron_scheduler(ctx: &ToolContext) -> Result<Arc<CronScheduler>, ToolError> {
-    let file = ctx
-        .original_cwd()
-        .join(".agent-tools")
-        .join("scheduled_tasks.json");
-    ctx.services()
-        .get_or_try_insert_with(|| CronScheduler::new(file).map(Arc::new))
+    let root = crate::project::project_root(ctx);
+    let file = crate::project::cron_file(&root);
+    ctx.services().get_or_try_insert_with(|| {
+        if std::fs::symlink_metadata(&file).is_err() {
+            // No file yet: what this session writes there is its own and stays approved.
+            let name = file
+                .strip_prefix(&root)
+                .unwrap_or(&file)
+                .to_string_lossy()
+                .into_owned();
+            let mut scheduler = CronScheduler::new(file)?;
+            scheduler.keep_approved = Some((
+                TrustStore::in_state_dir(ctx.state_dir()),
+                root.clone(),
+                name,
+            ));
+            return Ok(Arc::new(scheduler));
+        }
+        let approvals = crate::project::approvals(&root, ctx.state_dir());
+        let read = crate::project::read(&root, &file, &approvals).map_err(ToolError::respond)?;
+        if read.status == tool_core::Approval::Approved {
+            let mut scheduler = CronScheduler::new(file)?;
+            scheduler.keep_approved = Some((
+                TrustStore::in_state_dir(ctx.state_dir()),
+                root.clone(),
+                read.name,
+            ));
+            Ok(Arc::new(scheduler))
+        } else {
+            CronScheduler::holding(file).map(Arc::new)
+        }
+    })
 }
 
 /// Input of CronCreate.

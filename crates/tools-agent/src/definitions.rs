@@ -1,13 +1,14 @@
 //! Kinds of sub-agents: the built-in types (general-purpose, Explore, Plan) and
 //! `.agent-tools/agents/*.md` files with front matter, and which tools a sub-agent gets.
 
-use std::path::{Path, PathBuf};
+use std::path::Path;
 use std::sync::Arc;
 
 use serde::Serialize;
-use tool_core::{PermissionMode, Tool, ToolCategory, ToolContext};
+use tool_core::{Approval, PermissionMode, Tool, ToolCategory, ToolContext};
 
 use crate::frontmatter;
+use crate::project::{self, Kind, PROJECT_PREFIX};
 
 /// Tools no sub-agent gets: no nesting, no questions or plan mode of its own.
 pub const AGENT_DISALLOWED_TOOLS: &[&str] = &[
@@ -116,12 +117,18 @@ pub fn builtin_agents() -> Vec<AgentDefinition> {
     ]
 }
 
-fn read_agent_file(path: &Path) -> Result<AgentDefinition, String> {
-    let text = std::fs::read_to_string(path).map_err(|e| format!("{}: {e}", path.display()))?;
-    let doc = frontmatter::parse(&text).map_err(|e| format!("{}: {e}", path.display()))?;
+/// An agent definition from the text of its file. `approved`: a person approved the file
+/// (the person's own files always are); otherwise the keys that widen a session are
+/// dropped first ([`project::narrow`]).
+fn parse_agent(path: &Path, text: &str, approved: bool) -> Result<AgentDefinition, String> {
+    let mut doc = frontmatter::parse(text).map_err(|e| format!("{}: {e}", path.display()))?;
+    if !approved {
+        project::narrow(Kind::Agent, &mut doc);
+    }
     let name = doc
         .get("name")
-        .filter(|n| !n.trim().is_empty())
+        .map(|n| n.trim().to_owned())
+        .filter(|n| !n.is_empty())
         .or_else(|| path.file_stem().map(|s| s.to_string_lossy().into_owned()))
         .unwrap_or_default();
     let tools = doc
@@ -153,34 +160,70 @@ fn read_agent_file(path: &Path) -> Result<AgentDefinition, String> {
     })
 }
 
-/// Every agent of the session: built-ins, then user agents (`<state>/agents/*.md`), then
-/// project agents (`.agent-tools/agents/*.md`); a later one replaces an earlier one of the
-/// same name. Files that cannot be read are returned as errors beside the list.
+/// Every agent of the session: the built-ins, then the person's own agents
+/// (`<state>/agents/*.md`, which may replace a built-in of the same name), then the
+/// project's (`.agent-tools/agents/*.md`). A project agent never takes a name already
+/// taken (compared without case): it is listed as `project:<name>` instead, so
+/// `subagent_type: "Explore"` and an `Agent(Explore)` rule always mean the built-in (or the
+/// person's own). A project file a person has not approved (`agent-tools trust`) loads
+/// without the keys that widen a session (`permissionMode`, `model`, hooks, ...); one
+/// reached through a symbolic link is not loaded. Files that cannot be read are returned
+/// as errors beside the list.
 pub fn load_agents(ctx: &ToolContext) -> (Vec<AgentDefinition>, Vec<String>) {
     let mut agents = builtin_agents();
     let mut errors = Vec::new();
-    for dir in [
-        ctx.state_dir().join("agents"),
-        ctx.original_cwd().join(".agent-tools").join("agents"),
-    ] {
-        let Ok(entries) = std::fs::read_dir(&dir) else {
-            continue;
+    for file in project::agent_files(&ctx.state_dir().join("agents")) {
+        let parsed = std::fs::read_to_string(&file)
+            .map_err(|e| format!("{}: {e}", file.display()))
+            .and_then(|text| parse_agent(&file, &text, true));
+        match parsed {
+            Ok(def) => {
+                agents.retain(|a| a.name != def.name);
+                agents.push(def);
+            }
+            Err(e) => errors.push(e),
+        }
+    }
+    let root = project::project_root(ctx);
+    let dir = root.join(project::PROJECT_DIR).join("agents");
+    let files = project::agent_files(&dir);
+    if files.is_empty() {
+        return (agents, errors);
+    }
+    let approvals = project::approvals(&root, ctx.state_dir());
+    for file in files {
+        let parsed = project::read(&root, &file, &approvals).and_then(|f| {
+            let text = String::from_utf8(f.bytes)
+                .map_err(|e| format!("{}: not UTF-8 text: {e}", file.display()))?;
+            parse_agent(&file, &text, f.status == Approval::Approved)
+        });
+        let mut def = match parsed {
+            Ok(def) => def,
+            Err(e) => {
+                errors.push(e);
+                continue;
+            }
         };
-        let mut files: Vec<PathBuf> = entries
-            .flatten()
-            .map(|e| e.path())
-            .filter(|p| p.extension().is_some_and(|x| x == "md"))
-            .collect();
-        files.sort();
-        for file in files {
-            match read_agent_file(&file) {
-                Ok(def) => {
-                    agents.retain(|a| a.name != def.name);
-                    agents.push(def);
-                }
-                Err(e) => errors.push(e),
+        if def.name.contains(':') {
+            errors.push(format!(
+                "{}: name \"{}\": ':' is reserved for {PROJECT_PREFIX}<name>, the name a project agent gets when its own is taken",
+                file.display(),
+                def.name
+            ));
+            continue;
+        }
+        if project::is_taken(&def.name, agents.iter().map(|a| a.name.as_str())) {
+            def.name = format!("{PROJECT_PREFIX}{}", def.name);
+            if project::is_taken(&def.name, agents.iter().map(|a| a.name.as_str())) {
+                errors.push(format!(
+                    "{}: another project agent already has the name {}",
+                    file.display(),
+                    def.name
+                ));
+                continue;
             }
         }
+        agents.push(def);
     }
     (agents, errors)
 }

@@ -20,11 +20,14 @@
 //! - With feature `v2-todo`: `TaskCreate`, `TaskGet`, `TaskUpdate`, `TaskList` over a
 //!   `TaskStore`, one JSON file per task with a high-water mark and a lock file, so several
 //!   processes share one list; dependencies (blocks / blockedBy) and owners.
-//! - [`Skill`]: skills from `.agent-tools/skills/<name>/SKILL.md` and
-//!   `<state dir>/skills/` (front matter name, description, allowed-tools, model,
-//!   disable-model-invocation); the result carries the instructions for the host to inject,
-//!   and the skill's allowed-tools become session allow rules. [`skill_listing`] gives hosts
-//!   the budgeted listing.
+//! - [`Skill`]: skills from `<state dir>/skills/` (the person's) and
+//!   `.agent-tools/skills/<name>/SKILL.md` (the project's; one whose name the person's own
+//!   skill has is `project:<name>`) — front matter name, description, allowed-tools, model,
+//!   disable-model-invocation; the result carries the instructions for the host to inject,
+//!   and the skill's allowed-tools become session allow rules after a question that lists
+//!   them. A project file no person approved loads without allowed-tools and model
+//!   ([`review_project_definitions`] is what `agent-tools trust` shows of skills, agents and
+//!   cron jobs). [`skill_listing`] gives hosts the budgeted listing.
 //! - [`EnterWorktree`] / [`ExitWorktree`]: a real `git worktree add` under
 //!   `.agent-tools/worktrees/<name>` on branch `worktree-<name>`, the session's working
 //!   directory switched; `keep` or `remove`, refusing to remove uncommitted or new commits
@@ -32,12 +35,14 @@
 //! - [`Agent`] (alias `Task`): runs a sub-agent through the session's [`AgentRunner`]:
 //!   [`ApiRunner`] (an Anthropic Messages API tool-use loop over the session's tools, filtered
 //!   by the sub-agent rules: no nesting, a background agent's allow-list) or [`CommandRunner`] (a configured command);
-//!   built-in types general-purpose, Explore and Plan plus `.agent-tools/agents/*.md`;
+//!   built-in types general-purpose, Explore and Plan plus the person's `<state>/agents/*.md`
+//!   and the project's `.agent-tools/agents/*.md` (never under a taken name);
 //!   `run_in_background` through the context's task manager. [`runner_from_settings`] picks
 //!   the runner from the `agent` settings section and `ANTHROPIC_API_KEY`. `isolation:
 //!   "worktree"` runs the agent in a fresh worktree (removed when it changed nothing, else
-//!   named in the result), `cwd` elsewhere, `mode` in a permission mode no more permissive
-//!   than the caller's. With `name` (and `team_name`) the agent is spawned as a **teammate**:
+//!   named in the result), `cwd` elsewhere (inside the caller's working directories, else it
+//!   asks), `mode` in a permission mode no more permissive than the caller's; the sub-agent's
+//!   mode follows the caller's (into plan mode too) for as long as it runs. With `name` (and `team_name`) the agent is spawned as a **teammate**:
 //!   an active member of the team, run in the background with a [`TeammateIdentity`] in its
 //!   context; the API runner hands it its mailbox between turns (as user messages), lets it
 //!   idle until a message arrives when it ends a turn (telling the lead with an
@@ -101,6 +106,7 @@ mod catalog;
 mod frontmatter;
 mod inbox;
 mod plans;
+mod project;
 mod runs;
 mod store;
 #[cfg(feature = "v2-todo")]
@@ -168,9 +174,10 @@ pub use inbox::{InboxMessage, render_messages, take_inbox};
 pub use plan::{
     AllowedPrompt, AllowedPromptTool, ENTERED_PLAN_MODE, EnterPlanMode, EnterPlanModeInput,
     EnterPlanModeOutput, ExitPlanMode, ExitPlanModeInput, ExitPlanModeOutput, NOT_IN_PLAN_MODE,
-    PLAN_APPROVED, PLAN_MODE_IN_AGENT, PLAN_SUBMITTED,
+    PLAN_APPROVED, PLAN_MODE_IN_AGENT, PLAN_QUESTION_LINES, PLAN_SUBMITTED,
 };
 pub use plans::{PlanRequest, plan_file};
+pub use project::{PROJECT_PREFIX, review_project_definitions};
 pub use runner::{
     AgentOutcome, AgentRequest, AgentRunner, AgentSettings, NO_OUTPUT, subagent_context,
 };

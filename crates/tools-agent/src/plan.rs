@@ -203,7 +203,7 @@ impl TypedTool for ExitPlanMode {
     }
     async fn check_permission(
         &self,
-        _input: &ExitPlanModeInput,
+        input: &ExitPlanModeInput,
         ctx: &ToolContext,
     ) -> PermissionDecision {
         // A teammate asks its lead, through the mailbox, not a person.
@@ -211,7 +211,7 @@ impl TypedTool for ExitPlanMode {
             return PermissionDecision::Allow;
         }
         PermissionDecision::Ask {
-            reason: "Exit plan mode?".to_owned(),
+            reason: exit_question(input, ctx),
             suggestions: Vec::new(),
             kind: AskKind::Interaction,
         }
@@ -261,6 +261,46 @@ impl TypedTool for ExitPlanMode {
         })
         .with_text(text))
     }
+}
+
+/// The plan lines a question to approve a plan shows; the rest is named by its file.
+pub const PLAN_QUESTION_LINES: usize = 40;
+
+/// The question ExitPlanMode asks: what approving it does, the plan itself (its first
+/// [`PLAN_QUESTION_LINES`] lines and where the rest is) and the permissions it asks for.
+fn exit_question(input: &ExitPlanModeInput, ctx: &ToolContext) -> String {
+    let path = plan_file(ctx);
+    let plan = std::fs::read_to_string(&path).unwrap_or_default();
+    let restored = session(ctx)
+        .pre_plan_mode
+        .lock()
+        .ok()
+        .and_then(|p| *p)
+        .filter(|m| *m != PermissionMode::Plan)
+        .unwrap_or_default();
+    let lines: Vec<&str> = plan.trim_end().lines().collect();
+    let mut text = format!(
+        "Exit plan mode and start implementing this plan? Approving returns the session to the {restored} permission mode, so it can change files again.\n\nPlan ({}):\n",
+        path.display()
+    );
+    for line in lines.iter().take(PLAN_QUESTION_LINES) {
+        text.push_str(line);
+        text.push('\n');
+    }
+    if lines.len() > PLAN_QUESTION_LINES {
+        text.push_str(&format!(
+            "… ({} more lines: read the whole plan in {})\n",
+            lines.len() - PLAN_QUESTION_LINES,
+            path.display()
+        ));
+    }
+    if let Some(prompts) = input.allowed_prompts.as_ref().filter(|p| !p.is_empty()) {
+        text.push_str("\nThe plan also asks for permission to:");
+        for p in prompts {
+            text.push_str(&format!("\n- {:?}: {}", p.tool, p.prompt));
+        }
+    }
+    text.trim_end().to_owned()
 }
 
 /// A teammate's ExitPlanMode: the plan goes to the team lead's inbox as a

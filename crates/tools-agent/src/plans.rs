@@ -21,7 +21,7 @@ pub fn plan_file(ctx: &ToolContext) -> PathBuf {
         Some(agent) => format!("{session_id}-agent-{}.md", safe_component(&agent)),
         None => format!("{session_id}.md"),
     };
-    ctx.state_dir().join("plans").join(name)
+    ctx.private_state_dir().join("plans").join(name)
 }
 
 /// A teammate's plan waiting for the lead's answer, kept in the team's

@@ -145,8 +145,10 @@ impl AgentSettings {
 }
 
 /// The context a sub-agent's tools run in: the parent's working directory, rules, managers,
-/// state directory and host services (permission prompter, settings, catalog), its own
-/// session (todos, plan file, mode), and an [`AgentIdentity`].
+/// state directories and host services (permission prompter, settings, catalog), its own
+/// session (todos, plan file, mode), and an [`AgentIdentity`]. Its mode (`mode`, else the
+/// parent's) is capped by the parent's mode in effect at every call: a parent that enters
+/// plan mode takes its running sub-agents and teammates with it.
 pub fn subagent_context(
     ctx: &ToolContext,
     agent_id: &str,
@@ -162,13 +164,16 @@ pub(crate) fn subagent_context_in(
     mode: Option<PermissionMode>,
     cwd: &Path,
 ) -> ToolContext {
+    let own = ctx.permission_mode();
     let mut builder = ToolContext::builder(cwd)
-        .mode(mode.unwrap_or_else(|| ctx.permission_mode()))
+        .mode(mode.map_or(own, |m| m.capped_at(own)))
+        .mode_ceiling(ctx)
         .additional_dirs(ctx.additional_dirs())
         .permissions(tool_core::PermissionEngine::new(ctx.permissions().rules()))
         .lsp(Arc::clone(ctx.lsp()))
         .tasks(Arc::clone(ctx.tasks()))
         .state_dir(ctx.state_dir())
+        .private_state_dir(ctx.private_state_dir())
         .session_id(format!("{}-{}", ctx.session_id(), safe_component(agent_id)))
         .call_timeout(ctx.call_timeout())
         .service(Arc::new(AgentIdentity {
@@ -182,6 +187,9 @@ pub(crate) fn subagent_context_in(
     }
     if let Some(catalog) = ctx.services().get::<ToolCatalog>() {
         builder = builder.service(catalog);
+    }
+    if let Some(hint) = ctx.services().get::<Arc<dyn tool_core::AllowHint>>() {
+        builder = builder.service(hint);
     }
     builder.build()
 }

@@ -57,7 +57,7 @@ pub(crate) struct RunStore {
 impl RunStore {
     pub(crate) fn for_context(ctx: &ToolContext) -> Self {
         RunStore {
-            dir: ctx.state_dir().join("agent-runs"),
+            dir: ctx.private_state_dir().join("agent-runs"),
         }
     }
 

@@ -10,10 +10,11 @@ use async_trait::async_trait;
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 use tool_core::{
-    CancellationToken, TaskKind, TaskRun, TaskSpec, ToolCategory, ToolContext, ToolError, ToolMeta,
-    ToolResult, TypedTool, ValidationResult,
+    CancellationToken, PermissionDecision, TaskKind, TaskRun, TaskSpec, ToolCategory, ToolContext,
+    ToolError, ToolMeta, ToolResult, TypedTool, ValidationResult,
 };
 
+use crate::agent::{CheckedDir, check_agent_dir};
 use crate::definitions::{load_agents, tools_for_agent};
 use crate::inbox::{InboxMessage, TeamMessage};
 use crate::runner::{AgentRequest, AgentRunner, available_tools, finish_task, subagent_context_in};
@@ -21,6 +22,9 @@ use crate::runs::{AgentRun, RunStore, resumable};
 use crate::store::{blocking, now_ms};
 use crate::team::with_inbox;
 use crate::teams::{TEAM_LEAD_NAME, TeamFile, TeamStore, sender, teammate};
+
+/// What a resumed agent's working directory is called in its permission question.
+const RESUMED_DIR: &str = "the stopped agent's working directory";
 
 /// SendMessage with an empty `to` (validation error code 9, as all of SendMessage's).
 pub const EMPTY_RECIPIENT: &str =
@@ -101,6 +105,11 @@ pub struct SendMessageInput {
     /// "reason"?}, {"type": "shutdown_response", "request_id", "approve", "reason"?} or
     /// {"type": "plan_approval_response", "request_id", "approve", "feedback"?}
     pub message: MessageBody,
+    /// The working directory of a stopped agent this message resumes, as the permission
+    /// check approved it
+    #[serde(skip)]
+    #[schemars(skip)]
+    checked_dir: CheckedDir,
 }
 
 /// Output of SendMessage.
@@ -152,6 +161,37 @@ impl TypedTool for SendMessage {
     }
     fn is_read_only(&self, input: &SendMessageInput) -> bool {
         matches!(input.message, MessageBody::Text(_))
+    }
+    /// Resuming a stopped sub-agent is checked like starting one in its working directory:
+    /// outside the caller's working directories it asks.
+    async fn check_permission(
+        &self,
+        input: &SendMessageInput,
+        ctx: &ToolContext,
+    ) -> PermissionDecision {
+        if !matches!(input.message, MessageBody::Text(_)) {
+            return PermissionDecision::Allow;
+        }
+        let (runs, to, session) = (
+            RunStore::for_context(ctx),
+            input.to.trim().to_owned(),
+            ctx.session_id().to_owned(),
+        );
+        let found = blocking(move || {
+            Ok(runs
+                .resolve(&to)
+                .and_then(|id| runs.load(&id).ok().flatten()))
+        })
+        .await
+        .ok()
+        .flatten()
+        .filter(|r| r.parent_session_id == session && !r.is_running());
+        let Some(run) = found else {
+            return PermissionDecision::Allow;
+        };
+        let decision = check_agent_dir(&run.cwd, RESUMED_DIR, ctx);
+        input.checked_dir.set(run.cwd);
+        decision
     }
     async fn validate(&self, input: &SendMessageInput, _ctx: &ToolContext) -> ValidationResult {
         let to = input.to.trim();
@@ -485,7 +525,7 @@ pub(crate) async fn send_to_agent(
             None,
         )));
     };
-    match resume(run, text.clone(), ctx).await {
+    match resume(run, text.clone(), input.checked_dir.get(), ctx).await {
         Ok(result) => Ok(Some(result)),
         Err(e) => {
             let runs2 = runs.clone();
@@ -505,6 +545,7 @@ pub(crate) async fn send_to_agent(
 async fn resume(
     run: AgentRun,
     text: String,
+    approved: Option<std::path::PathBuf>,
     ctx: &ToolContext,
 ) -> Result<ToolResult<SendMessageOutput>, ToolError> {
     let runner = ctx.services().require::<Arc<dyn AgentRunner>>(
@@ -526,9 +567,26 @@ async fn resume(
             run.cwd.display()
         )));
     }
-    // It goes on in the background, with a background agent's tools.
+    // It goes on in the background, with a background agent's tools, in the mode it had
+    // capped at the caller's mode now (and following the caller's from here on), with the
+    // caller's rules as they are now, where the caller may work now (the permission check
+    // asked about a directory outside; one that changed since is refused).
+    if approved.as_ref() != Some(&run.cwd)
+        && let PermissionDecision::Deny { reason } | PermissionDecision::Ask { reason, .. } =
+            check_agent_dir(&run.cwd, RESUMED_DIR, ctx)
+    {
+        return Err(ToolError::PermissionDenied {
+            tool: "SendMessage".to_owned(),
+            reason,
+        });
+    }
     let tools = tools_for_agent(&definition, &available_tools(ctx), true);
-    let context = subagent_context_in(ctx, &run.agent_id, Some(run.mode), &run.cwd);
+    let context = subagent_context_in(
+        ctx,
+        &run.agent_id,
+        Some(run.mode.capped_at(ctx.permission_mode())),
+        &run.cwd,
+    );
     let request = AgentRequest {
         agent_id: run.agent_id.clone(),
         definition,

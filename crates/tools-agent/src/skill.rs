@@ -4,6 +4,8 @@
 
 use std::path::{Path, PathBuf};
 
+use tool_core::Approval;
+
 use async_trait::async_trait;
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
@@ -13,6 +15,7 @@ use tool_core::{
 };
 
 use crate::frontmatter;
+use crate::project::{self, Kind, PROJECT_PREFIX};
 
 /// Each skill description in a listing is cut to this many characters.
 pub const SKILL_DESCRIPTION_CAP: usize = 250;
@@ -56,20 +59,15 @@ pub struct SkillInfo {
     pub error: Option<String>,
 }
 
-fn skill_roots(ctx: &ToolContext) -> [(PathBuf, SkillSource); 2] {
-    [
-        (
-            ctx.original_cwd().join(".agent-tools").join("skills"),
-            SkillSource::Project,
-        ),
-        (ctx.state_dir().join("skills"), SkillSource::User),
-    ]
-}
-
-fn read_skill(dir: &Path, source: SkillSource) -> Option<SkillInfo> {
+/// A skill from the text of its SKILL.md in `dir`. `approved`: a person approved the file
+/// (the person's own files always are); otherwise the keys that widen a session
+/// (`allowed-tools`, `model`, ...) are dropped first.
+fn parse_skill(dir: &Path, text: &str, source: SkillSource, approved: bool) -> SkillInfo {
     let file = dir.join("SKILL.md");
-    let text = std::fs::read_to_string(&file).ok()?;
-    let dir_name = dir.file_name()?.to_string_lossy().into_owned();
+    let dir_name = dir
+        .file_name()
+        .map(|n| n.to_string_lossy().into_owned())
+        .unwrap_or_default();
     let mut info = SkillInfo {
         name: dir_name,
         description: String::new(),
@@ -81,8 +79,11 @@ fn read_skill(dir: &Path, source: SkillSource) -> Option<SkillInfo> {
         source,
         error: None,
     };
-    match frontmatter::parse(&text) {
-        Ok(doc) => {
+    match frontmatter::parse(text) {
+        Ok(mut doc) => {
+            if !approved {
+                project::narrow(Kind::Skill, &mut doc);
+            }
             if let Some(name) = doc.get("name").filter(|n| !n.trim().is_empty()) {
                 info.name = name.trim().to_owned();
             }
@@ -101,25 +102,84 @@ fn read_skill(dir: &Path, source: SkillSource) -> Option<SkillInfo> {
         }
         Err(e) => info.error = Some(format!("{}: {e}", file.display())),
     }
-    Some(info)
+    info
 }
 
-/// Every skill of the session, project skills first; a project skill hides a user skill of
-/// the same name. Sorted by name within each source.
+/// A skill whose file could not be read, listed with the problem (it cannot run).
+fn unreadable(dir: &Path, source: SkillSource, error: String) -> SkillInfo {
+    let mut info = parse_skill(dir, "", source, false);
+    info.error = Some(error);
+    info
+}
+
+/// Every skill of the session: the person's own (`<state dir>/skills/`), then the
+/// project's (`.agent-tools/skills/`), each sorted by name. A project skill never takes
+/// the name of the person's own skill (compared without case): it is listed as
+/// `project:<name>` instead, so `Skill(deploy)` and `skill: "deploy"` always mean the
+/// person's. A project SKILL.md a person has not approved (`agent-tools trust`) loads
+/// without `allowed-tools`, `model` and the other keys that widen a session; one reached
+/// through a symbolic link is listed with that problem and cannot run.
 pub fn list_skills(ctx: &ToolContext) -> Vec<SkillInfo> {
     let mut out: Vec<SkillInfo> = Vec::new();
-    for (root, source) in skill_roots(ctx) {
-        let Ok(entries) = std::fs::read_dir(&root) else {
-            continue;
-        };
+    if let Ok(entries) = std::fs::read_dir(ctx.state_dir().join("skills")) {
         let mut found: Vec<SkillInfo> = entries
             .flatten()
-            .filter(|e| e.path().is_dir())
-            .filter_map(|e| read_skill(&e.path(), source))
-            .filter(|s| !out.iter().any(|o| o.name == s.name))
+            .map(|e| e.path())
+            .filter(|p| p.is_dir())
+            .filter_map(|dir| {
+                let text = std::fs::read_to_string(dir.join("SKILL.md")).ok()?;
+                Some(parse_skill(&dir, &text, SkillSource::User, true))
+            })
             .collect();
         found.sort_by(|a, b| a.name.cmp(&b.name));
-        out.extend(found);
+        for skill in found {
+            if !out.iter().any(|o| o.name == skill.name) {
+                out.push(skill);
+            }
+        }
+    }
+    let root = project::project_root(ctx);
+    let files = project::skill_files(&root);
+    if files.is_empty() {
+        return out;
+    }
+    let approvals = project::approvals(&root, ctx.state_dir());
+    let mut found: Vec<SkillInfo> = files
+        .iter()
+        .filter_map(|file| {
+            let dir = file.parent()?;
+            Some(match project::read(&root, file, &approvals) {
+                Ok(f) => match String::from_utf8(f.bytes) {
+                    Ok(text) => parse_skill(
+                        dir,
+                        &text,
+                        SkillSource::Project,
+                        f.status == Approval::Approved,
+                    ),
+                    Err(e) => unreadable(
+                        dir,
+                        SkillSource::Project,
+                        format!("{}: not UTF-8 text: {e}", file.display()),
+                    ),
+                },
+                Err(e) => unreadable(dir, SkillSource::Project, e),
+            })
+        })
+        .collect();
+    found.sort_by(|a, b| a.name.cmp(&b.name));
+    for mut skill in found {
+        if skill.name.contains(':') {
+            skill.error = Some(format!(
+                "{}: name \"{}\": ':' is reserved for {PROJECT_PREFIX}<name>, the name a project skill gets when the person's own skill has its name",
+                skill.base_dir.join("SKILL.md").display(),
+                skill.name
+            ));
+        } else if project::is_taken(&skill.name, out.iter().map(|o| o.name.as_str())) {
+            skill.name = format!("{PROJECT_PREFIX}{}", skill.name);
+        }
+        if !out.iter().any(|o| o.name == skill.name) {
+            out.push(skill);
+        }
     }
     out
 }
@@ -195,6 +255,30 @@ fn rule_matches(content: &str, name: &str) -> bool {
     }
 }
 
+/// The question a skill that widens the session asks: which skill, from where, and what
+/// approving it grants for the rest of the session.
+fn grant_question(skill: &SkillInfo) -> String {
+    let source = match skill.source {
+        SkillSource::User => "your own skill",
+        SkillSource::Project => "a skill of this project",
+    };
+    let mut text = format!(
+        "Execute skill: {} ({source}, {})?",
+        skill.name,
+        skill.base_dir.join("SKILL.md").display()
+    );
+    if !skill.allowed_tools.is_empty() {
+        text.push_str(&format!(
+            " Allowing it grants these tools without asking, for the rest of this session: {}.",
+            skill.allowed_tools.join(", ")
+        ));
+    }
+    if let Some(model) = &skill.model {
+        text.push_str(&format!(" It asks for the model {model}."));
+    }
+    text
+}
+
 #[async_trait]
 impl TypedTool for Skill {
     type Input = SkillInput;
@@ -248,23 +332,26 @@ impl TypedTool for Skill {
                     PermissionDecision::deny("Skill execution blocked by permission rules")
                 }
                 RuleBehavior::Allow => PermissionDecision::Allow,
-                RuleBehavior::Ask => {
-                    PermissionDecision::ask(format!("Execute skill: {name}"), None)
-                }
+                RuleBehavior::Ask => PermissionDecision::ask(
+                    find(ctx, &name)
+                        .map_or_else(|| format!("Execute skill: {name}"), |s| grant_question(&s)),
+                    None,
+                ),
             };
         }
         // A skill that grants itself tools or switches the model changes what the session
-        // may do: that needs approval. Instructions alone are safe.
-        let safe =
-            find(ctx, &name).is_some_and(|s| s.allowed_tools.is_empty() && s.model.is_none());
-        if safe {
-            PermissionDecision::Allow
-        } else {
-            PermissionDecision::ask(
-                format!("Execute skill: {name}"),
-                Some(PermissionRule::with_content("Skill", name)),
-            )
+        // may do: that needs approval, and the question says what it grants. Instructions
+        // alone are safe.
+        let Some(skill) = find(ctx, &name) else {
+            return PermissionDecision::Allow;
+        };
+        if skill.allowed_tools.is_empty() && skill.model.is_none() {
+            return PermissionDecision::Allow;
         }
+        PermissionDecision::ask(
+            grant_question(&skill),
+            Some(PermissionRule::with_content("Skill", name)),
+        )
     }
     async fn call(
         &self,

@@ -133,7 +133,7 @@ pub(crate) fn session(ctx: &ToolContext) -> Arc<AgentSession> {
 /// `<state>/<kind>/<session or agent id>.json`: per-session files of a tool.
 pub(crate) fn session_file(ctx: &ToolContext, kind: &str, ext: &str) -> PathBuf {
     let key = agent_id(ctx).unwrap_or_else(|| ctx.session_id().to_owned());
-    ctx.state_dir()
+    ctx.private_state_dir()
         .join(kind)
         .join(format!("{}.{ext}", safe_component(&key)))
 }

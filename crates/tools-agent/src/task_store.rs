@@ -116,7 +116,11 @@ impl TaskStore {
             // A team's lead and teammates share the team's list.
             .or_else(|| crate::teams::sender(ctx).map(|(team, _)| team))
             .unwrap_or_else(|| ctx.session_id().to_owned());
-        TaskStore::open(ctx.state_dir().join("tasks").join(safe_component(&id)))
+        TaskStore::open(
+            ctx.private_state_dir()
+                .join("tasks")
+                .join(safe_component(&id)),
+        )
     }
 
     /// The directory.

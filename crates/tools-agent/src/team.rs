@@ -193,7 +193,7 @@ impl TypedTool for TeamDelete {
         };
         let name = team.name.clone();
         let tasks = ctx
-            .state_dir()
+            .private_state_dir()
             .join("tasks")
             .join(safe_component(&team.name));
         let inboxes = blocking(move || {

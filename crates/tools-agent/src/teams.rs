@@ -122,7 +122,7 @@ impl TeamStore {
 
     /// The store of this context's state directory.
     pub fn for_context(ctx: &ToolContext) -> Self {
-        TeamStore::open(ctx.state_dir().join("teams"))
+        TeamStore::open(ctx.private_state_dir().join("teams"))
     }
 
     /// The directory of one team.

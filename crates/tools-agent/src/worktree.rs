@@ -94,7 +94,7 @@ impl TypedTool for EnterWorktree {
     ) -> Result<ToolResult<ActiveWorktree>, ToolError> {
         let name = input.name.unwrap_or_else(random_name);
         let cwd = ctx.cwd();
-        let created = create_worktree(&cwd, &name, "EnterWorktree")
+        let created = create_worktree(ctx.original_cwd(), &cwd, &name, "EnterWorktree")
             .await
             .map_err(ToolError::respond)?;
         let state = session(ctx);

@@ -15,8 +15,8 @@
 //!
 //! A value is a command line (split at spaces), an array `[command, args...]`, an object
 //! (`command`, `args`, `env`, `languageId`, `initializationOptions`, `settings` — what the
-//! server gets for `workspace/configuration` —, `rootMarkers` and `requestTimeoutMs`), or
-//! `null`/`false` to turn a default off. Later settings files override earlier ones, extension by extension.
+//! server gets for `workspace/configuration` —, `rootMarkers`, `requestTimeoutMs` and
+//! `startupTimeoutMs`), or `null`/`false` to turn a default off. Later settings files override earlier ones, extension by extension.
 
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
@@ -27,6 +27,9 @@ use tool_core::{SettingsLayer, ToolError};
 
 /// How long a request may take unless the settings say otherwise.
 pub const DEFAULT_REQUEST_TIMEOUT: Duration = Duration::from_secs(30);
+/// How long, from a server's start, calls wait for it to show it has loaded the project,
+/// unless the settings say otherwise.
+pub const DEFAULT_STARTUP_TIMEOUT: Duration = Duration::from_secs(15);
 
 /// How to run one language server.
 #[derive(Debug, Clone, PartialEq)]
@@ -47,6 +50,10 @@ pub struct ServerConfig {
     pub root_markers: Vec<String>,
     /// How long a request may take before it is cancelled (default 30 s)
     pub request_timeout: Duration,
+    /// How long, from the server's start, calls wait for it to show it has loaded the
+    /// project — its first diagnostics — before they take its answers as they are (default
+    /// 15 s; a large workspace may need more)
+    pub startup_timeout: Duration,
 }
 
 impl ServerConfig {
@@ -61,6 +68,7 @@ impl ServerConfig {
             settings: None,
             root_markers: default_markers(&[]),
             request_timeout: DEFAULT_REQUEST_TIMEOUT,
+            startup_timeout: DEFAULT_STARTUP_TIMEOUT,
         }
     }
 
@@ -395,9 +403,15 @@ fn parse_server(value: &Value, key: &str) -> Result<Option<ServerConfig>, String
                         })?;
                         server.request_timeout = Duration::from_millis(ms);
                     }
+                    "startupTimeoutMs" => {
+                        let ms = v.as_u64().filter(|ms| *ms > 0).ok_or_else(|| {
+                            format!("lsp.{key}.startupTimeoutMs must be a positive number of milliseconds")
+                        })?;
+                        server.startup_timeout = Duration::from_millis(ms);
+                    }
                     other => {
                         return Err(format!(
-                            "lsp.{key}: unknown field `{other}` (expected command, args, env, languageId, initializationOptions, settings, rootMarkers, requestTimeoutMs)"
+                            "lsp.{key}: unknown field `{other}` (expected command, args, env, languageId, initializationOptions, settings, rootMarkers, requestTimeoutMs, startupTimeoutMs)"
                         ));
                     }
                 }
@@ -583,6 +597,22 @@ mod tests {
     }
 
     #[test]
+    fn timeouts_default_and_are_set_in_milliseconds() {
+        let default = ServerConfig::new("x", &[]);
+        assert_eq!(default.startup_timeout, DEFAULT_STARTUP_TIMEOUT);
+        assert_eq!(default.request_timeout, DEFAULT_REQUEST_TIMEOUT);
+        let mut config = LspConfig::empty();
+        config
+            .apply_section(&json!({"py": {"command": "x", "startupTimeoutMs": 90000, "requestTimeoutMs": 500}}))
+            .unwrap_or_else(|e| panic!("{e}"));
+        let server = config
+            .server_for(Path::new("a.py"))
+            .unwrap_or_else(|| panic!("a server"));
+        assert_eq!(server.startup_timeout, Duration::from_secs(90));
+        assert_eq!(server.request_timeout, Duration::from_millis(500));
+    }
+
+    #[test]
     fn bad_sections_name_the_key() {
         for (section, needle) in [
             (json!([1]), "`lsp` must be an object"),
@@ -601,6 +631,10 @@ mod tests {
             (
                 json!({"py": {"command": "x", "env": {"A": 1}}}),
                 "lsp.py.env.A must be a string",
+            ),
+            (
+                json!({"py": {"command": "x", "startupTimeoutMs": 0}}),
+                "lsp.py.startupTimeoutMs must be a positive number of milliseconds",
             ),
         ] {
             let err = LspConfig::empty()

@@ -57,6 +57,7 @@ pub use manager::{
     CHANGE_DIAGNOSTICS_WAIT, DIAGNOSTICS_WAIT, IMPACT_WAIT, LanguageServers, MAX_AFFECTED_FILES,
     ServerStatus,
 };
+pub use sandbox::SandboxSettings;
 pub use tool::{Lsp, LspInput, LspOperation, LspOutput, MAX_LSP_FILE_BYTES};
 
 /// Wires a language-server manager into a session being built: servers from `config`
@@ -68,7 +69,22 @@ pub fn install(
     config: LspConfig,
     root: std::path::PathBuf,
 ) -> tool_core::ToolContextBuilder {
-    builder.lsp(Arc::new(LanguageServers::new(config, root)))
+    install_sandboxed(builder, config, root, sandbox::SandboxSettings::default())
+}
+
+/// [`install`], with the servers in the session's sandbox (`settings`, the `sandbox`
+/// section; the builder's working directories): see [`LanguageServers::with_sandbox`].
+/// Call it after `additional_dirs` and `state_dir`.
+pub fn install_sandboxed(
+    builder: tool_core::ToolContextBuilder,
+    config: LspConfig,
+    root: std::path::PathBuf,
+    mut settings: sandbox::SandboxSettings,
+) -> tool_core::ToolContextBuilder {
+    let dirs = builder.working_dirs();
+    settings.state_dir = Some(builder.state_dir_path());
+    let servers = LanguageServers::new(config, root).with_sandbox(settings, dirs);
+    builder.lsp(Arc::new(servers))
 }
 
 /// Every tool of this crate, ready for a pool: the `LSP` tool.

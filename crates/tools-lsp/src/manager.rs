@@ -30,7 +30,7 @@ use tool_core::{FileDiagnostic, LspManager, ToolError};
 use crate::config::{LspConfig, extension_of, find_root};
 use crate::impact::{self, Users};
 use crate::position::{line_of, path_to_uri, utf16_to_char};
-use crate::server::{Published, Server, Sync};
+use crate::server::{Published, Sandbox, Server, Sync};
 use crate::watch::{self, Change};
 
 /// How long an edit waits, after its change is sent, for the diagnostics of the edited file
@@ -50,10 +50,9 @@ const MAX_BACKGROUND_OPENS: usize = 20;
 /// that has just started may still be analysing the workspace).
 pub const DIAGNOSTICS_WAIT: Duration = Duration::from_secs(20);
 
-/// How long a request waits, after opening the first document of a server, for the server to
-/// be ready (its first diagnostics for that document).
-const FIRST_OPEN_WAIT: Duration = Duration::from_secs(15);
-/// The same for later documents.
+/// How long a request waits, after opening a document in a server that is ready, for the
+/// server's first diagnostics of it (the server's own readiness is waited for within its
+/// startup time, `ServerConfig::startup_timeout`).
 const OPEN_WAIT: Duration = Duration::from_secs(3);
 
 /// A server that does not name versions may publish a file's diagnostics in parts
@@ -75,6 +74,8 @@ pub struct ServerStatus {
     pub root: PathBuf,
     /// The process id, which is also its process group id
     pub pid: u32,
+    /// How it is sandboxed: `bubblewrap (workspace-write, network off)`, ...
+    pub sandbox: String,
 }
 
 /// The language servers of a session.
@@ -83,6 +84,7 @@ pub struct LanguageServers {
     config: LspConfig,
     cwd: PathBuf,
     slots: Mutex<HashMap<(String, PathBuf), Slot>>,
+    sandbox: Sandbox,
 }
 
 fn canonical(file: &Path) -> PathBuf {
@@ -105,13 +107,30 @@ pub(crate) fn no_server(file: &Path) -> ToolError {
 }
 
 impl LanguageServers {
-    /// A manager for `config`; relative roots fall back to `cwd`.
+    /// A manager for `config`; relative roots fall back to `cwd`. Servers run in the
+    /// default workspace sandbox with `cwd` as the working directory (see
+    /// [`LanguageServers::with_sandbox`]).
     pub fn new(config: LspConfig, cwd: impl Into<PathBuf>) -> Self {
+        let cwd = cwd.into();
         LanguageServers {
             config,
-            cwd: cwd.into(),
             slots: Mutex::new(HashMap::new()),
+            sandbox: Sandbox {
+                settings: sandbox::SandboxSettings::default(),
+                dirs: vec![cwd.clone()],
+            },
+            cwd,
         }
+    }
+
+    /// Runs the servers in the sandbox of `settings` (the session's `sandbox` section) with
+    /// `dirs` as the working directories: language servers run project code (build
+    /// scripts, proc macros, `go list`, plugins), so they get the workspace sandbox a
+    /// person's approved command gets — writes only in the working directories and the
+    /// temporary directory, no network, the scrubbed environment, the resource limits.
+    pub fn with_sandbox(mut self, settings: sandbox::SandboxSettings, dirs: Vec<PathBuf>) -> Self {
+        self.sandbox = Sandbox { settings, dirs };
+        self
     }
 
     /// The configuration.
@@ -140,6 +159,7 @@ impl LanguageServers {
                     name: server.name().to_owned(),
                     root: server.root().to_path_buf(),
                     pid: server.pid(),
+                    sandbox: server.sandbox().to_owned(),
                 });
             }
         }
@@ -183,7 +203,7 @@ impl LanguageServers {
         if !start {
             return Ok(None);
         }
-        let server = Server::start(config, &root).await?;
+        let server = Server::start(config, &root, &self.sandbox).await?;
         *guard = Some(Arc::clone(&server));
         drop(guard);
         self.refresh_files(&server, None).await;
@@ -637,7 +657,7 @@ impl LspManager for LanguageServers {
         let after_seq = server.diagnostics_seq();
         let (sync, version) = server.sync_document(&file, None).await?;
         // Every call, also one running beside the first, waits until the server is ready.
-        server.wait_ready(&file, FIRST_OPEN_WAIT).await;
+        server.wait_ready(&file).await;
         if sync == Sync::Opened && server.shows_readiness_in_publications() {
             // A document opened later: its first diagnostics say the server has it.
             server
@@ -672,6 +692,10 @@ impl LspManager for LanguageServers {
             return Ok(Vec::new());
         }
         self.refresh_files(&server, Some(&file)).await;
+        // A server still loading the project answers from a partial view: no reference in a
+        // file it has not opened (typescript-language-server), no state before the change.
+        // Within its startup time, the edit waits for it like any call.
+        server.wait_ready(&file).await;
         // Before the change: who uses what it touches, and how they stood.
         let prepare = tokio::time::Instant::now() + IMPACT_WAIT;
         let mut users = match &old {

@@ -13,7 +13,7 @@
 use std::collections::{HashMap, VecDeque};
 use std::io::{BufRead, BufReader};
 use std::path::{Path, PathBuf};
-use std::process::{Child, ChildStdin, Command, Stdio};
+use std::process::Child;
 use std::sync::atomic::{AtomicBool, AtomicI64, AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard};
 use std::time::{Duration, Instant};
@@ -41,6 +41,24 @@ const STDERR_LINES: usize = 20;
 
 type Reply = Result<Value, String>;
 
+/// Whether a server has shown it is ready, and until when calls wait for it to.
+#[derive(Debug)]
+struct Readiness {
+    /// The server's start plus its startup time
+    deadline: tokio::time::Instant,
+    /// It has shown it is ready
+    shown: AtomicBool,
+}
+
+impl Readiness {
+    fn new(startup: Duration) -> Readiness {
+        Readiness {
+            deadline: tokio::time::Instant::now() + startup,
+            shown: AtomicBool::new(false),
+        }
+    }
+}
+
 /// A cached `publishDiagnostics`.
 #[derive(Debug, Clone)]
 pub(crate) struct Published {
@@ -67,7 +85,7 @@ struct Shared {
     settings: Option<Value>,
     root_uri: String,
     root: PathBuf,
-    writer: Mutex<ChildStdin>,
+    writer: Mutex<std::fs::File>,
 }
 
 fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
@@ -317,6 +335,13 @@ fn from_tsserver(d: &Value) -> Option<Diagnostic> {
     })
 }
 
+/// The sandbox language servers run in (see `LanguageServers::with_sandbox`).
+#[derive(Debug, Clone)]
+pub(crate) struct Sandbox {
+    pub(crate) settings: sandbox::SandboxSettings,
+    pub(crate) dirs: Vec<PathBuf>,
+}
+
 /// A running language server.
 #[derive(Debug)]
 pub(crate) struct Server {
@@ -326,13 +351,18 @@ pub(crate) struct Server {
     pid: u32,
     /// Its process group, killed when the server is dropped
     group: ProcessGroup,
+    /// How it is sandboxed
+    sandbox: String,
+    /// What its sandbox needs kept while it runs
+    _hold: sandbox::SandboxHold,
     next_id: AtomicI64,
     docs: tokio::sync::Mutex<HashMap<PathBuf, OpenDoc>>,
     tick: AtomicU64,
     /// The server's capabilities, from its `initialize` answer
     capabilities: Value,
-    /// Set once the server has shown it is ready (see [`Server::wait_ready`])
-    ready: tokio::sync::OnceCell<()>,
+    /// Whether (and until when it is waited for) the server shows it is ready (see
+    /// [`Server::wait_ready`])
+    ready: Readiness,
     /// What the last workspace scan saw, to tell the server what changed on disk since
     files: tokio::sync::Mutex<Option<crate::watch::Snapshot>>,
 }
@@ -342,6 +372,7 @@ impl Server {
     pub(crate) async fn start(
         config: &ServerConfig,
         root: &Path,
+        sandbox: &Sandbox,
     ) -> Result<Arc<Server>, ToolError> {
         let name = config.name();
         let program = find_on_path(&config.command).ok_or_else(|| {
@@ -350,29 +381,36 @@ impl Server {
                 config.command
             ))
         })?;
-        let mut command = Command::new(&program);
-        command
-            .args(&config.args)
-            .envs(config.env.iter().map(|(k, v)| (k, v)))
-            .current_dir(root)
-            .stdin(Stdio::piped())
-            .stdout(Stdio::piped())
-            .stderr(Stdio::piped());
-        let (mut child, group) = ProcessGroup::spawn_std(&mut command).map_err(|e| {
+        // The server runs project code (build scripts, proc macros, `go list`, plugins):
+        // it runs in the workspace sandbox a person's approved command gets.
+        let mut dirs = sandbox.dirs.clone();
+        if !dirs.iter().any(|d| root.starts_with(d)) {
+            dirs.push(root.to_path_buf());
+        }
+        let prepared = sandbox::prepare(&sandbox.settings, &dirs, root, false).map_err(|e| {
             ToolError::respond(format!(
-                "could not start the language server `{}`: {e}",
+                "the language server `{}` was not started: {e}",
                 config.command_line()
             ))
         })?;
+        let started = sandbox::spawn_program(&prepared, &program, &config.args, root, &config.env)
+            .map_err(|e| {
+                ToolError::respond(format!(
+                    "could not start the language server `{}`: {e}",
+                    config.command_line()
+                ))
+            })?;
+        let sandbox::SandboxedProgram {
+            child,
+            group,
+            stdin,
+            stdout,
+            stderr,
+            description,
+            hold,
+        } = started;
         let pid = child.id();
-        let (Some(stdin), Some(stdout), Some(stderr)) =
-            (child.stdin.take(), child.stdout.take(), child.stderr.take())
-        else {
-            kill_group(&group, &mut child);
-            return Err(ToolError::fatal(
-                "internal error: the server's pipes are missing",
-            ));
-        };
+        let sandboxed = !description.starts_with("none");
         let root_uri = path_to_uri(root)?;
         let (diag_tx, _) = watch::channel(0);
         let shared = Arc::new(Shared {
@@ -390,14 +428,19 @@ impl Server {
             writer: Mutex::new(stdin),
         });
         let reader_shared = Arc::clone(&shared);
+        let mut child = child;
         let spawned = std::thread::Builder::new()
             .name(format!("lsp-{name}-reader"))
             .spawn(move || reader_loop(stdout, &reader_shared))
-            .and_then(|_| {
-                let stderr_shared = Arc::clone(&shared);
-                std::thread::Builder::new()
-                    .name(format!("lsp-{name}-stderr"))
-                    .spawn(move || stderr_loop(stderr, &stderr_shared))
+            .and_then(|_| match stderr {
+                Some(stderr) => {
+                    let stderr_shared = Arc::clone(&shared);
+                    std::thread::Builder::new()
+                        .name(format!("lsp-{name}-stderr"))
+                        .spawn(move || stderr_loop(stderr, &stderr_shared))
+                        .map(|_| ())
+                }
+                None => Ok(()),
             });
         if let Err(e) = spawned {
             kill_group(&group, &mut child);
@@ -411,14 +454,23 @@ impl Server {
             child: Mutex::new(child),
             pid,
             group,
+            sandbox: description,
+            _hold: hold,
             next_id: AtomicI64::new(1),
             docs: tokio::sync::Mutex::new(HashMap::new()),
             tick: AtomicU64::new(0),
             capabilities: Value::Null,
-            ready: tokio::sync::OnceCell::new(),
+            ready: Readiness::new(config.startup_timeout),
             files: tokio::sync::Mutex::new(None),
         };
-        let params = initialize_params(config, root, &root_uri);
+        let mut params = initialize_params(config, root, &root_uri);
+        if sandboxed {
+            // Inside a sandbox this process is out of the server's sight (another pid
+            // namespace, or signals scoped by Landlock): a server that watches the client's
+            // process id (vscode-languageserver does, every few seconds) would take it for
+            // dead and exit. The manager ends its servers itself.
+            params["processId"] = Value::Null;
+        }
         let answer = server
             .request_with_timeout("initialize", params, INITIALIZE_TIMEOUT)
             .await
@@ -459,6 +511,11 @@ impl Server {
     /// The process id (also the process group id).
     pub(crate) fn pid(&self) -> u32 {
         self.pid
+    }
+
+    /// How it is sandboxed: `bubblewrap (workspace-write, network off)`, ...
+    pub(crate) fn sandbox(&self) -> &str {
+        &self.sandbox
     }
 
     /// Whether the process is still running and talking.
@@ -783,26 +840,34 @@ impl Server {
         }
     }
 
-    /// Waits, once per server, until it has shown it is ready: its first diagnostics of
-    /// any file (a pull of `path` for a server that offers `textDocument/diagnostic`), at
-    /// most `limit`. A server
-    /// answers from a partial view until it has loaded the project
-    /// (typescript-language-server's syntax server finds only the import for a definition;
-    /// pyright has not listed the workspace's files). Every caller waits for the same
-    /// moment, so concurrent first calls cannot slip past it.
-    pub(crate) async fn wait_ready(&self, path: &Path, limit: Duration) {
-        self.ready
-            .get_or_init(|| async {
-                let deadline = tokio::time::Instant::now() + limit;
-                if !self.shows_readiness_in_publications()
-                    && self.pull_diagnostics(path, limit).await.is_some()
-                {
-                    return;
-                }
-                let left = deadline.saturating_duration_since(tokio::time::Instant::now());
-                self.wait_publication(0, left).await;
-            })
-            .await;
+    /// Waits until the server has shown it is ready — its first diagnostics of any file (a
+    /// pull of `path` for a server that offers `textDocument/diagnostic`) — or its startup
+    /// time (`startupTimeoutMs`, counted from its start) is over; whether it is ready. A
+    /// server answers from a partial view until it has loaded the project
+    /// (typescript-language-server's syntax server finds only the import for a definition
+    /// and no reference in a file it has not opened; pyright has not listed the workspace's
+    /// files). Every caller, the first one and those beside or after it (an edit's check of
+    /// the files it breaks included), waits for that same moment, so none slips past it;
+    /// only a server that has shown it is ready counts as ready, so a startup that ran out
+    /// of time is never mistaken for one.
+    pub(crate) async fn wait_ready(&self, path: &Path) -> bool {
+        if self.ready.shown.load(Ordering::SeqCst) {
+            return true;
+        }
+        let left = || {
+            self.ready
+                .deadline
+                .saturating_duration_since(tokio::time::Instant::now())
+        };
+        let shown = (!self.shows_readiness_in_publications()
+            && !left().is_zero()
+            && self.pull_diagnostics(path, left()).await.is_some())
+            || self.diagnostics_seq() > 0
+            || self.wait_publication(0, left()).await.is_some();
+        if shown {
+            self.ready.shown.store(true, Ordering::SeqCst);
+        }
+        shown
     }
 
     /// Waits until any publication arrives after publication `after`; its sequence
@@ -916,7 +981,7 @@ fn kill_group(group: &ProcessGroup, child: &mut Child) {
     let _ = child.wait();
 }
 
-fn reader_loop(stdout: std::process::ChildStdout, shared: &Shared) {
+fn reader_loop(stdout: std::fs::File, shared: &Shared) {
     let mut reader = BufReader::new(stdout);
     loop {
         match read_frame(&mut reader, MAX_MESSAGE_BYTES) {
@@ -940,7 +1005,7 @@ fn reader_loop(stdout: std::process::ChildStdout, shared: &Shared) {
     shared.mark_dead();
 }
 
-fn stderr_loop(stderr: std::process::ChildStderr, shared: &Shared) {
+fn stderr_loop(stderr: std::fs::File, shared: &Shared) {
     let mut reader = BufReader::new(stderr);
     let mut line = String::new();
     loop {

@@ -15,8 +15,8 @@ use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 use serde_json::{Value, json};
 use tool_core::{
-    PermissionDecision, ToolCategory, ToolContext, ToolError, ToolMeta, ToolResult, TypedTool,
-    ValidationResult,
+    HardenedGit, PermissionDecision, ToolCategory, ToolContext, ToolError, ToolMeta, ToolResult,
+    TypedTool, ValidationResult, linked_worktree, nested_repository,
 };
 
 use crate::format::{self, Files, Place};
@@ -190,55 +190,85 @@ fn word_at(line: &str, character: usize) -> String {
 }
 
 /// The paths among `paths` that git ignores (checked for paths inside `cwd`, in batches);
-/// none when `cwd` is not in a repository or git is missing.
-async fn git_ignored(paths: &[PathBuf], cwd: &Path) -> HashSet<PathBuf> {
-    let inside: Vec<&PathBuf> = paths.iter().filter(|p| p.starts_with(cwd)).collect();
+/// none when the project is not in a repository or git is missing.
+///
+/// Git runs hardened ([`HardenedGit`]) and only for the project's own repository (found from
+/// `project`, the session's project root) and its linked worktrees (named by their git
+/// directory, so nothing inside them chooses the repository). A path inside another
+/// repository nested in the project is not checked: it stays visible.
+async fn git_ignored(paths: &[PathBuf], cwd: &Path, project: &Path) -> HashSet<PathBuf> {
     let mut ignored = HashSet::new();
-    for batch in inside.chunks(IGNORE_BATCH) {
-        let mut input = Vec::new();
-        for p in batch {
-            input.extend_from_slice(p.as_os_str().as_encoded_bytes());
-            input.push(0);
-        }
-        let mut command = tokio::process::Command::new("git");
-        command
-            .arg("-C")
-            .arg(cwd)
-            .args(["check-ignore", "-z", "--stdin"])
-            .stdin(std::process::Stdio::piped())
-            .stdout(std::process::Stdio::piped())
-            .stderr(std::process::Stdio::null());
-        // In a group of its own, killed whole if the call is dropped.
-        let Ok((mut child, group)) = tool_core::ProcessGroup::spawn(&mut command) else {
-            return ignored;
+    let inside: Vec<&PathBuf> = paths.iter().filter(|p| p.starts_with(cwd)).collect();
+    if inside.is_empty() {
+        return ignored;
+    }
+    let Ok(dirs) = HardenedGit::at(project)
+        .text(&[
+            "rev-parse",
+            "--path-format=absolute",
+            "--show-toplevel",
+            "--git-common-dir",
+        ])
+        .await
+    else {
+        return ignored;
+    };
+    let mut lines = dirs.lines();
+    let (Some(top), Some(common)) = (lines.next(), lines.next()) else {
+        return ignored;
+    };
+    let top = tool_core::path::canonicalize_lenient(Path::new(top));
+    let common = tool_core::path::canonicalize_lenient(Path::new(common));
+    // Each path goes to the repository it belongs to: the project's, or one of its worktrees.
+    let mut groups: Vec<(HardenedGit, Vec<&PathBuf>)> = Vec::new();
+    for path in inside {
+        let Some(parent) = path.parent() else {
+            continue;
         };
-        if let Some(mut stdin) = child.stdin.take() {
-            use tokio::io::AsyncWriteExt;
-            let _ = stdin.write_all(&input).await;
-        }
-        let Ok(output) = child.wait_with_output().await else {
-            return ignored;
+        let git = match nested_repository(parent, &top) {
+            None => HardenedGit::at(&top),
+            Some(nested) => match linked_worktree(&common, &nested) {
+                Some(admin) => HardenedGit::with_git_dir(admin, nested),
+                None => continue,
+            },
         };
-        group.release();
-        for name in output.stdout.split(|b| *b == 0).filter(|n| !n.is_empty()) {
-            let name = String::from_utf8_lossy(name).into_owned();
-            let path = PathBuf::from(name);
-            ignored.insert(if path.is_absolute() {
-                path
-            } else {
-                cwd.join(path)
-            });
+        match groups.iter_mut().find(|(g, _)| *g == git) {
+            Some((_, members)) => members.push(path),
+            None => groups.push((git, vec![path])),
+        }
+    }
+    for (git, members) in groups {
+        for batch in members.chunks(IGNORE_BATCH) {
+            let mut input = Vec::new();
+            for p in batch {
+                input.extend_from_slice(p.as_os_str().as_encoded_bytes());
+                input.push(0);
+            }
+            let Ok(output) = git
+                .output(&["check-ignore", "-z", "--stdin"], Some(&input))
+                .await
+            else {
+                break;
+            };
+            for name in output.stdout.split(|b| *b == 0).filter(|n| !n.is_empty()) {
+                let path = PathBuf::from(String::from_utf8_lossy(name).into_owned());
+                ignored.insert(if path.is_absolute() {
+                    path
+                } else {
+                    git.dir().join(path)
+                });
+            }
         }
     }
     ignored
 }
 
 /// Drops locations in gitignored files.
-async fn visible(places: Vec<Place>, cwd: &Path) -> Vec<Place> {
+async fn visible(places: Vec<Place>, cwd: &Path, project: &Path) -> Vec<Place> {
     let mut paths: Vec<PathBuf> = places.iter().map(|p| p.path.clone()).collect();
     paths.sort();
     paths.dedup();
-    let ignored = git_ignored(&paths, cwd).await;
+    let ignored = git_ignored(&paths, cwd, project).await;
     places
         .into_iter()
         .filter(|p| !ignored.contains(&p.path))
@@ -337,7 +367,12 @@ impl Call<'_> {
                 };
                 let value = self.send(method, self.at()).await?;
                 let locations = definition_locations(parse(value, "location list")?);
-                let places = visible(format::places(&mut files, &locations), &cwd).await;
+                let places = visible(
+                    format::places(&mut files, &locations),
+                    &cwd,
+                    self.ctx.original_cwd(),
+                )
+                .await;
                 let none = format!("{none} for the symbol at {}.", self.where_());
                 let (text, file_count) = format::locations(&mut files, &places, what, &none);
                 Ok((text, Some(places.len()), Some(file_count)))
@@ -347,7 +382,12 @@ impl Call<'_> {
                 params["context"] = json!({"includeDeclaration": true});
                 let value = self.send("textDocument/references", params).await?;
                 let locations: Vec<Location> = parse(value, "reference list")?.unwrap_or_default();
-                let places = visible(format::places(&mut files, &locations), &cwd).await;
+                let places = visible(
+                    format::places(&mut files, &locations),
+                    &cwd,
+                    self.ctx.original_cwd(),
+                )
+                .await;
                 let (text, file_count) = format::references(&mut files, &places);
                 Ok((text, Some(places.len()), Some(file_count)))
             }
@@ -432,7 +472,7 @@ impl Call<'_> {
                     .iter()
                     .filter_map(|r| r.3.as_ref().map(|p| p.path.clone()))
                     .collect();
-                let ignored = git_ignored(&paths, &cwd).await;
+                let ignored = git_ignored(&paths, &cwd, self.ctx.original_cwd()).await;
                 let rows: Vec<_> = rows
                     .into_iter()
                     .filter(|r| r.3.as_ref().is_none_or(|p| !ignored.contains(&p.path)))
@@ -567,7 +607,7 @@ impl Call<'_> {
             .iter()
             .filter_map(|c| crate::position::uri_to_path(uri(c).as_str()))
             .collect();
-        let ignored = git_ignored(&paths, cwd).await;
+        let ignored = git_ignored(&paths, cwd, self.ctx.original_cwd()).await;
         calls
             .into_iter()
             .filter(|c| {

@@ -13,9 +13,13 @@
 //!
 //! A mistake in one server's entry (an unset `${VAR}`, an unknown `type`, a missing
 //! `command`) skips that server only: it comes back as a [`SkippedServer`] naming the server
-//! and the problem, and the other servers start. `"type": "sse"` (the legacy HTTP+SSE
-//! transport) is skipped the same way: rmcp, the MCP implementation agent-tools uses, no
-//! longer has an SSE client.
+//! and the problem, and the other servers start.
+//!
+//! `"type": "sse"` is the legacy HTTP+SSE transport of protocol 2024-11-05 (a `GET` stream
+//! that names the address to `POST` to); `"type": "http"` is streamable HTTP. Either may
+//! carry `"oauth"`: how agent-tools identifies itself to the server's authorization server
+//! ([`OAuthConfig`]; without it, a server that answers 401 is logged in to with dynamic
+//! client registration).
 
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
@@ -30,6 +34,9 @@ use tool_core::{MCP_JSON, McpApproval, SettingsLayer, ToolContext, ToolError, Tr
 pub const DEFAULT_STARTUP_TIMEOUT: Duration = Duration::from_secs(30);
 /// How long one `tools/call` may take before it is cancelled (`MCP_TOOL_TIMEOUT`).
 pub const DEFAULT_CALL_TIMEOUT: Duration = Duration::from_secs(600);
+/// The largest message a server may send, in bytes (`MCP_MAX_MESSAGE_BYTES`, or a server's
+/// `maxMessageBytes`): 64 MiB.
+pub const DEFAULT_MAX_MESSAGE_BYTES: usize = 64 * 1024 * 1024;
 
 /// How a server is reached.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -45,17 +52,125 @@ pub enum Transport {
         /// Working directory (default: the project root)
         cwd: Option<PathBuf>,
     },
-    /// Streamable HTTP
+    /// Streamable HTTP, or the legacy HTTP+SSE transport
     Http {
-        /// The endpoint, such as `http://127.0.0.1:3000/mcp`
+        /// The endpoint, such as `http://127.0.0.1:3000/mcp` (for SSE, the `GET` stream's
+        /// address, such as `http://127.0.0.1:3000/sse`)
         url: String,
+        /// Which of the two HTTP transports
+        kind: HttpKind,
         /// Extra headers
         headers: BTreeMap<String, String>,
         /// The bearer token, read from the environment variable the config names
-        bearer_token: Option<String>,
+        bearer_token: Option<Secret>,
         /// `caCertFile`: PEM certificates of extra authorities trusted for this server
         ca_cert_file: Option<PathBuf>,
+        /// `oauth`: the client's identity at the server's authorization server
+        oauth: Option<Box<OAuthConfig>>,
     },
+}
+
+/// Which HTTP transport a server speaks.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum HttpKind {
+    /// Streamable HTTP (protocol 2025-03-26 and later): `"type": "http"`
+    Streamable,
+    /// HTTP+SSE (protocol 2024-11-05): `"type": "sse"`
+    Sse,
+}
+
+impl HttpKind {
+    /// How `.mcp.json` names it.
+    pub fn name(self) -> &'static str {
+        match self {
+            HttpKind::Streamable => "http",
+            HttpKind::Sse => "sse",
+        }
+    }
+}
+
+/// A value that must never be printed (a secret from the environment or `.mcp.json`):
+/// its `Debug` form is `Secret(..)`.
+#[derive(Clone, PartialEq, Eq)]
+pub struct Secret(String);
+
+impl Secret {
+    /// Wraps `value`.
+    pub fn new(value: impl Into<String>) -> Self {
+        Secret(value.into())
+    }
+
+    /// The secret itself, for the one place that sends it.
+    pub fn expose(&self) -> &str {
+        &self.0
+    }
+}
+
+impl std::fmt::Debug for Secret {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("Secret(..)")
+    }
+}
+
+/// How agent-tools obtains tokens for an HTTP server that requires OAuth (`"oauth"` in its
+/// `.mcp.json` entry; every field optional).
+///
+/// The client identity follows the MCP authorization specification's order of preference:
+/// a client registered with the authorization server in advance (`clientId`, and
+/// `clientSecret` for a confidential client), a client ID metadata document
+/// (`clientMetadataUrl`, an `https` URL where the document is published) when the
+/// authorization server supports them, then dynamic client registration (RFC 7591).
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct OAuthConfig {
+    /// `clientId`: a client registered in advance
+    pub client_id: Option<String>,
+    /// `clientSecret`: its secret (usually `${VAR}`)
+    pub client_secret: Option<Secret>,
+    /// `scopes`: what to ask for, instead of what the server's challenge or metadata names
+    pub scopes: Vec<String>,
+    /// `callbackPort`: the loopback port the authorization server redirects to (a client
+    /// registered in advance often names one); default: any free port
+    pub callback_port: Option<u16>,
+    /// `clientMetadataUrl`: the `https` URL of this client's metadata document
+    pub client_metadata_url: Option<String>,
+    /// `grant`: how tokens are obtained
+    pub grant: Grant,
+}
+
+/// How tokens are obtained.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub enum Grant {
+    /// `"authorization_code"` (the default): a person logs in with `agent-tools mcp login`;
+    /// the session refreshes the tokens it was given
+    #[default]
+    AuthorizationCode,
+    /// `"client_credentials"`: a machine client with no person; each session obtains its
+    /// own tokens with `clientId` and `clientSecret`, or a signed assertion
+    ClientCredentials {
+        /// `privateKeyFile`: a PEM private key for `private_key_jwt` client authentication
+        /// (instead of `clientSecret`)
+        private_key: Option<PathBuf>,
+        /// `signingAlgorithm`: RS256, RS384, RS512, ES256 (the default) or ES384
+        algorithm: String,
+    },
+    /// `"enterprise"`: enterprise-managed authorization (an identity provider's ID token
+    /// exchanged for an identity assertion grant, then for an access token)
+    Enterprise(EnterpriseConfig),
+}
+
+/// `oauth.idp` of an `"enterprise"` grant: the identity provider, and where its ID token is.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct EnterpriseConfig {
+    /// `issuer`: the identity provider's issuer URL
+    pub issuer: String,
+    /// `tokenEndpoint`: where the ID token is exchanged
+    pub token_endpoint: String,
+    /// `clientId`: agent-tools' client at the identity provider
+    pub client_id: String,
+    /// `clientSecret`: its secret, when it has one
+    pub client_secret: Option<Secret>,
+    /// `idTokenEnv`: the environment variable holding the person's ID token
+    pub id_token: Secret,
 }
 
 /// One configured server.
@@ -69,6 +184,11 @@ pub struct ServerConfig {
     pub startup_timeout: Duration,
     /// Per-call limit
     pub call_timeout: Duration,
+    /// The largest message the server may send, in bytes (`maxMessageBytes`; default
+    /// `MCP_MAX_MESSAGE_BYTES`, else [`DEFAULT_MAX_MESSAGE_BYTES`]): a larger one ends the
+    /// call it answers with an error naming the server and the limit, and is never held in
+    /// memory whole
+    pub max_message_bytes: usize,
 }
 
 /// A server of `.mcp.json` that is not started because its entry has a problem.
@@ -131,8 +251,147 @@ struct RawServer {
     bearer_token_env_var: Option<String>,
     #[serde(alias = "ca_cert_file")]
     ca_cert_file: Option<String>,
+    oauth: Option<RawOAuth>,
     startup_timeout_ms: Option<u64>,
     tool_timeout_ms: Option<u64>,
+    max_message_bytes: Option<u64>,
+}
+
+#[derive(Deserialize)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+struct RawOAuth {
+    client_id: Option<String>,
+    client_secret: Option<String>,
+    #[serde(default)]
+    scopes: Vec<String>,
+    callback_port: Option<u16>,
+    client_metadata_url: Option<String>,
+    grant: Option<String>,
+    private_key_file: Option<String>,
+    signing_algorithm: Option<String>,
+    idp: Option<RawIdp>,
+}
+
+#[derive(Deserialize)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+struct RawIdp {
+    issuer: String,
+    token_endpoint: String,
+    client_id: String,
+    client_secret: Option<String>,
+    id_token_env: String,
+}
+
+/// The signing algorithms `private_key_jwt` accepts.
+const SIGNING_ALGORITHMS: &[&str] = &["RS256", "RS384", "RS512", "ES256", "ES384"];
+
+/// `oauth` of a server's entry, or what is wrong with it (the message names the field).
+fn parse_oauth(
+    raw: RawOAuth,
+    root: &Path,
+    lookup: &dyn Fn(&str) -> Option<String>,
+) -> Result<OAuthConfig, String> {
+    let ex = |s: &str| expand(s, lookup);
+    let client_id = raw.client_id.as_deref().map(ex).transpose()?;
+    let client_secret = raw
+        .client_secret
+        .as_deref()
+        .map(|s| ex(s).map(Secret))
+        .transpose()?;
+    if let Some(url) = &raw.client_metadata_url {
+        let parsed = url::Url::parse(url)
+            .map_err(|e| format!("oauth.clientMetadataUrl {url:?} is not a URL: {e}"))?;
+        if parsed.scheme() != "https" || parsed.path() == "/" {
+            return Err(format!(
+                "oauth.clientMetadataUrl must be an https URL with a path (where the client's metadata document is published), not {url:?}"
+            ));
+        }
+    }
+    if raw.callback_port == Some(0) {
+        return Err("oauth.callbackPort must be a port between 1 and 65535".to_owned());
+    }
+    if client_secret.is_some() && client_id.is_none() {
+        return Err(
+            "oauth.clientSecret needs oauth.clientId (the client it belongs to)".to_owned(),
+        );
+    }
+    let grant = match raw.grant.as_deref().unwrap_or("authorization_code") {
+        "authorization_code" => {
+            if raw.private_key_file.is_some()
+                || raw.signing_algorithm.is_some()
+                || raw.idp.is_some()
+            {
+                return Err(
+                    "oauth.privateKeyFile, oauth.signingAlgorithm and oauth.idp need \"grant\": \"client_credentials\" or \"enterprise\"".to_owned(),
+                );
+            }
+            Grant::AuthorizationCode
+        }
+        "client_credentials" => {
+            if client_id.is_none() {
+                return Err("\"grant\": \"client_credentials\" needs oauth.clientId".to_owned());
+            }
+            let private_key = raw
+                .private_key_file
+                .as_deref()
+                .map(|p| ex(p).map(|p| root.join(p)))
+                .transpose()?;
+            if private_key.is_none() == client_secret.is_none() {
+                return Err(
+                    "\"grant\": \"client_credentials\" needs exactly one of oauth.clientSecret and oauth.privateKeyFile".to_owned(),
+                );
+            }
+            let algorithm = raw.signing_algorithm.unwrap_or_else(|| "ES256".to_owned());
+            if !SIGNING_ALGORITHMS.contains(&algorithm.as_str()) {
+                return Err(format!(
+                    "oauth.signingAlgorithm {algorithm:?} is not supported; use one of {}",
+                    SIGNING_ALGORITHMS.join(", ")
+                ));
+            }
+            Grant::ClientCredentials {
+                private_key,
+                algorithm,
+            }
+        }
+        "enterprise" => {
+            let Some(idp) = raw.idp else {
+                return Err("\"grant\": \"enterprise\" needs oauth.idp (issuer, tokenEndpoint, clientId, idTokenEnv)".to_owned());
+            };
+            if client_id.is_none() {
+                return Err("\"grant\": \"enterprise\" needs oauth.clientId".to_owned());
+            }
+            let id_token = lookup(&idp.id_token_env).ok_or_else(|| {
+                format!(
+                    "oauth.idp.idTokenEnv names {}, which is not set in the environment",
+                    idp.id_token_env
+                )
+            })?;
+            Grant::Enterprise(EnterpriseConfig {
+                issuer: ex(&idp.issuer)?,
+                token_endpoint: ex(&idp.token_endpoint)?,
+                client_id: ex(&idp.client_id)?,
+                client_secret: idp
+                    .client_secret
+                    .as_deref()
+                    .map(|s| ex(s).map(Secret))
+                    .transpose()?,
+                id_token: Secret(id_token),
+            })
+        }
+        other => {
+            return Err(format!(
+                "oauth.grant {other:?} is not supported; use \"authorization_code\", \"client_credentials\" or \"enterprise\""
+            ));
+        }
+    };
+    Ok(OAuthConfig {
+        client_id,
+        client_secret,
+        scopes: raw.scopes,
+        callback_port: raw.callback_port,
+        client_metadata_url: raw.client_metadata_url,
+        grant,
+    })
 }
 
 /// Expands `${VAR}` and `${VAR:-default}` from `lookup`; an unset variable without a default
@@ -195,6 +454,11 @@ fn parse_servers(file: RawFile, root: &Path, lookup: &dyn Fn(&str) -> Option<Str
     let defaults = Defaults {
         startup: env_duration("MCP_TIMEOUT").unwrap_or(DEFAULT_STARTUP_TIMEOUT),
         call: env_duration("MCP_TOOL_TIMEOUT").unwrap_or(DEFAULT_CALL_TIMEOUT),
+        message_bytes: std::env::var("MCP_MAX_MESSAGE_BYTES")
+            .ok()
+            .and_then(|v| v.trim().parse::<usize>().ok())
+            .filter(|n| *n > 0)
+            .unwrap_or(DEFAULT_MAX_MESSAGE_BYTES),
     };
     let mut config = McpConfig::default();
     for (name, raw) in file.mcp_servers {
@@ -209,10 +473,12 @@ fn parse_servers(file: RawFile, root: &Path, lookup: &dyn Fn(&str) -> Option<Str
     config
 }
 
-/// The default limits, from `MCP_TIMEOUT` and `MCP_TOOL_TIMEOUT` or built in.
+/// The default limits, from `MCP_TIMEOUT`, `MCP_TOOL_TIMEOUT` and `MCP_MAX_MESSAGE_BYTES`
+/// or built in.
 struct Defaults {
     startup: Duration,
     call: Duration,
+    message_bytes: usize,
 }
 
 /// One server's entry, or what is wrong with it.
@@ -234,6 +500,9 @@ fn parse_server(
             if raw.ca_cert_file.is_some() {
                 return Err("\"caCertFile\" applies to http servers only; remove it".to_owned());
             }
+            if raw.oauth.is_some() {
+                return Err("\"oauth\" applies to http and sse servers only; remove it".to_owned());
+            }
             let command = raw
                 .command
                 .as_deref()
@@ -253,7 +522,12 @@ fn parse_server(
                     .transpose()?,
             }
         }
-        "http" | "streamable-http" | "streamableHttp" => {
+        "http" | "streamable-http" | "streamableHttp" | "sse" => {
+            let kind = if kind == "sse" {
+                HttpKind::Sse
+            } else {
+                HttpKind::Streamable
+            };
             let url = raw
                 .url
                 .as_deref()
@@ -263,9 +537,9 @@ fn parse_server(
                 headers.insert(k.clone(), ex(v)?);
             }
             let bearer_token = match &raw.bearer_token_env_var {
-                Some(var) => Some(lookup(var).ok_or_else(|| {
+                Some(var) => Some(Secret(lookup(var).ok_or_else(|| {
                     format!("bearerTokenEnvVar names {var}, which is not set in the environment")
-                })?),
+                })?)),
                 None => None,
             };
             let url = ex(url)?;
@@ -279,22 +553,35 @@ fn parse_server(
                     "\"caCertFile\" is for https servers, but the url is {url}"
                 ));
             }
+            let parsed =
+                url::Url::parse(&url).map_err(|e| format!("the url {url:?} is not a URL: {e}"))?;
+            if !matches!(parsed.scheme(), "http" | "https") {
+                return Err(format!(
+                    "the url {url:?} must start with http:// or https://"
+                ));
+            }
+            let oauth = raw
+                .oauth
+                .map(|o| parse_oauth(o, root, lookup).map(Box::new))
+                .transpose()?;
+            if oauth.is_some() && bearer_token.is_some() {
+                return Err(
+                    "\"oauth\" and \"bearerTokenEnvVar\" both give the server a token; keep one"
+                        .to_owned(),
+                );
+            }
             Transport::Http {
                 url,
+                kind,
                 headers,
                 bearer_token,
                 ca_cert_file,
+                oauth,
             }
-        }
-        "sse" => {
-            return Err(
-                "the legacy HTTP+SSE transport (\"type\": \"sse\") is not supported: rmcp, the MCP implementation agent-tools uses, has no SSE client; if the server also offers streamable HTTP (often the same address ending in /mcp instead of /sse), use \"type\": \"http\" with that url"
-                    .to_owned(),
-            );
         }
         other => {
             return Err(format!(
-                "transport type \"{other}\" is not supported; use \"stdio\" or \"http\""
+                "transport type \"{other}\" is not supported; use \"stdio\", \"http\" or \"sse\""
             ));
         }
     };
@@ -309,6 +596,11 @@ fn parse_server(
             .tool_timeout_ms
             .map(Duration::from_millis)
             .unwrap_or(defaults.call),
+        max_message_bytes: match raw.max_message_bytes {
+            Some(0) => return Err("maxMessageBytes must be at least 1".to_owned()),
+            Some(n) => usize::try_from(n).unwrap_or(usize::MAX),
+            None => defaults.message_bytes,
+        },
     })
 }
 
@@ -401,12 +693,117 @@ mod tests {
             matches!(&servers[0].transport, Transport::Stdio { env, .. } if env["K"] == "127.0.0.1")
         );
         assert!(matches!(&servers[1].transport,
-            Transport::Http { url, bearer_token: Some(t), ca_cert_file: None, .. } if url == "http://127.0.0.1:9/mcp" && t == "s3cret"));
+            Transport::Http { url, bearer_token: Some(t), ca_cert_file: None, .. } if url == "http://127.0.0.1:9/mcp" && t.expose() == "s3cret"));
         let servers = good(
             r#"{"mcpServers": {"tls": {"url": "https://${HOST}/mcp", "caCertFile": "certs/ca.pem"}}}"#,
         );
         assert!(matches!(&servers[0].transport,
             Transport::Http { ca_cert_file: Some(p), .. } if p == Path::new("/p/certs/ca.pem")));
+    }
+
+    #[test]
+    fn legacy_sse_servers_parse_like_http_ones() {
+        let servers = good(
+            r#"{"mcpServers": {"old": {"type": "sse", "url": "http://${HOST}:3001/sse", "headers": {"X-A": "b"}}}}"#,
+        );
+        assert!(matches!(&servers[0].transport,
+            Transport::Http { url, kind: HttpKind::Sse, oauth: None, .. } if url == "http://127.0.0.1:3001/sse"));
+    }
+
+    #[test]
+    fn oauth_settings_are_checked_field_by_field() {
+        let oauth = |entry: &str| -> Result<OAuthConfig, String> {
+            let text = format!(
+                r#"{{"mcpServers": {{"s": {{"url": "https://h/mcp", "oauth": {entry}}}}}}}"#
+            );
+            let config = parse(&text).unwrap();
+            match (config.servers.first(), config.skipped.first()) {
+                (
+                    Some(ServerConfig {
+                        transport: Transport::Http { oauth: Some(o), .. },
+                        ..
+                    }),
+                    _,
+                ) => Ok(o.as_ref().clone()),
+                (_, Some(skipped)) => Err(skipped.reason.clone()),
+                _ => Err("no oauth".to_owned()),
+            }
+        };
+        let full = oauth(
+            r#"{"clientId": "c", "clientSecret": "${TOKEN}", "scopes": ["a", "b"], "callbackPort": 8976}"#,
+        )
+        .unwrap();
+        assert_eq!(full.client_id.as_deref(), Some("c"));
+        assert_eq!(
+            full.client_secret.as_ref().map(Secret::expose),
+            Some("s3cret")
+        );
+        assert_eq!(full.scopes, ["a", "b"]);
+        assert_eq!(full.callback_port, Some(8976));
+        assert_eq!(full.grant, Grant::AuthorizationCode);
+        // The secret never shows in a debug print.
+        assert!(!format!("{full:?}").contains("s3cret"));
+        let machine = oauth(
+            r#"{"grant": "client_credentials", "clientId": "c", "privateKeyFile": "k.pem", "signingAlgorithm": "RS256"}"#,
+        )
+        .unwrap();
+        assert_eq!(
+            machine.grant,
+            Grant::ClientCredentials {
+                private_key: Some(PathBuf::from("/p/k.pem")),
+                algorithm: "RS256".into()
+            }
+        );
+        let check = |entry: &str, expected: &str| {
+            let err = oauth(entry).unwrap_err();
+            assert!(err.contains(expected), "{entry}: {err}");
+            assert!(err.starts_with("mcpServers.s: "), "{err}");
+        };
+        check(
+            r#"{"clientSecret": "x"}"#,
+            "oauth.clientSecret needs oauth.clientId",
+        );
+        check(
+            r#"{"clientMetadataUrl": "http://h/doc.json"}"#,
+            "must be an https URL with a path",
+        );
+        check(
+            r#"{"clientMetadataUrl": "https://h/"}"#,
+            "must be an https URL with a path",
+        );
+        check(r#"{"callbackPort": 0}"#, "between 1 and 65535");
+        check(r#"{"callbackPort": 70000}"#, "invalid value");
+        check(r#"{"scope": "a"}"#, "unknown field `scope`");
+        check(
+            r#"{"grant": "password"}"#,
+            "oauth.grant \"password\" is not supported",
+        );
+        check(r#"{"grant": "client_credentials"}"#, "needs oauth.clientId");
+        check(
+            r#"{"grant": "client_credentials", "clientId": "c"}"#,
+            "exactly one of oauth.clientSecret and oauth.privateKeyFile",
+        );
+        check(
+            r#"{"grant": "client_credentials", "clientId": "c", "clientSecret": "s", "privateKeyFile": "k"}"#,
+            "exactly one of",
+        );
+        check(
+            r#"{"grant": "client_credentials", "clientId": "c", "clientSecret": "s", "signingAlgorithm": "HS256"}"#,
+            "\"HS256\" is not supported",
+        );
+        check(
+            r#"{"privateKeyFile": "k"}"#,
+            "need \"grant\": \"client_credentials\"",
+        );
+        check(
+            r#"{"grant": "enterprise", "clientId": "c"}"#,
+            "needs oauth.idp",
+        );
+        check(
+            r#"{"grant": "enterprise", "clientId": "c", "idp": {"issuer": "i", "tokenEndpoint": "t", "clientId": "x", "idTokenEnv": "NOPE"}}"#,
+            "idTokenEnv names NOPE, which is not set",
+        );
+        check(r#"{"clientId": "${MY_API_KEY}"}"#, "MY_API_KEY is not set");
     }
 
     #[test]
@@ -438,9 +835,19 @@ mod tests {
         check(r#"{"args": "x", "command": "y"}"#, "invalid type");
         check(r#"{"type": "http"}"#, "needs \"url\"");
         check(r#"{"type": "ws", "url": "x"}"#, "\"ws\" is not supported");
+        check(r#"{"type": "sse"}"#, "needs \"url\"");
         check(
-            r#"{"type": "sse", "url": "http://127.0.0.1:1/sse"}"#,
-            "(\"type\": \"sse\") is not supported",
+            r#"{"url": "ftp://h/mcp"}"#,
+            "must start with http:// or https://",
+        );
+        check(r#"{"url": "not a url"}"#, "is not a URL");
+        check(
+            r#"{"command": "x", "oauth": {}}"#,
+            "\"oauth\" applies to http and sse servers only",
+        );
+        check(
+            r#"{"url": "http://h/mcp", "bearerTokenEnvVar": "TOKEN", "oauth": {}}"#,
+            "keep one",
         );
         check(
             r#"{"url": "x", "bearerTokenEnvVar": "MISSING"}"#,

@@ -46,8 +46,9 @@ pub const MAX_MINTED: usize = 32;
 const DEFAULT_HANDLE: &str = "default";
 
 /// Builds the context of a new session (a legacy MCP session, a principal's default
-/// context, or a minted one).
-pub type SessionFactory = Arc<dyn Fn() -> Result<ToolContext, ToolError> + Send + Sync>;
+/// context, or a minted one) for a principal: a host gives each its own private state
+/// directory ([`Principal::state_dir_name`], under `<state>/principals/`).
+pub type SessionFactory = Arc<dyn Fn(&Principal) -> Result<ToolContext, ToolError> + Send + Sync>;
 
 /// One context kept for protocol 2026-07-28 requests.
 struct Slot {
@@ -132,13 +133,13 @@ impl Contexts {
         contexts
     }
 
-    fn build(&self) -> Result<ToolContext, ErrorData> {
+    fn build(&self, principal: &Principal) -> Result<ToolContext, ErrorData> {
         let Some(factory) = &self.factory else {
             return Err(invalid(format!(
                 "this server has one context; omit `{CONTEXT_META_KEY}` from _meta"
             )));
         };
-        let ctx = factory()
+        let ctx = factory(principal)
             .map_err(|e| ErrorData::internal_error(format!("cannot start a context: {e}"), None))?;
         prepare(&ctx);
         Ok(ctx)
@@ -146,8 +147,8 @@ impl Contexts {
 
     /// A new context for a legacy session; it is kept (for shutdown) until
     /// [`Contexts::end_session`].
-    pub fn session(&self) -> Result<ToolContext, ErrorData> {
-        let ctx = self.build()?;
+    pub fn session(&self, principal: &Principal) -> Result<ToolContext, ErrorData> {
+        let ctx = self.build(principal)?;
         if let Ok(mut sessions) = self.sessions.lock() {
             sessions.insert(ctx.session_id().to_owned(), ctx.clone());
         }
@@ -195,7 +196,7 @@ impl Contexts {
                         )))
                     } else {
                         let id = random_handle()?;
-                        let ctx = self.build()?;
+                        let ctx = self.build(principal)?;
                         slots.insert(
                             (principal.clone(), id.clone()),
                             Slot {
@@ -213,7 +214,7 @@ impl Contexts {
                         slot.last_used = now;
                         Ok((handle.to_owned(), slot.ctx.clone()))
                     } else if handle == DEFAULT_HANDLE {
-                        let ctx = self.build()?;
+                        let ctx = self.build(principal)?;
                         slots.insert(
                             key,
                             Slot {
@@ -385,7 +386,7 @@ mod tests {
 
     fn factory(root: &std::path::Path) -> SessionFactory {
         let root = root.to_path_buf();
-        Arc::new(move || {
+        Arc::new(move |_: &Principal| {
             Ok(ToolContext::builder(&root)
                 .state_dir(root.join("state"))
                 .build())

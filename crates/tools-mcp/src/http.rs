@@ -7,7 +7,9 @@
 //! principal that opened the session (404, as for an unknown session); the body is at most
 //! the cap (413) and a JSON-RPC message the MCP layer can read ([`check_message`]: -32700,
 //! -32600, -32602). Each request carries its [`Principal`] to the handler. A `DELETE` of a
-//! session answers 204 No Content.
+//! session answers 204 No Content. Every refusal's body is a JSON-RPC error object (the MCP
+//! layer's plain-text 400, 404, 405, 406 and 415 are turned into ones: -32001 for 404,
+//! -32000 otherwise).
 //!
 //! Tokens are compared in constant time (SHA-256 digests, every token checked). Binding a
 //! non-loopback address needs at least one token. Connections are served under deadlines
@@ -437,11 +439,11 @@ impl Gate {
                 .zip(digest.iter())
                 .fold(0u8, |acc, (a, b)| acc | (a ^ b));
             if std::hint::black_box(diff) == 0 {
-                found = Some(token.label.as_str());
+                found = Some(token);
             }
         }
         match found {
-            Some(label) => Ok(Principal::named(label)),
+            Some(token) => Ok(Principal::for_token(&token.label, &token.digest)),
             None => Err(
                 "the bearer token is not one this server accepts; send `Authorization: Bearer <token>` with a token the server was started with",
             ),
@@ -498,12 +500,11 @@ async fn gate(State(gate): State<Arc<Gate>>, mut request: Request, next: Next) -
     if let Some(id) = &session {
         let owner = gate.owners.lock().ok().and_then(|mut o| o.owner(id));
         if owner.as_ref() != Some(&principal) {
-            return (
+            return refuse(
                 StatusCode::NOT_FOUND,
-                [(header::CONNECTION, HeaderValue::from_static("close"))],
-                "Not Found: Session not found",
-            )
-                .into_response();
+                -32001,
+                "Session not found: start a new session with initialize".to_owned(),
+            );
         }
     }
     request.extensions_mut().insert(principal.clone());
@@ -573,7 +574,52 @@ async fn gate(State(gate): State<Arc<Gate>>, mut request: Request, next: Next) -
         }
         _ => {}
     }
-    response
+    as_json_rpc_error(response).await
+}
+
+/// A 400, 404, 405, 406 or 415 answer of the MCP layer with a text body, as the JSON-RPC
+/// error object the streamable HTTP transport describes (404: -32001, the others -32000),
+/// the text as its message.
+async fn as_json_rpc_error(response: Response) -> Response {
+    let status = response.status();
+    let is_json = response
+        .headers()
+        .get(header::CONTENT_TYPE)
+        .and_then(|v| v.to_str().ok())
+        .is_some_and(|t| t.starts_with("application/json"));
+    let code = match status {
+        StatusCode::NOT_FOUND => -32001,
+        StatusCode::BAD_REQUEST
+        | StatusCode::METHOD_NOT_ALLOWED
+        | StatusCode::NOT_ACCEPTABLE
+        | StatusCode::UNSUPPORTED_MEDIA_TYPE => -32000,
+        _ => return response,
+    };
+    if is_json {
+        return response;
+    }
+    let (mut parts, body) = response.into_parts();
+    let text = axum::body::to_bytes(body, 64 * 1024)
+        .await
+        .map(|b| String::from_utf8_lossy(&b).trim().to_owned())
+        .unwrap_or_default();
+    let message = if text.is_empty() {
+        status.canonical_reason().unwrap_or("error").to_owned()
+    } else {
+        text
+    };
+    let body = serde_json::json!({
+        "jsonrpc": "2.0",
+        "id": null,
+        "error": {"code": code, "message": message},
+    })
+    .to_string();
+    parts.headers.insert(
+        header::CONTENT_TYPE,
+        HeaderValue::from_static("application/json"),
+    );
+    parts.headers.remove(header::CONTENT_LENGTH);
+    Response::from_parts(parts, Body::from(body))
 }
 
 /// The answer of a legacy call was sent (`ended`) or abandoned: an abandoned call is

@@ -32,11 +32,27 @@
 //!
 //! `{"mcpServers": {NAME: SERVER}}` in the project root, where SERVER is
 //! `{"command", "args", "env", "cwd"}` for a stdio server or `{"type": "http", "url",
-//! "headers", "bearerTokenEnvVar", "caCertFile"}` for a streamable-HTTP one, plus
-//! `startupTimeoutMs` and `toolTimeoutMs` for either. Strings expand `${VAR}` and
-//! `${VAR:-default}`. An entry with a problem (an unset variable, an unknown `type`, the
-//! legacy `"type": "sse"`, which rmcp no longer speaks) is skipped with its reason
-//! ([`McpConfig::skipped`]) and the other servers start. An `https` server must have a certificate the system trusts, or one
+//! "headers", "bearerTokenEnvVar", "caCertFile", "oauth"}` for a streamable-HTTP one
+//! (`"type": "sse"` for the legacy HTTP+SSE transport), plus `startupTimeoutMs` and
+//! `toolTimeoutMs` for any. Strings expand `${VAR}` and `${VAR:-default}`. An entry with a
+//! problem (an unset variable, an unknown `type`) is skipped with its reason
+//! ([`McpConfig::skipped`]) and the other servers start.
+//!
+//! # Hosted servers
+//!
+//! An HTTP server that requires OAuth is logged in to once ([`login`], the binary's `mcp
+//! login`): discovery from its 401, a client identity ([`OAuthConfig`]: registered in
+//! advance, a client ID metadata document, or dynamic registration), the authorization code
+//! flow with PKCE through the person's browser ([`open_browser`], [`LoginPrompt`]), tokens
+//! stored per server URL under the state directory ([`TOKEN_DIR`], never in the project).
+//! Sessions refresh them by themselves; when no token can be had, a call's error says
+//! `run: agent-tools mcp login NAME`. [`logout`] forgets and revokes them; [`auth_status`]
+//! says how a server authenticates. A machine client (`"grant": "client_credentials"` or
+//! `"enterprise"`) gets its own tokens in each session.
+//!
+//! A server's questions (`elicitation/create`) go to the person behind the call that is
+//! running: the session's `QuestionPrompter`, or under the server adapter the MCP client
+//! ([`ClientRelay`]), which also gets `sampling/createMessage` ([`ClientOffers`]). An `https` server must have a certificate the system trusts, or one
 //! signed by the CA whose PEM file `caCertFile` names (trusted for that server only); a
 //! certificate that is not trusted is a connection error naming the server, the TLS problem
 //! and `caCertFile`. See [`parse_config`].
@@ -59,19 +75,26 @@
 //! # }
 //! ```
 
+mod capped;
 mod config;
 mod conns;
 mod contexts;
+mod failure;
 mod http;
+mod legacy_sse;
 mod live;
+mod login;
 mod manager;
 mod mrtr;
 mod naming;
+mod oauth;
+mod oauth_store;
 mod principal;
 mod prompts;
 mod questions;
 mod random;
 mod reaper;
+mod relay;
 mod resources;
 mod server;
 mod server_conn;
@@ -82,9 +105,11 @@ use std::sync::Arc;
 
 use tool_core::{Tool, ToolContext, ToolError, Typed};
 
+pub use capped::MAX_MESSAGE_DEPTH;
 pub use config::{
-    DEFAULT_CALL_TIMEOUT, DEFAULT_STARTUP_TIMEOUT, McpConfig, ServerConfig, SkippedServer,
-    Transport, expand, load_project_config, parse_config,
+    DEFAULT_CALL_TIMEOUT, DEFAULT_MAX_MESSAGE_BYTES, DEFAULT_STARTUP_TIMEOUT, EnterpriseConfig,
+    Grant, HttpKind, McpConfig, OAuthConfig, Secret, ServerConfig, SkippedServer, Transport,
+    expand, load_project_config, parse_config,
 };
 pub use conns::{DEFAULT_HEADER_TIMEOUT, DEFAULT_IDLE_TIMEOUT, DEFAULT_MAX_CONNECTIONS};
 pub use contexts::{CONTEXT_META_KEY, DEFAULT_IDLE, MAX_MINTED, SessionFactory};
@@ -92,13 +117,20 @@ pub use http::{
     DEFAULT_GRACE, HttpOptions, MIN_TOKEN_LEN, Token, parse_listen_addr, serve_http,
     tokens_from_text,
 };
+pub use legacy_sse::LegacySseError;
 pub use live::LivePool;
+pub use login::{
+    AuthStatus, LOGIN_TIMEOUT, LoginOutcome, LoginPrompt, LogoutOutcome, auth_status, login,
+    logout, open_browser,
+};
 pub use manager::McpManager;
 pub use mrtr::{ROUND_TTL, UpfrontInput};
 pub use naming::{MAX_DESCRIPTION_CHARS, MAX_NAME_LEN, qualified_name};
+pub use oauth_store::TOKEN_DIR;
 pub use principal::Principal;
 pub use prompts::{ElicitationPrompter, SamplingSummariser};
 pub use questions::{ElicitQuestions, QuestionForm, question_hook};
+pub use relay::{ClientOffers, ClientRelay};
 pub use resources::{ListMcpResourcesTool, ReadMcpResourceTool};
 pub use server::{
     ClientHook, ClientHookFn, MAX_REQUEST_BYTES, StdioOptions, mcp_tool_list, serve_stdio,

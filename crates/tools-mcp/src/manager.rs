@@ -33,6 +33,41 @@ pub struct McpManager {
 }
 impl tool_core::Shared for McpManager {}
 
+/// Whether the pool names of the tools of servers named `a` and `b`
+/// (`mcp__<server>__<tool>`, each part sanitised) can be the same name: when the two
+/// servers' parts are equal, or one is the other followed by `_` or by `__` and more (then
+/// `mcp__a__b__x` is both tool `b__x` of `a` and tool `x` of `a__b`).
+pub(crate) fn ambiguous(a: &str, b: &str) -> bool {
+    let (x, y) = (sanitize(a), sanitize(b));
+    let (short, long) = if x.len() <= y.len() { (x, y) } else { (y, x) };
+    long == short || long == format!("{short}_") || long.starts_with(&format!("{short}__"))
+}
+
+/// Leaves out (as skipped, naming both) every server whose tools' names would be ambiguous
+/// with those of a server before it in name order: a rule or a person reading
+/// `mcp__a__b__x` could not tell which server it means.
+fn refuse_ambiguous(config: &mut McpConfig) {
+    let mut kept: Vec<crate::config::ServerConfig> = Vec::new();
+    for server in std::mem::take(&mut config.servers) {
+        match kept.iter().find(|k| ambiguous(&k.name, &server.name)) {
+            Some(other) => config.skipped.push(SkippedServer {
+                reason: format!(
+                    "mcpServers.{}: not started: its tools' names (mcp__{}__…) could be read as tools of the server \"{}\" (mcp__{}__…), so a rule or a reader could not tell the two apart; rename one of \"{}\" and \"{}\"",
+                    server.name,
+                    sanitize(&server.name),
+                    other.name,
+                    sanitize(&other.name),
+                    other.name,
+                    server.name
+                ),
+                name: server.name,
+            }),
+            None => kept.push(server),
+        }
+    }
+    config.servers = kept;
+}
+
 impl McpManager {
     /// Starts connecting every server of `config` in the background, concurrently, each
     /// under its start-up timeout, and returns at once: a server's tools join
@@ -41,19 +76,16 @@ impl McpManager {
     /// never stop the others; servers the configuration skipped are listed with their
     /// problem.
     ///
-    /// The session `ctx` gives the project root (a stdio server's default directory), the
-    /// state directory (saved blobs) and the working directories, which servers get as MCP
-    /// roots. Needs a tokio runtime.
+    /// The session `ctx` gives the project root (a stdio server's default directory) and the
+    /// working directories, which servers get as MCP roots (saved blobs go to the private
+    /// state directory of the session that fetched them). Needs a tokio runtime.
     pub fn start(config: impl Into<McpConfig>, ctx: &ToolContext) -> Result<Arc<Self>, ToolError> {
         let runtime = tokio::runtime::Handle::try_current().map_err(|_| {
             ToolError::fatal("MCP servers can only be started inside a tokio runtime")
         })?;
-        let config = config.into();
-        let shared = Arc::new(Shared::new(
-            ctx.original_cwd(),
-            ctx.state_dir(),
-            &ctx.working_dirs(),
-        ));
+        let mut config = config.into();
+        refuse_ambiguous(&mut config);
+        let shared = Arc::new(Shared::of_session(ctx));
         let servers: Vec<Arc<ServerConn>> = config
             .servers
             .into_iter()
@@ -315,6 +347,52 @@ pub(crate) fn skipped_message(skipped: &SkippedServer) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn servers_whose_tool_names_could_be_read_as_each_others_are_refused() {
+        let check = |a: &str, b: &str, expected: bool| {
+            assert_eq!(ambiguous(a, b), expected, "{a} / {b}");
+            assert_eq!(ambiguous(b, a), expected, "{b} / {a}");
+        };
+        check("a", "a__b", true);
+        check("a", "a___b", true);
+        check("a", "a_", true);
+        check("my.server", "my_server", true);
+        check("a", "a", true);
+        check("a", "a_b", false);
+        check("a", "ab", false);
+        check("a_", "a__", true);
+        check("a_b", "a_c", false);
+        check("git", "github", false);
+        let server = |name: &str| crate::config::ServerConfig {
+            name: name.to_owned(),
+            transport: crate::config::Transport::Stdio {
+                command: "true".into(),
+                args: Vec::new(),
+                env: Default::default(),
+                cwd: None,
+            },
+            startup_timeout: Duration::from_secs(1),
+            call_timeout: Duration::from_secs(1),
+            max_message_bytes: crate::config::DEFAULT_MAX_MESSAGE_BYTES,
+        };
+        let mut config = McpConfig::from(vec![
+            server("a"),
+            server("a__b"),
+            server("a_b"),
+            server("b"),
+        ]);
+        refuse_ambiguous(&mut config);
+        let kept: Vec<&str> = config.servers.iter().map(|s| s.name.as_str()).collect();
+        assert_eq!(kept, ["a", "a_b", "b"]);
+        assert_eq!(config.skipped.len(), 1);
+        let reason = &config.skipped[0].reason;
+        assert!(
+            reason.starts_with("mcpServers.a__b: not started")
+                && reason.contains("rename one of \"a\" and \"a__b\""),
+            "{reason}"
+        );
+    }
 
     #[tokio::test]
     async fn skipped_servers_are_listed_and_tool_names_find_their_server() {

@@ -1,5 +1,6 @@
 //! What `agent-tools serve` borrows from its client: permission questions through MCP
-//! elicitation, and WebFetch's summariser through MCP sampling.
+//! elicitation, WebFetch's summariser through MCP sampling, and the questions and sampling
+//! requests of the upstream MCP servers behind the pool ([`PeerRelay`]).
 
 // Sampling is marked deprecated by SEP-2577, but it is what MCP clients offer today.
 #![allow(deprecated)]
@@ -7,10 +8,11 @@
 use std::time::Duration;
 
 use async_trait::async_trait;
+use rmcp::ErrorData;
 use rmcp::RoleServer;
 use rmcp::model::{
-    CreateMessageRequestParams, ElicitRequestParams, ElicitResult, ElicitationAction,
-    ElicitationSchema, SamplingMessage,
+    CreateMessageRequestParams, CreateMessageResult, ElicitRequestParams, ElicitResult,
+    ElicitationAction, ElicitationSchema, SamplingMessage,
 };
 use rmcp::service::Peer;
 use tool_core::{PermissionAnswer, PermissionPrompter, PermissionRequest, Summariser, ToolError};
@@ -158,5 +160,52 @@ impl Summariser for SamplingSummariser {
             ));
         }
         Ok(text.join("\n"))
+    }
+}
+
+/// Forwards upstream servers' elicitations and sampling requests to the MCP client of a
+/// legacy session, as they were asked; what the client did not declare is refused.
+#[derive(Debug, Clone)]
+pub(crate) struct PeerRelay {
+    pub(crate) peer: Peer<RoleServer>,
+    pub(crate) elicitation: bool,
+    pub(crate) sampling: bool,
+}
+
+#[async_trait]
+impl crate::relay::ClientRelay for PeerRelay {
+    async fn elicit(&self, params: ElicitRequestParams) -> Result<ElicitResult, ErrorData> {
+        if !self.elicitation {
+            return Ok(crate::relay::decline());
+        }
+        self.peer
+            .create_elicitation_with_timeout(params, Some(ELICIT_TIMEOUT))
+            .await
+            .map_err(|e| {
+                ErrorData::internal_error(
+                    format!("the MCP client of agent-tools did not answer: {e}"),
+                    None,
+                )
+            })
+    }
+
+    async fn sample(
+        &self,
+        params: CreateMessageRequestParams,
+    ) -> Result<CreateMessageResult, ErrorData> {
+        if !self.sampling {
+            return Err(ErrorData::new(
+                rmcp::model::ErrorCode::METHOD_NOT_FOUND,
+                "sampling is not available: the MCP client connected to agent-tools serve does not offer it",
+                None,
+            ));
+        }
+        self.peer.create_message(params).await.map_err(|e| match e {
+            rmcp::service::ServiceError::McpError(e) => e,
+            other => ErrorData::internal_error(
+                format!("the MCP client of agent-tools did not sample: {other}"),
+                None,
+            ),
+        })
     }
 }

@@ -259,8 +259,14 @@ impl TypedTool for ReadMcpResourceTool {
                     blob,
                     ..
                 } => {
-                    let path = save_blob(server, &uri, mime_type.as_deref(), &blob)
-                        .map_err(ToolError::fatal)?;
+                    let path = save_blob(
+                        ctx.private_state_dir(),
+                        server,
+                        &uri,
+                        mime_type.as_deref(),
+                        &blob,
+                    )
+                    .map_err(ToolError::fatal)?;
                     contents.push(ReadContent {
                         uri,
                         mime_type,

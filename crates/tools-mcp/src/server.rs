@@ -270,12 +270,13 @@ impl PoolServer {
         self.pool()
     }
 
-    /// The context of this legacy session, made on first use.
-    fn session_ctx(&self) -> Result<ToolContext, ErrorData> {
+    /// The context of this legacy session, made on first use for the principal that opened
+    /// it.
+    fn session_ctx(&self, principal: &Principal) -> Result<ToolContext, ErrorData> {
         if let Some(ctx) = self.session.ctx.get() {
             return Ok(ctx.clone());
         }
-        let made = self.shared.contexts.session()?;
+        let made = self.shared.contexts.session(principal)?;
         match self.session.ctx.set(made.clone()) {
             Ok(()) => Ok(made),
             // Another request of the session made it first.
@@ -545,6 +546,14 @@ fn install_client_services(
             Arc::new(SamplingSummariser::new(context.peer.clone()));
         ctx.services().insert(summariser);
     }
+    // The questions and sampling requests of the upstream servers behind the pool, during
+    // this session's calls of their tools, go to this client.
+    let relay: Arc<dyn crate::relay::ClientRelay> = Arc::new(crate::prompts::PeerRelay {
+        peer: context.peer.clone(),
+        elicitation: request.capabilities.elicitation.is_some(),
+        sampling: request.capabilities.sampling.is_some(),
+    });
+    ctx.services().insert(relay);
     install_event_notifications(ctx, &context.peer);
     if let Some(hook) = ctx.services().get::<ClientHook>() {
         (hook.0)(ctx, &context.peer, &request.capabilities);
@@ -623,7 +632,7 @@ impl ServerHandler for PoolServer {
         context: RequestContext<RoleServer>,
     ) -> Result<InitializeResult, ErrorData> {
         context.peer.set_peer_info(request.clone());
-        let ctx = self.session_ctx()?;
+        let ctx = self.session_ctx(&principal_of(&context))?;
         install_client_services(&ctx, &request, &context);
         // The tool list the client is about to learn: changes from here on are announced
         // once it has sent `notifications/initialized`.
@@ -718,6 +727,19 @@ impl ServerHandler for PoolServer {
         Ok(ListToolsResult::with_all_items(tools.as_ref().clone()))
     }
 
+    async fn on_custom_request(
+        &self,
+        request: rmcp::model::CustomRequest,
+        _context: RequestContext<RoleServer>,
+    ) -> Result<rmcp::model::CustomResult, ErrorData> {
+        // JSON-RPC's "Method not found", naming the method.
+        Err(ErrorData::new(
+            rmcp::model::ErrorCode::METHOD_NOT_FOUND,
+            format!("Method not found: {}", request.method),
+            Some(serde_json::json!({"method": request.method})),
+        ))
+    }
+
     fn get_tool(&self, name: &str) -> Option<McpToolDecl> {
         self.catalog
             .borrow()
@@ -748,7 +770,7 @@ impl ServerHandler for PoolServer {
         if is_stateless(&context) {
             return self.call_stateless(&pool, request, input, &context).await;
         }
-        let ctx = self.session_ctx()?;
+        let ctx = self.session_ctx(&principal_of(&context))?;
         let call = ToolCall {
             tool: request.name.to_string(),
             input,

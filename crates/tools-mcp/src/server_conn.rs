@@ -21,7 +21,8 @@ use std::sync::{Arc, Mutex, RwLock, Weak};
 
 use rmcp::model::{
     CallToolRequest, CallToolRequestParams, CancelledNotificationParam, ClientCapabilities,
-    ClientConfig, ClientNotification, ClientRequest, ErrorData, Implementation, JsonObject,
+    ClientConfig, ClientNotification, ClientRequest, ElicitRequestParams, ElicitResult,
+    ElicitationCapability, ErrorData, FormElicitationCapability, Implementation, JsonObject,
     JsonRpcMessage, ProgressNotificationParam, ProgressToken, ProtocolVersion,
     ReadResourceRequestParams, ReadResourceResult, Resource, ServerNotification, ServerResult,
     Tool as McpToolDecl,
@@ -40,7 +41,15 @@ use tokio::sync::{Notify, watch};
 use tokio_util::sync::CancellationToken;
 use tool_core::{ProcessGroup, Progress, ProgressSink, ToolContext, ToolError};
 
-use crate::config::{ServerConfig, Transport};
+use crate::config::{HttpKind, ServerConfig, Transport};
+use crate::failure::chain;
+use crate::legacy_sse::LegacySse;
+use crate::oauth::{AuthedHttp, Tokens};
+use crate::oauth_store::TokenStore;
+use crate::relay::{Callers, ClientOffers, Route};
+
+/// How long a new HTTP connection waits for its `GET` stream before its first request.
+const STREAM_WAIT: std::time::Duration = std::time::Duration::from_secs(1);
 
 /// At most this much of a server's stderr is kept (the tail).
 pub const STDERR_CAP: usize = 64 * 1024;
@@ -140,7 +149,7 @@ impl Default for Signals {
 
 /// What the servers of one manager share: the session's places, its roots, the signals to
 /// the manager, and the token that ends every start-up when the session ends.
-#[derive(Debug, Default)]
+#[derive(Default)]
 pub(crate) struct Shared {
     root: PathBuf,
     state_dir: PathBuf,
@@ -148,6 +157,19 @@ pub(crate) struct Shared {
     roots: Vec<(String, Option<String>)>,
     pub(crate) signals: Signals,
     pub(crate) closing: CancellationToken,
+    /// What the client declares to the servers
+    offers: ClientOffers,
+    /// Who answers a server's question while none of its calls runs (the session's)
+    fallback: Option<Route>,
+}
+
+impl std::fmt::Debug for Shared {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Shared")
+            .field("root", &self.root)
+            .field("offers", &self.offers)
+            .finish_non_exhaustive()
+    }
 }
 
 impl Shared {
@@ -157,6 +179,15 @@ impl Shared {
             state_dir: state_dir.to_path_buf(),
             roots: roots_of(working_dirs),
             ..Shared::default()
+        }
+    }
+
+    /// The places and the answering routes of the session `ctx`.
+    pub(crate) fn of_session(ctx: &ToolContext) -> Self {
+        Shared {
+            offers: ClientOffers::of(ctx),
+            fallback: Route::of(ctx),
+            ..Shared::new(ctx.original_cwd(), ctx.state_dir(), &ctx.working_dirs())
         }
     }
 }
@@ -272,6 +303,36 @@ impl<T: McpTransport<RoleClient>> McpTransport<RoleClient> for Watched<T> {
     }
 }
 
+/// A stdio server's connection: rmcp's line transport over [`crate::capped::Capped`], and
+/// the child (killed when this is dropped; its group is the connection's).
+struct StdioChild {
+    transport: rmcp::transport::async_rw::AsyncRwTransport<
+        RoleClient,
+        crate::capped::Capped<tokio::process::ChildStdout>,
+        tokio::process::ChildStdin,
+    >,
+    _child: tokio::process::Child,
+}
+
+impl McpTransport<RoleClient> for StdioChild {
+    type Error = std::io::Error;
+
+    fn send(
+        &mut self,
+        item: TxJsonRpcMessage<RoleClient>,
+    ) -> impl Future<Output = Result<(), Self::Error>> + Send + 'static {
+        self.transport.send(item)
+    }
+
+    fn receive(&mut self) -> impl Future<Output = Option<RxJsonRpcMessage<RoleClient>>> + Send {
+        self.transport.receive()
+    }
+
+    fn close(&mut self) -> impl Future<Output = Result<(), Self::Error>> + Send {
+        self.transport.close()
+    }
+}
+
 /// Receives the server's notifications.
 #[derive(Clone)]
 pub(crate) struct Handler {
@@ -285,7 +346,23 @@ impl ClientHandler for Handler {
         // where servers use them to learn the workspace (server-filesystem limits itself to
         // them, server-everything offers get-roots-list).
         #[allow(deprecated)]
-        let capabilities = ClientCapabilities::builder().enable_roots().build();
+        let mut capabilities = ClientCapabilities::builder().enable_roots().build();
+        let offers = self
+            .conn
+            .upgrade()
+            .map(|c| c.shared.offers)
+            .unwrap_or_default();
+        if offers.elicitation {
+            capabilities.elicitation = Some(
+                ElicitationCapability::new()
+                    .with_form(FormElicitationCapability::new().with_schema_validation(true)),
+            );
+        }
+        if offers.sampling {
+            #[allow(deprecated)]
+            let sampling = rmcp::model::SamplingCapability::default();
+            capabilities.sampling = Some(sampling);
+        }
         ClientConfig::new(
             capabilities,
             Implementation::new("agent-tools", env!("CARGO_PKG_VERSION")),
@@ -304,6 +381,43 @@ impl ClientHandler for Handler {
             .map(|conn| list_roots_result(&conn.shared.roots))
             .unwrap_or_else(|| list_roots_result(&[]));
         Ok(roots)
+    }
+
+    async fn create_elicitation(
+        &self,
+        request: ElicitRequestParams,
+        _context: RequestContext<RoleClient>,
+    ) -> Result<ElicitResult, ErrorData> {
+        let Some(conn) = self.conn.upgrade() else {
+            return Ok(crate::relay::decline());
+        };
+        match conn.callers.route(conn.shared.fallback.as_ref()) {
+            Some(Route::Relay(relay)) => relay.elicit(request).await,
+            Some(Route::Person(person)) => {
+                crate::relay::ask_person(person.as_ref(), conn.name(), request).await
+            }
+            None => Ok(crate::relay::decline()),
+        }
+    }
+
+    #[allow(deprecated)]
+    async fn create_message(
+        &self,
+        params: rmcp::model::CreateMessageRequestParams,
+        _context: RequestContext<RoleClient>,
+    ) -> Result<rmcp::model::CreateMessageResult, ErrorData> {
+        let route = self
+            .conn
+            .upgrade()
+            .and_then(|conn| conn.callers.route(conn.shared.fallback.as_ref()));
+        match route {
+            Some(Route::Relay(relay)) => relay.sample(params).await,
+            _ => Err(ErrorData::new(
+                rmcp::model::ErrorCode::METHOD_NOT_FOUND,
+                "sampling is not available: no MCP client behind agent-tools can run a model for this request",
+                None,
+            )),
+        }
     }
 
     async fn on_progress(
@@ -325,20 +439,49 @@ impl ClientHandler for Handler {
         }
     }
 
+    /// Lists the tools again, coalescing: one listing in flight at a time, and the
+    /// notifications that arrive meanwhile answered together by one more listing after it
+    /// (a server that sends thousands costs two or three listings, not thousands).
     async fn on_tool_list_changed(&self, context: NotificationContext<RoleClient>) {
         let Some(conn) = self.conn.upgrade() else {
             return;
         };
+        if let Ok(mut state) = conn.refresh.lock() {
+            if state.in_flight {
+                state.queued += 1;
+                return;
+            }
+            state.in_flight = true;
+            state.covered = 1;
+        }
         let peer = context.peer.clone();
         // Listing is a request; run it outside the notification handler.
         tokio::spawn(async move {
-            let listed =
-                tokio::time::timeout(conn.config.startup_timeout, peer.list_all_tools()).await;
-            if let Ok(Ok(tools)) = listed {
-                conn.set_tools(tools);
-                conn.list_changes.fetch_add(1, Ordering::Relaxed);
+            loop {
+                let listed =
+                    tokio::time::timeout(conn.config.startup_timeout, peer.list_all_tools()).await;
+                if let Ok(Ok(tools)) = listed {
+                    conn.set_tools(tools);
+                    conn.list_changes.fetch_add(1, Ordering::Relaxed);
+                }
+                let (done, again) = match conn.refresh.lock() {
+                    Ok(mut state) => {
+                        let done = state.covered;
+                        if state.queued > 0 {
+                            state.covered = std::mem::take(&mut state.queued);
+                            (done, true)
+                        } else {
+                            *state = RefreshState::default();
+                            (done, false)
+                        }
+                    }
+                    Err(_) => (1, false),
+                };
+                conn.refresh_done(done);
+                if !again {
+                    return;
+                }
             }
-            conn.refresh_done();
         });
     }
 }
@@ -357,6 +500,17 @@ impl From<ToolError> for Failure {
     fn from(error: ToolError) -> Self {
         Failure::Error(error)
     }
+}
+
+/// The tool listings `tools/list_changed` notifications start: at most one in flight, and
+/// the notifications that arrived meanwhile (answered by one listing after it).
+#[derive(Debug, Default)]
+struct RefreshState {
+    in_flight: bool,
+    /// Notifications the listing in flight answers
+    covered: usize,
+    /// Notifications that arrived while it ran
+    queued: usize,
 }
 
 struct Connection {
@@ -394,12 +548,16 @@ pub(crate) struct ServerConn {
     pub(crate) list_changes: AtomicU64,
     /// `tools/list_changed` notifications received whose refresh has not finished
     pub(crate) refreshing: AtomicUsize,
+    /// The listing those notifications started, and how many wait for the next one
+    refresh: Mutex<RefreshState>,
     /// The message of an error naming no request, which ended the connection
     lost: Mutex<Option<String>>,
     has_resources: RwLock<bool>,
     /// Set when a call timed out: the next use restarts the server. (Not at once, so the
     /// server can still read the `notifications/cancelled` that went out.)
     restart: AtomicBool,
+    /// The calls running now, and who answers the server's questions for each
+    pub(crate) callers: Callers,
 }
 
 impl std::fmt::Debug for ServerConn {
@@ -410,48 +568,8 @@ impl std::fmt::Debug for ServerConn {
     }
 }
 
-/// An error and its sources, "outer: inner: innermost" (TLS problems are in the sources).
-fn chain(error: &dyn std::error::Error) -> String {
-    let mut text = error.to_string();
-    let mut source = error.source();
-    while let Some(e) = source {
-        let next = e.to_string();
-        if !text.contains(&next) {
-            text.push_str(": ");
-            text.push_str(&next);
-        }
-        source = e.source();
-    }
-    text
-}
-
-/// Why an HTTP handshake failed, down to the HTTP client's own error (rmcp keeps that one
-/// out of its error's sources, and with it any TLS problem).
-fn handshake_failure(error: &rmcp::service::ClientInitializeError) -> String {
-    use rmcp::service::ClientInitializeError;
-    use rmcp::transport::streamable_http_client::StreamableHttpError;
-    if let ClientInitializeError::TransportError { error, context } = error
-        && let Some(StreamableHttpError::Client(inner)) = error
-            .error
-            .downcast_ref::<StreamableHttpError<reqwest::Error>>()
-    {
-        return format!("{} (when it had to {context})", chain(inner));
-    }
-    chain(error)
-}
-
-/// What to do about a certificate the client does not trust, when `why` is about one.
-fn tls_hint(why: &str) -> &'static str {
-    let lower = why.to_lowercase();
-    if lower.contains("certificate") || lower.contains("unknownissuer") {
-        " (the server's TLS certificate is not trusted: if a private CA signed it, name that CA's PEM file in \"caCertFile\" for this server in .mcp.json)"
-    } else {
-        ""
-    }
-}
-
 /// The certificates of a `caCertFile`.
-fn read_ca_certs(path: &Path) -> Result<Vec<reqwest::Certificate>, String> {
+pub(crate) fn read_ca_certs(path: &Path) -> Result<Vec<reqwest::Certificate>, String> {
     let pem = std::fs::read(path)
         .map_err(|e| format!("caCertFile {}: cannot read it: {e}", path.display()))?;
     let certs = reqwest::Certificate::from_pem_bundle(&pem)
@@ -490,18 +608,16 @@ impl ServerConn {
             progress: Arc::new(Mutex::new(HashMap::new())),
             list_changes: AtomicU64::new(0),
             refreshing: AtomicUsize::new(0),
+            refresh: Mutex::new(RefreshState::default()),
             lost: Mutex::new(None),
             has_resources: RwLock::new(false),
             restart: AtomicBool::new(false),
+            callers: Callers::default(),
         })
     }
 
     pub(crate) fn name(&self) -> &str {
         &self.config.name
-    }
-
-    pub(crate) fn state_dir(&self) -> &Path {
-        &self.shared.state_dir
     }
 
     /// Whether the first connection attempt is still under way.
@@ -536,11 +652,14 @@ impl ServerConn {
         }
     }
 
-    /// A refresh announced by `tools/list_changed` has ended (with or without a new list).
-    fn refresh_done(&self) {
+    /// A refresh that answers `count` `tools/list_changed` notifications has ended (with or
+    /// without a new list).
+    fn refresh_done(&self, count: usize) {
         let _ = self
             .refreshing
-            .fetch_update(Ordering::SeqCst, Ordering::SeqCst, |n| n.checked_sub(1));
+            .fetch_update(Ordering::SeqCst, Ordering::SeqCst, |n| {
+                Some(n.saturating_sub(count))
+            });
         self.shared.signals.settled.notify_waiters();
     }
 
@@ -587,6 +706,14 @@ impl ServerConn {
 
     pub(crate) fn supports_resources(&self) -> bool {
         self.has_resources.read().map(|r| *r).unwrap_or(false)
+    }
+
+    /// " to URL" for an HTTP server, "" for a stdio one (for messages).
+    fn address(&self) -> String {
+        match &self.config.transport {
+            Transport::Http { url, .. } => format!(" to {url}"),
+            Transport::Stdio { .. } => String::new(),
+        }
     }
 
     /// The stderr tail, for messages: "" or "\nstderr: …".
@@ -667,8 +794,9 @@ impl ServerConn {
             }
             Err(e) => {
                 let message = format!(
-                    "MCP server \"{}\" failed to connect: {e}{}",
+                    "MCP server \"{}\" failed to connect{}: {e}{}",
                     self.config.name,
+                    self.address(),
                     self.stderr_note()
                 );
                 self.set_error(Some(message.clone()));
@@ -685,6 +813,9 @@ impl ServerConn {
         }
         // Refreshes of the old connection will never finish.
         self.refreshing.store(0, Ordering::SeqCst);
+        if let Ok(mut state) = self.refresh.lock() {
+            *state = RefreshState::default();
+        }
         if let Ok(mut lost) = self.lost.lock() {
             *lost = None;
         }
@@ -707,18 +838,32 @@ impl ServerConn {
                 cmd.args(args)
                     .env_clear()
                     .envs(minimal_env(env))
-                    .current_dir(cwd.as_deref().unwrap_or(&self.shared.root));
-                let mut wrap = process_wrap::tokio::CommandWrap::from(cmd);
-                wrap.wrap(process_wrap::tokio::ProcessGroup::leader());
-                let (process, stderr) = rmcp::transport::TokioChildProcess::builder(wrap)
-                    .stderr(Stdio::piped())
-                    .spawn()
+                    .current_dir(cwd.as_deref().unwrap_or(&self.shared.root))
+                    .stdin(Stdio::piped())
+                    .stdout(Stdio::piped())
+                    .stderr(Stdio::piped());
+                let (mut child, group) = ProcessGroup::spawn(&mut cmd)
                     .map_err(|e| format!("cannot start `{command}`: {e}"))?;
                 // Held here while the handshake runs, so a start-up that times out or is
                 // abandoned kills the group (`kill_spawned`).
                 if let Ok(mut spawned) = self.spawned.lock() {
-                    *spawned = process.id().and_then(ProcessGroup::adopt);
+                    *spawned = Some(group);
                 }
+                let stderr = child.stderr.take();
+                let (Some(stdout), Some(stdin)) = (child.stdout.take(), child.stdin.take()) else {
+                    self.kill_spawned();
+                    return Err(format!("cannot start `{command}`: no pipes to it"));
+                };
+                // Every message the server sends is held to its size and nesting limits.
+                let process = StdioChild {
+                    transport: crate::capped::stdio_transport(
+                        stdout,
+                        stdin,
+                        &self.config.name,
+                        self.config.max_message_bytes,
+                    ),
+                    _child: child,
+                };
                 if let Some(mut stderr) = stderr {
                     let tail = Arc::clone(&self.stderr);
                     tokio::spawn(async move {
@@ -746,29 +891,12 @@ impl ServerConn {
             }
             Transport::Http {
                 url,
+                kind,
                 headers,
                 bearer_token,
                 ca_cert_file,
+                oauth,
             } => {
-                use rmcp::transport::StreamableHttpClientTransport;
-                use rmcp::transport::streamable_http_client::StreamableHttpClientTransportConfig;
-                let mut custom = HashMap::new();
-                for (k, v) in headers {
-                    let name = reqwest::header::HeaderName::from_bytes(k.as_bytes())
-                        .map_err(|e| format!("header name {k:?}: {e}"))?;
-                    let value = reqwest::header::HeaderValue::from_str(v)
-                        .map_err(|e| format!("header {k}: {e}"))?;
-                    custom.insert(name, value);
-                }
-                // rmcp would renew an expired session by itself, silently: the manager does
-                // it instead (see `call_tool`), so the tool list is fetched again for the new
-                // session and the model is told that the server's session state is gone.
-                let mut config = StreamableHttpClientTransportConfig::with_uri(url.as_str())
-                    .custom_headers(custom)
-                    .reinit_on_expired_session(false);
-                if let Some(token) = bearer_token {
-                    config = config.auth_header(token.clone());
-                }
                 // Small JSON-RPC messages on a kept-alive connection must not wait for
                 // Nagle's algorithm (reqwest's default, stated here because it matters).
                 let mut builder = reqwest::Client::builder().tcp_nodelay(true);
@@ -778,29 +906,109 @@ impl ServerConn {
                 let client = builder
                     .build()
                     .map_err(|e| format!("cannot build the HTTP client: {}", chain(&e)))?;
-                let transport = Watched::new(
-                    StreamableHttpClientTransport::with_client(client, config),
-                    self,
-                );
-                let service = handler.serve(transport).await.map_err(|e| {
-                    let why = handshake_failure(&e);
-                    format!(
-                        "the MCP handshake with {url} failed: {why}{}",
-                        tls_hint(&why)
-                    )
-                })?;
-                (service, None)
+                // Without a fixed bearer token, requests carry the OAuth token of the
+                // server's URL when there is one (a login, or a machine grant).
+                let tokens = bearer_token.is_none().then(|| {
+                    Arc::new(Tokens::new(
+                        &self.config.name,
+                        url,
+                        oauth.as_deref(),
+                        TokenStore::new(&self.shared.state_dir, url),
+                        ca_cert_file.is_some().then(|| client.clone()),
+                    ))
+                });
+                let problem = |e: rmcp::service::ClientInitializeError| {
+                    crate::failure::handshake_problem(&self.config, &e)
+                };
+                match kind {
+                    HttpKind::Streamable => {
+                        use rmcp::transport::StreamableHttpClientTransport;
+                        use rmcp::transport::streamable_http_client::StreamableHttpClientTransportConfig;
+                        let mut custom = HashMap::new();
+                        for (k, v) in headers {
+                            let name = reqwest::header::HeaderName::from_bytes(k.as_bytes())
+                                .map_err(|e| format!("header name {k:?}: {e}"))?;
+                            let value = reqwest::header::HeaderValue::from_str(v)
+                                .map_err(|e| format!("header {k}: {e}"))?;
+                            custom.insert(name, value);
+                        }
+                        // rmcp would renew an expired session by itself, silently: the
+                        // manager does it instead (see `call_tool`), so the tool list is
+                        // fetched again for the new session and the model is told that
+                        // the server's session state is gone.
+                        let mut config =
+                            StreamableHttpClientTransportConfig::with_uri(url.as_str())
+                                .custom_headers(custom)
+                                .reinit_on_expired_session(false);
+                        if let Some(token) = bearer_token {
+                            config = config.auth_header(token.expose().to_owned());
+                        }
+                        // Held to the same cap as a stdio server's messages: a larger JSON
+                        // body or SSE event is refused before it is read whole.
+                        config.max_json_response_size = self.config.max_message_bytes;
+                        config.max_sse_event_size = self.config.max_message_bytes;
+                        let (opened, mut stream_opened) = watch::channel(false);
+                        let http = AuthedHttp {
+                            inner: client,
+                            tokens,
+                            stream_opened: Arc::new(opened),
+                        };
+                        let transport = Watched::new(
+                            StreamableHttpClientTransport::with_client(http, config),
+                            self,
+                        );
+                        let service = handler.serve(transport).await.map_err(problem)?;
+                        // rmcp opens the session's GET stream once the handshake is over;
+                        // the first request waits for it (a server may answer a request
+                        // there), a moment at most.
+                        let _ = tokio::time::timeout(
+                            STREAM_WAIT,
+                            stream_opened.wait_for(|opened| *opened),
+                        )
+                        .await;
+                        (service, None)
+                    }
+                    HttpKind::Sse => {
+                        let mut map = reqwest::header::HeaderMap::new();
+                        for (k, v) in headers {
+                            let name = reqwest::header::HeaderName::from_bytes(k.as_bytes())
+                                .map_err(|e| format!("header name {k:?}: {e}"))?;
+                            let value = reqwest::header::HeaderValue::from_str(v)
+                                .map_err(|e| format!("header {k}: {e}"))?;
+                            map.insert(name, value);
+                        }
+                        let transport = LegacySse::connect(
+                            client,
+                            url,
+                            map,
+                            bearer_token.as_ref().map(|t| t.expose().to_owned()),
+                            tokens,
+                        )
+                        .await
+                        .map_err(|e| {
+                            let e = rmcp::service::ClientInitializeError::transport::<LegacySse>(
+                                e,
+                                "open the event stream",
+                            );
+                            problem(e)
+                        })?;
+                        let service = handler
+                            .serve(Watched::new(transport, self))
+                            .await
+                            .map_err(problem)?;
+                        (service, None)
+                    }
+                }
             }
         };
         let has_tools = service
             .peer_info()
             .is_none_or(|i| i.capabilities.tools.is_some());
         let tools = if has_tools {
-            service
-                .peer()
-                .list_all_tools()
-                .await
-                .map_err(|e| format!("tools/list failed: {e}"))?
+            service.peer().list_all_tools().await.map_err(|e| {
+                crate::failure::request_problem(&self.config, &e)
+                    .unwrap_or_else(|| format!("tools/list failed: {e}"))
+            })?
         } else {
             Vec::new()
         };
@@ -820,6 +1028,8 @@ impl ServerConn {
         ctx: &ToolContext,
         qualified: &str,
     ) -> Result<(rmcp::model::CallToolResult, Option<String>), ToolError> {
+        // While the call runs, the server's questions go to whoever made it.
+        let _caller = self.callers.register(ctx);
         let why = match self
             .call_once(tool, arguments.clone(), ctx, qualified)
             .await
@@ -950,14 +1160,37 @@ impl ServerConn {
                 "MCP server \"{}\" refused {qualified}: {}",
                 self.config.name, e.message
             )),
+            other if crate::failure::is_auth_refusal(&other) => {
+                // The next call connects again, with whatever token there is by then.
+                self.disconnect().await;
+                let problem =
+                    crate::failure::request_problem(&self.config, &other).unwrap_or_default();
+                ToolError::fatal(format!(
+                    "MCP server \"{}\"{} refused {qualified}: {problem}",
+                    self.config.name,
+                    self.address().replacen(" to ", " at ", 1),
+                ))
+            }
             other => {
                 let lost = self.lost.lock().ok().and_then(|mut l| l.take());
+                let problem = crate::failure::request_problem(&self.config, &other);
                 self.disconnect().await;
-                let what = match lost {
-                    Some(message) => {
+                let limit = self.config.max_message_bytes;
+                let http = matches!(self.config.transport, Transport::Http { .. });
+                let what = match (lost, problem) {
+                    // rmcp refuses a JSON body over the limit before reading it whole.
+                    _ if other.to_string().contains("exceeded the maximum size") => format!(
+                        "it sent a message larger than {limit} bytes, its limit (maxMessageBytes in .mcp.json, or MCP_MAX_MESSAGE_BYTES); the message was dropped without being read whole"
+                    ),
+                    (_, Some(problem)) => problem,
+                    (Some(message), None) => {
                         format!("it answered with an error that names no request: \"{message}\"")
                     }
-                    None => format!("{other}; it may have crashed"),
+                    // An SSE event over the limit ends the stream the same way.
+                    (None, None) if http => format!(
+                        "{other}; it may have crashed, or sent an event larger than {limit} bytes, its limit (maxMessageBytes in .mcp.json, or MCP_MAX_MESSAGE_BYTES)"
+                    ),
+                    (None, None) => format!("{other}; it may have crashed"),
                 };
                 ToolError::fatal(format!(
                     "MCP server \"{}\" lost the connection during {qualified} ({what}). The next call reconnects.{}",

@@ -39,6 +39,8 @@ pub(crate) fn preview(text: &str) -> String {
 /// An MCP server's tool in the pool.
 pub(crate) struct McpTool {
     server: Arc<ServerConn>,
+    /// The server's part of the pool name (sanitised), which `mcp__<server>` rules match
+    server_part: String,
     remote: String,
     name: String,
     description: String,
@@ -81,6 +83,7 @@ impl McpTool {
             .unwrap_or(false);
         McpTool {
             offered: decl.clone(),
+            server_part: crate::naming::sanitize(server.name()),
             server,
             remote: decl.name.to_string(),
             name,
@@ -139,8 +142,11 @@ impl McpTool {
 
 static BLOBS: AtomicU64 = AtomicU64::new(0);
 
-/// Saves a base64 blob under `<state>/mcp-resources/<server>/` and returns its path.
+/// Saves a base64 blob under `<dir>/mcp-resources/<server>/` and returns its path; `dir`
+/// is the calling session's private state directory (the blob is what that session fetched,
+/// and the file tools let only it read there).
 pub(crate) fn save_blob(
+    dir: &std::path::Path,
     server: &ServerConn,
     uri: &str,
     mime: Option<&str>,
@@ -149,8 +155,7 @@ pub(crate) fn save_blob(
     let bytes = base64::engine::general_purpose::STANDARD
         .decode(data.trim())
         .map_err(|e| format!("the blob of {uri} is not valid base64: {e}"))?;
-    let dir = server
-        .state_dir()
+    let dir = dir
         .join("mcp-resources")
         .join(crate::naming::sanitize(server.name()));
     std::fs::create_dir_all(&dir).map_err(|e| format!("{}: {e}", dir.display()))?;
@@ -177,7 +182,11 @@ pub(crate) fn save_blob(
 /// Maps an MCP result to what the model reads: text and images as they are, embedded text
 /// resources inline, binary resources saved to a file, structured content as data (and as
 /// JSON text when there is no other content).
-pub(crate) fn map_result(server: &ServerConn, result: CallToolResult) -> ToolResult<Value> {
+pub(crate) fn map_result(
+    server: &ServerConn,
+    result: CallToolResult,
+    blob_dir: &std::path::Path,
+) -> ToolResult<Value> {
     let mut blocks = Vec::new();
     for block in result.content {
         match block {
@@ -201,7 +210,8 @@ pub(crate) fn map_result(server: &ServerConn, result: CallToolResult) -> ToolRes
                     blob,
                     ..
                 } => {
-                    let line = match save_blob(server, &uri, mime_type.as_deref(), &blob) {
+                    let line = match save_blob(blob_dir, server, &uri, mime_type.as_deref(), &blob)
+                    {
                         Ok(path) => format!(
                             "[Binary resource {uri} ({}) saved to {}]",
                             mime_type.as_deref().unwrap_or("unknown type"),
@@ -251,6 +261,9 @@ impl Tool for McpTool {
     }
     fn category(&self) -> ToolCategory {
         ToolCategory::Mcp
+    }
+    fn mcp_server(&self) -> Option<&str> {
+        Some(&self.server_part)
     }
     fn is_deferred(&self) -> bool {
         self.deferred
@@ -348,7 +361,7 @@ impl Tool for McpTool {
         {
             self.check_structured(schema, result.structured_content.as_ref())?;
         }
-        let mapped = map_result(&self.server, result);
+        let mapped = map_result(&self.server, result, ctx.private_state_dir());
         Ok(match note {
             Some(note) => mapped.with_side_message(note),
             None => mapped,
@@ -379,6 +392,7 @@ mod tests {
             },
             startup_timeout: Duration::from_secs(1),
             call_timeout: Duration::from_secs(1),
+            max_message_bytes: crate::config::DEFAULT_MAX_MESSAGE_BYTES,
         };
         ServerConn::new(config, Arc::new(Shared::new(state, state, &[])))
     }
@@ -399,7 +413,7 @@ mod tests {
             McpBlock::resource_link(Resource::new("demo://linked", "linked")),
         ]);
         result.structured_content = Some(json!({"temperature": 21}));
-        let mapped = map_result(&server, result);
+        let mapped = map_result(&server, result, dir.path());
         assert!(!mapped.is_error);
         assert_eq!(mapped.data, json!({"temperature": 21}));
         let saved = dir.path().join("mcp-resources/demo");
@@ -415,7 +429,11 @@ mod tests {
             .replace(&blob.display().to_string(), "[BLOB]");
         insta::assert_snapshot!(shown);
 
-        let only_structured = map_result(&server, CallToolResult::structured(json!({"a": 1})));
+        let only_structured = map_result(
+            &server,
+            CallToolResult::structured(json!({"a": 1})),
+            dir.path(),
+        );
         // rmcp adds the JSON as text for older clients; the data is the structured value.
         assert_eq!(
             only_structured.content,
@@ -425,6 +443,7 @@ mod tests {
         let error = map_result(
             &server,
             CallToolResult::error(vec![McpBlock::text("bad input")]),
+            dir.path(),
         );
         assert!(error.is_error);
         assert_eq!(error.error_message.as_deref(), Some("bad input"));

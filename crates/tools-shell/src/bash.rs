@@ -10,20 +10,17 @@ use async_trait::async_trait;
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 use tool_core::{
-    PermissionDecision, Progress, ToolCategory, ToolContext, ToolError, ToolMeta, ToolResult,
-    TypedTool, ValidationResult, format_size,
+    ApprovedBy, PermissionDecision, Progress, ToolCategory, ToolContext, ToolError, ToolMeta,
+    ToolResult, TypedTool, ValidationResult, format_size,
 };
 
-use crate::command::{self, Ending, RunSpec};
 use crate::output::{MAX_OUTPUT_CHARS, read_head, truncation_marker};
-use crate::parse::parse;
 use crate::permissions;
-use crate::policy::SandboxSettings;
-use crate::process;
-use crate::sandbox;
 use crate::session::ShellSession;
 use crate::spool::{Caps, OUTPUT_CAP, Spool, Summary};
 use crate::tasks::{Readiness, ShellTaskSpec, ShellTasks};
+use sandbox::{Ending, Profile, RunSpec, SandboxSettings};
+use shell_analysis::parse;
 use tool_core::TaskKind;
 
 /// Default time limit of a command.
@@ -82,6 +79,81 @@ pub struct BashInput {
     /// Set this to true to dangerously override sandbox mode and run commands without sandboxing
     #[serde(default, rename = "dangerouslyDisableSandbox")]
     pub dangerously_disable_sandbox: Option<bool>,
+    /// What the permission check found allows the command (not part of the input: the same
+    /// parsed input goes from the check to the call)
+    #[serde(skip)]
+    #[schemars(skip)]
+    pub(crate) grounds: Grounds,
+}
+
+/// What Bash's (or Monitor's) permission check found allows an allowed command: a person's
+/// choice (an allow rule, acceptEdits) or only its read-only classification. The call reads
+/// it to choose the sandbox (see [`profile_for`]).
+#[derive(Debug, Default)]
+pub(crate) struct Grounds(std::sync::Mutex<Option<bool>>);
+
+impl Clone for Grounds {
+    fn clone(&self) -> Self {
+        Grounds(std::sync::Mutex::new(self.by_person()))
+    }
+}
+
+impl Grounds {
+    fn set(&self, by_person: bool) {
+        if let Ok(mut g) = self.0.lock() {
+            *g = Some(by_person);
+        }
+    }
+
+    /// Whether a person's choice allowed it; `None` when no check ran.
+    fn by_person(&self) -> Option<bool> {
+        self.0.lock().ok().and_then(|g| *g)
+    }
+}
+
+/// The permission check of a command (Bash and Monitor): the shell permissions, and, for a
+/// command allowed only because it reads, whether a jail can be made to run it in (else it
+/// asks: nothing runs unasked outside the jail).
+pub(crate) fn check_command(
+    command: &str,
+    unsandboxed: bool,
+    grounds: &Grounds,
+    ctx: &ToolContext,
+    tool: &str,
+) -> PermissionDecision {
+    let decision = permissions::check_with(command, ctx, tool, unsandboxed);
+    if !matches!(decision, PermissionDecision::Allow) {
+        return decision;
+    }
+    let by_person = permissions::allowed_by_person(command, ctx, tool);
+    grounds.set(by_person);
+    if by_person {
+        return decision;
+    }
+    let settings = SandboxSettings::from_context(ctx).unwrap_or_default();
+    match sandbox::jail_available(&settings) {
+        Ok(()) => decision,
+        Err(why) => PermissionDecision::Ask {
+            reason: format!(
+                "{tool} command `{}` only reads, and commands that only read run unasked in a read-only jail, but {why}; without a jail it needs approval",
+                command.trim().chars().take(200).collect::<String>()
+            ),
+            suggestions: vec![permissions::exact_rule(command)],
+            kind: tool_core::AskKind::Default,
+        },
+    }
+}
+
+/// The sandbox a call runs in, from what allowed it: what a person approved (an answer, an
+/// allow rule, the permission mode, acceptEdits) runs in the workspace sandbox; what only
+/// the read-only classification allowed runs in the jail, and so does a call whose grounds
+/// are unknown (no permission step ran).
+pub(crate) fn profile_for(ctx: &ToolContext, grounds: &Grounds) -> Profile {
+    match ctx.approved_by() {
+        ApprovedBy::Person | ApprovedBy::Rule | ApprovedBy::Mode => Profile::Workspace,
+        ApprovedBy::Tool if grounds.by_person() == Some(true) => Profile::Workspace,
+        ApprovedBy::Tool | ApprovedBy::Unchecked => Profile::Jail,
+    }
 }
 
 /// Output of Bash.
@@ -123,6 +195,40 @@ pub struct BashOutput {
     /// Whether the sandbox was disabled for this call
     #[serde(skip_serializing_if = "std::ops::Not::not")]
     pub dangerously_disable_sandbox: bool,
+    /// The resource limit the command ran into: "killed: memory limit 8 GiB
+    /// (sandbox.limits.memory)"
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub limit: Option<String>,
+}
+
+/// Messages of programs whose memory allocation failed (what an address-space limit
+/// looks like from outside).
+const OUT_OF_MEMORY: &[&str] = &[
+    "Cannot allocate memory",
+    "MemoryError",
+    "out of memory",
+    "Out of memory",
+    "memory exhausted",
+    "memory allocation of",
+    "std::bad_alloc",
+    "heap out of memory",
+];
+
+/// The resource limit a sandboxed command ran into: what the sandbox saw (its cgroup's
+/// counters, SIGXCPU), or, where memory is limited by address space (no cgroup), a failed
+/// command whose output says an allocation failed.
+fn limit_hit(
+    prepared: &sandbox::Prepared,
+    finished: &sandbox::Finished,
+    output: &str,
+) -> Option<sandbox::LimitHit> {
+    if finished.limit.is_some() {
+        return finished.limit;
+    }
+    let memory = prepared.launch.policy()?.limits.memory?;
+    let by_address_space = sandbox::limits_mechanism() == "rlimits";
+    (by_address_space && finished.code != 0 && OUT_OF_MEMORY.iter().any(|m| output.contains(m)))
+        .then_some(sandbox::LimitHit::Memory(memory))
 }
 
 /// The Bash tool.
@@ -248,7 +354,7 @@ impl TypedTool for Bash {
 
     async fn check_permission(&self, input: &BashInput, ctx: &ToolContext) -> PermissionDecision {
         let unsandboxed = input.dangerously_disable_sandbox.unwrap_or(false);
-        permissions::check_with(&input.command, ctx, "Bash", unsandboxed)
+        check_command(&input.command, unsandboxed, &input.grounds, ctx, "Bash")
     }
 
     async fn call(
@@ -259,7 +365,9 @@ impl TypedTool for Bash {
         let disable = input.dangerously_disable_sandbox.unwrap_or(false);
         let settings = SandboxSettings::from_context(ctx)?;
         let (cwd, mut notice) = start_dir(ctx);
-        let prepared = sandbox::prepare(&settings, &ctx.working_dirs(), &cwd, disable)?;
+        let profile = profile_for(ctx, &input.grounds);
+        let prepared =
+            sandbox::prepare_profile(profile, &settings, &ctx.working_dirs(), &cwd, disable)?;
         if input.run_in_background.unwrap_or(false) {
             return background(input, ctx, cwd, prepared).await;
         }
@@ -273,7 +381,7 @@ impl TypedTool for Bash {
             env: Vec::new(),
         };
         let timeout = clamp_ms(input.timeout, DEFAULT_TIMEOUT);
-        let io = command::Io {
+        let io = sandbox::Io {
             output,
             cwd: Some(cwd_end),
         };
@@ -339,7 +447,7 @@ impl TypedTool for Bash {
         }
         // Once per process: the host's supervisor program was set aside (see
         // `host_program::unanswered`); whoever reads this result can pass it on.
-        if let Some(n) = crate::host_program::take_notice() {
+        if let Some(n) = sandbox::take_supervisor_notice() {
             text.push_str(&format!("\nNote for the host program: {n}"));
         }
         if let Some(n) = notice {
@@ -348,7 +456,17 @@ impl TypedTool for Bash {
         }
 
         let last = parse(&input.command).ok().and_then(|s| s.last_command);
-        let error = match finished.ending {
+        // A resource limit it ran into is named whatever else is said.
+        let limit = limit_hit(&prepared, &finished, &shown.text);
+        if let Some(hit) = limit {
+            data.limit = Some(hit.to_string());
+        }
+        let error = match (limit, finished.ending) {
+            (Some(hit), Ending::Exited | Ending::SandboxLost) => Some(format!(
+                "<error>{hit}; exit code {}</error>",
+                finished.code
+            )),
+            (_, ending) => match ending {
             Ending::SandboxLost => Some(
                 "<error>The sandbox ended while the command ran, and the command with it; it will be restarted for the next command</error>"
                     .to_owned(),
@@ -359,7 +477,7 @@ impl TypedTool for Bash {
             Ending::TimedOut => Some(format!(
                 "<error>Command timed out after {}: its process group was terminated (SIGTERM, then SIGKILL after {}s for anything left; exit code {})</error>",
                 format_duration(timeout),
-                command::KILL_GRACE.as_secs(),
+                sandbox::KILL_GRACE.as_secs(),
                 finished.code
             )),
             Ending::Exited if finished.code == 0 => None,
@@ -369,6 +487,7 @@ impl TypedTool for Bash {
                     None
                 }
                 None => Some(format!("Exit code {}", finished.code)),
+            },
             },
         };
         let text = text.trim_start_matches('\n').to_owned();
@@ -404,11 +523,11 @@ const PROGRESS_READ_CAP: u64 = 64 * 1024;
 /// MCP client, sees a long command's output as it comes). The lines are read from the
 /// output's spool, never from a path.
 async fn wait_reporting(
-    running: &mut process::Running,
+    running: &mut sandbox::Running,
     timeout: Duration,
     ctx: &ToolContext,
     output: &Spool,
-) -> command::Finished {
+) -> sandbox::Finished {
     let wait = running.wait(Some(timeout), ctx.cancel_token());
     tokio::pin!(wait);
     let mut ticker =

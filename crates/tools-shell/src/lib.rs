@@ -18,61 +18,37 @@
 //!   `Bash(...)` rules against each ([`check_command`]); deny rules hold in every mode, the
 //!   Read and Edit rules and the protected paths apply to the paths a command names, and
 //!   the read-only classification ([`is_read_only_command`], an allow-list of shapes)
-//!   decides auto-approval and concurrency. See "Shell permissions" below.
-//! - The [`SandboxSettings`] (the settings' `sandbox` section, and the session's Read deny
-//!   rules) select a policy enforced with bubblewrap, or Landlock and seccomp when
-//!   bubblewrap is missing (`sandbox.rs`). Inside, a command holds no capability,
-//!   runs under a seccomp filter (no mount, namespace, ptrace, keyring, bpf, module or
-//!   reboot call), cannot create, replace or rename a protected name (existing or not: a
-//!   missing one is bound over a placeholder), reaches no host network or host Unix socket
-//!   while the network is off, and cannot read what Read deny rules and the credential
-//!   defaults ([`SECRETS`]) hide. What holds under each mechanism, and where it stops, is in
+//!   decides auto-approval and concurrency. See "Shell permissions" below. The analysis
+//!   itself (parsing, option tables parsed as each program parses its options, wrappers,
+//!   classification) is the pure crate [`shell_analysis`], re-exported here; this crate adds
+//!   what needs the file system (scripts a line runs, package.json scripts, configuration
+//!   that steers git and cargo, paths against the Read and Edit rules).
+//! - Every command runs contained (the `sandbox` crate, re-exported here as far as a host
+//!   needs it): what the read-only classification alone allowed runs in the **read-only
+//!   jail** (nothing writable but a private `/tmp`, no network, secrets hidden, the
+//!   environment scrubbed), and so does a call whose approval is unknown; what a person
+//!   approved — an allow rule, an answer, the permission mode — runs in the **workspace
+//!   sandbox** the [`SandboxSettings`] describe (the settings' `sandbox` section, with the
+//!   session's Read deny rules), enforced with bubblewrap, or Landlock and seccomp when
+//!   bubblewrap is missing. Where no jail can be made, a read-only command asks instead.
+//!   Sandboxed commands get an allow-listed environment and resource limits; a limit hit is
+//!   named in the result. What holds under each mechanism, and where it stops, is in
 //!   `docs/sandbox.md`.
 //!
 //! # The supervisor
 //!
 //! Commands run under a supervisor: the host binary started again (a host calls
 //! [`sandbox_supervisor_entry`] first thing in `main`, as agent-tools does, or names a
-//! program with [`set_supervisor_program`]), reading requests from a Unix socket and
-//! spawning each command into a process group of its own (see the `supervisor` and
-//! `inside` modules). Foreground Bash calls of a session share one supervisor per kind of
-//! launch and policy — inside bubblewrap, under Landlock, or unsandboxed
-//! ([`sandbox_instance`] shows the last one started) — since starting bubblewrap costs
-//! more than a short command; each background command and Monitor gets one of its own. An
-//! instance is started on first use, started anew when the policy changes (mode, network,
-//! writable roots, a protected path that appeared, a bound path replaced outside) or when
-//! it died, and ends with the session, after [`SandboxLimits::idle_timeout`] without a
-//! command, or when another session needs its place: a process runs at most
-//! [`SandboxLimits::max_instances`] (see [`set_sandbox_limits`]); at the limit the instance
-//! idle the longest is ended, and when all are busy the call is refused with a retryable
-//! error that says so.
-//! Inside bubblewrap the supervisor runs under the seccomp filter, which the host binary
-//! applies to itself before it becomes the supervisor ([`EXEC_ARG`]); the placeholders an
-//! instance bound over missing protected names are removed when it ends.
-//!
-//! Without a supervisor program each command gets a sandbox of its own: the same
-//! confinement, about twice the cost per call, said once per process on stderr. A
-//! registered program that does not answer when started with [`SUPERVISOR_ARG`] (its `main`
-//! does not call [`sandbox_supervisor_entry`] first) is set aside the first time it fails to,
-//! with one warning on stderr naming `sandbox_supervisor_entry` (also passed on, once, at the
-//! end of the next Bash result), and commands run as without a program.
-//!
-//! Nothing a command starts outlives it, sandboxed or not. Its process group is signalled
-//! when its leader exits (TERM, the grace period, KILL), and when no command of the
-//! instance runs, the supervisor ends everything else it can reach: inside bubblewrap every
-//! other process of the sandbox's pid namespace; elsewhere every descendant, since it is a
-//! child subreaper (`PR_SET_CHILD_SUBREAPER`), so `setsid` and double forks cannot leave
-//! its subtree. Concurrent read-only calls share that moment: an escaped process lives at
-//! most until the last of them ends. The supervisor does the same when its socket closes —
-//! when the host ends the instance, and when the host dies, even by SIGKILL, since the
-//! kernel closes the host's end then (bubblewrap's `--die-with-parent` also fires).
-//!
-//! Without a supervisor program (a library host that registered none), commands are
-//! children of the host: under bubblewrap each gets a sandbox of its own, whose pid
-//! namespace ends with it; otherwise every process a command starts carries a mark in its
-//! environment and those still carrying it are killed when the command ends. That catches
-//! `setsid` and double forks, but not a process that clears its environment, and nothing is
-//! left to clean up if the host itself is killed: hosts should register a program.
+//! program with [`set_supervisor_program`]). Foreground Bash calls of a session share one
+//! supervisor per kind of launch, profile (jail or workspace) and policy
+//! ([`sandbox_instance`] shows the last one started); each background command and Monitor
+//! gets one of its own. A process runs at most [`SandboxLimits::max_instances`] (see
+//! [`set_sandbox_limits`]); at the limit the instance idle the longest is ended, and when
+//! all are busy the call is refused with a retryable error that says so. A registered
+//! program that does not answer when started with [`SUPERVISOR_ARG`] is set aside, with one
+//! warning on stderr (also passed on, once, at the end of the next Bash result), and
+//! commands then get a sandbox each. Nothing a command starts outlives it, sandboxed or not
+//! (the `sandbox` crate's documentation says how).
 //!
 //! # Output and the files the host opens
 //!
@@ -95,9 +71,11 @@
 //!   alone; a policy change never reuses an instance.
 //! - The supervisor holds no state a command can change: it is another process, commands
 //!   get their own pipes and none of its descriptors, and it runs each command with a fresh
-//!   `bash -c`. Files are as without sharing: `/tmp` in the sandbox is the host's (a
-//!   writable root under workspace-write, read-only otherwise), so what a command leaves
-//!   there is what it would have left with a sandbox per call. The start-up code every
+//!   `bash -c`. Files are as without sharing: `/tmp` in the workspace sandbox is the
+//!   host's (a writable root under workspace-write), in the jail one of its own that its
+//!   commands share (so what a command leaves there is what it would have left with a
+//!   sandbox per call, visible only to the session's other jailed commands while the
+//!   instance lives). The start-up code every
 //!   command runs travels in bash's arguments, not in a file, so no command can rewrite
 //!   what the next ones run first.
 //! - Kills go through the supervisor (the bubblewrap sandbox has its own pid namespace,
@@ -144,6 +122,9 @@
 //!
 //! # Deviations from the reference and known limits
 //!
+//! - What the read-only classification alone approves runs in a read-only jail, not in the
+//!   session's sandbox: a misclassified command can neither write nor reach the network
+//!   nor read a secret. Without bubblewrap or Landlock such a command asks.
 //! - The reference lets Read deny rules stop at the shell (`cat .env` ran under a
 //!   `Read(.env)` deny); here they cover the shell, and reads outside the working
 //!   directories ask as they do for the Read tool.
@@ -208,65 +189,46 @@
 //! ```
 
 mod bash;
-mod command;
-#[cfg(target_os = "linux")]
-mod filter;
-mod host_program;
-#[cfg(target_os = "linux")]
-mod inside;
-#[cfg(target_os = "linux")]
-mod landlock;
-#[cfg(target_os = "linux")]
-mod limits;
-mod mask;
 #[cfg(feature = "monitor")]
 mod monitor;
 mod operands;
 mod output;
-mod parse;
 mod permissions;
-#[cfg(target_os = "linux")]
-mod placeholder;
-mod placeholder_shape;
-mod policy;
 mod probe;
-mod process;
-mod programs;
-mod protect;
-mod readonly;
-mod reaper;
-mod sandbox;
 mod session;
 mod spool;
-#[cfg(target_os = "linux")]
-mod supervisor;
+mod steered;
 mod task_tools;
 mod tasks;
 
 use std::sync::Arc;
 
 pub use bash::{Bash, BashInput, BashOutput, DEFAULT_READY_TIMEOUT, DEFAULT_TIMEOUT, MAX_TIMEOUT};
-pub use host_program::EXEC_ARG;
-#[cfg(target_os = "linux")]
-pub use host_program::{SUPERVISOR_ARG, set_supervisor_program};
-#[cfg(target_os = "linux")]
-pub use inside::sandbox_supervisor_entry;
-#[cfg(target_os = "linux")]
-pub use limits::{SandboxLimits, live_sandbox_instances, sandbox_limits, set_sandbox_limits};
-pub use mask::{DenyRead, Mask, SECRETS};
+// The containment, from the `sandbox` crate: what a host of the shell needs of it.
 #[cfg(feature = "monitor")]
 pub use monitor::{MONITOR_LIMIT, Monitor, MonitorInput, MonitorOutput};
 pub use output::MAX_OUTPUT_CHARS;
-pub use parse::{ParseError, Redirect, Script, SimpleCommand, Word, parse as parse_command};
 pub use permissions::{
-    MAX_SUBCOMMANDS, check as check_command, check_with as check_command_with, command_programs,
-    is_read_only,
+    check as check_command, check_with as check_command_with, command_programs, is_read_only,
 };
-pub use policy::{Mechanism, SandboxMode, SandboxPolicy, SandboxSettings};
-pub use probe::{SandboxProbe, SandboxTrial, probe_sandbox, try_sandbox};
-pub use readonly::is_read_only_command;
-pub use sandbox::{Launch, Prepared, bubblewrap, landlock_available};
-pub use session::{SandboxInstance, sandbox_instance};
+pub use probe::{SandboxTrial, try_sandbox};
+pub use sandbox::{
+    DenyRead, EXEC_ARG, Launch, LimitHit, Mask, Mechanism, Prepared, Profile, ResourceLimits,
+    SECRETS, SandboxInstance, SandboxMode, SandboxPolicy, SandboxProbe, SandboxSettings,
+    bubblewrap, landlock_available, probe_sandbox, sandbox_supervisor_entry,
+};
+#[cfg(target_os = "linux")]
+pub use sandbox::{
+    SUPERVISOR_ARG, SandboxLimits, live_sandbox_instances, sandbox_limits, set_sandbox_limits,
+    set_supervisor_program,
+};
+pub use session::sandbox_instance;
+/// The command analysis (parsing, option tables, classification), re-exported for library
+/// users of the shell tools.
+pub use shell_analysis::{
+    self, MAX_SUBCOMMANDS, ParseError, Redirect, Script, SimpleCommand, Verdict, Word, classify,
+    is_read_only_command, parse as parse_command,
+};
 pub use spool::OUTPUT_CAP;
 pub use task_tools::{
     TASK_OUTPUT_CHARS, TaskOutput, TaskOutputData, TaskOutputInput, TaskStop, TaskStopData,
@@ -274,16 +236,11 @@ pub use task_tools::{
 };
 pub use tasks::{Readiness, ReadyOutcome, ShellTaskSpec, ShellTasks};
 
-/// Elsewhere there is no persistent sandbox to supervise.
-#[cfg(not(target_os = "linux"))]
-pub fn sandbox_supervisor_entry() -> Option<std::process::ExitCode> {
-    None
-}
-
 /// Wires the shell into a session being built: the background task manager (Bash's
 /// `run_in_background`, Monitor, TaskOutput and TaskStop, and other crates' background
 /// work) for the builder's working directories and state directory, and the sandbox
-/// settings every command runs under. Call it after `additional_dirs` and `state_dir`.
+/// settings every command runs under. Call it after `additional_dirs`, `state_dir` and
+/// `private_state_dir` (task output goes to the private one).
 ///
 /// ```
 /// let dir = tempfile::tempdir()?;
@@ -297,7 +254,7 @@ pub fn install(
     sandbox: SandboxSettings,
 ) -> tool_core::ToolContextBuilder {
     let tasks = Arc::new(ShellTasks::new(
-        &builder.state_dir_path(),
+        &builder.private_state_dir_path(),
         sandbox.clone(),
         builder.working_dirs(),
     ));

@@ -13,11 +13,9 @@ use tool_core::{
     TypedTool, ValidationResult,
 };
 
-use crate::bash::validate_command;
-use crate::permissions;
-use crate::policy::SandboxSettings;
-use crate::sandbox;
+use crate::bash::{Grounds, check_command, profile_for, validate_command};
 use crate::tasks::{ShellTaskSpec, ShellTasks};
+use sandbox::SandboxSettings;
 
 /// A monitor is stopped after this long.
 pub const MONITOR_LIMIT: Duration = Duration::from_secs(30 * 60);
@@ -32,6 +30,10 @@ pub struct MonitorInput {
     /// Clear, concise description of what is watched, in 5-10 words
     #[serde(default)]
     pub description: Option<String>,
+    /// What the permission check found allows the command (see Bash's)
+    #[serde(skip)]
+    #[schemars(skip)]
+    pub(crate) grounds: Grounds,
 }
 
 /// Output of Monitor.
@@ -68,7 +70,7 @@ impl TypedTool for Monitor {
         input: &MonitorInput,
         ctx: &ToolContext,
     ) -> PermissionDecision {
-        permissions::check(&input.command, ctx, "Monitor")
+        check_command(&input.command, false, &input.grounds, ctx, "Monitor")
     }
 
     async fn call(
@@ -83,7 +85,9 @@ impl TypedTool for Monitor {
         };
         let settings = SandboxSettings::from_context(ctx)?;
         let cwd = ctx.cwd();
-        let prepared = sandbox::prepare(&settings, &ctx.working_dirs(), &cwd, false)?;
+        let profile = profile_for(ctx, &input.grounds);
+        let prepared =
+            sandbox::prepare_profile(profile, &settings, &ctx.working_dirs(), &cwd, false)?;
         let description = input
             .description
             .clone()

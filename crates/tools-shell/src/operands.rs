@@ -8,7 +8,7 @@ use std::path::{Path, PathBuf};
 use regex::Regex;
 use tool_core::path;
 
-use crate::parse::Word;
+use shell_analysis::Word;
 
 /// At most this many paths come out of one glob; more is treated as unknown.
 const MAX_GLOB_PATHS: usize = 1_000;
@@ -47,11 +47,6 @@ impl Bases {
         }
         Bases(Some(bases))
     }
-}
-
-/// Whether a word is something other than a path (a URL).
-pub fn is_url(text: &str) -> bool {
-    text.contains("://")
 }
 
 /// Resolves a word against the bases.

@@ -23,151 +23,37 @@
 //!    program), by the read-only list (whose operands must pass the Read check, as the
 //!    Read tool's would), or by acceptEdits. Anything unclassifiable asks.
 
-use std::collections::BTreeSet;
 use std::path::{Path, PathBuf};
 
+use shell_analysis::{
+    Access, Analysis, Candidate, Form, MAX_SUBCOMMANDS, SimpleCommand, Unresolved, Word, analyse,
+    base_name, escape_option, is_shell_script, path_words, read_operands,
+};
 use tool_core::{
     AskKind, Beneath, CommandPattern, PermissionDecision, PermissionMode, PermissionRule,
     RuleBehavior, SourcedRule, ToolContext, path,
 };
 
 use crate::operands::{self, Bases, Resolved};
-use crate::parse::{Form, Script, SimpleCommand, Word, is_identifier, parse};
-use crate::programs::{self, base_name};
-use crate::readonly::{self, Access};
-
-/// At most this many simple commands are examined; more asks.
-pub const MAX_SUBCOMMANDS: usize = 50;
+use crate::steered;
 
 /// At most this many entries are walked to find a denied file beneath a directory a
 /// command reads recursively.
 const MAX_WALK: usize = 50_000;
-
-/// How deep wrappers and shell code are followed.
-const MAX_REPARSE: usize = 6;
-
-/// Environment variables whose assignment in front of a command changes nothing about what
-/// it runs, so it is stripped before matching. Every other variable may (PATH, LD_PRELOAD,
-/// BASH_ENV, GIT_*, PAGER, EDITOR, …), which makes the programs unknown.
-const SAFE_ENV: &[&str] = &[
-    "GOOS",
-    "GOARCH",
-    "CGO_ENABLED",
-    "GO111MODULE",
-    "RUST_LOG",
-    "RUST_BACKTRACE",
-    "CARGO_TERM_COLOR",
-    "NODE_ENV",
-    "PYTHONUNBUFFERED",
-    "PYTHONDONTWRITEBYTECODE",
-    "LANG",
-    "LANGUAGE",
-    "TERM",
-    "NO_COLOR",
-    "FORCE_COLOR",
-    "TZ",
-    "COLUMNS",
-    "LINES",
-    "CI",
-];
-
-fn is_safe_env(name: &str) -> bool {
-    SAFE_ENV.contains(&name) || name.starts_with("LC_")
-}
-
-/// Shell variables of lower case are the script's own; an upper-case name may be one the
-/// environment already exports (and so reaches every program started later).
-fn is_local_name(name: &str) -> bool {
-    is_identifier(name) && !name.chars().any(|c| c.is_ascii_uppercase())
-}
-
-/// One command to judge.
-#[derive(Debug, Clone)]
-struct Candidate {
-    /// The command after stripping safe wrappers and safe assignments: what allow rules match
-    text: String,
-    /// What deny and ask rules are matched against: the command in every spelling
-    deny_texts: Vec<String>,
-    /// The command (safe wrappers stripped) for classification
-    command: SimpleCommand,
-    /// Why it cannot be allowed by its words
-    issue: Option<String>,
-    /// Writes that always need a person
-    safety: Vec<String>,
-    /// The safe wrappers stripped in front of it (`timeout`, `nice`, …)
-    wrappers: Vec<String>,
-}
-
-/// What a command line does, as far as can be known before it runs.
-#[derive(Debug, Clone, Default)]
-pub struct Analysis {
-    candidates: Vec<Candidate>,
-    issues: Vec<String>,
-    opaque: Vec<String>,
-    cd_targets: Vec<Word>,
-    /// Shell scripts the line runs: the file, what runs it, how deep, and whether it is run
-    /// by its path (then only read when it is a shell script)
-    script_files: Vec<(Word, String, usize, bool)>,
-}
 
 /// The largest shell script the check reads to see what it runs.
 const MAX_SCRIPT_BYTES: u64 = 256 * 1024;
 /// At most this many script files are read for one line.
 const MAX_SCRIPT_FILES: usize = 16;
 
-/// Names assigned on the line with a value that may hide code, and names whose value bash
-/// evaluates as arithmetic or as a name.
-#[derive(Default)]
-struct Flow {
-    tainted: BTreeSet<String>,
-    evaluated: BTreeSet<String>,
-}
-
-fn push_unique(list: &mut Vec<String>, item: impl Into<String>) {
-    let item = item.into();
-    if !list.contains(&item) {
-        list.push(item);
-    }
-}
-
-/// Analyses a command line. Parse errors are reported by the tool's validation; here they
-/// deny, so nothing unparsable can run.
-pub fn analyse(command: &str) -> Result<Analysis, String> {
-    analyse_in(command, None)
-}
-
 /// Analyses a command line that will run in `cwd`: shell scripts it runs are read from
-/// there and checked as part of it.
-fn analyse_in(command: &str, cwd: Option<&Path>) -> Result<Analysis, String> {
-    let script = parse(command).map_err(|e| e.0)?;
-    let mut analysis = Analysis::default();
-    let mut flow = Flow::default();
-    collect(&script, &mut analysis, &mut flow, 0);
-    if let Some(cwd) = cwd {
-        read_scripts(&mut analysis, &mut flow, cwd);
-    }
-    if let Some(name) = flow.evaluated.intersection(&flow.tainted).next() {
-        push_unique(
-            &mut analysis.opaque,
-            format!(
-                "the value of `{name}`, set on this line from data that may hold code, which bash evaluates as arithmetic or as a name (running any `$(…)` hidden in it)"
-            ),
-        );
-    }
-    // cd combined with git can make git read a planted repository's config (the bare-repo
-    // `core.fsmonitor` escape); more than one cd makes paths hard to follow.
-    let names: Vec<&str> = analysis
-        .candidates
-        .iter()
-        .filter_map(|c| c.command.name())
-        .collect();
-    let cds = names.iter().filter(|n| **n == "cd").count();
-    if cds > 1 {
-        push_unique(&mut analysis.issues, "more than one `cd`");
-    }
-    if cds > 0 && names.contains(&"git") {
-        push_unique(&mut analysis.issues, "`cd` combined with `git`");
-    }
+/// there and checked as part of it, and programs steered by files in the project are
+/// checked against them.
+fn analyse_in(command: &str, cwd: &Path) -> Result<Analysis, String> {
+    let mut analysis = analyse(command).map_err(|e| e.0)?;
+    steered::package_scripts(&mut analysis, cwd);
+    read_scripts(&mut analysis, cwd);
+    steered::check(&mut analysis, cwd);
     Ok(analysis)
 }
 
@@ -175,12 +61,12 @@ fn analyse_in(command: &str, cwd: Option<&Path>) -> Result<Analysis, String> {
 /// checks their commands as part of the line. A script written by the line itself, one that
 /// cannot be read whole, or one reached through a `cd` cannot be known before the line
 /// runs.
-fn read_scripts(a: &mut Analysis, flow: &mut Flow, cwd: &Path) {
+fn read_scripts(a: &mut Analysis, cwd: &Path) {
     // Everything the line may write.
     let mut written: Vec<PathBuf> = Vec::new();
-    for c in &a.candidates {
-        let mut words: Vec<Word> = c
-            .command
+    for c in a.candidates() {
+        let cmd = c.command();
+        let mut words: Vec<Word> = cmd
             .redirects
             .iter()
             .filter(|r| r.writes_file())
@@ -188,14 +74,14 @@ fn read_scripts(a: &mut Analysis, flow: &mut Flow, cwd: &Path) {
             .collect();
         // The operands of a command that is neither read-only nor a shell running a script
         // (whose operand is the script it reads).
-        let runs_script = c.command.name().is_some_and(|n| {
+        let runs_script = cmd.name().is_some_and(|n| {
             matches!(
                 base_name(n),
                 "sh" | "bash" | "dash" | "zsh" | "ksh" | "mksh" | "ash" | "source" | "."
             )
         });
-        if readonly::read_operands(&c.command).is_none() && !runs_script {
-            words.extend(path_words(&c.command));
+        if read_operands(cmd).is_none() && !runs_script {
+            words.extend(path_words(cmd));
         }
         for w in words {
             if w.known {
@@ -204,473 +90,63 @@ fn read_scripts(a: &mut Analysis, flow: &mut Flow, cwd: &Path) {
         }
     }
     let mut read = 0;
-    while let Some((file, via, depth, direct)) = a.script_files.pop() {
-        read += 1;
-        if read > MAX_SCRIPT_FILES {
-            push_unique(&mut a.opaque, "more shell scripts than the check reads");
+    let after_cd = !a.cd_targets().is_empty();
+    loop {
+        let files = a.take_script_files();
+        if files.is_empty() {
             return;
         }
-        if !a.cd_targets.is_empty() && !file.text.starts_with('/') {
-            push_unique(
-                &mut a.opaque,
-                format!("{via} runs a script after a `cd`, which the check cannot locate"),
-            );
-            continue;
-        }
-        let target = path::canonicalize_lenient(&path::resolve(cwd, &file.text));
-        if written.contains(&target) {
-            push_unique(
-                &mut a.opaque,
-                format!("{via} runs {}, which this command writes first", file.text),
-            );
-            continue;
-        }
-        let Ok(meta) = std::fs::metadata(&target) else {
-            // Nothing to run; bash will say so.
-            continue;
-        };
-        if !meta.is_file() {
-            continue;
-        }
-        if meta.len() > MAX_SCRIPT_BYTES {
-            push_unique(
-                &mut a.opaque,
-                format!("{via} runs {}, too large a script to check", file.text),
-            );
-            continue;
-        }
-        let Ok(bytes) = std::fs::read(&target) else {
-            push_unique(
-                &mut a.opaque,
-                format!("{via} runs {}, which the check cannot read", file.text),
-            );
-            continue;
-        };
-        if direct && !is_shell_script(&bytes) {
-            // A program of another kind (a binary, a Python script): its own program.
-            continue;
-        }
-        let text = String::from_utf8_lossy(&bytes);
-        let code = text.strip_prefix("#!").map_or(text.as_ref(), |rest| {
-            rest.split_once('\n').map_or("", |(_, body)| body)
-        });
-        push_unique(&mut a.issues, format!("{via} running a shell script"));
-        match parse(code) {
-            Ok(inner) => {
-                let before = a.candidates.len();
-                collect(&inner, a, flow, depth + 1);
-                for c in &mut a.candidates[before..] {
-                    c.command.nested = true;
-                }
+        for sf in files {
+            read += 1;
+            let via = sf.via.clone();
+            let name = sf.file.text.clone();
+            let unresolved = |why: String| Unresolved::new(why, &name);
+            if read > MAX_SCRIPT_FILES {
+                a.add_unresolved(unresolved(
+                    "more shell scripts than the check reads".to_owned(),
+                ));
+                return;
             }
-            Err(e) => push_unique(
-                &mut a.opaque,
-                format!(
-                    "{via} runs {}, a script that does not parse ({e})",
-                    file.text
-                ),
-            ),
-        }
-    }
-}
-
-/// Whether a file run by its path is a shell script: a shell `#!` line, or text with none
-/// (which the kernel refuses and bash then runs itself).
-fn is_shell_script(bytes: &[u8]) -> bool {
-    if bytes.starts_with(b"\x7fELF") {
-        return false;
-    }
-    let Some(rest) = bytes.strip_prefix(b"#!") else {
-        return !bytes.iter().take(512).any(|b| *b == 0);
-    };
-    let line = rest.split(|b| *b == b'\n').next().unwrap_or_default();
-    let line = String::from_utf8_lossy(line);
-    let mut parts = line.split_whitespace();
-    let interpreter = parts.next().map(base_name).unwrap_or_default();
-    let interpreter = if interpreter == "env" {
-        parts
-            .find(|p| !p.starts_with('-'))
-            .map(base_name)
-            .unwrap_or_default()
-    } else {
-        interpreter
-    };
-    matches!(
-        interpreter,
-        "sh" | "bash" | "dash" | "zsh" | "ksh" | "mksh" | "ash" | "busybox"
-    )
-}
-
-fn collect(script: &Script, a: &mut Analysis, flow: &mut Flow, depth: usize) {
-    for i in &script.issues {
-        push_unique(&mut a.issues, i.clone());
-    }
-    for o in &script.opaque {
-        push_unique(&mut a.opaque, o.clone());
-    }
-    flow.evaluated
-        .extend(script.arithmetic_names.iter().cloned());
-    for cmd in &script.commands {
-        command(cmd, a, flow, depth);
-    }
-}
-
-/// Judges an assignment: whether it can change what runs, and whether its value may hide
-/// code.
-fn assign(name: &str, value: &Word, exported: bool, a: &mut Analysis, flow: &mut Flow) {
-    if exported && !is_safe_env(name) {
-        push_unique(
-            &mut a.opaque,
-            format!(
-                "the environment variable `{name}` passed to the programs it starts (it may change what they run)"
-            ),
-        );
-    } else if !exported && !is_safe_env(name) && !is_local_name(name) {
-        push_unique(
-            &mut a.opaque,
-            format!("an assignment to `{name}`, which may change what later commands run"),
-        );
-    }
-    let clean = value.known && !value.glob && !value.text.contains(['$', '`', '[', ']']);
-    if !clean {
-        flow.tainted.insert(name.to_owned());
-    }
-}
-
-/// The names `$x`, `${x…}` in a word's source text.
-fn referenced_names(text: &str) -> Vec<String> {
-    let mut out = Vec::new();
-    let mut rest = text;
-    while let Some(pos) = rest.find('$') {
-        rest = &rest[pos + 1..];
-        let r = rest.strip_prefix('{').unwrap_or(rest);
-        let r = r.strip_prefix('!').unwrap_or(r);
-        let name: String = r
-            .chars()
-            .take_while(|c| c.is_ascii_alphanumeric() || *c == '_')
-            .collect();
-        if is_identifier(&name) {
-            out.push(name);
-        }
-    }
-    out
-}
-
-/// The checks of builtins that evaluate an operand as a name, a subscript or arithmetic.
-fn evaluated_operands(cmd: &SimpleCommand, a: &mut Analysis, flow: &mut Flow) {
-    let Some(e) = programs::evaluation(cmd) else {
-        return;
-    };
-    let name = cmd
-        .words
-        .first()
-        .map(|w| w.text.clone())
-        .unwrap_or_default();
-    if let Some(why) = e.opaque {
-        push_unique(&mut a.opaque, why);
-    }
-    for n in e.assigned {
-        flow.tainted.insert(n);
-    }
-    for w in e.evaluated {
-        if !w.known {
-            flow.evaluated.extend(referenced_names(&w.text));
-            // The value is only known at run time; whether it can hide code depends on where
-            // it came from: tainted names are caught above, the environment is the host's.
-            continue;
-        }
-        if w.text.contains(['$', '`']) {
-            push_unique(
-                &mut a.opaque,
-                format!("`{name}` evaluates code hidden in its operand `{}`", w.text),
-            );
-            continue;
-        }
-        // Names inside the operand (`x`, `a[i]`, `x+y`) are evaluated too.
-        let mut ident = String::new();
-        for c in w.text.chars().chain(std::iter::once(' ')) {
-            if c.is_ascii_alphanumeric() || c == '_' {
-                ident.push(c);
-            } else {
-                if is_identifier(&ident) {
-                    flow.evaluated.insert(std::mem::take(&mut ident));
-                }
-                ident.clear();
+            if after_cd && !name.starts_with('/') {
+                a.add_unresolved(unresolved(format!(
+                    "{via} runs a script after a `cd`, which the check cannot locate"
+                )));
+                continue;
             }
-        }
-    }
-}
-
-fn command(cmd: &SimpleCommand, a: &mut Analysis, flow: &mut Flow, depth: usize) {
-    if depth > MAX_REPARSE {
-        push_unique(&mut a.opaque, "commands nested too deeply to follow");
-        return;
-    }
-    match cmd.form {
-        Form::Assignment => {
-            for (name, value) in &cmd.assignments {
-                assign(name, value, false, a, flow);
+            let target = path::canonicalize_lenient(&path::resolve(cwd, &name));
+            if written.contains(&target) {
+                a.add_unresolved(unresolved(format!(
+                    "{via} runs `{name}`, which this command writes first"
+                )));
+                continue;
             }
-            return;
-        }
-        Form::Declaration | Form::Unset => {
-            let keyword = cmd.words.first().map(|w| w.text.as_str()).unwrap_or("");
-            let exported = keyword == "export"
-                || cmd
-                    .words
-                    .iter()
-                    .any(|w| w.text.starts_with('-') && w.text.contains('x'));
-            for (name, value) in &cmd.assignments {
-                assign(name, value, exported, a, flow);
+            let Ok(meta) = std::fs::metadata(&target) else {
+                // Nothing to run; bash will say so.
+                continue;
+            };
+            if !meta.is_file() {
+                continue;
             }
-            for w in cmd.words.iter().skip(1) {
-                let bare = w.text.split(['[', '=']).next().unwrap_or_default();
-                if w.text.starts_with('-') || w.text.starts_with('+') {
-                    continue;
-                }
-                if !w.known {
-                    push_unique(&mut a.opaque, format!("`{keyword}` of a computed name"));
-                } else if (exported || keyword == "unset") && !is_safe_env(bare)
-                    || !is_local_name(bare) && !is_safe_env(bare)
-                {
-                    push_unique(
-                        &mut a.opaque,
-                        format!("`{keyword} {bare}`, which may change what later commands run"),
-                    );
-                }
+            if meta.len() > MAX_SCRIPT_BYTES {
+                a.add_unresolved(unresolved(format!(
+                    "{via} runs `{name}`, too large a script to check"
+                )));
+                continue;
             }
-            evaluated_operands(cmd, a, flow);
-        }
-        Form::Test => evaluated_operands(cmd, a, flow),
-        Form::Simple => {}
-    }
-    let mut cand = normalise(cmd, a, flow);
-    if let Some(first) = cand.command.words.first()
-        && (first.glob || !first.known)
-    {
-        let why = if first.glob {
-            "a glob pattern in command position"
-        } else {
-            "a variable or substitution in command position"
-        };
-        push_unique(&mut a.opaque, why);
-        push_unique(&mut a.issues, why);
-    }
-    if cmd.form != Form::Simple {
-        cand.deny_texts.push(cand.text.clone());
-        a.candidates.push(cand);
-        return;
-    }
-    if cand.command.name() == Some("cd")
-        && let Some(target) = cand.command.words.get(1)
-    {
-        a.cd_targets.push(target.clone());
-    }
-    evaluated_operands(&cand.command, a, flow);
-    let u = programs::unwrap(&cand.command);
-    if u.wrapper {
-        // Every suffix of a wrapper's words, in case its options hide where the command
-        // starts.
-        let words = &cand.command.words;
-        for i in 1..words.len().min(64) {
-            push_unique(&mut cand.deny_texts, program_text(&words[i..]));
-            push_unique(&mut cand.deny_texts, join(&words[i..]));
-        }
-    }
-    for o in &u.opaque {
-        push_unique(&mut a.opaque, o.clone());
-    }
-    for i in &u.issues {
-        push_unique(&mut a.issues, i.clone());
-    }
-    cand.safety.extend(u.safety.iter().cloned());
-    for (file, via) in &u.script_files {
-        a.script_files
-            .push((file.clone(), via.clone(), depth, false));
-    }
-    // A script run by its path (`./build.sh`): read too, when it is a shell script.
-    if let Some(first) = cand.command.words.first()
-        && first.known
-        && first.text.contains('/')
-    {
-        if first.text.starts_with("/proc/") || first.text.starts_with("/dev/") {
-            push_unique(&mut a.opaque, format!("a program run from {}", first.text));
-        }
-        a.script_files
-            .push((first.clone(), format!("`{}`", first.text), depth, true));
-    }
-    for inner in &u.inner {
-        if inner.words.first().is_some_and(|w| !w.known) {
-            push_unique(
-                &mut a.opaque,
-                "a wrapper running a command whose name is only known at run time",
-            );
-        }
-        command(inner, a, flow, depth + 1);
-    }
-    for (code, via) in &u.scripts {
-        push_unique(&mut a.issues, format!("{via} running shell code"));
-        if depth + 1 > MAX_REPARSE {
-            push_unique(&mut a.opaque, "commands nested too deeply to follow");
-            continue;
-        }
-        match parse(code) {
-            Ok(inner) => {
-                let before = a.candidates.len();
-                collect(&inner, a, flow, depth + 1);
-                for c in &mut a.candidates[before..] {
-                    c.command.nested = true;
-                }
+            let Ok(bytes) = std::fs::read(&target) else {
+                a.add_unresolved(unresolved(format!(
+                    "{via} runs `{name}`, which the check cannot read"
+                )));
+                continue;
+            };
+            if sf.direct && !is_shell_script(&bytes) {
+                // A program of another kind (a binary, a Python script): its own program.
+                continue;
             }
-            Err(e) => push_unique(
-                &mut a.opaque,
-                format!("shell code run by {via} that does not parse ({e})"),
-            ),
+            let text = String::from_utf8_lossy(&bytes).into_owned();
+            a.include_script(&sf, &text);
         }
     }
-    for t in [cand.text.clone(), program_text(&cand.command.words)] {
-        push_unique(&mut cand.deny_texts, t);
-    }
-    a.candidates.push(cand);
-}
-
-/// The words joined, the program named by its base name (`/usr/bin/rm -f x` → `rm -f x`).
-fn program_text(words: &[Word]) -> String {
-    let mut texts: Vec<&str> = words.iter().map(|w| w.text.as_str()).collect();
-    if let Some(first) = texts.first_mut()
-        && first.contains('/')
-    {
-        *first = base_name(first);
-    }
-    texts.join(" ")
-}
-
-fn join(words: &[Word]) -> String {
-    words
-        .iter()
-        .map(|w| w.text.as_str())
-        .collect::<Vec<_>>()
-        .join(" ")
-}
-
-/// Strips safe assignments and safe wrappers; records the texts deny rules are matched
-/// against.
-fn normalise(cmd: &SimpleCommand, a: &mut Analysis, flow: &mut Flow) -> Candidate {
-    let mut command = cmd.clone();
-    let mut issue = None;
-    if cmd.form == Form::Simple {
-        for (name, value) in &cmd.assignments {
-            assign(name, value, true, a, flow);
-        }
-        let unsafe_assignment = command
-            .assignments
-            .iter()
-            .find(|(name, value)| !(value.literal && is_safe_env(name)));
-        if let Some((name, _)) = unsafe_assignment {
-            issue = Some(format!(
-                "the environment assignment `{name}=...` in front of the command"
-            ));
-        } else {
-            command.assignments.clear();
-        }
-    }
-    if let Some(r) = cmd.redirects.iter().find(|r| r.writes_file()) {
-        let target = r.target.as_ref().map(|t| t.text.as_str()).unwrap_or("?");
-        issue = Some(format!(
-            "a redirection that writes a file (`{} {target}`)",
-            r.op
-        ));
-    }
-    let mut deny_texts = vec![join(&command.words), program_text(&command.words)];
-    let mut wrappers = Vec::new();
-    while let Some(stripped) = strip_safe_wrapper(&command.words) {
-        if let Some(w) = command.words.first() {
-            wrappers.push(base_name(&w.text).to_owned());
-        }
-        command.words = stripped;
-        push_unique(&mut deny_texts, join(&command.words));
-        push_unique(&mut deny_texts, program_text(&command.words));
-    }
-    Candidate {
-        text: join(&command.words),
-        deny_texts,
-        command,
-        issue,
-        safety: Vec::new(),
-        wrappers,
-    }
-}
-
-/// `timeout`, `time`, `nice`, `nohup`, `stdbuf` with strictly parsed options: the words of
-/// the wrapped command, or `None`. Allow rules see the wrapped command (reference).
-fn strip_safe_wrapper(words: &[Word]) -> Option<Vec<Word>> {
-    let first = words.first().filter(|w| w.literal)?.text.as_str();
-    let rest = &words[1..];
-    let lit = |i: usize| rest.get(i).filter(|w| w.literal).map(|w| w.text.as_str());
-    let mut i = 0;
-    match first {
-        "time" => {
-            if lit(0) == Some("-p") {
-                i = 1;
-            }
-        }
-        "nohup" => {
-            if lit(0) == Some("--") {
-                i = 1;
-            }
-        }
-        "nice" => match lit(0) {
-            Some("-n") => i = 2,
-            Some(a)
-                if a.starts_with("-n") || (a.starts_with('-') && a[1..].parse::<i32>().is_ok()) =>
-            {
-                i = 1
-            }
-            Some(a) if a.starts_with("--adjustment=") => i = 1,
-            Some(a) if a.starts_with('-') => return None,
-            _ => {}
-        },
-        "stdbuf" => {
-            while let Some(a) = lit(i) {
-                if matches!(a, "-i" | "-o" | "-e") {
-                    i += 2;
-                } else if a.starts_with("-i")
-                    || a.starts_with("-o")
-                    || a.starts_with("-e")
-                    || a.starts_with("--input=")
-                    || a.starts_with("--output=")
-                    || a.starts_with("--error=")
-                {
-                    i += 1;
-                } else if a.starts_with('-') {
-                    return None;
-                } else {
-                    break;
-                }
-            }
-        }
-        "timeout" => {
-            while let Some(a) = lit(i) {
-                match a {
-                    "--preserve-status" | "--foreground" | "-v" | "--verbose" => i += 1,
-                    "-s" | "--signal" | "-k" | "--kill-after" => i += 2,
-                    a if a.starts_with("--signal=") || a.starts_with("--kill-after=") => i += 1,
-                    a if a.starts_with('-') => return None,
-                    _ => break,
-                }
-            }
-            // The duration.
-            let d = lit(i)?;
-            let digits = d.trim_end_matches(['s', 'm', 'h', 'd']);
-            if digits.is_empty() || digits.parse::<f64>().is_err() {
-                return None;
-            }
-            i += 1;
-        }
-        _ => return None,
-    }
-    let inner = rest.get(i..)?;
-    (!inner.is_empty() && inner[0].known).then(|| inner.to_vec())
 }
 
 /// The file a program name runs: a path as it is (relative to `cwd`), a bare name looked up
@@ -726,8 +202,8 @@ fn same_program_texts(
         return Vec::new();
     }
     let mut out = Vec::new();
-    for c in &analysis.candidates {
-        let Some(first) = c.command.words.first().filter(|w| w.known) else {
+    for c in analysis.candidates() {
+        let Some(first) = c.command().words.first().filter(|w| w.known) else {
             continue;
         };
         if denied
@@ -742,7 +218,7 @@ fn same_program_texts(
         for (name, denied_file) in &denied {
             if same_file(&file, denied_file) {
                 let mut words: Vec<&str> =
-                    c.command.words.iter().map(|w| w.text.as_str()).collect();
+                    c.command().words.iter().map(|w| w.text.as_str()).collect();
                 words[0] = name;
                 out.push(words.join(" "));
             }
@@ -775,14 +251,14 @@ fn rule_matches(rule: &SourcedRule, tools: &[&str], text: &str) -> bool {
 /// Whether an allow rule covers a candidate: exactly, or by prefix or wildcard unless the
 /// command uses an option that makes a reading command write or run a program.
 fn allowed_by(rule: &SourcedRule, tools: &[&str], c: &Candidate) -> bool {
-    if !rule_matches(rule, tools, &c.text) {
+    if !rule_matches(rule, tools, c.text()) {
         return false;
     }
     let exact =
         rule.rule.content.as_deref().is_some_and(|content| {
             matches!(CommandPattern::parse(content), CommandPattern::Exact(_))
         });
-    exact || readonly::escape_option(&c.command).is_none()
+    exact || escape_option(c.command()).is_none()
 }
 
 /// The `rm`/`rmdir` targets that always ask: the root, top-level system directories, the
@@ -860,14 +336,6 @@ fn accept_edits_allows(cmd: &SimpleCommand, ctx: &ToolContext) -> bool {
     if cmd.words.iter().any(|w| !w.literal) || cmd.redirects.iter().any(|r| r.writes_file()) {
         return false;
     }
-    if name == "sed"
-        && programs::unwrap(cmd)
-            .issues
-            .iter()
-            .any(|i| i.contains("sed"))
-    {
-        return false;
-    }
     let cwd = ctx.cwd();
     cmd.words
         .iter()
@@ -877,39 +345,6 @@ fn accept_edits_allows(cmd: &SimpleCommand, ctx: &ToolContext) -> bool {
             name == "sed" && !w.text.contains('/')
                 || ctx.is_in_working_dirs(&path::resolve(&cwd, &w.text))
         })
-}
-
-/// The words of a command that may name paths: its non-option operands and the values of
-/// `--opt=VALUE` / `key=VALUE` operands; URLs are left out.
-fn path_words(cmd: &SimpleCommand) -> Vec<Word> {
-    let mut out = Vec::new();
-    for w in cmd.words.iter().skip(1) {
-        if operands::is_url(&w.text) {
-            continue;
-        }
-        if w.text.starts_with('-') {
-            if let Some((_, v)) = w.text.split_once('=')
-                && !v.is_empty()
-            {
-                out.push(Word {
-                    text: v.to_owned(),
-                    ..w.clone()
-                });
-            }
-            continue;
-        }
-        out.push(w.clone());
-        if let Some((k, v)) = w.text.split_once('=')
-            && is_identifier(k)
-            && !v.is_empty()
-        {
-            out.push(Word {
-                text: v.to_owned(),
-                ..w.clone()
-            });
-        }
-    }
-    out
 }
 
 /// What the paths of a command line say about it.
@@ -924,7 +359,7 @@ struct PathVerdict {
 /// Holds the paths of every candidate to the Read and Edit rules and the protected paths.
 fn check_paths(analysis: &Analysis, ctx: &ToolContext) -> PathVerdict {
     let engine = ctx.permissions();
-    let bases = Bases::new(&ctx.cwd(), &analysis.cd_targets);
+    let bases = Bases::new(&ctx.cwd(), analysis.cd_targets());
     let mut v = PathVerdict::default();
     let read_rules = engine.has_rules("Read", RuleBehavior::Deny);
     let resolve = |w: &Word, v: &mut PathVerdict| -> Vec<PathBuf> {
@@ -936,13 +371,17 @@ fn check_paths(analysis: &Analysis, ctx: &ToolContext) -> PathVerdict {
             }
         }
     };
-    for c in &analysis.candidates {
-        let cmd = &c.command;
-        let reading = readonly::read_operands(cmd);
+    for c in analysis.candidates() {
+        let cmd = c.command();
+        let reading = read_operands(cmd);
         // Reads: the operands of a read-only command, every path-like word of another one,
         // and input redirections.
         let mut reads: Vec<Word> = match &reading {
-            Some(ops) => ops.iter().map(|o| o.word.clone()).collect(),
+            Some(ops) => ops
+                .iter()
+                .filter(|o| o.access != Access::Repository)
+                .map(|o| o.word.clone())
+                .collect(),
             None if cmd.form == Form::Test => Vec::new(),
             None => path_words(cmd),
         };
@@ -958,8 +397,25 @@ fn check_paths(analysis: &Analysis, ctx: &ToolContext) -> PathVerdict {
                     if let PermissionDecision::Deny { reason } = engine.check_read_path(&p, ctx) {
                         v.deny.get_or_insert(format!(
                             "`{}` reads {}: {reason}",
-                            c.text,
+                            c.text(),
                             p.display()
+                        ));
+                    }
+                }
+            }
+            // A git command that prints file contents can print any file the repository
+            // ever held: refused when a Read deny rule may match anything in it.
+            for op in reading.iter().flatten() {
+                if op.access != Access::Repository {
+                    continue;
+                }
+                for p in resolve(&op.word, &mut v) {
+                    let root = repository_root(&p);
+                    if let Some(rule) = engine.read_deny_beneath(&root, ctx) {
+                        v.deny.get_or_insert(format!(
+                            "`{}` prints file contents from the git repository at {}, its history included, where the Read deny rule {rule} may match; name paths with the Read tool instead, or narrow the deny rule",
+                            c.text(),
+                            root.display()
                         ));
                     }
                 }
@@ -978,7 +434,7 @@ fn check_paths(analysis: &Analysis, ctx: &ToolContext) -> PathVerdict {
                         Beneath::Denied(file, rule) => {
                             v.deny.get_or_insert(format!(
                                 "`{}` reads {} recursively, which includes {}, denied by {rule}; use the Grep tool, which skips denied files, or name the files to read",
-                                c.text,
+                                c.text(),
                                 p.display(),
                                 file.display()
                             ));
@@ -986,7 +442,7 @@ fn check_paths(analysis: &Analysis, ctx: &ToolContext) -> PathVerdict {
                         Beneath::TooMany => {
                             v.deny.get_or_insert(format!(
                                 "`{}` reads {} recursively, too large a tree to check against the Read deny rules; use the Grep tool, which skips denied files, or narrow the path",
-                                c.text,
+                                c.text(),
                                 p.display()
                             ));
                         }
@@ -1011,7 +467,7 @@ fn check_paths(analysis: &Analysis, ctx: &ToolContext) -> PathVerdict {
                     PermissionDecision::Deny { reason } => {
                         v.deny.get_or_insert(format!(
                             "`{}` writes {}: {reason}",
-                            c.text,
+                            c.text(),
                             p.display()
                         ));
                     }
@@ -1021,43 +477,69 @@ fn check_paths(analysis: &Analysis, ctx: &ToolContext) -> PathVerdict {
                         ..
                     } => {
                         v.safety
-                            .get_or_insert(format!("`{}` may write {reason}", c.text));
+                            .get_or_insert(format!("`{}` may write {reason}", c.text()));
                     }
                     _ => {}
                 }
             }
         }
-        if let Some(s) = c.safety.first() {
+        if let Some(s) = c.safety().first() {
             v.safety.get_or_insert(s.clone());
         }
     }
     v
 }
 
+/// The top of the git work tree (or the git directory) holding `dir`: the nearest ancestor
+/// with a `.git` entry, or a bare repository's directory; `dir` itself when there is none.
+fn repository_root(dir: &Path) -> PathBuf {
+    let dir = path::canonicalize_lenient(dir);
+    dir.ancestors()
+        .find(|d| {
+            d.join(".git").exists() || (d.join("HEAD").is_file() && d.join("objects").is_dir())
+        })
+        .map_or(dir.clone(), Path::to_path_buf)
+}
+
 /// Whether the read-only command's operands all pass the Read check (inside the working
 /// directories, or allowed by a Read rule), as the Read tool's would.
 fn reads_allowed(c: &Candidate, bases: &Bases, ctx: &ToolContext) -> bool {
-    let Some(ops) = readonly::read_operands(&c.command) else {
+    let Some(ops) = read_operands(c.command()) else {
         return false;
     };
     let inputs = c
-        .command
+        .command()
         .redirects
         .iter()
         .filter(|r| r.reads_file())
         .filter_map(|r| r.target.clone());
-    ops.into_iter()
-        .map(|o| o.word)
-        .chain(inputs)
-        .all(|w| match operands::resolve(&w, bases) {
+    let repositories = ops
+        .iter()
+        .filter(|o| o.access == Access::Repository)
+        .all(|o| match operands::resolve(&o.word, bases) {
             Resolved::Paths(ps) => ps.iter().all(|p| {
                 matches!(
-                    ctx.permissions().check_read_path(p, ctx),
+                    ctx.permissions().check_read_path(&repository_root(p), ctx),
                     PermissionDecision::Allow
                 )
             }),
             Resolved::Unknown => false,
-        })
+        });
+    repositories
+        && ops
+            .into_iter()
+            .filter(|o| o.access != Access::Repository)
+            .map(|o| o.word)
+            .chain(inputs)
+            .all(|w| match operands::resolve(&w, bases) {
+                Resolved::Paths(ps) => ps.iter().all(|p| {
+                    matches!(
+                        ctx.permissions().check_read_path(p, ctx),
+                        PermissionDecision::Allow
+                    )
+                }),
+                Resolved::Unknown => false,
+            })
 }
 
 /// The permission check of Bash (and Monitor, whose rules are Bash's).
@@ -1083,7 +565,7 @@ pub fn check_with(
     tool: &str,
     disable_sandbox: bool,
 ) -> PermissionDecision {
-    let settings = crate::policy::SandboxSettings::from_context(ctx).unwrap_or_default();
+    let settings = sandbox::SandboxSettings::from_context(ctx).unwrap_or_default();
     check_running(
         command,
         ctx,
@@ -1103,7 +585,7 @@ pub fn check_running(
     tool: &str,
     running: Running,
 ) -> PermissionDecision {
-    let analysis = match analyse_in(command, Some(&ctx.cwd())) {
+    let analysis = match analyse_in(command, &ctx.cwd()) {
         Ok(a) => a,
         Err(e) => return PermissionDecision::deny(e),
     };
@@ -1123,8 +605,8 @@ pub fn check_running(
         let hit = rule_matches(rule, &tools, whole)
             .then(|| whole.to_owned())
             .or_else(|| {
-                analysis.candidates.iter().find_map(|c| {
-                    c.deny_texts
+                analysis.candidates().iter().find_map(|c| {
+                    c.deny_texts()
                         .iter()
                         .find(|t| rule_matches(rule, &tools, t))
                         .cloned()
@@ -1143,12 +625,10 @@ pub fn check_running(
         }
     }
     // 2. Programs that cannot be known: denied while a deny rule names Bash.
-    if let Some(why) = analysis.opaque.first()
+    if let Some(u) = analysis.unresolved().first()
         && let Some(rule) = of(RuleBehavior::Deny).find(|r| tools.contains(&r.rule.tool.as_str()))
     {
-        return PermissionDecision::deny(format!(
-            "Permission to use {tool} has been denied: the programs this command runs cannot all be known before it runs ({why}), and the deny rule {rule} is in force, so such a command is refused in every mode. Name every program literally (no variables, substitutions, aliases or code read from elsewhere in command position)."
-        ));
+        return PermissionDecision::deny(unresolved_denial(tool, u, rule, whole));
     }
     // 3. Paths against the Read and Edit rules and the protected paths.
     let unsandboxed = !running.sandbox_enabled || running.disable_sandbox;
@@ -1167,9 +647,9 @@ pub fn check_running(
     for rule in of(RuleBehavior::Ask) {
         let hit = rule_matches(rule, &tools, whole)
             || analysis
-                .candidates
+                .candidates()
                 .iter()
-                .any(|c| c.deny_texts.iter().any(|t| rule_matches(rule, &tools, t)));
+                .any(|c| c.deny_texts().iter().any(|t| rule_matches(rule, &tools, t)));
         if hit {
             return PermissionDecision::Ask {
                 reason: format!("Permission rule {rule} requires approval for this {tool} command"),
@@ -1188,9 +668,9 @@ pub fn check_running(
     }
     let cwd = ctx.cwd();
     if let Some(reason) = analysis
-        .candidates
+        .candidates()
         .iter()
-        .find_map(|c| dangerous_rm(&c.command, &cwd))
+        .find_map(|c| dangerous_rm(c.command(), &cwd))
     {
         return PermissionDecision::Ask {
             reason,
@@ -1225,7 +705,7 @@ pub fn check_running(
         return PermissionDecision::Allow;
     }
     let suggestions = suggestions(&analysis, &rules, &tools);
-    if analysis.candidates.len() > MAX_SUBCOMMANDS {
+    if analysis.candidates().len() > MAX_SUBCOMMANDS {
         return PermissionDecision::Ask {
             reason: format!(
                 "This {tool} command has more than {MAX_SUBCOMMANDS} subcommands; each one cannot be checked"
@@ -1239,34 +719,46 @@ pub fn check_running(
     // acceptEdits.
     let mut issues: Vec<String> = Vec::new();
     for i in analysis
-        .issues
+        .issues()
         .iter()
-        .chain(analysis.opaque.iter())
         .cloned()
-        .chain(analysis.candidates.iter().filter_map(|c| c.issue.clone()))
+        .chain(
+            analysis
+                .unresolved()
+                .iter()
+                .filter(|u| !u.project_code)
+                .map(|u| u.why.clone()),
+        )
+        .chain(
+            analysis
+                .candidates()
+                .iter()
+                .filter_map(|c| c.issue().map(str::to_owned)),
+        )
     {
         push_unique(&mut issues, i);
     }
     let mode = ctx.permission_mode();
-    let bases = Bases::new(&cwd, &analysis.cd_targets);
+    let bases = Bases::new(&cwd, analysis.cd_targets());
     let pending: Vec<&Candidate> = analysis
-        .candidates
+        .candidates()
         .iter()
         .filter(|c| {
             let by_rule = of(RuleBehavior::Allow).any(|r| allowed_by(r, &tools, c));
-            let read_only = !c.command.nested && reads_allowed(c, &bases, ctx);
-            let edits = mode == PermissionMode::AcceptEdits && accept_edits_allows(&c.command, ctx);
-            !(by_rule || read_only || edits) || c.issue.is_some()
+            let read_only = !c.command().nested && reads_allowed(c, &bases, ctx);
+            let edits =
+                mode == PermissionMode::AcceptEdits && accept_edits_allows(c.command(), ctx);
+            !(by_rule || read_only || edits || c.deny_only()) || c.issue().is_some()
         })
         .collect();
-    if issues.is_empty() && pending.is_empty() && !analysis.candidates.is_empty() {
+    if issues.is_empty() && pending.is_empty() && !analysis.candidates().is_empty() {
         return PermissionDecision::Allow;
     }
     let mut parts: Vec<String> = Vec::new();
     for c in &pending {
-        push_unique(&mut parts, c.text.clone());
+        push_unique(&mut parts, c.text().to_owned());
     }
-    let mut reason = if analysis.candidates.len() > 1 && !parts.is_empty() {
+    let mut reason = if analysis.candidates().len() > 1 && !parts.is_empty() {
         format!(
             "This {tool} command contains multiple operations. The following parts require approval: {}",
             parts.join(", ")
@@ -1296,18 +788,67 @@ pub fn check_running(
     }
 }
 
+/// Whether a person's choice allows some part of an allowed `command` — an allow rule (the
+/// whole line's, or a subcommand's) or acceptEdits for what it lets edit — rather than only
+/// its read-only classification (which runs the command in the read-only jail).
+pub fn allowed_by_person(command: &str, ctx: &ToolContext, tool: &str) -> bool {
+    let Ok(analysis) = analyse_in(command, &ctx.cwd()) else {
+        return false;
+    };
+    let tools: Vec<&str> = if tool == "Bash" {
+        vec!["Bash"]
+    } else {
+        vec!["Bash", tool]
+    };
+    let rules = ctx.permissions().rules();
+    let allows = |r: &&SourcedRule| r.behavior == RuleBehavior::Allow;
+    let whole = command.trim();
+    let exact = rules.iter().filter(allows).any(|r| {
+        tools.contains(&r.rule.tool.as_str())
+            && r.rule.content.as_deref().is_some_and(
+                |c| matches!(CommandPattern::parse(c), CommandPattern::Exact(ref e) if e == whole),
+            )
+    });
+    let edits = ctx.permission_mode() == PermissionMode::AcceptEdits;
+    exact
+        || analysis.candidates().iter().any(|c| {
+            rules
+                .iter()
+                .filter(allows)
+                .any(|r| allowed_by(r, &tools, c))
+                || (edits && accept_edits_allows(c.command(), ctx))
+        })
+}
+
+/// The allow rule for exactly `command` (its whole line).
+pub fn exact_rule(command: &str) -> PermissionRule {
+    PermissionRule::with_content("Bash", exact_content(command.trim()))
+}
+
+/// Why a line with something unresolved is refused under a deny rule, naming the word and
+/// what would let it run.
+fn unresolved_denial(tool: &str, u: &Unresolved, rule: &SourcedRule, whole: &str) -> String {
+    let line: String = whole.chars().take(200).collect();
+    format!(
+        "Permission to use {tool} has been denied: `{word}` cannot be resolved before the command runs ({why}), so the programs it runs cannot all be checked against the deny rule {rule}, which is in force; such a command is refused in every mode, and no allow rule overrides a deny rule. Name every program the command runs on the line itself (no variables, substitutions, aliases, options the check does not know, or runners of the project's own scripts). Without Bash deny rules it would ask, and the exact rule Bash({exact}) would allow it.",
+        word = u.word,
+        why = u.why,
+        exact = exact_content(&line),
+    )
+}
+
 /// Exact rules, one per subcommand no rule allows yet; never widened into a prefix.
 fn suggestions(analysis: &Analysis, rules: &[SourcedRule], tools: &[&str]) -> Vec<PermissionRule> {
     let mut out: Vec<PermissionRule> = Vec::new();
-    for c in &analysis.candidates {
-        if c.text.is_empty()
+    for c in analysis.candidates() {
+        if c.text().is_empty()
             || rules
                 .iter()
                 .any(|r| r.behavior == RuleBehavior::Allow && allowed_by(r, tools, c))
         {
             continue;
         }
-        let rule = PermissionRule::with_content("Bash", exact_content(&c.text));
+        let rule = PermissionRule::with_content("Bash", exact_content(c.text()));
         if !out.contains(&rule) {
             out.push(rule);
         }
@@ -1319,19 +860,10 @@ fn suggestions(analysis: &Analysis, rules: &[SourcedRule], tools: &[&str]) -> Ve
 /// name of every simple command's program, those run by wrappers and shell code included.
 /// `Err` when the line does not parse, or says why its programs cannot all be known.
 pub fn command_programs(command: &str) -> Result<Vec<String>, String> {
-    let analysis = analyse(command)?;
-    if let Some(why) = analysis.opaque.first() {
-        return Err(why.clone());
-    }
+    let programs = shell_analysis::programs(command).map_err(|u| u.why)?;
     let mut out: Vec<String> = Vec::new();
-    for c in &analysis.candidates {
-        if let Some(first) = c.command.words.first() {
-            push_unique(&mut out, base_name(&first.text).to_owned());
-        }
-        // Safe wrappers stripped from the candidate run too.
-        for w in &c.wrappers {
-            push_unique(&mut out, w.clone());
-        }
+    for p in programs {
+        push_unique(&mut out, p.name);
     }
     Ok(out)
 }
@@ -1339,44 +871,12 @@ pub fn command_programs(command: &str) -> Result<Vec<String>, String> {
 /// Whether the whole command line only reads: it parses, nothing in it is unclassifiable,
 /// and every simple command is on the read-only list.
 pub fn is_read_only(command: &str) -> bool {
-    let Ok(analysis) = analyse(command) else {
-        return false;
-    };
-    analysis.issues.is_empty()
-        && analysis.opaque.is_empty()
-        && !analysis.candidates.is_empty()
-        && analysis.candidates.len() <= MAX_SUBCOMMANDS
-        && analysis.candidates.iter().all(|c| {
-            c.issue.is_none() && !c.command.nested && readonly::is_read_only_command(&c.command)
-        })
+    shell_analysis::classify(command) == shell_analysis::Verdict::ReadOnly
 }
 
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn deny_texts_cover_every_spelling() {
-        let a = analyse("/usr/bin/env -i nice -n 1 $'r\\x6d' -f v").unwrap_or_default();
-        let texts: Vec<&String> = a.candidates.iter().flat_map(|c| &c.deny_texts).collect();
-        assert!(texts.iter().any(|t| t.as_str() == "rm -f v"), "{texts:?}");
-    }
-
-    #[test]
-    fn taint_reaches_arithmetic() {
-        for (cmd, opaque) in [
-            ("y='a[$(rm v)]'; echo $((y))", true),
-            ("read y; echo $((y))", true),
-            ("for i in 1 2; do echo $((i*2)); done", false),
-            ("for f in *; do echo $((f)); done", true),
-            ("x=1; [[ $x -eq 1 ]]", false),
-            ("read x; [[ $x -eq 1 ]]", true),
-            ("test -v 'x[$(touch P)]'", true),
-            ("printf -v 'a[$(id)]' 1", true),
-            ("echo $((HOME))", false),
-        ] {
-            let a = analyse(cmd).unwrap_or_default();
-            assert_eq!(!a.opaque.is_empty(), opaque, "{cmd}: {:?}", a.opaque);
-        }
+fn push_unique(list: &mut Vec<String>, item: impl Into<String>) {
+    let item = item.into();
+    if !list.contains(&item) {
+        list.push(item);
     }
 }

@@ -1,43 +1,14 @@
-//! What this machine offers the sandbox, and a trial run of a command through the same
-//! path Bash takes, for hosts that report on the machine (`agent-tools doctor`). The
-//! probes are the ones the launch paths use, so the report cannot disagree with them.
+//! A trial run of a command through the same path Bash takes, for hosts that report on the
+//! machine (`agent-tools doctor`, with `sandbox::probe_sandbox`).
 
-use std::path::PathBuf;
 use std::sync::Arc;
 
 use serde_json::json;
 use tool_core::{PermissionMode, ToolContext, ToolPool, Typed};
 
+use sandbox::SandboxSettings;
+
 use crate::bash::Bash;
-use crate::policy::SandboxSettings;
-use crate::sandbox;
-
-/// What the machine offers each sandbox mechanism.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct SandboxProbe {
-    /// A bubblewrap that can start a sandbox here
-    pub bubblewrap: Option<PathBuf>,
-    /// Whether that bubblewrap runs its sandboxes in a user namespace
-    pub user_namespaces: bool,
-    /// The kernel's Landlock ABI version, when Landlock is enforced
-    pub landlock_abi: Option<i32>,
-    /// Whether the kernel takes the sandbox's seccomp filter
-    pub seccomp: bool,
-}
-
-/// Probes the machine (each probe runs once per process).
-pub fn probe_sandbox() -> SandboxProbe {
-    #[cfg(target_os = "linux")]
-    let (landlock_abi, seccomp) = (crate::landlock::abi(), crate::filter::available());
-    #[cfg(not(target_os = "linux"))]
-    let (landlock_abi, seccomp) = (None, false);
-    SandboxProbe {
-        bubblewrap: sandbox::bubblewrap().map(PathBuf::from),
-        user_namespaces: sandbox::bubblewrap_user_namespaces().unwrap_or(false),
-        landlock_abi,
-        seccomp,
-    }
-}
 
 /// What Bash would do in a session, and what it did with a trivial command.
 #[derive(Debug, Clone, PartialEq, Eq)]

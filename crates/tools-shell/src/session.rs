@@ -1,5 +1,5 @@
 //! Per-session state of Bash: a pool of reusable output files, and the session's
-//! supervisors (one per kind of launch: bubblewrap, Landlock, none).
+//! supervisors (`sandbox::Instances`: one per kind of launch and profile).
 //!
 //! Creating and unlinking a file per call costs more than the command itself on ext4
 //! (allocating an inode scans for recently deleted ones), so a foreground call leases an
@@ -16,24 +16,11 @@ use std::sync::{Arc, Mutex};
 
 use tool_core::{ToolContext, ToolError};
 
-use crate::command::{Io, RunSpec};
-use crate::process::Running;
-use crate::sandbox::Launch;
+use sandbox::{Instances, Io, Launch, RunSpec, Running, SandboxInstance};
+
 use crate::spool::{Caps, OutputDir, Spool};
-#[cfg(target_os = "linux")]
-use crate::supervisor::{Key, Supervisor};
 
 static SESSIONS: AtomicU64 = AtomicU64::new(0);
-
-/// What a test can see of a session's supervisor.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct SandboxInstance {
-    /// The process id of its bubblewrap process (outside the sandbox), or of the
-    /// supervisor itself when it is not in bubblewrap
-    pub pid: u32,
-    /// How many instances this session has started, this one included
-    pub generation: u64,
-}
 
 /// An output file of the pool: the file and its name in the session's directory.
 #[derive(Debug)]
@@ -54,12 +41,8 @@ pub struct ShellSession {
     /// Distinguishes this session's files from other sessions' of the same process
     serial: u64,
     next_file: AtomicU64,
-    #[cfg(target_os = "linux")]
-    instances: tokio::sync::Mutex<Vec<Arc<Supervisor>>>,
-    #[cfg(target_os = "linux")]
-    starts: AtomicU64,
-    #[cfg(target_os = "linux")]
-    current: Mutex<Option<SandboxInstance>>,
+    /// The session's supervisors
+    instances: Instances,
 }
 impl tool_core::Shared for ShellSession {}
 
@@ -68,18 +51,13 @@ impl ShellSession {
     pub fn of(ctx: &ToolContext) -> Arc<ShellSession> {
         ctx.services().get_or_insert_with(|| {
             Arc::new(ShellSession {
-                state_dir: ctx.state_dir().to_path_buf(),
+                state_dir: ctx.private_state_dir().to_path_buf(),
                 session_dir: ctx.session_id().to_owned(),
                 dir: Mutex::new(None),
                 free: Mutex::new(Vec::new()),
                 serial: SESSIONS.fetch_add(1, Ordering::Relaxed),
                 next_file: AtomicU64::new(0),
-                #[cfg(target_os = "linux")]
-                instances: tokio::sync::Mutex::new(Vec::new()),
-                #[cfg(target_os = "linux")]
-                starts: AtomicU64::new(0),
-                #[cfg(target_os = "linux")]
-                current: Mutex::new(None),
+                instances: Instances::default(),
             })
         })
     }
@@ -125,65 +103,20 @@ impl ShellSession {
         })
     }
 
-    /// Starts `spec` with `io`: under the session's supervisor for `launch` (started or
-    /// restarted as needed) when a supervisor program is registered, else, or when the
-    /// program turns out not to answer as a supervisor, as a child of this process.
+    /// Starts `spec` with `io` under the session's supervisor for `launch` (see
+    /// [`Instances::start`]).
     pub async fn start(
         &self,
         spec: &RunSpec,
         launch: &Launch,
         io: Io,
     ) -> Result<Running, ToolError> {
-        #[cfg(target_os = "linux")]
-        if crate::host_program::command_supervisor().is_some() {
-            let key = Key::new(launch);
-            // An instance that died since the last call is found out when the request
-            // cannot be written: start a new one once. A program found not to answer as a
-            // supervisor is set aside, and the command runs as without one.
-            for attempt in 0..2 {
-                match self.supervisor(&key).await.and_then(|s| s.run(spec, &io)) {
-                    Ok(running) => return Ok(Running::Supervised(running)),
-                    Err(_) if crate::supervisor::fell_back() => break,
-                    Err(e) if attempt == 1 => return Err(e),
-                    Err(_) => {}
-                }
-            }
-        }
-        crate::process::spawn(spec, launch, io).await
-    }
-
-    #[cfg(target_os = "linux")]
-    async fn supervisor(&self, key: &Key) -> Result<Arc<Supervisor>, ToolError> {
-        let mut instances = self.instances.lock().await;
-        if let Some(s) = instances.iter().find(|s| s.serves(key)) {
-            return Ok(Arc::clone(s));
-        }
-        // The old instance of this kind (if any) ends once its last call lets go of it.
-        instances.retain(|s| !s.key().same_kind(key) && s.is_live());
-        let admission = crate::limits::admit().await?;
-        let generation = self.starts.fetch_add(1, Ordering::Relaxed) + 1;
-        let s = Arc::new(Supervisor::start(key.clone()).await?);
-        admission.register(&s);
-        if let Ok(mut c) = self.current.lock() {
-            *c = Some(SandboxInstance {
-                pid: s.pid(),
-                generation,
-            });
-        }
-        instances.push(Arc::clone(&s));
-        Ok(s)
+        self.instances.start(spec, launch, io).await
     }
 
     /// The supervisor started last, if one was started.
     pub fn instance(&self) -> Option<SandboxInstance> {
-        #[cfg(target_os = "linux")]
-        {
-            self.current.lock().ok().and_then(|c| *c)
-        }
-        #[cfg(not(target_os = "linux"))]
-        {
-            None
-        }
+        self.instances.instance()
     }
 }
 

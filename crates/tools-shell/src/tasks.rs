@@ -24,10 +24,8 @@ use tool_core::{
     TaskSpec, TaskStatus, ToolError,
 };
 
-use crate::command::{Ending, Io, KILL_GRACE, RunSpec};
-use crate::policy::SandboxSettings;
-use crate::process::{self, Running};
-use crate::sandbox::{self, Launch};
+use sandbox::{Ending, Io, KILL_GRACE, Launch, RunSpec, SandboxSettings};
+
 use crate::spool::{Caps, Chunk, OutputDir, Parked, Spool};
 
 /// A readiness condition for a background command.
@@ -363,8 +361,11 @@ impl ShellTasks {
             cwd: spec.cwd,
             env: Vec::new(),
         };
+        // A copy of the output pipe's write end: a resource limit the command runs into is
+        // named at the end of its output (the spool ends once this copy is closed too).
+        let note = output.try_clone().ok().map(std::fs::File::from);
         let io = Io { output, cwd: None };
-        let mut running = match start_process(&run, &spec.launch, io).await {
+        let mut running = match sandbox::start_alone(&run, &spec.launch, io).await {
             Ok(r) => r,
             Err(e) => {
                 spool.close();
@@ -389,6 +390,13 @@ impl ShellTasks {
             let finished = running.wait(limit, &task_entry.cancel).await;
             // The supervisor of the task ends with it, and everything it ran.
             drop(running);
+            if let (Some(hit), Some(mut note)) = (finished.limit, note) {
+                let _ = tokio::task::spawn_blocking(move || {
+                    use std::io::Write as _;
+                    let _ = writeln!(note, "\n{hit}");
+                })
+                .await;
+            }
             spool.finish().await;
             settle(&task_entry, &dir).await;
             let status = match finished.ending {
@@ -547,26 +555,6 @@ impl ShellTasks {
 async fn settle(entry: &Arc<Entry>, dir: &Arc<OutputDir>) {
     let (entry, dir) = (Arc::clone(entry), Arc::clone(dir));
     let _ = tokio::task::spawn_blocking(move || entry.settle(&dir)).await;
-}
-
-/// Starts a task's command: under a supervisor of its own when a supervisor program is
-/// registered, else, or when the program turns out not to answer as a supervisor, as a
-/// child of this process.
-async fn start_process(run: &RunSpec, launch: &Launch, io: Io) -> Result<Running, ToolError> {
-    #[cfg(target_os = "linux")]
-    if crate::host_program::command_supervisor().is_some() {
-        use crate::supervisor::{Key, Supervisor, fell_back};
-        match Supervisor::start(Key::new(launch)).await {
-            Ok(sup) => {
-                let running = Arc::new(sup).run(run, &io)?;
-                return Ok(Running::Supervised(running));
-            }
-            // A program that does not answer was set aside: run the command as without one.
-            Err(_) if fell_back() => {}
-            Err(e) => return Err(e),
-        }
-    }
-    process::spawn(run, launch, io).await
 }
 
 /// The error for a task's output that cannot be read: pruned (deleted after the retention

@@ -460,7 +460,8 @@ pub fn mcp_http(ctx: &Ctx) -> Result<Vec<Comparison>> {
     let mut ours = Cmd::new(&ctx.bin)
         .arg("--cwd")
         .arg(&root)
-        .args(["serve", "--http", &ours_addr])
+        // No token: the server compared against has none, so both do the same work.
+        .args(["serve", "--http", &ours_addr, "--no-auth"])
         .env("AGENT_TOOLS_HOME", &home)
         .to_command()?;
     let mut ours = Server(

@@ -3,6 +3,10 @@
 //! - `bash-200`: 200 sequential Bash calls of `true` through one `agent-tools batch`, against
 //!   200 `bash -c true` from a shell loop; once per sandbox mechanism (bubblewrap, Landlock
 //!   with seccomp, none), since the sandbox's start-up is most of a call's cost.
+//! - `jail-200`: 200 auto-approved read-only Bash calls (`cat a.txt`, default mode) through
+//!   one `agent-tools batch`, which run in the read-only jail, against the same 200 calls
+//!   approved by an allow rule, which run in the workspace sandbox; per mechanism. The
+//!   target: the jail costs at most 1.5× the workspace sandbox per call.
 //! - `bash-1g`: `agent-tools call Bash` of `yes | head -c 1G` (the model reads 30,000
 //!   characters, the GiB streams through the output pipe and its first and last 32 MiB stay
 //!   in the spill file) against `yes | head -c 1G > /dev/null`; it also checks the spill
@@ -111,6 +115,67 @@ pub fn bash_200(ctx: &Ctx) -> Result<Vec<Comparison>> {
                 "bash -c true loop",
             )?);
         }
+    }
+    Ok(results)
+}
+
+/// 200 auto-approved read-only calls in the jail against the same calls approved by a rule
+/// (the workspace sandbox), per mechanism.
+pub fn jail_200(ctx: &Ctx) -> Result<Vec<Comparison>> {
+    let (work, home) = workdir(ctx)?;
+    fs::write(work.join("a.txt"), "alpha\nbeta\n").context("writing a.txt")?;
+    let calls = ctx.scratch.join("shell-jail-200.jsonl");
+    let line = r#"{"tool": "Bash", "input": {"command": "cat a.txt"}}"#;
+    fs::write(&calls, format!("{}\n", vec![line; CALLS].join("\n")))
+        .with_context(|| format!("writing {}", calls.display()))?;
+    let mut results = Vec::new();
+    for (name, sandbox, usable) in [
+        (
+            "bubblewrap",
+            r#"{"mechanism": "bubblewrap"}"#,
+            Path::new("/usr/bin/bwrap").is_file(),
+        ),
+        ("landlock", r#"{"mechanism": "landlock"}"#, true),
+    ] {
+        if !usable {
+            println!("jail-200: skipping the {name} sandbox (not installed)");
+            continue;
+        }
+        let settings = settings(ctx, &format!("jail-{name}"), sandbox)?;
+        let batch = |allow: &str| {
+            Cmd::new("sh")
+                .arg("-c")
+                .arg(format!(
+                    "exec {} batch --cwd {} --mode default {allow} --settings {} < {}",
+                    quote(&ctx.bin),
+                    quote(&work),
+                    quote(&settings),
+                    quote(&calls)
+                ))
+                .env("AGENT_TOOLS_HOME", &home)
+        };
+        let jail = batch("");
+        let workspace = batch("--allow 'Bash(cat a.txt)'");
+        // One check run each: every call succeeded, in the sandbox it should.
+        for (cmd, wanted) in [(&jail, "read-only jail"), (&workspace, "workspace-write")] {
+            let out = cmd.stdout_string()?;
+            let ok = out
+                .lines()
+                .filter(|l| l.contains(r#""is_error":false"#) && l.contains(wanted))
+                .count();
+            if ok != CALLS {
+                bail!(
+                    "jail-200 ({name}): {ok} of {CALLS} calls succeeded in the {wanted} sandbox:\n{}",
+                    out.lines().next().unwrap_or("")
+                );
+            }
+        }
+        results.push(ctx.compare(
+            &format!("{CALLS} × `cat a.txt` auto-approved, in the jail ({name})"),
+            &jail,
+            &workspace,
+            "the same, allowed by a rule (workspace-write)",
+        )?);
     }
     Ok(results)
 }

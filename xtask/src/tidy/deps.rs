@@ -26,13 +26,25 @@ pub const CATEGORIES: [&str; 6] = [
     "tools-agent",
 ];
 
-/// What a category crate may depend on: tool-core only.
-const CATEGORY_DEPS: &[&str] = &["tool-core"];
+/// What a category crate may depend on: tool-core and the pure command analysis.
+const CATEGORY_DEPS: &[&str] = &["tool-core", "shell-analysis"];
 
-/// Why a category crate may depend on tool-core only.
-const CATEGORY_WHY: &str = "a category crate depends on tool-core and never on another \
-                            category crate, registry or agent-tools (what one needs from \
-                            another goes through a tool-core trait)";
+/// Why a category crate may depend on tool-core (and shell-analysis) only.
+const CATEGORY_WHY: &str = "a category crate depends on tool-core (and the pure command \
+                            analysis, shell-analysis) and never on another category crate, \
+                            registry or agent-tools (what one needs from another goes through \
+                            a tool-core trait)";
+
+/// The categories that start programs of the project: the shell's commands and the
+/// language servers run in the sandbox.
+const SANDBOXED_CATEGORY_DEPS: &[&str] = &["tool-core", "shell-analysis", "sandbox"];
+
+/// Why tools-shell and tools-lsp may also depend on sandbox.
+const SANDBOXED_CATEGORY_WHY: &str = "a category crate depends on tool-core (and the pure \
+                                      command analysis, shell-analysis) and never on another \
+                                      category crate, registry or agent-tools; tools-shell and \
+                                      tools-lsp also use the sandbox crate, \
+                                      which runs what they start contained";
 
 /// The registry knows every category.
 const REGISTRY_DEPS: &[&str] = &[
@@ -48,6 +60,8 @@ const REGISTRY_DEPS: &[&str] = &[
 /// The examples embed the library crates as a user's program would: any of them.
 const EXAMPLES_DEPS: &[&str] = &[
     "tool-core",
+    "sandbox",
+    "shell-analysis",
     "tools-fs",
     "tools-shell",
     "tools-web",
@@ -115,16 +129,31 @@ pub const RULES: &[Rule] = &[
         why: "tool-core depends on no other crate of the workspace",
     },
     Rule::Internal {
+        krate: "shell-analysis",
+        allowed: &[],
+        dev_extra: &[],
+        why: "shell-analysis is the pure command analysis under the shell tools: it sits \
+              between tool-core and the category crates and depends on no crate of the \
+              workspace (no category, not even tool-core: rules reach it as matchers)",
+    },
+    Rule::Internal {
         krate: "tools-fs",
         allowed: CATEGORY_DEPS,
         dev_extra: TESTS_MAY_USE_CATEGORIES,
         why: CATEGORY_WHY,
     },
     Rule::Internal {
+        krate: "sandbox",
+        allowed: &["tool-core"],
+        dev_extra: &[],
+        why: "the sandbox is the containment the category crates run their programs in: it \
+              depends on tool-core only, never on a category crate",
+    },
+    Rule::Internal {
         krate: "tools-shell",
-        allowed: CATEGORY_DEPS,
+        allowed: SANDBOXED_CATEGORY_DEPS,
         dev_extra: TESTS_MAY_USE_CATEGORIES,
-        why: CATEGORY_WHY,
+        why: SANDBOXED_CATEGORY_WHY,
     },
     Rule::Internal {
         krate: "tools-web",
@@ -134,9 +163,9 @@ pub const RULES: &[Rule] = &[
     },
     Rule::Internal {
         krate: "tools-lsp",
-        allowed: CATEGORY_DEPS,
+        allowed: SANDBOXED_CATEGORY_DEPS,
         dev_extra: TESTS_MAY_USE_CATEGORIES,
-        why: CATEGORY_WHY,
+        why: SANDBOXED_CATEGORY_WHY,
     },
     Rule::Internal {
         krate: "tools-mcp",
@@ -159,7 +188,7 @@ pub const RULES: &[Rule] = &[
     Rule::Internal {
         krate: "agent-tools",
         allowed: &["registry", "tool-core"],
-        dev_extra: &[],
+        dev_extra: &["shell-analysis"],
         why: "the binary reaches the tools through the registry and tool-core",
     },
     Rule::Internal {
@@ -185,6 +214,16 @@ pub const RULES: &[Rule] = &[
         dep: "rmcp",
         users: &["tools-mcp"],
         why: "tools-mcp is the only crate that speaks the MCP wire format",
+    },
+    Rule::ExternalOnly {
+        dep: "landlock",
+        users: &["sandbox"],
+        why: "the sandbox crate is the one place that confines processes",
+    },
+    Rule::ExternalOnly {
+        dep: "seccompiler",
+        users: &["sandbox"],
+        why: "the sandbox crate is the one place that confines processes",
     },
     Rule::ExternalNever {
         dep: "rmcp",
@@ -215,6 +254,11 @@ pub const RULES: &[Rule] = &[
         dep: "tree-sitter*",
         crates: &["tool-core"],
         why: NO_HTTP_MCP_LSP,
+    },
+    Rule::ExternalNever {
+        dep: "tokio",
+        crates: &["shell-analysis"],
+        why: "shell-analysis is pure: no I/O, no runtime, no processes",
     },
 ];
 

@@ -12,7 +12,7 @@
 //! Architecture (each in its own module, each taking the workspace root):
 //! - [`deps`]: the dependency rules between crates, from `crates/*/Cargo.toml` and the
 //!   manifests of [`TOP_LEVEL_PACKAGES`];
-//! - [`shell`]: only tools-shell starts a shell;
+//! - [`shell`]: only tools-shell and the sandbox crate start a shell;
 //! - [`cycles`]: no import cycle between a crate's top-level modules;
 //! - [`refs`]: no reference to a document outside the repository.
 //!

@@ -208,6 +208,32 @@ fn run_words(peers: &Path, project: &Project, line: &str) -> String {
     text
 }
 
+/// Runs `line` with `sh -c`, with the peers' programs first on `PATH`.
+fn run_shell(peers: &Path, project: &Project, line: &str) -> String {
+    let path = format!(
+        "{}:{}",
+        peers.join("node_modules/.bin").display(),
+        std::env::var("PATH").unwrap_or_default()
+    );
+    let output = Command::new("sh")
+        .args(["-c", line])
+        .current_dir(project.root())
+        .env("PATH", path)
+        .env("HOME", project.home())
+        .env("AGENT_TOOLS_HOME", project.home())
+        .env("NO_COLOR", "1")
+        .stdin(Stdio::null())
+        .output()
+        .unwrap_or_else(|e| panic!("run {line}: {e}"));
+    let text = format!(
+        "{}{}",
+        String::from_utf8_lossy(&output.stdout),
+        String::from_utf8_lossy(&output.stderr)
+    );
+    assert!(output.status.success(), "{line} failed: {text}");
+    text
+}
+
 #[test]
 fn claude_code_connects_over_stdio_and_http() {
     let Some(peers) = peer("node_modules/.bin/claude") else {
@@ -215,11 +241,16 @@ fn claude_code_connects_over_stdio_and_http() {
     };
     let doc = snippets(&document());
     let project = Project::new(&["notes.txt = hello"]);
-    let server = HttpServer::start(&project, &[]);
-    for name in ["claude-code", "claude-code-http"] {
-        let line = fill(&doc[name], &project, Some(&server.url));
-        run_words(&peers, &project, &line);
-    }
+    // As the document says: the server makes its token, the client sends it.
+    let server = HttpServer::start_with_generated_token(&project, &[]);
+    let (_, token_file) = server.token.clone().expect("a generated token");
+    let line = fill(&doc["claude-code"], &project, None);
+    run_words(&peers, &project, &line);
+    let line = fill(&doc["claude-code-http"], &project, Some(&server.url)).replace(
+        "~/.agent-tools/serve-token",
+        token_file.to_str().expect("UTF-8 path"),
+    );
+    run_shell(&peers, &project, &line);
     let listed = run_words(&peers, &project, "claude mcp list");
     for (name, line) in [("agent-tools:", "stdio"), ("agent-tools-http:", "HTTP")] {
         let row = listed

@@ -98,6 +98,8 @@ fn a_due_cron_job_is_an_event_line_in_batch() {
         job.to_string(),
     )
     .unwrap();
+    // The file is the project's: its jobs run once a person approved it.
+    p.trust();
     let mut live = Live::start(&p);
     live.send(json!({"tool": "CronList", "input": {}}));
     // The job fires on the scheduler's first tick: its event line may come before or after
@@ -252,6 +254,8 @@ fn the_python_sdk_client_receives_cron_monitor_and_task_events() {
         job.to_string(),
     )
     .unwrap();
+    // The file is the project's: its jobs run once a person approved it.
+    p.trust();
     let home = p.home().to_str().unwrap().to_owned();
     let scenario = json!({
         "transport": {"stdio": {

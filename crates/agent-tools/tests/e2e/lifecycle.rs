@@ -51,29 +51,144 @@ fn have_bwrap() -> bool {
     )
 }
 
-/// A project and a state directory that `user` owns.
-/// A copy of the binary that user nobody can reach (the build directory may sit under a
-/// home only its owner can search; the binary registers itself as the sandbox supervisor,
-/// which must be a file its user can see).
+/// The binary where user nobody can reach it: the build directory may sit under a home
+/// only its owner can search, and the binary registers itself as the sandbox supervisor,
+/// which must be a file its user can see. One entry per build, shared by every test process
+/// (nextest runs each test in a process of its own), at
+/// `$TMPDIR/agent-tools-nobody-<uid>/<build>-<identity>/agent-tools`: a hard link where the
+/// temporary directory is on the build's file system (no second 120 MB), else a copy. It is
+/// made in a staging directory and renamed into place, so a process sees a whole binary or
+/// none; entries of earlier builds of the same binary (its path) are removed, so test runs
+/// leave one entry per build directory behind, not one per test.
 fn nobody_binary() -> &'static Path {
-    static COPY: std::sync::OnceLock<(TempDir, PathBuf)> = std::sync::OnceLock::new();
-    let (_, path) = COPY.get_or_init(|| {
-        let dir = tempfile::Builder::new()
-            .prefix("agent-tools-nobody-")
-            .tempdir()
-            .expect("a temporary directory");
-        std::fs::set_permissions(
-            dir.path(),
-            std::os::unix::fs::PermissionsExt::from_mode(0o755),
-        )
-        .expect("chmod");
-        let copy = dir.path().join("agent-tools");
-        std::fs::copy(binary(), &copy).expect("copy the binary");
-        (dir, copy)
-    });
-    path
+    static PATH: std::sync::OnceLock<PathBuf> = std::sync::OnceLock::new();
+    PATH.get_or_init(|| shared_binary(binary(), &std::env::temp_dir()))
 }
 
+/// See [`nobody_binary`]: the entry for `binary` under `tmp`.
+fn shared_binary(binary: &Path, tmp: &Path) -> PathBuf {
+    use std::hash::{DefaultHasher, Hash, Hasher};
+    use std::os::unix::fs::{MetadataExt, PermissionsExt};
+    let hash = |value: &dyn Fn(&mut DefaultHasher)| {
+        let mut h = DefaultHasher::new();
+        value(&mut h);
+        h.finish()
+    };
+    let meta = std::fs::metadata(binary).expect("the binary under test");
+    let build = hash(&|h| binary.hash(h));
+    let identity = hash(&|h| {
+        (
+            meta.dev(),
+            meta.ino(),
+            meta.size(),
+            meta.mtime(),
+            meta.mtime_nsec(),
+        )
+            .hash(h)
+    });
+    let uid = std::fs::metadata("/proc/self").expect("/proc/self").uid();
+    let base = tmp.join(format!("agent-tools-nobody-{uid}"));
+    match std::fs::create_dir(&base) {
+        Ok(()) => {}
+        Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists => {}
+        Err(e) => panic!("cannot create {}: {e}", base.display()),
+    }
+    // The directory holds what the tests run: it must be ours and nobody else's to write.
+    let dir_meta = std::fs::symlink_metadata(&base).expect("the shared directory");
+    assert!(
+        dir_meta.is_dir() && dir_meta.uid() == uid && dir_meta.mode() & 0o022 == 0,
+        "{} is not a directory only uid {uid} can write; remove it",
+        base.display()
+    );
+    std::fs::set_permissions(&base, std::fs::Permissions::from_mode(0o755)).expect("chmod");
+    let prefix = format!("{build:016x}-");
+    let name = format!("{prefix}{identity:016x}");
+    let entry = base.join(&name);
+    let target = entry.join("agent-tools");
+    if !target.is_file() {
+        let staging = tempfile::Builder::new()
+            .prefix(".staging-")
+            .tempdir_in(&base)
+            .expect("a staging directory");
+        std::fs::set_permissions(staging.path(), std::fs::Permissions::from_mode(0o755))
+            .expect("chmod");
+        let staged = staging.path().join("agent-tools");
+        if std::fs::hard_link(binary, &staged).is_err() {
+            std::fs::copy(binary, &staged).expect("copy the binary");
+        }
+        match std::fs::rename(staging.path(), &entry) {
+            // The staging directory is the entry now: nothing left to remove.
+            Ok(()) => drop(staging.keep()),
+            // Another test process put the same build in place first: use its entry.
+            Err(_) if target.is_file() => drop(staging),
+            Err(e) => panic!("cannot move the binary into {}: {e}", entry.display()),
+        }
+    }
+    // Earlier builds of this binary, and staging directories a killed process left.
+    for old in std::fs::read_dir(&base).into_iter().flatten().flatten() {
+        let file_name = old.file_name();
+        let file_name = file_name.to_string_lossy();
+        let stale_staging = file_name.starts_with(".staging-")
+            && old
+                .metadata()
+                .and_then(|m| m.modified())
+                .is_ok_and(|t| t.elapsed().is_ok_and(|age| age > Duration::from_secs(3600)));
+        if (file_name.starts_with(&prefix) && file_name != name) || stale_staging {
+            let _ = std::fs::remove_dir_all(old.path());
+        }
+    }
+    target
+}
+
+#[test]
+fn the_binary_for_nobody_is_one_shared_entry_per_build() {
+    use std::os::unix::fs::MetadataExt;
+    let (_dir, base) = test_support::tempdir();
+    let tmp = base.join("tmp");
+    std::fs::create_dir(&tmp).expect("mkdir");
+    let build = base.join("agent-tools");
+    std::fs::write(&build, "first build").expect("write");
+    let first = shared_binary(&build, &tmp);
+    assert_eq!(
+        std::fs::read_to_string(&first).expect("read"),
+        "first build"
+    );
+    // Every process of the same build gets the same entry; nothing else is left behind.
+    assert_eq!(shared_binary(&build, &tmp), first);
+    let shared = first
+        .parent()
+        .and_then(Path::parent)
+        .expect("the shared directory");
+    let entries = || {
+        std::fs::read_dir(shared)
+            .expect("read_dir")
+            .flatten()
+            .map(|e| e.file_name().to_string_lossy().into_owned())
+            .collect::<Vec<_>>()
+    };
+    assert_eq!(entries().len(), 1, "{:?}", entries());
+    assert_eq!(
+        std::fs::metadata(shared).expect("stat").mode() & 0o777,
+        0o755
+    );
+    // A new build replaces the entry of the old one; another binary keeps its own.
+    std::fs::remove_file(&build).expect("rm");
+    std::fs::write(&build, "second build").expect("write");
+    let other = base.join("other");
+    std::fs::write(&other, "another build directory").expect("write");
+    let second = shared_binary(&build, &tmp);
+    let elsewhere = shared_binary(&other, &tmp);
+    assert_ne!(second, first);
+    assert_eq!(
+        std::fs::read_to_string(&second).expect("read"),
+        "second build"
+    );
+    assert!(!first.exists(), "the old build's entry is still there");
+    assert!(elsewhere.is_file());
+    assert_eq!(entries().len(), 2, "{:?}", entries());
+}
+
+/// A project and a state directory that `user` owns.
 struct Place {
     user: User,
     _dir: TempDir,
@@ -262,7 +377,9 @@ for f in *.output; do ln -sfn "$c" "$f"; done); echo planted"#,
         json!({"tool": "Bash", "input": {"command": "echo bg", "run_in_background": true}}),
     ]);
     let texts: Vec<String> = lines.iter().map(text).collect();
-    assert_eq!(texts[1], "planted", "{user:?}");
+    // The state directory is read-only inside the sandbox, so the links are not even made
+    // now; what follows holds either way.
+    assert!(texts[1].ends_with("planted"), "{user:?}: {}", texts[1]);
     assert_eq!(texts[2], "a\n1\n2\n3", "{user:?}");
     assert_eq!(texts[3], "b\n4\n5\n6", "{user:?}");
     assert!(texts[4].contains("lines truncated"), "{user:?}");
@@ -491,6 +608,7 @@ impl Server {
             "serve",
             "--http",
             "127.0.0.1:0",
+            "--no-auth",
             "--mode",
             "bypassPermissions",
         ]);

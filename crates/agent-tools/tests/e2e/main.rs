@@ -8,15 +8,25 @@
 //! (`AGENT_TOOLS_HOME`, also used as `HOME`), so no test reads or writes the real home.
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
+mod agents;
+mod analysis;
 mod batch;
 mod call;
 mod cli;
 mod clients;
+mod config_named;
+mod definitions;
 mod doctor;
 mod events;
+mod home_categories;
+mod hosted;
+mod jail;
 mod lifecycle;
+mod mcp_limits;
+mod mcp_login;
 mod mcp_startup;
 mod permissions;
+mod planted_git;
 mod profile_codex;
 mod profile_gemini;
 mod profiles;
@@ -24,9 +34,12 @@ mod race;
 mod serve;
 mod serve_deploy;
 mod serve_eras;
+mod serve_errors;
 mod serve_fleet;
 mod serve_http;
 mod shell;
+mod state_home;
+mod state_tokens;
 mod trust;
 mod worktree;
 

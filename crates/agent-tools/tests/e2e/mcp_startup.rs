@@ -2,7 +2,7 @@
 //! upstream server is still starting (it is still running, and not yet given up on, when the
 //! answer arrives), the healthy server's tools join with `notifications/tools/list_changed`,
 //! and stderr names every server that did not start (the hung one, an unset variable, the
-//! legacy SSE transport). `list` and `call` wait briefly and say which servers are still
+//! WebSocket transport). `list` and `call` wait briefly and say which servers are still
 //! starting; no server process outlives the command.
 
 use std::io::{BufRead, BufReader, Write};
@@ -18,8 +18,8 @@ use crate::{Project, binary};
 
 /// A project whose `.mcp.json` has a healthy server ("fake"), one that never answers
 /// ("hung", given up on after `hung_timeout_ms`; it writes its pid to the returned file), one
-/// whose entry needs an unset variable ("needs_key") and one on the legacy SSE transport
-/// ("legacy"). Approved, as a person would.
+/// whose entry needs an unset variable ("needs_key") and one on a transport agent-tools does not speak
+/// ("legacy", a WebSocket). Approved, as a person would.
 fn project(hung_timeout_ms: u64) -> (Project, PathBuf) {
     let project = Project::new(&["log/"]);
     let log = project.root().join("log");
@@ -35,7 +35,7 @@ fn project(hung_timeout_ms: u64) -> (Project, PathBuf) {
         "hung": {"command": "python3", "args": ["-c", hung, pid_file],
                  "startupTimeoutMs": hung_timeout_ms},
         "needs_key": {"command": "x", "env": {"KEY": "${AGENT_TOOLS_E2E_UNSET_KEY}"}},
-        "legacy": {"type": "sse", "url": "http://127.0.0.1:9/sse"}}});
+        "legacy": {"type": "ws", "url": "ws://127.0.0.1:9/mcp"}}});
     std::fs::write(project.root().join(".mcp.json"), config.to_string()).unwrap();
     project.trust();
     (project, pid_file)
@@ -236,7 +236,7 @@ fn serve_answers_initialize_while_a_hung_server_is_still_starting() {
     for needle in [
         "MCP server \"hung\" failed to connect: did not finish starting within 8s",
         "MCP server \"needs_key\" was not started: mcpServers.needs_key: environment variable AGENT_TOOLS_E2E_UNSET_KEY is not set",
-        "MCP server \"legacy\" was not started: mcpServers.legacy: the legacy HTTP+SSE transport (\"type\": \"sse\") is not supported",
+        "MCP server \"legacy\" was not started: mcpServers.legacy: transport type \"ws\" is not supported",
     ] {
         assert!(stderr.contains(needle), "{needle}\n{stderr}");
     }

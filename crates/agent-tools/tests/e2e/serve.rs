@@ -80,15 +80,38 @@ fn inspector_stdio_args<'a>(project: &'a Project, home_env: &'a str) -> Vec<&'a 
 pub(crate) struct HttpServer {
     pub(crate) child: Child,
     pub(crate) url: String,
+    /// The generated token and its file, when the server made one
+    pub(crate) token: Option<(String, std::path::PathBuf)>,
+    /// The lines on stderr before the address line (warnings, notices)
+    pub(crate) notices: Vec<String>,
 }
 
 impl HttpServer {
+    /// A server without authentication (`--no-auth`) unless `extra` names tokens.
     pub(crate) fn start(project: &Project, extra: &[&str]) -> Self {
         Self::start_with_env(project, extra, &[])
     }
 
-    /// Starts the server with `env` added to its environment.
+    /// Starts the server with `env` added to its environment (`--no-auth` unless `extra`
+    /// names tokens).
     pub(crate) fn start_with_env(project: &Project, extra: &[&str], env: &[(&str, &str)]) -> Self {
+        let mut args = extra.to_vec();
+        if !extra
+            .iter()
+            .any(|a| matches!(*a, "--token-file" | "--token-env"))
+        {
+            args.push("--no-auth");
+        }
+        Self::spawn(project, &args, env)
+    }
+
+    /// A server as a person starts it without token options: it generates a token in the
+    /// state directory and requires it.
+    pub(crate) fn start_with_generated_token(project: &Project, extra: &[&str]) -> Self {
+        Self::spawn(project, extra, &[])
+    }
+
+    fn spawn(project: &Project, extra: &[&str], env: &[(&str, &str)]) -> Self {
         let mut child = Command::new(binary())
             .args([
                 "--cwd",
@@ -108,18 +131,39 @@ impl HttpServer {
             .expect("spawn agent-tools serve --http");
         let stderr = child.stderr.take().expect("stderr pipe");
         let mut lines = BufReader::new(stderr).lines();
-        let line = lines
-            .next()
-            .expect("a line announcing the address")
-            .expect("readable stderr");
+        // Warnings and notices may come first; the address line names the URL.
+        let mut notices = Vec::new();
+        let line = loop {
+            let line = lines
+                .next()
+                .unwrap_or_else(|| panic!("a line announcing the address after {notices:?}"))
+                .expect("readable stderr");
+            if line.contains("http://") {
+                break line;
+            }
+            notices.push(line);
+        };
         let url = line
             .split_whitespace()
             .find(|w| w.starts_with("http://"))
             .unwrap_or_else(|| panic!("no URL in {line}"))
             .to_owned();
+        let token = line
+            .split_once("the token is in ")
+            .and_then(|(_, rest)| rest.split_once(" ("))
+            .map(|(path, _)| {
+                let path = std::path::PathBuf::from(path);
+                let token = std::fs::read_to_string(&path).expect("the token file");
+                (token.trim().to_owned(), path)
+            });
         // Keep draining stderr so the server never blocks on a full pipe.
         std::thread::spawn(move || for _ in lines {});
-        HttpServer { child, url }
+        HttpServer {
+            child,
+            url,
+            token,
+            notices,
+        }
     }
 
     /// `host:port` of the server.

@@ -11,6 +11,8 @@ SCENARIO_JSON:
             declares no elicitation capability)
   "elicit_content": {..} (optional: the content of an accepted answer; default
             {"allow": true, "always": false})
+  "sample": TEXT (optional: answer sampling with a model reply TEXT; without it the client
+            declares no sampling capability)
   "steps": [
     {"op": "call", "tool": NAME, "args": {..}, "context": "new" | "last" | HANDLE (optional),
      "cancel_when_file": PATH (optional: cancel the call once PATH exists),
@@ -86,6 +88,13 @@ async def run(scenario):
         server = streamable_http_client(transport["http"],
                                         http_client=create_mcp_http_client(headers=headers))
     callback = on_elicit if "elicit" in scenario else None
+
+    async def on_sample(context, params):
+        elicited.append("sampled: " + params.messages[0].content.text)
+        return types.CreateMessageResult(role="assistant", model="test-model",
+                                         content=types.TextContent(type="text", text=scenario["sample"]))
+
+    sampling = on_sample if "sample" in scenario else None
     last_context = None
     saved = {}
     changes = {"seen": 0, "waited": 0}
@@ -101,6 +110,7 @@ async def run(scenario):
             changes["seen"] += 1
 
     async with Client(server, mode=scenario.get("mode", "auto"), elicitation_callback=callback,
+                      sampling_callback=sampling,
                       logging_callback=on_log, message_handler=on_message, cache=None) as client, \
             anyio.create_task_group() as background:
 

@@ -441,6 +441,123 @@ fn tokens_origins_and_the_state_of_each_principal() {
     assert_eq!(response.status, 204, "{response:#?}");
 }
 
+/// Without a token option, a loopback server makes a token (mode 0600 in the state
+/// directory), says where it is, and requires it: requests without it, or with a wrong
+/// one, get 401 and do nothing (no file written, no process started); with it, calls run.
+/// The next server uses the same token.
+#[test]
+fn a_server_without_token_options_makes_one_and_requires_it() {
+    use std::os::unix::fs::PermissionsExt;
+    let project = Project::new(&["notes.txt = alpha\\n"]);
+    let server = HttpServer::start_with_generated_token(&project, &["--mode", "bypassPermissions"]);
+    let (token, path) = server
+        .token
+        .clone()
+        .expect("the address line names the token file");
+    assert_eq!(path, project.home().join("serve-token"));
+    let mode = std::fs::metadata(&path)
+        .expect("token file")
+        .permissions()
+        .mode();
+    assert_eq!(mode & 0o777, 0o600);
+    assert_eq!(token.len(), 64);
+    let written = project.root().join("written.txt");
+    let ran = project.root().join("ran");
+    let procs = marker("serve-token");
+    let calls = [
+        ("Write", json!({"file_path": written, "content": "x"})),
+        (
+            "Bash",
+            json!({"command": format!("touch '{}'; setsid sh -c 'sleep 300' {procs} >/dev/null 2>&1 &", ran.display())}),
+        ),
+    ];
+    let wrong = "0".repeat(64);
+    let mut refused = 0;
+    for bad in [
+        None,
+        Some(wrong.as_str()),
+        Some(&token[..32]),
+        Some("Bearer"),
+    ] {
+        for (tool, args) in &calls {
+            let (headers, body) = modern(
+                1,
+                "tools/call",
+                json!({"name": tool, "arguments": args}),
+                bad,
+                None,
+            );
+            let response = Conn::open(server.authority()).send("POST", "/mcp", &headers, &body);
+            assert_eq!(response.status, 401, "{bad:?} {tool}: {response:#?}");
+            refused += 1;
+        }
+        let response = legacy_session(&mut Conn::open(server.authority()), bad)
+            .expect_err("no legacy session without the token");
+        assert_eq!(response.status, 401, "{response:#?}");
+    }
+    assert!(!written.exists() && !ran.exists());
+    assert!(survivors(&procs, 1).is_empty());
+    eprintln!("requests without the generated token refused: {refused}");
+    // With the token, the call runs.
+    let mut conn = Conn::open(server.authority());
+    let answer = call(
+        &mut conn,
+        2,
+        "Write",
+        calls[0].1.clone(),
+        Some(&token),
+        None,
+    );
+    assert_eq!(answer["result"]["isError"], false, "{answer}");
+    assert!(written.exists());
+    assert!(legacy_session(&mut conn, Some(&token)).is_ok());
+    drop(server);
+    let again = HttpServer::start_with_generated_token(&project, &[]);
+    assert_eq!(again.token.as_ref().map(|t| &t.0), Some(&token));
+}
+
+/// `--no-auth` serves without a token and says on stderr what that means; it cannot be
+/// combined with token options.
+#[test]
+fn no_auth_serves_anonymously_with_a_warning() {
+    let project = Project::new(&["notes.txt = alpha\\n"]);
+    let server = HttpServer::start(&project, &[]);
+    assert!(server.token.is_none());
+    assert!(
+        server
+            .notices
+            .iter()
+            .any(|n| n.contains("warning: --no-auth") && n.contains("every account")),
+        "{:?}",
+        server.notices
+    );
+    assert!(!project.home().join("serve-token").exists());
+    let mut conn = Conn::open(server.authority());
+    let notes = project.root().join("notes.txt");
+    let answer = call(
+        &mut conn,
+        1,
+        "Read",
+        json!({"file_path": notes}),
+        None,
+        None,
+    );
+    assert!(text(&answer).contains("alpha"), "{answer}");
+    let run = project.run(
+        &[
+            "serve",
+            "--http",
+            "127.0.0.1:0",
+            "--no-auth",
+            "--token-env",
+            "X",
+        ],
+        None,
+    );
+    run.assert_code(2);
+    assert!(run.stderr.contains("--no-auth"), "{run:#?}");
+}
+
 #[test]
 fn listening_beyond_loopback_needs_a_token() {
     let project = Project::new(&[]);

@@ -6,6 +6,7 @@
 
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
+use std::time::Duration;
 
 use serde_json::{Value, json};
 use tool_core::{PermissionMode, ToolContext, ToolPool};
@@ -24,10 +25,13 @@ impl Project {
         for (name, text) in files {
             std::fs::write(root.join(name), text).unwrap();
         }
-        let config = LspConfig::empty().with_server(
-            exts,
-            ServerConfig::new(bin.display().to_string(), &["--stdio"]),
-        );
+        let mut server = ServerConfig::new(bin.display().to_string(), &["--stdio"]);
+        // The edit's report needs a server that has loaded the project, which the LSP call
+        // waits for; on a busy machine loading takes longer than the default startup time
+        // (15 s), so the servers get as long as they need: what is tested is the report,
+        // not the bound.
+        server.startup_timeout = Duration::from_secs(300);
+        let config = LspConfig::empty().with_server(exts, server);
         let ctx = ToolContext::builder(&root)
             .state_dir(root.join(".state"))
             .mode(PermissionMode::AcceptEdits)

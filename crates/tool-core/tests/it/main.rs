@@ -7,3 +7,4 @@ mod declarations;
 mod exec;
 mod fixtures;
 mod permissions;
+mod sessions;

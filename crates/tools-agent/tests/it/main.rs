@@ -67,6 +67,15 @@ impl Fixture {
     pub(crate) fn path(&self, rel: &str) -> PathBuf {
         self.root.join(rel)
     }
+
+    /// Records a person's approval of every skill, agent and cron file of the project as
+    /// they are now (what `agent-tools trust` does), so their widening keys apply.
+    pub(crate) fn approve_project(&self) {
+        let store = tool_core::TrustStore::in_state_dir(&self.state);
+        for file in tools_agent::review_project_definitions(&self.root, &self.state) {
+            store.approve(&self.root, &file.name, &file.sha256).unwrap();
+        }
+    }
 }
 
 /// Runs git in `dir`, asserting it succeeds; its trimmed standard output.

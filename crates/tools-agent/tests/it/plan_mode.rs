@@ -52,10 +52,16 @@ async fn plan_mode_round_trip_restores_the_previous_mode() {
     assert!(r.text().starts_with(tools_agent::PLAN_APPROVED));
     assert!(r.text().contains("## Approved Plan:\n1. Do the thing"));
     assert!(r.text().contains("- Bash: run tests"));
-    assert_eq!(
-        prompter.asked.lock().unwrap().as_slice(),
-        ["Exit plan mode?"]
+    // The question shows the plan, the mode it returns to and the permissions it asks for.
+    let asked = prompter.asked.lock().unwrap().clone();
+    assert_eq!(asked.len(), 1);
+    assert!(
+        asked[0].starts_with("Exit plan mode and start implementing this plan? Approving returns the session to the acceptEdits permission mode"),
+        "{}",
+        asked[0]
     );
+    assert!(asked[0].contains("\n1. Do the thing"), "{}", asked[0]);
+    assert!(asked[0].contains("- Bash: run tests"), "{}", asked[0]);
     assert_eq!(ctx.permission_mode(), PermissionMode::AcceptEdits);
 }
 

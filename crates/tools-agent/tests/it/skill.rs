@@ -49,6 +49,7 @@ fn fixture() -> Fixture {
         "notes",
         "---\nname: notes\ndescription: Take notes\n---\nWrite notes about $ARGUMENTS\n",
     );
+    f.approve_project();
     f
 }
 
@@ -81,7 +82,7 @@ async fn validation_messages() {
 }
 
 #[tokio::test]
-async fn runs_project_then_user_skills() {
+async fn the_persons_skills_win_and_the_projects_keep_a_distinct_name() {
     let f = fixture();
     let ctx = f.ctx();
     let r = call(
@@ -97,10 +98,16 @@ async fn runs_project_then_user_skills() {
         r.text()
     );
     assert!(
-        r.text().contains("Use pdftotext on report.pdf."),
-        "project skill wins: {}",
+        r.text().contains("User version."),
+        "the person's skill wins: {}",
         r.text()
     );
+    let r = call(
+        &ctx,
+        "Skill",
+        json!({"skill": "project:pdf", "args": "report.pdf"}),
+    )
+    .await;
     assert_eq!(r.data["instructions"], "Use pdftotext on report.pdf.");
     let r = call(
         &ctx,
@@ -115,14 +122,22 @@ async fn runs_project_then_user_skills() {
         .collect();
     assert_eq!(
         names,
-        ["broken", "empty", "manual", "pdf", "release", "notes"]
+        [
+            "notes",
+            "pdf",
+            "broken",
+            "empty",
+            "manual",
+            "project:pdf",
+            "release"
+        ]
     );
     let listing = tools_agent::skill_listing(&ctx, 10_000);
     assert_eq!(
         listing,
-        "- empty: no body\n- pdf: Work with PDF files\n- release: Cut a release\n- notes: Take notes\n"
+        "- notes: Take notes\n- pdf: the user's pdf\n- empty: no body\n- project:pdf: Work with PDF files\n- release: Cut a release\n"
     );
-    assert!(tools_agent::skill_listing(&ctx, 30).ends_with("(3 more skills not listed)\n"));
+    assert!(tools_agent::skill_listing(&ctx, 30).ends_with("(4 more skills not listed)\n"));
 }
 
 #[tokio::test]

@@ -260,7 +260,7 @@ async fn swarm_parameter_errors() {
     check(json!({"isolation": "remote"}), "isolation").await;
     check(
         json!({"mode": "bypassPermissions"}),
-        "mode: \"bypassPermissions\" allows more than this session's mode \"default\": a sub-agent cannot get more permissions than its caller.",
+        "mode: \"bypassPermissions\" allows more than this session's mode \"default\": a sub-agent cannot get more permissions than its caller",
     )
     .await;
     assert!(

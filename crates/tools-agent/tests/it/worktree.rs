@@ -141,3 +141,51 @@ async fn remove_refuses_when_the_state_cannot_be_verified() {
     assert!(!r.is_error, "{}", r.text());
     assert_eq!(ctx.cwd(), f.root);
 }
+
+/// `.agent-tools` is repository content: a committed link (or a file) where worktrees go is
+/// never followed, for EnterWorktree and for an agent's `isolation: "worktree"`; nothing is
+/// checked out elsewhere and the session stays where it was.
+#[tokio::test]
+async fn links_and_files_in_the_way_of_worktrees_are_refused() {
+    // (what is planted, the message)
+    let cases: [(&str, &str); 5] = [
+        (".agent-tools -> {out}", "is a symbolic link"),
+        (".agent-tools/worktrees -> {out}", "is a symbolic link"),
+        (
+            ".agent-tools/worktrees/nested -> {out}",
+            "is a symbolic link",
+        ),
+        (".agent-tools/worktrees = a file", "is in the way"),
+        (".agent-tools = a file", "is in the way"),
+    ];
+    for (planted, message) in cases {
+        let f = git_repo();
+        let out = tempfile::tempdir().unwrap();
+        let (path, target) = planted.split_once(" -> ").map_or_else(
+            || (planted.split(" = ").next().unwrap(), None),
+            |(p, t)| (p, Some(t)),
+        );
+        let at = f.root.join(path);
+        std::fs::create_dir_all(at.parent().unwrap()).unwrap();
+        match target {
+            Some(_) => std::os::unix::fs::symlink(out.path(), &at).unwrap(),
+            None => std::fs::write(&at, "in the way").unwrap(),
+        }
+        let ctx = f.ctx();
+        let name = if path.ends_with("nested") {
+            "nested/x"
+        } else {
+            "x"
+        };
+        let r = call(&ctx, "EnterWorktree", json!({"name": name})).await;
+        assert_error(&r, message);
+        assert!(r.text().contains(&at.display().to_string()), "{}", r.text());
+        assert_eq!(ctx.cwd(), f.root, "{planted}");
+        assert_eq!(
+            std::fs::read_dir(out.path()).unwrap().count(),
+            0,
+            "{planted}: something was checked out through the link"
+        );
+        assert!(!git(&f.root, &["worktree", "list"]).contains("worktrees/"));
+    }
+}

@@ -1,6 +1,7 @@
 //! Managers of the peer servers (found with `test_support::peers`) and small projects.
 
 use std::path::{Path, PathBuf};
+use std::time::Duration;
 
 use tools_lsp::{LanguageServers, LspConfig, ServerConfig};
 
@@ -30,10 +31,13 @@ impl Lang {
 /// A manager for `lang` only, with the peer binary; `None` when the peer is missing.
 pub fn manager(lang: Lang, cwd: &Path) -> Option<LanguageServers> {
     let binary = test_support::peers::bin(lang.binary())?;
-    let config = LspConfig::empty().with_server(
-        lang.extensions(),
-        ServerConfig::new(binary.display().to_string(), &["--stdio"]),
-    );
+    let mut server = ServerConfig::new(binary.display().to_string(), &["--stdio"]);
+    // What the tests check needs a server that has loaded the project, which calls wait
+    // for within its startup time; on a busy machine loading takes longer than the default
+    // (15 s), so the servers get as long as they need: the tests are about the answers, not
+    // the bound.
+    server.startup_timeout = Duration::from_secs(300);
+    let config = LspConfig::empty().with_server(lang.extensions(), server);
     Some(LanguageServers::new(config, cwd))
 }
 

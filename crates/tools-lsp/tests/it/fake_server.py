@@ -8,18 +8,48 @@
 # whose text says "broken" is open; documentSymbol gives one function "thing" over the
 # whole document, and references of it are the lines saying "call" in every other open
 # document.
-import json, os, sys
+#
+# With "loading" as its second argument it is a server still loading its project, as
+# typescript-language-server's syntax server is: it publishes nothing and finds references
+# only in open documents until a file named "loaded" appears in the folder; then it logs
+# {"fake": "loaded"}, publishes every open document's diagnostics (as in pull mode: an error
+# on each line saying "call" while a document says "broken") and, from then on, republishes
+# them after every change and finds references in every file.
+import json, os, sys, threading, time
 from urllib.parse import unquote, urlparse
 
 log = open(sys.argv[1], "a", buffering=1)
 pull = len(sys.argv) > 2 and sys.argv[2] == "pull"
+loading = len(sys.argv) > 2 and sys.argv[2] == "loading"
+loaded = False
 docs = {}
 inp, out = sys.stdin.buffer, sys.stdout.buffer
+lock = threading.Lock()
 
 def send(msg):
     body = json.dumps(msg).encode()
-    out.write(b"Content-Length: %d\r\n\r\n" % len(body) + body)
-    out.flush()
+    with lock:
+        out.write(b"Content-Length: %d\r\n\r\n" % len(body) + body)
+        out.flush()
+
+def diagnostics_of(uri):
+    broken = any("broken" in t for t in list(docs.values()))
+    return [{"range": {"start": {"line": i, "character": 0}, "end": {"line": i, "character": 4}},
+             "severity": 1, "message": "call is broken", "source": "fake"}
+            for i, line in enumerate(docs.get(uri, "").split("\n")) if broken and "call" in line]
+
+def publish_all():
+    for uri in list(docs):
+        send({"jsonrpc": "2.0", "method": "textDocument/publishDiagnostics", "params": {
+            "uri": uri, "diagnostics": diagnostics_of(uri)}})
+
+def wait_for_load(folder):
+    global loaded
+    while not os.path.exists(os.path.join(folder, "loaded")):
+        time.sleep(0.02)
+    log.write(json.dumps({"fake": "loaded"}) + "\n")
+    loaded = True
+    publish_all()
 
 def read():
     length = None
@@ -56,14 +86,22 @@ while True:
         if pull:
             caps["diagnosticProvider"] = {"interFileDependencies": True, "workspaceDiagnostics": False}
         send({"jsonrpc": "2.0", "id": msg["id"], "result": {"capabilities": caps}})
+        if loading:
+            folder = unquote(urlparse(msg["params"]["rootUri"]).path)
+            threading.Thread(target=wait_for_load, args=(folder,), daemon=True).start()
     elif method == "textDocument/didOpen":
         doc = msg["params"]["textDocument"]
         docs[doc["uri"]] = doc["text"]
-        if not pull:
+        if loading:
+            if loaded:
+                publish_all()
+        elif not pull:
             send({"jsonrpc": "2.0", "method": "textDocument/publishDiagnostics", "params": {
                 "uri": doc["uri"], "version": 1, "diagnostics": []}})
     elif method == "textDocument/didChange":
         docs[msg["params"]["textDocument"]["uri"]] = msg["params"]["contentChanges"][-1]["text"]
+        if loading and loaded:
+            publish_all()
     elif method == "textDocument/didClose":
         docs.pop(msg["params"]["textDocument"]["uri"], None)
     elif method == "textDocument/diagnostic":
@@ -88,7 +126,7 @@ while True:
         found = []
         for name in sorted(os.listdir(folder)):
             uri = "file://" + folder + "/" + name
-            if uri == me or not name.endswith(".fake"):
+            if uri == me or not name.endswith(".fake") or (loading and not loaded and uri not in docs):
                 continue
             text = docs.get(uri) or open(folder + "/" + name).read()
             for i, line in enumerate(text.split("\n")):

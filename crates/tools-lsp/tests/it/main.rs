@@ -8,4 +8,5 @@ mod common;
 mod input;
 mod manager;
 mod protocol;
+mod sandboxed;
 mod tool;

@@ -1,8 +1,9 @@
 //! The client's protocol against a scripted server (python3): the server's own requests
 //! answered, a request timeout followed by `$/cancelRequest`, a crash mid-request reported and
 //! the server restarted by the next call, `shutdown` and `exit` on drop, files changed on
-//! disk reported to the server, and an edit's diagnostics in other files pulled from a
-//! server that offers pull diagnostics.
+//! disk reported to the server, an edit's diagnostics in other files pulled from a
+//! server that offers pull diagnostics, and an edit beside a call that starts a server still
+//! loading its project waits, like the call, until the server shows it has loaded it.
 
 use std::path::{Path, PathBuf};
 use std::time::Duration;
@@ -27,6 +28,11 @@ fn fake() -> Option<Fake> {
 
 /// The scripted server with extra arguments (`pull`).
 fn fake_with(extra: &[&str]) -> Option<Fake> {
+    fake_configured(extra, |_| {})
+}
+
+/// The same, with its configuration changed by `adjust`.
+fn fake_configured(extra: &[&str], adjust: impl FnOnce(&mut ServerConfig)) -> Option<Fake> {
     let python = test_support::peers::on_path("python3");
     if !test_support::peers::require("python3 (for the scripted server)", python.is_some()) {
         return None;
@@ -43,6 +49,7 @@ fn fake_with(extra: &[&str]) -> Option<Fake> {
     server.args.extend(extra.iter().map(|a| (*a).to_owned()));
     server.settings = Some(json!({"fake": {"answer": 42}}));
     server.request_timeout = Duration::from_millis(500);
+    adjust(&mut server);
     let servers = LanguageServers::new(LspConfig::empty().with_server("fake", server), &root);
     let uri = format!("file://{}", file.display());
     Some(Fake {
@@ -411,4 +418,72 @@ async fn an_edit_reports_what_it_broke_in_other_files_by_pulled_diagnostics() {
         .await
         .unwrap_or_else(|e| panic!("{e}"));
     assert!(now.is_empty(), "{now:?}");
+}
+
+/// A server still loading its project answers from a partial view (typescript-language-
+/// server's syntax server finds no reference in a file it has not opened). An edit made
+/// while the call that started the server waits for it must wait too, within the server's
+/// startup time, instead of taking the partial answer: then it finds the caller it broke.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_edit_while_the_server_loads_waits_until_it_is_ready() {
+    // The startup time is long: what is asserted is the order of events, not how long the
+    // machine took; the file `loaded` ends the server's loading.
+    let Some(f) = fake_configured(&["loading"], |c| {
+        c.startup_timeout = Duration::from_secs(120);
+        c.request_timeout = Duration::from_secs(60);
+    }) else {
+        return;
+    };
+    let dir = f.file.parent().map(Path::to_path_buf).unwrap_or_default();
+    let lib = dir.join("lib.fake");
+    let caller = dir.join("caller.fake");
+    std::fs::write(&lib, "thing\n").unwrap_or_else(|e| panic!("{e}"));
+    std::fs::write(&caller, "x\ncall here\n").unwrap_or_else(|e| panic!("{e}"));
+    let Fake {
+        servers, log, _dir, ..
+    } = f;
+    let servers = std::sync::Arc::new(servers);
+    // A call starts the server and waits for it to load.
+    let call = {
+        let servers = std::sync::Arc::clone(&servers);
+        let lib = lib.clone();
+        let uri = format!("file://{}", lib.display());
+        tokio::spawn(async move {
+            servers
+                .request(
+                    &lib,
+                    "textDocument/documentSymbol",
+                    json!({"textDocument": {"uri": uri}}),
+                )
+                .await
+        })
+    };
+    while servers.running().await.is_empty() {
+        tokio::time::sleep(Duration::from_millis(10)).await;
+    }
+    // Meanwhile an edit of lib, then the server finishes loading.
+    let edit = {
+        let servers = std::sync::Arc::clone(&servers);
+        let lib = lib.clone();
+        tokio::spawn(async move { servers.did_change_diagnostics(&lib, "thing broken\n").await })
+    };
+    std::fs::write(dir.join("loaded"), "").unwrap_or_else(|e| panic!("{e}"));
+    let symbols = call.await.unwrap_or_else(|e| panic!("{e}"));
+    assert!(symbols.is_ok(), "{symbols:?}");
+    let new = edit
+        .await
+        .unwrap_or_else(|e| panic!("{e}"))
+        .unwrap_or_else(|e| panic!("{e}"));
+    let shown: Vec<String> = new.iter().map(|d| d.display(&dir)).collect();
+    assert_eq!(shown, ["caller.fake:2:1: error: call is broken [fake]"]);
+    // Nothing asked the server who refers to lib before it had loaded the project.
+    let log = received(&log);
+    let loaded = log.iter().position(|m| m["fake"] == "loaded");
+    let references = log
+        .iter()
+        .position(|m| m["method"] == "textDocument/references");
+    assert!(
+        loaded.is_some() && loaded < references,
+        "{loaded:?} {references:?}"
+    );
 }

@@ -127,7 +127,24 @@ async fn gitignored_locations_are_left_out() {
         "from models import make_dog\n\nmake_dog(\"a\")\n",
     )
     .unwrap_or_else(|e| panic!("{e}"));
+    // What the repository's configuration and attributes name never runs: `git
+    // check-ignore` runs hardened.
+    let marker = root.join("planted-ran");
+    let program = format!("touch '{}' #", marker.display());
+    for (key, value) in [
+        ("core.fsmonitor", program.as_str()),
+        ("filter.evil.clean", program.as_str()),
+        ("filter.evil.process", program.as_str()),
+        ("diff.evil.textconv", program.as_str()),
+        ("core.pager", program.as_str()),
+        ("core.hooksPath", root.to_str().unwrap_or_default()),
+    ] {
+        git(&["config", key, value]);
+    }
+    std::fs::write(root.join(".gitattributes"), "* filter=evil diff=evil\n")
+        .unwrap_or_else(|e| panic!("{e}"));
     let text = s.op("findReferences", "models.py", 11, 5).await;
     assert!(text.contains("main.py"), "{text}");
     assert!(!text.contains("generated.py"), "{text}");
+    assert!(!marker.exists(), "a planted program ran");
 }

@@ -265,7 +265,8 @@ async fn the_server_adapter_passes_output_schema_and_structured_content_on() {
         .unwrap();
     assert!(typed.output_schema.is_some());
     let ctx = s.ctx.clone();
-    let factory: SessionFactory = Arc::new(move || Ok::<ToolContext, _>(ctx.clone()));
+    let factory: SessionFactory =
+        Arc::new(move |_: &tools_mcp::Principal| Ok::<ToolContext, _>(ctx.clone()));
     let (url, shutdown, server) = serve_with(factory, live).await;
     // The Python SDK's client checks structuredContent against the outputSchema itself.
     let scenario = json!({

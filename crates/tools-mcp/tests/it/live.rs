@@ -105,7 +105,8 @@ async fn the_server_adapter_tells_its_client_and_offers_the_new_tool() {
     let s = dynamic_session(&peers).await;
     let live = LivePool::following(Arc::clone(&s.manager), assembler());
     let ctx = s.ctx.clone();
-    let factory: SessionFactory = Arc::new(move || Ok::<ToolContext, _>(ctx.clone()));
+    let factory: SessionFactory =
+        Arc::new(move |_: &tools_mcp::Principal| Ok::<ToolContext, _>(ctx.clone()));
     let (url, shutdown, server) = serve_with(factory, live).await;
     let scenario = json!({
         "transport": {"http": url},

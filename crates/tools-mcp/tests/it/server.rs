@@ -107,7 +107,7 @@ async fn serve(
     let pool = ToolPool::new(tools);
     let state = root.join("state");
     let factory_root = root.to_path_buf();
-    let factory: SessionFactory = Arc::new(move || {
+    let factory: SessionFactory = Arc::new(move |_: &tools_mcp::Principal| {
         Ok(ToolContext::builder(&factory_root)
             .state_dir(&state)
             .build())
@@ -242,7 +242,7 @@ async fn a_host_hook_sees_each_session_and_its_client_capabilities() {
             .unwrap()
             .push((ctx.session_id().to_owned(), caps.elicitation.is_some()));
     }));
-    let factory: SessionFactory = Arc::new(move || {
+    let factory: SessionFactory = Arc::new(move |_: &tools_mcp::Principal| {
         let ctx = ToolContext::builder(&root)
             .state_dir(root.join("state"))
             .build();

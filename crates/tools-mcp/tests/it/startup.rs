@@ -1,6 +1,6 @@
 //! Servers start in the background and never hold up a session: a server that never
 //! answers stays "starting" while the others' tools join, an entry with a problem (an unset
-//! variable, the legacy SSE transport) is skipped and named, the resource tools say which
+//! variable, a transport agent-tools does not speak) is skipped and named, the resource tools say which
 //! server failed and why, and shutting down stops a server still starting.
 
 use std::path::Path;
@@ -72,7 +72,7 @@ async fn a_hung_server_holds_up_nothing_and_a_bad_entry_skips_only_itself() {
         "fake": fake_server(log.path(), json!([]), 10_000),
         "hung": hung_server(&pid_file),
         "needs_key": {"command": "x", "env": {"KEY": "${AGENT_TOOLS_TEST_UNSET_KEY}"}},
-        "legacy": {"type": "sse", "url": "http://127.0.0.1:9/sse"}}}));
+        "legacy": {"type": "ws", "url": "ws://127.0.0.1:9/mcp"}}}));
     // Returned at once: the configuration's problems are known, the servers are starting.
     let statuses = s.manager.statuses();
     let names: Vec<&str> = statuses.iter().map(|st| st.name.as_str()).collect();
@@ -93,7 +93,7 @@ async fn a_hung_server_holds_up_nothing_and_a_bad_entry_skips_only_itself() {
         error("needs_key")
     );
     assert!(
-        error("legacy").contains("(\"type\": \"sse\") is not supported"),
+        error("legacy").contains("transport type \"ws\" is not supported"),
         "{}",
         error("legacy")
     );

@@ -451,10 +451,10 @@ fn deny_rules_leave_known_programs_alone() {
     );
     for cmd in [
         "ls -la",
-        "cargo build --release",
+        "cargo --version",
         "git status && git diff",
         "for i in 1 2 3; do echo $((i*2)); done",
-        "RUST_LOG=debug cargo test",
+        "RUST_LOG=debug cargo fmt --check",
         "grep -rn 'rm v' src",
         "echo rm",
         "sudo apt-get update",
@@ -468,6 +468,22 @@ fn deny_rules_leave_known_programs_alone() {
     ] {
         let d = check_command(cmd, &f.ctx, "Bash");
         assert_ne!(verdict(&d), V::Deny, "{cmd:?}: {d:?}");
+    }
+    // Runners of the project's own code run what the line does not name (build scripts,
+    // recipes, packages' install scripts): under a deny rule they are refused, unlike the
+    // reference; without one an allow rule covers them.
+    for cmd in [
+        "cargo build --release",
+        "cargo test",
+        "make",
+        "make -C sub all",
+        "npm install",
+        "npx jest",
+        "pip install .",
+        "go test ./...",
+    ] {
+        let d = check_command(cmd, &f.ctx, "Bash");
+        assert_eq!(verdict(&d), V::Deny, "{cmd:?}: {d:?}");
     }
 }
 

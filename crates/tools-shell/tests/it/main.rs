@@ -10,6 +10,7 @@
 mod attacks;
 mod bash;
 mod containment;
+mod jail;
 mod lifecycle;
 #[cfg(feature = "monitor")]
 mod monitor;

@@ -1,0 +1,155 @@
+//! One shell command as both ways of running it see it (from this process, the `process`
+//! module; under a supervisor, the `supervisor` module): what to run, the pipe ends it gets,
+//! the environment and start-up code bash runs it with, how it ended, and the grace period
+//! between TERM and KILL.
+
+use std::os::fd::OwnedFd;
+use std::path::{Path, PathBuf};
+use std::time::Duration;
+
+use crate::resources::{LimitHit, ResourceLimits};
+
+/// After SIGTERM, the group has this long before SIGKILL.
+pub const KILL_GRACE: Duration = Duration::from_secs(2);
+
+/// The start-up code bash runs before the command (see [`inline_script`]): it reports the
+/// working directory at exit, so `cd` persists across calls, without touching the command
+/// text itself (which is passed to `bash -c` as one argument, never quoted into a string).
+///
+/// The report goes to a pipe that arrives as stdin (`AGENT_TOOLS_CWD_STDIN=1`), so no file
+/// is involved: the start-up code moves it to a descriptor bash picks (10 or above, clear
+/// of the ones scripts use) and gives the command `/dev/null` as stdin. The directory is
+/// written only when it changed, which keeps the common call cheap.
+///
+/// In a sandbox it also sets the resource limits (`AGENT_TOOLS_LIMITS`, see the `resources`
+/// module), hard and soft, before the command: no sandboxed process can raise them again.
+const STARTUP: &str = r#"__agent_tools_start=$PWD
+if [ "${AGENT_TOOLS_CWD_STDIN-}" = 1 ]; then
+  exec {__agent_tools_cwd}>&0 </dev/null
+  trap '[ "$PWD" = "$__agent_tools_start" ] || builtin pwd -P >&"$__agent_tools_cwd" 2>/dev/null' EXIT
+fi
+if [ -n "${AGENT_TOOLS_LIMITS-}" ]; then
+  __agent_tools_l=$AGENT_TOOLS_LIMITS
+  __agent_tools_a=${__agent_tools_l%%:*}; __agent_tools_l=${__agent_tools_l#*:}
+  __agent_tools_t=${__agent_tools_l%%:*}; __agent_tools_n=${__agent_tools_l#*:}
+  ulimit -c 0 2>/dev/null
+  [ -z "$__agent_tools_a" ] || ulimit -v "$__agent_tools_a" 2>/dev/null
+  [ -z "$__agent_tools_t" ] || { ulimit -S -t "$__agent_tools_t"; ulimit -H -t "$((__agent_tools_t + 1))"; } 2>/dev/null
+  [ -z "$__agent_tools_n" ] || ulimit -u "$__agent_tools_n" 2>/dev/null
+  unset __agent_tools_l __agent_tools_a __agent_tools_t __agent_tools_n
+fi
+unset BASH_ENV AGENT_TOOLS_CWD_STDIN AGENT_TOOLS_LIMITS
+"#;
+
+/// The environment every command gets on top of the inherited one: no editor, no pager.
+pub(crate) const ENV: &[(&str, &str)] = &[
+    ("GIT_EDITOR", "true"),
+    ("GIT_PAGER", "cat"),
+    ("PAGER", "cat"),
+    ("MANPAGER", "cat"),
+    ("SYSTEMD_PAGER", ""),
+    ("LESS", "-FRX"),
+    ("AGENT_TOOLS", "1"),
+];
+
+/// What to run.
+#[derive(Debug, Clone)]
+pub struct RunSpec {
+    /// The command, passed to `bash -c` as one argument
+    pub command: String,
+    /// The working directory
+    pub cwd: PathBuf,
+    /// Extra environment variables
+    pub env: Vec<(String, String)>,
+}
+
+/// The pipe ends a command gets.
+#[derive(Debug)]
+pub struct Io {
+    /// Its stdout and stderr: a spool's pipe
+    pub output: OwnedFd,
+    /// Where it reports its working directory at exit, if wanted
+    pub cwd: Option<OwnedFd>,
+}
+
+/// The variables a command gets on top of the environment: the spec's, the flag that tells
+/// the start-up code its stdin is the working-directory pipe, and the rlimits it sets.
+pub(crate) fn command_vars(
+    spec: &RunSpec,
+    reports_cwd: bool,
+    limits: Option<String>,
+) -> Vec<(String, String)> {
+    let mut vars = spec.env.clone();
+    if reports_cwd {
+        vars.push(("AGENT_TOOLS_CWD_STDIN".into(), "1".into()));
+    }
+    if let Some(limits) = limits {
+        vars.push(("AGENT_TOOLS_LIMITS".into(), limits));
+    }
+    vars
+}
+
+/// How a command ended.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Ending {
+    /// It exited by itself
+    Exited,
+    /// The time limit passed and the group was killed
+    TimedOut,
+    /// The call was cancelled and the group was killed
+    Cancelled,
+    /// The persistent sandbox ended while the command ran (the command died with it)
+    SandboxLost,
+}
+
+/// The status bash reports for a command SIGXCPU ended (its CPU time limit).
+const SIGXCPU_STATUS: i32 = 128 + 24;
+
+impl Finished {
+    /// A finish with no limit hit.
+    pub(crate) fn new(ending: Ending, code: i32) -> Finished {
+        Finished {
+            ending,
+            code,
+            limit: None,
+        }
+    }
+
+    /// Notes the CPU limit of `policy` when the command ended as SIGXCPU ends one.
+    pub(crate) fn with_cpu_limit(mut self, limits: Option<&ResourceLimits>) -> Finished {
+        if self.limit.is_none()
+            && self.code == SIGXCPU_STATUS
+            && let Some(cpu) = limits.and_then(|l| l.cpu)
+        {
+            self.limit = Some(LimitHit::Cpu(cpu));
+        }
+        self
+    }
+}
+
+/// The end of a command.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Finished {
+    /// How it ended
+    pub ending: Ending,
+    /// The exit code; `128 + signal` when a signal ended it
+    pub code: i32,
+    /// The resource limit it ran into, when one was hit
+    pub limit: Option<LimitHit>,
+}
+
+/// The script bash runs with `-c`: the start-up code, then the command, which arrives as the
+/// next argument (`$1`) and is run with `eval`.
+pub(crate) fn inline_script() -> String {
+    format!("{STARTUP}__agent_tools_c=$1; shift; eval \"$__agent_tools_c\"")
+}
+
+/// Finds `bash`: `/bin/bash` or `/usr/bin/bash`, else the first on `PATH`.
+pub fn bash_path() -> PathBuf {
+    for p in ["/bin/bash", "/usr/bin/bash"] {
+        if Path::new(p).is_file() {
+            return PathBuf::from(p);
+        }
+    }
+    PathBuf::from("bash")
+}

@@ -1,0 +1,260 @@
+//! Running one shell command: `bash -c COMMAND` in its own process group, stdin closed,
+//! stdout and stderr interleaved into one pipe (see the `spool` module), the working
+//! directory reported on a second pipe at exit, and a time limit and cancellation that
+//! signal the whole group (TERM, a grace period, KILL) and reap it.
+//!
+//! Commands normally run under a supervisor (the `supervisor` module). [`spawn`] starts one
+//! directly from this process, for hosts that registered no supervisor program: then what
+//! a command started outside its group is found by the mark in its environment (see the
+//! `reaper` module), or by bubblewrap's pid namespace.
+
+use std::ffi::OsString;
+use std::process::{ExitStatus, Stdio};
+use std::time::Duration;
+
+use tokio::process::{Child, Command};
+use tokio_util::sync::CancellationToken;
+use tool_core::{ProcessGroup, ToolError};
+
+use crate::command::{
+    ENV, Ending, Finished, Io, KILL_GRACE, RunSpec, bash_path, command_vars, inline_script,
+};
+use crate::launch::Launch;
+
+/// A running command; dropping it kills its process group.
+#[derive(Debug)]
+pub enum Running {
+    /// Started by this process (unsandboxed, Landlock, or a bubblewrap of its own)
+    Local(Box<Local>),
+    /// Started by the session's persistent bubblewrap sandbox
+    #[cfg(target_os = "linux")]
+    Supervised(crate::supervisor::Supervised),
+}
+
+/// A command this process started itself.
+#[derive(Debug)]
+pub struct Local {
+    child: Child,
+    /// Its process group, killed when this is dropped
+    group: Option<ProcessGroup>,
+    done: bool,
+    /// The mark in its environment, when nothing else finds what it left behind
+    mark: Option<String>,
+    /// The limits it runs under (sandboxed)
+    limits: Option<crate::resources::ResourceLimits>,
+}
+
+/// Builds the command line: the launcher's prefix (bubblewrap, or nothing), then
+/// `bash -c 'STARTUP; eval "$1"' bash COMMAND`.
+///
+/// The start-up code travels in the argument, not in a `BASH_ENV` file: under Landlock the
+/// temporary directory is writable, so a sandboxed command could have rewritten a shared
+/// start-up file and planted code that a later unsandboxed call would run. The command is
+/// still one argument of its own, never quoted into the script; `eval` runs it as `-c`
+/// would (only a syntax error's prefix reads `eval:` instead of `-c:`).
+fn command_line(
+    spec: &RunSpec,
+    launch: &Launch,
+    io: Io,
+    mark: Option<&str>,
+) -> Result<Command, ToolError> {
+    let mut argv: Vec<OsString> = launch.prefix(&spec.cwd, &[]);
+    argv.push(bash_path().into_os_string());
+    argv.push("-c".into());
+    argv.push(inline_script().into());
+    argv.push("bash".into());
+    argv.push(spec.command.clone().into());
+    let mut cmd = Command::new(&argv[0]);
+    cmd.args(&argv[1..]);
+    cmd.current_dir(&spec.cwd);
+    let err = io
+        .output
+        .try_clone()
+        .map_err(|e| ToolError::fatal(format!("cannot set up the command's output: {e}")))?;
+    let reports_cwd = io.cwd.is_some();
+    let stdin = match io.cwd {
+        Some(fd) => Stdio::from(fd),
+        None => Stdio::null(),
+    };
+    cmd.stdout(Stdio::from(io.output));
+    if launch.filter_on_stdin() {
+        // bubblewrap reads the seccomp filter from stdin; the command's stdin goes in as
+        // stderr and the shell in the prefix swaps them back (stderr joins the output).
+        drop(err);
+        cmd.stdin(launch.filter_stdin()?);
+        cmd.stderr(stdin);
+    } else {
+        cmd.stdin(stdin);
+        cmd.stderr(Stdio::from(err));
+    }
+    launch.set_environment(&mut cmd);
+    for (k, v) in ENV {
+        cmd.env(k, v);
+    }
+    // An inherited BASH_ENV would be read before the command; the start-up code is inline.
+    cmd.env_remove("BASH_ENV");
+    cmd.env_remove("AGENT_TOOLS_CWD_STDIN");
+    let limits = launch.policy().map(|p| p.limits.rlimits(None));
+    for (k, v) in command_vars(spec, reports_cwd, limits) {
+        cmd.env(k, v);
+    }
+    if let Some(mark) = mark {
+        cmd.env(crate::reaper::MARK_VAR, mark);
+    }
+    cmd.process_group(0);
+    cmd.kill_on_drop(true);
+    Ok(cmd)
+}
+
+/// Starts a command as a child of this process (no supervisor program is registered).
+/// Outside bubblewrap its processes carry a mark, by which what leaves its group is found.
+pub async fn spawn(spec: &RunSpec, launch: &Launch, io: Io) -> Result<Running, ToolError> {
+    let mark = (!matches!(launch, Launch::Bubblewrap(_))).then(crate::reaper::new_mark);
+    let cmd = command_line(spec, launch, io, mark.as_deref())?;
+    let child = launch.spawn(cmd, &[]).await?;
+    let group = child.id().and_then(ProcessGroup::adopt);
+    Ok(Running::Local(Box::new(Local {
+        child,
+        group,
+        done: false,
+        mark,
+        limits: launch.policy().map(|p| p.limits),
+    })))
+}
+
+fn code_of(status: ExitStatus) -> i32 {
+    use std::os::unix::process::ExitStatusExt;
+    status
+        .code()
+        .or_else(|| status.signal().map(|s| 128 + s))
+        .unwrap_or(-1)
+}
+
+impl Running {
+    /// Waits for the command to exit, for `limit` to pass or for `cancel`; whatever happens
+    /// its group is gone when this returns.
+    pub async fn wait(&mut self, limit: Option<Duration>, cancel: &CancellationToken) -> Finished {
+        match self {
+            Running::Local(l) => l.wait(limit, cancel).await,
+            #[cfg(target_os = "linux")]
+            Running::Supervised(s) => s.wait(limit, cancel).await,
+        }
+    }
+}
+
+impl Local {
+    /// Waits for the command to exit, for `limit` to pass (then kills the group: TERM,
+    /// [`KILL_GRACE`], KILL) or for `cancel` (likewise). Whatever happens the group is gone
+    /// when this returns.
+    pub async fn wait(&mut self, limit: Option<Duration>, cancel: &CancellationToken) -> Finished {
+        let sleep = tool_core::sleep_or_never(limit);
+        let ending = tokio::select! {
+            status = self.child.wait() => {
+                let code = status.map(code_of).unwrap_or(-1);
+                self.done = true;
+                // Background jobs the command left in its group do not outlive the call.
+                self.kill_group().await;
+                self.kill_marked().await;
+                return Finished::new(Ending::Exited, code).with_cpu_limit(self.limits.as_ref());
+            }
+            () = sleep => Ending::TimedOut,
+            () = cancel.cancelled() => Ending::Cancelled,
+        };
+        let code = self.kill_group().await.unwrap_or(128 + 15);
+        self.kill_marked().await;
+        Finished::new(ending, code)
+    }
+
+    /// Kills what the command left outside its group, found by its mark.
+    async fn kill_marked(&mut self) {
+        if let Some(mark) = self.mark.take() {
+            let _ = tokio::task::spawn_blocking(move || crate::reaper::kill_marked(&mark)).await;
+        }
+    }
+
+    /// Stops the whole group: SIGTERM, up to [`KILL_GRACE`] for it to go, SIGKILL; reaps the
+    /// leader. Returns the leader's exit code if it had not been reaped before.
+    pub async fn kill_group(&mut self) -> Option<i32> {
+        let mut code = None;
+        let Some(group) = &self.group else {
+            return code;
+        };
+        if !group.is_alive() {
+            if !self.done {
+                code = self.child.wait().await.ok().map(code_of);
+                self.done = true;
+            }
+            return code;
+        }
+        // Children of the leader that left its group (bubblewrap's sandbox init, in a new
+        // session and pid namespace) die with it; note them to wait until they are gone.
+        let detached = match group.id() {
+            Some(leader) if !self.done => children_outside_group(leader),
+            _ => Vec::new(),
+        };
+        // Members of the group other than the leader are reaped by their parents (or by
+        // init once orphaned); `terminate` waits until none is left so callers see a clean
+        // slate.
+        let killed = group.terminate(KILL_GRACE).await;
+        if !self.done {
+            code = self.child.wait().await.ok().map(code_of);
+            self.done = true;
+        }
+        if killed {
+            for _ in 0..200 {
+                if detached.iter().all(|p| !is_alive(*p)) {
+                    break;
+                }
+                tokio::time::sleep(Duration::from_millis(10)).await;
+            }
+        }
+        code
+    }
+}
+
+/// The fields of `/proc/PID/stat` after the command name: state, ppid, pgrp, ...
+fn stat_fields(pid: i32) -> Option<Vec<String>> {
+    let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).ok()?;
+    let rest = stat.rsplit_once(')')?.1;
+    Some(rest.split_whitespace().map(str::to_owned).collect())
+}
+
+/// Whether a process exists and is not a zombie.
+fn is_alive(pid: i32) -> bool {
+    stat_fields(pid).is_some_and(|f| f.first().is_some_and(|s| s != "Z" && s != "X"))
+}
+
+/// Direct children of the group leader `leader` that are in another process group.
+fn children_outside_group(leader: u32) -> Vec<i32> {
+    let Ok(leader) = i32::try_from(leader) else {
+        return Vec::new();
+    };
+    let Ok(entries) = std::fs::read_dir("/proc") else {
+        return Vec::new();
+    };
+    entries
+        .flatten()
+        .filter_map(|e| e.file_name().to_str()?.parse::<i32>().ok())
+        .filter(|pid| {
+            stat_fields(*pid).is_some_and(|f| {
+                f.get(1).and_then(|p| p.parse::<i32>().ok()) == Some(leader)
+                    && f.get(2).and_then(|g| g.parse::<i32>().ok()) != Some(leader)
+            })
+        })
+        .collect()
+}
+
+impl Drop for Local {
+    fn drop(&mut self) {
+        // The call was abandoned (its future dropped): kill the group at once. The leader is
+        // reaped by tokio's orphan reaper (`kill_on_drop`).
+        if let Some(group) = &self.group {
+            group.kill();
+        }
+        if let Some(mark) = self.mark.take() {
+            let _ = std::thread::Builder::new()
+                .name("agent-tools-reaper".into())
+                .spawn(move || crate::reaper::kill_marked(&mark));
+        }
+    }
+}
