@@ -27,6 +27,8 @@ struct Server {
 }
 
 impl Server {
+    /// A server on a free loopback port, without authentication (`--no-auth`: these tests
+    /// are about what happens before and beside it).
     fn start(project: &Project, extra: &[&str]) -> Self {
         let mut child = Command::new(binary())
             .args([
@@ -35,6 +37,7 @@ impl Server {
                 "serve",
                 "--http",
                 "127.0.0.1:0",
+                "--no-auth",
             ])
             .args(extra)
             .env("AGENT_TOOLS_HOME", project.home())
@@ -45,13 +48,21 @@ impl Server {
             .spawn()
             .expect("spawn agent-tools serve --http");
         let mut lines = BufReader::new(child.stderr.take().expect("stderr")).lines();
-        let first = lines.next().expect("a first line").expect("readable");
-        let authority = first
-            .split_whitespace()
-            .find_map(|w| w.strip_prefix("http://"))
-            .unwrap_or_else(|| panic!("no URL in {first}"))
-            .trim_end_matches("/mcp")
-            .to_owned();
+        // The line naming the address (after what `--no-auth` says).
+        let mut seen = Vec::new();
+        let authority = loop {
+            let line = lines
+                .next()
+                .unwrap_or_else(|| panic!("no URL in {seen:?}"))
+                .expect("readable");
+            if let Some(url) = line
+                .split_whitespace()
+                .find_map(|w| w.strip_prefix("http://"))
+            {
+                break url.trim_end_matches("/mcp").to_owned();
+            }
+            seen.push(line);
+        };
         let stderr = Arc::new(Mutex::new(Vec::new()));
         let kept = Arc::clone(&stderr);
         std::thread::spawn(move || {
