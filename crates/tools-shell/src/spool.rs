@@ -214,7 +214,7 @@ impl OutputDir {
     /// Opens `name` again for reading, without following a link; it must still be the
     /// file `id` names (device and inode), else the error says it was replaced. A name
     /// that is gone gives `NotFound`.
-    pub fn reopen(&self, name: &str, id: (u64, u64)) -> io::Result<File> {
+    pub fn reopen(&self, name: &str, id: FileId) -> io::Result<File> {
         let fd = rustix::fs::openat(
             &self.fd,
             name,
@@ -223,7 +223,7 @@ impl OutputDir {
         )
         .map_err(errno_io)?;
         let st = rustix::fs::fstat(&fd).map_err(errno_io)?;
-        if (st.st_dev, st.st_ino) != id {
+        if FileId::of(&st) != id {
             return Err(io::Error::other(format!(
                 "{} was replaced by another file",
                 self.path.join(name).display()
@@ -504,12 +504,40 @@ impl Spool {
         let meta = rustix::fs::fstat(file).map_err(errno_io)?;
         Ok(Parked {
             name: name.to_owned(),
-            id: (meta.st_dev, meta.st_ino),
+            id: FileId::of(&meta),
             caps: self.shared.caps,
             total: st.total,
             marker: st.marker,
             lost: st.lost,
         })
+    }
+}
+
+/// What tells a parked file from one put in its place: its device and inode (a number a
+/// deletion frees for the next file made), with its length and modification time.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct FileId {
+    dev: u64,
+    ino: u64,
+    len: i64,
+    mtime: (i64, u64),
+}
+
+impl FileId {
+    fn of(st: &rustix::fs::Stat) -> Self {
+        FileId {
+            dev: st.st_dev,
+            ino: st.st_ino,
+            len: st.st_size,
+            #[allow(
+                clippy::useless_conversion,
+                reason = "the fields' types differ between architectures"
+            )]
+            mtime: (
+                i64::from(st.st_mtime),
+                u64::try_from(st.st_mtime_nsec).unwrap_or(0),
+            ),
+        }
     }
 }
 
@@ -519,7 +547,7 @@ impl Spool {
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Parked {
     name: String,
-    id: (u64, u64),
+    id: FileId,
     caps: Caps,
     total: u64,
     marker: Option<u64>,
