@@ -162,8 +162,9 @@ enum Command {
         /// cancelled (default: 10)
         #[arg(long, value_name = "SECONDS")]
         grace: Option<u64>,
+        // Boxed: the limits would make `serve` the largest variant by far.
         #[command(flatten)]
-        limits: serve_limits::ServeLimits,
+        limits: Box<serve_limits::ServeLimits>,
     },
     /// Review and approve the project's own settings, MCP servers, skills, agents and cron
     /// jobs
@@ -483,7 +484,7 @@ async fn run(cli: Cli) -> Result<ExitCode> {
                     no_auth,
                     max_request_bytes,
                     grace,
-                    limits,
+                    limits: *limits,
                 };
                 serve::serve(pool, ctx, options, mcp.clone(), args).await
             }
