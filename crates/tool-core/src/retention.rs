@@ -76,7 +76,7 @@ fn open_files() -> HashSet<(u64, u64)> {
     HashSet::new()
 }
 
-/// Prunes the output files under `state_dir` (see the module documentation): first every
+/// Prunes the output files under `state_dir` and each principal's subtree of it (see the module documentation): first every
 /// file not modified within `retention.max_age`, then the least recently modified until
 /// the rest fits `retention.budget`. Files this process holds open stay; so do folders
 /// that are open or were changed within the last minute, and every symbolic link (never
@@ -87,8 +87,21 @@ pub fn prune_outputs(state_dir: &Path, retention: &Retention) -> Pruned {
     let now = SystemTime::now();
     let mut found: Vec<Found> = Vec::new();
     let mut folders: Vec<(PathBuf, SystemTime, (u64, u64))> = Vec::new();
-    for top in OUTPUT_DIRS {
-        let Ok(sessions) = std::fs::read_dir(state_dir.join(top)) else {
+    // The state directory's own output folders and those of each principal's subtree.
+    let mut roots = vec![state_dir.to_path_buf()];
+    if let Ok(principals) = std::fs::read_dir(state_dir.join(crate::PRINCIPALS_DIR)) {
+        roots.extend(
+            principals
+                .flatten()
+                .filter(|p| p.path().symlink_metadata().is_ok_and(|m| m.is_dir()))
+                .map(|p| p.path()),
+        );
+    }
+    for top in roots
+        .iter()
+        .flat_map(|root| OUTPUT_DIRS.iter().map(move |top| root.join(top)))
+    {
+        let Ok(sessions) = std::fs::read_dir(&top) else {
             continue;
         };
         for session in sessions.flatten() {
@@ -174,7 +187,8 @@ mod tests {
     fn old_files_go_then_the_oldest_beyond_the_budget() {
         let state = tempfile::tempdir().unwrap_or_else(|e| panic!("{e}"));
         let results = state.path().join("tool-results/s1");
-        let tasks = state.path().join("tasks/m1");
+        // A principal's own subtree is pruned alike.
+        let tasks = state.path().join("principals/token-1/tasks/m1");
         std::fs::create_dir_all(&results).unwrap_or_else(|e| panic!("{e}"));
         std::fs::create_dir_all(&tasks).unwrap_or_else(|e| panic!("{e}"));
         let hour = Duration::from_secs(3600);
