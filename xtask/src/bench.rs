@@ -25,7 +25,10 @@ mod index;
 mod lsp;
 mod mcp;
 mod shell;
+mod soak;
 mod web;
+
+pub use soak::Soak;
 
 /// Options of `cargo xtask bench`.
 #[derive(Debug, PartialEq, Eq)]
@@ -36,6 +39,8 @@ pub struct Options {
     pub names: Vec<String>,
     /// Only list the benchmarks.
     pub list: bool,
+    /// The length and width of the `soak` benchmark.
+    pub soak: Soak,
 }
 
 impl Default for Options {
@@ -44,6 +49,7 @@ impl Default for Options {
             runs: 10,
             names: Vec::new(),
             list: false,
+            soak: Soak::default(),
         }
     }
 }
@@ -56,6 +62,8 @@ pub struct Ctx {
     pub scratch: PathBuf,
     /// Timed runs per command.
     pub runs: usize,
+    /// The length and width of the `soak` benchmark.
+    pub soak: Soak,
 }
 
 /// One measured case: our command against the baseline command.
@@ -174,6 +182,16 @@ const BENCHES: &[Bench] = &[
         name: "bash-1g",
         about: "Bash `yes | head -c 1G` (capped inline, 64 MiB of it kept on disk) vs `yes | head -c 1G > /dev/null`; peak memory",
         run: shell::bash_1g,
+    },
+    Bench {
+        name: "soak",
+        about: "serve --http under 100 clients × 5 minutes of mixed calls (legacy sessions, 2026-07-28 contexts, background tasks): memory, descriptors, threads, descendants and state directory, baseline / peak / 30 s after, against their targets",
+        run: soak::soak,
+    },
+    Bench {
+        name: "churn",
+        about: "serve --http after 10 rounds of 2,000 legacy sessions (initialize, Read, DELETE) and 2,000 2026-07-28 contexts left to expire: resident memory, descriptors and threads after each round against the idle baseline",
+        run: soak::churn,
     },
 ];
 
@@ -338,6 +356,7 @@ pub fn run(root: &Path, options: &Options) -> Result<()> {
         bin,
         scratch: target_dir(root)?.join("xtask-bench"),
         runs: options.runs,
+        soak: options.soak,
     };
     let mut rows = Vec::new();
     for bench in selected {
@@ -540,6 +559,7 @@ mod tests {
             bin: PathBuf::from("true"),
             scratch: std::env::temp_dir(),
             runs: 3,
+            soak: Soak::default(),
         };
         let c = ctx
             .compare("noop", &Cmd::new("true"), &Cmd::new("true"), "true")

@@ -41,6 +41,8 @@ commands:
   schemas                    regenerate the insta schema snapshots and list changed .snap files
   bench [--runs N] [NAME...] run benchmarks (default: all), median of N runs (default 10)
   bench --list               list the benchmarks
+  bench soak [--soak-seconds N] [--soak-sessions N]
+                             the serve soak (default 300 s, 100 clients)
   tidy [--report]            check source hygiene and the architecture's invariants
                              (dependency rules, shell spawns, import cycles, references
                              outside the repository); --report also prints every crate's
@@ -199,6 +201,30 @@ fn parse_bench(rest: &[String]) -> Result<bench::Options, UsageError> {
                     )));
                 }
             };
+        } else if let Some(flag) = ["--soak-seconds", "--soak-sessions"]
+            .into_iter()
+            .find(|f| arg == f || arg.starts_with(&format!("{f}=")))
+        {
+            let value = match arg.strip_prefix(&format!("{flag}=")) {
+                Some(v) => v,
+                None => iter
+                    .next()
+                    .ok_or_else(|| usage_error(format!("`{flag}` needs a number")))?
+                    .as_str(),
+            };
+            let n = match value.parse::<u64>() {
+                Ok(n) if n > 0 => n,
+                _ => {
+                    return Err(usage_error(format!(
+                        "`{flag}` needs a positive integer, got `{value}`"
+                    )));
+                }
+            };
+            if flag == "--soak-seconds" {
+                options.soak.seconds = n;
+            } else {
+                options.soak.sessions = usize::try_from(n).unwrap_or(usize::MAX);
+            }
         } else if arg == "--list" {
             options.list = true;
         } else if arg.starts_with('-') {
@@ -302,6 +328,24 @@ mod tests {
             panic!("not a bench command");
         };
         assert_eq!(options.runs, 10);
+        assert_eq!(options.soak, bench::Soak::default());
+        let Command::Bench(options) = parse(&args(&[
+            "bench",
+            "soak",
+            "--soak-seconds",
+            "30",
+            "--soak-sessions=20",
+        ]))
+        .unwrap() else {
+            panic!("not a bench command");
+        };
+        assert_eq!(
+            options.soak,
+            bench::Soak {
+                seconds: 30,
+                sessions: 20
+            }
+        );
     }
 
     #[test]
@@ -314,5 +358,7 @@ mod tests {
         assert!(parse(&args(&["bench", "--runs"])).is_err());
         assert!(parse(&args(&["bench", "--runs", "x"])).is_err());
         assert!(parse(&args(&["bench", "--fast"])).is_err());
+        assert!(parse(&args(&["bench", "--soak-seconds", "0"])).is_err());
+        assert!(parse(&args(&["bench", "--soak-sessions"])).is_err());
     }
 }

@@ -28,6 +28,7 @@ mod mcp_startup;
 mod mcp_wait;
 #[cfg(feature = "mcp")]
 mod serve;
+mod serve_limits;
 #[cfg(feature = "mcp")]
 mod serve_token;
 mod trust;
@@ -164,6 +165,9 @@ enum Command {
         /// cancelled (default: 10)
         #[arg(long, value_name = "SECONDS")]
         grace: Option<u64>,
+        // Boxed: the limits would make `serve` the largest variant by far.
+        #[command(flatten)]
+        limits: Box<serve_limits::ServeLimits>,
     },
     /// Review and approve the project's own settings, MCP servers, skills, agents and cron
     /// jobs
@@ -537,6 +541,7 @@ async fn run(cli: Cli) -> Result<ExitCode> {
             no_auth,
             max_request_bytes,
             grace,
+            limits,
         } => {
             #[cfg(feature = "mcp")]
             {
@@ -549,6 +554,7 @@ async fn run(cli: Cli) -> Result<ExitCode> {
                     no_auth,
                     max_request_bytes,
                     grace,
+                    limits: *limits,
                 };
                 serve::serve(pool, ctx, options, mcp.clone(), args).await
             }
@@ -563,6 +569,7 @@ async fn run(cli: Cli) -> Result<ExitCode> {
                     no_auth,
                     max_request_bytes,
                     grace,
+                    limits,
                     options,
                 );
                 Err(usage(

@@ -16,7 +16,9 @@ use registry::mcp::{
     parse_listen_addr, serve_http, serve_stdio_with, tokens_from_text,
 };
 use registry::{LivePool, SessionOptions, build_context};
-use tool_core::{CancellationToken, ToolContext};
+use tool_core::{CancellationToken, Retention, ToolContext};
+
+use crate::serve_limits::ServeLimits;
 
 /// The `serve` options of the command line.
 #[derive(Debug, Clone, Default)]
@@ -37,6 +39,8 @@ pub struct ServeArgs {
     pub max_request_bytes: Option<usize>,
     /// `--grace SECONDS`
     pub grace: Option<u64>,
+    /// Connection deadlines, the connection cap, session idle time, output retention
+    pub limits: ServeLimits,
 }
 
 /// Serves `pool`: over stdio with `ctx` as the connection's context, or over HTTP with a
@@ -52,6 +56,15 @@ pub async fn serve(
 ) -> Result<ExitCode> {
     let shutdown = CancellationToken::new();
     stop_on_signals(shutdown.clone())?;
+    let limits = &args.limits;
+    let retention = Retention {
+        max_age: seconds("--output-retention", limits.output_retention)?
+            .unwrap_or(tool_core::DEFAULT_RETENTION),
+        budget: limits
+            .output_budget
+            .unwrap_or(tool_core::DEFAULT_OUTPUT_BUDGET),
+    };
+    prune_outputs_periodically(ctx.state_dir().to_path_buf(), retention);
     let grace = args
         .grace
         .map_or(registry::mcp::DEFAULT_GRACE, Duration::from_secs);
@@ -126,6 +139,21 @@ pub async fn serve(
     if let Some(max) = args.max_request_bytes {
         http.max_body_bytes = max;
     }
+    if let Some(t) = seconds("--header-timeout", limits.header_timeout)? {
+        http.header_timeout = t;
+    }
+    if let Some(t) = seconds("--idle-timeout", limits.idle_timeout)? {
+        http.idle_timeout = t;
+    }
+    if let Some(n) = limits.max_connections {
+        if n == 0 {
+            return Err(crate::usage("--max-connections must be at least 1"));
+        }
+        http.max_connections = n;
+    }
+    if let Some(t) = seconds("--session-idle", limits.session_idle)? {
+        http.session_idle = t;
+    }
     let authenticated = !http.tokens.is_empty();
     serve_http(pool, factory, http, shutdown, |bound| {
         let auth = if authenticated {
@@ -144,6 +172,30 @@ pub async fn serve(
         }
     })?;
     Ok(ExitCode::SUCCESS)
+}
+
+/// A duration option given in seconds (fractions allowed): positive and finite.
+fn seconds(option: &str, value: Option<f64>) -> Result<Option<Duration>> {
+    match value {
+        None => Ok(None),
+        Some(s) if s.is_finite() && s > 0.0 && s <= 1e9 => Ok(Some(Duration::from_secs_f64(s))),
+        Some(s) => Err(crate::usage(format!(
+            "{option} {s}: expected a number of seconds above 0"
+        ))),
+    }
+}
+
+/// Prunes the state directory's output files now and every so often (a tenth of the
+/// retention time, between one second and a minute), on a blocking thread.
+fn prune_outputs_periodically(state_dir: PathBuf, retention: Retention) {
+    let period = (retention.max_age / 10).clamp(Duration::from_secs(1), Duration::from_secs(60));
+    tokio::spawn(async move {
+        loop {
+            let (dir, r) = (state_dir.clone(), retention);
+            let _ = tokio::task::spawn_blocking(move || tool_core::prune_outputs(&dir, &r)).await;
+            tokio::time::sleep(period).await;
+        }
+    });
 }
 
 /// Cancels `shutdown` on SIGTERM or Ctrl-C.

@@ -911,6 +911,25 @@ impl ToolContext {
         &self.cancel
     }
 
+    /// Ends the session, for a host whose sessions come and go (a server): cancels its
+    /// calls, stops its background tasks and deletes the files kept for it in the state
+    /// directory — its tasks' output and the results spilled to `tool-results/<session>/`
+    /// (removed on a blocking thread). What other sessions keep is untouched.
+    pub async fn close(&self) {
+        self.cancel.cancel();
+        self.tasks().close().await;
+        let id = self.session_id();
+        if path::safe_component(id) != id {
+            return;
+        }
+        let dir = self.private_state_dir().join("tool-results").join(id);
+        let _ = tokio::task::spawn_blocking(move || match std::fs::remove_dir_all(&dir) {
+            Err(e) if e.kind() != std::io::ErrorKind::NotFound => Err(e),
+            _ => Ok(()),
+        })
+        .await;
+    }
+
     /// Whether the call has been cancelled.
     pub fn is_cancelled(&self) -> bool {
         self.cancel.is_cancelled()
@@ -925,6 +944,21 @@ impl ToolContext {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[tokio::test]
+    async fn closing_deletes_the_spilled_results_in_the_private_state_directory() {
+        let dir = tempfile::tempdir().unwrap_or_else(|e| panic!("{e}"));
+        let private = dir.path().join("principals/token-1");
+        let ctx = ToolContext::builder(dir.path())
+            .state_dir(dir.path())
+            .private_state_dir(&private)
+            .build();
+        let spilled = private.join("tool-results").join(ctx.session_id());
+        std::fs::create_dir_all(&spilled).unwrap_or_else(|e| panic!("{e}"));
+        std::fs::write(spilled.join("call-1.txt"), "x").unwrap_or_else(|e| panic!("{e}"));
+        ctx.close().await;
+        assert!(!spilled.exists(), "{} is left", spilled.display());
+    }
 
     impl Shared for String {}
     impl Service for u32 {}

@@ -436,10 +436,23 @@ pub(crate) async fn run(
         Some(Ok(resolved)) => resolved,
         Some(Err(err)) => return (error_result(&name, &err), false),
     };
-    if let ValidationResult::Invalid { message, .. } = tool.validate(&input, &ctx).await {
-        return (error_result(&name, &ToolError::respond(message)), false);
-    }
-    let ctx = match authorize(tool.as_ref(), &input, &ctx).await {
+    // Validation and the permission engine resolve paths, walk directories and parse
+    // commands: work that must not hold a runtime thread (see `off_runtime`).
+    let checked = off_runtime(async {
+        if let ValidationResult::Invalid { message, .. } = tool.validate(&input, &ctx).await {
+            return Err(ToolError::respond(message));
+        }
+        Ok(ctx
+            .permissions()
+            .decide_with_approval(tool.as_ref(), &input, &ctx)
+            .await)
+    })
+    .await;
+    let (decision, approval) = match checked {
+        Ok(decided) => decided,
+        Err(err) => return (error_result(&name, &err), false),
+    };
+    let ctx = match authorize(tool.as_ref(), &input, &ctx, decision, approval).await {
         Ok(approval) => ctx.approved(approval),
         Err(err) => return (error_result(&name, &err), false),
     };
@@ -504,18 +517,35 @@ async fn graceful(
     }
 }
 
-/// Runs the permission engine and, for an ask, the context's prompter (or the headless
-/// rule); what allowed the call when it may run.
+/// Runs `work` where blocking does no harm: in a task of a multi-threaded runtime the
+/// worker hands its other tasks to another thread for the duration (`block_in_place`), so a
+/// slow file system, a path with thousands of components or a long command line delays
+/// this call only — never the server's health check, other sessions or its shutdown.
+/// Task-local values stay visible (the work runs on this thread). Elsewhere (a
+/// current-thread runtime, outside a task) it simply runs.
+async fn off_runtime<T>(work: impl std::future::Future<Output = T>) -> T {
+    use tokio::runtime::{Handle, RuntimeFlavor};
+    match Handle::try_current() {
+        Ok(handle)
+            if handle.runtime_flavor() == RuntimeFlavor::MultiThread
+                && tokio::task::try_id().is_some() =>
+        {
+            tokio::task::block_in_place(|| handle.block_on(work))
+        }
+        _ => work.await,
+    }
+}
+
+/// Acts on the permission engine's decision: for an ask, the context's prompter (or the
+/// headless rule); what allowed the call when it may run.
 async fn authorize(
     tool: &dyn Tool,
     input: &ParsedInput,
     ctx: &ToolContext,
+    decision: PermissionDecision,
+    approval: ApprovedBy,
 ) -> Result<ApprovedBy, ToolError> {
     let name = tool.name().to_owned();
-    let (decision, approval) = ctx
-        .permissions()
-        .decide_with_approval(tool, input, ctx)
-        .await;
     match decision {
         PermissionDecision::Allow => Ok(approval),
         PermissionDecision::Deny { reason } => {

@@ -7,6 +7,22 @@ use serde_json::{Map, Value};
 
 use crate::ToolError;
 
+/// The longest pattern a tool takes (a glob, a regular expression, a search query), in
+/// characters. Tools declare it as their pattern fields' `maxLength`.
+pub const MAX_PATTERN_CHARS: usize = 16_384;
+
+/// The longest command line a tool takes, in characters: the kernel's limit on one
+/// argument (128 KiB with its terminating NUL), as a command is passed to `bash -c` as one
+/// argument. Tools declare it as their command fields' `maxLength`.
+pub const MAX_COMMAND_CHARS: usize = 128 * 1024 - 1;
+
+/// The longest URL (or URI) a tool takes, in characters.
+pub const MAX_URL_CHARS: usize = 8_192;
+
+/// The longest identifier or name a tool takes (a task id, a server, a skill, a team), in
+/// characters.
+pub const MAX_NAME_CHARS: usize = 1_024;
+
 /// Checks `raw` against `schema`, coerces string numbers and booleans, drops `null` for
 /// optional parameters, and deserialises the result.
 ///

@@ -104,6 +104,7 @@ mod process_group;
 mod question;
 mod random;
 mod result;
+mod retention;
 mod rule;
 mod schema;
 mod settings;
@@ -126,8 +127,9 @@ pub use exec::{
 #[cfg(unix)]
 pub use git::{HardenedGit, linked_worktree, nested_repository};
 pub use input::{
-    DUPLICATE_KEY_MARKER, duplicate_key, duplicate_keys, mark_duplicate_key, marked_duplicate_key,
-    parse_input, parse_input_text,
+    DUPLICATE_KEY_MARKER, MAX_COMMAND_CHARS, MAX_NAME_CHARS, MAX_PATTERN_CHARS, MAX_URL_CHARS,
+    duplicate_key, duplicate_keys, mark_duplicate_key, marked_duplicate_key, parse_input,
+    parse_input_text,
 };
 pub use ledger::{Freshness, ReadLedger, ReadRecord, ReadSource, content_hash};
 pub use live::{LiveBatch, PoolFuture, PoolSource};
@@ -135,6 +137,7 @@ pub use managers::{
     FileDiagnostic, LspManager, TaskFinish, TaskFuture, TaskInfo, TaskKind, TaskManager, TaskRun,
     TaskSpec, TaskStatus, Unconfigured,
 };
+pub use path::MAX_PATH_CHARS;
 pub use pattern::{CommandPattern, DomainPattern, PathPattern, PathRoot, WildcardPart};
 pub use permission::{
     AllowHint, ApprovedBy, AskKind, Beneath, NeutralHint, PRINCIPALS_DIR, PermissionDecision,
@@ -147,6 +150,9 @@ pub use process_group::ProcessGroup;
 pub use question::{LinePrompter, Question, QuestionAnswers, QuestionOption, QuestionPrompter};
 pub use random::unguessable_id;
 pub use result::{CallResult, ContentBlock, ToolResult};
+pub use retention::{
+    DEFAULT_OUTPUT_BUDGET, DEFAULT_RETENTION, OUTPUT_DIRS, Pruned, Retention, prune_outputs,
+};
 pub use rule::{
     LEGACY_TOOL_NAMES, PermissionRule, RuleBehavior, RuleSource, RuleSourceKind, SourcedRule,
     normalize_tool_name,

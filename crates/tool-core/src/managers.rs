@@ -218,6 +218,11 @@ pub trait TaskManager: Send + Sync + fmt::Debug {
 
     /// Stops a running task (its whole process tree) and returns its final state.
     async fn stop(&self, id: &str) -> Result<TaskInfo, ToolError>;
+
+    /// The session is over: stops every task still running (their process trees) and
+    /// deletes what the manager kept for its tasks (their output files). The default does
+    /// nothing.
+    async fn close(&self) {}
 }
 
 /// The stand-in manager a context has until a host wires a real one: every call returns an

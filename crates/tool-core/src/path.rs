@@ -1,7 +1,6 @@
 //! Path policy: resolve what the model sends relative to the working directory, canonicalise
 //! symlinks, decide containment, refuse special files, and recognise protected paths.
 
-use std::ffi::OsStr;
 use std::fs::Metadata;
 use std::os::unix::fs::FileTypeExt;
 use std::path::{Component, Path, PathBuf};
@@ -78,26 +77,226 @@ pub fn resolve(cwd: &Path, input: &str) -> PathBuf {
     normalize(&cwd.join(expanded))
 }
 
+/// The longest path a tool takes in a path field, in characters: the kernel's `PATH_MAX`
+/// (a longer path cannot be opened in one call). With at most one component per two
+/// characters, it bounds a path's components too, to 2,048.
+pub const MAX_PATH_CHARS: usize = 4096;
+
+/// Paths with at most this many components are resolved by `realpath` first (cheap for
+/// short paths); deeper ones, and paths that do not exist whole, by one walk.
+const REALPATH_COMPONENTS: usize = 64;
+
 /// Canonicalises the deepest existing ancestor of `path` (resolving every symlink on the
 /// way) and appends the rest, so paths that do not exist yet resolve too.
+///
+/// A symbolic link counts as existing when its target resolves whole; a dangling link is a
+/// name like any other. The cost is linear in the number of components: one walk of
+/// directory handles, one lookup per component (plus the components of the links
+/// followed, at most 40 links as the kernel allows), never a lookup of every prefix.
 pub fn canonicalize_lenient(path: &Path) -> PathBuf {
     let path = normalize(path);
-    let mut existing = path.as_path();
-    let mut rest: Vec<&OsStr> = Vec::new();
-    loop {
-        if let Ok(canonical) = existing.canonicalize() {
-            let mut out = canonical;
-            for part in rest.iter().rev() {
-                out.push(part);
+    if path.components().count() <= REALPATH_COMPONENTS
+        && let Ok(canonical) = path.canonicalize()
+    {
+        return canonical;
+    }
+    #[cfg(target_os = "linux")]
+    {
+        walk::resolve(&path)
+    }
+    #[cfg(not(target_os = "linux"))]
+    {
+        let mut existing = path.as_path();
+        let mut rest: Vec<&std::ffi::OsStr> = Vec::new();
+        loop {
+            if let Ok(canonical) = existing.canonicalize() {
+                let mut out = canonical;
+                for part in rest.iter().rev() {
+                    out.push(part);
+                }
+                return normalize(&out);
             }
-            return normalize(&out);
+            match (existing.parent(), existing.file_name()) {
+                (Some(parent), Some(name)) => {
+                    rest.push(name);
+                    existing = parent;
+                }
+                _ => return path,
+            }
         }
-        match (existing.parent(), existing.file_name()) {
-            (Some(parent), Some(name)) => {
-                rest.push(name);
-                existing = parent;
+    }
+}
+
+/// The walk behind [`canonicalize_lenient`]: directory handles opened one component at a
+/// time (`O_PATH`, so only search permission is needed, as for `realpath`).
+#[cfg(target_os = "linux")]
+mod walk {
+    use std::collections::VecDeque;
+    use std::ffi::{OsStr, OsString};
+    use std::os::fd::OwnedFd;
+    use std::os::unix::ffi::OsStrExt;
+    use std::path::{Component, Path, PathBuf};
+
+    use rustix::fs::{AtFlags, CWD, FileType, Mode, OFlags};
+
+    /// The kernel's limit on links followed in one lookup.
+    const MAX_LINKS: u32 = 40;
+
+    /// Where a walk stands: a handle on a directory and its canonical path, or a
+    /// non-directory at the end.
+    struct At {
+        dir: OwnedFd,
+        path: PathBuf,
+        /// Set once a component named a file that is not a directory
+        leaf: bool,
+    }
+
+    fn open_dir(dir: &OwnedFd, name: &OsStr) -> Option<OwnedFd> {
+        rustix::fs::openat(
+            dir,
+            name,
+            OFlags::PATH | OFlags::DIRECTORY | OFlags::NOFOLLOW | OFlags::CLOEXEC,
+            Mode::empty(),
+        )
+        .ok()
+    }
+
+    fn open_path(path: &Path) -> Option<OwnedFd> {
+        rustix::fs::openat(
+            CWD,
+            path,
+            OFlags::PATH | OFlags::DIRECTORY | OFlags::CLOEXEC,
+            Mode::empty(),
+        )
+        .ok()
+    }
+
+    /// Follows `components` from `at`; `Err` gives the position reached and the
+    /// components not resolved (the first of which does not exist, or is a link whose
+    /// target does not resolve whole).
+    fn follow(
+        mut at: At,
+        mut components: VecDeque<OsString>,
+        links: &mut u32,
+    ) -> Result<At, (At, VecDeque<OsString>)> {
+        while let Some(name) = components.pop_front() {
+            if name == "." || name.is_empty() {
+                continue;
             }
-            _ => return path,
+            if at.leaf {
+                // A component after a file: nothing beneath a file exists.
+                components.push_front(name);
+                return Err((at, components));
+            }
+            if name == ".." {
+                let Some(parent) = open_dir(&at.dir, OsStr::new("..")) else {
+                    components.push_front(name);
+                    return Err((at, components));
+                };
+                at.dir = parent;
+                at.path.pop();
+                continue;
+            }
+            let Ok(stat) = rustix::fs::statat(&at.dir, name.as_os_str(), AtFlags::SYMLINK_NOFOLLOW)
+            else {
+                components.push_front(name);
+                return Err((at, components));
+            };
+            match FileType::from_raw_mode(stat.st_mode) {
+                FileType::Directory => match open_dir(&at.dir, &name) {
+                    Some(dir) => {
+                        at.dir = dir;
+                        at.path.push(&name);
+                    }
+                    None => {
+                        components.push_front(name);
+                        return Err((at, components));
+                    }
+                },
+                FileType::Symlink => {
+                    let target = rustix::fs::readlinkat(&at.dir, name.as_os_str(), Vec::new())
+                        .ok()
+                        .map(|t| PathBuf::from(OsStr::from_bytes(t.as_bytes())));
+                    *links += 1;
+                    let Some(target) = target.filter(|_| *links <= MAX_LINKS) else {
+                        components.push_front(name);
+                        return Err((at, components));
+                    };
+                    // The link exists only if its target resolves whole.
+                    let start = if target.is_absolute() {
+                        open_path(Path::new("/")).map(|dir| At {
+                            dir,
+                            path: PathBuf::from("/"),
+                            leaf: false,
+                        })
+                    } else {
+                        open_dir(&at.dir, OsStr::new(".")).map(|dir| At {
+                            dir,
+                            path: at.path.clone(),
+                            leaf: false,
+                        })
+                    };
+                    let resolved =
+                        start.and_then(|start| follow(start, parts(&target), links).ok());
+                    match resolved {
+                        Some(next) => at = next,
+                        None => {
+                            components.push_front(name);
+                            return Err((at, components));
+                        }
+                    }
+                }
+                _ => {
+                    at.path.push(&name);
+                    at.leaf = true;
+                }
+            }
+        }
+        Ok(at)
+    }
+
+    /// The components of `path` after its root, as names.
+    fn parts(path: &Path) -> VecDeque<OsString> {
+        path.components()
+            .filter_map(|c| match c {
+                Component::Normal(n) => Some(n.to_os_string()),
+                Component::ParentDir => Some(OsString::from("..")),
+                _ => None,
+            })
+            .collect()
+    }
+
+    /// See [`super::canonicalize_lenient`]; `path` is already normalised.
+    pub(super) fn resolve(path: &Path) -> PathBuf {
+        let start = if path.is_absolute() {
+            open_path(Path::new("/")).map(|dir| (dir, PathBuf::from("/")))
+        } else {
+            std::env::current_dir()
+                .ok()
+                .and_then(|cwd| open_path(Path::new(".")).map(|dir| (dir, cwd)))
+        };
+        let Some((dir, root)) = start else {
+            return path.to_path_buf();
+        };
+        let at = At {
+            dir,
+            path: root,
+            leaf: false,
+        };
+        let mut links = 0;
+        match follow(at, parts(path), &mut links) {
+            Ok(at) => at.path,
+            // A relative path none of whose components exists stays as it was.
+            Err((_, rest)) if !path.is_absolute() && rest.len() == parts(path).len() => {
+                path.to_path_buf()
+            }
+            Err((at, rest)) => {
+                let mut out = at.path;
+                for name in rest {
+                    out.push(name);
+                }
+                super::normalize(&out)
+            }
         }
     }
 }
@@ -492,6 +691,102 @@ mod tests {
             std::slice::from_ref(&root)
         ));
         assert!(within_any(&root.join("new/x"), std::slice::from_ref(&root)));
+        Ok(())
+    }
+
+    /// The canonicalisation this module had before the walk: `realpath` of each ancestor
+    /// in turn (quadratic in the depth), kept as the reference the walk must agree with.
+    fn reference_lenient(path: &Path) -> PathBuf {
+        let path = normalize(path);
+        let mut existing = path.as_path();
+        let mut rest: Vec<&std::ffi::OsStr> = Vec::new();
+        loop {
+            if let Ok(canonical) = existing.canonicalize() {
+                let mut out = canonical;
+                for part in rest.iter().rev() {
+                    out.push(part);
+                }
+                return normalize(&out);
+            }
+            match (existing.parent(), existing.file_name()) {
+                (Some(parent), Some(name)) => {
+                    rest.push(name);
+                    existing = parent;
+                }
+                _ => return path,
+            }
+        }
+    }
+
+    #[test]
+    fn the_walk_agrees_with_realpath_of_each_ancestor() -> std::io::Result<()> {
+        use std::os::unix::fs::symlink;
+        let dir = tempfile::tempdir()?;
+        let root = dir.path().canonicalize()?;
+        std::fs::create_dir_all(root.join("a/b/c"))?;
+        std::fs::write(root.join("a/file"), "x")?;
+        symlink(root.join("a/b"), root.join("abs"))?;
+        symlink("a/b/c", root.join("rel"))?;
+        symlink("../a", root.join("a/b/up"))?;
+        symlink("missing/deeper", root.join("dangling"))?;
+        symlink("loop2", root.join("loop1"))?;
+        symlink("loop1", root.join("loop2"))?;
+        symlink("a/file", root.join("to-file"))?;
+        symlink("/", root.join("to-root"))?;
+        symlink("a/b/../../a/./b", root.join("dots"))?;
+        symlink("rel/../..", root.join("chain"))?;
+        let check = |rel: &str| {
+            let path = root.join(rel);
+            assert_eq!(
+                walk::resolve(&normalize(&path)),
+                reference_lenient(&path),
+                "{rel}"
+            );
+        };
+        for rel in [
+            "a/b/c",
+            "a/b/c/new/deeper",
+            "abs/c/x",
+            "rel",
+            "rel/new",
+            "a/b/up/b/up/file",
+            "a/b/up/../b",
+            "dangling",
+            "dangling/x",
+            "loop1",
+            "loop1/x",
+            "to-file",
+            "to-file/x",
+            "a/file/x/y",
+            "to-root/etc",
+            "dots/c",
+            "chain/a",
+            "chain/missing/x",
+            "missing",
+            "missing/a/../b",
+        ] {
+            check(rel);
+        }
+        Ok(())
+    }
+
+    #[test]
+    fn deep_paths_resolve_in_one_walk() -> std::io::Result<()> {
+        let dir = tempfile::tempdir()?;
+        let root = dir.path().canonicalize()?;
+        let mut existing = root.clone();
+        for _ in 0..300 {
+            existing.push("d");
+        }
+        std::fs::create_dir_all(&existing)?;
+        std::os::unix::fs::symlink(&root, existing.join("back"))?;
+        // Far beyond what realpath would take (and what one lookup may name), and beyond
+        // what a quadratic walk would finish: 90,000 components, mostly missing.
+        let missing = "ab/".repeat(90_000);
+        let deep = existing.join("back").join("d").join(&missing);
+        let resolved = canonicalize_lenient(&deep);
+        assert_eq!(resolved, root.join("d").join(missing.trim_end_matches('/')));
+        assert!(within_any(&deep, std::slice::from_ref(&root)));
         Ok(())
     }
 

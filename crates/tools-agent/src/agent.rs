@@ -47,6 +47,7 @@ pub struct AgentInput {
     pub prompt: String,
     /// The type of agent to use (default "general-purpose")
     #[serde(default)]
+    #[schemars(length(max = tool_core::MAX_NAME_CHARS))]
     pub subagent_type: Option<String>,
     /// The model for this agent; overrides the agent definition's
     #[serde(default)]
@@ -57,9 +58,11 @@ pub struct AgentInput {
     /// A name for the agent. With team_name (or inside the team you lead) it is spawned as a
     /// teammate that others reach with SendMessage
     #[serde(default)]
+    #[schemars(length(max = tool_core::MAX_NAME_CHARS))]
     pub name: Option<String>,
     /// The team to spawn the agent into as a teammate (default: the team you lead)
     #[serde(default)]
+    #[schemars(length(max = tool_core::MAX_NAME_CHARS))]
     pub team_name: Option<String>,
     /// The permission mode the agent's tools run in (no more permissive than yours)
     #[serde(default)]
@@ -70,6 +73,7 @@ pub struct AgentInput {
     pub isolation: Option<Isolation>,
     /// The agent's working directory (absolute, or relative to yours); not with isolation
     #[serde(default)]
+    #[schemars(length(max = tool_core::MAX_PATH_CHARS))]
     pub cwd: Option<String>,
     /// Where `cwd` resolved when the permission check looked at it: the call runs the agent
     /// exactly there (a link swapped in afterwards fails the call instead of moving it)

@@ -44,6 +44,7 @@ pub struct SendUserMessageInput {
     pub message: String,
     /// Files to attach (absolute or relative to the working directory)
     #[serde(default)]
+    #[schemars(inner(length(max = tool_core::MAX_PATH_CHARS)))]
     pub attachments: Option<Vec<String>>,
     /// "normal" for a reply, "proactive" for news the user did not ask for
     pub status: MessageStatus,

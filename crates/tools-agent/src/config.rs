@@ -88,6 +88,7 @@ pub enum ConfigValue {
 #[serde(deny_unknown_fields)]
 pub struct ConfigInput {
     /// The setting key, such as "permissions.defaultMode"
+    #[schemars(length(max = tool_core::MAX_NAME_CHARS))]
     pub setting: String,
     /// The new value; omit it to read the current value
     #[serde(default)]

@@ -407,6 +407,7 @@ pub fn cron_scheduler(ctx: &ToolContext) -> Result<Arc<CronScheduler>, ToolError
 #[serde(deny_unknown_fields)]
 pub struct CronCreateInput {
     /// Standard 5-field cron expression in local time: "M H DoM Mon DoW" (e.g. "*/5 * * * *" = every 5 minutes, "30 14 * * *" = every day at 14:30)
+    #[schemars(length(max = tool_core::MAX_NAME_CHARS))]
     pub cron: String,
     /// The prompt to enqueue at each fire time
     #[schemars(length(min = 1))]
@@ -424,6 +425,7 @@ pub struct CronCreateInput {
 #[serde(deny_unknown_fields)]
 pub struct CronDeleteInput {
     /// Job id returned by CronCreate
+    #[schemars(length(max = tool_core::MAX_NAME_CHARS))]
     pub id: String,
 }
 

@@ -20,7 +20,7 @@ pub const NO_MATCH: &str = "No matching deferred tools found";
 pub struct ToolSearchInput {
     /// Keywords ("slack message"), "select:Name1,Name2" for exact names, "+word" for a word
     /// that must match, or an "mcp__server" prefix for one server's tools
-    #[schemars(length(min = 1))]
+    #[schemars(length(min = 1, max = tool_core::MAX_PATTERN_CHARS))]
     pub query: String,
     /// The most tools to return (default 5)
     #[serde(default)]

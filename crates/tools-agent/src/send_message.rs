@@ -96,6 +96,7 @@ pub enum MessageBody {
 pub struct SendMessageInput {
     /// The recipient: a teammate's name, "*" for every teammate, or the agentId an Agent
     /// result gave (to continue that agent)
+    #[schemars(length(max = tool_core::MAX_NAME_CHARS))]
     pub to: String,
     /// A 5-10 word preview of the message; required when message is a string
     #[serde(default)]

@@ -210,6 +210,7 @@ pub fn skill_listing(ctx: &ToolContext, budget: usize) -> String {
 #[serde(deny_unknown_fields)]
 pub struct SkillInput {
     /// The skill name, such as "pdf" (a leading "/" is accepted)
+    #[schemars(length(max = tool_core::MAX_NAME_CHARS))]
     pub skill: String,
     /// Optional arguments for the skill
     #[serde(default)]

@@ -445,7 +445,7 @@ impl UpdateStatus {
 #[serde(deny_unknown_fields, rename_all = "camelCase")]
 pub struct TaskUpdateInput {
     /// The id of the task to update
-    #[schemars(length(min = 1))]
+    #[schemars(length(min = 1, max = tool_core::MAX_NAME_CHARS))]
     pub task_id: String,
     /// New subject
     #[serde(default)]
@@ -461,12 +461,15 @@ pub struct TaskUpdateInput {
     pub status: Option<UpdateStatus>,
     /// Ids of tasks that cannot start until this one is completed
     #[serde(default)]
+    #[schemars(inner(length(max = tool_core::MAX_NAME_CHARS)))]
     pub add_blocks: Option<Vec<String>>,
     /// Ids of tasks that must be completed before this one can start
     #[serde(default)]
+    #[schemars(inner(length(max = tool_core::MAX_NAME_CHARS)))]
     pub add_blocked_by: Option<Vec<String>>,
     /// New owner (an agent name); an empty string clears it
     #[serde(default)]
+    #[schemars(length(max = tool_core::MAX_NAME_CHARS))]
     pub owner: Option<String>,
     /// Keys to merge into the task's metadata; a null value removes the key
     #[serde(default)]

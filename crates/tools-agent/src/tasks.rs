@@ -69,7 +69,7 @@ pub struct TaskCreateInput {
 #[serde(deny_unknown_fields, rename_all = "camelCase")]
 pub struct TaskGetInput {
     /// The id of the task
-    #[schemars(length(min = 1))]
+    #[schemars(length(min = 1, max = tool_core::MAX_NAME_CHARS))]
     pub task_id: String,
 }
 

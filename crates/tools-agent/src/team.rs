@@ -42,13 +42,14 @@ pub(crate) async fn with_inbox<T>(
 #[serde(deny_unknown_fields)]
 pub struct TeamCreateInput {
     /// A name for the team (letters, digits and "-"; another team's name gets a suffix)
-    #[schemars(length(min = 1))]
+    #[schemars(length(min = 1, max = tool_core::MAX_NAME_CHARS))]
     pub team_name: String,
     /// What the team is for
     #[serde(default)]
     pub description: Option<String>,
     /// The lead's agent type (default "team-lead")
     #[serde(default)]
+    #[schemars(length(max = tool_core::MAX_NAME_CHARS))]
     pub agent_type: Option<String>,
 }
 

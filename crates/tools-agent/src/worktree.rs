@@ -58,6 +58,7 @@ pub struct EnterWorktreeInput {
     /// A name for the worktree ("/"-separated parts of letters, digits, ".", "_", "-"; at
     /// most 64 characters); a random one when omitted
     #[serde(default)]
+    #[schemars(length(max = tool_core::MAX_NAME_CHARS))]
     pub name: Option<String>,
 }
 

@@ -51,6 +51,7 @@ Usage:
 #[serde(deny_unknown_fields)]
 pub struct EditInput {
     /// The absolute path to the file to modify
+    #[schemars(length(max = tool_core::MAX_PATH_CHARS))]
     pub file_path: String,
     /// The text to replace
     pub old_string: String,
@@ -101,6 +102,7 @@ pub struct EditOperation {
 #[serde(deny_unknown_fields)]
 pub struct MultiEditInput {
     /// The absolute path to the file to modify
+    #[schemars(length(max = tool_core::MAX_PATH_CHARS))]
     pub file_path: String,
     /// Edits to apply in order, all or nothing
     #[schemars(length(min = 1))]

@@ -37,12 +37,14 @@ const DESCRIPTION: &str = "Fast file pattern matching tool that works with any c
 #[serde(deny_unknown_fields)]
 pub struct GlobInput {
     /// The glob pattern to match files against
+    #[schemars(length(max = tool_core::MAX_PATTERN_CHARS))]
     pub pattern: String,
     /// The directory to search in. If not specified, the current working directory will be
     /// used. IMPORTANT: Omit this field to use the default directory. DO NOT enter
     /// "undefined" or "null" - simply omit it for the default behavior. Must be a valid
     /// directory path if provided.
     #[serde(default)]
+    #[schemars(length(max = tool_core::MAX_PATH_CHARS))]
     pub path: Option<String>,
     /// Also list files that .gitignore / .ignore rules exclude (default false)
     #[serde(default)]

@@ -89,12 +89,15 @@ pub enum OutputMode {
 #[serde(deny_unknown_fields)]
 pub struct GrepInput {
     /// The regular expression pattern to search for in file contents
+    #[schemars(length(max = tool_core::MAX_PATTERN_CHARS))]
     pub pattern: String,
     /// File or directory to search in. Defaults to the current working directory.
     #[serde(default)]
+    #[schemars(length(max = tool_core::MAX_PATH_CHARS))]
     pub path: Option<String>,
     /// Glob pattern to filter files (e.g. "*.js", "*.{ts,tsx}")
     #[serde(default)]
+    #[schemars(length(max = tool_core::MAX_PATTERN_CHARS))]
     pub glob: Option<String>,
     /// Output mode: "content" shows matching lines (supports -A/-B/-C context, -n line
     /// numbers, head_limit), "files_with_matches" shows file paths (supports head_limit),
@@ -126,6 +129,7 @@ pub struct GrepInput {
     /// File type to search (ripgrep's types, e.g. js, py, rust, go, java). More efficient
     /// than glob for standard file types.
     #[serde(default, rename = "type")]
+    #[schemars(length(max = tool_core::MAX_NAME_CHARS))]
     pub file_type: Option<String>,
     /// Limit output to the first N lines/entries. Defaults to 250; 0 means unlimited.
     #[serde(default)]

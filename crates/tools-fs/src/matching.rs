@@ -77,6 +77,16 @@ fn key(line: &str) -> String {
     line.split_whitespace().collect::<Vec<_>>().join(" ")
 }
 
+/// A hash of [`key`]`(line)`, without building it.
+fn key_hash(line: &str) -> u64 {
+    use std::hash::{Hash, Hasher};
+    let mut hasher = std::hash::DefaultHasher::new();
+    for word in line.split_whitespace() {
+        word.hash(&mut hasher);
+    }
+    hasher.finish()
+}
+
 /// Leading whitespace of a line.
 fn indent(line: &str) -> &str {
     &line[..line.len() - line.trim_start().len()]
@@ -114,16 +124,40 @@ fn whitespace_match(text: &str, old: &str) -> Option<(usize, usize, IndentPairs)
     if lines.len() < m {
         return None;
     }
-    let mut candidates = Vec::new();
-    for i in 0..=lines.len() - m {
-        if key(lines[i].1) != old_keys[0] {
-            continue;
+    // The lines' keys as hashes, searched with Knuth-Morris-Pratt: linear in the lines of
+    // the file and of old_string whatever they repeat (comparing old_string at every line
+    // would take their product). A hit is confirmed on the keys themselves.
+    let wanted: Vec<u64> = old_lines.iter().map(|l| key_hash(l)).collect();
+    let mut fallback = vec![0_usize; m];
+    let mut k = 0;
+    for i in 1..m {
+        while k > 0 && wanted[i] != wanted[k] {
+            k = fallback[k - 1];
         }
-        if (1..m).all(|j| key(lines[i + j].1) == old_keys[j]) {
-            candidates.push(i);
-            if candidates.len() > 1 {
-                return None;
+        if wanted[i] == wanted[k] {
+            k += 1;
+        }
+        fallback[i] = k;
+    }
+    let mut candidates = Vec::new();
+    let mut q = 0;
+    for (i, (_, line)) in lines.iter().enumerate() {
+        let h = key_hash(line);
+        while q > 0 && h != wanted[q] {
+            q = fallback[q - 1];
+        }
+        if h == wanted[q] {
+            q += 1;
+        }
+        if q == m {
+            let first = i + 1 - m;
+            if (0..m).all(|j| key(lines[first + j].1) == old_keys[j]) {
+                candidates.push(first);
+                if candidates.len() > 1 {
+                    return None;
+                }
             }
+            q = fallback[q - 1];
         }
     }
     let i = *candidates.first()?;
@@ -194,6 +228,9 @@ fn not_found_message(text: &str, old: &str) -> String {
     message
 }
 
+/// Lines longer than this (in bytes) are not compared character by character.
+const LONGEST_COMPARED_LINE: usize = 2_000;
+
 fn closest_region(text: &str, old: &str) -> Option<String> {
     let view = View::new(text, false);
     let old = old.replace("\r\n", "\n");
@@ -221,12 +258,15 @@ fn closest_region(text: &str, old: &str) -> Option<String> {
         None => {
             // No line in common: the single line most like the first non-blank line.
             let probe = old_lines.iter().find(|l| !l.trim().is_empty())?.trim();
-            if lines.len() > 20_000 {
+            // A character diff costs up to the product of the lengths: long lines are not
+            // compared.
+            if lines.len() > 20_000 || probe.len() > LONGEST_COMPARED_LINE {
                 return None;
             }
             let (ratio, i) = lines
                 .iter()
                 .enumerate()
+                .filter(|(_, l)| l.len() <= LONGEST_COMPARED_LINE)
                 .map(|(i, l)| {
                     let r = similar::TextDiff::from_chars(l.trim(), probe).ratio();
                     (r, i)
@@ -513,6 +553,23 @@ mod tests {
             err.starts_with("String to replace not found in file."),
             "{err}"
         );
+    }
+
+    #[test]
+    fn repetitive_files_and_long_lines_cost_linear_time() {
+        // Whitespace-tolerant matching of 5,000 identical lines in a file of 200,000: one
+        // pass, not one comparison of old_string per line.
+        let text = "  x = 1;\n".repeat(200_000) + "  y = 2;\n";
+        let old = "x = 1;\n".repeat(5_000) + "y = 2;\n";
+        let started = std::time::Instant::now();
+        let out = check(&text, &old, "z\n", false);
+        assert!(out.is_ok(), "{out:?}");
+        // One long line unlike the other: no character diff of the two.
+        let long = "a".repeat(1_000_000);
+        let err = check(&long, &"b".repeat(1_000_000), "c", false).unwrap_err();
+        assert!(err.starts_with("String to replace not found"), "{err:.200}");
+        // A hang guard only: the quadratic forms took minutes.
+        assert!(started.elapsed() < std::time::Duration::from_secs(60));
     }
 
     #[test]

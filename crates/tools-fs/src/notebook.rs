@@ -250,10 +250,12 @@ impl NotebookCellType {
 #[serde(deny_unknown_fields)]
 pub struct NotebookEditInput {
     /// The absolute path to the Jupyter notebook file to edit (must be absolute, not relative)
+    #[schemars(length(max = tool_core::MAX_PATH_CHARS))]
     pub notebook_path: String,
     /// The ID of the cell to edit. When inserting a new cell, the new cell will be inserted
     /// after the cell with this ID, or at the beginning if not specified.
     #[serde(default)]
+    #[schemars(length(max = tool_core::MAX_NAME_CHARS))]
     pub cell_id: Option<String>,
     /// The new source for the cell
     pub new_source: String,

@@ -129,6 +129,7 @@ Usage:
 #[serde(deny_unknown_fields)]
 pub struct ReadInput {
     /// The absolute path to the file to read
+    #[schemars(length(max = tool_core::MAX_PATH_CHARS))]
     pub file_path: String,
     /// The line number to start reading from (1-based). Only provide if the file is too
     /// large to read at once
@@ -145,6 +146,7 @@ pub struct ReadInput {
     // no page range (and the schema check refuses one).
     #[serde(default)]
     #[cfg_attr(not(feature = "pdf"), schemars(skip))]
+    #[schemars(length(max = tool_core::MAX_NAME_CHARS))]
     pub pages: Option<String>,
 }
 

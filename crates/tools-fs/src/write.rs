@@ -32,6 +32,7 @@ Usage:
 #[serde(deny_unknown_fields)]
 pub struct WriteInput {
     /// The absolute path to the file to write (must be absolute, not relative)
+    #[schemars(length(max = tool_core::MAX_PATH_CHARS))]
     pub file_path: String,
     /// The content to write to the file
     pub content: String,

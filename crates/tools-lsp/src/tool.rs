@@ -121,6 +121,7 @@ pub struct LspInput {
     /// The absolute or relative path to the file (optional only for `diagnostics`, which
     /// then reports every open file)
     #[serde(default)]
+    #[schemars(length(max = tool_core::MAX_PATH_CHARS))]
     pub file_path: Option<String>,
     /// The line number (1-based, as shown in editors)
     #[serde(default)]
@@ -133,6 +134,7 @@ pub struct LspInput {
     /// For workspaceSymbol: the symbol name to search for (default: the word at
     /// line/character)
     #[serde(default)]
+    #[schemars(length(max = tool_core::MAX_PATTERN_CHARS))]
     pub query: Option<String>,
 }
 

@@ -12,9 +12,12 @@
 //!   random handle, any other value names a handle minted before for the same principal.
 //!
 //! Every `tools/call` result names the context that served it under the same `_meta` key.
-//! Minted contexts end after [`MINTED_IDLE`] without a request; a principal holds at most
-//! [`MAX_MINTED`] of them. A context that ends has its calls cancelled and its background
-//! tasks stopped.
+//! Over HTTP every context — a principal's default one, a minted one, a legacy session's —
+//! ends after an idle time without a request and without a call in flight
+//! ([`DEFAULT_IDLE`] unless the server sets another, [`Contexts::expire`]); a principal
+//! holds at most [`MAX_MINTED`] minted contexts. The one context of a stdio connection
+//! lives as long as the connection. A context that ends has its calls cancelled, its
+//! background tasks stopped and the files kept for it deleted ([`ToolContext::close`]).
 
 use std::collections::HashMap;
 use std::sync::atomic::{AtomicUsize, Ordering};
@@ -32,8 +35,9 @@ use crate::random::random_bytes;
 /// The `_meta` key of a request (and of a `tools/call` result) that names its context.
 pub const CONTEXT_META_KEY: &str = "agent-tools/context";
 
-/// How long a minted context lives without a request.
-pub const MINTED_IDLE: Duration = Duration::from_secs(60 * 60);
+/// How long a context (or a legacy session) lives without a request and without a call in
+/// flight, unless the server sets another time.
+pub const DEFAULT_IDLE: Duration = Duration::from_secs(30 * 60);
 
 /// How many minted contexts one principal may hold at once.
 pub const MAX_MINTED: usize = 32;
@@ -50,6 +54,8 @@ pub type SessionFactory = Arc<dyn Fn(&Principal) -> Result<ToolContext, ToolErro
 struct Slot {
     ctx: ToolContext,
     last_used: Instant,
+    /// Never ends for want of requests (the one context of a stdio connection)
+    pinned: bool,
 }
 
 /// The contexts of a server: per principal and handle for stateless requests, per session
@@ -59,8 +65,12 @@ pub struct Contexts {
     slots: Mutex<HashMap<(Principal, String), Slot>>,
     /// Contexts of legacy sessions, by session id, until the session ends
     sessions: Mutex<HashMap<String, ToolContext>>,
+    /// Calls in flight per context (by session id)
+    busy: Mutex<HashMap<String, usize>>,
     in_flight: AtomicUsize,
     settled: Notify,
+    /// How long a context may go without a request
+    idle: Duration,
 }
 
 impl std::fmt::Debug for Contexts {
@@ -83,14 +93,17 @@ fn invalid(message: String) -> ErrorData {
 }
 
 impl Contexts {
-    /// Contexts built by `factory`.
-    pub fn new(factory: SessionFactory) -> Self {
+    /// Contexts built by `factory` that end after `idle` without a request (and without a
+    /// call in flight).
+    pub fn with_idle(factory: SessionFactory, idle: Duration) -> Self {
         Contexts {
             factory: Some(factory),
             slots: Mutex::default(),
             sessions: Mutex::default(),
+            busy: Mutex::default(),
             in_flight: AtomicUsize::new(0),
             settled: Notify::new(),
+            idle,
         }
     }
 
@@ -102,8 +115,10 @@ impl Contexts {
             factory,
             slots: Mutex::default(),
             sessions: Mutex::default(),
+            busy: Mutex::default(),
             in_flight: AtomicUsize::new(0),
             settled: Notify::new(),
+            idle: DEFAULT_IDLE,
         };
         if let Ok(mut slots) = contexts.slots.lock() {
             slots.insert(
@@ -111,6 +126,7 @@ impl Contexts {
                 Slot {
                     ctx,
                     last_used: Instant::now(),
+                    pinned: true,
                 },
             );
         }
@@ -139,11 +155,16 @@ impl Contexts {
         Ok(ctx)
     }
 
-    /// Forgets a legacy session's context and cancels its calls.
+    /// Forgets a legacy session's context and ends it: its calls cancelled at once, its
+    /// background tasks stopped and its files deleted in the background.
     pub fn end_session(&self, ctx: &ToolContext) {
         ctx.cancel_token().cancel();
         if let Ok(mut sessions) = self.sessions.lock() {
             sessions.remove(ctx.session_id());
+        }
+        let ctx = ctx.clone();
+        if let Ok(runtime) = tokio::runtime::Handle::try_current() {
+            runtime.spawn(async move { ctx.close().await });
         }
     }
 
@@ -156,20 +177,12 @@ impl Contexts {
     ) -> Result<(String, ToolContext), ErrorData> {
         let now = Instant::now();
         let handle = handle.unwrap_or(DEFAULT_HANDLE);
-        let mut ended = Vec::new();
+        let ended = self.idle_slots(now);
         let outcome = {
             let mut slots = self
                 .slots
                 .lock()
                 .map_err(|_| ErrorData::internal_error("the context table is poisoned", None))?;
-            // Minted contexts that saw no request for MINTED_IDLE end here.
-            slots.retain(|(_, h), slot| {
-                let keep = h == DEFAULT_HANDLE || now.duration_since(slot.last_used) < MINTED_IDLE;
-                if !keep {
-                    ended.push(slot.ctx.clone());
-                }
-                keep
-            });
             match handle {
                 "new" => {
                     let minted = slots
@@ -178,8 +191,8 @@ impl Contexts {
                         .count();
                     if minted >= MAX_MINTED {
                         Err(invalid(format!(
-                            "this principal already holds {MAX_MINTED} contexts; reuse one, or wait until one is idle for {} minutes",
-                            MINTED_IDLE.as_secs() / 60
+                            "this principal already holds {MAX_MINTED} contexts; reuse one, or wait until one is idle for {}",
+                            minutes(self.idle)
                         )))
                     } else {
                         let id = random_handle()?;
@@ -189,6 +202,7 @@ impl Contexts {
                             Slot {
                                 ctx: ctx.clone(),
                                 last_used: now,
+                                pinned: false,
                             },
                         );
                         Ok((id, ctx))
@@ -206,14 +220,15 @@ impl Contexts {
                             Slot {
                                 ctx: ctx.clone(),
                                 last_used: now,
+                                pinned: false,
                             },
                         );
                         Ok((handle.to_owned(), ctx))
                     } else {
                         Err(invalid(format!(
-                            "_meta `{CONTEXT_META_KEY}`: no context \"{}\" for this client (it ended after {} minutes without a request, or was never created); send \"new\" to start one, or omit the key for the default context",
+                            "_meta `{CONTEXT_META_KEY}`: no context \"{}\" for this client (it ended after {} without a request, or was never created); send \"new\" to start one, or omit the key for the default context",
                             tool_core::cut_middle(handle, 80),
-                            MINTED_IDLE.as_secs() / 60
+                            minutes(self.idle)
                         )))
                     }
                 }
@@ -225,10 +240,76 @@ impl Contexts {
         outcome
     }
 
-    /// Counts a call as in flight until the guard is dropped.
-    pub fn call_started(self: &Arc<Self>) -> CallGuard {
+    /// Takes out of the table the contexts that saw no request for the idle time and have
+    /// no call in flight.
+    fn idle_slots(&self, now: Instant) -> Vec<ToolContext> {
+        let busy: Vec<String> = self
+            .busy
+            .lock()
+            .map(|b| b.keys().cloned().collect())
+            .unwrap_or_default();
+        let mut ended = Vec::new();
+        if let Ok(mut slots) = self.slots.lock() {
+            slots.retain(|_, slot| {
+                let keep = slot.pinned
+                    || now.duration_since(slot.last_used) < self.idle
+                    || busy.iter().any(|id| id == slot.ctx.session_id());
+                if !keep {
+                    ended.push(slot.ctx.clone());
+                }
+                keep
+            });
+        }
+        ended
+    }
+
+    /// Ends the contexts that saw no request for the idle time and have no call in flight
+    /// (their calls cancelled, background tasks stopped, files deleted); returns how many
+    /// ended. The HTTP server calls it periodically.
+    pub async fn expire(&self) -> usize {
+        let ended = self.idle_slots(Instant::now());
+        let count = ended.len();
+        // All at once: one context slow to end (a task that takes its grace period) does not
+        // hold back the others, nor the next sweep.
+        let mut ending = tokio::task::JoinSet::new();
+        for ctx in ended {
+            ending.spawn(async move { stop_context(&ctx).await });
+        }
+        while ending.join_next().await.is_some() {}
+        count
+    }
+
+    /// Counts a call of `ctx` as in flight until the guard is dropped: the server does not
+    /// stop before it ends (within the grace period), and `ctx` does not end for want of
+    /// requests while it runs; its idle time starts again when the call ends.
+    pub fn call_started(self: &Arc<Self>, ctx: &ToolContext) -> CallGuard {
         self.in_flight.fetch_add(1, Ordering::SeqCst);
-        CallGuard(Arc::clone(self))
+        let id = ctx.session_id().to_owned();
+        if let Ok(mut busy) = self.busy.lock() {
+            *busy.entry(id.clone()).or_default() += 1;
+        }
+        CallGuard(Arc::clone(self), id)
+    }
+
+    /// The end of a call of the context `id`.
+    fn call_ended(&self, id: &str) {
+        if let Ok(mut busy) = self.busy.lock()
+            && let Some(n) = busy.get_mut(id)
+        {
+            *n -= 1;
+            if *n == 0 {
+                busy.remove(id);
+            }
+        }
+        let now = Instant::now();
+        if let Ok(mut slots) = self.slots.lock()
+            && let Some(slot) = slots.values_mut().find(|s| s.ctx.session_id() == id)
+        {
+            slot.last_used = now;
+        }
+        if self.in_flight.fetch_sub(1, Ordering::SeqCst) == 1 {
+            self.settled.notify_waiters();
+        }
     }
 
     /// Calls in flight now.
@@ -268,27 +349,27 @@ impl Contexts {
     }
 }
 
-/// Cancels a context's calls and stops its running background tasks.
+/// Ends a context: cancels its calls, stops its background tasks (their process groups
+/// killed and reaped) and deletes the files kept for it.
 pub async fn stop_context(ctx: &ToolContext) {
-    ctx.cancel_token().cancel();
-    let Ok(tasks) = ctx.tasks().list().await else {
-        return;
-    };
-    for task in tasks {
-        if !task.status.is_terminal() {
-            let _ = ctx.tasks().stop(&task.id).await;
-        }
-    }
+    ctx.close().await;
 }
 
 /// A call in flight; dropping it ends the count.
-pub struct CallGuard(Arc<Contexts>);
+pub struct CallGuard(Arc<Contexts>, String);
 
 impl Drop for CallGuard {
     fn drop(&mut self) {
-        if self.0.in_flight.fetch_sub(1, Ordering::SeqCst) == 1 {
-            self.0.settled.notify_waiters();
-        }
+        self.0.call_ended(&self.1);
+    }
+}
+
+/// `d` in minutes (or seconds, below one), for messages.
+fn minutes(d: Duration) -> String {
+    match d.as_secs() {
+        s if s < 60 => format!("{s} seconds"),
+        60..=119 => "1 minute".to_owned(),
+        s => format!("{} minutes", s / 60),
     }
 }
 
@@ -315,7 +396,7 @@ mod tests {
     #[tokio::test]
     async fn a_request_finds_its_principals_context() {
         let dir = tempfile::tempdir().unwrap_or_else(|e| panic!("{e}"));
-        let contexts = Contexts::new(factory(dir.path()));
+        let contexts = Contexts::with_idle(factory(dir.path()), DEFAULT_IDLE);
         let alice = Principal::named("alice");
         let bob = Principal::named("bob");
         let check = |p: &Principal, handle: Option<&str>| {
@@ -344,7 +425,7 @@ mod tests {
     #[tokio::test]
     async fn minted_contexts_are_capped_per_principal() {
         let dir = tempfile::tempdir().unwrap_or_else(|e| panic!("{e}"));
-        let contexts = Contexts::new(factory(dir.path()));
+        let contexts = Contexts::with_idle(factory(dir.path()), DEFAULT_IDLE);
         let p = Principal::local();
         for _ in 0..MAX_MINTED {
             assert!(contexts.resolve(&p, Some("new")).is_ok());
@@ -371,10 +452,47 @@ mod tests {
     }
 
     #[tokio::test]
+    async fn idle_contexts_end_unless_a_call_is_in_flight() {
+        let dir = tempfile::tempdir().unwrap_or_else(|e| panic!("{e}"));
+        let contexts = Arc::new(Contexts::with_idle(
+            factory(dir.path()),
+            Duration::from_millis(50),
+        ));
+        let p = Principal::local();
+        let id = |handle: Option<&str>| {
+            contexts
+                .resolve(&p, handle)
+                .unwrap_or_else(|e| panic!("{e:?}"))
+        };
+        let (_, default) = id(None);
+        let (minted, busy) = id(Some("new"));
+        let guard = contexts.call_started(&busy);
+        tokio::time::sleep(Duration::from_millis(80)).await;
+        assert_eq!(contexts.expire().await, 1, "the idle default context ends");
+        assert!(default.cancel_token().is_cancelled());
+        assert!(
+            !busy.cancel_token().is_cancelled(),
+            "a call in flight keeps its context"
+        );
+        drop(guard);
+        // The idle time starts again when the call ends.
+        assert_eq!(contexts.expire().await, 0);
+        tokio::time::sleep(Duration::from_millis(80)).await;
+        assert_eq!(contexts.expire().await, 1);
+        assert!(busy.cancel_token().is_cancelled());
+        let err = contexts.resolve(&p, Some(&minted)).err().map(|e| e.message);
+        assert!(err.is_some_and(|m| m.contains("without a request")));
+        // A request for the default context makes a new one.
+        let (_, again) = id(None);
+        assert_ne!(again.session_id(), default.session_id());
+    }
+
+    #[tokio::test]
     async fn settled_waits_for_calls_in_flight() {
         let dir = tempfile::tempdir().unwrap_or_else(|e| panic!("{e}"));
-        let contexts = Arc::new(Contexts::new(factory(dir.path())));
-        let guard = contexts.call_started();
+        let contexts = Arc::new(Contexts::with_idle(factory(dir.path()), DEFAULT_IDLE));
+        let ctx = ToolContext::builder(dir.path()).build();
+        let guard = contexts.call_started(&ctx);
         assert_eq!(contexts.in_flight(), 1);
         let waiter = {
             let contexts = Arc::clone(&contexts);

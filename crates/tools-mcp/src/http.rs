@@ -12,19 +12,24 @@
 //! -32000 otherwise).
 //!
 //! Tokens are compared in constant time (SHA-256 digests, every token checked). Binding a
-//! non-loopback address needs at least one token. Every accepted connection has
-//! `TCP_NODELAY` set: a reused connection would otherwise wait for the delayed ACK on every
-//! response.
+//! non-loopback address needs at least one token. Connections are served under deadlines
+//! and a cap that hold before the gate (`conns.rs`).
 //!
-//! Shutdown ([`serve_http`]'s token): new requests get 503 and new connections are refused;
-//! calls in flight get the grace period to finish, then every context is ended (calls
-//! cancelled, background tasks stopped, their process groups killed and reaped).
+//! A legacy session (and its context) ends after the idle time without a request and
+//! without a call in flight; a legacy call whose client went away (its connection closed
+//! before the answer) is cancelled, unless it asked to run in the background.
+//!
+//! Shutdown ([`serve_http`]'s token): from the signal on, `/healthz` answers 503 and every
+//! request on `/mcp` — on a new connection or a kept-alive one — gets a JSON-RPC error
+//! saying the server is stopping (503); calls in flight get the grace period to finish,
+//! then every context is ended (calls cancelled, background tasks stopped, their process
+//! groups killed and reaped), and only then are the connections closed.
 
 use std::collections::HashMap;
 use std::net::SocketAddr;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 use axum::body::Body;
 use axum::extract::{Request, State};
@@ -35,7 +40,11 @@ use sha2::{Digest, Sha256};
 use tokio_util::sync::CancellationToken;
 use tool_core::ToolError;
 
-use crate::contexts::{Contexts, SessionFactory};
+use crate::conns::{
+    ClientGone, DEFAULT_HEADER_TIMEOUT, DEFAULT_IDLE_TIMEOUT, DEFAULT_MAX_CONNECTIONS, Limits,
+    on_drop,
+};
+use crate::contexts::{Contexts, DEFAULT_IDLE, SessionFactory};
 use crate::live::LivePool;
 use crate::principal::Principal;
 use crate::server::{
@@ -51,6 +60,11 @@ pub const MIN_TOKEN_LEN: usize = 16;
 
 /// How many legacy session owners the gate remembers (the least recently seen go first).
 const MAX_OWNERS: usize = 65_536;
+
+/// How long a legacy call whose client went away may wait for the client to resume its
+/// stream (`GET` with `Last-Event-ID`) before it is cancelled: rmcp tells clients to
+/// reconnect after 3 seconds.
+const RESUME_GRACE: Duration = Duration::from_secs(5);
 
 /// A bearer token the server accepts: its label (the principal's name) and the digest of
 /// its secret.
@@ -141,6 +155,17 @@ pub struct HttpOptions {
     pub max_body_bytes: usize,
     /// How long calls in flight may take to finish after a shutdown
     pub grace: Duration,
+    /// How long a client may take to send a request's headers (from the accept, or from a
+    /// request's first byte on a kept-alive connection); also the longest pause while a
+    /// request's body arrives
+    pub header_timeout: Duration,
+    /// How long a kept-alive connection may wait for its next request
+    pub idle_timeout: Duration,
+    /// The most connections served at once (at the cap, the one idle longest is closed)
+    pub max_connections: usize,
+    /// How long a context or legacy session lives without a request and without a call in
+    /// flight
+    pub session_idle: Duration,
 }
 
 impl HttpOptions {
@@ -153,6 +178,10 @@ impl HttpOptions {
             tokens: Vec::new(),
             max_body_bytes: MAX_REQUEST_BYTES,
             grace: DEFAULT_GRACE,
+            header_timeout: DEFAULT_HEADER_TIMEOUT,
+            idle_timeout: DEFAULT_IDLE_TIMEOUT,
+            max_connections: DEFAULT_MAX_CONNECTIONS,
+            session_idle: DEFAULT_IDLE,
         }
     }
 }
@@ -230,22 +259,45 @@ fn loopback_origins() -> Vec<OriginRule> {
         .collect()
 }
 
-/// Who owns which legacy session, least recently seen first out.
+/// One legacy session as the gate knows it.
+struct Owned {
+    principal: Principal,
+    /// When a request of the session last arrived
+    seen: Instant,
+    /// The order of that request among all sessions' (the least recent goes first)
+    tick: u64,
+    /// Requests of the session whose answer is not done
+    in_flight: usize,
+    /// When the client last resumed a stream of the session
+    resumed: Option<Instant>,
+}
+
+/// Who owns which legacy session, least recently seen first out, and whether the session
+/// is in use.
 #[derive(Default)]
 struct Owners {
-    map: HashMap<String, (Principal, u64)>,
+    map: HashMap<String, Owned>,
     tick: u64,
 }
 
 impl Owners {
     fn bind(&mut self, session: String, principal: Principal) {
         self.tick += 1;
-        self.map.insert(session, (principal, self.tick));
+        self.map.insert(
+            session,
+            Owned {
+                principal,
+                seen: Instant::now(),
+                tick: self.tick,
+                in_flight: 0,
+                resumed: None,
+            },
+        );
         if self.map.len() > MAX_OWNERS
             && let Some(oldest) = self
                 .map
                 .iter()
-                .min_by_key(|(_, (_, seen))| *seen)
+                .min_by_key(|(_, o)| o.tick)
                 .map(|(k, _)| k.clone())
         {
             self.map.remove(&oldest);
@@ -256,10 +308,53 @@ impl Owners {
     fn owner(&mut self, session: &str) -> Option<Principal> {
         self.tick += 1;
         let tick = self.tick;
-        self.map.get_mut(session).map(|(p, seen)| {
-            *seen = tick;
-            p.clone()
+        self.map.get_mut(session).map(|o| {
+            o.seen = Instant::now();
+            o.tick = tick;
+            o.principal.clone()
         })
+    }
+
+    /// A request of `session` started (`true`) or its answer is done (`false`).
+    fn busy(&mut self, session: &str, started: bool) {
+        if let Some(o) = self.map.get_mut(session) {
+            if started {
+                o.in_flight += 1;
+            } else {
+                o.in_flight = o.in_flight.saturating_sub(1);
+                o.seen = Instant::now();
+            }
+        }
+    }
+
+    /// The client of `session` resumed a stream.
+    fn resumed(&mut self, session: &str) {
+        if let Some(o) = self.map.get_mut(session) {
+            o.resumed = Some(Instant::now());
+        }
+    }
+
+    /// Whether the client of `session` resumed a stream since `when`.
+    fn resumed_since(&self, session: &str, when: Instant) -> bool {
+        self.map
+            .get(session)
+            .and_then(|o| o.resumed)
+            .is_some_and(|r| r >= when)
+    }
+
+    /// Forgets and returns the sessions without a request for `idle` and without one in
+    /// flight.
+    fn expired(&mut self, now: Instant, idle: Duration) -> Vec<String> {
+        let ids: Vec<String> = self
+            .map
+            .iter()
+            .filter(|(_, o)| o.in_flight == 0 && now.duration_since(o.seen) >= idle)
+            .map(|(id, _)| id.clone())
+            .collect();
+        for id in &ids {
+            self.map.remove(id);
+        }
+        ids
     }
 }
 
@@ -268,7 +363,9 @@ struct Gate {
     tokens: Vec<Token>,
     origins: Vec<OriginRule>,
     max_body: usize,
-    owners: Mutex<Owners>,
+    /// The longest pause while a body arrives
+    body_stall: Duration,
+    owners: Arc<Mutex<Owners>>,
     stopping: AtomicBool,
     requests: AtomicU64,
 }
@@ -412,13 +509,43 @@ async fn gate(State(gate): State<Arc<Gate>>, mut request: Request, next: Next) -
     }
     request.extensions_mut().insert(principal.clone());
     let method = request.method().clone();
+    let mut is_call = false;
     if method == Method::POST {
-        request = match check_body(request, gate.max_body).await {
-            Ok(request) => request,
+        (request, is_call) = match check_body(request, gate.max_body, gate.body_stall).await {
+            Ok(checked) => checked,
             Err(response) => return *response,
         };
     }
+    // A legacy call is in flight until its answer is done; it ends when its client goes
+    // (and does not resume its stream within the grace).
+    let legacy_call = match (&session, &method) {
+        (Some(id), &Method::POST) if is_call => {
+            let client = ClientGone::default();
+            request.extensions_mut().insert(client.clone());
+            if let Ok(mut owners) = gate.owners.lock() {
+                owners.busy(id, true);
+            }
+            Some((id.clone(), client))
+        }
+        (Some(id), &Method::GET) => {
+            if request.headers().contains_key("last-event-id")
+                && let Ok(mut owners) = gate.owners.lock()
+            {
+                owners.resumed(id);
+            }
+            None
+        }
+        _ => None,
+    };
     let mut response = next.run(request).await;
+    if let Some((id, client)) = legacy_call {
+        let owners = Arc::clone(&gate.owners);
+        response = response.map(|body| {
+            Body::new(on_drop(body, move |ended| {
+                client_went(owners, id, client, ended);
+            }))
+        });
+    }
     match (&session, &method, response.status()) {
         (None, _, status) if status.is_success() => {
             let minted = response
@@ -495,17 +622,52 @@ async fn as_json_rpc_error(response: Response) -> Response {
     Response::from_parts(parts, Body::from(body))
 }
 
-/// A POST body read whole (at most `max` bytes), checked, and with repeated argument keys
-/// marked.
-async fn check_body(request: Request, max: usize) -> Result<Request, Box<Response>> {
+/// The answer of a legacy call was sent (`ended`) or abandoned: an abandoned call is
+/// cancelled unless the client resumes the session's stream within [`RESUME_GRACE`]; the
+/// session's call in flight ends with it.
+fn client_went(owners: Arc<Mutex<Owners>>, id: String, client: ClientGone, ended: bool) {
+    let done = |owners: &Mutex<Owners>, id: &str| {
+        if let Ok(mut owners) = owners.lock() {
+            owners.busy(id, false);
+        }
+    };
+    let runtime = tokio::runtime::Handle::try_current();
+    match runtime {
+        Ok(runtime) if !ended && !client.answered.is_cancelled() => {
+            let dropped = Instant::now();
+            runtime.spawn(async move {
+                tokio::select! {
+                    () = tokio::time::sleep(RESUME_GRACE) => {}
+                    () = client.answered.cancelled() => {}
+                }
+                let resumed = owners.lock().is_ok_and(|o| o.resumed_since(&id, dropped));
+                if !resumed {
+                    client.gone.cancel();
+                }
+                // The call keeps its session until it has its answer (a cancelled one
+                // returns within seconds; a resumed one runs on).
+                let bound = if resumed {
+                    Duration::from_secs(24 * 3600)
+                } else {
+                    Duration::from_secs(60)
+                };
+                let _ = tokio::time::timeout(bound, client.answered.cancelled()).await;
+                done(&owners, &id);
+            });
+        }
+        _ => done(&owners, &id),
+    }
+}
+
+/// A POST body read whole (at most `max` bytes, with no pause longer than `stall`),
+/// checked, and with repeated argument keys marked; and whether it is a `tools/call`.
+async fn check_body(
+    request: Request,
+    max: usize,
+    stall: Duration,
+) -> Result<(Request, bool), Box<Response>> {
     let (parts, body) = request.into_parts();
-    let bytes = axum::body::to_bytes(body, max).await.map_err(|_| {
-        Box::new(refuse(
-            StatusCode::PAYLOAD_TOO_LARGE,
-            -32600,
-            format!("the request body is larger than {max} bytes, the most this server reads"),
-        ))
-    })?;
+    let bytes = read_body(body, max, stall).await?;
     let Ok(text) = std::str::from_utf8(&bytes) else {
         return Err(Box::new(refuse(
             StatusCode::BAD_REQUEST,
@@ -521,11 +683,72 @@ async fn check_body(request: Request, max: usize) -> Result<Request, Box<Respons
         };
         return Err(Box::new(json_response(status, &rejection.to_json())));
     }
+    let is_call = is_tool_call(text);
     let body = match mark_repeated_arguments(text) {
         std::borrow::Cow::Owned(marked) => Body::from(marked),
         std::borrow::Cow::Borrowed(_) => Body::from(bytes),
     };
-    Ok(Request::from_parts(parts, body))
+    Ok((Request::from_parts(parts, body), is_call))
+}
+
+/// Whether a (checked) message is a `tools/call` request, read without building it.
+fn is_tool_call(text: &str) -> bool {
+    #[derive(serde::Deserialize)]
+    struct Head<'a> {
+        #[serde(borrow)]
+        method: Option<std::borrow::Cow<'a, str>>,
+        id: Option<serde::de::IgnoredAny>,
+    }
+    serde_json::from_str::<Head<'_>>(text)
+        .is_ok_and(|h| h.id.is_some() && h.method.as_deref() == Some("tools/call"))
+}
+
+/// The bytes of `body`: at most `max`, none of its pauses longer than `stall`.
+async fn read_body(mut body: Body, max: usize, stall: Duration) -> Result<Vec<u8>, Box<Response>> {
+    use hyper::body::Body as _;
+    let too_large = || {
+        Box::new(refuse(
+            StatusCode::PAYLOAD_TOO_LARGE,
+            -32600,
+            format!(
+                "the request body is larger than {max} bytes, the most this server reads (--max-request-bytes)"
+            ),
+        ))
+    };
+    if body.size_hint().lower() > max as u64 {
+        return Err(too_large());
+    }
+    let mut bytes = Vec::new();
+    loop {
+        let frame = std::future::poll_fn(|cx| std::pin::Pin::new(&mut body).poll_frame(cx));
+        let frame = match tokio::time::timeout(stall, frame).await {
+            Ok(Some(Ok(frame))) => frame,
+            Ok(None) => return Ok(bytes),
+            Ok(Some(Err(_))) => {
+                return Err(Box::new(refuse(
+                    StatusCode::BAD_REQUEST,
+                    -32700,
+                    "Parse error: the request body could not be read".to_owned(),
+                )));
+            }
+            Err(_) => {
+                return Err(Box::new(refuse(
+                    StatusCode::REQUEST_TIMEOUT,
+                    -32600,
+                    format!(
+                        "the request body paused for more than {} seconds; send it without pauses",
+                        stall.as_secs()
+                    ),
+                )));
+            }
+        };
+        if let Ok(data) = frame.into_data() {
+            if bytes.len() + data.len() > max {
+                return Err(too_large());
+            }
+            bytes.extend_from_slice(&data);
+        }
+    }
 }
 
 /// `GET /healthz`: 200 while the server takes requests, 503 once it is stopping.
@@ -552,7 +775,6 @@ pub async fn serve_http(
     shutdown: CancellationToken,
     on_bound: impl FnOnce(SocketAddr),
 ) -> Result<(), ToolError> {
-    use axum::serve::ListenerExt;
     use rmcp::transport::streamable_http_server::{
         StreamableHttpServerConfig, StreamableHttpService, session::local::LocalSessionManager,
     };
@@ -589,7 +811,8 @@ pub async fn serve_http(
     let upstream = live.manager();
     let follows = live.follows_changes();
     let catalog = follow_catalog(live).await;
-    let shared = Shared::new(Contexts::new(factory), upstream)?;
+    let idle = options.session_idle.max(Duration::from_millis(100));
+    let shared = Shared::new(Contexts::with_idle(factory, idle), upstream)?;
     let mcp_stop = CancellationToken::new();
     let mut config = StreamableHttpServerConfig::default()
         .with_cancellation_token(mcp_stop.clone())
@@ -607,6 +830,11 @@ pub async fn serve_http(
         }
         config = config.with_allowed_hosts(hosts);
     }
+    // Legacy sessions end by the gate's idle rule (`sweep`), which counts a call in flight
+    // as use; rmcp's own timer would end a session in the middle of a long call.
+    let mut sessions = LocalSessionManager::default();
+    sessions.session_config.keep_alive = None;
+    let sessions = Arc::new(sessions);
     let handlers = Arc::clone(&shared);
     let service = StreamableHttpService::new(
         move || {
@@ -617,14 +845,15 @@ pub async fn serve_http(
                 None,
             ))
         },
-        LocalSessionManager::default().into(),
+        Arc::clone(&sessions),
         config,
     );
     let gate_state = Arc::new(Gate {
         tokens: options.tokens.clone(),
         origins,
         max_body: options.max_body_bytes,
-        owners: Mutex::default(),
+        body_stall: options.header_timeout,
+        owners: Arc::default(),
         stopping: AtomicBool::new(false),
         requests: AtomicU64::new(0),
     });
@@ -636,36 +865,87 @@ pub async fn serve_http(
         ))
         .route("/healthz", axum::routing::get(healthz))
         .with_state(Arc::clone(&gate_state));
-    let listener = listener.tap_io(|tcp| {
-        // A reused connection must not wait for the peer's delayed ACK on every response.
-        let _ = tcp.set_nodelay(true);
-    });
-    on_bound(bound);
-    let stop_accepting = shutdown.clone();
-    let serving = axum::serve(listener, router)
-        .with_graceful_shutdown(async move { stop_accepting.cancelled().await });
-    let mut serving = std::pin::pin!(serving.into_future());
-    let early = tokio::select! {
-        ended = &mut serving => Some(ended),
-        () = shutdown.cancelled() => None,
+    let limits = Limits {
+        header_timeout: options.header_timeout,
+        idle_timeout: options.idle_timeout,
+        max_connections: options.max_connections,
     };
+    on_bound(bound);
+    let close_connections = CancellationToken::new();
+    let serving = tokio::spawn(crate::conns::serve(
+        listener,
+        router,
+        limits,
+        close_connections.clone(),
+    ));
+    let sweeping = tokio::spawn(sweep(
+        Arc::clone(&gate_state),
+        Arc::clone(&sessions),
+        Arc::clone(&shared.contexts),
+        idle,
+    ));
+    shutdown.cancelled().await;
+    // Draining: every request from now on is answered 503 (the gate), on new connections
+    // and kept-alive ones alike, while calls in flight get the grace period.
     gate_state.stopping.store(true, Ordering::SeqCst);
-    if early.is_none() {
-        // Calls in flight may finish within the grace period.
-        let _ = tokio::time::timeout(options.grace, shared.contexts.settled()).await;
-    }
+    sweeping.abort();
+    let _ = tokio::time::timeout(options.grace, shared.contexts.settled()).await;
     // Then every context ends: calls cancelled, background tasks stopped.
     finish(&shared.contexts).await;
     mcp_stop.cancel();
-    let ended = match early {
-        Some(ended) => ended,
-        None => match tokio::time::timeout(Duration::from_secs(5), &mut serving).await {
-            Ok(ended) => ended,
-            // Connections that stay open (idle streams) end with the process.
-            Err(_) => Ok(()),
-        },
-    };
-    ended.map_err(|e| ToolError::fatal(format!("the MCP HTTP server failed: {e}")))
+    // The answers of the cancelled calls go out, then the connections close.
+    tokio::time::sleep(Duration::from_millis(100)).await;
+    close_connections.cancel();
+    let _ = serving.await;
+    Ok(())
+}
+
+/// Ends what nobody uses any more, every so often: legacy sessions without a request for
+/// `idle` and without a call in flight (closed in rmcp, which ends their contexts), rmcp
+/// sessions the gate does not know (forgotten when its table was full; nobody can reach
+/// them), and 2026-07-28 contexts idle as long.
+async fn sweep(
+    gate: Arc<Gate>,
+    sessions: Arc<rmcp::transport::streamable_http_server::session::local::LocalSessionManager>,
+    contexts: Arc<Contexts>,
+    idle: Duration,
+) {
+    use rmcp::transport::streamable_http_server::SessionManager;
+    // A session is bound to its owner when the answer to its `initialize` goes out.
+    const UNOWNED_GRACE: Duration = Duration::from_secs(10);
+    let period = (idle / 4).clamp(Duration::from_millis(25), Duration::from_secs(5));
+    let mut unowned: HashMap<String, Instant> = HashMap::new();
+    loop {
+        tokio::time::sleep(period).await;
+        let now = Instant::now();
+        let mut ended = gate
+            .owners
+            .lock()
+            .map(|mut o| o.expired(now, idle))
+            .unwrap_or_default();
+        let live: Vec<String> = sessions
+            .sessions
+            .read()
+            .await
+            .keys()
+            .map(|id| id.to_string())
+            .collect();
+        if let Ok(owners) = gate.owners.lock() {
+            unowned.retain(|id, _| live.contains(id) && !owners.map.contains_key(id));
+            for id in live.iter().filter(|id| !owners.map.contains_key(*id)) {
+                let since = *unowned.entry(id.clone()).or_insert(now);
+                if now.duration_since(since) >= UNOWNED_GRACE.min(idle.max(Duration::from_secs(1)))
+                {
+                    ended.push(id.clone());
+                }
+            }
+        }
+        for id in ended {
+            unowned.remove(&id);
+            let _ = sessions.close_session(&id.into()).await;
+        }
+        contexts.expire().await;
+    }
 }
 
 #[cfg(test)]
@@ -713,7 +993,8 @@ mod tests {
             tokens,
             origins,
             max_body: 1024,
-            owners: Mutex::default(),
+            body_stall: Duration::from_secs(1),
+            owners: Arc::default(),
             stopping: AtomicBool::new(false),
             requests: AtomicU64::new(0),
         }
@@ -818,6 +1099,55 @@ mod tests {
         assert!(empty.contains("no token"), "{empty}");
         let spaced = labels("0123456789 abcdef0123").err().unwrap_or_default();
         assert!(spaced.contains("spaces"), "{spaced}");
+    }
+
+    #[test]
+    fn tool_calls_are_told_from_other_messages() {
+        let check = |text: &str, expected: bool| assert_eq!(is_tool_call(text), expected, "{text}");
+        check(
+            r#"{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"x"}}"#,
+            true,
+        );
+        check(
+            r#"{"params":{"arguments":{"method":"x"}},"method":"tools/call","id":"a"}"#,
+            true,
+        );
+        check(
+            r#"{"jsonrpc":"2.0","method":"tools/call","params":{}}"#,
+            false,
+        );
+        check(r#"{"jsonrpc":"2.0","id":1,"method":"tools/list"}"#, false);
+        check(r#"{"jsonrpc":"2.0","id":1,"result":{}}"#, false);
+        check(r#"{"jsonrpc":"2.0","id":1,"method":"tools\/call"}"#, true);
+    }
+
+    #[test]
+    fn a_session_with_a_call_in_flight_does_not_expire() {
+        let mut owners = Owners::default();
+        owners.bind("a".into(), Principal::local());
+        owners.bind("b".into(), Principal::local());
+        owners.busy("a", true);
+        let later = Instant::now() + Duration::from_secs(10);
+        assert_eq!(
+            owners.expired(later, Duration::from_secs(5)),
+            vec!["b".to_owned()]
+        );
+        assert!(owners.expired(later, Duration::from_secs(5)).is_empty());
+        owners.busy("a", false);
+        // The idle time counts from the end of the call.
+        let soon = Instant::now() + Duration::from_secs(3);
+        assert!(owners.expired(soon, Duration::from_secs(5)).is_empty());
+        let much_later = Instant::now() + Duration::from_secs(20);
+        assert_eq!(
+            owners.expired(much_later, Duration::from_secs(5)),
+            vec!["a".to_owned()]
+        );
+        // A resumed stream is remembered from when it came.
+        owners.bind("c".into(), Principal::local());
+        let before = Instant::now();
+        owners.resumed("c");
+        assert!(owners.resumed_since("c", before));
+        assert!(!owners.resumed_since("c", Instant::now() + Duration::from_secs(1)));
     }
 
     #[test]

@@ -77,6 +77,7 @@
 
 mod capped;
 mod config;
+mod conns;
 mod contexts;
 mod failure;
 mod http;
@@ -110,7 +111,8 @@ pub use config::{
     Grant, HttpKind, McpConfig, OAuthConfig, Secret, ServerConfig, SkippedServer, Transport,
     expand, load_project_config, parse_config,
 };
-pub use contexts::{CONTEXT_META_KEY, MAX_MINTED, MINTED_IDLE, SessionFactory};
+pub use conns::{DEFAULT_HEADER_TIMEOUT, DEFAULT_IDLE_TIMEOUT, DEFAULT_MAX_CONNECTIONS};
+pub use contexts::{CONTEXT_META_KEY, DEFAULT_IDLE, MAX_MINTED, SessionFactory};
 pub use http::{
     DEFAULT_GRACE, HttpOptions, MIN_TOKEN_LEN, Token, parse_listen_addr, serve_http,
     tokens_from_text,

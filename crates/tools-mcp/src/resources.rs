@@ -40,6 +40,7 @@ fn server<'a>(manager: &'a McpManager, name: &str) -> Result<&'a Arc<ServerConn>
 pub struct ListInput {
     /// Optional server name to filter resources by
     #[serde(default)]
+    #[schemars(length(max = tool_core::MAX_NAME_CHARS))]
     pub server: Option<String>,
 }
 
@@ -163,8 +164,10 @@ fn naming(server: &str, error: String) -> String {
 #[serde(deny_unknown_fields)]
 pub struct ReadInput {
     /// The MCP server name
+    #[schemars(length(max = tool_core::MAX_NAME_CHARS))]
     pub server: String,
     /// The resource URI to read
+    #[schemars(length(max = tool_core::MAX_URL_CHARS))]
     pub uri: String,
 }
 

@@ -290,7 +290,9 @@ impl PoolServer {
     }
 
     /// Runs one call through the pool's execution path in `ctx`: progress goes to the
-    /// client when it sent a progress token, and the client's cancellation cancels it.
+    /// client when it sent a progress token, and the client's cancellation cancels it —
+    /// as does, for a legacy call, the client going away before the answer (unless the
+    /// call asked to run in the background).
     async fn execute(
         &self,
         pool: &ToolPool,
@@ -298,7 +300,10 @@ impl PoolServer {
         ctx: &ToolContext,
         context: &RequestContext<RoleServer>,
     ) -> CallResult {
-        let _in_flight = self.shared.contexts.call_started();
+        let _in_flight = self.shared.contexts.call_started(ctx);
+        let gone = client_gone(context)
+            .filter(|_| !runs_in_background(&call.input))
+            .map(|c| c.gone);
         let call_ctx = ctx.child();
         let (sink, flush) = progress_forwarder(context);
         let exec = pool.execute(call, &call_ctx, sink);
@@ -306,6 +311,10 @@ impl PoolServer {
         let result = tokio::select! {
             result = &mut exec => result,
             () = context.ct.cancelled() => {
+                call_ctx.cancel_token().cancel();
+                exec.await
+            }
+            () = cancelled(gone.as_ref()) => {
                 call_ctx.cancel_token().cancel();
                 exec.await
             }
@@ -398,6 +407,33 @@ impl PoolServer {
             Round::Done(result) => with_context(answer(pool, &result), &id).into(),
             Round::Ask(interim) => CallToolResponse::InputRequired(interim),
         })
+    }
+}
+
+/// What the HTTP gate put in a legacy request to learn when its client went away.
+fn client_gone(context: &RequestContext<RoleServer>) -> Option<crate::conns::ClientGone> {
+    context
+        .extensions
+        .get::<axum::http::request::Parts>()
+        .and_then(|parts| parts.extensions.get::<crate::conns::ClientGone>())
+        .cloned()
+}
+
+/// Waits until `token` is cancelled; never without one.
+async fn cancelled(token: Option<&CancellationToken>) {
+    match token {
+        Some(token) => token.cancelled().await,
+        None => std::future::pending().await,
+    }
+}
+
+/// Whether a call's input asks for it to run in the background (`run_in_background`), so
+/// that it outlives the request that started it.
+fn runs_in_background(input: &serde_json::Value) -> bool {
+    match input.get("run_in_background") {
+        Some(serde_json::Value::Bool(b)) => *b,
+        Some(serde_json::Value::String(s)) => s.eq_ignore_ascii_case("true"),
+        _ => false,
     }
 }
 
@@ -718,6 +754,8 @@ impl ServerHandler for PoolServer {
         request: CallToolRequestParams,
         context: RequestContext<RoleServer>,
     ) -> Result<CallToolResponse, ErrorData> {
+        // However this call ends, the gate learns it has its answer.
+        let _answered = client_gone(&context).map(|c| c.answered.drop_guard());
         let pool = self.pool_for(&request.name).await;
         if pool.get(&request.name).is_none() {
             return Err(ErrorData::invalid_params(

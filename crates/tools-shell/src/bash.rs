@@ -55,6 +55,7 @@ const DESCRIPTION: &str = "Executes a bash command with an optional timeout and 
 #[serde(deny_unknown_fields)]
 pub struct BashInput {
     /// The command to execute
+    #[schemars(length(max = tool_core::MAX_COMMAND_CHARS))]
     pub command: String,
     /// Optional timeout in milliseconds (max 600000; longer values are clamped)
     #[serde(default)]
@@ -67,6 +68,7 @@ pub struct BashInput {
     pub run_in_background: Option<bool>,
     /// With run_in_background: wait until a line of output matches this regular expression before returning
     #[serde(default)]
+    #[schemars(length(max = tool_core::MAX_PATTERN_CHARS))]
     pub ready_pattern: Option<String>,
     /// With run_in_background: wait until 127.0.0.1:ready_port accepts TCP connections before returning
     #[serde(default)]

@@ -25,6 +25,7 @@ pub const MONITOR_LIMIT: Duration = Duration::from_secs(30 * 60);
 #[serde(deny_unknown_fields)]
 pub struct MonitorInput {
     /// The command whose output to watch (a log tail, a test watcher, a polling loop)
+    #[schemars(length(max = tool_core::MAX_COMMAND_CHARS))]
     pub command: String,
     /// Clear, concise description of what is watched, in 5-10 words
     #[serde(default)]

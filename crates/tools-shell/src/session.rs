@@ -176,7 +176,7 @@ impl Lease {
         let Some(p) = self.pooled.take() else {
             return Err(ToolError::fatal("internal error: the output file is gone"));
         };
-        self.dir.claim(&p.name, &p.file)
+        self.dir.claim(&p.name, &p.file).map(|(path, _)| path)
     }
 
     /// Empties the file and returns it to the pool.

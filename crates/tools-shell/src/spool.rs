@@ -199,16 +199,37 @@ impl OutputDir {
 
     /// A path at which `file` (named `name` here) can be read: `name` while it still is
     /// `file`, else a new file of this directory with a copy of it (something was put in
-    /// its place, which the path given to the model must not lead to).
-    pub fn claim(&self, name: &str, file: &File) -> Result<PathBuf, ToolError> {
+    /// its place, which the path given to the model must not lead to), with that copy.
+    pub fn claim(&self, name: &str, file: &File) -> Result<(PathBuf, Option<File>), ToolError> {
         if self.holds(name, file) {
-            return Ok(self.path.join(name));
+            return Ok((self.path.join(name), None));
         }
         let stem = name.strip_suffix(".output").unwrap_or(name);
         let (copy, path) = self.create_unique(&format!("{stem}-saved"), "output")?;
         let len = file.metadata().map_err(|e| ToolError::io(&path, e))?.len();
         copy_range(file, 0, &copy, 0, len).map_err(|e| ToolError::io(&path, e))?;
-        Ok(path)
+        Ok((path, Some(copy)))
+    }
+
+    /// Opens `name` again for reading, without following a link; it must still be the
+    /// file `id` names (device and inode), else the error says it was replaced. A name
+    /// that is gone gives `NotFound`.
+    pub fn reopen(&self, name: &str, id: FileId) -> io::Result<File> {
+        let fd = rustix::fs::openat(
+            &self.fd,
+            name,
+            OFlags::RDONLY | OFlags::NOFOLLOW | OFlags::NONBLOCK | OFlags::CLOEXEC,
+            Mode::empty(),
+        )
+        .map_err(errno_io)?;
+        let st = rustix::fs::fstat(&fd).map_err(errno_io)?;
+        if FileId::of(&st) != id {
+            return Err(io::Error::other(format!(
+                "{} was replaced by another file",
+                self.path.join(name).display()
+            )));
+        }
+        Ok(File::from(fd))
     }
 }
 
@@ -461,48 +482,7 @@ impl Spool {
     /// them (the chunk stops at the next gap).
     pub fn read_from(&self, offset: u64, max: usize) -> io::Result<Chunk> {
         let st = self.shared.state();
-        let caps = self.shared.caps;
-        let mut off = offset;
-        let mut skipped = 0;
-        let mut data = Vec::new();
-        while data.len() < max {
-            let (pos, len, ring) = match st.locate(caps, off) {
-                At::Beyond => break,
-                At::Dropped(next) if data.is_empty() => {
-                    skipped += next - off;
-                    off = next;
-                    continue;
-                }
-                At::Dropped(_) => break,
-                At::File(pos, len) => (pos, len, None),
-                At::Ring(pos, len) => (pos, len, st.ring.clone()),
-            };
-            let want = usize::try_from(len)
-                .unwrap_or(usize::MAX)
-                .min(max - data.len());
-            let start = data.len();
-            data.resize(start + want, 0);
-            let source = ring.as_deref().unwrap_or(&self.shared.file);
-            let mut got = 0;
-            while got < want {
-                match source.read_at(&mut data[start + got..], pos + got as u64) {
-                    Ok(0) => break,
-                    Ok(n) => got += n,
-                    Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
-                    Err(e) => return Err(e),
-                }
-            }
-            data.truncate(start + got);
-            off += got as u64;
-            if got < want {
-                break;
-            }
-        }
-        Ok(Chunk {
-            data,
-            next: off,
-            skipped,
-        })
+        read_stream(&st, self.shared.caps, &self.shared.file, offset, max)
     }
 
     /// The last bytes of the stream kept, at most `max`.
@@ -511,6 +491,148 @@ impl Spool {
         let off = total.saturating_sub(max as u64);
         Ok(self.read_from(off, max)?.data)
     }
+
+    /// Once the copy is finished ([`Spool::finish`]): what is needed to read its output
+    /// again later without holding the file open — `name`, the file's name in its
+    /// directory, and `file`, the file it names (the output file, or the copy
+    /// [`OutputDir::claim`] made).
+    pub fn park(&self, name: &str, file: &File) -> io::Result<Parked> {
+        let st = self.shared.state();
+        if !st.done {
+            return Err(io::Error::other("the output is still being written"));
+        }
+        let meta = rustix::fs::fstat(file).map_err(errno_io)?;
+        Ok(Parked {
+            name: name.to_owned(),
+            id: FileId::of(&meta),
+            caps: self.shared.caps,
+            total: st.total,
+            marker: st.marker,
+            lost: st.lost,
+        })
+    }
+}
+
+/// What tells a parked file from one put in its place: its device and inode (a number a
+/// deletion frees for the next file made), with its length and modification time.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct FileId {
+    dev: u64,
+    ino: u64,
+    len: i64,
+    mtime: (i64, u64),
+}
+
+impl FileId {
+    fn of(st: &rustix::fs::Stat) -> Self {
+        FileId {
+            dev: st.st_dev,
+            ino: st.st_ino,
+            len: st.st_size,
+            #[allow(
+                clippy::useless_conversion,
+                reason = "the fields' types differ between architectures"
+            )]
+            mtime: (
+                i64::from(st.st_mtime),
+                u64::try_from(st.st_mtime_nsec).unwrap_or(0),
+            ),
+        }
+    }
+}
+
+/// A finished copy whose file is closed: the file's name and identity in its directory
+/// (it is opened again without following a link, and must still be the same file) and
+/// where each byte of the stream lies in it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Parked {
+    name: String,
+    id: FileId,
+    caps: Caps,
+    total: u64,
+    marker: Option<u64>,
+    lost: u64,
+}
+
+impl Parked {
+    fn state(&self) -> State {
+        State {
+            total: self.total,
+            reserved: self.total,
+            marker: self.marker,
+            done: true,
+            lost: self.lost,
+            ..State::default()
+        }
+    }
+
+    /// What the copy held.
+    pub fn summary(&self) -> Summary {
+        Summary {
+            total: self.total,
+            dropped: self.total.saturating_sub(self.caps.head + self.caps.tail),
+            lost: self.lost,
+        }
+    }
+
+    /// [`Spool::read_from`], through the file opened again in `dir` (`NotFound` once it
+    /// was deleted).
+    pub fn read_from(&self, dir: &OutputDir, offset: u64, max: usize) -> io::Result<Chunk> {
+        let file = dir.reopen(&self.name, self.id)?;
+        read_stream(&self.state(), self.caps, &file, offset, max)
+    }
+
+    /// [`Spool::tail`], through the file opened again in `dir`.
+    pub fn tail(&self, dir: &OutputDir, max: usize) -> io::Result<Vec<u8>> {
+        let off = self.total.saturating_sub(max as u64);
+        Ok(self.read_from(dir, off, max)?.data)
+    }
+}
+
+/// Up to `max` bytes of the stream from `offset` as `st` places them in `file` (and the
+/// ring), skipping what was dropped before them (the chunk stops at the next gap).
+fn read_stream(st: &State, caps: Caps, file: &File, offset: u64, max: usize) -> io::Result<Chunk> {
+    let mut off = offset;
+    let mut skipped = 0;
+    let mut data = Vec::new();
+    while data.len() < max {
+        let (pos, len, ring) = match st.locate(caps, off) {
+            At::Beyond => break,
+            At::Dropped(next) if data.is_empty() => {
+                skipped += next - off;
+                off = next;
+                continue;
+            }
+            At::Dropped(_) => break,
+            At::File(pos, len) => (pos, len, None),
+            At::Ring(pos, len) => (pos, len, st.ring.clone()),
+        };
+        let want = usize::try_from(len)
+            .unwrap_or(usize::MAX)
+            .min(max - data.len());
+        let start = data.len();
+        data.resize(start + want, 0);
+        let source = ring.as_deref().unwrap_or(file);
+        let mut got = 0;
+        while got < want {
+            match source.read_at(&mut data[start + got..], pos + got as u64) {
+                Ok(0) => break,
+                Ok(n) => got += n,
+                Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
+                Err(e) => return Err(e),
+            }
+        }
+        data.truncate(start + got);
+        off += got as u64;
+        if got < want {
+            break;
+        }
+    }
+    Ok(Chunk {
+        data,
+        next: off,
+        skipped,
+    })
 }
 
 /// Moves up to `len` bytes from the pipe to `target` at `*off`.

@@ -25,6 +25,7 @@ const TASK_OUTPUT_MAX_TIMEOUT: Duration = Duration::from_secs(600);
 #[serde(deny_unknown_fields)]
 pub struct TaskOutputInput {
     /// The task ID to get output from
+    #[schemars(length(max = tool_core::MAX_NAME_CHARS))]
     pub task_id: String,
     /// Whether to wait for completion (default true)
     #[serde(default)]
@@ -112,7 +113,7 @@ impl TypedTool for TaskOutput {
                 Some((tasks.read_new(id, TASK_OUTPUT_CHARS)?, false))
             }
             // Through the task's own descriptor when this manager ran it.
-            (Some(tasks), _) => tasks.tail(id, TASK_OUTPUT_CHARS).ok().flatten(),
+            (Some(tasks), _) => tasks.tail(id, TASK_OUTPUT_CHARS)?,
             (None, _) => None,
         };
         let (output, truncated) = match held {
@@ -157,9 +158,11 @@ impl TypedTool for TaskOutput {
 pub struct TaskStopInput {
     /// The ID of the background task to stop
     #[serde(default)]
+    #[schemars(length(max = tool_core::MAX_NAME_CHARS))]
     pub task_id: Option<String>,
     /// Deprecated: use task_id instead
     #[serde(default)]
+    #[schemars(length(max = tool_core::MAX_NAME_CHARS))]
     pub shell_id: Option<String>,
 }
 

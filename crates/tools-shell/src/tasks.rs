@@ -12,7 +12,7 @@
 use std::collections::HashMap;
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicU64, Ordering};
-use std::sync::{Arc, Mutex, OnceLock};
+use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use async_trait::async_trait;
@@ -26,7 +26,7 @@ use tool_core::{
 
 use sandbox::{Ending, Io, KILL_GRACE, Launch, RunSpec, SandboxSettings};
 
-use crate::spool::{Caps, OutputDir, Spool};
+use crate::spool::{Caps, Chunk, OutputDir, Parked, Spool};
 
 /// A readiness condition for a background command.
 #[derive(Debug, Clone)]
@@ -99,8 +99,39 @@ struct Entry {
     cancel: CancellationToken,
     /// How far TaskOutput has read a monitor's output
     cursor: Mutex<u64>,
-    /// The output as it is written
-    spool: OnceLock<Spool>,
+    /// The output: being written, then (its file closed) parked
+    output: Mutex<Option<Output>>,
+}
+
+/// A task's output: the spool while the task runs, then only what is needed to open its
+/// file again, so a finished task holds no descriptor.
+#[derive(Debug, Clone)]
+enum Output {
+    Live(Spool),
+    Parked(Parked),
+}
+
+impl Output {
+    fn read_from(&self, dir: &OutputDir, offset: u64, max: usize) -> std::io::Result<Chunk> {
+        match self {
+            Output::Live(spool) => spool.read_from(offset, max),
+            Output::Parked(parked) => parked.read_from(dir, offset, max),
+        }
+    }
+
+    fn tail(&self, dir: &OutputDir, max: usize) -> std::io::Result<Vec<u8>> {
+        match self {
+            Output::Live(spool) => spool.tail(max),
+            Output::Parked(parked) => parked.tail(dir, max),
+        }
+    }
+
+    fn total(&self) -> u64 {
+        match self {
+            Output::Live(spool) => spool.summary().total,
+            Output::Parked(parked) => parked.summary().total,
+        }
+    }
 }
 
 impl Entry {
@@ -111,21 +142,36 @@ impl Entry {
         }
     }
 
+    fn output(&self) -> Option<Output> {
+        self.output.lock().ok().and_then(|o| o.clone())
+    }
+
     /// Once the output is final: makes sure its path leads to it (a copy, should a
-    /// sandboxed command have put something in its place).
+    /// sandboxed command have put something in its place), and parks it, which closes
+    /// its file.
     fn settle(&self, dir: &OutputDir) {
-        let Some(spool) = self.spool.get() else {
+        let Some(Output::Live(spool)) = self.output() else {
             return;
         };
         let path = self.snapshot().output_path;
         let Some(name) = path.file_name().and_then(|n| n.to_str()) else {
             return;
         };
-        if let Ok(claimed) = dir.claim(name, spool.file())
-            && claimed != path
+        let Ok((claimed, copy)) = dir.claim(name, spool.file()) else {
+            return;
+        };
+        if claimed != path
             && let Ok(mut i) = self.info.lock()
         {
-            i.output_path = claimed;
+            i.output_path.clone_from(&claimed);
+        }
+        let Some(name) = claimed.file_name().and_then(|n| n.to_str()) else {
+            return;
+        };
+        if let Ok(parked) = spool.park(name, copy.as_ref().unwrap_or(spool.file()))
+            && let Ok(mut output) = self.output.lock()
+        {
+            *output = Some(Output::Parked(parked));
         }
     }
 
@@ -136,7 +182,10 @@ impl Entry {
             i.status = status;
             i.exit_code = code;
         }
-        let _ = self.done.send(true);
+        // `send` stores nothing when no receiver exists yet: a task that ends before anyone
+        // waits for it would look running to every later wait (TaskOutput with `block`, the
+        // session's end), which then ran to its timeout.
+        self.done.send_replace(true);
     }
 }
 
@@ -289,9 +338,8 @@ impl ShellTasks {
             done: tx,
             cancel: CancellationToken::new(),
             cursor: Mutex::new(0),
-            spool: OnceLock::new(),
+            output: Mutex::new(Some(Output::Live(spool))),
         });
-        let _ = entry.spool.set(spool);
         self.inner
             .tasks
             .lock()
@@ -305,11 +353,9 @@ impl ShellTasks {
         let (entry, output) =
             self.register(spec.kind, spec.description, Some(spec.command.clone()))?;
         let info = entry.snapshot();
-        let spool = entry
-            .spool
-            .get()
-            .cloned()
-            .ok_or_else(|| ToolError::fatal("internal error: the task has no output"))?;
+        let Some(Output::Live(spool)) = entry.output() else {
+            return Err(ToolError::fatal("internal error: the task has no output"));
+        };
         let run = RunSpec {
             command: spec.command,
             cwd: spec.cwd,
@@ -379,21 +425,20 @@ impl ShellTasks {
         cancel: &CancellationToken,
     ) -> Result<ReadyOutcome, ToolError> {
         let entry = self.entry(id)?;
-        let spool = entry
-            .spool
-            .get()
-            .cloned()
-            .ok_or_else(|| ToolError::respond(format!("Task {id} has no command output")))?;
+        let dir = self.dir()?;
         let mut done = entry.done.subscribe();
         let deadline = tokio::time::Instant::now() + readiness.timeout;
         let mut scanner = LineScanner::default();
         loop {
             if let Some(re) = &readiness.pattern {
-                let output = spool.clone();
+                let output = entry.output().ok_or_else(|| {
+                    ToolError::respond(format!("Task {id} has no command output"))
+                })?;
                 let mut s = std::mem::take(&mut scanner);
                 let re = re.clone();
+                let dir = Arc::clone(&dir);
                 let (s, hit) = tokio::task::spawn_blocking(move || {
-                    let hit = s.scan(&output, |line| re.is_match(line));
+                    let hit = s.scan(&output, &dir, |line| re.is_match(line));
                     (s, hit)
                 })
                 .await
@@ -401,7 +446,7 @@ impl ShellTasks {
                 scanner = s;
                 if let Some(line) = hit {
                     return Ok(self.ready_outcome(
-                        &spool,
+                        &entry,
                         true,
                         format!("Ready: a line matched ready_pattern: {}", line.trim_end()),
                     ));
@@ -411,7 +456,7 @@ impl ShellTasks {
                 let connect = tokio::net::TcpStream::connect(("127.0.0.1", port));
                 if let Ok(Ok(_)) = tokio::time::timeout(Duration::from_millis(200), connect).await {
                     return Ok(self.ready_outcome(
-                        &spool,
+                        &entry,
                         true,
                         format!("Ready: 127.0.0.1:{port} accepts connections"),
                     ));
@@ -423,13 +468,13 @@ impl ShellTasks {
                     .exit_code
                     .map(|c| format!(" with exit code {c}"))
                     .unwrap_or_default();
-                return Ok(self.ready_outcome(&spool, false, format!(
+                return Ok(self.ready_outcome(&entry, false, format!(
                     "Not ready: the command ended ({}){code} before its readiness condition was met",
                     status_name(info.status)
                 )));
             }
             if tokio::time::Instant::now() >= deadline {
-                return Ok(self.ready_outcome(&spool, false, format!(
+                return Ok(self.ready_outcome(&entry, false, format!(
                     "Not ready: the readiness condition was not met within {:.1}s; the command is still running (stop it with TaskStop)",
                     readiness.timeout.as_secs_f64()
                 )));
@@ -438,14 +483,19 @@ impl ShellTasks {
                 () = tokio::time::sleep(Duration::from_millis(50)) => {}
                 _ = done.changed() => {}
                 () = cancel.cancelled() => {
-                    return Ok(self.ready_outcome(&spool, false, "Not ready: the call was cancelled while waiting; the command is still running".to_owned()));
+                    return Ok(self.ready_outcome(&entry, false, "Not ready: the call was cancelled while waiting; the command is still running".to_owned()));
                 }
             }
         }
     }
 
-    fn ready_outcome(&self, spool: &Spool, ready: bool, message: String) -> ReadyOutcome {
-        let output = spool_tail(spool, 4_000).map(|(t, _)| t).unwrap_or_default();
+    fn ready_outcome(&self, entry: &Entry, ready: bool, message: String) -> ReadyOutcome {
+        let output = match (entry.output(), self.dir()) {
+            (Some(output), Ok(dir)) => output_tail(&output, &dir, 4_000)
+                .map(|(t, _)| t)
+                .unwrap_or_default(),
+            _ => String::new(),
+        };
         ReadyOutcome {
             ready,
             message,
@@ -457,17 +507,18 @@ impl ShellTasks {
     /// for the next call), and whether anything was skipped.
     pub fn read_new(&self, id: &str, cap: usize) -> Result<String, ToolError> {
         let entry = self.entry(id)?;
-        let Some(spool) = entry.spool.get() else {
+        let Some(output) = entry.output() else {
             return Ok(String::new());
         };
+        let dir = self.dir()?;
         let mut cursor = entry
             .cursor
             .lock()
             .map_err(|_| ToolError::fatal("internal error: a task cursor is poisoned"))?;
         let path = entry.snapshot().output_path;
-        let chunk = spool
-            .read_from(*cursor, cap)
-            .map_err(|e| ToolError::io(&path, e))?;
+        let chunk = output
+            .read_from(&dir, *cursor, cap)
+            .map_err(|e| output_error(id, &path, e))?;
         let buf = chunk.data;
         // Only whole lines, unless one line alone is longer than the cap.
         let keep = match buf.iter().rposition(|b| *b == b'\n') {
@@ -489,13 +540,14 @@ impl ShellTasks {
     /// task whose output this manager does not hold.
     pub fn tail(&self, id: &str, cap: usize) -> Result<Option<(String, bool)>, ToolError> {
         let entry = self.entry(id)?;
-        let Some(spool) = entry.spool.get() else {
+        let Some(output) = entry.output() else {
             return Ok(None);
         };
         let path = entry.snapshot().output_path;
-        spool_tail(spool, cap)
+        let dir = self.dir()?;
+        output_tail(&output, &dir, cap)
             .map(Some)
-            .map_err(|e| ToolError::io(&path, e))
+            .map_err(|e| output_error(id, &path, e))
     }
 }
 
@@ -505,10 +557,23 @@ async fn settle(entry: &Arc<Entry>, dir: &Arc<OutputDir>) {
     let _ = tokio::task::spawn_blocking(move || entry.settle(&dir)).await;
 }
 
-/// The last `cap` characters of a spool's stream, and whether it was cut.
-fn spool_tail(spool: &Spool, cap: usize) -> std::io::Result<(String, bool)> {
-    let bytes = spool.tail(cap.saturating_mul(4))?;
-    let whole = spool.summary().total == bytes.len() as u64;
+/// The error for a task's output that cannot be read: pruned (deleted after the retention
+/// time, or to keep the state directory within its budget), replaced, or unreadable.
+fn output_error(id: &str, path: &Path, e: std::io::Error) -> ToolError {
+    if e.kind() == std::io::ErrorKind::NotFound {
+        ToolError::respond(format!(
+            "The output of task {id} is no longer kept: its file {} was pruned (finished tasks' output is deleted after the server's retention time, or when output files take more than their budget of the state directory). The task's status and exit code are still known",
+            path.display()
+        ))
+    } else {
+        ToolError::io(path, e)
+    }
+}
+
+/// The last `cap` characters of a task's output, and whether it was cut.
+fn output_tail(output: &Output, dir: &OutputDir, cap: usize) -> std::io::Result<(String, bool)> {
+    let bytes = output.tail(dir, cap.saturating_mul(4))?;
+    let whole = output.total() == bytes.len() as u64;
     let text = String::from_utf8_lossy(&bytes);
     let count = text.chars().count();
     if count <= cap && whole {
@@ -526,9 +591,14 @@ struct LineScanner {
 }
 
 impl LineScanner {
-    fn scan(&mut self, spool: &Spool, mut matches: impl FnMut(&str) -> bool) -> Option<String> {
+    fn scan(
+        &mut self,
+        output: &Output,
+        dir: &OutputDir,
+        mut matches: impl FnMut(&str) -> bool,
+    ) -> Option<String> {
         loop {
-            let chunk = spool.read_from(self.offset, 64 * 1024).ok()?;
+            let chunk = output.read_from(dir, self.offset, 64 * 1024).ok()?;
             if chunk.skipped > 0 {
                 // The middle of a flood was dropped: the line in progress is incomplete.
                 self.partial.clear();
@@ -732,7 +802,7 @@ impl TaskManager for ShellTasks {
                         }
                     })
                     .await;
-                    if let Some(spool) = task_entry.spool.get() {
+                    if let Some(Output::Live(spool)) = task_entry.output() {
                         spool.finish().await;
                     }
                     if let Ok(dir) = &dir {
@@ -820,6 +890,33 @@ impl TaskManager for ShellTasks {
             entry.finish(TaskStatus::Killed, None);
         }
         Ok(entry.snapshot())
+    }
+
+    async fn close(&self) {
+        let entries: Vec<Arc<Entry>> = self
+            .inner
+            .tasks
+            .lock()
+            .map(|t| t.values().cloned().collect())
+            .unwrap_or_default();
+        for entry in &entries {
+            entry.cancel.cancel();
+        }
+        // Each task settles (its process tree killed and reaped, its output parked) before
+        // its files go; a future that ignores its token is abandoned after the wait
+        // TaskStop gives it.
+        let deadline = tokio::time::Instant::now() + KILL_GRACE + Duration::from_secs(3);
+        for entry in &entries {
+            let mut done = entry.done.subscribe();
+            let _ = tokio::time::timeout_at(deadline, done.wait_for(|d| *d)).await;
+        }
+        if let Ok(mut tasks) = self.inner.tasks.lock() {
+            tasks.clear();
+        }
+        let held = self.inner.dir.lock().ok().and_then(|mut d| d.take());
+        drop(held);
+        let path = self.inner.state_dir.join("tasks").join(&self.inner.unique);
+        let _ = tokio::task::spawn_blocking(move || std::fs::remove_dir_all(path)).await;
     }
 }
 

@@ -39,6 +39,7 @@ const DESCRIPTION: &str = "Fetches a URL and returns its content for a prompt.
 #[serde(deny_unknown_fields)]
 pub struct WebFetchInput {
     /// The URL to fetch content from
+    #[schemars(length(max = tool_core::MAX_URL_CHARS))]
     pub url: String,
     /// The prompt to run on the fetched content
     pub prompt: String,

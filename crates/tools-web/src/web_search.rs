@@ -37,13 +37,15 @@ const REMINDER: &str = "REMINDER: You MUST include the sources above in your res
 #[serde(deny_unknown_fields)]
 pub struct WebSearchInput {
     /// The search query to use
-    #[schemars(length(min = 2))]
+    #[schemars(length(min = 2, max = tool_core::MAX_PATTERN_CHARS))]
     pub query: String,
     /// Only include search results from these domains
     #[serde(default)]
+    #[schemars(inner(length(max = tool_core::MAX_NAME_CHARS)))]
     pub allowed_domains: Option<Vec<String>>,
     /// Never include search results from these domains
     #[serde(default)]
+    #[schemars(inner(length(max = tool_core::MAX_NAME_CHARS)))]
     pub blocked_domains: Option<Vec<String>>,
 }
 

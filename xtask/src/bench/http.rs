@@ -63,14 +63,15 @@ struct Run {
 }
 
 /// A keep-alive connection.
-struct Conn {
+pub(super) struct Conn {
     reader: BufReader<TcpStream>,
     authority: String,
     session: Option<String>,
+    token: Option<String>,
 }
 
 impl Conn {
-    fn open(authority: &str) -> Result<Self> {
+    pub(super) fn open(authority: &str) -> Result<Self> {
         let stream =
             TcpStream::connect(authority).with_context(|| format!("connect {authority}"))?;
         stream.set_nodelay(true)?;
@@ -79,7 +80,14 @@ impl Conn {
             reader: BufReader::new(stream),
             authority: authority.to_owned(),
             session: None,
+            token: None,
         })
+    }
+
+    /// The same connection presenting `token` (a principal of its own) on every request.
+    pub(super) fn with_token(mut self, token: &str) -> Self {
+        self.token = Some(token.to_owned());
+        self
     }
 
     fn line(&mut self) -> Result<String> {
@@ -92,13 +100,84 @@ impl Conn {
 
     /// POSTs `body` to /mcp with `headers`; the status, the session header and the body.
     fn post(&mut self, headers: &str, body: &str) -> Result<(u16, Option<String>, String)> {
+        self.send("POST", headers, body)
+    }
+
+    /// Ends the legacy session (`DELETE /mcp`).
+    pub(super) fn delete(&mut self) -> Result<()> {
+        let (status, _, body) = self.send("DELETE", "MCP-Protocol-Version: 2025-11-25\r\n", "")?;
+        self.session = None;
+        if !(200..300).contains(&status) {
+            bail!("DELETE failed ({status}): {body}");
+        }
+        Ok(())
+    }
+
+    /// One `tools/call` of `tool` with `args` (JSON text) at protocol `version` (legacy
+    /// versions on this connection's session; 2026-07-28 with `_meta`, in the context
+    /// `handle` names); the answer's JSON text, which must not be an error.
+    pub(super) fn call_tool(
+        &mut self,
+        version: &str,
+        tool: &str,
+        args: &str,
+        handle: Option<&str>,
+    ) -> Result<String> {
+        let (headers, body) = if version >= "2026-07-28" {
+            let context = handle
+                .map(|h| format!(r#","agent-tools/context":"{h}""#))
+                .unwrap_or_default();
+            (
+                format!(
+                    "MCP-Protocol-Version: {version}\r\nMcp-Method: tools/call\r\nMcp-Name: {tool}\r\n"
+                ),
+                format!(
+                    r#"{{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{{"name":"{tool}","arguments":{args},"_meta":{{"io.modelcontextprotocol/protocolVersion":"{version}","io.modelcontextprotocol/clientInfo":{{"name":"bench","version":"1"}},"io.modelcontextprotocol/clientCapabilities":{{}}{context}}}}}}}"#
+                ),
+            )
+        } else {
+            (
+                format!("MCP-Protocol-Version: {version}\r\n"),
+                format!(
+                    r#"{{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{{"name":"{tool}","arguments":{args}}}}}"#
+                ),
+            )
+        };
+        let (status, _, answer) = self.post(&headers, &body)?;
+        // A legacy answer comes as server-sent events: the JSON is on a `data:` line.
+        let json = answer
+            .lines()
+            .filter_map(|l| l.strip_prefix("data:"))
+            .map(str::trim)
+            .rfind(|l| l.starts_with('{'))
+            .unwrap_or(answer.trim())
+            .to_owned();
+        if status != 200 || json.contains("\"isError\":true") || !json.contains("\"result\"") {
+            bail!(
+                "{tool} failed ({status}): {}",
+                json.chars().take(400).collect::<String>()
+            );
+        }
+        Ok(json)
+    }
+
+    /// Sends one request to /mcp; the status, the session header and the body.
+    fn send(
+        &mut self,
+        method: &str,
+        headers: &str,
+        body: &str,
+    ) -> Result<(u16, Option<String>, String)> {
         let mut head = format!(
-            "POST /mcp HTTP/1.1\r\nHost: {}\r\nContent-Type: application/json\r\nAccept: application/json, text/event-stream\r\nContent-Length: {}\r\n{headers}",
+            "{method} /mcp HTTP/1.1\r\nHost: {}\r\nContent-Type: application/json\r\nAccept: application/json, text/event-stream\r\nContent-Length: {}\r\n{headers}",
             self.authority,
             body.len()
         );
         if let Some(session) = &self.session {
             let _ = write!(head, "Mcp-Session-Id: {session}\r\n");
+        }
+        if let Some(token) = &self.token {
+            let _ = write!(head, "Authorization: Bearer {token}\r\n");
         }
         head.push_str("\r\n");
         head.push_str(body);
@@ -147,7 +226,7 @@ impl Conn {
     }
 
     /// Opens a legacy session on this connection.
-    fn initialize(&mut self) -> Result<()> {
+    pub(super) fn initialize(&mut self) -> Result<()> {
         let init = r#"{"jsonrpc":"2.0","id":0,"method":"initialize","params":{"protocolVersion":"2025-11-25","capabilities":{},"clientInfo":{"name":"bench","version":"1"}}}"#;
         let (status, session, body) = self.post("", init)?;
         if status != 200 || session.is_none() {
@@ -254,7 +333,7 @@ fn quantile(times: &mut [Duration], q: f64) -> Duration {
 }
 
 /// A server process, killed on drop.
-struct Server(Child);
+pub(super) struct Server(pub(super) Child);
 
 impl Drop for Server {
     fn drop(&mut self) {
@@ -264,7 +343,7 @@ impl Drop for Server {
 }
 
 /// Waits until `authority` accepts connections.
-fn wait_listening(authority: &str, child: &mut Child) -> Result<()> {
+pub(super) fn wait_listening(authority: &str, child: &mut Child) -> Result<()> {
     for _ in 0..600 {
         if TcpStream::connect(authority).is_ok() {
             return Ok(());
@@ -278,7 +357,7 @@ fn wait_listening(authority: &str, child: &mut Child) -> Result<()> {
 }
 
 /// A free loopback port.
-fn free_port() -> Result<u16> {
+pub(super) fn free_port() -> Result<u16> {
     Ok(std::net::TcpListener::bind("127.0.0.1:0")?
         .local_addr()?
         .port())

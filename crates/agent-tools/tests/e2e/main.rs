@@ -37,6 +37,7 @@ mod serve;
 mod serve_deploy;
 mod serve_eras;
 mod serve_errors;
+mod serve_fleet;
 mod serve_http;
 mod shell;
 mod state_home;

@@ -85,7 +85,24 @@ impl Conn {
         self.read()
     }
 
-    fn write(&mut self, method: &str, path: &str, headers: &[(&str, String)], body: &str) {
+    pub(crate) fn write(
+        &mut self,
+        method: &str,
+        path: &str,
+        headers: &[(&str, String)],
+        body: &str,
+    ) {
+        self.write_bytes(method, path, headers, body.as_bytes());
+    }
+
+    /// Sends one request whose body is any bytes, without reading the answer.
+    pub(crate) fn write_bytes(
+        &mut self,
+        method: &str,
+        path: &str,
+        headers: &[(&str, String)],
+        body: &[u8],
+    ) {
         let mut head = format!(
             "{method} {path} HTTP/1.1\r\nHost: {}\r\nContent-Length: {}\r\n",
             self.authority,
@@ -96,26 +113,48 @@ impl Conn {
         }
         head.push_str("\r\n");
         let stream = self.reader.get_mut();
-        stream.write_all(head.as_bytes()).expect("write head");
-        stream.write_all(body.as_bytes()).expect("write body");
+        // The server may answer (and close) before the whole body is written.
+        let _ = stream
+            .write_all(head.as_bytes())
+            .and_then(|()| stream.write_all(body));
     }
 
-    fn line(&mut self) -> String {
+    /// How long a read may wait.
+    pub(crate) fn set_timeout(&mut self, limit: Duration) {
+        self.reader
+            .get_mut()
+            .set_read_timeout(Some(limit))
+            .expect("timeout");
+    }
+
+    /// The connection's socket.
+    pub(crate) fn into_stream(self) -> TcpStream {
+        self.reader.into_inner()
+    }
+
+    fn try_line(&mut self) -> std::io::Result<String> {
         let mut line = String::new();
-        self.reader.read_line(&mut line).expect("read a line");
-        line.trim_end_matches(['\r', '\n']).to_owned()
+        if self.reader.read_line(&mut line)? == 0 {
+            return Err(std::io::ErrorKind::UnexpectedEof.into());
+        }
+        Ok(line.trim_end_matches(['\r', '\n']).to_owned())
     }
 
-    fn read(&mut self) -> Response {
-        let status_line = self.line();
+    pub(crate) fn read(&mut self) -> Response {
+        self.try_read().expect("a response")
+    }
+
+    /// Reads one whole response.
+    pub(crate) fn try_read(&mut self) -> std::io::Result<Response> {
+        let status_line = self.try_line()?;
         let status = status_line
             .split_whitespace()
             .nth(1)
             .and_then(|s| s.parse().ok())
-            .unwrap_or_else(|| panic!("no status in {status_line:?}"));
+            .ok_or_else(|| std::io::Error::other(format!("no status in {status_line:?}")))?;
         let mut headers = Vec::new();
         loop {
-            let line = self.line();
+            let line = self.try_line()?;
             if line.is_empty() {
                 break;
             }
@@ -132,25 +171,26 @@ impl Conn {
         let mut body = Vec::new();
         if find("transfer-encoding").is_some_and(|v| v.contains("chunked")) {
             loop {
-                let size = usize::from_str_radix(self.line().trim(), 16).expect("a chunk size");
+                let size = usize::from_str_radix(self.try_line()?.trim(), 16)
+                    .map_err(std::io::Error::other)?;
                 if size == 0 {
-                    self.line();
+                    self.try_line()?;
                     break;
                 }
                 let mut chunk = vec![0; size];
-                self.reader.read_exact(&mut chunk).expect("a chunk");
+                self.reader.read_exact(&mut chunk)?;
                 body.extend(chunk);
-                self.line();
+                self.try_line()?;
             }
         } else if let Some(len) = find("content-length").and_then(|v| v.parse::<usize>().ok()) {
             body.resize(len, 0);
-            self.reader.read_exact(&mut body).expect("the body");
+            self.reader.read_exact(&mut body)?;
         }
-        Response {
+        Ok(Response {
             status,
             headers,
             body: String::from_utf8_lossy(&body).into_owned(),
-        }
+        })
     }
 }
 

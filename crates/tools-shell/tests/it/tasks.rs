@@ -346,3 +346,134 @@ async fn future_tasks_of_other_kinds() {
         "it's me\n"
     );
 }
+
+/// The files (not directories) under `dir` this process holds open.
+fn open_under(dir: &std::path::Path) -> usize {
+    std::fs::read_dir("/proc/self/fd").map_or(0, |fds| {
+        fds.flatten()
+            .filter(|fd| std::fs::metadata(fd.path()).is_ok_and(|m| m.is_file()))
+            .filter_map(|fd| std::fs::read_link(fd.path()).ok())
+            .filter(|target| target.starts_with(dir))
+            .count()
+    })
+}
+
+#[tokio::test]
+async fn a_finished_task_holds_no_file_and_its_output_may_be_pruned_or_replaced() {
+    let f = Fixture::new();
+    let mut ids = Vec::new();
+    for i in 0..20 {
+        let r = f
+            .call(
+                "Bash",
+                json!({"command": format!("echo out {i}"), "run_in_background": true}),
+            )
+            .await;
+        ids.push(data_str(&r, "backgroundTaskId").to_owned());
+    }
+    for id in &ids {
+        let out = f
+            .call("TaskOutput", json!({"task_id": id, "timeout": 20000}))
+            .await;
+        assert!(
+            out.text().contains("<status>completed</status>"),
+            "{}",
+            out.text()
+        );
+    }
+    // Every task ended: none of their output files is open any more…
+    let tasks_dir = f.state.join("tasks");
+    let deadline = std::time::Instant::now() + Duration::from_secs(10);
+    while open_under(&tasks_dir) > 0 && std::time::Instant::now() < deadline {
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+    assert_eq!(open_under(&tasks_dir), 0, "finished tasks keep files open");
+    // …and each is read again through its directory.
+    let out = f.call("TaskOutput", json!({"task_id": ids[3]})).await;
+    assert!(
+        out.text().contains("<output>\nout 3\n</output>"),
+        "{}",
+        out.text()
+    );
+    // A file put in the output's place is not read.
+    let info = f.ctx.tasks().get(&ids[4]).await.unwrap();
+    std::fs::remove_file(&info.output_path).unwrap();
+    std::fs::write(&info.output_path, "planted\n").unwrap();
+    let out = f.call("TaskOutput", json!({"task_id": ids[4]})).await;
+    assert!(
+        out.is_error && !out.text().contains("planted"),
+        "{}",
+        out.text()
+    );
+    assert!(out.text().contains("replaced"), "{}", out.text());
+    // A pruned output is said to be pruned; the status is still known.
+    let info = f.ctx.tasks().get(&ids[5]).await.unwrap();
+    std::fs::remove_file(&info.output_path).unwrap();
+    let out = f.call("TaskOutput", json!({"task_id": ids[5]})).await;
+    assert!(out.is_error, "{}", out.text());
+    assert!(out.text().contains("pruned"), "{}", out.text());
+    assert_eq!(
+        f.ctx.tasks().get(&ids[5]).await.unwrap().status,
+        TaskStatus::Completed
+    );
+    // The session's end stops what runs and deletes the task directory.
+    let r = f
+        .call(
+            "Bash",
+            json!({"command": "sleep 600 # 30.0777", "run_in_background": true}),
+        )
+        .await;
+    assert!(!r.is_error, "{}", r.text());
+    let dir = info.output_path.parent().unwrap().to_path_buf();
+    f.ctx.close().await;
+    assert_eq!(survivors("30.0777").await, Vec::<u32>::new());
+    assert!(!dir.exists(), "{} is left", dir.display());
+    assert!(
+        f.ctx.tasks().get(&ids[0]).await.is_err(),
+        "a closed manager forgets its tasks"
+    );
+}
+
+#[tokio::test]
+async fn a_task_that_ended_before_anyone_waited_is_seen_ended_by_every_wait() {
+    let f = Fixture::new();
+    let r = f
+        .call(
+            "Bash",
+            json!({"command": "echo early", "run_in_background": true}),
+        )
+        .await;
+    let id = data_str(&r, "backgroundTaskId").to_owned();
+    // Nobody waits while it runs: its status is read without subscribing.
+    let deadline = std::time::Instant::now() + Duration::from_secs(20);
+    while !f.ctx.tasks().get(&id).await.unwrap().status.is_terminal() {
+        assert!(std::time::Instant::now() < deadline, "the task never ended");
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+    // A blocking TaskOutput answers at once instead of after its 10-minute timeout…
+    let out = tokio::time::timeout(
+        Duration::from_secs(60),
+        f.call(
+            "TaskOutput",
+            json!({"task_id": id, "block": true, "timeout": 600000}),
+        ),
+    )
+    .await
+    .expect("TaskOutput waited for a task that had ended");
+    assert!(
+        out.text().contains("<status>completed</status>"),
+        "{}",
+        out.text()
+    );
+    // …and so does the wait of the session's end.
+    let waited = tokio::time::timeout(
+        Duration::from_secs(60),
+        f.ctx
+            .tasks()
+            .wait(&id, Duration::from_secs(600), f.ctx.cancel_token()),
+    )
+    .await
+    .expect("the wait for an ended task ran to its timeout")
+    .unwrap();
+    assert_eq!(waited.status, TaskStatus::Completed);
+}

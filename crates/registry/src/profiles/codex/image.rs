@@ -20,6 +20,7 @@ pub(super) struct ViewImage;
 #[serde(deny_unknown_fields)]
 pub(super) struct ViewImageInput {
     /// Local filesystem path to an image file
+    #[schemars(length(max = tool_core::MAX_PATH_CHARS))]
     path: String,
 }
 

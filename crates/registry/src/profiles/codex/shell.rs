@@ -21,9 +21,11 @@ pub(super) struct Shell;
 #[serde(deny_unknown_fields)]
 pub(super) struct ShellInput {
     /// The command to execute
+    #[schemars(inner(length(max = tool_core::MAX_COMMAND_CHARS)))]
     command: Vec<String>,
     /// The working directory to execute the command in
     #[serde(default)]
+    #[schemars(length(max = tool_core::MAX_PATH_CHARS))]
     workdir: Option<String>,
     /// The timeout for the command in milliseconds
     #[serde(default)]
@@ -121,9 +123,11 @@ pub(super) struct ShellCommand;
 #[serde(deny_unknown_fields)]
 pub(super) struct ShellCommandInput {
     /// The shell script to execute in the user's default shell
+    #[schemars(length(max = tool_core::MAX_COMMAND_CHARS))]
     command: String,
     /// The working directory to execute the command in
     #[serde(default)]
+    #[schemars(length(max = tool_core::MAX_PATH_CHARS))]
     workdir: Option<String>,
     /// The timeout for the command in milliseconds
     #[serde(default)]

@@ -155,12 +155,15 @@ pub(super) struct ExecCommand;
 #[serde(deny_unknown_fields)]
 pub(super) struct ExecCommandInput {
     /// Shell command to execute.
+    #[schemars(length(max = tool_core::MAX_COMMAND_CHARS))]
     cmd: String,
     /// Optional working directory to run the command in; defaults to the turn cwd.
     #[serde(default)]
+    #[schemars(length(max = tool_core::MAX_PATH_CHARS))]
     workdir: Option<String>,
     /// Shell binary to launch. Defaults to the user's default shell.
     #[serde(default)]
+    #[schemars(length(max = tool_core::MAX_NAME_CHARS))]
     shell: Option<String>,
     /// Whether to allocate a TTY for the command. Defaults to false (plain pipes); set to
     /// true to open a PTY and access TTY process.

@@ -16,6 +16,7 @@ pub(super) struct ReadFile;
 #[serde(deny_unknown_fields)]
 pub(super) struct ReadFileInput {
     /// The path to the file to read.
+    #[schemars(length(max = tool_core::MAX_PATH_CHARS))]
     file_path: String,
     /// Optional: The 1-based line number to start reading from.
     #[serde(default)]
@@ -117,6 +118,7 @@ pub(super) struct WriteFile;
 #[serde(deny_unknown_fields)]
 pub(super) struct WriteFileInput {
     /// Path to the file.
+    #[schemars(length(max = tool_core::MAX_PATH_CHARS))]
     file_path: String,
     /// The complete content to write. Provide the full file; do not use placeholders like
     /// '// ... rest of code'.
@@ -168,6 +170,7 @@ pub(super) struct Replace;
 #[serde(deny_unknown_fields)]
 pub(super) struct ReplaceInput {
     /// The path to the file to modify.
+    #[schemars(length(max = tool_core::MAX_PATH_CHARS))]
     file_path: String,
     /// A clear, semantic instruction for the code change, acting as a high-quality prompt
     /// for an expert LLM assistant. It must be self-contained and explain the goal of the

@@ -41,10 +41,12 @@ pub(super) struct GlobFiles;
 #[serde(deny_unknown_fields)]
 pub(super) struct GlobFilesInput {
     /// The glob pattern to match against (e.g., '**/*.py', 'docs/*.md').
+    #[schemars(length(max = tool_core::MAX_PATTERN_CHARS))]
     pattern: String,
     /// Optional: The absolute path to the directory to search within. If omitted, searches
     /// the root directory.
     #[serde(default)]
+    #[schemars(length(max = tool_core::MAX_PATH_CHARS))]
     dir_path: Option<String>,
     /// Optional: Whether the search should be case-sensitive. Defaults to false.
     #[serde(default)]
@@ -180,19 +182,23 @@ pub(super) struct GrepSearch;
 pub(super) struct GrepSearchInput {
     /// The pattern to search for. By default, treated as a Rust-flavored regular
     /// expression. Use '\b' for precise symbol matching (e.g., '\bMatchMe\b').
+    #[schemars(length(max = tool_core::MAX_PATTERN_CHARS))]
     pattern: String,
     /// Directory or file to search. Directories are searched recursively. Relative paths
     /// are resolved against current working directory. Defaults to current working
     /// directory ('.') if omitted.
     #[serde(default)]
+    #[schemars(length(max = tool_core::MAX_PATH_CHARS))]
     dir_path: Option<String>,
     /// Glob pattern to filter files (e.g., '*.ts', 'src/**'). Recommended for large
     /// repositories to reduce noise. Defaults to all files if omitted.
     #[serde(default)]
+    #[schemars(length(max = tool_core::MAX_PATTERN_CHARS))]
     include_pattern: Option<String>,
     /// Optional: A regular expression pattern to exclude from the search results. If a
     /// line matches both the pattern and the exclude_pattern, it will be omitted.
     #[serde(default)]
+    #[schemars(length(max = tool_core::MAX_PATTERN_CHARS))]
     exclude_pattern: Option<String>,
     /// Optional: If true, only the file paths of the matches will be returned, without the
     /// line content or line numbers. This is useful for gathering a list of files.
@@ -517,9 +523,11 @@ impl ListDirectory {
 #[serde(deny_unknown_fields)]
 pub(super) struct ListDirectoryInput {
     /// The path to the directory to list
+    #[schemars(length(max = tool_core::MAX_PATH_CHARS))]
     dir_path: String,
     /// List of glob patterns to ignore
     #[serde(default)]
+    #[schemars(inner(length(max = tool_core::MAX_PATTERN_CHARS)))]
     ignore: Option<Vec<String>>,
     /// Optional: Whether to respect ignore patterns from .gitignore or .geminiignore
     #[serde(default)]

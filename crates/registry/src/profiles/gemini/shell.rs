@@ -16,6 +16,7 @@ pub(super) struct RunShellCommand;
 #[serde(deny_unknown_fields)]
 pub(super) struct RunShellCommandInput {
     /// Exact bash command to execute as `bash -c <command>`
+    #[schemars(length(max = tool_core::MAX_COMMAND_CHARS))]
     command: String,
     /// Brief description of the command for the user. Be specific and concise. Ideally a
     /// single sentence. Can be up to 3 sentences for clarity. No line breaks.
@@ -25,6 +26,7 @@ pub(super) struct RunShellCommandInput {
     /// project root directory is used. Must be a directory within the workspace and must
     /// already exist.
     #[serde(default)]
+    #[schemars(length(max = tool_core::MAX_PATH_CHARS))]
     dir_path: Option<String>,
     /// Set to true if this command should be run in the background (e.g. for long-running
     /// servers or watchers). The command will be started, allowed to run for a brief moment

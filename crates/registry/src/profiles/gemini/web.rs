@@ -79,6 +79,7 @@ pub(super) struct GoogleWebSearch;
 pub(super) struct GoogleWebSearchInput {
     /// The search query. Supports natural language questions (e.g., 'Latest breaking
     /// changes in React 19') or specific technical queries.
+    #[schemars(length(max = tool_core::MAX_PATTERN_CHARS))]
     query: String,
 }
 

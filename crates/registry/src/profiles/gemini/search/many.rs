@@ -86,10 +86,12 @@ pub(crate) struct ReadManyFilesInput {
     /// An array of glob patterns or paths. Examples: ["src/**/*.ts"], ["README.md",
     /// "docs/"]
     #[schemars(length(min = 1))]
+    #[schemars(inner(length(max = tool_core::MAX_PATTERN_CHARS)))]
     include: Vec<String>,
     /// Optional. Glob patterns for files/directories to exclude. Added to default excludes
     /// if useDefaultExcludes is true. Example: "**/*.log", "temp/"
     #[serde(default)]
+    #[schemars(inner(length(max = tool_core::MAX_PATTERN_CHARS)))]
     exclude: Vec<String>,
     /// Optional. Whether to search recursively (primarily controlled by `**` in glob
     /// patterns). Defaults to true.

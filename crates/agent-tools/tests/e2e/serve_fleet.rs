@@ -1,0 +1,887 @@
+//! `agent-tools serve --http` as a fleet leans on it: requests that would have frozen it
+//! (deep paths, huge arguments) answered with errors while `/healthz` answers; silent and
+//! slow connections closed by the header timeout and the connection cap; background tasks
+//! that give back their descriptors in the default context; output files pruned after the
+//! retention time; contexts that end after their idle time; legacy calls cancelled when
+//! their connection drops and kept alive while they run; draining on SIGTERM; and the
+//! generated bad-input run (schema fuzz of every tool, random bytes, oversized and deep
+//! bodies) with a fixed seed.
+
+use std::io::{BufRead, BufReader, Read, Write};
+use std::net::TcpStream;
+use std::process::{Child, Command, Stdio};
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
+
+use serde_json::{Value, json};
+
+use crate::serve_eras::{marker, survivors, wait_for_process};
+use crate::serve_http::{Conn, Response, modern};
+use crate::{Project, binary};
+
+/// A server whose standard error is kept, to look for panics.
+struct Server {
+    child: Child,
+    authority: String,
+    stderr: Arc<Mutex<Vec<String>>>,
+}
+
+impl Server {
+    /// A server on a free loopback port, without authentication (`--no-auth`: these tests
+    /// are about what happens before and beside it).
+    fn start(project: &Project, extra: &[&str]) -> Self {
+        let mut child = Command::new(binary())
+            .args([
+                "--cwd",
+                project.root_str(),
+                "serve",
+                "--http",
+                "127.0.0.1:0",
+                "--no-auth",
+            ])
+            .args(extra)
+            .env("AGENT_TOOLS_HOME", project.home())
+            .env("HOME", project.home())
+            .stdin(Stdio::null())
+            .stdout(Stdio::null())
+            .stderr(Stdio::piped())
+            .spawn()
+            .expect("spawn agent-tools serve --http");
+        let mut lines = BufReader::new(child.stderr.take().expect("stderr")).lines();
+        // The line naming the address (after what `--no-auth` says).
+        let mut seen = Vec::new();
+        let authority = loop {
+            let line = lines
+                .next()
+                .unwrap_or_else(|| panic!("no URL in {seen:?}"))
+                .expect("readable");
+            if let Some(url) = line
+                .split_whitespace()
+                .find_map(|w| w.strip_prefix("http://"))
+            {
+                break url.trim_end_matches("/mcp").to_owned();
+            }
+            seen.push(line);
+        };
+        let stderr = Arc::new(Mutex::new(Vec::new()));
+        let kept = Arc::clone(&stderr);
+        std::thread::spawn(move || {
+            for line in lines.map_while(Result::ok) {
+                kept.lock().expect("stderr lines").push(line);
+            }
+        });
+        Server {
+            child,
+            authority,
+            stderr,
+        }
+    }
+
+    fn pid(&self) -> u32 {
+        self.child.id()
+    }
+
+    /// Descriptors the server holds open.
+    fn fds(&self) -> usize {
+        std::fs::read_dir(format!("/proc/{}/fd", self.pid())).map_or(0, |d| d.count())
+    }
+
+    fn stderr(&self) -> String {
+        self.stderr.lock().expect("stderr lines").join("\n")
+    }
+
+    fn terminate(&self) {
+        rustix::process::kill_process(
+            rustix::process::Pid::from_raw(self.pid() as i32).expect("a pid"),
+            rustix::process::Signal::TERM,
+        )
+        .expect("SIGTERM");
+    }
+}
+
+impl Drop for Server {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+/// `GET /healthz` on a new connection: the status, or `None` when no answer came within
+/// `limit`.
+fn healthz(authority: &str, limit: Duration) -> Option<u16> {
+    let mut stream = TcpStream::connect(authority).ok()?;
+    stream.set_read_timeout(Some(limit)).ok()?;
+    write!(
+        stream,
+        "GET /healthz HTTP/1.1\r\nHost: {authority}\r\nConnection: close\r\n\r\n"
+    )
+    .ok()?;
+    let mut line = String::new();
+    BufReader::new(stream).read_line(&mut line).ok()?;
+    line.split_whitespace().nth(1)?.parse().ok()
+}
+
+/// The text of a `tools/call` answer.
+fn text(answer: &Value) -> String {
+    answer["result"]["content"]
+        .as_array()
+        .into_iter()
+        .flatten()
+        .filter_map(|b| b["text"].as_str())
+        .collect::<Vec<_>>()
+        .join("\n")
+}
+
+/// A `tools/call` of protocol 2026-07-28 on a new connection; the answer.
+fn call(authority: &str, tool: &str, args: Value, handle: Option<&str>) -> Value {
+    let (headers, body) = modern(
+        1,
+        "tools/call",
+        json!({"name": tool, "arguments": args}),
+        None,
+        handle,
+    );
+    let response = Conn::open(authority).send("POST", "/mcp", &headers, &body);
+    assert_eq!(response.status, 200, "{response:#?}");
+    response.answer(1)
+}
+
+/// Runs `work` on a thread and polls `/healthz` until it ends: whether `/healthz`
+/// answered 200 every time (each within a generous bound), and what `work` returned.
+fn with_healthz<T: Send + 'static>(
+    authority: &str,
+    work: impl FnOnce() -> T + Send + 'static,
+) -> (bool, usize, T) {
+    let worker = std::thread::spawn(work);
+    let mut healthy = true;
+    let mut probes = 0;
+    while !worker.is_finished() {
+        healthy &= healthz(authority, Duration::from_secs(5)) == Some(200);
+        probes += 1;
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    (healthy, probes, worker.join().expect("the worker"))
+}
+
+#[test]
+fn deep_paths_and_huge_arguments_get_errors_while_healthz_answers() {
+    let project = Project::new(&["notes.txt = alpha\\n"]);
+    let server = Server::start(&project, &["--mode", "acceptEdits"]);
+    let authority = server.authority.clone();
+    let deep = "ab/".repeat(87_381);
+    let cases: Vec<(&str, Value, &str)> = vec![
+        ("Glob", json!({"pattern": "*", "path": deep}), "`path`"),
+        (
+            "Write",
+            json!({"file_path": "a/".repeat(5_461) + "x", "content": "x"}),
+            "`file_path`",
+        ),
+        ("Glob", json!({"pattern": "*".repeat(8 << 20)}), "`pattern`"),
+        (
+            "Grep",
+            json!({"pattern": "(a|b)".repeat(1 << 20)}),
+            "`pattern`",
+        ),
+        (
+            "Bash",
+            json!({"command": "true ".repeat(1 << 20)}),
+            "`command`",
+        ),
+        (
+            "WebFetch",
+            json!({"url": format!("http://127.0.0.1/{}", "x".repeat(1 << 20)), "prompt": "p"}),
+            "`url`",
+        ),
+    ];
+    for (tool, args, field) in cases {
+        let a = authority.clone();
+        let started = Instant::now();
+        let (healthy, probes, answer) =
+            with_healthz(&authority, move || call(&a, tool, args, None));
+        assert!(
+            started.elapsed() < Duration::from_secs(60),
+            "{tool}: no answer within 60 s"
+        );
+        assert_eq!(answer["result"]["isError"], true, "{tool}: {answer:#}");
+        let said = text(&answer);
+        assert!(
+            said.contains(field) && said.contains("at most"),
+            "{tool}: the error names {field} and its bound: {said}"
+        );
+        assert!(
+            healthy,
+            "{tool}: /healthz failed during the call ({probes} probes)"
+        );
+    }
+    // A path at the bound, all of it resolved: an answer (the directory does not exist),
+    // not a stall.
+    let at_bound = "a/".repeat(2_047);
+    let a = authority.clone();
+    let (healthy, _, answer) = with_healthz(&authority, move || {
+        call(&a, "Glob", json!({"pattern": "*", "path": at_bound}), None)
+    });
+    assert!(healthy);
+    assert_eq!(answer["result"]["isError"], true, "{answer:#}");
+    // Two deep writes at once (one per core) leave the server answering.
+    let threads: Vec<_> = (0..2)
+        .map(|i| {
+            let a = authority.clone();
+            std::thread::spawn(move || {
+                let path = format!("d{i}/") + &"a/".repeat(2_040) + "f.txt";
+                call(
+                    &a,
+                    "Write",
+                    json!({"file_path": path, "content": "deep"}),
+                    None,
+                )
+            })
+        })
+        .collect();
+    let (healthy, _, ()) = with_healthz(&authority, move || {
+        for t in threads {
+            let _ = t.join();
+        }
+    });
+    assert!(healthy, "/healthz failed while deep writes ran");
+    assert!(!server.stderr().contains("panicked"), "{}", server.stderr());
+}
+
+/// Reads from `stream` until it is closed: `true` if it closed within `limit`.
+fn closed_within(stream: &mut TcpStream, limit: Duration) -> bool {
+    let started = Instant::now();
+    stream
+        .set_read_timeout(Some(Duration::from_millis(200)))
+        .expect("timeout");
+    let mut buf = [0u8; 1024];
+    while started.elapsed() < limit {
+        match stream.read(&mut buf) {
+            Ok(0) => return true,
+            Ok(_) => {}
+            Err(e)
+                if matches!(
+                    e.kind(),
+                    std::io::ErrorKind::WouldBlock | std::io::ErrorKind::TimedOut
+                ) => {}
+            Err(_) => return true,
+        }
+    }
+    false
+}
+
+#[test]
+fn silent_and_slow_connections_are_closed_and_cannot_exhaust_descriptors() {
+    let project = Project::new(&[]);
+    let server = Server::start(
+        &project,
+        &[
+            "--header-timeout",
+            "1",
+            "--idle-timeout",
+            "2",
+            "--max-connections",
+            "40",
+        ],
+    );
+    let authority = server.authority.clone();
+    assert_eq!(healthz(&authority, Duration::from_secs(5)), Some(200));
+    let baseline = server.fds();
+    // More silent connections than the cap, and a few that send a byte now and then.
+    let mut silent: Vec<TcpStream> = (0..60)
+        .map(|_| TcpStream::connect(&authority).expect("connect"))
+        .collect();
+    let slow: Vec<TcpStream> = (0..5)
+        .map(|_| {
+            let mut s = TcpStream::connect(&authority).expect("connect");
+            s.write_all(b"POST /mcp HTTP/1.1\r\n").expect("write");
+            s
+        })
+        .collect();
+    let dripping = std::thread::spawn(move || {
+        let mut slow = slow;
+        let mut closed = vec![false; slow.len()];
+        for _ in 0..40 {
+            for (s, c) in slow.iter_mut().zip(closed.iter_mut()) {
+                if !*c && s.write_all(b"X").is_err() {
+                    *c = true;
+                }
+            }
+            std::thread::sleep(Duration::from_millis(250));
+        }
+        slow.iter_mut()
+            .all(|s| closed_within(s, Duration::from_secs(1)))
+    });
+    // The health check gets through at the cap (the connection idle longest makes room).
+    assert_eq!(healthz(&authority, Duration::from_secs(5)), Some(200));
+    for s in &mut silent {
+        assert!(
+            closed_within(s, Duration::from_secs(15)),
+            "a silent connection stayed open"
+        );
+    }
+    assert!(
+        dripping.join().expect("dripping"),
+        "a connection that drips one byte at a time stayed open"
+    );
+    // A kept-alive connection serves several requests, then is closed when idle.
+    let mut kept = Conn::open(&authority);
+    for _ in 0..3 {
+        let response = kept.send("GET", "/healthz", &[], "");
+        assert_eq!(response.status, 200);
+    }
+    let mut stream = kept.into_stream();
+    assert!(
+        closed_within(&mut stream, Duration::from_secs(15)),
+        "an idle kept-alive connection stayed open"
+    );
+    // Everything given back.
+    let deadline = Instant::now() + Duration::from_secs(10);
+    while server.fds() > baseline + 2 && Instant::now() < deadline {
+        std::thread::sleep(Duration::from_millis(100));
+    }
+    assert!(
+        server.fds() <= baseline + 2,
+        "{} descriptors after, {baseline} before",
+        server.fds()
+    );
+}
+
+#[test]
+fn background_tasks_give_back_their_descriptors_and_their_output_is_pruned() {
+    let project = Project::new(&[]);
+    let server = Server::start(&project, &["--allow", "Bash"]);
+    let authority = server.authority.clone();
+    // The default context of the local principal (no handle), as a 2026-07-28 client.
+    call(&authority, "Bash", json!({"command": "true"}), None);
+    let baseline = server.fds();
+    for i in 0..200 {
+        let answer = call(
+            &authority,
+            "Bash",
+            json!({"command": format!("echo task {i}"), "run_in_background": true}),
+            None,
+        );
+        assert_eq!(answer["result"]["isError"], false, "{answer:#}");
+    }
+    let last = call(
+        &authority,
+        "TaskOutput",
+        json!({"task_id": "b200", "block": true, "timeout": 30000}),
+        None,
+    );
+    assert!(text(&last).contains("task 199"), "{last:#}");
+    // Every task ended: their descriptors are closed.
+    let deadline = Instant::now() + Duration::from_secs(20);
+    while server.fds() > baseline + 10 && Instant::now() < deadline {
+        std::thread::sleep(Duration::from_millis(100));
+    }
+    assert!(
+        server.fds() <= baseline + 10,
+        "{} descriptors after 200 background tasks, {baseline} before",
+        server.fds()
+    );
+    // A finished task's output is read back through its file.
+    let first = call(&authority, "TaskOutput", json!({"task_id": "b1"}), None);
+    assert!(text(&first).contains("task 0"), "{first:#}");
+    drop(server);
+
+    // Until the retention time has passed: then TaskOutput says it was pruned.
+    let server = Server::start(&project, &["--allow", "Bash", "--output-retention", "5"]);
+    let authority = server.authority.clone();
+    let answer = call(
+        &authority,
+        "Bash",
+        json!({"command": "echo kept for a while", "run_in_background": true}),
+        None,
+    );
+    assert_eq!(answer["result"]["isError"], false, "{answer:#}");
+    let read = call(
+        &authority,
+        "TaskOutput",
+        json!({"task_id": "b1", "block": true}),
+        None,
+    );
+    assert!(text(&read).contains("kept for a while"), "{read:#}");
+    let tasks = project.home().join("tasks");
+    let deadline = Instant::now() + Duration::from_secs(30);
+    let mut pruned = Value::Null;
+    while Instant::now() < deadline {
+        pruned = call(&authority, "TaskOutput", json!({"task_id": "b1"}), None);
+        if pruned["result"]["isError"] == true {
+            break;
+        }
+        std::thread::sleep(Duration::from_millis(500));
+    }
+    assert!(text(&pruned).contains("pruned"), "{pruned:#}");
+    let left: usize = std::fs::read_dir(&tasks)
+        .map(|d| {
+            d.flatten()
+                .map(|m| std::fs::read_dir(m.path()).map_or(0, |f| f.count()))
+                .sum()
+        })
+        .unwrap_or(0);
+    assert_eq!(left, 0, "output files left after the retention time");
+}
+
+#[test]
+fn contexts_end_after_their_idle_time_with_their_tasks_and_files() {
+    let project = Project::new(&[]);
+    let server = Server::start(&project, &["--allow", "Bash", "--session-idle", "2"]);
+    let authority = server.authority.clone();
+    let m = marker("idle-context");
+    for handle in [None, Some("new")] {
+        let answer = call(
+            &authority,
+            "Bash",
+            json!({"command": format!("sleep 600 # {m}"), "run_in_background": true}),
+            handle,
+        );
+        assert_eq!(answer["result"]["isError"], false, "{answer:#}");
+    }
+    let big = call(&authority, "Bash", json!({"command": "seq 1 40000"}), None);
+    assert!(
+        text(&big).contains("seq") || !text(&big).is_empty(),
+        "{big:#}"
+    );
+    assert!(wait_for_process(&m, 30), "the commands never started");
+    // No request for the idle time: both contexts end, their commands stopped.
+    assert_eq!(
+        survivors(&m, 30),
+        Vec::<u32>::new(),
+        "a background command outlived its idle context"
+    );
+    let deadline = Instant::now() + Duration::from_secs(20);
+    let files = || {
+        ["tasks", "tool-results"]
+            .iter()
+            .map(|d| {
+                std::fs::read_dir(project.home().join(d)).map_or(0, |e| {
+                    e.flatten()
+                        .map(|m| std::fs::read_dir(m.path()).map_or(0, |f| f.count()))
+                        .sum::<usize>()
+                })
+            })
+            .sum::<usize>()
+    };
+    while files() > 0 && Instant::now() < deadline {
+        std::thread::sleep(Duration::from_millis(100));
+    }
+    assert_eq!(files(), 0, "the ended contexts' files are deleted");
+    // The default context is made again on the next request; a minted handle is gone.
+    let again = call(&authority, "Bash", json!({"command": "echo back"}), None);
+    assert!(text(&again).contains("back"), "{again:#}");
+}
+
+/// A legacy session on `conn`: the session id.
+fn legacy_session(conn: &mut Conn) -> String {
+    let headers = vec![
+        ("Content-Type", "application/json".to_owned()),
+        ("Accept", "application/json, text/event-stream".to_owned()),
+    ];
+    let init = json!({"jsonrpc": "2.0", "id": 0, "method": "initialize", "params": {
+        "protocolVersion": "2025-11-25", "capabilities": {},
+        "clientInfo": {"name": "raw", "version": "1"}}});
+    let response = conn.send("POST", "/mcp", &headers, &init.to_string());
+    let id = response
+        .header("mcp-session-id")
+        .unwrap_or_else(|| panic!("no session: {response:#?}"))
+        .to_owned();
+    let done = json!({"jsonrpc": "2.0", "method": "notifications/initialized"});
+    let response = conn.send("POST", "/mcp", &legacy_headers(&id), &done.to_string());
+    assert_eq!(response.status, 202, "{response:#?}");
+    id
+}
+
+fn legacy_headers(session: &str) -> Vec<(&'static str, String)> {
+    vec![
+        ("Content-Type", "application/json".to_owned()),
+        ("Accept", "application/json, text/event-stream".to_owned()),
+        ("MCP-Protocol-Version", "2025-11-25".to_owned()),
+        ("Mcp-Session-Id", session.to_owned()),
+    ]
+}
+
+fn legacy_call(id: u64, tool: &str, args: Value) -> String {
+    json!({"jsonrpc": "2.0", "id": id, "method": "tools/call",
+        "params": {"name": tool, "arguments": args}})
+    .to_string()
+}
+
+#[test]
+fn legacy_calls_follow_their_client_and_keep_their_session_alive() {
+    let project = Project::new(&[]);
+    let server = Server::start(&project, &["--allow", "Bash", "--session-idle", "2"]);
+    let authority = server.authority.clone();
+    let mut conn = Conn::open(&authority);
+    let session = legacy_session(&mut conn);
+
+    // The client goes away mid-call: the command ends, without a DELETE.
+    let m = marker("legacy-drop");
+    let mut gone = Conn::open(&authority);
+    gone.write(
+        "POST",
+        "/mcp",
+        &legacy_headers(&session),
+        &legacy_call(1, "Bash", json!({"command": format!("sleep 600 # {m}")})),
+    );
+    assert!(wait_for_process(&m, 30), "the command never started");
+    drop(gone);
+    assert_eq!(
+        survivors(&m, 20),
+        Vec::<u32>::new(),
+        "the call outlived its connection"
+    );
+
+    // A background command asked for is not the call: it outlives the connection.
+    let bg = marker("legacy-background");
+    let mut quick = Conn::open(&authority);
+    let response = quick.send(
+        "POST",
+        "/mcp",
+        &legacy_headers(&session),
+        &legacy_call(
+            2,
+            "Bash",
+            json!({"command": format!("sleep 600 # {bg}"), "run_in_background": true}),
+        ),
+    );
+    assert_eq!(response.status, 200, "{response:#?}");
+    drop(quick);
+    assert!(
+        wait_for_process(&bg, 30),
+        "the background command never started"
+    );
+    std::thread::sleep(Duration::from_millis(500));
+    assert!(
+        wait_for_process(&bg, 1),
+        "the background command was stopped"
+    );
+
+    // A call longer than the idle time keeps its session: its answer arrives.
+    let response = conn.send(
+        "POST",
+        "/mcp",
+        &legacy_headers(&session),
+        &legacy_call(3, "Bash", json!({"command": "sleep 4; echo still-here"})),
+    );
+    assert_eq!(response.status, 200, "{response:#?}");
+    assert!(
+        response.answer(3).to_string().contains("still-here"),
+        "{response:#?}"
+    );
+    // Then, without requests, the session ends (and its background command with it).
+    std::thread::sleep(Duration::from_secs(4));
+    let response = conn.send(
+        "POST",
+        "/mcp",
+        &legacy_headers(&session),
+        &legacy_call(4, "Bash", json!({"command": "true"})),
+    );
+    assert_eq!(response.status, 404, "{response:#?}");
+    assert_eq!(
+        survivors(&bg, 20),
+        Vec::<u32>::new(),
+        "a background command outlived its session"
+    );
+}
+
+#[test]
+fn sigterm_drains_with_503_on_healthz_and_on_kept_alive_connections() {
+    let project = Project::new(&[]);
+    let mut server = Server::start(&project, &["--allow", "Bash", "--grace", "10"]);
+    let authority = server.authority.clone();
+    // A kept-alive connection that has been used.
+    let mut kept = Conn::open(&authority);
+    assert_eq!(kept.send("GET", "/healthz", &[], "").status, 200);
+    // A call in flight when the signal comes.
+    let inflight = {
+        let authority = authority.clone();
+        std::thread::spawn(move || {
+            call(
+                &authority,
+                "Bash",
+                json!({"command": "sleep 3; echo finished"}),
+                None,
+            )
+        })
+    };
+    std::thread::sleep(Duration::from_millis(800));
+    server.terminate();
+    std::thread::sleep(Duration::from_millis(200));
+    // A new connection: /healthz says stopping.
+    let mut stopping = Conn::open(&authority);
+    let health = stopping.send("GET", "/healthz", &[], "");
+    assert_eq!(health.status, 503, "{health:#?}");
+    assert!(health.body.contains("stopping"), "{health:#?}");
+    // The kept-alive connection: a JSON-RPC error saying the server is stopping.
+    let (headers, body) = modern(
+        7,
+        "tools/call",
+        json!({"name": "Bash", "arguments": {"command": "true"}}),
+        None,
+        None,
+    );
+    let refused = kept.send("POST", "/mcp", &headers, &body);
+    assert_eq!(refused.status, 503, "{refused:#?}");
+    let message: Value = serde_json::from_str(&refused.body).expect("a JSON-RPC body");
+    assert!(
+        message["error"]["message"]
+            .as_str()
+            .is_some_and(|m| m.contains("shutting down")),
+        "{message:#}"
+    );
+    // The call in flight finishes, then the server exits.
+    let answer = inflight.join().expect("the call in flight");
+    assert!(text(&answer).contains("finished"), "{answer:#}");
+    let deadline = Instant::now() + Duration::from_secs(60);
+    let mut status = None;
+    while status.is_none() && Instant::now() < deadline {
+        status = server.child.try_wait().expect("status");
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    assert!(
+        status.is_some_and(|s| s.success()),
+        "serve did not exit cleanly: {status:?}"
+    );
+}
+
+/// A fixed-seed generator (xorshift64*).
+struct Rng(u64);
+
+impl Rng {
+    fn next(&mut self) -> u64 {
+        self.0 ^= self.0 >> 12;
+        self.0 ^= self.0 << 25;
+        self.0 ^= self.0 >> 27;
+        self.0.wrapping_mul(0x2545_F491_4F6C_DD1D)
+    }
+
+    fn below(&mut self, n: usize) -> usize {
+        (self.next() % n.max(1) as u64) as usize
+    }
+
+    /// A string of `len` characters from a mix of ASCII, path punctuation, controls and
+    /// wider characters (never a shell's space, so no generated text is a runnable
+    /// command line with arguments).
+    fn text(&mut self, len: usize) -> String {
+        const PIECES: &[&str] = &[
+            "a", "Z", "0", "/", ".", "..", "*", "?", "[", "{", "}", "\\", "\"", "'", "$", "é",
+            "日", "🙂", "\u{0}", "\u{7}", "\n", "-", "~", "%s", "(", "|",
+        ];
+        (0..len).map(|_| PIECES[self.below(PIECES.len())]).collect()
+    }
+}
+
+/// Values that do not fit `schema`, or fit it at its edges.
+fn variants(rng: &mut Rng, schema: &Value) -> Vec<Value> {
+    let mut out = vec![
+        Value::Null,
+        json!(-1),
+        json!(1e308),
+        json!(true),
+        json!([]),
+        json!({}),
+        json!(rng.text(8)),
+    ];
+    if let Some(max) = schema.get("maxLength").and_then(Value::as_u64) {
+        out.push(json!("a".repeat(max as usize + 1)));
+        out.push(json!(rng.text(max.min(64) as usize)));
+    }
+    out.push(json!("x".repeat(1 << 20)));
+    let mut deep = json!(1);
+    for _ in 0..200 {
+        deep = json!([deep]);
+    }
+    out.push(deep);
+    if let Some(values) = schema.get("enum").and_then(Value::as_array) {
+        out.extend(values.iter().cloned());
+    }
+    out
+}
+
+/// The generated inputs of one tool: each property replaced by each variant in an
+/// otherwise empty or plausible input, missing required keys, unknown keys, and a few
+/// random objects.
+fn tool_inputs(rng: &mut Rng, schema: &Value) -> Vec<Value> {
+    let props = schema["properties"]
+        .as_object()
+        .cloned()
+        .unwrap_or_default();
+    let mut inputs = vec![json!({}), json!({"not-a-parameter": 1}), json!([1, 2])];
+    let plausible: serde_json::Map<String, Value> = props
+        .iter()
+        .map(|(k, s)| {
+            let v = match s["type"].as_str().or_else(|| s["type"][0].as_str()) {
+                Some("string") => json!("x"),
+                Some("integer" | "number") => json!(1),
+                Some("boolean") => json!(false),
+                Some("array") => json!([]),
+                _ => json!({}),
+            };
+            (k.clone(), v)
+        })
+        .collect();
+    for (key, prop) in &props {
+        for v in variants(rng, prop) {
+            let mut input = plausible.clone();
+            input.insert(key.clone(), v);
+            inputs.push(Value::Object(input));
+        }
+    }
+    for _ in 0..3 {
+        let mut input = serde_json::Map::new();
+        for key in props.keys() {
+            if rng.below(2) == 0 {
+                let len = rng.below(40);
+                input.insert(key.clone(), json!(rng.text(len)));
+            }
+        }
+        inputs.push(Value::Object(input));
+    }
+    inputs
+}
+
+/// Sends `body` (bytes) as a POST to /mcp and reads the answer with a 10 s bound: the
+/// response, or why there was none.
+fn post_raw(authority: &str, headers: &[(&str, String)], body: &[u8]) -> Result<Response, String> {
+    let mut conn = Conn::open(authority);
+    conn.set_timeout(Duration::from_secs(10));
+    conn.write_bytes("POST", "/mcp", headers, body);
+    conn.try_read().map_err(|e| format!("no answer: {e}"))
+}
+
+/// Whether `response` is what a bad input may get: a JSON-RPC message (an error, or a
+/// result — a tool's error result) under any status that is not a server failure.
+fn acceptable(response: &Response) -> Result<(), String> {
+    if response.status >= 500 && response.status != 503 {
+        return Err(format!("status {}", response.status));
+    }
+    if response.status == 202 {
+        // A notification: accepted, no body.
+        return Ok(());
+    }
+    let messages = response.messages();
+    if messages.is_empty() {
+        return Err(format!(
+            "no JSON-RPC body under {}: {:.300}",
+            response.status, response.body
+        ));
+    }
+    for m in &messages {
+        if m["jsonrpc"] != "2.0" || !(m.get("result").is_some() || m.get("error").is_some()) {
+            return Err(format!("not a JSON-RPC answer: {m:.300}"));
+        }
+    }
+    Ok(())
+}
+
+/// One generated request: a label, the headers and the body.
+type Case = (String, Vec<(&'static str, String)>, Vec<u8>);
+
+#[test]
+fn generated_bad_inputs_over_http_get_json_rpc_answers() {
+    let project = Project::new(&["notes.txt = alpha\\n"]);
+    let server = Server::start(&project, &["--max-request-bytes", "4194304"]);
+    let authority = server.authority.clone();
+    let mut rng = Rng(0x5eed_f1ee7);
+    // Every tool, from its own schema.
+    let (headers, body) = modern(1, "tools/list", json!({}), None, None);
+    let list = Conn::open(&authority).send("POST", "/mcp", &headers, &body);
+    let tools = list.answer(1)["result"]["tools"]
+        .as_array()
+        .cloned()
+        .expect("a tool list");
+    assert!(tools.len() > 20, "{tools:#?}");
+    let mut cases: Vec<Case> = Vec::new();
+    let mut id = 10;
+    for tool in &tools {
+        let name = tool["name"].as_str().expect("a name");
+        // Tools that talk to a person or start agents wait for answers nobody gives here.
+        for input in tool_inputs(&mut rng, &tool["inputSchema"]) {
+            id += 1;
+            let (headers, body) = modern(
+                id,
+                "tools/call",
+                json!({"name": name, "arguments": input}),
+                None,
+                None,
+            );
+            cases.push((format!("{name} #{id}"), headers, body.into_bytes()));
+        }
+    }
+    let (json_headers, _) = modern(0, "tools/list", json!({}), None, None);
+    // Random bytes.
+    for i in 0..100 {
+        let len = rng.below(2_000);
+        let bytes: Vec<u8> = (0..len).map(|_| rng.next() as u8).collect();
+        cases.push((format!("random #{i}"), json_headers.clone(), bytes));
+    }
+    // Oversized and deep bodies, malformed JSON-RPC.
+    let mut deep = String::new();
+    for _ in 0..100_000 {
+        deep.push('[');
+    }
+    let big = format!(
+        r#"{{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{{"name":"Read","arguments":{{"file_path":"{}"}}}}}}"#,
+        "a".repeat(5 << 20)
+    );
+    let deep_args = format!(
+        r#"{{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{{"name":"Read","arguments":{{"file_path":{}"x"{}}}}}}}"#,
+        "[".repeat(10_000),
+        "]".repeat(10_000)
+    );
+    for (label, body) in [
+        ("deep", deep),
+        ("oversized", big),
+        ("deep arguments", deep_args),
+        ("empty", String::new()),
+        (
+            "batch",
+            "[{\"jsonrpc\":\"2.0\",\"id\":1,\"method\":\"ping\"}]".to_owned(),
+        ),
+        ("no method", r#"{"jsonrpc":"2.0","id":1}"#.to_owned()),
+        (
+            "wrong version",
+            r#"{"jsonrpc":"1.0","id":1,"method":"ping"}"#.to_owned(),
+        ),
+        (
+            "params not an object",
+            r#"{"jsonrpc":"2.0","id":1,"method":"tools/call","params":[1]}"#.to_owned(),
+        ),
+    ] {
+        cases.push((label.to_owned(), json_headers.clone(), body.into_bytes()));
+    }
+    let total = cases.len();
+    let queue = Arc::new(Mutex::new(cases));
+    let failures = Arc::new(Mutex::new(Vec::<String>::new()));
+    let workers: Vec<_> = (0..4)
+        .map(|_| {
+            let (queue, failures, authority) =
+                (Arc::clone(&queue), Arc::clone(&failures), authority.clone());
+            std::thread::spawn(move || {
+                while let Some((label, headers, body)) = queue.lock().expect("queue").pop() {
+                    let outcome =
+                        post_raw(&authority, &headers, &body).and_then(|r| acceptable(&r));
+                    if let Err(why) = outcome {
+                        failures
+                            .lock()
+                            .expect("failures")
+                            .push(format!("{label}: {why}"));
+                    }
+                }
+            })
+        })
+        .collect();
+    for w in workers {
+        w.join().expect("a worker");
+    }
+    let failures = failures.lock().expect("failures").clone();
+    assert!(
+        failures.is_empty(),
+        "{} of {total} bad inputs were not answered as they should be:\n{}",
+        failures.len(),
+        failures.join("\n")
+    );
+    assert_eq!(healthz(&authority, Duration::from_secs(5)), Some(200));
+    let stderr = server.stderr();
+    assert!(!stderr.contains("panicked"), "a panic: {stderr}");
+}
