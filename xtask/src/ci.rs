@@ -8,8 +8,8 @@
 //! command that failed. So a machine with Rust, Node, Python and the package registries needs
 //! nothing else: `.ci/run` only sets the target directory and calls this.
 //!
-//! The tests run with `HOME` set to a fresh, empty directory in the temporary directory (the
-//! one the tests' own temporary directories are made in), with `CARGO_HOME` and
+//! The tests run with `HOME` set to a fresh, empty directory in `/var/tmp` (outside the
+//! sandbox's writable `/tmp`, see `TestHome::for_this_run`), with `CARGO_HOME` and
 //! `RUSTUP_HOME` pinned to the real ones: a test that depends on where the real home is, or
 //! on what it holds (a git identity, a shell start-up file), fails here rather than on a
 //! user's machine.
@@ -109,7 +109,7 @@ fn tools() -> Vec<Tool> {
 /// The environment the test steps run in: a fresh `HOME`, the real cargo and rustup homes.
 #[derive(Debug, Clone)]
 pub struct TestHome {
-    /// The fresh home, in the temporary directory
+    /// The fresh home, in `/var/tmp` (see [`TestHome::for_this_run`])
     home: PathBuf,
     cargo_home: PathBuf,
     rustup_home: PathBuf,
@@ -128,8 +128,21 @@ impl TestHome {
                 .filter(|v| !v.is_empty())
                 .map_or_else(|| home.join(default), PathBuf::from)
         };
+        // In /var/tmp rather than /tmp: every sandbox may write /tmp, so a home there is
+        // inside its writable roots, and each test's sandbox would put placeholders for the
+        // home's protected names (`.bashrc`, `.gitconfig`, `.claude`, …) into the one home
+        // all the tests share, each removing them when it ends while others bind them —
+        // a race in bubblewrap itself, which no real session has (sessions sharing a home
+        // share one process's placeholders or meet rarely). The tests do not depend on
+        // where the home is either way (the sandbox's own tests put a home under /tmp).
+        let tmp = Path::new("/var/tmp");
+        let dir = if tmp.is_dir() {
+            tmp.to_path_buf()
+        } else {
+            std::env::temp_dir()
+        };
         Ok(TestHome {
-            home: std::env::temp_dir().join(format!("agent-tools-ci-home-{}", std::process::id())),
+            home: dir.join(format!("agent-tools-ci-home-{}", std::process::id())),
             cargo_home: or_home("CARGO_HOME", ".cargo"),
             rustup_home: or_home("RUSTUP_HOME", ".rustup"),
         })
@@ -580,9 +593,9 @@ mod tests {
             );
             assert!(line.contains("AGENT_TOOLS_PEERS_DIR=/p"), "{line}");
         }
-        // The fresh home is in the temporary directory, where the tests' own files go.
+        // The fresh home is in /var/tmp, outside every sandbox's writable roots.
         let real = TestHome::for_this_run().unwrap();
-        assert!(real.home.starts_with(std::env::temp_dir()), "{real:?}");
+        assert!(real.home.starts_with("/var/tmp"), "{real:?}");
         assert_ne!(
             Some(real.home.as_os_str()),
             std::env::var_os("HOME").as_deref()

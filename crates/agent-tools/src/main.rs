@@ -295,6 +295,12 @@ fn main() -> ExitCode {
     if matches!(cli.command, Command::Call { .. }) {
         registry::one_call_process();
     }
+    // A server's memory returns near its idle size after sessions end only when glibc keeps
+    // few arenas of freed memory (see docs/deploy.md, "Memory").
+    #[cfg(target_os = "linux")]
+    if matches!(cli.command, Command::Serve { .. }) {
+        limit_malloc_arenas();
+    }
     let runtime = match tokio::runtime::Builder::new_multi_thread()
         .enable_all()
         .build()
@@ -329,6 +335,27 @@ fn main() -> ExitCode {
             }
         }
     }
+}
+
+/// Starts this process again, with the same pid, arguments and descriptors, with
+/// `MALLOC_ARENA_MAX=2` unless the environment sets it: glibc reads it only when the
+/// allocator starts, and its default (eight arenas per core) keeps the memory of ended
+/// sessions resident in a long-running server. Returns only when that cannot be done (the
+/// server then runs without the limit).
+#[cfg(target_os = "linux")]
+fn limit_malloc_arenas() {
+    use std::os::unix::process::CommandExt as _;
+    if std::env::var_os("MALLOC_ARENA_MAX").is_some() {
+        return;
+    }
+    let Ok(exe) = std::env::current_exe() else {
+        return;
+    };
+    let err = std::process::Command::new(exe)
+        .args(std::env::args_os().skip(1))
+        .env("MALLOC_ARENA_MAX", "2")
+        .exec();
+    eprintln!("agent-tools: cannot limit the allocator's arenas ({err}); serving without");
 }
 
 /// What a command runs in: the context, the pool (which follows the tool lists of the MCP

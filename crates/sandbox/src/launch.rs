@@ -414,7 +414,12 @@ impl Launch {
         }
         for b in policy.binds() {
             match b {
-                Bind::ReadOnly(p) | Bind::Missing(p, _) => a.bind("--ro-bind", p, p),
+                // An entry protected when the policy was made may be gone at a later launch:
+                // another process removed it (sessions sharing a home or a project share its
+                // placeholders, and the last one out removes them). Bubblewrap must still
+                // start. Placeholders are made again just before each launch; one removed in
+                // the moment between is not bound in that launch.
+                Bind::ReadOnly(p) | Bind::Missing(p, _) => a.bind("--ro-bind-try", p, p),
                 Bind::Pinned(p) | Bind::Writable(p) => a.bind("--bind", p, p),
             }
         }

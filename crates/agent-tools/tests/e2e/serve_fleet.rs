@@ -885,3 +885,23 @@ fn generated_bad_inputs_over_http_get_json_rpc_answers() {
     let stderr = server.stderr();
     assert!(!stderr.contains("panicked"), "a panic: {stderr}");
 }
+
+/// A server limits glibc's arenas itself, so that the memory of ended sessions goes back:
+/// it starts again with `MALLOC_ARENA_MAX=2` (same process, same descriptors) and serves.
+#[test]
+fn serve_limits_the_allocators_arenas_itself() {
+    let project = Project::new(&[]);
+    let server = Server::start(&project, &[]);
+    let environ = std::fs::read(format!("/proc/{}/environ", server.pid())).expect("environ");
+    assert!(
+        environ
+            .split(|b| *b == 0)
+            .any(|v| v == b"MALLOC_ARENA_MAX=2"),
+        "{}",
+        String::from_utf8_lossy(&environ).replace('\0', "\n")
+    );
+    assert_eq!(
+        healthz(&server.authority, Duration::from_secs(10)),
+        Some(200)
+    );
+}
