@@ -291,3 +291,13 @@ pub fn filenames(line: &Value) -> Vec<String> {
         .map(|f| f.as_str().expect("a file name").to_owned())
         .collect()
 }
+
+/// Peak resident memory of process `pid`, in KiB (VmHWM).
+pub(crate) fn peak_rss_kib(pid: u32) -> u64 {
+    std::fs::read_to_string(format!("/proc/{pid}/status"))
+        .unwrap_or_default()
+        .lines()
+        .find_map(|l| l.strip_prefix("VmHWM:"))
+        .and_then(|v| v.split_whitespace().next()?.parse().ok())
+        .unwrap_or(0)
+}

@@ -11,7 +11,7 @@ use std::process::{Command, Stdio};
 
 use serde_json::{Value, json};
 
-use crate::{Project, binary, text};
+use crate::{Project, binary, peak_rss_kib, text};
 
 /// A stdio MCP server: tools `ro`, `b__ro`, `big` (a reply of exactly `bytes` bytes, or
 /// nested `depth` levels deep counting the envelope), `notify` (sends `count`
@@ -253,15 +253,6 @@ fn replies_at_and_over_the_limits() {
         );
     }
     eprintln!("reply limit variants: {}", cases.len());
-}
-
-fn peak_rss_kib(pid: u32) -> u64 {
-    std::fs::read_to_string(format!("/proc/{pid}/status"))
-        .unwrap_or_default()
-        .lines()
-        .find_map(|l| l.strip_prefix("VmHWM:"))
-        .and_then(|v| v.split_whitespace().next()?.parse().ok())
-        .unwrap_or(0)
 }
 
 /// A 300 MB reply against a 1 MiB cap, and one just over the 64 MiB default: the call ends

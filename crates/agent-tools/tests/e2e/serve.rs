@@ -84,6 +84,9 @@ pub(crate) struct HttpServer {
     pub(crate) token: Option<(String, std::path::PathBuf)>,
     /// The lines on stderr before the address line (warnings, notices)
     pub(crate) notices: Vec<String>,
+    /// The lines on stderr after the address line, as they come (drained so that the server
+    /// never blocks on a full pipe)
+    pub(crate) stderr: std::sync::Arc<std::sync::Mutex<Vec<String>>>,
 }
 
 impl HttpServer {
@@ -156,13 +159,19 @@ impl HttpServer {
                 let token = std::fs::read_to_string(&path).expect("the token file");
                 (token.trim().to_owned(), path)
             });
-        // Keep draining stderr so the server never blocks on a full pipe.
-        std::thread::spawn(move || for _ in lines {});
+        let stderr = std::sync::Arc::new(std::sync::Mutex::new(Vec::new()));
+        let kept = std::sync::Arc::clone(&stderr);
+        std::thread::spawn(move || {
+            for line in lines.map_while(Result::ok) {
+                kept.lock().expect("stderr lines").push(line);
+            }
+        });
         HttpServer {
             child,
             url,
             token,
             notices,
+            stderr,
         }
     }
 

@@ -9,76 +9,33 @@
 
 use std::io::{BufRead, BufReader, Read, Write};
 use std::net::TcpStream;
-use std::process::{Child, Command, Stdio};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 use serde_json::{Value, json};
 
+use crate::Project;
+use crate::serve::HttpServer;
 use crate::serve_eras::{marker, survivors, wait_for_process};
 use crate::serve_http::{Conn, Response, modern};
-use crate::{Project, binary};
 
-/// A server whose standard error is kept, to look for panics.
+/// A server on a free loopback port, without authentication (`--no-auth`: these tests are
+/// about what happens before and beside it), whose standard error is kept to look for
+/// panics.
 struct Server {
-    child: Child,
+    inner: HttpServer,
     authority: String,
-    stderr: Arc<Mutex<Vec<String>>>,
 }
 
 impl Server {
-    /// A server on a free loopback port, without authentication (`--no-auth`: these tests
-    /// are about what happens before and beside it).
     fn start(project: &Project, extra: &[&str]) -> Self {
-        let mut child = Command::new(binary())
-            .args([
-                "--cwd",
-                project.root_str(),
-                "serve",
-                "--http",
-                "127.0.0.1:0",
-                "--no-auth",
-            ])
-            .args(extra)
-            .env("AGENT_TOOLS_HOME", project.home())
-            .env("HOME", project.home())
-            .stdin(Stdio::null())
-            .stdout(Stdio::null())
-            .stderr(Stdio::piped())
-            .spawn()
-            .expect("spawn agent-tools serve --http");
-        let mut lines = BufReader::new(child.stderr.take().expect("stderr")).lines();
-        // The line naming the address (after what `--no-auth` says).
-        let mut seen = Vec::new();
-        let authority = loop {
-            let line = lines
-                .next()
-                .unwrap_or_else(|| panic!("no URL in {seen:?}"))
-                .expect("readable");
-            if let Some(url) = line
-                .split_whitespace()
-                .find_map(|w| w.strip_prefix("http://"))
-            {
-                break url.trim_end_matches("/mcp").to_owned();
-            }
-            seen.push(line);
-        };
-        let stderr = Arc::new(Mutex::new(Vec::new()));
-        let kept = Arc::clone(&stderr);
-        std::thread::spawn(move || {
-            for line in lines.map_while(Result::ok) {
-                kept.lock().expect("stderr lines").push(line);
-            }
-        });
-        Server {
-            child,
-            authority,
-            stderr,
-        }
+        let inner = HttpServer::start(project, extra);
+        let authority = inner.authority().to_owned();
+        Server { inner, authority }
     }
 
     fn pid(&self) -> u32 {
-        self.child.id()
+        self.inner.child.id()
     }
 
     /// Descriptors the server holds open.
@@ -87,7 +44,16 @@ impl Server {
     }
 
     fn stderr(&self) -> String {
-        self.stderr.lock().expect("stderr lines").join("\n")
+        let mut lines = self.inner.notices.clone();
+        lines.extend(
+            self.inner
+                .stderr
+                .lock()
+                .expect("stderr lines")
+                .iter()
+                .cloned(),
+        );
+        lines.join("\n")
     }
 
     fn terminate(&self) {
@@ -96,13 +62,6 @@ impl Server {
             rustix::process::Signal::TERM,
         )
         .expect("SIGTERM");
-    }
-}
-
-impl Drop for Server {
-    fn drop(&mut self) {
-        let _ = self.child.kill();
-        let _ = self.child.wait();
     }
 }
 
@@ -635,7 +594,7 @@ fn sigterm_drains_with_503_on_healthz_and_on_kept_alive_connections() {
     let deadline = Instant::now() + Duration::from_secs(60);
     let mut status = None;
     while status.is_none() && Instant::now() < deadline {
-        status = server.child.try_wait().expect("status");
+        status = server.inner.child.try_wait().expect("status");
         std::thread::sleep(Duration::from_millis(50));
     }
     assert!(

@@ -13,7 +13,7 @@ use test_support::peers::peer;
 
 use crate::serve::{HttpServer, inspector};
 use crate::serve_eras::{marker, survivors, wait_for_process};
-use crate::{Project, binary};
+use crate::{Project, binary, peak_rss_kib};
 
 /// One HTTP response.
 #[derive(Debug)]
@@ -716,16 +716,6 @@ fn malformed_messages_get_json_rpc_errors_on_both_transports() {
     assert_eq!(answers[0]["error"]["code"], -32700, "{answers:#?}");
     assert_eq!(answers[1]["error"]["code"], -32602, "{answers:#?}");
     assert_eq!(answers[1]["id"], 7, "{answers:#?}");
-}
-
-/// Peak resident memory of process `pid`, in KiB (VmHWM).
-fn peak_rss_kib(pid: u32) -> u64 {
-    std::fs::read_to_string(format!("/proc/{pid}/status"))
-        .unwrap_or_default()
-        .lines()
-        .find_map(|l| l.strip_prefix("VmHWM:"))
-        .and_then(|v| v.split_whitespace().next()?.parse().ok())
-        .unwrap_or(0)
 }
 
 #[test]
