@@ -310,7 +310,7 @@ const TABLES: &[(&[&str], Style, &str)] = &[
     (&["git"], GIT_GLOBAL, r"
 -v --version
 -h --help
--C=
+-C= opaque
 -c= opaque
 --exec-path=? opaque
 --html-path

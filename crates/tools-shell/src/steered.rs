@@ -140,25 +140,21 @@ pub fn package_scripts(analysis: &mut Analysis, cwd: &Path) {
 /// Adds to `analysis` what files in the project make its programs run, for a line that
 /// runs in `cwd`.
 pub fn check(analysis: &mut Analysis, cwd: &Path) {
-    let programs: Vec<(String, Vec<String>)> = analysis
+    let programs: Vec<String> = analysis
         .candidates()
         .iter()
         .filter_map(|c| {
-            let words = &c.command().words;
-            let first = words.first().filter(|w| w.known)?;
-            Some((
-                base_name(&first.text).to_owned(),
-                words.iter().map(|w| w.text.clone()).collect(),
-            ))
+            let first = c.command().words.first().filter(|w| w.known)?;
+            Some(base_name(&first.text).to_owned())
         })
         .collect();
     let mut found: Vec<Unresolved> = Vec::new();
-    if programs.iter().any(|(n, _)| n == "git")
+    if programs.iter().any(|n| n == "git")
         && let Some(why) = git_steered(cwd)
     {
         found.push(Unresolved::new(why, "git"));
     }
-    for (name, _) in &programs {
+    for name in &programs {
         if matches!(
             name.as_str(),
             "cargo"
@@ -218,11 +214,14 @@ fn git_dir(cwd: &Path) -> Option<PathBuf> {
 fn git_steered(cwd: &Path) -> Option<String> {
     let dir = git_dir(cwd)?;
     let mut files = vec![dir.join("config"), dir.join("config.worktree")];
-    // A linked worktree's git directory has a `commondir` holding the shared config.
+    let mut hook_dirs = vec![dir.join("hooks")];
+    // A linked worktree's git directory has a `commondir` holding the shared config, and
+    // the hooks git runs there.
     if let Some(common) = read_small(&dir.join("commondir")) {
         let common = dir.join(common.trim());
         files.push(common.join("config"));
         files.push(common.join("config.worktree"));
+        hook_dirs.push(common.join("hooks"));
     }
     for file in files {
         if !file.exists() {
@@ -245,8 +244,7 @@ fn git_steered(cwd: &Path) -> Option<String> {
             ));
         }
     }
-    let hooks = dir.join("hooks");
-    if let Ok(entries) = std::fs::read_dir(&hooks) {
+    for entries in hook_dirs.iter().filter_map(|h| std::fs::read_dir(h).ok()) {
         for e in entries.flatten() {
             let name = e.file_name().to_string_lossy().into_owned();
             if name.ends_with(".sample") {
@@ -339,10 +337,7 @@ fn rust_steered(cwd: &Path, name: &str) -> Option<String> {
                     p.display()
                 ));
             };
-            if text.lines().any(|l| {
-                let l = l.trim();
-                l.starts_with("path") && l[4..].trim_start().starts_with('=')
-            }) {
+            if toolchain_names_a_path(&text) {
                 return Some(format!(
                     "`{name}` runs the toolchain {} names by path, a program of the project",
                     p.display()
@@ -373,8 +368,32 @@ fn rust_steered(cwd: &Path, name: &str) -> Option<String> {
     None
 }
 
+/// Whether a `rust-toolchain.toml` (or `rust-toolchain`) names a toolchain by path, read
+/// as rustup reads it (inline tables, quoted and escaped keys included). A legacy
+/// `rust-toolchain` holding only a channel name is not TOML and names none; anything else
+/// that does not parse counts as naming one: a wrong guess then costs a question.
+fn toolchain_names_a_path(text: &str) -> bool {
+    match text.parse::<toml::Table>() {
+        Ok(doc) => match doc.get("toolchain") {
+            None => false,
+            Some(toml::Value::Table(t)) => t.contains_key("path"),
+            // Not a table: rustup refuses the file; count it.
+            Some(_) => true,
+        },
+        Err(_) => {
+            let line = text.trim();
+            !(line.lines().count() <= 1
+                && line
+                    .chars()
+                    .all(|c| c.is_ascii_alphanumeric() || matches!(c, '-' | '.' | '_')))
+        }
+    }
+}
+
 /// A key of a cargo configuration file that names a program (or an alias, which can run
-/// one).
+/// one), found by parsing the file as cargo does: inline tables, dotted, quoted and
+/// escaped keys all reach the same names. A file that does not parse counts as naming one
+/// (cargo would refuse it anyway; a wrong guess then costs a question).
 fn cargo_program_key(text: &str) -> Option<String> {
     const KEYS: &[&str] = &[
         "runner",
@@ -387,27 +406,28 @@ fn cargo_program_key(text: &str) -> Option<String> {
         "global-credential-providers",
         "path",
     ];
-    let mut section = String::new();
-    for line in text.lines() {
-        let line = line.trim();
-        if let Some(h) = line.strip_prefix('[') {
-            section = h.trim_end_matches(']').trim().to_owned();
-            if section == "alias" || section.starts_with("alias.") {
-                return Some("[alias]".to_owned());
-            }
-            continue;
-        }
-        let key = line.split('=').next().unwrap_or_default().trim();
-        let last = key.rsplit('.').next().unwrap_or(key).trim_matches('"');
-        if KEYS.contains(&last) || key.starts_with("alias.") {
-            return Some(if section.is_empty() {
-                key.to_owned()
+    fn walk(table: &toml::Table, prefix: &str) -> Option<String> {
+        for (key, value) in table {
+            let name = if prefix.is_empty() {
+                key.clone()
             } else {
-                format!("{section}.{key}")
-            });
+                format!("{prefix}.{key}")
+            };
+            if (prefix.is_empty() && key == "alias") || KEYS.contains(&key.as_str()) {
+                return Some(name);
+            }
+            if let Some(inner) = value.as_table()
+                && let Some(found) = walk(inner, &name)
+            {
+                return Some(found);
+            }
         }
+        None
     }
-    None
+    match text.parse::<toml::Table>() {
+        Ok(doc) => walk(&doc, ""),
+        Err(_) => Some("(a file that does not parse as TOML)".to_owned()),
+    }
 }
 
 #[cfg(test)]
@@ -450,5 +470,42 @@ mod tests {
         );
         assert!(cargo_program_key("[alias]\nb = \"build\"\n").is_some());
         assert!(cargo_program_key("build.rustc = \"./r\"\n").is_some());
+        // Spellings cargo reads the same way.
+        for planted in [
+            "build = { rustc-wrapper = \"/tmp/w.sh\" }\n",
+            "target = { x = { runner = \"./r\" } }\n",
+            "alias = { b = \"build\" }\n",
+            "[alias] # c\nfmt = \"run\"\n",
+            "[\"alias\"]\nfmt = \"run\"\n",
+            "[build]\n\"rustc\\u002dwrapper\" = \"./w\"\n",
+            "[build\njobs = 2\n",
+        ] {
+            assert!(cargo_program_key(planted).is_some(), "{planted}");
+        }
+        assert_eq!(
+            cargo_program_key("[build]\njobs = 2\n[term]\ncolor = \"always\"\n"),
+            None
+        );
+    }
+
+    #[test]
+    fn toolchain_paths_in_every_spelling() {
+        for plain in [
+            "stable\n",
+            "1.95.0",
+            "[toolchain]\nchannel = \"stable\"\ncomponents = [\"clippy\"]\n",
+        ] {
+            assert!(!toolchain_names_a_path(plain), "{plain}");
+        }
+        for planted in [
+            "[toolchain]\npath = \"/p\"\n",
+            "toolchain = { path = \"/p\" }\n",
+            "toolchain.path = \"/p\"\n",
+            "[toolchain]\n\"p\\u0061th\" = \"/p\"\n",
+            "[toolchain] # c\npath = \"/p\"\n",
+            "[toolchain\npath = \"/p\"\n",
+        ] {
+            assert!(toolchain_names_a_path(planted), "{planted}");
+        }
     }
 }
