@@ -95,7 +95,7 @@ pub fn masks(
     if secrets {
         // Under `HOME` and under the account's own home (a changed `HOME` does not move the
         // account's credentials).
-        let account = account_home();
+        let account = tool_core::path::account_home();
         let mut homes: Vec<&Path> = scope.home.into_iter().chain(account.as_deref()).collect();
         homes.dedup();
         for home in homes {
@@ -137,7 +137,7 @@ pub fn masks(
         // Another sandbox's placeholder (a state directory that does not exist yet, in a home
         // inside a writable root) is empty, and goes when that sandbox ends.
         #[cfg(target_os = "linux")]
-        if crate::placeholder::is_marked(&p) {
+        if crate::placeholder::marked(&p) {
             continue;
         }
         narrow(&p, scope.keep, &mut out, 0);
@@ -153,22 +153,12 @@ pub fn masks(
     out
 }
 
-/// The home directory of the account running this process, from the password database.
-fn account_home() -> Option<PathBuf> {
-    let uid = rustix::process::getuid().as_raw().to_string();
-    let passwd = std::fs::read_to_string("/etc/passwd").ok()?;
-    passwd.lines().find_map(|l| {
-        let f: Vec<&str> = l.split(':').collect();
-        (f.len() >= 7 && f[2] == uid).then(|| PathBuf::from(f[5]))
-    })
-}
-
 /// The home directories of other users: the entries of `/home` and `/root`, except the
 /// user's own home (`home`, and the account's home in the password database) and what
 /// leads to them.
 pub fn other_homes(home: Option<&Path>) -> Vec<PathBuf> {
     let mut out = Vec::new();
-    let account = account_home();
+    let account = tool_core::path::account_home();
     let mine = |p: &Path| {
         [home, account.as_deref()]
             .into_iter()

@@ -139,11 +139,7 @@ pub fn is_placeholder(path: &Path, meta: &std::fs::Metadata, shape: Shape) -> bo
 
 /// Whether `path` carries the placeholder mark (of this process or another): an entry that
 /// goes away when the sandbox that made it ends.
-pub(crate) fn is_marked(path: &Path) -> bool {
-    marked(path)
-}
-
-fn marked(path: &Path) -> bool {
+pub(crate) fn marked(path: &Path) -> bool {
     let mut buf = [0_u8; 8];
     rustix::fs::lgetxattr(path, XATTR, &mut buf[..]).is_ok()
 }

@@ -440,18 +440,20 @@ impl SandboxPolicy {
         if let Some(h) = &home {
             read_only.extend(path::protected_home_categories(h));
         }
-        // A placeholder another sandbox made there (a home inside a writable root gets them)
-        // is not bound: it goes when that sandbox ends, and bubblewrap cannot bind what is
-        // gone. The protected names of the home are this policy's own placeholders instead.
-        let read_only: Vec<PathBuf> = read_only
+        #[cfg_attr(not(target_os = "linux"), allow(unused_mut))]
+        let mut read_only: Vec<PathBuf> = read_only
             .iter()
             .filter_map(|p| p.canonicalize().ok())
-            .filter(|p| !crate::placeholder::is_marked(p))
             .filter(|p| {
                 !extra.iter().any(|e| path::is_within(e, p))
                     && !working.iter().any(|w| path::is_within(w, p))
             })
             .collect();
+        // A placeholder another sandbox made there (a home inside a writable root gets them)
+        // is not bound: it goes when that sandbox ends, and bubblewrap cannot bind what is
+        // gone. The protected names of the home are this policy's own placeholders instead.
+        #[cfg(target_os = "linux")]
+        read_only.retain(|p| !crate::placeholder::marked(p));
         let binds = protect(&|| crate::protect::binds(&bases, &roots, &read_only));
         let mut keep = working.clone();
         keep.extend(roots.iter().cloned());

@@ -1198,6 +1198,31 @@ fn has_shell_flag(words: &[Word], start: usize) -> bool {
     })
 }
 
+/// The command a program runs for each path it finds (`find -exec`, `fd -x`), as an inner
+/// command: a word `filled` says the program fills with the path is unknown, and when that
+/// is the program itself, what runs is the files found (`spelled` names the option).
+fn run_per_path(
+    cmd: &SimpleCommand,
+    words: &[Word],
+    filled: impl Fn(&str) -> bool,
+    spelled: &str,
+    out: &mut Unwrapped,
+) {
+    let argv: Vec<Word> = words
+        .iter()
+        .map(|w| Word {
+            known: w.known && !filled(&w.text),
+            literal: w.literal && !filled(&w.text),
+            ..w.clone()
+        })
+        .collect();
+    if argv.first().is_some_and(|w| !w.known) {
+        out.opaque
+            .push(format!("{spelled} running the files it finds"));
+    }
+    inner_argv(cmd, &argv, out);
+}
+
 fn inner_argv(cmd: &SimpleCommand, words: &[Word], out: &mut Unwrapped) {
     if words.is_empty() {
         return;
@@ -1397,25 +1422,13 @@ fn find_exec(cmd: &SimpleCommand, name: &str, out: &mut Unwrapped) {
                 end += 1;
             }
             out.issues.push(format!("`{name} {t}`"));
-            let argv: Vec<Word> = words[start..end]
-                .iter()
-                .map(|w| {
-                    if w.text.contains("{}") {
-                        Word {
-                            known: false,
-                            literal: false,
-                            ..w.clone()
-                        }
-                    } else {
-                        w.clone()
-                    }
-                })
-                .collect();
-            if argv.first().is_some_and(|w| !w.known) {
-                out.opaque
-                    .push(format!("`{name} {t}` running the files it finds"));
-            }
-            inner_argv(cmd, &argv, out);
+            run_per_path(
+                cmd,
+                &words[start..end],
+                |w| w.contains("{}"),
+                &format!("`{name} {t}`"),
+                out,
+            );
             i = end;
         } else if name == "find" && t.starts_with("-fprint") || t == "-fls" {
             out.issues.push(format!("`find {t}` writes a file"));
@@ -2087,26 +2100,13 @@ fn tabled_options(
             out.issues
                 .push(format!("`{name} {}` runs a command", f.spelled));
             // fd fills `{}`, `{/}`, `{//}`, `{.}`, `{/.}` with each path it finds.
-            let argv: Vec<Word> = f
-                .words
-                .iter()
-                .map(|w| {
-                    if w.text.contains('{') {
-                        Word {
-                            known: false,
-                            literal: false,
-                            ..w.clone()
-                        }
-                    } else {
-                        w.clone()
-                    }
-                })
-                .collect();
-            if argv.first().is_some_and(|w| !w.known) {
-                out.opaque
-                    .push(format!("`{name} {}` running the files it finds", f.spelled));
-            }
-            inner_argv(cmd, &argv, out);
+            run_per_path(
+                cmd,
+                &f.words,
+                |w| w.contains('{'),
+                &format!("`{name} {}`", f.spelled),
+                out,
+            );
             continue;
         }
         if f.has(Effect::Run) {

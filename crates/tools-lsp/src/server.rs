@@ -410,7 +410,7 @@ impl Server {
             hold,
         } = started;
         let pid = child.id();
-        let sandboxed = !description.starts_with("none");
+        let sandboxed = prepared.launch.policy().is_some();
         let root_uri = path_to_uri(root)?;
         let (diag_tx, _) = watch::channel(0);
         let shared = Arc::new(Shared {
