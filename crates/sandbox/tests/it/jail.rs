@@ -474,15 +474,22 @@ const READERS: &[&str] = &[
 #[tokio::test]
 async fn secrets_stay_hidden() {
     // A home directory of its own (the default credential stores live there) and a state
-    // directory: in a child run with HOME set.
-    let home = tempfile::tempdir().unwrap();
+    // directory: in a child run with HOME set. Both outside /tmp, which the jail replaces
+    // with an empty one: there the secrets would be absent whether masked or not.
+    let outside_tmp = || {
+        tempfile::Builder::new()
+            .prefix("agent-tools-secrets-")
+            .tempdir_in("/var/tmp")
+            .unwrap()
+    };
+    let home = outside_tmp();
     let home_path = home.path().canonicalize().unwrap();
     let home_str = home_path.display().to_string();
     if !in_child("jail::secrets_stay_hidden", &[("HOME", &home_str)]) {
         return;
     }
     let home = std::path::PathBuf::from(std::env::var("HOME").unwrap());
-    let state = tempfile::tempdir().unwrap();
+    let state = outside_tmp();
     let mut secrets: Vec<(std::path::PathBuf, String)> = Vec::new();
     let plant =
         |secrets: &mut Vec<(std::path::PathBuf, String)>, path: std::path::PathBuf, n: usize| {

@@ -136,6 +136,8 @@ async fn a_server_runs_in_the_workspace_sandbox() {
     }
     assert!(!root.join(".git/hooks/pre-commit").exists(), "{report}");
     assert!(report.contains("no network"), "{report}");
+    // Nothing of the home's credential stores was read.
+    assert!(!report.contains("key "), "{report}");
     assert_eq!(reached.load(Ordering::SeqCst), 0, "{report}");
     assert!(!report.contains("AGENT_TOOLS_"), "{report}");
     servers.shutdown().await;
