@@ -148,18 +148,11 @@ impl TestHome {
         })
     }
 
-    /// Creates the home empty (anything left under its name goes first) but for the state
-    /// directory `.agent-tools`, as any session leaves it. The home is in the temporary
-    /// directory, inside every sandbox's writable roots, and the tests share it: without the
-    /// state directory, each test's sandbox would put a placeholder where it belongs, which
-    /// another test's sandbox, started meanwhile, takes for the real one and binds, and
-    /// finds gone when it starts.
+    /// Creates the home empty (anything left under its name goes first).
     fn create(&self) -> Result<()> {
         self.remove();
-        let state = self.home.join(".agent-tools");
-        fs::create_dir_all(&state).with_context(|| format!("cannot create {}", state.display()))?;
-        fs::set_permissions(&state, std::os::unix::fs::PermissionsExt::from_mode(0o700))
-            .with_context(|| format!("cannot make {} private", state.display()))
+        fs::create_dir_all(&self.home)
+            .with_context(|| format!("cannot create {}", self.home.display()))
     }
 
     fn remove(&self) {

@@ -472,17 +472,14 @@ fn ensure_linux(dir: &Path, dry_run: bool) -> Result<Outcome> {
     if !Path::new(LINUX_TARBALL).is_file() {
         if !is_root() || which("apt-get").is_none() {
             let note = format!(
-                "{LINUX_TARBALL} is missing and apt-get cannot install it here (it needs root);                  install the Debian package `linux-source-6.1` to run the search index's                  Linux-tree tests and benchmarks"
+                "{LINUX_TARBALL} is missing and apt-get cannot install it here (it needs root); \
+                 install the Debian package `linux-source-6.1` to run the search index's \
+                 Linux-tree tests and benchmarks"
             );
             println!("peers: linux: note: {note}");
             return Ok(Outcome::Skipped(note));
         }
-        commands.push(Cmd::new("apt-get").arg("update"));
-        commands.push(
-            Cmd::new("apt-get")
-                .args(["install", "-y", "linux-source-6.1"])
-                .env("DEBIAN_FRONTEND", "noninteractive"),
-        );
+        commands.extend(apt_commands(&["linux-source-6.1"]));
     }
     let unpack_in = dir.join("linux");
     commands.push(
