@@ -97,13 +97,17 @@ fn time_parts(t: SystemTime) -> (i64, u32) {
     }
 }
 
-fn time_from(secs: i64, nanos: u32) -> SystemTime {
+/// The time `secs` and `nanos` after the epoch; `None` for one the system cannot hold (a
+/// damaged file that still passed its checksum).
+fn time_from(secs: i64, nanos: u32) -> Option<SystemTime> {
     let nanos = Duration::from_nanos(u64::from(nanos.min(999_999_999)));
+    let whole = Duration::from_secs(secs.unsigned_abs());
     if secs >= 0 {
-        SystemTime::UNIX_EPOCH + Duration::from_secs(secs.unsigned_abs()) + nanos
+        SystemTime::UNIX_EPOCH.checked_add(whole)
     } else {
-        SystemTime::UNIX_EPOCH - Duration::from_secs(secs.unsigned_abs()) + nanos
-    }
+        SystemTime::UNIX_EPOCH.checked_sub(whole)
+    }?
+    .checked_add(nanos)
 }
 
 fn zigzag(v: i64) -> u64 {
@@ -148,7 +152,10 @@ pub fn save(path: &Path, contents: &Contents, postings: &Postings) -> Result<u64
         .file_name()
         .map(|n| n.to_string_lossy().into_owned())
         .unwrap_or_default();
-    let tmp = dir.join(format!(".{name}.tmp-{}", std::process::id()));
+    // Two saves of one process (two services of one project) never share a temporary file.
+    static SAVES: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(0);
+    let n = SAVES.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+    let tmp = dir.join(format!(".{name}.tmp-{}-{n}", std::process::id()));
     let io = |e: std::io::Error| IndexError::Io {
         path: tmp.clone(),
         source: e,
@@ -392,19 +399,23 @@ impl IndexFile {
         let dir_count = word(16) as usize;
         let gram_count = word(20) as usize;
         let always_count = word(24) as usize;
+        let bad = || corrupt(path, "malformed section");
         let built = time_from(
             i64::from_le_bytes(header[32..40].try_into().unwrap_or_default()),
             0,
-        );
-
-        let bad = || corrupt(path, "malformed section");
+        )
+        .ok_or_else(bad)?;
         let docs_bytes = section(1);
         let mut at = 0;
         let mut docs = Vec::with_capacity(doc_count.min(docs_bytes.len()));
         for _ in 0..doc_count {
             let len = usize::try_from(read_varint(docs_bytes, &mut at).ok_or_else(bad)?)
                 .map_err(|_| bad())?;
-            let rel: Box<[u8]> = docs_bytes.get(at..at + len).ok_or_else(bad)?.into();
+            let rel: Box<[u8]> = at
+                .checked_add(len)
+                .and_then(|end| docs_bytes.get(at..end))
+                .ok_or_else(bad)?
+                .into();
             at += len;
             let secs = unzigzag(read_varint(docs_bytes, &mut at).ok_or_else(bad)?);
             let nanos = u32::try_from(read_varint(docs_bytes, &mut at).ok_or_else(bad)?)
@@ -420,7 +431,7 @@ impl IndexFile {
             docs.push(Doc {
                 rel,
                 meta: DocMeta {
-                    mtime: time_from(secs, nanos),
+                    mtime: time_from(secs, nanos).ok_or_else(bad)?,
                     size,
                     ino,
                     kind,
@@ -436,7 +447,11 @@ impl IndexFile {
         for _ in 0..dir_count {
             let len = usize::try_from(read_varint(dirs_bytes, &mut at).ok_or_else(bad)?)
                 .map_err(|_| bad())?;
-            let rel: Box<[u8]> = dirs_bytes.get(at..at + len).ok_or_else(bad)?.into();
+            let rel: Box<[u8]> = at
+                .checked_add(len)
+                .and_then(|end| dirs_bytes.get(at..end))
+                .ok_or_else(bad)?
+                .into();
             at += len;
             let skipped = read_varint(dirs_bytes, &mut at).ok_or_else(bad)?;
             dirs.push(DirEntry { rel, skipped });
@@ -445,15 +460,19 @@ impl IndexFile {
             return Err(bad());
         }
         let always_bytes = section(3);
-        if always_bytes.len() != always_count * 4 {
+        if Some(always_bytes.len()) != always_count.checked_mul(4) {
             return Err(bad());
         }
         let always: Vec<u32> = always_bytes
             .chunks_exact(4)
             .map(|c| u32::from_le_bytes([c[0], c[1], c[2], c[3]]))
             .collect();
+        // An id past the documents would be looked up later.
+        if always.iter().any(|&id| id as usize >= docs.len()) {
+            return Err(bad());
+        }
         let grams_bytes = section(4);
-        if grams_bytes.len() != gram_count * GRAM_ENTRY {
+        if Some(grams_bytes.len()) != gram_count.checked_mul(GRAM_ENTRY) {
             return Err(bad());
         }
         let post_len = lens[5];
@@ -534,5 +553,23 @@ impl IndexFile {
     /// Bytes of posting lists.
     pub fn postings_bytes(&self) -> u64 {
         self.post_len
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn extreme_times_never_panic() {
+        assert_eq!(
+            time_from(0, 5),
+            Some(SystemTime::UNIX_EPOCH + Duration::from_nanos(5))
+        );
+        assert!(time_from(-1, 0).is_some());
+        // Whether the system holds them depends on its time type; they never panic.
+        for secs in [i64::MAX, i64::MIN, i64::MAX - 1, i64::MIN + 1] {
+            let _ = time_from(secs, u32::MAX);
+        }
     }
 }

@@ -1,7 +1,7 @@
 //! Posting lists: for each trigram, the sorted ids of the documents that contain it.
 //!
-//! Built chunk by chunk ([`Postings::build`]): each thread reads 1,024 documents, collects
-//! their distinct trigrams ([`Extractor`]) as `gram << 10 | local id` words, sorts the words
+//! Built chunk by chunk ([`Postings::build`]): each thread reads 2,048 documents, collects
+//! their distinct trigrams ([`Extractor`]) as `gram << 11 | local id` words, sorts the words
 //! by trigram (a stable radix sort, so ids stay in order) and hands the chunk over; chunks
 //! are appended in order to one growing list per trigram, as varint deltas. Stored lists
 //! are either those deltas or, when smaller, a bitmap of the ids from the first one on.

@@ -228,11 +228,20 @@ fn any_of(set: &Set) -> GramQuery {
         return GramQuery::All;
     }
     set.iter().fold(GramQuery::Nothing, |acc, s| {
-        let all = s.windows(3).fold(GramQuery::All, |q, w| {
-            q.and(GramQuery::Gram(
-                u32::from(w[0]) << 14 | u32::from(w[1]) << 7 | u32::from(w[2]),
-            ))
-        });
+        // The AND of a string's trigrams, built at once (folding `and` one trigram at a time
+        // sorts the growing list each time: quadratic in a long literal).
+        let mut grams: Vec<GramQuery> = s
+            .windows(3)
+            .map(|w| {
+                GramQuery::Gram(u32::from(w[0]) << 14 | u32::from(w[1]) << 7 | u32::from(w[2]))
+            })
+            .collect();
+        grams.sort();
+        grams.dedup();
+        let all = match grams.len() {
+            1 => grams.pop().unwrap_or(GramQuery::All),
+            _ => GramQuery::And(grams),
+        };
         acc.or(all)
     })
 }
