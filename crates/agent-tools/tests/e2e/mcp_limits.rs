@@ -310,10 +310,12 @@ fn list_changed_notifications_are_coalesced() {
     let lines = run.lines();
     assert_eq!(lines.len(), 2, "{run:#?}");
     let listed: u64 = text(&lines[1]).trim().parse().expect("a count");
-    // The listing at start-up, one for the first notification, one for all the rest (and
-    // at most one more that was queued when the first ended).
+    // The listing at start-up, then one listing at a time while notifications arrive, each
+    // answering all that came while the one before ran: on a quiet machine 2 to 4, under
+    // heavy load (the flood arrives more slowly than a listing takes) a few more. A handler
+    // that listed per notification would list thousands of times.
     assert!(
-        (2..=4).contains(&listed),
+        (2..=50).contains(&listed),
         "{listed} listings for 20000 notifications"
     );
 }
