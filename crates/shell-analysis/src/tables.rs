@@ -2191,6 +2191,13 @@ const TABLES: &[(&[&str], Style, &str)] = &[
 --preallocate
 --dry-run -n
 --whole-file -W
+--no-whole-file --no-W
+--inc-recursive --i-r
+--no-inc-recursive --no-i-r
+--ignore-non-existing
+--insecure-links
+--confine-root=
+--compress-threads= --zt=
 --checksum-choice=
 --one-file-system -x
 --block-size= -B=
