@@ -73,7 +73,7 @@
 //!   with `croner`, one-shot and recurring, at most 50 jobs, 7-day expiry, durable jobs in
 //!   `.agent-tools/scheduled_tasks.json`, firing times jittered per job id) and the
 //!   `CronScheduler` that hands due prompts to a callback of the host.
-//! - [`tools`] returns the tools ready for a pool.
+//! - [`tools()`] returns the tools ready for a pool.
 //!
 //! Host services are looked up in the context's [`tool_core::Services`] as
 //! `Arc<dyn QuestionPrompter>`, `Arc<dyn UserMessageSink>`, `Arc<dyn AgentRunner>`,
@@ -101,122 +101,91 @@
 //! # }
 //! ```
 
-// Stores: data and persistence, no tool logic.
-mod catalog;
-mod frontmatter;
-mod inbox;
-mod plans;
-mod project;
-mod runs;
-mod store;
-#[cfg(feature = "v2-todo")]
-mod task_store;
-mod teams;
-mod worktrees;
-// Runners: the sub-agent runners and what they share.
-mod api_runner;
-mod command_runner;
-mod definitions;
-mod runner;
-mod runner_setup;
-// Tools: the TypedTool impls.
-mod agent;
-mod ask;
-mod brief;
-mod config;
-#[cfg(feature = "cron")]
-mod cron;
-mod plan;
-mod search;
-mod send_message;
-mod skill;
-#[cfg(feature = "v2-todo")]
-mod tasks;
-mod team;
-mod todo;
-mod worktree;
+mod runners;
+mod stores;
+mod tools;
 
 use std::sync::Arc;
 
-pub use agent::{
+pub use runners::api::{ApiRunner, MAX_TURNS};
+pub use tools::agent::{
     Agent, AgentInput, AgentMode, AgentModel, AgentOutput, CWD_WITH_ISOLATION, Isolation,
     TEAMMATE_TOOLS, TEAMMATES_CANNOT_SPAWN,
 };
-pub use api_runner::{ApiRunner, MAX_TURNS};
-pub use ask::{
+pub use tools::ask_user_question::{
     ASK_IN_AGENT, AskUserQuestion, AskUserQuestionInput, AskUserQuestionOutput, DECLINED,
     NOT_UNIQUE, QuestionMetadata,
 };
 // The questions and their prompters live in tool-core (so tools-mcp implements a prompter
 // without depending on this crate); re-exported under their former paths.
-pub use brief::{
-    Attachment, DELIVERED, MessageStatus, SendUserMessage, SendUserMessageInput, UserMessage,
-    UserMessageSink,
+pub use runners::agent_types::{
+    AGENT_DISALLOWED_TOOLS, ASYNC_AGENT_ALLOWED_TOOLS, AgentDefinition, builtin_agents,
+    load_agents, tools_for_agent,
 };
-pub use command_runner::{CommandRunner, MAX_COMMAND_OUTPUT};
-pub use config::{
+pub use runners::command::{CommandRunner, MAX_COMMAND_OUTPUT};
+pub use tool_core::{LinePrompter, Question, QuestionAnswers, QuestionOption, QuestionPrompter};
+pub use tools::config::{
     Config, ConfigInput, ConfigOutput, ConfigValue, SETTINGS, SettingKind, SettingSpec,
 };
 #[cfg(feature = "cron")]
-pub use cron::{
+pub use tools::cron::{
     CronCreate, CronCreateInput, CronDelete, CronDeleteInput, CronFire, CronJob, CronList,
     CronListEntry, CronListInput, CronScheduler, MAX_CRON_JOBS, MAX_RECURRING_JITTER,
     ONE_SHOT_EARLY, RECURRING_EXPIRY, RECURRING_JITTER_FRACTION, TOO_MANY_JOBS, cron_scheduler,
     fire_time, jitter, parse_cron,
 };
-pub use definitions::{
-    AGENT_DISALLOWED_TOOLS, ASYNC_AGENT_ALLOWED_TOOLS, AgentDefinition, builtin_agents,
-    load_agents, tools_for_agent,
+pub use tools::send_user_message::{
+    Attachment, DELIVERED, MessageStatus, SendUserMessage, SendUserMessageInput, UserMessage,
+    UserMessageSink,
 };
-pub use tool_core::{LinePrompter, Question, QuestionAnswers, QuestionOption, QuestionPrompter};
 
-pub use inbox::{InboxMessage, render_messages, take_inbox};
-pub use plan::{
+pub use runners::from_settings::runner_from_settings;
+pub use runners::{
+    AgentOutcome, AgentRequest, AgentRunner, AgentSettings, NO_OUTPUT, subagent_context,
+};
+pub use stores::mailbox::{InboxMessage, render_messages, take_inbox};
+pub use stores::plan_requests::{PlanRequest, plan_file};
+pub use stores::project::{PROJECT_PREFIX, review_project_definitions};
+pub use tools::plan_mode::{
     AllowedPrompt, AllowedPromptTool, ENTERED_PLAN_MODE, EnterPlanMode, EnterPlanModeInput,
     EnterPlanModeOutput, ExitPlanMode, ExitPlanModeInput, ExitPlanModeOutput, NOT_IN_PLAN_MODE,
     PLAN_APPROVED, PLAN_MODE_IN_AGENT, PLAN_QUESTION_LINES, PLAN_SUBMITTED,
 };
-pub use plans::{PlanRequest, plan_file};
-pub use project::{PROJECT_PREFIX, review_project_definitions};
-pub use runner::{
-    AgentOutcome, AgentRequest, AgentRunner, AgentSettings, NO_OUTPUT, subagent_context,
-};
-pub use runner_setup::runner_from_settings;
 
-pub use catalog::ToolCatalog;
-pub use search::{NO_MATCH, ToolSearch, ToolSearchInput, ToolSearchOutput, name_parts};
-pub use send_message::{
+pub use stores::catalog::ToolCatalog;
+pub use stores::git_worktrees::ActiveWorktree;
+pub use stores::state::AgentIdentity;
+#[cfg(feature = "v2-todo")]
+pub use stores::task_records::{
+    HIGH_WATER_MARK, TASK_LIST_ENV, TaskListId, TaskRecord, TaskState, TaskStore, TaskUpdateInput,
+    UpdateOutcome, UpdateStatus,
+};
+pub use stores::team_files::{TEAM_LEAD_NAME, TeamFile, TeamMember, TeamStore, TeammateIdentity};
+pub use tools::send_message::{
     EMPTY_RECIPIENT, MessageBody, NO_CROSS_SESSION, NO_STRUCTURED_BROADCAST,
     PLAN_REJECTION_NEEDS_FEEDBACK, PLAN_REQUEST_ID_REQUIRED, REJECTION_NEEDS_REASON,
     SHUTDOWN_RESPONSE_TO_LEAD, SUMMARY_REQUIRED, SendMessage, SendMessageInput, SendMessageOutput,
     StructuredMessage,
 };
-pub use skill::{
+pub use tools::skill::{
     SKILL_DESCRIPTION_CAP, SKILL_LISTING_BUDGET, Skill, SkillInfo, SkillInput, SkillOutput,
     SkillSource, list_skills, skill_listing,
 };
-pub use store::AgentIdentity;
 #[cfg(feature = "v2-todo")]
-pub use task_store::{
-    HIGH_WATER_MARK, TASK_LIST_ENV, TaskListId, TaskRecord, TaskState, TaskStore, TaskUpdateInput,
-    UpdateOutcome, UpdateStatus,
-};
-#[cfg(feature = "v2-todo")]
-pub use tasks::{
+pub use tools::task_list::{
     TaskCreate, TaskCreateInput, TaskGet, TaskGetInput, TaskList, TaskListInput, TaskUpdate,
 };
-pub use team::{
+pub use tools::team::{
     TeamCreate, TeamCreateInput, TeamCreateOutput, TeamDelete, TeamDeleteInput, TeamDeleteOutput,
 };
-pub use teams::{TEAM_LEAD_NAME, TeamFile, TeamMember, TeamStore, TeammateIdentity};
-pub use todo::{
+pub use tools::todo_write::{
     TODOS_MODIFIED, TodoItem, TodoStatus, TodoWrite, TodoWriteInput, TodoWriteOutput, current_todos,
 };
-pub use worktree::{
+pub use tools::tool_search::{NO_MATCH, ToolSearch, ToolSearchInput, ToolSearchOutput, name_parts};
+pub use tools::worktree::{
     ALREADY_IN_WORKTREE, EnterWorktree, EnterWorktreeInput, ExitAction, ExitWorktree,
     ExitWorktreeInput, ExitWorktreeOutput, MAX_WORKTREE_NAME, NO_WORKTREE_SESSION,
 };
-pub use worktrees::ActiveWorktree;
 
 /// What a host gives the agent tools; every part is optional.
 #[derive(Clone, Default)]

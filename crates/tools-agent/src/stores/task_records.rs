@@ -13,7 +13,7 @@ use serde::{Deserialize, Serialize};
 use serde_json::{Map, Value};
 use tool_core::{ToolContext, ToolError};
 
-use crate::store::{lock_file, lock_file_shared, read_json, safe_component, write_json};
+use crate::stores::state::{lock_file, lock_file_shared, read_json, safe_component, write_json};
 
 /// The environment variable that names the task list, so separate sessions share one.
 pub const TASK_LIST_ENV: &str = "AGENT_TOOLS_TASK_LIST_ID";
@@ -114,7 +114,7 @@ impl TaskStore {
                     .filter(|s| !s.trim().is_empty())
             })
             // A team's lead and teammates share the team's list.
-            .or_else(|| crate::teams::sender(ctx).map(|(team, _)| team))
+            .or_else(|| crate::stores::team_files::sender(ctx).map(|(team, _)| team))
             .unwrap_or_else(|| ctx.session_id().to_owned());
         TaskStore::open(
             ctx.private_state_dir()
@@ -191,7 +191,10 @@ impl TaskStore {
             metadata,
         };
         write_json(&self.task_path(&task.id), &task)?;
-        crate::store::write_atomic(&self.dir.join(HIGH_WATER_MARK), id.to_string().as_bytes())?;
+        crate::stores::state::write_atomic(
+            &self.dir.join(HIGH_WATER_MARK),
+            id.to_string().as_bytes(),
+        )?;
         Ok(task)
     }
 

@@ -10,8 +10,10 @@ use tool_core::{
     ValidationResult,
 };
 
-use crate::store::session;
-use crate::worktrees::{ActiveWorktree, create_worktree, pending_work, remove_worktree};
+use crate::stores::git_worktrees::{
+    ActiveWorktree, create_worktree, pending_work, remove_worktree,
+};
+use crate::stores::state::session;
 
 /// The longest worktree name.
 pub const MAX_WORKTREE_NAME: usize = 64;

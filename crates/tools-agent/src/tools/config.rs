@@ -15,7 +15,7 @@ use tool_core::{
     ToolResult, TrustReport, TypedTool, ValidationResult, is_person_only_setting,
 };
 
-use crate::store::write_atomic;
+use crate::stores::state::write_atomic;
 
 /// What kind of value a setting takes.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

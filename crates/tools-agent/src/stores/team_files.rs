@@ -9,7 +9,7 @@ use std::sync::Arc;
 use serde::{Deserialize, Serialize};
 use tool_core::{CancellationToken, ToolContext, ToolError};
 
-use crate::store::{
+use crate::stores::state::{
     agent_id, lock_file, now_ms, process_alive, read_json, safe_component, write_json,
 };
 
@@ -316,7 +316,7 @@ pub(crate) fn sender(ctx: &ToolContext) -> Option<(String, String)> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::inbox::InboxMessage;
+    use crate::stores::mailbox::InboxMessage;
     use serde_json::json;
 
     #[test]

@@ -120,7 +120,7 @@ pub(crate) struct AgentSession {
     /// The mode before EnterPlanMode
     pub pre_plan_mode: Mutex<Option<PermissionMode>>,
     /// The worktree EnterWorktree created in this session
-    pub worktree: Mutex<Option<crate::worktrees::ActiveWorktree>>,
+    pub worktree: Mutex<Option<crate::stores::git_worktrees::ActiveWorktree>>,
 }
 impl tool_core::Shared for AgentSession {}
 

@@ -14,14 +14,16 @@ use tool_core::{
     ToolError, ToolMeta, ToolResult, TypedTool, ValidationResult,
 };
 
-use crate::agent::{CheckedDir, check_agent_dir};
-use crate::definitions::{load_agents, tools_for_agent};
-use crate::inbox::{InboxMessage, TeamMessage};
-use crate::runner::{AgentRequest, AgentRunner, available_tools, finish_task, subagent_context_in};
-use crate::runs::{AgentRun, RunStore, resumable};
-use crate::store::{blocking, now_ms};
-use crate::team::with_inbox;
-use crate::teams::{TEAM_LEAD_NAME, TeamFile, TeamStore, sender, teammate};
+use crate::runners::agent_types::{load_agents, tools_for_agent};
+use crate::runners::{
+    AgentRequest, AgentRunner, available_tools, finish_task, subagent_context_in,
+};
+use crate::stores::mailbox::{InboxMessage, TeamMessage};
+use crate::stores::state::{blocking, now_ms};
+use crate::stores::team_files::{TEAM_LEAD_NAME, TeamFile, TeamStore, sender, teammate};
+use crate::stores::transcripts::{AgentRun, RunStore, resumable};
+use crate::tools::agent::{CheckedDir, check_agent_dir};
+use crate::tools::team::with_inbox;
 
 /// What a resumed agent's working directory is called in its permission question.
 const RESUMED_DIR: &str = "the stopped agent's working directory";

@@ -15,17 +15,19 @@ use tool_core::{
     ValidationResult,
 };
 
-use crate::definitions::{builtin_agents, load_agents, tools_for_agent};
-use crate::inbox::{InboxMessage, TeamMessage};
-use crate::runner::{
+use crate::runners::agent_types::{builtin_agents, load_agents, tools_for_agent};
+use crate::runners::{
     AgentRequest, AgentRunner, NO_OUTPUT, available_tools, finish_task, subagent_context_in,
 };
-use crate::runs::RunStore;
-use crate::store::{agent_id, blocking, now_ms, safe_component};
-use crate::teams::{
+use crate::stores::git_worktrees::{
+    ActiveWorktree, create_worktree, pending_work, remove_worktree,
+};
+use crate::stores::mailbox::{InboxMessage, TeamMessage};
+use crate::stores::state::{agent_id, blocking, now_ms, safe_component};
+use crate::stores::team_files::{
     TEAM_LEAD_NAME, TeamFile, TeamMember, TeamStore, TeammateIdentity, team_slug, teammate,
 };
-use crate::worktrees::{ActiveWorktree, create_worktree, pending_work, remove_worktree};
+use crate::stores::transcripts::RunStore;
 
 /// Input of Agent.
 ///

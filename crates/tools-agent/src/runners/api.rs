@@ -8,14 +8,14 @@ use async_trait::async_trait;
 use serde_json::{Value, json};
 use tool_core::{ToolCall, ToolContext, ToolError, ToolPool};
 
-use crate::inbox::{
+use crate::runners::{AgentOutcome, AgentRequest, AgentRunner, AgentSettings};
+use crate::stores::mailbox::{
     InboxMessage, TeamMessage, notify_idle, render_messages, take_mail, wait_for_mail,
 };
-use crate::plans::plan_file;
-use crate::runner::{AgentOutcome, AgentRequest, AgentRunner, AgentSettings};
-use crate::runs::{AgentRun, RunStore};
-use crate::store::blocking;
-use crate::teams::{TEAM_LEAD_NAME, TeammateIdentity, teammate};
+use crate::stores::plan_requests::plan_file;
+use crate::stores::state::blocking;
+use crate::stores::team_files::{TEAM_LEAD_NAME, TeammateIdentity, teammate};
+use crate::stores::transcripts::{AgentRun, RunStore};
 
 /// The most model turns of one API sub-agent run.
 pub const MAX_TURNS: usize = 100;
