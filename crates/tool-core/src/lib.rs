@@ -161,7 +161,7 @@ pub use schema::{
     Dialect, GEMINI_KEYWORDS, OPENAI_FORMATS, OPENAI_STRICT_KEYWORDS, ToolAnnotations, has_refs,
     schema_for, tool_declaration,
 };
-pub use settings::{PermissionSettings, Settings, SettingsLayer};
+pub use settings::{DisableBypass, PermissionSettings, Settings, SettingsLayer};
 pub use summariser::Summariser;
 pub use time::sleep_or_never;
 pub use tool::{

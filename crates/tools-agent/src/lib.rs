@@ -110,12 +110,15 @@ use std::sync::Arc;
 pub use stores::git_worktrees::ActiveWorktree;
 #[cfg(feature = "v2-todo")]
 pub use stores::task_records::{TaskRecord, TaskState, TaskUpdateInput};
-pub use tools::agent::{Agent, AgentInput, AgentMode, AgentModel, AgentOutput, Isolation};
+pub use tools::agent::{
+    Agent, AgentInput, AgentMode, AgentModel, AgentOutput, AgentStatus, Isolation,
+};
 pub use tools::ask_user_question::{
     AskUserQuestion, AskUserQuestionInput, AskUserQuestionOutput, DECLINED, QuestionMetadata,
 };
 pub use tools::config::{
-    Config, ConfigInput, ConfigOutput, ConfigValue, SETTINGS, SettingKind, SettingSpec,
+    Config, ConfigInput, ConfigOperation, ConfigOutput, ConfigValue, SETTINGS, SettingKind,
+    SettingSpec,
 };
 #[cfg(feature = "cron")]
 pub use tools::cron::{

@@ -173,8 +173,8 @@ pub struct AgentOutput {
     pub agent_id: String,
     /// The agent type
     pub agent_type: String,
-    /// "completed" or "async_launched"
-    pub status: String,
+    /// How the call ended: the agent ran, was launched in the background, or joined the team
+    pub status: AgentStatus,
     /// The final answer (empty when launched in the background)
     pub content: String,
     /// Tokens used
@@ -189,6 +189,18 @@ pub struct AgentOutput {
     /// The worktree the agent changed (kept for you to review or merge)
     #[serde(skip_serializing_if = "Option::is_none")]
     pub worktree: Option<PathBuf>,
+}
+
+/// How an Agent call ended (`status` of [`AgentOutput`]).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum AgentStatus {
+    /// The agent ran to its answer in the foreground
+    Completed,
+    /// The agent runs in the background as a task
+    AsyncLaunched,
+    /// The agent was spawned as a teammate
+    TeammateSpawned,
 }
 
 /// The Agent tool.
@@ -502,7 +514,7 @@ impl TypedTool for Agent {
             return Ok(ToolResult::ok(AgentOutput {
                 agent_id: info.id,
                 agent_type: definition.name,
-                status: "async_launched".to_owned(),
+                status: AgentStatus::AsyncLaunched,
                 content: String::new(),
                 total_tokens: 0,
                 tool_uses: 0,
@@ -552,7 +564,7 @@ impl TypedTool for Agent {
         Ok(ToolResult::ok(AgentOutput {
             agent_id,
             agent_type: definition.name,
-            status: "completed".to_owned(),
+            status: AgentStatus::Completed,
             content,
             total_tokens: outcome.total_tokens,
             tool_uses: outcome.tool_uses,
@@ -772,7 +784,7 @@ async fn spawn_teammate(
     Ok(ToolResult::ok(AgentOutput {
         agent_id,
         agent_type,
-        status: "teammate_spawned".to_owned(),
+        status: AgentStatus::TeammateSpawned,
         content: String::new(),
         total_tokens: 0,
         tool_uses: 0,
