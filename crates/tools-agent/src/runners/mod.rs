@@ -80,7 +80,7 @@ pub trait AgentRunner: Send + Sync {
     /// Runs one sub-agent to its final answer.
     async fn run(&self, request: AgentRequest) -> Result<AgentOutcome, ToolError>;
 }
-impl tool_core::Shared for dyn AgentRunner {}
+impl tool_core::ServiceType for dyn AgentRunner {}
 
 /// The `agent` settings section: `{"command": [...], "models": {"sonnet": "..."},
 /// "model": "...", "maxTokens": N}`.

@@ -26,7 +26,7 @@ const LOCK_FILE: &str = ".lock";
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct TaskListId(pub String);
 
-impl tool_core::Shared for TaskListId {}
+impl tool_core::ServiceType for TaskListId {}
 
 /// Where a task is.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]

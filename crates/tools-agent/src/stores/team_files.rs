@@ -293,7 +293,7 @@ pub struct TeammateIdentity {
     /// lead's mode when it spawned the teammate; default when that was plan)
     pub after_plan: tool_core::PermissionMode,
 }
-impl tool_core::Shared for TeammateIdentity {}
+impl tool_core::ServiceType for TeammateIdentity {}
 
 pub(crate) fn teammate(ctx: &ToolContext) -> Option<Arc<TeammateIdentity>> {
     ctx.services().get::<Arc<TeammateIdentity>>()

@@ -172,7 +172,7 @@ pub struct CronScheduler {
     /// stays approved (a file that was approved, or absent, when it was loaded)
     keep_approved: Option<(TrustStore, PathBuf, String)>,
 }
-impl tool_core::Shared for CronScheduler {}
+impl tool_core::ServiceType for CronScheduler {}
 
 impl CronScheduler {
     /// A scheduler whose durable jobs live in `durable_file` (loaded now).
