@@ -413,8 +413,7 @@ impl TypedTool for Agent {
                 let (cwd, name) = (ctx.cwd(), format!("agent-{}", safe_component(&agent_id)));
                 Some(
                     create_worktree(ctx.original_cwd(), &cwd, &name, "isolation: \"worktree\"")
-                        .await
-                        .map_err(ToolError::respond)?,
+                        .await?,
                 )
             }
             None => None,
