@@ -654,7 +654,7 @@ async fn schema(pool: &ToolPool, names: &[String], dialect: Dialect) -> Result<E
             .map(|n| pool.get(n).cloned().ok_or_else(|| unknown_tool(pool, n)))
             .collect::<Result<_>>()?
     };
-    let decls = registry::declarations(&selected, dialect).await;
+    let decls = tool_core::declarations(&selected, dialect).await;
     let mut out = std::io::stdout().lock();
     serde_json::to_writer_pretty(&mut out, &decls)?;
     out.write_all(b"\n")?;

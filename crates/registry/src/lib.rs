@@ -68,7 +68,7 @@ mod session;
 use std::collections::HashSet;
 use std::sync::{Arc, OnceLock};
 
-use tool_core::{Dialect, PermissionEngine, Tool, ToolPool};
+use tool_core::{PermissionEngine, Tool, ToolPool};
 
 #[cfg(feature = "lsp")]
 pub use checks::{LanguageServerCheck, language_servers};
@@ -176,16 +176,6 @@ impl ToolRegistry {
     pub fn pool(&self, permissions: &PermissionEngine, mcp_tools: Vec<Arc<dyn Tool>>) -> ToolPool {
         assemble_pool(self.base_tools(), mcp_tools, permissions)
     }
-}
-
-/// The declarations of `tools` for a model provider, in pool order: name, description and
-/// input schema in `dialect`'s shape. For the OpenAI Responses API a tool that also takes
-/// free-form text (codex's `apply_patch`) is declared twice, as a function tool and as a
-/// custom tool with its Lark grammar; a host sends the model one of the two (a custom
-/// tool's text input is the value of the function form's one string field). The same as
-/// [`tool_core::declarations`] and, for a whole pool, [`ToolPool::declarations`].
-pub async fn declarations(tools: &[Arc<dyn Tool>], dialect: Dialect) -> Vec<serde_json::Value> {
-    tool_core::declarations(tools, dialect).await
 }
 
 /// The tools of every category compiled in. Each category crate adds its `tools()` here

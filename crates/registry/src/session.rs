@@ -341,11 +341,8 @@ pub fn build_context(options: &SessionOptions) -> Result<ToolContext, ToolError>
         .unwrap_or_default();
     if mode == PermissionMode::BypassPermissions
         && let Some(layer) = layers.iter().find(|l| {
-            l.settings
-                .permissions
-                .disable_bypass_permissions_mode
-                .as_deref()
-                == Some("disable")
+            l.settings.permissions.disable_bypass_permissions_mode
+                == Some(tool_core::DisableBypass::Disable)
         })
     {
         return Err(ToolError::Settings {

@@ -64,7 +64,7 @@ pub fn sandbox_supervisor_entry() -> Option<ExitCode> {
         return None;
     }
     Some(match Config::from_args(args.collect()) {
-        Some(config) => Supervisor::new(config).run(),
+        Some(config) => SupervisorLoop::new(config).run(),
         None => {
             eprintln!(
                 "usage: {SUPERVISOR_ARG} BASH INLINE GRACE_MS (requests on a socket as stdin)"
@@ -153,7 +153,7 @@ const KILL_FOR: Duration = Duration::from_secs(5);
 /// How often a subreaper with commands running collects exited orphans.
 const REAP_EVERY: Duration = Duration::from_secs(1);
 
-struct Supervisor {
+struct SupervisorLoop {
     config: Config,
     jobs: Vec<Job>,
     cleaners: Vec<Cleaner>,
@@ -168,8 +168,8 @@ struct Supervisor {
     sweep: Sweep,
 }
 
-impl Supervisor {
-    fn new(config: Config) -> Supervisor {
+impl SupervisorLoop {
+    fn new(config: Config) -> SupervisorLoop {
         let init = std::fs::read_to_string("/proc/1/comm").unwrap_or_default();
         let sweep = if getpid().as_raw_nonzero().get() == 2 && init.trim_end() == "bwrap" {
             Sweep::Namespace
@@ -178,7 +178,7 @@ impl Supervisor {
             let _ = rustix::process::set_child_subreaper(Some(getpid()));
             Sweep::Descendants
         };
-        Supervisor {
+        SupervisorLoop {
             config,
             jobs: Vec::new(),
             cleaners: Vec::new(),

@@ -115,7 +115,7 @@ pub struct SandboxSettings {
     /// section)
     pub state_dir: Option<PathBuf>,
 }
-impl tool_core::Shared for SandboxSettings {}
+impl tool_core::ServiceType for SandboxSettings {}
 
 impl Default for SandboxSettings {
     fn default() -> Self {

@@ -213,7 +213,7 @@ pub fn fell_back() -> bool {
 type Pending = Mutex<HashMap<u64, oneshot::Sender<i32>>>;
 
 #[derive(Debug, Default)]
-struct Shared {
+struct ExitStatuses {
     pending: Pending,
     dead: AtomicBool,
 }
@@ -234,7 +234,7 @@ pub struct Supervisor {
     child: Mutex<Option<Child>>,
     /// The request socket (`None` once closed)
     socket: Mutex<Option<OwnedFd>>,
-    shared: Arc<Shared>,
+    shared: Arc<ExitStatuses>,
     next: AtomicU64,
     usage: Mutex<Use>,
     /// The instance's cgroup (memory and process limits), when the machine offers one
@@ -340,7 +340,7 @@ impl Supervisor {
         let pid = child.id().unwrap_or(0);
         let stdout = child.stdout.take();
         let mut stderr = child.stderr.take();
-        let shared = Arc::new(Shared::default());
+        let shared = Arc::new(ExitStatuses::default());
         let (ready_tx, ready_rx) = oneshot::channel();
         if let Some(stdout) = stdout {
             // A task, not a thread: the reply wakes the waiting call on the same worker.
@@ -637,7 +637,7 @@ impl Drop for Supervisor {
 /// (the supervisor died) every waiting call learns it through its closed channel.
 async fn read_replies(
     stdout: tokio::process::ChildStdout,
-    shared: &Shared,
+    shared: &ExitStatuses,
     ready: oneshot::Sender<()>,
 ) {
     use tokio::io::AsyncBufReadExt as _;

@@ -42,6 +42,11 @@ pub fn cut_middle(text: &str, cap: usize) -> String {
     )
 }
 
+/// A count with its noun: `1 file`, `3 files`; `one` for exactly one, else `many`.
+pub fn plural(n: usize, one: &str, many: &str) -> String {
+    format!("{n} {}", if n == 1 { one } else { many })
+}
+
 /// A human-readable size: `812B`, `12.3KB`, `4.5MB`.
 pub fn format_size(bytes: usize) -> String {
     if bytes < 1024 {

@@ -64,10 +64,10 @@ impl fmt::Debug for Services {
 
 /// A type the session's services may hold: the map refuses, at compile time, a type no
 /// crate declared, so a service cannot be stored under a type nothing reads. Shared
-/// services are `Arc<T>` for a `T` that is [`Shared`] (a trait object such as
+/// services are `Arc<T>` for a `T` that is [`ServiceType`] (a trait object such as
 /// `dyn PermissionPrompter`, or a settings value); a value kept as it is (a cheap handle)
 /// implements `Service` itself. A host's own type for its own tools opts in with
-/// `impl tool_core::Shared for MyThing {}` and is stored as `Arc<MyThing>`.
+/// `impl tool_core::ServiceType for MyThing {}` and is stored as `Arc<MyThing>`.
 ///
 /// ```compile_fail
 /// // A prompter stored under its own type, where the tools read `Arc<dyn PermissionPrompter>`,
@@ -96,28 +96,28 @@ impl fmt::Debug for Services {
 /// ```
 #[diagnostic::on_unimplemented(
     message = "`{Self}` is not a session service",
-    note = "store a trait object as `Arc<dyn Trait>` (or use the builder's typed method: `.prompter(..)`, `.question_prompter(..)`, `.allow_hint(..)`, or a crate's `install`) and a value as `Arc<Value>`; a host's own type opts in with `impl tool_core::Shared for MyType {{}}`"
+    note = "store a trait object as `Arc<dyn Trait>` (or use the builder's typed method: `.prompter(..)`, `.question_prompter(..)`, `.allow_hint(..)`, or a crate's `install`) and a value as `Arc<Value>`; a host's own type opts in with `impl tool_core::ServiceType for MyType {{}}`"
 )]
 pub trait Service: Send + Sync + 'static {}
 
 /// What may be shared as a service in an `Arc` (see [`Service`]).
 #[diagnostic::on_unimplemented(
     message = "`{Self}` is not a service type",
-    note = "a trait object goes in as `Arc<dyn Trait>`, not as `Arc<MyImpl>`; a host's own type opts in with `impl tool_core::Shared for MyType {{}}`"
+    note = "a trait object goes in as `Arc<dyn Trait>`, not as `Arc<MyImpl>`; a host's own type opts in with `impl tool_core::ServiceType for MyType {{}}`"
 )]
-pub trait Shared: Send + Sync + 'static {}
+pub trait ServiceType: Send + Sync + 'static {}
 
-impl<T: Shared + ?Sized> Service for Arc<T> {}
+impl<T: ServiceType + ?Sized> Service for Arc<T> {}
 
 // The services tool-core's own code and the other crates read, declared where the types
 // live: tool-core's here; each crate's beside its own types.
-impl Shared for dyn crate::PermissionPrompter {}
-impl Shared for dyn crate::QuestionPrompter {}
-impl Shared for dyn crate::AllowHint {}
-impl Shared for dyn crate::Summariser {}
-impl Shared for dyn WriteObserver {}
-impl Shared for Vec<crate::SettingsLayer> {}
-impl Shared for crate::TrustReport {}
+impl ServiceType for dyn crate::PermissionPrompter {}
+impl ServiceType for dyn crate::QuestionPrompter {}
+impl ServiceType for dyn crate::AllowHint {}
+impl ServiceType for dyn crate::Summariser {}
+impl ServiceType for dyn WriteObserver {}
+impl ServiceType for Vec<crate::SettingsLayer> {}
+impl ServiceType for crate::TrustReport {}
 impl Service for EventSink {}
 
 impl Services {
@@ -960,10 +960,10 @@ mod tests {
         assert!(!spilled.exists(), "{} is left", spilled.display());
     }
 
-    impl Shared for String {}
+    impl ServiceType for String {}
     impl Service for u32 {}
-    impl Shared for Mine {}
-    impl Shared for dyn Prompter {}
+    impl ServiceType for Mine {}
+    impl ServiceType for dyn Prompter {}
 
     #[test]
     fn services_are_typed() {

@@ -114,10 +114,12 @@ mod tool;
 mod trust;
 
 pub use atomic::{temp_file_name, temp_file_owner, temp_file_prefix, write_atomic};
-pub use budget::{ERROR_TEXT_CAP, PERSIST_THRESHOLD_CAP, PREVIEW_BYTES, cut_middle, format_size};
+pub use budget::{
+    ERROR_TEXT_CAP, PERSIST_THRESHOLD_CAP, PREVIEW_BYTES, cut_middle, format_size, plural,
+};
 pub use context::{
-    EventSink, PENDING_EVENTS, Progress, ProgressSink, Service, Services, SessionEvent, Shared,
-    ToolContext, ToolContextBuilder, WriteObserver, default_state_dir,
+    EventSink, PENDING_EVENTS, Progress, ProgressSink, Service, ServiceType, Services,
+    SessionEvent, ToolContext, ToolContextBuilder, WriteObserver, default_state_dir,
 };
 pub use error::ToolError;
 pub use exec::{
@@ -161,7 +163,7 @@ pub use schema::{
     Dialect, GEMINI_KEYWORDS, OPENAI_FORMATS, OPENAI_STRICT_KEYWORDS, ToolAnnotations, has_refs,
     schema_for, tool_declaration,
 };
-pub use settings::{PermissionSettings, Settings, SettingsLayer};
+pub use settings::{DisableBypass, PermissionSettings, Settings, SettingsLayer};
 pub use summariser::Summariser;
 pub use time::sleep_or_never;
 pub use tool::{

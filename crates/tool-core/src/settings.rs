@@ -9,6 +9,15 @@ use serde_json::{Map, Value};
 use crate::rule::{PermissionRule, RuleBehavior, RuleSource, RuleSourceKind, SourcedRule};
 use crate::{PermissionMode, ToolError};
 
+/// The one value of `permissions.disableBypassPermissionsMode`: `"disable"`, which forbids
+/// bypassPermissions mode (any other value is an error in the settings file).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum DisableBypass {
+    /// bypassPermissions mode cannot be entered
+    Disable,
+}
+
 /// The `permissions` section.
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase")]
@@ -30,7 +39,7 @@ pub struct PermissionSettings {
     pub additional_directories: Vec<String>,
     /// `"disable"` forbids bypassPermissions mode
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub disable_bypass_permissions_mode: Option<String>,
+    pub disable_bypass_permissions_mode: Option<DisableBypass>,
     /// Keys we do not use, kept so a rewrite loses nothing
     #[serde(flatten)]
     pub other: Map<String, Value>,

@@ -754,7 +754,7 @@ pub struct NamedByConfig {
     pub files: Vec<(PathBuf, PathBuf)>,
 }
 
-impl crate::Shared for NamedByConfig {}
+impl crate::ServiceType for NamedByConfig {}
 
 impl NamedByConfig {
     /// The configuration file that names `path` (canonical), if any.

@@ -9,7 +9,7 @@
 //! - [`EnterPlanMode`] / [`ExitPlanMode`]: switch the session's [`tool_core::PermissionMode`]
 //!   to plan and back (ExitPlanMode asks the user), with the plan in [`plan_file`].
 //! - [`AskUserQuestion`]: 1–4 multiple-choice questions, answered by the host's
-//!   [`QuestionPrompter`] (for example [`LinePrompter`] on a terminal) or by `answers` in the
+//!   [`tool_core::QuestionPrompter`] (for example [`tool_core::LinePrompter`] on a terminal) or by `answers` in the
 //!   input; refused clearly when nobody can answer.
 //! - [`SendUserMessage`] (alias `Brief`): a message with checked attachments, delivered to the
 //!   host's [`UserMessageSink`].
@@ -55,8 +55,7 @@
 //!   runs, and resumes a stopped agent in the background from its transcript plus the
 //!   message. The sync result's `agentId: X (use SendMessage with to: 'X' to continue this
 //!   agent)` is offered only when a transcript exists (not with the command runner).
-//! - [`SendMessage`], [`TeamCreate`], [`TeamDelete`] (deferred): teams and mailboxes in
-//!   [`TeamStore`] — `<state>/teams/<team>/config.json` and one `inboxes/<name>.json` per
+//! - [`SendMessage`], [`TeamCreate`], [`TeamDelete`] (deferred): teams and mailboxes — `<state>/teams/<team>/config.json` and one `inboxes/<name>.json` per
 //!   member, written atomically under file locks so several processes share them. A session
 //!   leads at most one team (its members start with `team-lead`); SendMessage goes to a
 //!   member's name or agent id, `*` (every member but the sender), with plain text and a
@@ -66,14 +65,14 @@
 //!   messages to their own results as a side message. TeamDelete refuses while a teammate
 //!   runs (a member whose process is gone no longer counts).
 //! - **Plan approval:** a teammate in plan mode calling ExitPlanMode sends its plan to the lead as
-//!   a `plan_approval_request` ([`PlanRequest`], pending in `plan_requests.json`) and stays in plan
+//!   a `plan_approval_request` (pending in `plan_requests.json`) and stays in plan
 //!   mode; the lead's `plan_approval_response` must name a pending request_id, rejecting needs
 //!   feedback, and approval switches the teammate to the mode it should have.
 //! - With feature `cron`: `CronCreate`, `CronDelete`, `CronList` (5-field expressions checked
 //!   with `croner`, one-shot and recurring, at most 50 jobs, 7-day expiry, durable jobs in
 //!   `.agent-tools/scheduled_tasks.json`, firing times jittered per job id) and the
 //!   `CronScheduler` that hands due prompts to a callback of the host.
-//! - [`tools`] returns the tools ready for a pool.
+//! - [`tools()`] returns the tools ready for a pool.
 //!
 //! Host services are looked up in the context's [`tool_core::Services`] as
 //! `Arc<dyn QuestionPrompter>`, `Arc<dyn UserMessageSink>`, `Arc<dyn AgentRunner>`,
@@ -101,122 +100,108 @@
 //! # }
 //! ```
 
-// Stores: data and persistence, no tool logic.
-mod catalog;
-mod frontmatter;
-mod inbox;
-mod plans;
-mod project;
-mod runs;
-mod store;
-#[cfg(feature = "v2-todo")]
-mod task_store;
-mod teams;
-mod worktrees;
-// Runners: the sub-agent runners and what they share.
-mod api_runner;
-mod command_runner;
-mod definitions;
-mod runner;
-mod runner_setup;
-// Tools: the TypedTool impls.
-mod agent;
-mod ask;
-mod brief;
-mod config;
-#[cfg(feature = "cron")]
-mod cron;
-mod plan;
-mod search;
-mod send_message;
-mod skill;
-#[cfg(feature = "v2-todo")]
-mod tasks;
-mod team;
-mod todo;
-mod worktree;
+mod runners;
+mod stores;
+mod tools;
 
 use std::sync::Arc;
 
-pub use agent::{
-    Agent, AgentInput, AgentMode, AgentModel, AgentOutput, CWD_WITH_ISOLATION, Isolation,
-    TEAMMATE_TOOLS, TEAMMATES_CANNOT_SPAWN,
+// The tools, each with its input and output types.
+pub use stores::git_worktrees::ActiveWorktree;
+#[cfg(feature = "v2-todo")]
+pub use stores::task_records::{TaskRecord, TaskState, TaskUpdateInput};
+pub use tools::agent::{
+    Agent, AgentInput, AgentMode, AgentModel, AgentOutput, AgentStatus, Isolation,
 };
-pub use api_runner::{ApiRunner, MAX_TURNS};
-pub use ask::{
-    ASK_IN_AGENT, AskUserQuestion, AskUserQuestionInput, AskUserQuestionOutput, DECLINED,
-    NOT_UNIQUE, QuestionMetadata,
+pub use tools::ask_user_question::{
+    AskUserQuestion, AskUserQuestionInput, AskUserQuestionOutput, DECLINED, QuestionMetadata,
 };
-// The questions and their prompters live in tool-core (so tools-mcp implements a prompter
-// without depending on this crate); re-exported under their former paths.
-pub use brief::{
-    Attachment, DELIVERED, MessageStatus, SendUserMessage, SendUserMessageInput, UserMessage,
-    UserMessageSink,
-};
-pub use command_runner::{CommandRunner, MAX_COMMAND_OUTPUT};
-pub use config::{
-    Config, ConfigInput, ConfigOutput, ConfigValue, SETTINGS, SettingKind, SettingSpec,
+pub use tools::config::{
+    Config, ConfigInput, ConfigOperation, ConfigOutput, ConfigValue, SETTINGS, SettingKind,
+    SettingSpec,
 };
 #[cfg(feature = "cron")]
-pub use cron::{
-    CronCreate, CronCreateInput, CronDelete, CronDeleteInput, CronFire, CronJob, CronList,
-    CronListEntry, CronListInput, CronScheduler, MAX_CRON_JOBS, MAX_RECURRING_JITTER,
-    ONE_SHOT_EARLY, RECURRING_EXPIRY, RECURRING_JITTER_FRACTION, TOO_MANY_JOBS, cron_scheduler,
-    fire_time, jitter, parse_cron,
+pub use tools::cron::{
+    CronCreate, CronCreateInput, CronDelete, CronDeleteInput, CronJob, CronList, CronListEntry,
+    CronListInput,
 };
-pub use definitions::{
-    AGENT_DISALLOWED_TOOLS, ASYNC_AGENT_ALLOWED_TOOLS, AgentDefinition, builtin_agents,
-    load_agents, tools_for_agent,
+pub use tools::plan_mode::{
+    AllowedPrompt, AllowedPromptTool, EnterPlanMode, EnterPlanModeInput, EnterPlanModeOutput,
+    ExitPlanMode, ExitPlanModeInput, ExitPlanModeOutput,
 };
-pub use tool_core::{LinePrompter, Question, QuestionAnswers, QuestionOption, QuestionPrompter};
-
-pub use inbox::{InboxMessage, render_messages, take_inbox};
-pub use plan::{
-    AllowedPrompt, AllowedPromptTool, ENTERED_PLAN_MODE, EnterPlanMode, EnterPlanModeInput,
-    EnterPlanModeOutput, ExitPlanMode, ExitPlanModeInput, ExitPlanModeOutput, NOT_IN_PLAN_MODE,
-    PLAN_APPROVED, PLAN_MODE_IN_AGENT, PLAN_QUESTION_LINES, PLAN_SUBMITTED,
+pub use tools::send_message::{
+    MessageBody, SendMessage, SendMessageInput, SendMessageOutput, StructuredMessage,
 };
-pub use plans::{PlanRequest, plan_file};
-pub use project::{PROJECT_PREFIX, review_project_definitions};
-pub use runner::{
-    AgentOutcome, AgentRequest, AgentRunner, AgentSettings, NO_OUTPUT, subagent_context,
+pub use tools::send_user_message::{
+    Attachment, MessageStatus, SendUserMessage, SendUserMessageInput, UserMessage,
 };
-pub use runner_setup::runner_from_settings;
-
-pub use catalog::ToolCatalog;
-pub use search::{NO_MATCH, ToolSearch, ToolSearchInput, ToolSearchOutput, name_parts};
-pub use send_message::{
-    EMPTY_RECIPIENT, MessageBody, NO_CROSS_SESSION, NO_STRUCTURED_BROADCAST,
-    PLAN_REJECTION_NEEDS_FEEDBACK, PLAN_REQUEST_ID_REQUIRED, REJECTION_NEEDS_REASON,
-    SHUTDOWN_RESPONSE_TO_LEAD, SUMMARY_REQUIRED, SendMessage, SendMessageInput, SendMessageOutput,
-    StructuredMessage,
-};
-pub use skill::{
-    SKILL_DESCRIPTION_CAP, SKILL_LISTING_BUDGET, Skill, SkillInfo, SkillInput, SkillOutput,
-    SkillSource, list_skills, skill_listing,
-};
-pub use store::AgentIdentity;
+pub use tools::skill::{Skill, SkillInput, SkillOutput};
 #[cfg(feature = "v2-todo")]
-pub use task_store::{
-    HIGH_WATER_MARK, TASK_LIST_ENV, TaskListId, TaskRecord, TaskState, TaskStore, TaskUpdateInput,
-    UpdateOutcome, UpdateStatus,
-};
-#[cfg(feature = "v2-todo")]
-pub use tasks::{
+pub use tools::task_list::{
     TaskCreate, TaskCreateInput, TaskGet, TaskGetInput, TaskList, TaskListInput, TaskUpdate,
 };
-pub use team::{
+pub use tools::team::{
     TeamCreate, TeamCreateInput, TeamCreateOutput, TeamDelete, TeamDeleteInput, TeamDeleteOutput,
 };
-pub use teams::{TEAM_LEAD_NAME, TeamFile, TeamMember, TeamStore, TeammateIdentity};
-pub use todo::{
-    TODOS_MODIFIED, TodoItem, TodoStatus, TodoWrite, TodoWriteInput, TodoWriteOutput, current_todos,
+pub use tools::todo_write::{TodoItem, TodoStatus, TodoWrite, TodoWriteInput, TodoWriteOutput};
+pub use tools::tool_search::{ToolSearch, ToolSearchInput, ToolSearchOutput};
+pub use tools::worktree::{
+    EnterWorktree, EnterWorktreeInput, ExitAction, ExitWorktree, ExitWorktreeInput,
+    ExitWorktreeOutput,
 };
-pub use worktree::{
-    ALREADY_IN_WORKTREE, EnterWorktree, EnterWorktreeInput, ExitAction, ExitWorktree,
-    ExitWorktreeInput, ExitWorktreeOutput, MAX_WORKTREE_NAME, NO_WORKTREE_SESSION,
-};
-pub use worktrees::ActiveWorktree;
+
+// The services a host installs (see `install`) and the identities a sub-agent's context
+// carries.
+pub use runners::command::CommandRunner;
+pub use runners::from_settings::runner_from_settings;
+pub use runners::{AgentOutcome, AgentRequest, AgentRunner, AgentSettings, api::ApiRunner};
+pub use stores::catalog::ToolCatalog;
+pub use stores::state::AgentIdentity;
+#[cfg(feature = "v2-todo")]
+pub use stores::task_records::TaskListId;
+pub use stores::team_files::TeammateIdentity;
+pub use tools::send_user_message::UserMessageSink;
+
+// What a host calls around the tools: the lead's inbox between turns, the cron scheduler,
+// the plan file, the skill listing, what `trust` reviews.
+pub use stores::mailbox::{InboxMessage, render_messages, take_inbox};
+pub use stores::plan_requests::plan_file;
+pub use stores::project::review_project_definitions;
+#[cfg(feature = "cron")]
+pub use tools::cron::{CronFire, CronScheduler, cron_scheduler};
+pub use tools::skill::{SKILL_LISTING_BUDGET, skill_listing};
+
+/// What the crate's integration tests reach beyond the API: the stores underneath the tools,
+/// the helpers the tools compute with, and the exact texts of their refusals. Not part of
+/// the API; nothing outside tests uses it.
+#[doc(hidden)]
+pub mod testing {
+    pub use crate::runners::agent_types::{
+        AgentDefinition, builtin_agents, load_agents, tools_for_agent,
+    };
+    pub use crate::runners::subagent_context;
+    #[cfg(feature = "v2-todo")]
+    pub use crate::stores::task_records::{HIGH_WATER_MARK, TaskStore};
+    pub use crate::stores::team_files::{TeamFile, TeamMember, TeamStore};
+    pub use crate::tools::agent::{CWD_WITH_ISOLATION, TEAMMATES_CANNOT_SPAWN};
+    pub use crate::tools::ask_user_question::{ASK_IN_AGENT, NOT_UNIQUE};
+    #[cfg(feature = "cron")]
+    pub use crate::tools::cron::{
+        MAX_RECURRING_JITTER, ONE_SHOT_EARLY, TOO_MANY_JOBS, fire_time, jitter, parse_cron,
+    };
+    pub use crate::tools::plan_mode::{
+        ENTERED_PLAN_MODE, NOT_IN_PLAN_MODE, PLAN_APPROVED, PLAN_MODE_IN_AGENT, PLAN_SUBMITTED,
+    };
+    pub use crate::tools::send_message::{
+        EMPTY_RECIPIENT, NO_CROSS_SESSION, NO_STRUCTURED_BROADCAST, PLAN_REJECTION_NEEDS_FEEDBACK,
+        PLAN_REQUEST_ID_REQUIRED, REJECTION_NEEDS_REASON, SHUTDOWN_RESPONSE_TO_LEAD,
+        SUMMARY_REQUIRED,
+    };
+    pub use crate::tools::skill::{SkillInfo, SkillSource, list_skills};
+    pub use crate::tools::todo_write::{TODOS_MODIFIED, current_todos};
+    pub use crate::tools::tool_search::{NO_MATCH, name_parts};
+    pub use crate::tools::worktree::{ALREADY_IN_WORKTREE, NO_WORKTREE_SESSION};
+}
 
 /// What a host gives the agent tools; every part is optional.
 #[derive(Clone, Default)]

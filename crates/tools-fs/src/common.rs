@@ -145,10 +145,6 @@ const MAX_DIAGNOSTICS: usize = 20;
 /// Of each other file, at most this many.
 const MAX_PER_OTHER_FILE: usize = 5;
 
-fn plural(n: usize, one: &str, many: &str) -> String {
-    format!("{n} {}", if n == 1 { one } else { many })
-}
-
 /// The diagnostics a change of `path` introduced, in it and in other files, as a note
 /// appended to the tool's message; empty when there are none.
 pub(crate) fn render_diagnostics(
@@ -184,7 +180,7 @@ pub(crate) fn render_diagnostics(
     }
     out.push_str(&format!(
         "\n\nNew diagnostics in {} using what this change touched:",
-        plural(by_file.len(), "other file", "other files")
+        tool_core::plural(by_file.len(), "other file", "other files")
     ));
     let (mut shown, mut files_left) = (0, 0);
     for list in by_file.values() {
@@ -202,7 +198,7 @@ pub(crate) fn render_diagnostics(
         out.push_str(&format!(
             "\n... and {} more in {}: call LSP with operation diagnostics to see them all",
             others.len() - shown,
-            plural(files_left, "file", "files")
+            tool_core::plural(files_left, "file", "files")
         ));
     }
     out

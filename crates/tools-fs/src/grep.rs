@@ -561,7 +561,7 @@ fn search_tree(
 
 #[cfg(not(target_os = "linux"))]
 /// Directories listed, entries the walk yielded below the root, and the files with hits.
-type Shared = Arc<Mutex<(Vec<PathBuf>, u64, Vec<FileHits>)>>;
+type WalkTotals = Arc<Mutex<(Vec<PathBuf>, u64, Vec<FileHits>)>>;
 
 #[cfg(not(target_os = "linux"))]
 /// Per-thread tallies for the count of ignored entries, merged when the worker ends.
@@ -572,7 +572,7 @@ struct Tally {
     listed: Vec<PathBuf>,
     yielded: u64,
     hits: Vec<FileHits>,
-    shared: Shared,
+    shared: WalkTotals,
 }
 
 #[cfg(not(target_os = "linux"))]
@@ -613,7 +613,7 @@ fn search_tree(
 ) -> Result<(Vec<FileHits>, Option<u64>), ToolError> {
     let mut builder = WalkBuilder::new(root);
     policy.configure(&mut builder);
-    let shared: Shared = Arc::default();
+    let shared: WalkTotals = Arc::default();
     let deadline = WalkDeadline::new("Grep", cancel, started, GREP_TIMEOUT);
     builder.build_parallel().run(|| {
         let plan = plan.clone();
@@ -667,10 +667,6 @@ fn search_tree(
             .saturating_sub(*yielded)
     });
     Ok((std::mem::take(hits), ignored))
-}
-
-fn plural(n: usize, one: &str, many: &str) -> String {
-    format!("{n} {}", if n == 1 { one } else { many })
 }
 
 impl Grep {
@@ -1035,7 +1031,7 @@ fn render(
                 };
                 format!(
                     "Found {}{info}\n{}",
-                    plural(page.len(), "file", "files"),
+                    tool_core::plural(page.len(), "file", "files"),
                     page.join("\n")
                 )
             }
@@ -1069,7 +1065,7 @@ fn render(
                     } else {
                         "occurrences"
                     },
-                    plural(page.len(), "file", "files")
+                    tool_core::plural(page.len(), "file", "files")
                 )
             }
         }
@@ -1133,7 +1129,7 @@ fn render(
     if let Some(ignored) = ignored.filter(|n| *n > 0) {
         text.push_str(&format!(
             "\n\n({} skipped by .gitignore/.ignore rules; set include_ignored: true to search them.)",
-            plural(usize::try_from(ignored).unwrap_or(usize::MAX), "path was", "paths were")
+            tool_core::plural(usize::try_from(ignored).unwrap_or(usize::MAX), "path was", "paths were")
         ));
     }
     ToolResult::ok(output).with_text(text)

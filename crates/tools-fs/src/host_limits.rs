@@ -35,7 +35,7 @@ impl Default for FsLimits {
     }
 }
 
-impl tool_core::Shared for FsLimits {}
+impl tool_core::ServiceType for FsLimits {}
 
 /// Sets the file tools' limits for a session being built.
 ///

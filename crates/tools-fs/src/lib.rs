@@ -112,7 +112,7 @@ pub use notebook::{
 };
 pub use read::{EMPTY_FILE, FILE_UNCHANGED, Read, ReadInput};
 pub use read_output::{ImageDimensions, NotebookCellView, ReadOutput};
-pub use write::{Write, WriteInput, WriteOutput};
+pub use write::{Write, WriteInput, WriteKind, WriteOutput};
 
 /// The fixed limits of the file tools, each named for the tool it bounds.
 pub mod limits {

@@ -199,7 +199,7 @@ fn walk_with<V: Visitor>(
 ) -> (Vec<V>, WalkStats) {
     let threads = threads.max(1);
     let fds = FdCount::default();
-    let shared = Shared {
+    let shared = WalkState {
         root,
         options,
         global: if options.ignore_files {
@@ -273,7 +273,7 @@ fn walk_with<V: Visitor>(
 }
 
 /// What every worker shares.
-struct Shared<'a> {
+struct WalkState<'a> {
     root: &'a Path,
     options: WalkOptions,
     /// The global git excludes file, when it has rules.
@@ -291,7 +291,7 @@ struct Shared<'a> {
     cap: usize,
 }
 
-impl Shared<'_> {
+impl WalkState<'_> {
     /// Whether a thread waits for work that the shared queue does not hold yet.
     fn wanted(&self) -> bool {
         self.idle.load(Ordering::Relaxed) > self.queued.load(Ordering::Relaxed)
@@ -403,7 +403,7 @@ impl Level {
     }
 
     /// How the rules of this chain judge an entry.
-    fn matched(&self, shared: &Shared<'_>, rel: &[u8], is_dir: bool) -> Match<()> {
+    fn matched(&self, shared: &WalkState<'_>, rel: &[u8], is_dir: bool) -> Match<()> {
         let any_git = self.in_repo;
         let mut custom = Match::None;
         let mut ignore = Match::None;
@@ -452,7 +452,7 @@ impl Level {
 }
 
 /// The rules of the root's parent directories, outermost first in the chain.
-fn parent_levels(shared: &Shared<'_>) -> Arc<Level> {
+fn parent_levels(shared: &WalkState<'_>) -> Arc<Level> {
     let global = shared.global.is_some();
     let mut chain = Arc::new(Level::default());
     let Some(canonical) = &shared.canonical_root else {
@@ -606,7 +606,7 @@ fn join_rel(out: &mut Vec<u8>, dir_rel: &[u8], name: &[u8]) {
 
 /// Ends the walk when a worker panics, so that the others do not wait for it forever (the
 /// panic then reaches the caller when the threads are joined).
-struct StopOthersOnPanic<'s, 'a>(&'s Shared<'a>);
+struct StopOthersOnPanic<'s, 'a>(&'s WalkState<'a>);
 
 impl Drop for StopOthersOnPanic<'_, '_> {
     fn drop(&mut self) {
@@ -630,7 +630,7 @@ struct Listed {
 
 /// One thread of the walk.
 struct Worker<'s, 'a, V> {
-    shared: &'s Shared<'a>,
+    shared: &'s WalkState<'a>,
     check: crate::ignore_policy::WalkCheck,
     visitor: V,
     buf: Vec<std::mem::MaybeUninit<u8>>,
@@ -645,7 +645,7 @@ struct Worker<'s, 'a, V> {
 }
 
 impl<'s, 'a, V: Visitor> Worker<'s, 'a, V> {
-    fn new(shared: &'s Shared<'a>, deadline: &WalkDeadline, every: u32, visitor: V) -> Self {
+    fn new(shared: &'s WalkState<'a>, deadline: &WalkDeadline, every: u32, visitor: V) -> Self {
         Worker {
             shared,
             check: deadline.worker(every),

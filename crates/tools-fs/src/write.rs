@@ -57,9 +57,9 @@ impl WriteInput {
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
 #[serde(rename_all = "camelCase")]
 pub struct WriteOutput {
-    /// `create` or `update`
+    /// Whether the file was created or replaced
     #[serde(rename = "type")]
-    pub kind: String,
+    pub kind: WriteKind,
     /// The file
     pub file_path: String,
     /// The change as hunks (empty for a new file, or when too large to diff)
@@ -68,6 +68,16 @@ pub struct WriteOutput {
     pub diff: String,
     /// Bytes written
     pub bytes_written: usize,
+}
+
+/// What Write did to the file (`type` of [`WriteOutput`]).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "lowercase")]
+pub enum WriteKind {
+    /// The file did not exist
+    Create,
+    /// The file existed and was replaced
+    Update,
 }
 
 /// The Write tool.
@@ -126,7 +136,11 @@ fn run(
         .map(|old| hunks_whole(old, &text))
         .unwrap_or_default();
     let output = WriteOutput {
-        kind: if meta.is_some() { "update" } else { "create" }.to_owned(),
+        kind: if meta.is_some() {
+            WriteKind::Update
+        } else {
+            WriteKind::Create
+        },
         diff: unified(&shown, &structured_patch),
         file_path: shown,
         structured_patch,
@@ -165,7 +179,7 @@ impl TypedTool for Write {
             .await
             .map_err(|e| ToolError::fatal(format!("internal error: Write failed: {e}")))??;
         let diagnostics = common::notify_lsp(ctx, &target, &text).await;
-        let mut message = if output.kind == "create" {
+        let mut message = if output.kind == WriteKind::Create {
             format!("File created successfully at: {}", output.file_path)
         } else {
             format!(

@@ -33,7 +33,7 @@ pub const DEFAULT_STARTUP_TIMEOUT: Duration = Duration::from_secs(15);
 
 /// How to run one language server.
 #[derive(Debug, Clone, PartialEq)]
-pub struct ServerConfig {
+pub struct LanguageServerConfig {
     /// The program (a name looked up on `PATH`, or a path)
     pub command: String,
     /// Its arguments
@@ -56,10 +56,10 @@ pub struct ServerConfig {
     pub startup_timeout: Duration,
 }
 
-impl ServerConfig {
+impl LanguageServerConfig {
     /// A server run as `command args...`, with generic root markers.
     pub fn new(command: impl Into<String>, args: &[&str]) -> Self {
-        ServerConfig {
+        LanguageServerConfig {
             command: command.into(),
             args: args.iter().map(|a| (*a).to_owned()).collect(),
             env: Vec::new(),
@@ -107,7 +107,7 @@ fn default_markers(first: &[&str]) -> Vec<String> {
 /// The servers of a session, by extension (lower case, without the dot).
 #[derive(Debug, Clone, Default, PartialEq)]
 pub struct LspConfig {
-    by_extension: BTreeMap<String, ServerConfig>,
+    by_extension: BTreeMap<String, LanguageServerConfig>,
 }
 
 /// The default servers: (extensions, command, args, root markers).
@@ -152,7 +152,7 @@ impl LspConfig {
             if find_on_path(command).is_some() {
                 config = config.with_server(
                     exts,
-                    ServerConfig::new(*command, args).with_markers(markers),
+                    LanguageServerConfig::new(*command, args).with_markers(markers),
                 );
             }
         }
@@ -160,7 +160,7 @@ impl LspConfig {
     }
 
     /// Adds (or replaces) the server for `extensions` (`"ts,tsx"`, dots optional).
-    pub fn with_server(mut self, extensions: &str, server: ServerConfig) -> Self {
+    pub fn with_server(mut self, extensions: &str, server: LanguageServerConfig) -> Self {
         for ext in split_extensions(extensions) {
             self.by_extension.insert(ext, server.clone());
         }
@@ -214,7 +214,7 @@ impl LspConfig {
     }
 
     /// The server for `file`, by its extension.
-    pub fn server_for(&self, file: &Path) -> Option<&ServerConfig> {
+    pub fn server_for(&self, file: &Path) -> Option<&LanguageServerConfig> {
         self.by_extension.get(&extension_of(file)?)
     }
 
@@ -224,7 +224,7 @@ impl LspConfig {
     }
 
     /// The extensions `server` handles, sorted.
-    pub(crate) fn extensions_of(&self, server: &ServerConfig) -> Vec<String> {
+    pub(crate) fn extensions_of(&self, server: &LanguageServerConfig) -> Vec<String> {
         self.by_extension
             .iter()
             .filter(|(_, s)| s.command_line() == server.command_line())
@@ -274,7 +274,7 @@ pub fn language_servers(layers: &[SettingsLayer]) -> Result<Vec<LanguageServerCh
     for (exts, command, args, markers) in DEFAULTS {
         config = config.with_server(
             exts,
-            ServerConfig::new(*command, args).with_markers(markers),
+            LanguageServerConfig::new(*command, args).with_markers(markers),
         );
     }
     for layer in layers {
@@ -342,7 +342,7 @@ fn string_list(value: &Value, what: &str) -> Result<Vec<String>, String> {
     }
 }
 
-fn parse_server(value: &Value, key: &str) -> Result<Option<ServerConfig>, String> {
+fn parse_server(value: &Value, key: &str) -> Result<Option<LanguageServerConfig>, String> {
     let server = match value {
         Value::Null | Value::Bool(false) => return Ok(None),
         Value::String(line) => {
@@ -350,7 +350,7 @@ fn parse_server(value: &Value, key: &str) -> Result<Option<ServerConfig>, String
             let command = words
                 .next()
                 .ok_or_else(|| format!("lsp.{key}: the command is empty"))?;
-            let mut server = ServerConfig::new(command, &[]);
+            let mut server = LanguageServerConfig::new(command, &[]);
             server.args = words.map(str::to_owned).collect();
             server
         }
@@ -359,7 +359,7 @@ fn parse_server(value: &Value, key: &str) -> Result<Option<ServerConfig>, String
             let (command, args) = words
                 .split_first()
                 .ok_or_else(|| format!("lsp.{key}: the command is empty"))?;
-            let mut server = ServerConfig::new(command.clone(), &[]);
+            let mut server = LanguageServerConfig::new(command.clone(), &[]);
             server.args = args.to_vec();
             server
         }
@@ -369,7 +369,7 @@ fn parse_server(value: &Value, key: &str) -> Result<Option<ServerConfig>, String
                 .and_then(Value::as_str)
                 .filter(|c| !c.trim().is_empty())
                 .ok_or_else(|| format!("lsp.{key}.command is required and must be a string"))?;
-            let mut server = ServerConfig::new(command, &[]);
+            let mut server = LanguageServerConfig::new(command, &[]);
             for (field, v) in map {
                 match field.as_str() {
                     "command" => {}
@@ -546,8 +546,10 @@ mod tests {
     }
 
     fn check(section: Value, file: &str, expected: Option<(&str, &[&str])>) {
-        let mut config = LspConfig::empty()
-            .with_server("py", ServerConfig::new("pyright-langserver", &["--stdio"]));
+        let mut config = LspConfig::empty().with_server(
+            "py",
+            LanguageServerConfig::new("pyright-langserver", &["--stdio"]),
+        );
         if let Err(e) = config.apply_section(&section) {
             panic!("{section}: {e}");
         }
@@ -598,7 +600,7 @@ mod tests {
 
     #[test]
     fn timeouts_default_and_are_set_in_milliseconds() {
-        let default = ServerConfig::new("x", &[]);
+        let default = LanguageServerConfig::new("x", &[]);
         assert_eq!(default.startup_timeout, DEFAULT_STARTUP_TIMEOUT);
         assert_eq!(default.request_timeout, DEFAULT_REQUEST_TIMEOUT);
         let mut config = LspConfig::empty();

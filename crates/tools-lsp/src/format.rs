@@ -144,10 +144,6 @@ pub(crate) fn kind_name(kind: SymbolKind) -> &'static str {
         .unwrap_or("Symbol")
 }
 
-fn plural(n: usize, one: &str, many: &str) -> String {
-    format!("{n} {}", if n == 1 { one } else { many })
-}
-
 /// A list of locations, one per line with its source line: definitions, implementations.
 /// Returns the text and the number of files.
 pub(crate) fn locations(
@@ -159,7 +155,7 @@ pub(crate) fn locations(
     if places.is_empty() {
         return (none.to_owned(), 0);
     }
-    let mut out = format!("Found {}:", plural(places.len(), what.0, what.1));
+    let mut out = format!("Found {}:", tool_core::plural(places.len(), what.0, what.1));
     for place in places {
         let preview = files.preview(place);
         out.push_str(&format!("\n{}", files.show_place(place)));
@@ -186,8 +182,8 @@ pub(crate) fn references(files: &mut Files, places: &[Place]) -> (String, usize)
     }
     let mut out = format!(
         "Found {} in {}:",
-        plural(places.len(), "reference", "references"),
-        plural(by_file.len(), "file", "files")
+        tool_core::plural(places.len(), "reference", "references"),
+        tool_core::plural(by_file.len(), "file", "files")
     );
     for (path, refs) in &by_file {
         out.push_str(&format!("\n\n{}:", files.show(path)));
@@ -383,7 +379,7 @@ pub(crate) fn document_symbols(
     (
         format!(
             "Found {} in {}:{body}",
-            plural(count, "symbol", "symbols"),
+            tool_core::plural(count, "symbol", "symbols"),
             files.show(path)
         ),
         count,
@@ -457,7 +453,7 @@ pub(crate) fn incoming(
     }
     let mut out = format!(
         "Found {} of {name}:",
-        plural(calls.len(), "caller", "callers")
+        tool_core::plural(calls.len(), "caller", "callers")
     );
     for call in calls {
         let at = ranges(files, &call.from.uri, &call.from_ranges);
@@ -484,7 +480,7 @@ pub(crate) fn outgoing(
     }
     let mut out = format!(
         "Found {} from {name}:",
-        plural(calls.len(), "call", "calls")
+        tool_core::plural(calls.len(), "call", "calls")
     );
     let file = uri_to_path(source.uri.as_str())
         .map(|p| files.show(&p))

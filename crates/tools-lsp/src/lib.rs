@@ -28,9 +28,9 @@
 //! ```
 //! use std::sync::Arc;
 //! use tool_core::{LspManager, ToolContext};
-//! use tools_lsp::{LanguageServers, LspConfig, ServerConfig};
+//! use tools_lsp::{LanguageServers, LspConfig, LanguageServerConfig};
 //!
-//! let config = LspConfig::empty().with_server("py,pyi", ServerConfig::new("pyright-langserver", &["--stdio"]));
+//! let config = LspConfig::empty().with_server("py,pyi", LanguageServerConfig::new("pyright-langserver", &["--stdio"]));
 //! let servers = LanguageServers::new(config, std::env::temp_dir());
 //! assert!(servers.has_server_for(std::path::Path::new("/project/main.py")));
 //! assert!(!servers.has_server_for(std::path::Path::new("/project/main.rb")));
@@ -51,7 +51,7 @@ mod watch;
 use std::sync::Arc;
 
 pub use config::{
-    DEFAULT_REQUEST_TIMEOUT, LanguageServerCheck, LspConfig, ServerConfig, language_servers,
+    DEFAULT_REQUEST_TIMEOUT, LanguageServerCheck, LanguageServerConfig, LspConfig, language_servers,
 };
 pub use manager::{
     CHANGE_DIAGNOSTICS_WAIT, DIAGNOSTICS_WAIT, IMPACT_WAIT, LanguageServers, MAX_AFFECTED_FILES,

@@ -52,7 +52,7 @@ pub const DIAGNOSTICS_WAIT: Duration = Duration::from_secs(20);
 
 /// How long a request waits, after opening a document in a server that is ready, for the
 /// server's first diagnostics of it (the server's own readiness is waited for within its
-/// startup time, `ServerConfig::startup_timeout`).
+/// startup time, `LanguageServerConfig::startup_timeout`).
 const OPEN_WAIT: Duration = Duration::from_secs(3);
 
 /// A server that does not name versions may publish a file's diagnostics in parts

@@ -23,7 +23,7 @@ use serde_json::{Value, json};
 use tokio::sync::{oneshot, watch};
 use tool_core::{ProcessGroup, ToolError};
 
-use crate::config::{ServerConfig, extension_of, find_on_path, language_id};
+use crate::config::{LanguageServerConfig, extension_of, find_on_path, language_id};
 use crate::position::{path_to_uri, uri_to_path};
 use crate::transport::{Frame, MAX_MESSAGE_BYTES, read_frame, write_frame};
 
@@ -72,7 +72,7 @@ pub(crate) struct Published {
 
 /// State the reader thread shares with callers.
 #[derive(Debug)]
-struct Shared {
+struct ReaderState {
     name: String,
     pending: Mutex<HashMap<i64, oneshot::Sender<Reply>>>,
     diagnostics: Mutex<HashMap<PathBuf, Published>>,
@@ -92,7 +92,7 @@ fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
     m.lock().unwrap_or_else(std::sync::PoisonError::into_inner)
 }
 
-impl Shared {
+impl ReaderState {
     fn write(&self, message: &Value) -> std::io::Result<()> {
         let body = serde_json::to_vec(message)?;
         write_frame(&mut *lock(&self.writer), &body)
@@ -345,8 +345,8 @@ pub(crate) struct Sandbox {
 /// A running language server.
 #[derive(Debug)]
 pub(crate) struct Server {
-    config: ServerConfig,
-    shared: Arc<Shared>,
+    config: LanguageServerConfig,
+    shared: Arc<ReaderState>,
     child: Mutex<Child>,
     pid: u32,
     /// Its process group, killed when the server is dropped
@@ -370,7 +370,7 @@ pub(crate) struct Server {
 impl Server {
     /// Starts `config` for the workspace `root` and runs `initialize`/`initialized`.
     pub(crate) async fn start(
-        config: &ServerConfig,
+        config: &LanguageServerConfig,
         root: &Path,
         sandbox: &Sandbox,
     ) -> Result<Arc<Server>, ToolError> {
@@ -413,7 +413,7 @@ impl Server {
         let sandboxed = prepared.launch.policy().is_some();
         let root_uri = path_to_uri(root)?;
         let (diag_tx, _) = watch::channel(0);
-        let shared = Arc::new(Shared {
+        let shared = Arc::new(ReaderState {
             name: name.clone(),
             pending: Mutex::new(HashMap::new()),
             diagnostics: Mutex::new(HashMap::new()),
@@ -494,7 +494,7 @@ impl Server {
     }
 
     /// How it was started.
-    pub(crate) fn config(&self) -> &ServerConfig {
+    pub(crate) fn config(&self) -> &LanguageServerConfig {
         &self.config
     }
 
@@ -927,7 +927,7 @@ impl Server {
 
 /// Removes a request that is no longer awaited and tells the server to drop it.
 struct CancelGuard<'a> {
-    shared: &'a Shared,
+    shared: &'a ReaderState,
     id: i64,
 }
 
@@ -981,7 +981,7 @@ fn kill_group(group: &ProcessGroup, child: &mut Child) {
     let _ = child.wait();
 }
 
-fn reader_loop(stdout: std::fs::File, shared: &Shared) {
+fn reader_loop(stdout: std::fs::File, shared: &ReaderState) {
     let mut reader = BufReader::new(stdout);
     loop {
         match read_frame(&mut reader, MAX_MESSAGE_BYTES) {
@@ -1005,7 +1005,7 @@ fn reader_loop(stdout: std::fs::File, shared: &Shared) {
     shared.mark_dead();
 }
 
-fn stderr_loop(stderr: std::fs::File, shared: &Shared) {
+fn stderr_loop(stderr: std::fs::File, shared: &ReaderState) {
     let mut reader = BufReader::new(stderr);
     let mut line = String::new();
     loop {
@@ -1026,7 +1026,7 @@ fn stderr_loop(stderr: std::fs::File, shared: &Shared) {
     }
 }
 
-fn initialize_params(config: &ServerConfig, root: &Path, root_uri: &str) -> Value {
+fn initialize_params(config: &LanguageServerConfig, root: &Path, root_uri: &str) -> Value {
     let mut params = json!({
         "processId": std::process::id(),
         "clientInfo": {"name": "agent-tools", "version": env!("CARGO_PKG_VERSION")},

@@ -48,7 +48,7 @@ use crate::contexts::{Contexts, DEFAULT_IDLE, SessionFactory};
 use crate::live::LivePool;
 use crate::principal::Principal;
 use crate::server::{
-    MAX_REQUEST_BYTES, PoolServer, Shared, check_message, finish, follow_catalog,
+    HandlerState, MAX_REQUEST_BYTES, PoolServer, check_message, finish, follow_catalog,
     mark_repeated_arguments,
 };
 
@@ -812,7 +812,7 @@ pub async fn serve_http(
     let follows = live.follows_changes();
     let catalog = follow_catalog(live).await;
     let idle = options.session_idle.max(Duration::from_millis(100));
-    let shared = Shared::new(Contexts::with_idle(factory, idle), upstream)?;
+    let shared = HandlerState::new(Contexts::with_idle(factory, idle), upstream)?;
     let mcp_stop = CancellationToken::new();
     let mut config = StreamableHttpServerConfig::default()
         .with_cancellation_token(mcp_stop.clone())

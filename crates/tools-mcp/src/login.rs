@@ -643,7 +643,7 @@ pub async fn login(
 
 /// Connects to `server` with the stored tokens and lists its tools.
 async fn check(server: &ServerConfig, state_dir: &Path, root: &Path) -> Result<usize, String> {
-    let shared = Arc::new(crate::server_conn::Shared::new(root, state_dir, &[]));
+    let shared = Arc::new(crate::server_conn::ManagerState::new(root, state_dir, &[]));
     let conn = crate::server_conn::ServerConn::new(server.clone(), shared);
     let outcome = conn.peer().await.map(|_| conn.listed_tools().len());
     conn.disconnect().await;

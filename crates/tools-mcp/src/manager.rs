@@ -17,7 +17,7 @@ use tool_core::{Tool, ToolContext, ToolError};
 
 use crate::config::{McpConfig, SkippedServer};
 use crate::naming::{clean_description, invalid_tool_name, qualified_name, sanitize};
-use crate::server_conn::{ServerConn, ServerStatus, Shared, StderrTail};
+use crate::server_conn::{ManagerState, ServerConn, ServerStatus, StderrTail};
 use crate::tool::McpTool;
 
 /// The MCP servers of a session.
@@ -26,12 +26,12 @@ pub struct McpManager {
     servers: Vec<Arc<ServerConn>>,
     /// Servers of the configuration that were not started, with why
     skipped: Vec<SkippedServer>,
-    shared: Arc<Shared>,
+    shared: Arc<ManagerState>,
     /// Every pool tool handed out, by name: a tool keeps the definition it was first offered
     /// with, so a definition that changes later is refused rather than silently accepted.
     offered: Mutex<HashMap<String, Arc<McpTool>>>,
 }
-impl tool_core::Shared for McpManager {}
+impl tool_core::ServiceType for McpManager {}
 
 /// Whether the pool names of the tools of servers named `a` and `b`
 /// (`mcp__<server>__<tool>`, each part sanitised) can be the same name: when the two
@@ -85,7 +85,7 @@ impl McpManager {
         })?;
         let mut config = config.into();
         refuse_ambiguous(&mut config);
-        let shared = Arc::new(Shared::of_session(ctx));
+        let shared = Arc::new(ManagerState::of_session(ctx));
         let servers: Vec<Arc<ServerConn>> = config
             .servers
             .into_iter()

@@ -62,7 +62,7 @@ pub trait UpfrontInput: Send + Sync {
         answer: &ElicitResult,
     ) -> Result<Value, Box<CallResult>>;
 }
-impl tool_core::Shared for dyn UpfrontInput {}
+impl tool_core::ServiceType for dyn UpfrontInput {}
 
 tokio::task_local! {
     static SCOPE: Arc<Scope>;

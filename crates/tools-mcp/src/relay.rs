@@ -42,7 +42,7 @@ pub trait ClientRelay: Send + Sync {
         params: CreateMessageRequestParams,
     ) -> Result<CreateMessageResult, ErrorData>;
 }
-impl tool_core::Shared for dyn ClientRelay {}
+impl tool_core::ServiceType for dyn ClientRelay {}
 
 /// What the MCP client declares to upstream servers, when a host sets it (in the context's
 /// services before the servers start); otherwise elicitation is declared when the session

@@ -162,7 +162,7 @@ fn naming(server: &str, error: String) -> String {
 /// Input of ReadMcpResourceTool
 #[derive(Debug, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
-pub struct ReadInput {
+pub struct ReadMcpResourceInput {
     /// The MCP server name
     #[schemars(length(max = tool_core::MAX_NAME_CHARS))]
     pub server: String,
@@ -174,7 +174,7 @@ pub struct ReadInput {
 /// One part of a read resource
 #[derive(Debug, Serialize)]
 #[serde(rename_all = "camelCase")]
-pub struct ReadContent {
+pub struct ReadMcpResourceContent {
     /// The URI
     pub uri: String,
     /// The MIME type, when known
@@ -190,9 +190,9 @@ pub struct ReadContent {
 
 /// What ReadMcpResourceTool returns
 #[derive(Debug, Serialize)]
-pub struct ReadOutput {
+pub struct ReadMcpResourceOutput {
     /// The parts of the resource
-    pub contents: Vec<ReadContent>,
+    pub contents: Vec<ReadMcpResourceContent>,
 }
 
 /// Reads one resource of an MCP server; binary content is saved to a file.
@@ -201,8 +201,8 @@ pub struct ReadMcpResourceTool;
 
 #[async_trait]
 impl TypedTool for ReadMcpResourceTool {
-    type Input = ReadInput;
-    type Output = ReadOutput;
+    type Input = ReadMcpResourceInput;
+    type Output = ReadMcpResourceOutput;
     const META: ToolMeta = ToolMeta::new("ReadMcpResourceTool")
         .describe(
             "Reads a resource of an MCP server by its URI (see ListMcpResourcesTool). Text is \
@@ -216,9 +216,9 @@ impl TypedTool for ReadMcpResourceTool {
 
     async fn call(
         &self,
-        input: ReadInput,
+        input: ReadMcpResourceInput,
         ctx: &ToolContext,
-    ) -> Result<ToolResult<ReadOutput>, ToolError> {
+    ) -> Result<ToolResult<ReadMcpResourceOutput>, ToolError> {
         let manager = manager(ctx)?;
         let server = server(&manager, &input.server)?;
         if let Err(e) = server.peer().await {
@@ -247,7 +247,7 @@ impl TypedTool for ReadMcpResourceTool {
                     mime_type,
                     text,
                     ..
-                } => contents.push(ReadContent {
+                } => contents.push(ReadMcpResourceContent {
                     uri,
                     mime_type,
                     text: Some(text),
@@ -267,14 +267,14 @@ impl TypedTool for ReadMcpResourceTool {
                         &blob,
                     )
                     .map_err(ToolError::fatal)?;
-                    contents.push(ReadContent {
+                    contents.push(ReadMcpResourceContent {
                         uri,
                         mime_type,
                         text: None,
                         blob_saved_to: Some(path.display().to_string()),
                     });
                 }
-                _ => contents.push(ReadContent {
+                _ => contents.push(ReadMcpResourceContent {
                     uri: input.uri.clone(),
                     mime_type: None,
                     text: Some("[content of an unknown kind omitted]".to_owned()),
@@ -282,6 +282,6 @@ impl TypedTool for ReadMcpResourceTool {
                 }),
             }
         }
-        Ok(ToolResult::ok(ReadOutput { contents }))
+        Ok(ToolResult::ok(ReadMcpResourceOutput { contents }))
     }
 }

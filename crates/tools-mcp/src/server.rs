@@ -128,19 +128,19 @@ pub(crate) async fn follow_catalog(live: LivePool) -> watch::Receiver<Arc<Catalo
 /// What every request handler of a server shares: the contexts and the sealer of
 /// multi round-trip state.
 #[derive(Debug)]
-pub(crate) struct Shared {
+pub(crate) struct HandlerState {
     pub(crate) contexts: Arc<Contexts>,
     rounds: Rounds,
     /// The `.mcp.json` servers behind the pool, to wait for one that is still starting
     upstream: Option<Arc<crate::McpManager>>,
 }
 
-impl Shared {
+impl HandlerState {
     pub(crate) fn new(
         contexts: Contexts,
         upstream: Option<Arc<crate::McpManager>>,
     ) -> Result<Arc<Self>, ToolError> {
-        Ok(Arc::new(Shared {
+        Ok(Arc::new(HandlerState {
             contexts: Arc::new(contexts),
             rounds: Rounds::new()?,
             upstream,
@@ -180,7 +180,7 @@ pub struct PoolServer {
     catalog: watch::Receiver<Arc<Catalog>>,
     /// Whether the pool can change (then `tools.listChanged` is advertised)
     live: bool,
-    shared: Arc<Shared>,
+    shared: Arc<HandlerState>,
     session: Arc<SessionState>,
 }
 
@@ -218,7 +218,7 @@ impl PoolServer {
     pub(crate) fn new(
         catalog: watch::Receiver<Arc<Catalog>>,
         live: bool,
-        shared: Arc<Shared>,
+        shared: Arc<HandlerState>,
         session: Option<ToolContext>,
     ) -> Self {
         let owned = session.is_none();
@@ -820,7 +820,7 @@ pub async fn serve_stdio_with(
     let upstream = live.manager();
     let follows = live.follows_changes();
     let catalog = follow_catalog(live).await;
-    let shared = Shared::new(
+    let shared = HandlerState::new(
         Contexts::with_default(ctx.clone(), options.factory),
         upstream,
     )?;

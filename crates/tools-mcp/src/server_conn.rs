@@ -150,7 +150,7 @@ impl Default for Signals {
 /// What the servers of one manager share: the session's places, its roots, the signals to
 /// the manager, and the token that ends every start-up when the session ends.
 #[derive(Default)]
-pub(crate) struct Shared {
+pub(crate) struct ManagerState {
     root: PathBuf,
     state_dir: PathBuf,
     /// The session's working directories, as `roots/list` answers them: URI and name
@@ -163,31 +163,31 @@ pub(crate) struct Shared {
     fallback: Option<Route>,
 }
 
-impl std::fmt::Debug for Shared {
+impl std::fmt::Debug for ManagerState {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("Shared")
+        f.debug_struct("ManagerState")
             .field("root", &self.root)
             .field("offers", &self.offers)
             .finish_non_exhaustive()
     }
 }
 
-impl Shared {
+impl ManagerState {
     pub(crate) fn new(root: &Path, state_dir: &Path, working_dirs: &[PathBuf]) -> Self {
-        Shared {
+        ManagerState {
             root: root.to_path_buf(),
             state_dir: state_dir.to_path_buf(),
             roots: roots_of(working_dirs),
-            ..Shared::default()
+            ..ManagerState::default()
         }
     }
 
     /// The places and the answering routes of the session `ctx`.
     pub(crate) fn of_session(ctx: &ToolContext) -> Self {
-        Shared {
+        ManagerState {
             offers: ClientOffers::of(ctx),
             fallback: Route::of(ctx),
-            ..Shared::new(ctx.original_cwd(), ctx.state_dir(), &ctx.working_dirs())
+            ..ManagerState::new(ctx.original_cwd(), ctx.state_dir(), &ctx.working_dirs())
         }
     }
 }
@@ -532,7 +532,7 @@ impl Connection {
 /// One configured server and its connection.
 pub(crate) struct ServerConn {
     pub(crate) config: ServerConfig,
-    shared: Arc<Shared>,
+    shared: Arc<ManagerState>,
     conn: tokio::sync::Mutex<Option<Connection>>,
     /// True until the first connection attempt has ended
     starting: AtomicBool,
@@ -593,7 +593,7 @@ fn minimal_env(configured: &BTreeMap<String, String>) -> Vec<(String, String)> {
 }
 
 impl ServerConn {
-    pub(crate) fn new(config: ServerConfig, shared: Arc<Shared>) -> Arc<Self> {
+    pub(crate) fn new(config: ServerConfig, shared: Arc<ManagerState>) -> Arc<Self> {
         Arc::new(ServerConn {
             config,
             shared,

@@ -379,7 +379,7 @@ mod tests {
 
     use super::*;
     use crate::config::{ServerConfig, Transport};
-    use crate::server_conn::Shared;
+    use crate::server_conn::ManagerState;
 
     fn server(state: &std::path::Path) -> Arc<ServerConn> {
         let config = ServerConfig {
@@ -394,7 +394,7 @@ mod tests {
             call_timeout: Duration::from_secs(1),
             max_message_bytes: crate::config::DEFAULT_MAX_MESSAGE_BYTES,
         };
-        ServerConn::new(config, Arc::new(Shared::new(state, state, &[])))
+        ServerConn::new(config, Arc::new(ManagerState::new(state, state, &[])))
     }
 
     #[test]

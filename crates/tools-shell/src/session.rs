@@ -44,7 +44,7 @@ pub struct ShellSession {
     /// The session's supervisors
     instances: Instances,
 }
-impl tool_core::Shared for ShellSession {}
+impl tool_core::ServiceType for ShellSession {}
 
 impl ShellSession {
     /// The session's shell state, created on first use.

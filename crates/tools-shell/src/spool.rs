@@ -336,7 +336,7 @@ impl State {
 }
 
 #[derive(Debug)]
-struct Shared {
+struct SpoolCore {
     file: File,
     caps: Caps,
     state: Mutex<State>,
@@ -347,7 +347,7 @@ struct Shared {
     stopping: std::sync::atomic::AtomicBool,
 }
 
-impl Shared {
+impl SpoolCore {
     fn state(&self) -> MutexGuard<'_, State> {
         self.state.lock().unwrap_or_else(|p| p.into_inner())
     }
@@ -375,13 +375,13 @@ pub struct Chunk {
 /// abandoned), the copy is closed as by [`Spool::close`].
 #[derive(Debug, Clone)]
 pub struct Spool {
-    shared: Arc<Shared>,
+    shared: Arc<SpoolCore>,
     _owner: Arc<Owner>,
 }
 
-/// Closes the copy once no [`Spool`] is left (the copying thread holds only [`Shared`]).
+/// Closes the copy once no [`Spool`] is left (the copying thread holds only [`SpoolCore`]).
 #[derive(Debug)]
-struct Owner(Arc<Shared>);
+struct Owner(Arc<SpoolCore>);
 
 impl Drop for Owner {
     fn drop(&mut self) {
@@ -420,7 +420,7 @@ impl Spool {
         let _ = rustix::pipe::fcntl_setpipe_size(&writer, CHUNK);
         let (stop_r, stop_w) = pipe_with(PipeFlags::CLOEXEC).map_err(|e| fail(&e))?;
         let (done, _) = watch::channel(false);
-        let shared = Arc::new(Shared {
+        let shared = Arc::new(SpoolCore {
             file,
             caps,
             state: Mutex::new(State::default()),
@@ -698,7 +698,7 @@ fn copy_range(src: &File, mut from: u64, dst: &File, mut to: u64, len: u64) -> i
 
 /// The copy: runs until the pipe's end (every writer gone), or until [`Spool::close`] and
 /// then what the pipe holds; then puts the file in its final form.
-fn copy(shared: &Shared, dir: &OutputDir, input: &OwnedFd, stop: &OwnedFd) {
+fn copy(shared: &SpoolCore, dir: &OutputDir, input: &OwnedFd, stop: &OwnedFd) {
     use rustix::event::{PollFd, PollFlags, poll};
     let Caps { head, tail } = shared.caps;
     // After the stop, at most this much more is taken: what the command wrote before it

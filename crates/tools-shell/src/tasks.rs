@@ -194,7 +194,7 @@ impl Entry {
 pub struct ShellTasks {
     inner: Arc<Inner>,
 }
-impl tool_core::Shared for ShellTasks {}
+impl tool_core::ServiceType for ShellTasks {}
 
 #[derive(Debug)]
 struct Inner {

@@ -57,7 +57,7 @@ struct Inner {
 pub struct FetchCache {
     inner: Mutex<Inner>,
 }
-impl tool_core::Shared for FetchCache {}
+impl tool_core::ServiceType for FetchCache {}
 
 impl FetchCache {
     /// The session's cache, created on first use.

@@ -19,7 +19,7 @@ pub trait HostLookup: Send + Sync {
     /// Every address of `host`.
     async fn lookup(&self, host: &str) -> std::io::Result<Vec<IpAddr>>;
 }
-impl tool_core::Shared for dyn HostLookup {}
+impl tool_core::ServiceType for dyn HostLookup {}
 
 /// The system resolver (`getaddrinfo` through tokio).
 #[derive(Debug, Clone, Copy, Default)]

@@ -43,7 +43,7 @@ pub trait SearchProvider: Send + Sync {
     /// Up to `max_results` results for `query`, best first. Errors say what to fix.
     async fn search(&self, query: &str, max_results: usize) -> Result<Vec<SearchHit>, ToolError>;
 }
-impl tool_core::Shared for dyn SearchProvider {}
+impl tool_core::ServiceType for dyn SearchProvider {}
 
 fn http_client(timeout: Duration) -> Result<reqwest::Client, ToolError> {
     reqwest::Client::builder()

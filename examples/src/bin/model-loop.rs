@@ -1,5 +1,5 @@
 //! A whole agent loop against a Messages-API-compatible endpoint: the pool's declarations
-//! (`registry::declarations`, Anthropic dialect) go with the conversation as JSON over
+//! (`ToolPool::declarations`, Anthropic dialect) go with the conversation as JSON over
 //! HTTP, each `tool_use` block of the reply runs with `pool.call`, the `tool_result`s go
 //! back, and the loop stops when a reply asks for no tool.
 //!
@@ -29,7 +29,7 @@ async fn main() -> Result<(), Box<dyn Error>> {
 
     let ctx = ToolContext::builder(&dir).build();
     let pool = ToolPool::new(tools_fs::tools());
-    let tools = registry::declarations(pool.tools(), Dialect::Anthropic).await;
+    let tools = pool.declarations(Dialect::Anthropic).await;
     let client = reqwest::Client::builder()
         .timeout(Duration::from_secs(600))
         .build()?;

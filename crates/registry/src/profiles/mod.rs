@@ -31,7 +31,7 @@ pub enum Profile {
     /// Gemini CLI's tools for Gemini models: `read_file`, `replace`, `run_shell_command`, ...
     Gemini,
 }
-impl tool_core::Shared for Profile {}
+impl tool_core::ServiceType for Profile {}
 
 impl Profile {
     /// Every profile, the default first.

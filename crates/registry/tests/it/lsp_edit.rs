@@ -10,7 +10,7 @@ use std::time::Duration;
 
 use serde_json::{Value, json};
 use tool_core::{PermissionMode, ToolContext, ToolPool};
-use tools_lsp::{LanguageServers, LspConfig, ServerConfig};
+use tools_lsp::{LanguageServerConfig, LanguageServers, LspConfig};
 
 struct Project {
     pool: ToolPool,
@@ -25,7 +25,7 @@ impl Project {
         for (name, text) in files {
             std::fs::write(root.join(name), text).unwrap();
         }
-        let mut server = ServerConfig::new(bin.display().to_string(), &["--stdio"]);
+        let mut server = LanguageServerConfig::new(bin.display().to_string(), &["--stdio"]);
         // The edit's report needs a server that has loaded the project, which the LSP call
         // waits for; on a busy machine loading takes longer than the default startup time
         // (15 s), so the servers get as long as they need: what is tested is the report,

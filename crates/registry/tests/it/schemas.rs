@@ -33,7 +33,7 @@ fn every_profile_tools() -> Vec<Arc<dyn Tool>> {
 
 /// Every profile's built-ins declared in `dialect`, in pool order.
 async fn declarations(dialect: Dialect) -> Vec<Value> {
-    registry::declarations(&every_profile_tools(), dialect).await
+    tool_core::declarations(&every_profile_tools(), dialect).await
 }
 
 #[tokio::test]
@@ -43,7 +43,7 @@ async fn schema_snapshots_every_tool_every_dialect() {
         assert_eq!(schema["type"], "object", "{}", tool.name());
         assert!(!has_refs(schema), "{} has $ref", tool.name());
         for dialect in Dialect::ALL {
-            let decls = registry::declarations(std::slice::from_ref(&tool), dialect).await;
+            let decls = tool_core::declarations(std::slice::from_ref(&tool), dialect).await;
             for decl in &decls {
                 assert!(!has_refs(decl), "{} {dialect}", tool.name());
                 let name = match decl["type"].as_str() {
@@ -64,7 +64,7 @@ async fn a_pool_declares_what_the_registry_declares() {
         for dialect in Dialect::ALL {
             assert_eq!(
                 pool.declarations(dialect).await,
-                registry::declarations(pool.tools(), dialect).await,
+                tool_core::declarations(pool.tools(), dialect).await,
                 "{profile:?} {dialect}"
             );
         }

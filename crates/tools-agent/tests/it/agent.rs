@@ -7,10 +7,8 @@ use std::sync::{Arc, Mutex};
 use serde_json::{Value, json};
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tool_core::{CallResult, Tool, ToolContext, ToolPool};
-use tools_agent::{
-    AgentRunner, AgentSettings, ApiRunner, CommandRunner, ToolCatalog, builtin_agents,
-    tools_for_agent,
-};
+use tools_agent::testing::{builtin_agents, tools_for_agent};
+use tools_agent::{AgentRunner, AgentSettings, ApiRunner, CommandRunner, ToolCatalog};
 
 use crate::{Fixture, assert_error};
 
@@ -357,9 +355,9 @@ async fn agent_types_rules_and_errors() {
     let runner: Arc<dyn AgentRunner> = Arc::new(CommandRunner::new(vec!["cat".into()]));
     let ctx = ctx_with_runner(&f, runner);
     // Unapproved, the file's permissionMode is not even read.
-    assert!(tools_agent::load_agents(&ctx).1.is_empty());
+    assert!(tools_agent::testing::load_agents(&ctx).1.is_empty());
     f.approve_project();
-    let (agents, errors) = tools_agent::load_agents(&ctx);
+    let (agents, errors) = tools_agent::testing::load_agents(&ctx);
     let reviewer = agents.iter().find(|a| a.name == "reviewer").unwrap();
     assert_eq!(
         reviewer.tools.as_deref(),
@@ -445,7 +443,7 @@ async fn agent_types_rules_and_errors() {
         "No sub-agent runner is configured",
     );
     // Sub-agents cannot nest.
-    let sub = tools_agent::subagent_context(&ctx, "a1", None);
+    let sub = tools_agent::testing::subagent_context(&ctx, "a1", None);
     assert_error(
         &pool()
             .call("Agent", json!({"description": "d", "prompt": "p"}), &sub)

@@ -7,7 +7,8 @@ use std::sync::{Arc, Mutex};
 use async_trait::async_trait;
 use serde_json::{Value, json};
 use tool_core::ToolError;
-use tools_agent::{AgentIdentity, LinePrompter, Question, QuestionAnswers, QuestionPrompter};
+use tool_core::{LinePrompter, Question, QuestionAnswers, QuestionPrompter};
+use tools_agent::AgentIdentity;
 
 use crate::{Fixture, assert_error, call};
 
@@ -47,12 +48,12 @@ async fn ask_user_question_validation_messages() {
     check(json!({"questions": [{"question": "Q?", "header": "far too long header", "options": [{"label": "a", "description": "a"}, {"label": "b", "description": "b"}]}]}), "The parameter `questions[0].header` must be at most 12 character(s) long").await;
     check(
         json!({"questions": [q.clone(), q.clone()]}),
-        tools_agent::NOT_UNIQUE,
+        tools_agent::testing::NOT_UNIQUE,
     )
     .await;
     check(
         json!({"questions": [question("Which?", &["A", "A"])]}),
-        tools_agent::NOT_UNIQUE,
+        tools_agent::testing::NOT_UNIQUE,
     )
     .await;
     check(
@@ -77,7 +78,7 @@ async fn ask_user_question_validation_messages() {
         .build();
     assert_error(
         &call(&agent, "AskUserQuestion", json!({"questions": [q]})).await,
-        tools_agent::ASK_IN_AGENT,
+        tools_agent::testing::ASK_IN_AGENT,
     );
 }
 

@@ -4,7 +4,8 @@
 
 use chrono::{Local, TimeZone};
 use serde_json::{Value, json};
-use tools_agent::{CronScheduler, TOO_MANY_JOBS, cron_scheduler};
+use tools_agent::testing::TOO_MANY_JOBS;
+use tools_agent::{CronScheduler, cron_scheduler};
 
 use crate::{Fixture, assert_error, call};
 
@@ -191,7 +192,9 @@ async fn run_hands_due_prompts_to_the_callback() {
 /// across ids, and applied by the scheduler.
 #[test]
 fn firing_times_are_jittered_per_job() {
-    use tools_agent::{MAX_RECURRING_JITTER, ONE_SHOT_EARLY, fire_time, jitter, parse_cron};
+    use tools_agent::testing::{
+        MAX_RECURRING_JITTER, ONE_SHOT_EARLY, fire_time, jitter, parse_cron,
+    };
     let at = |h, m| Local.with_ymd_and_hms(2026, 3, 2, h, m, 0).unwrap();
     let hourly = parse_cron("0 * * * *").unwrap();
     let daily = parse_cron("0 9 * * *").unwrap();

@@ -15,10 +15,13 @@ async fn plan_mode_round_trip_restores_the_previous_mode() {
     let prompter = approver(true);
     let ctx = with_prompter(&f, prompter.clone(), PermissionMode::AcceptEdits);
     let r = call(&ctx, "ExitPlanMode", json!({})).await;
-    assert_error(&r, tools_agent::NOT_IN_PLAN_MODE);
+    assert_error(&r, tools_agent::testing::NOT_IN_PLAN_MODE);
     let r = call(&ctx, "EnterPlanMode", json!({})).await;
     assert!(!r.is_error, "{}", r.text());
-    assert!(r.text().starts_with(tools_agent::ENTERED_PLAN_MODE));
+    assert!(
+        r.text()
+            .starts_with(tools_agent::testing::ENTERED_PLAN_MODE)
+    );
     assert!(r.text().contains("DO NOT write or edit any files yet"));
     assert_eq!(ctx.permission_mode(), PermissionMode::Plan);
     assert_eq!(r.data["previousMode"], "acceptEdits");
@@ -49,7 +52,7 @@ async fn plan_mode_round_trip_restores_the_previous_mode() {
     )
     .await;
     assert!(!r.is_error, "{}", r.text());
-    assert!(r.text().starts_with(tools_agent::PLAN_APPROVED));
+    assert!(r.text().starts_with(tools_agent::testing::PLAN_APPROVED));
     assert!(r.text().contains("## Approved Plan:\n1. Do the thing"));
     assert!(r.text().contains("- Bash: run tests"));
     // The question shows the plan, the mode it returns to and the permissions it asks for.
@@ -96,7 +99,7 @@ async fn enter_plan_mode_refuses_sub_agents() {
         .build();
     assert_error(
         &call(&ctx, "EnterPlanMode", json!({})).await,
-        tools_agent::PLAN_MODE_IN_AGENT,
+        tools_agent::testing::PLAN_MODE_IN_AGENT,
     );
     assert_eq!(ctx.permission_mode(), PermissionMode::Default);
 }

@@ -10,7 +10,8 @@ use tool_core::{
     RuleSourceKind, SourcedRule, Tool, ToolCategory, ToolContext, ToolError, ToolResult,
     ValidationResult,
 };
-use tools_agent::{NO_MATCH, ToolCatalog, name_parts};
+use tools_agent::ToolCatalog;
+use tools_agent::testing::{NO_MATCH, name_parts};
 
 use crate::{Fixture, assert_error, call};
 

@@ -116,7 +116,7 @@ async fn the_persons_skills_win_and_the_projects_keep_a_distinct_name() {
     )
     .await;
     assert_eq!(r.data["instructions"], "Write notes about the meeting");
-    let names: Vec<String> = tools_agent::list_skills(&ctx)
+    let names: Vec<String> = tools_agent::testing::list_skills(&ctx)
         .into_iter()
         .map(|s| s.name)
         .collect();

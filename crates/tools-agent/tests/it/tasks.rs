@@ -6,7 +6,8 @@ use std::sync::Arc;
 
 use serde_json::{Value, json};
 use tool_core::ToolContext;
-use tools_agent::{TaskListId, TaskStore, TeamStore};
+use tools_agent::TaskListId;
+use tools_agent::testing::{TaskStore, TeamStore};
 
 use crate::{Fixture, assert_error, call};
 
@@ -247,7 +248,8 @@ async fn two_processes_share_one_list() {
     assert_eq!(ids, (1..=(1 + 2 * PER_WORKER) as u64).collect::<Vec<_>>());
     let seed = store.get("1").unwrap().unwrap();
     assert_eq!(seed.metadata.unwrap().len(), 2 * PER_WORKER);
-    let hwm = std::fs::read_to_string(store.dir().join(tools_agent::HIGH_WATER_MARK)).unwrap();
+    let hwm =
+        std::fs::read_to_string(store.dir().join(tools_agent::testing::HIGH_WATER_MARK)).unwrap();
     assert_eq!(hwm.trim(), (1 + 2 * PER_WORKER).to_string());
 }
 

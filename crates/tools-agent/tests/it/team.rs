@@ -6,12 +6,12 @@ use std::sync::Arc;
 
 use serde_json::{Value, json};
 use tool_core::{CancellationToken, PermissionMode, ToolContext};
-use tools_agent::{
-    EMPTY_RECIPIENT, InboxMessage, NO_CROSS_SESSION, NO_STRUCTURED_BROADCAST,
-    PLAN_REJECTION_NEEDS_FEEDBACK, PLAN_REQUEST_ID_REQUIRED, PLAN_SUBMITTED,
-    REJECTION_NEEDS_REASON, SHUTDOWN_RESPONSE_TO_LEAD, SUMMARY_REQUIRED, TeamMember, TeamStore,
-    TeammateIdentity, render_messages, subagent_context,
+use tools_agent::testing::{
+    EMPTY_RECIPIENT, NO_CROSS_SESSION, NO_STRUCTURED_BROADCAST, PLAN_REJECTION_NEEDS_FEEDBACK,
+    PLAN_REQUEST_ID_REQUIRED, PLAN_SUBMITTED, REJECTION_NEEDS_REASON, SHUTDOWN_RESPONSE_TO_LEAD,
+    SUMMARY_REQUIRED, TeamMember, TeamStore, subagent_context,
 };
+use tools_agent::{InboxMessage, TeammateIdentity, render_messages};
 
 use crate::{Fixture, assert_error, call};
 

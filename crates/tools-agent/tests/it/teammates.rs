@@ -9,9 +9,8 @@ use std::time::Duration;
 
 use serde_json::{Value, json};
 use tool_core::{PermissionMode, ToolContext};
-use tools_agent::{
-    AgentRunner, CWD_WITH_ISOLATION, CommandRunner, InboxMessage, TEAMMATES_CANNOT_SPAWN, TeamStore,
-};
+use tools_agent::testing::{CWD_WITH_ISOLATION, TEAMMATES_CANNOT_SPAWN, TeamStore};
+use tools_agent::{AgentRunner, CommandRunner, InboxMessage};
 
 use crate::agent::{
     api_runner, ctx_with_runner, message, pool, runner_builder, serve, serve_with, task_output,
@@ -571,7 +570,7 @@ async fn a_teammate_in_plan_mode_asks_the_lead_to_approve_its_plan() {
             &lead,
         )
         .await;
-    assert_error(&r, tools_agent::PLAN_REJECTION_NEEDS_FEEDBACK);
+    assert_error(&r, tools_agent::testing::PLAN_REJECTION_NEEDS_FEEDBACK);
     let r = pool()
         .call(
             "SendMessage",
@@ -653,7 +652,7 @@ async fn a_teammate_in_plan_mode_asks_the_lead_to_approve_its_plan() {
     assert!(
         text.starts_with(&format!(
             "{}\n\nRequest ID: {first_id}\n",
-            tools_agent::PLAN_SUBMITTED
+            tools_agent::testing::PLAN_SUBMITTED
         )),
         "{text}"
     );

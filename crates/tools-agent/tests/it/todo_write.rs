@@ -23,9 +23,9 @@ async fn todo_write_replaces_the_list_and_clears_when_all_done() {
     )
     .await;
     assert!(!r.is_error, "{}", r.text());
-    assert_eq!(r.text(), tools_agent::TODOS_MODIFIED);
+    assert_eq!(r.text(), tools_agent::testing::TODOS_MODIFIED);
     assert_eq!(r.data["oldTodos"], json!([]));
-    assert_eq!(tools_agent::current_todos(&ctx).unwrap().len(), 2);
+    assert_eq!(tools_agent::testing::current_todos(&ctx).unwrap().len(), 2);
     let r = call(
         &ctx,
         "TodoWrite",
@@ -34,7 +34,7 @@ async fn todo_write_replaces_the_list_and_clears_when_all_done() {
     .await;
     assert_eq!(r.data["oldTodos"][0]["status"], "in_progress");
     assert_eq!(
-        tools_agent::current_todos(&ctx).unwrap()[1].status,
+        tools_agent::testing::current_todos(&ctx).unwrap()[1].status,
         tools_agent::TodoStatus::InProgress
     );
     let r = call(
@@ -46,7 +46,9 @@ async fn todo_write_replaces_the_list_and_clears_when_all_done() {
     assert!(!r.is_error);
     assert_eq!(r.data["newTodos"].as_array().unwrap().len(), 2);
     assert!(
-        tools_agent::current_todos(&ctx).unwrap().is_empty(),
+        tools_agent::testing::current_todos(&ctx)
+            .unwrap()
+            .is_empty(),
         "cleared when all completed"
     );
     // A sub-agent has its own list.
@@ -62,8 +64,15 @@ async fn todo_write_replaces_the_list_and_clears_when_all_done() {
         json!({"todos": [todo("Sub", "pending")]}),
     )
     .await;
-    assert_eq!(tools_agent::current_todos(&agent).unwrap().len(), 1);
-    assert!(tools_agent::current_todos(&ctx).unwrap().is_empty());
+    assert_eq!(
+        tools_agent::testing::current_todos(&agent).unwrap().len(),
+        1
+    );
+    assert!(
+        tools_agent::testing::current_todos(&ctx)
+            .unwrap()
+            .is_empty()
+    );
 }
 
 #[tokio::test]

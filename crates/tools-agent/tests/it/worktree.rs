@@ -10,7 +10,7 @@ async fn enter_keep_and_remove() {
     let ctx = f.ctx();
     assert_error(
         &call(&ctx, "ExitWorktree", json!({"action": "keep"})).await,
-        tools_agent::NO_WORKTREE_SESSION,
+        tools_agent::testing::NO_WORKTREE_SESSION,
     );
     let r = call(&ctx, "EnterWorktree", json!({"name": "feature/x"})).await;
     assert!(!r.is_error, "{}", r.text());
@@ -30,7 +30,7 @@ async fn enter_keep_and_remove() {
     );
     assert_error(
         &call(&ctx, "EnterWorktree", json!({})).await,
-        tools_agent::ALREADY_IN_WORKTREE,
+        tools_agent::testing::ALREADY_IN_WORKTREE,
     );
     // Keep: the worktree stays, the session goes back.
     let r = call(&ctx, "ExitWorktree", json!({"action": "keep"})).await;

@@ -127,7 +127,7 @@ impl std::fmt::Debug for Service {
     }
 }
 
-impl tool_core::Shared for Service {}
+impl tool_core::ServiceType for Service {}
 
 /// Installs the search index of the project at `root` in a session being built; the saved
 /// index lives under `state_dir`. A `long_lived` session (batch, serve, a library host)

@@ -822,7 +822,7 @@ fn a_call_without_a_permission_check_resolves_when_it_runs() {
             &c,
         ))
         .unwrap();
-    assert_eq!(r.data.kind, "create");
+    assert_eq!(r.data.kind, tools_fs::WriteKind::Create);
     assert_eq!(f.read("real/x.txt"), b"x");
     let mut input = tools_fs::EditInput::new(&path, "x", "y");
     input.replace_all = Some(true);

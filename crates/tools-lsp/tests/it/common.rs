@@ -3,7 +3,7 @@
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 
-use tools_lsp::{LanguageServers, LspConfig, ServerConfig};
+use tools_lsp::{LanguageServerConfig, LanguageServers, LspConfig};
 
 /// Which server a project uses.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -31,7 +31,7 @@ impl Lang {
 /// A manager for `lang` only, with the peer binary; `None` when the peer is missing.
 pub fn manager(lang: Lang, cwd: &Path) -> Option<LanguageServers> {
     let binary = test_support::peers::bin(lang.binary())?;
-    let mut server = ServerConfig::new(binary.display().to_string(), &["--stdio"]);
+    let mut server = LanguageServerConfig::new(binary.display().to_string(), &["--stdio"]);
     // What the tests check needs a server that has loaded the project, which calls wait
     // for within its startup time; on a busy machine loading takes longer than the default
     // (15 s), so the servers get as long as they need: the tests are about the answers, not

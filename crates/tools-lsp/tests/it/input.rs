@@ -5,7 +5,7 @@ use std::sync::Arc;
 
 use serde_json::json;
 use tool_core::{ToolContext, ToolPool};
-use tools_lsp::{LanguageServers, LspConfig, ServerConfig};
+use tools_lsp::{LanguageServerConfig, LanguageServers, LspConfig};
 
 struct Fixture {
     pool: ToolPool,
@@ -22,8 +22,10 @@ fn fixture() -> Fixture {
     big.set_len(11 * 1024 * 1024)
         .unwrap_or_else(|e| panic!("{e}"));
     // A server that cannot start: only reached if validation lets a call through.
-    let config =
-        LspConfig::empty().with_server("py", ServerConfig::new("/nonexistent/langserver", &[]));
+    let config = LspConfig::empty().with_server(
+        "py",
+        LanguageServerConfig::new("/nonexistent/langserver", &[]),
+    );
     let ctx = ToolContext::builder(&root)
         .state_dir(root.join(".state"))
         .lsp(Arc::new(LanguageServers::new(config, &root)))

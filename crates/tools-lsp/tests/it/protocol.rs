@@ -10,7 +10,7 @@ use std::time::Duration;
 
 use serde_json::{Value, json};
 use tool_core::LspManager;
-use tools_lsp::{LanguageServers, LspConfig, ServerConfig};
+use tools_lsp::{LanguageServerConfig, LanguageServers, LspConfig};
 
 const FAKE_SERVER: &str = include_str!("fake_server.py");
 
@@ -32,7 +32,7 @@ fn fake_with(extra: &[&str]) -> Option<Fake> {
 }
 
 /// The same, with its configuration changed by `adjust`.
-fn fake_configured(extra: &[&str], adjust: impl FnOnce(&mut ServerConfig)) -> Option<Fake> {
+fn fake_configured(extra: &[&str], adjust: impl FnOnce(&mut LanguageServerConfig)) -> Option<Fake> {
     let python = test_support::peers::on_path("python3");
     if !test_support::peers::require("python3 (for the scripted server)", python.is_some()) {
         return None;
@@ -44,7 +44,7 @@ fn fake_configured(extra: &[&str], adjust: impl FnOnce(&mut ServerConfig)) -> Op
     let log = root.join("received.jsonl");
     let file = root.join("doc.fake");
     std::fs::write(&file, "one\ntwo\nthree\nfour\n").unwrap_or_else(|e| panic!("{e}"));
-    let mut server = ServerConfig::new(python.display().to_string(), &[]);
+    let mut server = LanguageServerConfig::new(python.display().to_string(), &[]);
     server.args = vec![script.display().to_string(), log.display().to_string()];
     server.args.extend(extra.iter().map(|a| (*a).to_owned()));
     server.settings = Some(json!({"fake": {"answer": 42}}));

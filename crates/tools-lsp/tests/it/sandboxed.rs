@@ -11,7 +11,7 @@ use std::sync::atomic::{AtomicUsize, Ordering};
 
 use serde_json::json;
 use tool_core::LspManager;
-use tools_lsp::{LanguageServers, LspConfig, SandboxSettings, ServerConfig};
+use tools_lsp::{LanguageServerConfig, LanguageServers, LspConfig, SandboxSettings};
 
 /// A server that first tries everything a planted build script would, reports what it saw
 /// in a file inside the workspace, then answers `initialize` and hover like a server.
@@ -97,7 +97,7 @@ async fn a_server_runs_in_the_workspace_sandbox() {
     std::fs::write(&script, HOSTILE).unwrap();
     let file = root.join("doc.fake");
     std::fs::write(&file, "text\n").unwrap();
-    let mut server = ServerConfig::new(python.display().to_string(), &[]);
+    let mut server = LanguageServerConfig::new(python.display().to_string(), &[]);
     server.args = vec![
         script.display().to_string(),
         root.display().to_string(),

@@ -5,6 +5,10 @@
 use std::io::{BufRead, BufReader};
 use std::time::Duration;
 
+use std::borrow::Cow;
+
+use schemars::{JsonSchema, Schema, SchemaGenerator, json_schema};
+use serde::{Deserialize, Serialize, Serializer};
 use serde_json::{Value, json};
 use tool_core::{ContentBlock, ToolContext, ToolError, ToolResult, ValidationResult, shell_quote};
 
@@ -45,22 +49,135 @@ pub(super) fn in_subshell(line: &str, workdir: Option<&str>) -> String {
     }
 }
 
+/// codex's `sandbox_permissions` of shell, shell_command and exec_command: whether the
+/// command runs in the sandbox. Declared as a plain string, as codex does; a value outside
+/// the set is kept so the call can name it in its refusal.
+#[derive(Debug, Clone, PartialEq, Eq, Deserialize)]
+#[serde(from = "String")]
+pub(super) enum SandboxPermissions {
+    /// `use_default`: in the sandbox
+    UseDefault,
+    /// `require_escalated`: outside the sandbox, after asking
+    RequireEscalated,
+    /// `with_additional_permissions`: not supported here
+    WithAdditionalPermissions,
+    /// Any other value
+    Other(String),
+}
+
+impl From<String> for SandboxPermissions {
+    fn from(value: String) -> Self {
+        match value.as_str() {
+            "use_default" => Self::UseDefault,
+            "require_escalated" => Self::RequireEscalated,
+            "with_additional_permissions" => Self::WithAdditionalPermissions,
+            _ => Self::Other(value),
+        }
+    }
+}
+
+// Serialized only for the schema's `"default": null` (of `Option<Self>`), as the string it
+// was read from.
+impl Serialize for SandboxPermissions {
+    fn serialize<S: Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+        serializer.serialize_str(match self {
+            Self::UseDefault => "use_default",
+            Self::RequireEscalated => "require_escalated",
+            Self::WithAdditionalPermissions => "with_additional_permissions",
+            Self::Other(value) => value,
+        })
+    }
+}
+
+impl JsonSchema for SandboxPermissions {
+    fn inline_schema() -> bool {
+        true
+    }
+
+    fn schema_name() -> Cow<'static, str> {
+        "SandboxPermissions".into()
+    }
+
+    fn json_schema(_: &mut SchemaGenerator) -> Schema {
+        json_schema!({
+            "type": "string",
+            "description": "Sandbox permissions for the command. Set to \"require_escalated\" to request running\nwithout sandbox restrictions; defaults to \"use_default\".",
+        })
+    }
+}
+
+/// codex's `justification`: the question the person is asked about running the command
+/// outside the sandbox.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(transparent)]
+pub(super) struct Justification(String);
+
+impl Justification {
+    /// The text the model gave.
+    pub(super) fn as_str(&self) -> &str {
+        &self.0
+    }
+}
+
+impl JsonSchema for Justification {
+    fn inline_schema() -> bool {
+        true
+    }
+
+    fn schema_name() -> Cow<'static, str> {
+        "Justification".into()
+    }
+
+    fn json_schema(_: &mut SchemaGenerator) -> Schema {
+        json_schema!({
+            "type": "string",
+            "description": "Only set if sandbox_permissions is \"require_escalated\". Request approval from the\nuser to run this command outside the sandbox. Phrased as a simple question that\nsummarizes the purpose of the command as it relates to the task at hand - e.g. 'Do\nyou want to fetch and pull the latest version of this git branch?'",
+        })
+    }
+}
+
+/// codex's `prefix_rule`: a rule the model proposes for similar commands. Read and left
+/// aside: rules come from the settings only.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(transparent)]
+pub(super) struct PrefixRule(Vec<String>);
+
+impl JsonSchema for PrefixRule {
+    fn inline_schema() -> bool {
+        true
+    }
+
+    fn schema_name() -> Cow<'static, str> {
+        "PrefixRule".into()
+    }
+
+    fn json_schema(_: &mut SchemaGenerator) -> Schema {
+        json_schema!({
+            "type": "array",
+            "items": {
+                "type": "string"
+            },
+            "description": "Only specify when sandbox_permissions is `require_escalated`. Suggest a prefix\ncommand pattern that will allow you to fulfill similar requests from the user in the\nfuture. Should be a short but reasonable prefix, e.g. [\"git\", \"pull\"] or [\"uv\",\n\"run\"] or [\"pytest\"].",
+        })
+    }
+}
+
 /// Whether the call asks to run outside the sandbox: `sandbox_permissions:
 /// "require_escalated"` (codex's current field) or `with_escalated_permissions: true` (the
 /// older one).
 pub(super) fn escalated(
-    sandbox_permissions: Option<&str>,
+    sandbox_permissions: Option<&SandboxPermissions>,
     with_escalated_permissions: Option<bool>,
 ) -> Result<bool, ToolError> {
     let by_field = match sandbox_permissions {
-        None | Some("use_default") => false,
-        Some("require_escalated") => true,
-        Some("with_additional_permissions") => {
+        None | Some(SandboxPermissions::UseDefault) => false,
+        Some(SandboxPermissions::RequireEscalated) => true,
+        Some(SandboxPermissions::WithAdditionalPermissions) => {
             return Err(ToolError::respond(
                 "`sandbox_permissions`: \"with_additional_permissions\" is not supported here; use \"require_escalated\" (with a `justification`) to run the command outside the sandbox, or leave it out",
             ));
         }
-        Some(other) => {
+        Some(SandboxPermissions::Other(other)) => {
             return Err(ToolError::respond(format!(
                 "`sandbox_permissions` is {other:?}: use \"use_default\" (the default) or \"require_escalated\" to run the command outside the sandbox"
             )));
@@ -86,7 +203,7 @@ pub(super) fn bash_input(
     workdir: Option<&str>,
     timeout_ms: Option<u64>,
     escalate: bool,
-    justification: Option<&str>,
+    justification: Option<&Justification>,
 ) -> Result<Value, ToolError> {
     let mut bash = json!({ "command": in_subshell(line, workdir) });
     if let Some(ms) = timeout(timeout_ms)? {
@@ -95,7 +212,10 @@ pub(super) fn bash_input(
     if escalate {
         bash["dangerouslyDisableSandbox"] = json!(true);
     }
-    if let Some(why) = justification.filter(|j| !j.trim().is_empty()) {
+    if let Some(why) = justification
+        .map(Justification::as_str)
+        .filter(|j| !j.trim().is_empty())
+    {
         bash["description"] = json!(why);
     }
     Ok(bash)
@@ -122,8 +242,11 @@ pub(super) fn check_workdir(workdir: Option<&str>, ctx: &ToolContext) -> Validat
 }
 
 /// What the person is asked, with the model's `justification` when it gave one.
-pub(super) fn with_justification(reason: String, justification: Option<&str>) -> String {
-    match justification.map(str::trim).filter(|j| !j.is_empty()) {
+pub(super) fn with_justification(reason: String, justification: Option<&Justification>) -> String {
+    match justification
+        .map(|j| j.as_str().trim())
+        .filter(|j| !j.is_empty())
+    {
         Some(why) => format!("{reason}\nJustification: {why}"),
         None => reason,
     }

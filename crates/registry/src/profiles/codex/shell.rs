@@ -9,7 +9,8 @@ use serde_json::Value;
 use tool_core::{Tool, ToolContext, ToolError, ToolResult, ValidationResult};
 
 use super::exec::{
-    argv_line, bash_input, check_workdir, escalated, render_exec, with_justification,
+    Justification, PrefixRule, SandboxPermissions, argv_line, bash_input, check_workdir, escalated,
+    render_exec, with_justification,
 };
 use crate::profiles::Mapping;
 
@@ -30,26 +31,16 @@ pub(super) struct ShellInput {
     /// The timeout for the command in milliseconds
     #[serde(default)]
     timeout_ms: Option<u64>,
-    /// Sandbox permissions for the command. Set to "require_escalated" to request running
-    /// without sandbox restrictions; defaults to "use_default".
     #[serde(default)]
-    sandbox_permissions: Option<String>,
+    sandbox_permissions: Option<SandboxPermissions>,
     /// Whether to request escalated permissions. Set to true if command needs to be run
     /// without sandbox restrictions
     #[serde(default)]
     with_escalated_permissions: Option<bool>,
-    /// Only set if sandbox_permissions is "require_escalated". Request approval from the
-    /// user to run this command outside the sandbox. Phrased as a simple question that
-    /// summarizes the purpose of the command as it relates to the task at hand - e.g. 'Do
-    /// you want to fetch and pull the latest version of this git branch?'
     #[serde(default)]
-    justification: Option<String>,
-    /// Only specify when sandbox_permissions is `require_escalated`. Suggest a prefix
-    /// command pattern that will allow you to fulfill similar requests from the user in the
-    /// future. Should be a short but reasonable prefix, e.g. ["git", "pull"] or ["uv",
-    /// "run"] or ["pytest"].
+    justification: Option<Justification>,
     #[serde(default)]
-    prefix_rule: Option<Vec<String>>,
+    prefix_rule: Option<PrefixRule>,
 }
 
 #[async_trait]
@@ -84,7 +75,7 @@ impl Mapping for Shell {
         // settings only, so it is read and left aside.
         let _ = &input.prefix_rule;
         let escalate = escalated(
-            input.sandbox_permissions.as_deref(),
+            input.sandbox_permissions.as_ref(),
             input.with_escalated_permissions,
         )?;
         bash_input(
@@ -92,7 +83,7 @@ impl Mapping for Shell {
             input.workdir.as_deref(),
             input.timeout_ms,
             escalate,
-            input.justification.as_deref(),
+            input.justification.as_ref(),
         )
     }
 
@@ -101,7 +92,7 @@ impl Mapping for Shell {
     }
 
     fn ask_reason(&self, input: &ShellInput, reason: String) -> String {
-        with_justification(reason, input.justification.as_deref())
+        with_justification(reason, input.justification.as_ref())
     }
 
     async fn finish(
@@ -135,22 +126,12 @@ pub(super) struct ShellCommandInput {
     /// Whether to run the shell with login shell semantics. Defaults to true.
     #[serde(default)]
     login: Option<bool>,
-    /// Sandbox permissions for the command. Set to "require_escalated" to request running
-    /// without sandbox restrictions; defaults to "use_default".
     #[serde(default)]
-    sandbox_permissions: Option<String>,
-    /// Only set if sandbox_permissions is "require_escalated". Request approval from the
-    /// user to run this command outside the sandbox. Phrased as a simple question that
-    /// summarizes the purpose of the command as it relates to the task at hand - e.g. 'Do
-    /// you want to fetch and pull the latest version of this git branch?'
+    sandbox_permissions: Option<SandboxPermissions>,
     #[serde(default)]
-    justification: Option<String>,
-    /// Only specify when sandbox_permissions is `require_escalated`. Suggest a prefix
-    /// command pattern that will allow you to fulfill similar requests from the user in the
-    /// future. Should be a short but reasonable prefix, e.g. ["git", "pull"] or ["uv",
-    /// "run"] or ["pytest"].
+    justification: Option<Justification>,
     #[serde(default)]
-    prefix_rule: Option<Vec<String>>,
+    prefix_rule: Option<PrefixRule>,
 }
 
 #[async_trait]
@@ -187,13 +168,13 @@ impl Mapping for ShellCommand {
         }
         // Bash runs `bash -c` (no login shell) and takes no rule from the model.
         let _ = (input.login, &input.prefix_rule);
-        let escalate = escalated(input.sandbox_permissions.as_deref(), None)?;
+        let escalate = escalated(input.sandbox_permissions.as_ref(), None)?;
         bash_input(
             &input.command,
             input.workdir.as_deref(),
             input.timeout_ms,
             escalate,
-            input.justification.as_deref(),
+            input.justification.as_ref(),
         )
     }
 
@@ -202,7 +183,7 @@ impl Mapping for ShellCommand {
     }
 
     fn ask_reason(&self, input: &ShellCommandInput, reason: String) -> String {
-        with_justification(reason, input.justification.as_deref())
+        with_justification(reason, input.justification.as_ref())
     }
 
     async fn finish(

@@ -16,7 +16,10 @@ use tool_core::{
     ContentBlock, Tool, ToolContext, ToolError, ToolResult, ValidationResult, shell_quote,
 };
 
-use super::exec::{check_workdir, escalated, in_subshell, with_justification};
+use super::exec::{
+    Justification, PrefixRule, SandboxPermissions, check_workdir, escalated, in_subshell,
+    with_justification,
+};
 use crate::profiles::Mapping;
 
 /// How long `exec_command` waits for output by default, and its bounds.
@@ -178,22 +181,12 @@ pub(super) struct ExecCommandInput {
     /// Whether to run the shell with -l/-i semantics. Defaults to true.
     #[serde(default)]
     login: Option<bool>,
-    /// Sandbox permissions for the command. Set to "require_escalated" to request running
-    /// without sandbox restrictions; defaults to "use_default".
     #[serde(default)]
-    sandbox_permissions: Option<String>,
-    /// Only set if sandbox_permissions is "require_escalated". Request approval from the
-    /// user to run this command outside the sandbox. Phrased as a simple question that
-    /// summarizes the purpose of the command as it relates to the task at hand - e.g. 'Do
-    /// you want to fetch and pull the latest version of this git branch?'
+    sandbox_permissions: Option<SandboxPermissions>,
     #[serde(default)]
-    justification: Option<String>,
-    /// Only specify when sandbox_permissions is `require_escalated`. Suggest a prefix
-    /// command pattern that will allow you to fulfill similar requests from the user in the
-    /// future. Should be a short but reasonable prefix, e.g. ["git", "pull"] or ["uv",
-    /// "run"] or ["pytest"].
+    justification: Option<Justification>,
     #[serde(default)]
-    prefix_rule: Option<Vec<String>>,
+    prefix_rule: Option<PrefixRule>,
 }
 
 /// The command line of `cmd` for `shell`: bash and sh run it as it is; another shell gets
@@ -237,7 +230,7 @@ impl Mapping for ExecCommand {
         // No PTY and no login shell here; `prefix_rule` proposes a rule, and rules come from
         // the settings only.
         let _ = (input.tty, input.login, &input.prefix_rule);
-        let escalate = escalated(input.sandbox_permissions.as_deref(), None)?;
+        let escalate = escalated(input.sandbox_permissions.as_ref(), None)?;
         let line = exec_line(&input.cmd, input.shell.as_deref());
         let mut bash = json!({
             "command": in_subshell(&line, input.workdir.as_deref()),
@@ -255,7 +248,7 @@ impl Mapping for ExecCommand {
     }
 
     fn ask_reason(&self, input: &ExecCommandInput, reason: String) -> String {
-        with_justification(reason, input.justification.as_deref())
+        with_justification(reason, input.justification.as_ref())
     }
 
     async fn finish(

@@ -13,9 +13,9 @@ use tool_core::{
     ToolResult, TypedTool, ValidationResult,
 };
 
-use crate::plans::plan_file;
-use crate::store::{agent_id, blocking, session};
-use crate::teams::{TeamStore, TeammateIdentity, teammate};
+use crate::stores::plan_requests::plan_file;
+use crate::stores::state::{agent_id, blocking, session};
+use crate::stores::team_files::{TeamStore, TeammateIdentity, teammate};
 
 /// The first line of a teammate's ExitPlanMode result.
 pub const PLAN_SUBMITTED: &str = "Your plan has been submitted to the team lead for approval.";

@@ -7,8 +7,8 @@ use std::sync::Arc;
 use serde::Serialize;
 use tool_core::{Approval, PermissionMode, Tool, ToolCategory, ToolContext};
 
-use crate::frontmatter;
-use crate::project::{self, Kind, PROJECT_PREFIX};
+use crate::stores::frontmatter;
+use crate::stores::project::{self, Kind, PROJECT_PREFIX};
 
 /// Tools no sub-agent gets: no nesting, no questions or plan mode of its own.
 pub const AGENT_DISALLOWED_TOOLS: &[&str] = &[

@@ -7,7 +7,7 @@ use tool_core::{
     ToolCategory, ToolContext, ToolError, ToolMeta, ToolResult, TypedTool, ValidationResult,
 };
 
-use crate::store::{read_json, session_file, write_json};
+use crate::stores::state::{read_json, session_file, write_json};
 
 /// What the model reads after a successful TodoWrite.
 pub const TODOS_MODIFIED: &str = "Todos have been modified successfully. Ensure that you continue to use the todo list to track your progress. Please proceed with the current tasks if applicable";

@@ -10,7 +10,7 @@ use serde::{Deserialize, Serialize};
 use serde_json::{Value, json};
 use tool_core::{PermissionMode, ToolContext, ToolError};
 
-use crate::store::{lock_file, process_alive, read_json, safe_component, write_json};
+use crate::stores::state::{lock_file, process_alive, read_json, safe_component, write_json};
 
 /// One sub-agent's run as the runner records it.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -77,7 +77,7 @@ impl RunStore {
     /// Records that background task `task_id` runs agent `agent_id`, so SendMessage accepts
     /// the task id the launch result gave.
     pub(crate) fn alias(&self, task_id: &str, agent_id: &str) -> Result<(), ToolError> {
-        crate::store::write_atomic(
+        crate::stores::state::write_atomic(
             &self.dir.join(format!("{}.alias", safe_component(task_id))),
             agent_id.as_bytes(),
         )

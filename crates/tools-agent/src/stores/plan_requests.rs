@@ -9,9 +9,9 @@ use serde::{Deserialize, Serialize};
 use serde_json::Value;
 use tool_core::{ToolContext, ToolError};
 
-use crate::inbox::{InboxMessage, TeamMessage};
-use crate::store::{agent_id, lock_file, now_ms, read_json, safe_component, write_json};
-use crate::teams::{TEAM_LEAD_NAME, TeamStore};
+use crate::stores::mailbox::{InboxMessage, TeamMessage};
+use crate::stores::state::{agent_id, lock_file, now_ms, read_json, safe_component, write_json};
+use crate::stores::team_files::{TEAM_LEAD_NAME, TeamStore};
 
 /// The plan file of this context's session (or sub-agent):
 /// `<state>/plans/<session>.md` or `<state>/plans/<session>-agent-<id>.md`.

@@ -16,7 +16,7 @@ use std::path::{Path, PathBuf};
 use serde_json::Value;
 use tool_core::{Approval, FileReview, ToolContext, TrustStore, Withheld, sha256_hex};
 
-use crate::frontmatter::{self, FrontMatter, FrontValue};
+use crate::stores::frontmatter::{self, FrontMatter, FrontValue};
 
 /// The project's folder of agent-tools files.
 pub(crate) const PROJECT_DIR: &str = ".agent-tools";

@@ -15,7 +15,7 @@ use tool_core::{
     ToolResult, TrustReport, TypedTool, ValidationResult, is_person_only_setting,
 };
 
-use crate::store::write_atomic;
+use crate::stores::state::write_atomic;
 
 /// What kind of value a setting takes.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -101,8 +101,8 @@ pub struct ConfigInput {
 pub struct ConfigOutput {
     /// Always true (failures are errors)
     pub success: bool,
-    /// "get" or "set"
-    pub operation: String,
+    /// Whether the call read or wrote the setting
+    pub operation: ConfigOperation,
     /// The key
     pub setting: String,
     /// The value read, or the value before a set
@@ -113,6 +113,16 @@ pub struct ConfigOutput {
     /// The file written, or the file the value came from
     #[serde(skip_serializing_if = "Option::is_none")]
     pub file: Option<PathBuf>,
+}
+
+/// What a Config call did (`operation` of [`ConfigOutput`]).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "lowercase")]
+pub enum ConfigOperation {
+    /// Read the setting
+    Get,
+    /// Wrote the setting
+    Set,
 }
 
 /// The Config tool.
@@ -339,7 +349,7 @@ impl TypedTool for Config {
             }
             return Ok(ToolResult::ok(ConfigOutput {
                 success: true,
-                operation: "get".to_owned(),
+                operation: ConfigOperation::Get,
                 setting: spec.key.to_owned(),
                 value,
                 new_value: None,
@@ -362,7 +372,7 @@ impl TypedTool for Config {
         let message = format!("Set {} to {}", spec.key, show(&new_value));
         Ok(ToolResult::ok(ConfigOutput {
             success: true,
-            operation: "set".to_owned(),
+            operation: ConfigOperation::Set,
             setting: spec.key.to_owned(),
             value: previous,
             new_value: Some(new_value),

@@ -79,7 +79,7 @@ pub trait UserMessageSink: Send + Sync {
     /// Delivers one message; an error is reported to the model.
     async fn deliver(&self, message: &UserMessage) -> Result<(), ToolError>;
 }
-impl tool_core::Shared for dyn UserMessageSink {}
+impl tool_core::ServiceType for dyn UserMessageSink {}
 
 /// The SendUserMessage tool.
 #[derive(Debug, Clone, Copy, Default)]

@@ -5,8 +5,8 @@
 use async_trait::async_trait;
 use tool_core::{ProcessGroup, ToolError};
 
-use crate::runner::{AgentOutcome, AgentRequest, AgentRunner};
-use crate::teams::teammate;
+use crate::runners::{AgentOutcome, AgentRequest, AgentRunner};
+use crate::stores::team_files::teammate;
 
 /// A command runner's output is cut to this many characters (head and tail).
 pub const MAX_COMMAND_OUTPUT: usize = 100_000;

@@ -12,12 +12,12 @@ use tool_core::{
     ToolCategory, ToolContext, ToolError, ToolMeta, ToolResult, TypedTool, ValidationResult,
 };
 
-use crate::inbox::render_messages;
-use crate::store::{agent_id, blocking, safe_component};
-use crate::teams::{TEAM_LEAD_NAME, TeamStore, teammate};
+use crate::stores::mailbox::render_messages;
+use crate::stores::state::{agent_id, blocking, safe_component};
+use crate::stores::team_files::{TEAM_LEAD_NAME, TeamStore, teammate};
 
 /// Attaches the lead's unread messages to a result as one side message; `me` is the
-/// context's [`sender`](crate::teams::sender), which the caller has looked up already.
+/// context's [`sender`](crate::stores::team_files::sender), which the caller has looked up already.
 pub(crate) async fn with_inbox<T>(
     result: ToolResult<T>,
     ctx: &ToolContext,

@@ -9,7 +9,7 @@ use serde::{Deserialize, Serialize};
 use serde_json::json;
 use tool_core::{Tool, ToolCategory, ToolContext, ToolError, ToolMeta, ToolResult, TypedTool};
 
-use crate::catalog::ToolCatalog;
+use crate::stores::catalog::ToolCatalog;
 
 /// What ToolSearch says when nothing matches.
 pub const NO_MATCH: &str = "No matching deferred tools found";

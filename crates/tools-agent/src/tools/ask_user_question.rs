@@ -13,7 +13,7 @@ use tool_core::{
     ToolContext, ToolError, ToolMeta, ToolResult, TypedTool, ValidationResult,
 };
 
-use crate::store::agent_id;
+use crate::stores::state::agent_id;
 
 /// The validation message for repeated questions or option labels .
 pub const NOT_UNIQUE: &str =

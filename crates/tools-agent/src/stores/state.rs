@@ -104,7 +104,7 @@ pub struct AgentIdentity {
     /// The sub-agent's id
     pub agent_id: String,
 }
-impl tool_core::Shared for AgentIdentity {}
+impl tool_core::ServiceType for AgentIdentity {}
 
 /// The sub-agent id of this context, if it is a sub-agent's.
 pub(crate) fn agent_id(ctx: &ToolContext) -> Option<String> {
@@ -120,9 +120,9 @@ pub(crate) struct AgentSession {
     /// The mode before EnterPlanMode
     pub pre_plan_mode: Mutex<Option<PermissionMode>>,
     /// The worktree EnterWorktree created in this session
-    pub worktree: Mutex<Option<crate::worktrees::ActiveWorktree>>,
+    pub worktree: Mutex<Option<crate::stores::git_worktrees::ActiveWorktree>>,
 }
-impl tool_core::Shared for AgentSession {}
+impl tool_core::ServiceType for AgentSession {}
 
 /// The session state, created on first use.
 pub(crate) fn session(ctx: &ToolContext) -> Arc<AgentSession> {

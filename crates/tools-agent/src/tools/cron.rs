@@ -27,7 +27,7 @@ use tool_core::{
     ValidationResult, sha256_hex,
 };
 
-use crate::store::{read_json, write_atomic};
+use crate::stores::state::{read_json, write_atomic};
 
 /// At most this many jobs per scheduler.
 pub const MAX_CRON_JOBS: usize = 50;
@@ -172,7 +172,7 @@ pub struct CronScheduler {
     /// stays approved (a file that was approved, or absent, when it was loaded)
     keep_approved: Option<(TrustStore, PathBuf, String)>,
 }
-impl tool_core::Shared for CronScheduler {}
+impl tool_core::ServiceType for CronScheduler {}
 
 impl CronScheduler {
     /// A scheduler whose durable jobs live in `durable_file` (loaded now).
@@ -368,8 +368,8 @@ fn new_id(jobs: &[CronJob]) -> String {
 /// content (`agent-tools trust`); otherwise they are held (kept in the file, never fired or
 /// listed). A file reached through a symbolic link is refused.
 pub fn cron_scheduler(ctx: &ToolContext) -> Result<Arc<CronScheduler>, ToolError> {
-    let root = crate::project::project_root(ctx);
-    let file = crate::project::cron_file(&root);
+    let root = crate::stores::project::project_root(ctx);
+    let file = crate::stores::project::cron_file(&root);
     ctx.services().get_or_try_insert_with(|| {
         if std::fs::symlink_metadata(&file).is_err() {
             // No file yet: what this session writes there is its own and stays approved.
@@ -386,8 +386,9 @@ pub fn cron_scheduler(ctx: &ToolContext) -> Result<Arc<CronScheduler>, ToolError
             ));
             return Ok(Arc::new(scheduler));
         }
-        let approvals = crate::project::approvals(&root, ctx.state_dir());
-        let read = crate::project::read(&root, &file, &approvals).map_err(ToolError::respond)?;
+        let approvals = crate::stores::project::approvals(&root, ctx.state_dir());
+        let read =
+            crate::stores::project::read(&root, &file, &approvals).map_err(ToolError::respond)?;
         if read.status == tool_core::Approval::Approved {
             let mut scheduler = CronScheduler::new(file)?;
             scheduler.keep_approved = Some((

@@ -4,9 +4,9 @@ use std::sync::Arc;
 
 use tool_core::{SettingsLayer, ToolError};
 
-use crate::api_runner::ApiRunner;
-use crate::command_runner::CommandRunner;
-use crate::runner::{AgentRunner, AgentSettings};
+use crate::runners::api::ApiRunner;
+use crate::runners::command::CommandRunner;
+use crate::runners::{AgentRunner, AgentSettings};
 
 /// The runner the settings and environment ask for: the command runner when
 /// `agent.command` is set, else the Messages API runner when `ANTHROPIC_API_KEY` is set

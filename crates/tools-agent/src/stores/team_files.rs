@@ -9,7 +9,7 @@ use std::sync::Arc;
 use serde::{Deserialize, Serialize};
 use tool_core::{CancellationToken, ToolContext, ToolError};
 
-use crate::store::{
+use crate::stores::state::{
     agent_id, lock_file, now_ms, process_alive, read_json, safe_component, write_json,
 };
 
@@ -293,7 +293,7 @@ pub struct TeammateIdentity {
     /// lead's mode when it spawned the teammate; default when that was plan)
     pub after_plan: tool_core::PermissionMode,
 }
-impl tool_core::Shared for TeammateIdentity {}
+impl tool_core::ServiceType for TeammateIdentity {}
 
 pub(crate) fn teammate(ctx: &ToolContext) -> Option<Arc<TeammateIdentity>> {
     ctx.services().get::<Arc<TeammateIdentity>>()
@@ -316,7 +316,7 @@ pub(crate) fn sender(ctx: &ToolContext) -> Option<(String, String)> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::inbox::InboxMessage;
+    use crate::stores::mailbox::InboxMessage;
     use serde_json::json;
 
     #[test]

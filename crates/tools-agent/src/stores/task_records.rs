@@ -13,7 +13,7 @@ use serde::{Deserialize, Serialize};
 use serde_json::{Map, Value};
 use tool_core::{ToolContext, ToolError};
 
-use crate::store::{lock_file, lock_file_shared, read_json, safe_component, write_json};
+use crate::stores::state::{lock_file, lock_file_shared, read_json, safe_component, write_json};
 
 /// The environment variable that names the task list, so separate sessions share one.
 pub const TASK_LIST_ENV: &str = "AGENT_TOOLS_TASK_LIST_ID";
@@ -26,7 +26,7 @@ const LOCK_FILE: &str = ".lock";
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct TaskListId(pub String);
 
-impl tool_core::Shared for TaskListId {}
+impl tool_core::ServiceType for TaskListId {}
 
 /// Where a task is.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
@@ -114,7 +114,7 @@ impl TaskStore {
                     .filter(|s| !s.trim().is_empty())
             })
             // A team's lead and teammates share the team's list.
-            .or_else(|| crate::teams::sender(ctx).map(|(team, _)| team))
+            .or_else(|| crate::stores::team_files::sender(ctx).map(|(team, _)| team))
             .unwrap_or_else(|| ctx.session_id().to_owned());
         TaskStore::open(
             ctx.private_state_dir()
@@ -191,7 +191,10 @@ impl TaskStore {
             metadata,
         };
         write_json(&self.task_path(&task.id), &task)?;
-        crate::store::write_atomic(&self.dir.join(HIGH_WATER_MARK), id.to_string().as_bytes())?;
+        crate::stores::state::write_atomic(
+            &self.dir.join(HIGH_WATER_MARK),
+            id.to_string().as_bytes(),
+        )?;
         Ok(task)
     }
 
@@ -221,139 +224,21 @@ impl TaskStore {
             return Ok(None);
         };
         let id = before.id.clone();
-        let mut changed_fields: Vec<&'static str> = Vec::new();
-        let mut touched: Vec<u64> = vec![n];
-
         if update.status == Some(UpdateStatus::Deleted) {
-            all.remove(&n);
-            for (k, t) in all.iter_mut() {
-                let len = t.blocks.len() + t.blocked_by.len();
-                t.blocks.retain(|b| b != &id);
-                t.blocked_by.retain(|b| b != &id);
-                if t.blocks.len() + t.blocked_by.len() != len {
-                    touched.push(*k);
-                }
-            }
-            for k in touched.iter().filter(|k| **k != n) {
-                if let Some(t) = all.get(k) {
-                    write_json(&self.task_path(&t.id), t)?;
-                }
-            }
-            let path = self.task_path(&id);
-            std::fs::remove_file(&path).map_err(|e| ToolError::io(&path, e))?;
-            return Ok(Some(UpdateOutcome {
-                task: None,
-                deleted: true,
-                fields: vec!["deleted"],
-            }));
+            return self.delete(&mut all, n, &id).map(Some);
         }
-
         // Check the dependency edits before changing anything: no partial writes.
-        let mut edges: Vec<(u64, u64)> = Vec::new(); // (blocker, blocked)
-        for (field, list, outgoing) in [
-            ("addBlocks", &update.add_blocks, true),
-            ("addBlockedBy", &update.add_blocked_by, false),
-        ] {
-            for other in list.iter().flatten() {
-                let Some(m) = id_number(other).filter(|m| all.contains_key(m)) else {
-                    return Err(ToolError::respond(format!(
-                        "{field}: task #{} does not exist. Use TaskList to see the task ids.",
-                        other.trim_start_matches('#')
-                    )));
-                };
-                if m == n {
-                    return Err(ToolError::respond(format!(
-                        "{field}: task #{id} cannot depend on itself"
-                    )));
-                }
-                edges.push(if outgoing { (n, m) } else { (m, n) });
-            }
-        }
-        for &(blocker, blocked) in &edges {
-            if reaches(&all, &edges, blocked, blocker) {
-                return Err(ToolError::respond(format!(
-                    "Making task #{blocker} block task #{blocked} would create a dependency cycle"
-                )));
-            }
-        }
-
+        let edges = new_edges(&all, n, &id, update)?;
         let task = all
             .get_mut(&n)
             .ok_or_else(|| ToolError::fatal("internal error: task vanished"))?;
-        if let Some(s) = &update.subject
-            && *s != task.subject
-        {
-            task.subject = s.clone();
-            changed_fields.push("subject");
-        }
-        if let Some(d) = &update.description
-            && *d != task.description
-        {
-            task.description = d.clone();
-            changed_fields.push("description");
-        }
-        if let Some(a) = &update.active_form
-            && Some(a) != task.active_form.as_ref()
-        {
-            task.active_form = Some(a.clone());
-            changed_fields.push("activeForm");
-        }
-        if let Some(status) = update.status.and_then(UpdateStatus::state)
-            && status != task.status
-        {
-            task.status = status;
-            changed_fields.push("status");
-        }
-        if let Some(owner) = &update.owner {
-            let owner = Some(owner.trim().to_owned()).filter(|o| !o.is_empty());
-            if owner != task.owner {
-                task.owner = owner;
-                changed_fields.push("owner");
-            }
-        }
-        if let Some(meta) = &update.metadata {
-            let target = task.metadata.get_or_insert_with(Map::new);
-            for (k, v) in meta {
-                if v.is_null() {
-                    target.remove(k);
-                } else {
-                    target.insert(k.clone(), v.clone());
-                }
-            }
-            if target.is_empty() {
-                task.metadata = None;
-            }
-            changed_fields.push("metadata");
-        }
-        let mut deps_changed = (false, false);
-        for (blocker, blocked) in edges {
-            let blocked_id = blocked.to_string();
-            let blocker_id = blocker.to_string();
-            if let Some(t) = all.get_mut(&blocker)
-                && !t.blocks.contains(&blocked_id)
-            {
-                t.blocks.push(blocked_id.clone());
-                sort_ids(&mut t.blocks);
-                touched.push(blocker);
-                if blocker == n {
-                    deps_changed.0 = true;
-                }
-            }
-            if let Some(t) = all.get_mut(&blocked)
-                && !t.blocked_by.contains(&blocker_id)
-            {
-                t.blocked_by.push(blocker_id);
-                sort_ids(&mut t.blocked_by);
-                touched.push(blocked);
-                if blocked == n {
-                    deps_changed.1 = true;
-                }
-            }
-        }
-        if deps_changed.0 {
+        let mut changed_fields = apply_fields(task, update);
+        let mut touched: Vec<u64> = vec![n];
+        let (blocks, blocked_by) = link(&mut all, edges, n, &mut touched);
+        if blocks {
             changed_fields.push("blocks");
         }
-        if deps_changed.1 {
+        if blocked_by {
             changed_fields.push("blockedBy");
         }
         touched.sort_unstable();
@@ -369,6 +254,163 @@ impl TaskStore {
             fields: changed_fields,
         }))
     }
+
+    /// Deletes task `n` (id `id`) and every dependency on it; the caller holds the lock.
+    fn delete(
+        &self,
+        all: &mut BTreeMap<u64, TaskRecord>,
+        n: u64,
+        id: &str,
+    ) -> Result<UpdateOutcome, ToolError> {
+        let mut touched: Vec<u64> = vec![n];
+        all.remove(&n);
+        for (k, t) in all.iter_mut() {
+            let len = t.blocks.len() + t.blocked_by.len();
+            t.blocks.retain(|b| b != id);
+            t.blocked_by.retain(|b| b != id);
+            if t.blocks.len() + t.blocked_by.len() != len {
+                touched.push(*k);
+            }
+        }
+        for k in touched.iter().filter(|k| **k != n) {
+            if let Some(t) = all.get(k) {
+                write_json(&self.task_path(&t.id), t)?;
+            }
+        }
+        let path = self.task_path(id);
+        std::fs::remove_file(&path).map_err(|e| ToolError::io(&path, e))?;
+        Ok(UpdateOutcome {
+            task: None,
+            deleted: true,
+            fields: vec!["deleted"],
+        })
+    }
+}
+
+/// The dependency edges (blocker, blocked) an update adds to task `n` (id `id`), refused
+/// when one names a missing task, the task itself, or closes a cycle.
+fn new_edges(
+    all: &BTreeMap<u64, TaskRecord>,
+    n: u64,
+    id: &str,
+    update: &TaskUpdateInput,
+) -> Result<Vec<(u64, u64)>, ToolError> {
+    let mut edges: Vec<(u64, u64)> = Vec::new(); // (blocker, blocked)
+    for (field, list, outgoing) in [
+        ("addBlocks", &update.add_blocks, true),
+        ("addBlockedBy", &update.add_blocked_by, false),
+    ] {
+        for other in list.iter().flatten() {
+            let Some(m) = id_number(other).filter(|m| all.contains_key(m)) else {
+                return Err(ToolError::respond(format!(
+                    "{field}: task #{} does not exist. Use TaskList to see the task ids.",
+                    other.trim_start_matches('#')
+                )));
+            };
+            if m == n {
+                return Err(ToolError::respond(format!(
+                    "{field}: task #{id} cannot depend on itself"
+                )));
+            }
+            edges.push(if outgoing { (n, m) } else { (m, n) });
+        }
+    }
+    for &(blocker, blocked) in &edges {
+        if reaches(all, &edges, blocked, blocker) {
+            return Err(ToolError::respond(format!(
+                "Making task #{blocker} block task #{blocked} would create a dependency cycle"
+            )));
+        }
+    }
+
+    Ok(edges)
+}
+
+/// Applies an update's plain fields to `task`; the names of those that changed.
+fn apply_fields(task: &mut TaskRecord, update: &TaskUpdateInput) -> Vec<&'static str> {
+    let mut changed_fields: Vec<&'static str> = Vec::new();
+    if let Some(s) = &update.subject
+        && *s != task.subject
+    {
+        task.subject = s.clone();
+        changed_fields.push("subject");
+    }
+    if let Some(d) = &update.description
+        && *d != task.description
+    {
+        task.description = d.clone();
+        changed_fields.push("description");
+    }
+    if let Some(a) = &update.active_form
+        && Some(a) != task.active_form.as_ref()
+    {
+        task.active_form = Some(a.clone());
+        changed_fields.push("activeForm");
+    }
+    if let Some(status) = update.status.and_then(UpdateStatus::state)
+        && status != task.status
+    {
+        task.status = status;
+        changed_fields.push("status");
+    }
+    if let Some(owner) = &update.owner {
+        let owner = Some(owner.trim().to_owned()).filter(|o| !o.is_empty());
+        if owner != task.owner {
+            task.owner = owner;
+            changed_fields.push("owner");
+        }
+    }
+    if let Some(meta) = &update.metadata {
+        let target = task.metadata.get_or_insert_with(Map::new);
+        for (k, v) in meta {
+            if v.is_null() {
+                target.remove(k);
+            } else {
+                target.insert(k.clone(), v.clone());
+            }
+        }
+        if target.is_empty() {
+            task.metadata = None;
+        }
+        changed_fields.push("metadata");
+    }
+    changed_fields
+}
+
+/// Adds `edges` to both ends' lists, noting the tasks changed in `touched`; whether task
+/// `n`'s blocks and blockedBy changed.
+fn link(
+    all: &mut BTreeMap<u64, TaskRecord>,
+    edges: Vec<(u64, u64)>,
+    n: u64,
+    touched: &mut Vec<u64>,
+) -> (bool, bool) {
+    let mut deps_changed = (false, false);
+    for (blocker, blocked) in edges {
+        let blocked_id = blocked.to_string();
+        let blocker_id = blocker.to_string();
+        if let Some(t) = all.get_mut(&blocker)
+            && !t.blocks.contains(&blocked_id)
+        {
+            t.blocks.push(blocked_id.clone());
+            sort_ids(&mut t.blocks);
+            touched.push(blocker);
+            if blocker == n {
+                deps_changed.0 = true;
+            }
+        }
+        if let Some(t) = all.get_mut(&blocked)
+            && !t.blocked_by.contains(&blocker_id)
+        {
+            t.blocked_by.push(blocker_id);
+            sort_ids(&mut t.blocked_by);
+            touched.push(blocked);
+            if blocked == n {
+                deps_changed.1 = true;
+            }
+        }
+    }
+    deps_changed
 }
 
 /// Whether `from` reaches `to` following "blocks" edges (stored plus `extra`).

@@ -12,8 +12,8 @@ use serde::{Deserialize, Serialize};
 use serde_json::Value;
 use tool_core::{CancellationToken, PermissionMode, ToolContext, ToolError};
 
-use crate::store::{blocking, lock_file, now_ms, read_json, safe_component, write_json};
-use crate::teams::{TEAM_LEAD_NAME, TeamStore, TeammateIdentity, sender};
+use crate::stores::state::{blocking, lock_file, now_ms, read_json, safe_component, write_json};
+use crate::stores::team_files::{TEAM_LEAD_NAME, TeamStore, TeammateIdentity, sender};
 
 /// One message in an inbox file.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]

@@ -9,8 +9,8 @@ use tool_core::{
     ToolCategory, ToolContext, ToolError, ToolMeta, ToolResult, TypedTool, ValidationResult,
 };
 
-use crate::store::blocking;
-use crate::task_store::{TaskRecord, TaskState, TaskStore, TaskUpdateInput};
+use crate::stores::state::blocking;
+use crate::stores::task_records::{TaskRecord, TaskState, TaskStore, TaskUpdateInput};
 
 fn blocker_ids(task: &TaskRecord, all: &[TaskRecord]) -> Vec<String> {
     task.blocked_by

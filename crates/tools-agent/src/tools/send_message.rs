@@ -14,14 +14,16 @@ use tool_core::{
     ToolError, ToolMeta, ToolResult, TypedTool, ValidationResult,
 };
 
-use crate::agent::{CheckedDir, check_agent_dir};
-use crate::definitions::{load_agents, tools_for_agent};
-use crate::inbox::{InboxMessage, TeamMessage};
-use crate::runner::{AgentRequest, AgentRunner, available_tools, finish_task, subagent_context_in};
-use crate::runs::{AgentRun, RunStore, resumable};
-use crate::store::{blocking, now_ms};
-use crate::team::with_inbox;
-use crate::teams::{TEAM_LEAD_NAME, TeamFile, TeamStore, sender, teammate};
+use crate::runners::agent_types::{load_agents, tools_for_agent};
+use crate::runners::{
+    AgentRequest, AgentRunner, available_tools, finish_task, subagent_context_in,
+};
+use crate::stores::mailbox::{InboxMessage, TeamMessage};
+use crate::stores::state::{blocking, now_ms};
+use crate::stores::team_files::{TEAM_LEAD_NAME, TeamFile, TeamStore, sender, teammate};
+use crate::stores::transcripts::{AgentRun, RunStore, resumable};
+use crate::tools::agent::{CheckedDir, check_agent_dir};
+use crate::tools::team::with_inbox;
 
 /// What a resumed agent's working directory is called in its permission question.
 const RESUMED_DIR: &str = "the stopped agent's working directory";
@@ -302,174 +304,211 @@ async fn deliver(
     input: SendMessageInput,
     ctx: &ToolContext,
 ) -> Result<ToolResult<SendMessageOutput>, ToolError> {
-    let team_name = team.name.clone();
     let recipient = team.member(to).map(|m| m.name.clone());
-    let send = |member: String, message: InboxMessage| {
-        let (store, team_name) = (store.clone(), team_name.clone());
-        blocking(move || store.deliver(&team_name, &member, message))
-    };
     match input.message {
         MessageBody::Text(text) => {
             let summary = input.summary.map(|s| s.trim().to_owned());
-            if to == "*" {
-                let recipients: Vec<String> = team
-                    .members
-                    .iter()
-                    .filter(|m| m.name != from)
-                    .map(|m| m.name.clone())
-                    .collect();
-                if recipients.is_empty() {
-                    return Ok(sent(
-                        "No teammates to broadcast to (you are the only team member)".to_owned(),
-                        Vec::new(),
-                        None,
-                    ));
-                }
-                for r in &recipients {
-                    send(
-                        r.clone(),
-                        InboxMessage::text(from, text.clone(), summary.clone()),
-                    )
-                    .await?;
-                }
-                let message = format!(
-                    "Message broadcast to {} teammate(s): {}",
-                    recipients.len(),
-                    recipients.join(", ")
-                );
-                return Ok(sent(message, recipients, None));
-            }
-            let name = recipient.unwrap_or_else(|| to.to_owned());
-            if name == from {
-                return Err(ToolError::respond(
-                    "You cannot send a message to yourself: name another teammate",
-                ));
-            }
-            send(name.clone(), InboxMessage::text(from, text, summary)).await?;
-            let stopped = team
-                .member(&name)
-                .is_some_and(|m| m.name != TEAM_LEAD_NAME && !m.is_running());
-            let text = if stopped {
-                format!(
-                    "Message sent to {name}'s inbox. {name} is not running: it reads the message only if you spawn it again with the same name and team."
-                )
-            } else {
-                format!("Message sent to {name}'s inbox")
-            };
-            Ok(sent(text, vec![name], None))
+            deliver_text(store, team, from, to, recipient, text, summary).await
         }
         MessageBody::Structured(structured) => {
             let name = recipient.unwrap_or_else(|| to.to_owned());
-            match structured {
-                StructuredMessage::ShutdownRequest { reason } => {
-                    if name == from || name == TEAM_LEAD_NAME {
-                        return Err(ToolError::respond(format!(
-                            "A shutdown_request goes to a teammate, not to {name}: name the teammate that should finish"
-                        )));
-                    }
-                    let request_id = format!("shutdown-{}@{name}", now_ms());
-                    let body = TeamMessage::ShutdownRequest {
-                        request_id: request_id.clone(),
-                        from: from.to_owned(),
-                        reason,
-                    };
-                    send(name.clone(), InboxMessage::typed(from, body)).await?;
-                    Ok(sent(
-                        format!("Shutdown request sent to {name}. Request ID: {request_id}"),
-                        vec![name],
-                        Some(request_id),
-                    ))
-                }
-                StructuredMessage::ShutdownResponse {
-                    request_id,
-                    approve,
-                    reason,
-                } => {
-                    let Some(me) = teammate(ctx) else {
-                        return Err(ToolError::respond(
-                            "Only a teammate answers a shutdown request: the team lead ends teammates with shutdown_request",
-                        ));
-                    };
-                    let body = TeamMessage::ShutdownResponse {
-                        request_id: request_id.clone(),
-                        approve,
-                        reason: reason.clone(),
-                        from: from.to_owned(),
-                    };
-                    send(TEAM_LEAD_NAME.to_owned(), InboxMessage::typed(from, body)).await?;
-                    if approve {
-                        me.exit.cancel();
-                        Ok(sent(
-                            format!(
-                                "Shutdown approved. Sent confirmation to {TEAM_LEAD_NAME}. Agent {from} is now exiting."
-                            ),
-                            vec![TEAM_LEAD_NAME.to_owned()],
-                            Some(request_id),
-                        ))
-                    } else {
-                        Ok(sent(
-                            format!(
-                                "Shutdown rejected. Reason: \"{}\". Continuing to work.",
-                                reason.unwrap_or_default().trim()
-                            ),
-                            vec![TEAM_LEAD_NAME.to_owned()],
-                            Some(request_id),
-                        ))
-                    }
-                }
-                StructuredMessage::PlanApprovalResponse {
-                    request_id,
-                    approve,
-                    feedback,
-                } => {
-                    if from != TEAM_LEAD_NAME {
-                        return Err(ToolError::respond(
-                            "Only the team lead can approve or reject a teammate's plan",
-                        ));
-                    }
-                    if name == TEAM_LEAD_NAME {
-                        return Err(ToolError::respond(
-                            "A plan_approval_response goes to the teammate that asked for approval",
-                        ));
-                    }
-                    let request_id = request_id.trim().to_owned();
-                    let feedback = feedback
-                        .map(|f| f.trim().to_owned())
-                        .filter(|f| !f.is_empty());
-                    let body = TeamMessage::PlanApprovalResponse {
-                        request_id: request_id.clone(),
-                        approve,
-                        feedback: feedback.clone(),
-                        from: from.to_owned(),
-                    };
-                    {
-                        let (store, team_name, name, id) = (
-                            store.clone(),
-                            team_name.clone(),
-                            name.clone(),
-                            request_id.clone(),
-                        );
-                        let message = InboxMessage::typed(from, body);
-                        blocking(move || {
-                            store.answer_plan_request(&team_name, &name, &id, message)
-                        })
-                        .await?;
-                    }
-                    let text = if approve {
-                        format!(
-                            "Plan approved for {name}. They will receive the approval and can proceed with implementation."
-                        )
-                    } else {
-                        format!(
-                            "Plan rejected for {name} with feedback: \"{}\". They stay in plan mode, revise the plan and send a new request.",
-                            feedback.unwrap_or_default()
-                        )
-                    };
-                    Ok(sent(text, vec![name], Some(request_id)))
-                }
-            }
+            deliver_structured(store, team, from, name, structured, ctx).await
         }
     }
+}
+
+/// Plain text to one member's inbox, or to every member but the sender (`*`).
+async fn deliver_text(
+    store: &TeamStore,
+    team: &TeamFile,
+    from: &str,
+    to: &str,
+    recipient: Option<String>,
+    text: String,
+    summary: Option<String>,
+) -> Result<ToolResult<SendMessageOutput>, ToolError> {
+    let send = |member: String, message: InboxMessage| {
+        let (store, team_name) = (store.clone(), team.name.clone());
+        blocking(move || store.deliver(&team_name, &member, message))
+    };
+    if to == "*" {
+        let recipients: Vec<String> = team
+            .members
+            .iter()
+            .filter(|m| m.name != from)
+            .map(|m| m.name.clone())
+            .collect();
+        if recipients.is_empty() {
+            return Ok(sent(
+                "No teammates to broadcast to (you are the only team member)".to_owned(),
+                Vec::new(),
+                None,
+            ));
+        }
+        for r in &recipients {
+            send(
+                r.clone(),
+                InboxMessage::text(from, text.clone(), summary.clone()),
+            )
+            .await?;
+        }
+        let message = format!(
+            "Message broadcast to {} teammate(s): {}",
+            recipients.len(),
+            recipients.join(", ")
+        );
+        return Ok(sent(message, recipients, None));
+    }
+    let name = recipient.unwrap_or_else(|| to.to_owned());
+    if name == from {
+        return Err(ToolError::respond(
+            "You cannot send a message to yourself: name another teammate",
+        ));
+    }
+    send(name.clone(), InboxMessage::text(from, text, summary)).await?;
+    let stopped = team
+        .member(&name)
+        .is_some_and(|m| m.name != TEAM_LEAD_NAME && !m.is_running());
+    let text = if stopped {
+        format!(
+            "Message sent to {name}'s inbox. {name} is not running: it reads the message only if you spawn it again with the same name and team."
+        )
+    } else {
+        format!("Message sent to {name}'s inbox")
+    };
+    Ok(sent(text, vec![name], None))
+}
+
+/// A protocol message: a shutdown request or response, or the lead's answer to a plan.
+async fn deliver_structured(
+    store: &TeamStore,
+    team: &TeamFile,
+    from: &str,
+    name: String,
+    structured: StructuredMessage,
+    ctx: &ToolContext,
+) -> Result<ToolResult<SendMessageOutput>, ToolError> {
+    let send = |member: String, message: InboxMessage| {
+        let (store, team_name) = (store.clone(), team.name.clone());
+        blocking(move || store.deliver(&team_name, &member, message))
+    };
+    match structured {
+        StructuredMessage::ShutdownRequest { reason } => {
+            if name == from || name == TEAM_LEAD_NAME {
+                return Err(ToolError::respond(format!(
+                    "A shutdown_request goes to a teammate, not to {name}: name the teammate that should finish"
+                )));
+            }
+            let request_id = format!("shutdown-{}@{name}", now_ms());
+            let body = TeamMessage::ShutdownRequest {
+                request_id: request_id.clone(),
+                from: from.to_owned(),
+                reason,
+            };
+            send(name.clone(), InboxMessage::typed(from, body)).await?;
+            Ok(sent(
+                format!("Shutdown request sent to {name}. Request ID: {request_id}"),
+                vec![name],
+                Some(request_id),
+            ))
+        }
+        StructuredMessage::ShutdownResponse {
+            request_id,
+            approve,
+            reason,
+        } => {
+            let Some(me) = teammate(ctx) else {
+                return Err(ToolError::respond(
+                    "Only a teammate answers a shutdown request: the team lead ends teammates with shutdown_request",
+                ));
+            };
+            let body = TeamMessage::ShutdownResponse {
+                request_id: request_id.clone(),
+                approve,
+                reason: reason.clone(),
+                from: from.to_owned(),
+            };
+            send(TEAM_LEAD_NAME.to_owned(), InboxMessage::typed(from, body)).await?;
+            if approve {
+                me.exit.cancel();
+                Ok(sent(
+                    format!(
+                        "Shutdown approved. Sent confirmation to {TEAM_LEAD_NAME}. Agent {from} is now exiting."
+                    ),
+                    vec![TEAM_LEAD_NAME.to_owned()],
+                    Some(request_id),
+                ))
+            } else {
+                Ok(sent(
+                    format!(
+                        "Shutdown rejected. Reason: \"{}\". Continuing to work.",
+                        reason.unwrap_or_default().trim()
+                    ),
+                    vec![TEAM_LEAD_NAME.to_owned()],
+                    Some(request_id),
+                ))
+            }
+        }
+        StructuredMessage::PlanApprovalResponse {
+            request_id,
+            approve,
+            feedback,
+        } => answer_plan(store, team, from, name, request_id, approve, feedback).await,
+    }
+}
+
+/// The lead's `plan_approval_response`: it answers a pending request of the teammate.
+async fn answer_plan(
+    store: &TeamStore,
+    team: &TeamFile,
+    from: &str,
+    name: String,
+    request_id: String,
+    approve: bool,
+    feedback: Option<String>,
+) -> Result<ToolResult<SendMessageOutput>, ToolError> {
+    let team_name = team.name.clone();
+    if from != TEAM_LEAD_NAME {
+        return Err(ToolError::respond(
+            "Only the team lead can approve or reject a teammate's plan",
+        ));
+    }
+    if name == TEAM_LEAD_NAME {
+        return Err(ToolError::respond(
+            "A plan_approval_response goes to the teammate that asked for approval",
+        ));
+    }
+    let request_id = request_id.trim().to_owned();
+    let feedback = feedback
+        .map(|f| f.trim().to_owned())
+        .filter(|f| !f.is_empty());
+    let body = TeamMessage::PlanApprovalResponse {
+        request_id: request_id.clone(),
+        approve,
+        feedback: feedback.clone(),
+        from: from.to_owned(),
+    };
+    {
+        let (store, team_name, name, id) = (
+            store.clone(),
+            team_name.clone(),
+            name.clone(),
+            request_id.clone(),
+        );
+        let message = InboxMessage::typed(from, body);
+        blocking(move || store.answer_plan_request(&team_name, &name, &id, message)).await?;
+    }
+    let text = if approve {
+        format!(
+            "Plan approved for {name}. They will receive the approval and can proceed with implementation."
+        )
+    } else {
+        format!(
+            "Plan rejected for {name} with feedback: \"{}\". They stay in plan mode, revise the plan and send a new request.",
+            feedback.unwrap_or_default()
+        )
+    };
+    Ok(sent(text, vec![name], Some(request_id)))
 }
 
 /// SendMessage to a sub-agent's id (or its background task's id): queues the message while

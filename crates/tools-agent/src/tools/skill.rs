@@ -14,8 +14,8 @@ use tool_core::{
     ToolCategory, ToolContext, ToolError, ToolMeta, ToolResult, TypedTool, ValidationResult,
 };
 
-use crate::frontmatter;
-use crate::project::{self, Kind, PROJECT_PREFIX};
+use crate::stores::frontmatter;
+use crate::stores::project::{self, Kind, PROJECT_PREFIX};
 
 /// Each skill description in a listing is cut to this many characters.
 pub const SKILL_DESCRIPTION_CAP: usize = 250;

@@ -15,17 +15,19 @@ use tool_core::{
     ValidationResult,
 };
 
-use crate::definitions::{builtin_agents, load_agents, tools_for_agent};
-use crate::inbox::{InboxMessage, TeamMessage};
-use crate::runner::{
+use crate::runners::agent_types::{AgentDefinition, builtin_agents, load_agents, tools_for_agent};
+use crate::runners::{
     AgentRequest, AgentRunner, NO_OUTPUT, available_tools, finish_task, subagent_context_in,
 };
-use crate::runs::RunStore;
-use crate::store::{agent_id, blocking, now_ms, safe_component};
-use crate::teams::{
+use crate::stores::git_worktrees::{
+    ActiveWorktree, create_worktree, pending_work, remove_worktree,
+};
+use crate::stores::mailbox::{InboxMessage, TeamMessage};
+use crate::stores::state::{agent_id, blocking, now_ms, safe_component};
+use crate::stores::team_files::{
     TEAM_LEAD_NAME, TeamFile, TeamMember, TeamStore, TeammateIdentity, team_slug, teammate,
 };
-use crate::worktrees::{ActiveWorktree, create_worktree, pending_work, remove_worktree};
+use crate::stores::transcripts::RunStore;
 
 /// Input of Agent.
 ///
@@ -171,8 +173,8 @@ pub struct AgentOutput {
     pub agent_id: String,
     /// The agent type
     pub agent_type: String,
-    /// "completed" or "async_launched"
-    pub status: String,
+    /// How the call ended: the agent ran, was launched in the background, or joined the team
+    pub status: AgentStatus,
     /// The final answer (empty when launched in the background)
     pub content: String,
     /// Tokens used
@@ -187,6 +189,18 @@ pub struct AgentOutput {
     /// The worktree the agent changed (kept for you to review or merge)
     #[serde(skip_serializing_if = "Option::is_none")]
     pub worktree: Option<PathBuf>,
+}
+
+/// How an Agent call ended (`status` of [`AgentOutput`]).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum AgentStatus {
+    /// The agent ran to its answer in the foreground
+    Completed,
+    /// The agent runs in the background as a task
+    AsyncLaunched,
+    /// The agent was spawned as a teammate
+    TeammateSpawned,
 }
 
 /// The Agent tool.
@@ -381,8 +395,6 @@ impl TypedTool for Agent {
             .ok_or_else(|| ToolError::respond(format!("Agent type '{wanted}' not found")))?;
         let team = resolve_team(&input, ctx).map_err(ToolError::respond)?;
         let background = input.run_in_background.unwrap_or(false) || team.is_some();
-        let all = available_tools(ctx);
-        let mut tools = tools_for_agent(&definition, &all, background);
         // Neither `mode` nor a definition's permissionMode widens the caller's mode: both are
         // capped at it, and the sub-agent's context follows the caller's mode from here on
         // (into plan mode too).
@@ -391,21 +403,7 @@ impl TypedTool for Agent {
             .map(AgentMode::permission_mode)
             .or(definition.permission_mode)
             .map(|m| m.capped_at(ctx.permission_mode()));
-        if team.is_some() {
-            // Teammates also talk to the team and share its task list; one that starts in
-            // plan mode sends its plan to the lead with ExitPlanMode.
-            let plans = mode.unwrap_or_else(|| ctx.permission_mode()) == PermissionMode::Plan;
-            let extra: Vec<Arc<dyn Tool>> = all
-                .iter()
-                .filter(|t| {
-                    TEAMMATE_TOOLS.contains(&t.name()) || (plans && t.name() == "ExitPlanMode")
-                })
-                .filter(|t| !tools.iter().any(|have| have.name() == t.name()))
-                .filter(|t| !definition.disallowed_tools.iter().any(|d| d == t.name()))
-                .cloned()
-                .collect();
-            tools.extend(extra);
-        }
+        let tools = agent_tools(ctx, &definition, background, team.is_some(), mode);
         let agent_id = match &team {
             Some((t, name)) => format!("{name}@{}", t.name),
             None => new_agent_id(),
@@ -415,41 +413,12 @@ impl TypedTool for Agent {
                 let (cwd, name) = (ctx.cwd(), format!("agent-{}", safe_component(&agent_id)));
                 Some(
                     create_worktree(ctx.original_cwd(), &cwd, &name, "isolation: \"worktree\"")
-                        .await
-                        .map_err(ToolError::respond)?,
+                        .await?,
                 )
             }
             None => None,
         };
-        let checked = input.checked_cwd.get();
-        let cwd = match (&worktree, &input.cwd) {
-            (Some(wt), _) => wt.path.clone(),
-            (None, Some(dir)) => {
-                let now = agent_dir(ctx, dir);
-                match checked {
-                    Some(checked) if checked == now => checked,
-                    Some(checked) => {
-                        return Err(ToolError::respond(format!(
-                            "cwd: {dir} resolved to {} at the permission check and to {} now (a link changed in between): call Agent again",
-                            checked.display(),
-                            now.display()
-                        )));
-                    }
-                    // Called without the execution path's check: hold it to the same rule.
-                    None => match check_agent_dir(&now, "cwd", ctx) {
-                        PermissionDecision::Allow => now,
-                        PermissionDecision::Deny { reason }
-                        | PermissionDecision::Ask { reason, .. } => {
-                            return Err(ToolError::PermissionDenied {
-                                tool: "Agent".to_owned(),
-                                reason,
-                            });
-                        }
-                    },
-                }
-            }
-            (None, None) => ctx.cwd(),
-        };
+        let cwd = agent_cwd(&input, worktree.as_ref(), ctx)?;
         let sub_ctx = subagent_context_in(ctx, &agent_id, mode, &cwd);
         if sub_ctx.cwd() != cwd {
             return Err(ToolError::respond(format!(
@@ -472,94 +441,186 @@ impl TypedTool for Agent {
             return spawn_teammate(runner, request, team, name, worktree, &input, ctx).await;
         }
         if background {
-            let started = Instant::now();
-            let spec = TaskSpec {
-                kind: TaskKind::LocalAgent,
-                description: input.description.clone(),
-                run: TaskRun::Future(Box::new(move |token: CancellationToken| {
-                    Box::pin(async move {
-                        let request = AgentRequest {
-                            cancel: token.clone(),
-                            ..request
-                        };
-                        let result = runner.run(request).await;
-                        let trailer = finish_worktree(worktree).await;
-                        finish_task(result, started, &trailer)
-                    })
-                })),
-            };
-            let info = ctx.tasks().start(spec).await?;
-            let runs = RunStore::for_context(ctx);
-            let (task_id, id) = (info.id.clone(), agent_id.clone());
-            blocking(move || runs.alias(&task_id, &id)).await?;
-            let text = format!(
-                "Async agent launched successfully.\nagentId: {} (an internal id: use it with TaskOutput or TaskStop, do not mention it to the user)\nThe agent is working in the background. You will be notified automatically when it completes.\noutput_file: {}\nIf asked, you can check its progress by reading the output file or with TaskOutput.",
-                info.id,
-                info.output_path.display()
-            );
-            return Ok(ToolResult::ok(AgentOutput {
-                agent_id: info.id,
-                agent_type: definition.name,
-                status: "async_launched".to_owned(),
-                content: String::new(),
-                total_tokens: 0,
-                tool_uses: 0,
-                duration_ms: 0,
-                output_file: Some(info.output_path),
-                worktree: None,
-            })
-            .with_text(text));
+            return launch_in_background(runner, request, worktree, &input, definition, ctx).await;
         }
-        let started = Instant::now();
-        let result = runner.run(request).await;
-        let worktree_trailer = finish_worktree(worktree).await;
-        let outcome = result?;
-        let duration_ms = started.elapsed().as_millis() as u64;
-        let content = if outcome.output.is_empty() {
-            NO_OUTPUT.to_owned()
-        } else {
-            outcome.output.clone()
-        };
-        let mut text = content.clone();
-        if !definition.one_shot || worktree_trailer.is_some() {
-            text.push('\n');
-        }
-        if !definition.one_shot {
-            // SendMessage continues an agent whose runner kept its transcript (the API
-            // runner); the trailer offers it only then.
-            if RunStore::for_context(ctx).exists(&agent_id) {
-                text.push_str(&format!(
-                    "\nagentId: {agent_id} (use SendMessage with to: '{agent_id}' to continue this agent)"
-                ));
-            } else {
-                text.push_str(&format!("\nagentId: {agent_id}"));
+        run_in_foreground(runner, request, worktree, definition, ctx).await
+    }
+}
+
+/// The tools a sub-agent gets: its definition's, and for a teammate also the team's (and
+/// ExitPlanMode when it starts in plan mode, to send its plan to the lead).
+fn agent_tools(
+    ctx: &ToolContext,
+    definition: &AgentDefinition,
+    background: bool,
+    teammate: bool,
+    mode: Option<PermissionMode>,
+) -> Vec<Arc<dyn Tool>> {
+    let all = available_tools(ctx);
+    let mut tools = tools_for_agent(definition, &all, background);
+    if teammate {
+        // Teammates also talk to the team and share its task list; one that starts in
+        // plan mode sends its plan to the lead with ExitPlanMode.
+        let plans = mode.unwrap_or_else(|| ctx.permission_mode()) == PermissionMode::Plan;
+        let extra: Vec<Arc<dyn Tool>> = all
+            .iter()
+            .filter(|t| TEAMMATE_TOOLS.contains(&t.name()) || (plans && t.name() == "ExitPlanMode"))
+            .filter(|t| !tools.iter().any(|have| have.name() == t.name()))
+            .filter(|t| !definition.disallowed_tools.iter().any(|d| d == t.name()))
+            .cloned()
+            .collect();
+        tools.extend(extra);
+    }
+    tools
+}
+
+/// The directory the sub-agent works in: its worktree, else `cwd` as the permission check
+/// saw it (refused when a link changed it since), else the caller's.
+fn agent_cwd(
+    input: &AgentInput,
+    worktree: Option<&ActiveWorktree>,
+    ctx: &ToolContext,
+) -> Result<PathBuf, ToolError> {
+    let checked = input.checked_cwd.get();
+    let cwd = match (worktree, &input.cwd) {
+        (Some(wt), _) => wt.path.clone(),
+        (None, Some(dir)) => {
+            let now = agent_dir(ctx, dir);
+            match checked {
+                Some(checked) if checked == now => checked,
+                Some(checked) => {
+                    return Err(ToolError::respond(format!(
+                        "cwd: {dir} resolved to {} at the permission check and to {} now (a link changed in between): call Agent again",
+                        checked.display(),
+                        now.display()
+                    )));
+                }
+                // Called without the execution path's check: hold it to the same rule.
+                None => match check_agent_dir(&now, "cwd", ctx) {
+                    PermissionDecision::Allow => now,
+                    PermissionDecision::Deny { reason }
+                    | PermissionDecision::Ask { reason, .. } => {
+                        return Err(ToolError::PermissionDenied {
+                            tool: "Agent".to_owned(),
+                            reason,
+                        });
+                    }
+                },
             }
         }
-        if let Some((path, branch)) = &worktree_trailer {
-            text.push_str(&format!(
-                "\nworktreePath: {}\nworktreeBranch: {branch}",
-                path.display()
-            ));
-        }
-        if !definition.one_shot {
-            text.push_str(&format!(
-                "\n<usage>total_tokens: {}\ntool_uses: {}\nduration_ms: {duration_ms}</usage>",
-                outcome.total_tokens, outcome.tool_uses
-            ));
-        }
-        Ok(ToolResult::ok(AgentOutput {
-            agent_id,
-            agent_type: definition.name,
-            status: "completed".to_owned(),
-            content,
-            total_tokens: outcome.total_tokens,
-            tool_uses: outcome.tool_uses,
-            duration_ms,
-            output_file: None,
-            worktree: worktree_trailer.map(|(path, _)| path),
-        })
-        .with_text(text))
+        (None, None) => ctx.cwd(),
+    };
+    Ok(cwd)
+}
+
+/// Starts the sub-agent as a background task; its worktree is settled when it ends.
+async fn launch_in_background(
+    runner: Arc<dyn AgentRunner>,
+    request: AgentRequest,
+    worktree: Option<ActiveWorktree>,
+    input: &AgentInput,
+    definition: AgentDefinition,
+    ctx: &ToolContext,
+) -> Result<ToolResult<AgentOutput>, ToolError> {
+    let agent_id = request.agent_id.clone();
+    let started = Instant::now();
+    let spec = TaskSpec {
+        kind: TaskKind::LocalAgent,
+        description: input.description.clone(),
+        run: TaskRun::Future(Box::new(move |token: CancellationToken| {
+            Box::pin(async move {
+                let request = AgentRequest {
+                    cancel: token.clone(),
+                    ..request
+                };
+                let result = runner.run(request).await;
+                let trailer = finish_worktree(worktree).await;
+                finish_task(result, started, &trailer)
+            })
+        })),
+    };
+    let info = ctx.tasks().start(spec).await?;
+    let runs = RunStore::for_context(ctx);
+    let (task_id, id) = (info.id.clone(), agent_id.clone());
+    blocking(move || runs.alias(&task_id, &id)).await?;
+    let text = format!(
+        "Async agent launched successfully.\nagentId: {} (an internal id: use it with TaskOutput or TaskStop, do not mention it to the user)\nThe agent is working in the background. You will be notified automatically when it completes.\noutput_file: {}\nIf asked, you can check its progress by reading the output file or with TaskOutput.",
+        info.id,
+        info.output_path.display()
+    );
+    Ok(ToolResult::ok(AgentOutput {
+        agent_id: info.id,
+        agent_type: definition.name,
+        status: AgentStatus::AsyncLaunched,
+        content: String::new(),
+        total_tokens: 0,
+        tool_uses: 0,
+        duration_ms: 0,
+        output_file: Some(info.output_path),
+        worktree: None,
+    })
+    .with_text(text))
+}
+
+/// Runs the sub-agent to its answer, settles its worktree, and reports its id (to continue
+/// it), the kept worktree and its usage.
+async fn run_in_foreground(
+    runner: Arc<dyn AgentRunner>,
+    request: AgentRequest,
+    worktree: Option<ActiveWorktree>,
+    definition: AgentDefinition,
+    ctx: &ToolContext,
+) -> Result<ToolResult<AgentOutput>, ToolError> {
+    let agent_id = request.agent_id.clone();
+    let started = Instant::now();
+    let result = runner.run(request).await;
+    let worktree_trailer = finish_worktree(worktree).await;
+    let outcome = result?;
+    let duration_ms = started.elapsed().as_millis() as u64;
+    let content = if outcome.output.is_empty() {
+        NO_OUTPUT.to_owned()
+    } else {
+        outcome.output.clone()
+    };
+    let mut text = content.clone();
+    if !definition.one_shot || worktree_trailer.is_some() {
+        text.push('\n');
     }
+    if !definition.one_shot {
+        // SendMessage continues an agent whose runner kept its transcript (the API
+        // runner); the trailer offers it only then.
+        if RunStore::for_context(ctx).exists(&agent_id) {
+            text.push_str(&format!(
+                "\nagentId: {agent_id} (use SendMessage with to: '{agent_id}' to continue this agent)"
+            ));
+        } else {
+            text.push_str(&format!("\nagentId: {agent_id}"));
+        }
+    }
+    if let Some((path, branch)) = &worktree_trailer {
+        text.push_str(&format!(
+            "\nworktreePath: {}\nworktreeBranch: {branch}",
+            path.display()
+        ));
+    }
+    if !definition.one_shot {
+        text.push_str(&format!(
+            "\n<usage>total_tokens: {}\ntool_uses: {}\nduration_ms: {duration_ms}</usage>",
+            outcome.total_tokens, outcome.tool_uses
+        ));
+    }
+    Ok(ToolResult::ok(AgentOutput {
+        agent_id,
+        agent_type: definition.name,
+        status: AgentStatus::Completed,
+        content,
+        total_tokens: outcome.total_tokens,
+        tool_uses: outcome.tool_uses,
+        duration_ms,
+        output_file: None,
+        worktree: worktree_trailer.map(|(path, _)| path),
+    })
+    .with_text(text))
 }
 
 /// The error of a teammate that tries to spawn one (the roster is flat).
@@ -653,6 +714,75 @@ async fn finish_worktree(wt: Option<ActiveWorktree>) -> Option<(PathBuf, String)
     Some((wt.path.clone(), wt.branch.clone()))
 }
 
+/// Adds `member` to its team as `name`, refused while a teammate of that name runs.
+async fn join_team(
+    store: &TeamStore,
+    team_name: &str,
+    name: &str,
+    member: TeamMember,
+) -> Result<(), ToolError> {
+    let (store, team_name, name) = (store.clone(), team_name.to_owned(), name.to_owned());
+    blocking(move || {
+        store.update(&team_name, |t| {
+            if t.member(&name).is_some_and(TeamMember::is_running) {
+                return Err(ToolError::respond(format!(
+                    "name: a teammate named \"{name}\" is already running in team \"{team_name}\": choose another name"
+                )));
+            }
+            t.members.retain(|m| m.name != name);
+            t.members.push(member);
+            Ok(())
+        })
+    })
+    .await
+}
+
+/// The background task of a teammate: its run, then its worktree settled, the member marked
+/// inactive and the lead told how it ended.
+fn teammate_task(
+    runner: Arc<dyn AgentRunner>,
+    request: AgentRequest,
+    worktree: Option<ActiveWorktree>,
+    description: String,
+    (store, team_name, name): (TeamStore, String, String),
+) -> TaskSpec {
+    let started = Instant::now();
+    TaskSpec {
+        kind: TaskKind::LocalAgent,
+        description,
+        run: TaskRun::Future(Box::new(move |token: CancellationToken| {
+            Box::pin(async move {
+                let request = AgentRequest {
+                    cancel: token.clone(),
+                    ..request
+                };
+                let result = runner.run(request).await;
+                let trailer = finish_worktree(worktree).await;
+                let notice = match &result {
+                    Ok(_) => "finished".to_owned(),
+                    Err(ToolError::Cancelled { .. }) => "was stopped".to_owned(),
+                    Err(e) => format!("failed: {e}"),
+                };
+                let _ = blocking(move || {
+                    let _ = store.set_active(&team_name, &name, false);
+                    store.deliver(
+                        &team_name,
+                        TEAM_LEAD_NAME,
+                        InboxMessage::typed(
+                            name.clone(),
+                            TeamMessage::TeammateTerminated {
+                                message: format!("{name} {notice}"),
+                            },
+                        ),
+                    )
+                })
+                .await;
+                finish_task(result, started, &trailer)
+            })
+        })),
+    }
+}
+
 /// Registers a teammate as an active member of its team and runs it in the background; when
 /// it ends (its run finished, failed, was stopped, or it approved a shutdown request) it is
 /// marked inactive and the lead is told.
@@ -688,60 +818,16 @@ async fn spawn_teammate(
         pid: Some(std::process::id()),
         task_id: None,
     };
-    {
-        let (store, team_name, name) = (store.clone(), team_name.clone(), name.clone());
-        blocking(move || {
-            store.update(&team_name, |t| {
-                if t.member(&name).is_some_and(TeamMember::is_running) {
-                    return Err(ToolError::respond(format!(
-                        "name: a teammate named \"{name}\" is already running in team \"{team_name}\": choose another name"
-                    )));
-                }
-                t.members.retain(|m| m.name != name);
-                t.members.push(member);
-                Ok(())
-            })
-        })
-        .await?;
-    }
-    let started = Instant::now();
+    join_team(&store, &team_name, &name, member).await?;
     let agent_type = request.definition.name.clone();
     let agent_id = request.agent_id.clone();
-    let (end_store, end_team, end_name) = (store.clone(), team_name.clone(), name.clone());
-    let spec = TaskSpec {
-        kind: TaskKind::LocalAgent,
-        description: input.description.clone(),
-        run: TaskRun::Future(Box::new(move |token: CancellationToken| {
-            Box::pin(async move {
-                let request = AgentRequest {
-                    cancel: token.clone(),
-                    ..request
-                };
-                let result = runner.run(request).await;
-                let trailer = finish_worktree(worktree).await;
-                let notice = match &result {
-                    Ok(_) => "finished".to_owned(),
-                    Err(ToolError::Cancelled { .. }) => "was stopped".to_owned(),
-                    Err(e) => format!("failed: {e}"),
-                };
-                let _ = blocking(move || {
-                    let _ = end_store.set_active(&end_team, &end_name, false);
-                    end_store.deliver(
-                        &end_team,
-                        TEAM_LEAD_NAME,
-                        InboxMessage::typed(
-                            end_name.clone(),
-                            TeamMessage::TeammateTerminated {
-                                message: format!("{end_name} {notice}"),
-                            },
-                        ),
-                    )
-                })
-                .await;
-                finish_task(result, started, &trailer)
-            })
-        })),
-    };
+    let spec = teammate_task(
+        runner,
+        request,
+        worktree,
+        input.description.clone(),
+        (store.clone(), team_name.clone(), name.clone()),
+    );
     let info = match ctx.tasks().start(spec).await {
         Ok(info) => info,
         Err(e) => {
@@ -770,7 +856,7 @@ async fn spawn_teammate(
     Ok(ToolResult::ok(AgentOutput {
         agent_id,
         agent_type,
-        status: "teammate_spawned".to_owned(),
+        status: AgentStatus::TeammateSpawned,
         content: String::new(),
         total_tokens: 0,
         tool_uses: 0,

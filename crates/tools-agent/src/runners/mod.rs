@@ -1,6 +1,12 @@
 //! What every sub-agent runner shares: the [`AgentRunner`] service and its request and
 //! outcome, the `agent` settings section, the context a sub-agent's tools run in, the tools
-//! it may be given, and the end of a background agent's task.
+//! it may be given, and the end of a background agent's task; the runners themselves (the
+//! Messages API loop, a configured command) and the kinds of sub-agents they run.
+
+pub(crate) mod agent_types;
+pub(crate) mod api;
+pub(crate) mod command;
+pub(crate) mod from_settings;
 
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
@@ -15,9 +21,9 @@ use tool_core::{
     Tool, ToolContext, ToolError,
 };
 
-use crate::catalog::ToolCatalog;
-use crate::definitions::AgentDefinition;
-use crate::store::{AgentIdentity, safe_component};
+use self::agent_types::AgentDefinition;
+use crate::stores::catalog::ToolCatalog;
+use crate::stores::state::{AgentIdentity, safe_component};
 
 /// What a sub-agent that said nothing returns.
 pub const NO_OUTPUT: &str = "(Subagent completed but returned no output.)";
@@ -74,7 +80,7 @@ pub trait AgentRunner: Send + Sync {
     /// Runs one sub-agent to its final answer.
     async fn run(&self, request: AgentRequest) -> Result<AgentOutcome, ToolError>;
 }
-impl tool_core::Shared for dyn AgentRunner {}
+impl tool_core::ServiceType for dyn AgentRunner {}
 
 /// The `agent` settings section: `{"command": [...], "models": {"sonnet": "..."},
 /// "model": "...", "maxTokens": N}`.

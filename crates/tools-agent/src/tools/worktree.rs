@@ -10,8 +10,10 @@ use tool_core::{
     ValidationResult,
 };
 
-use crate::store::session;
-use crate::worktrees::{ActiveWorktree, create_worktree, pending_work, remove_worktree};
+use crate::stores::git_worktrees::{
+    ActiveWorktree, create_worktree, pending_work, remove_worktree,
+};
+use crate::stores::state::session;
 
 /// The longest worktree name.
 pub const MAX_WORKTREE_NAME: usize = 64;
@@ -94,9 +96,7 @@ impl TypedTool for EnterWorktree {
     ) -> Result<ToolResult<ActiveWorktree>, ToolError> {
         let name = input.name.unwrap_or_else(random_name);
         let cwd = ctx.cwd();
-        let created = create_worktree(ctx.original_cwd(), &cwd, &name, "EnterWorktree")
-            .await
-            .map_err(ToolError::respond)?;
+        let created = create_worktree(ctx.original_cwd(), &cwd, &name, "EnterWorktree").await?;
         let state = session(ctx);
         if let Ok(mut slot) = state.worktree.lock() {
             *slot = Some(created.clone());
@@ -216,7 +216,7 @@ impl TypedTool for ExitWorktree {
                     wt.branch
                 )));
             }
-            remove_worktree(&wt).await.map_err(ToolError::respond)?;
+            remove_worktree(&wt).await?;
             (files, commits)
         } else {
             (0, 0)

@@ -8,14 +8,14 @@ use async_trait::async_trait;
 use serde_json::{Value, json};
 use tool_core::{ToolCall, ToolContext, ToolError, ToolPool};
 
-use crate::inbox::{
+use crate::runners::{AgentOutcome, AgentRequest, AgentRunner, AgentSettings};
+use crate::stores::mailbox::{
     InboxMessage, TeamMessage, notify_idle, render_messages, take_mail, wait_for_mail,
 };
-use crate::plans::plan_file;
-use crate::runner::{AgentOutcome, AgentRequest, AgentRunner, AgentSettings};
-use crate::runs::{AgentRun, RunStore};
-use crate::store::blocking;
-use crate::teams::{TEAM_LEAD_NAME, TeammateIdentity, teammate};
+use crate::stores::plan_requests::plan_file;
+use crate::stores::state::blocking;
+use crate::stores::team_files::{TEAM_LEAD_NAME, TeammateIdentity, teammate};
+use crate::stores::transcripts::{AgentRun, RunStore};
 
 /// The most model turns of one API sub-agent run.
 pub const MAX_TURNS: usize = 100;
@@ -166,6 +166,47 @@ struct Turn<'a> {
     runs: Option<&'a RunStore>,
 }
 
+/// A reply's tool calls, and its text blocks joined.
+fn calls_and_text(content: &[Value]) -> (Vec<ToolCall>, String) {
+    let calls: Vec<ToolCall> = content
+        .iter()
+        .filter(|b| b["type"] == "tool_use")
+        .map(|b| ToolCall {
+            tool: b["name"].as_str().unwrap_or_default().to_owned(),
+            input: b["input"].clone(),
+            id: b["id"].as_str().map(str::to_owned),
+        })
+        .collect();
+    let text: Vec<&str> = content
+        .iter()
+        .filter(|b| b["type"] == "text")
+        .filter_map(|b| b["text"].as_str())
+        .collect();
+    (calls, text.join("\n").trim().to_owned())
+}
+
+/// Runs a turn's tool calls in the sub-agent's context; their `tool_result` blocks. A
+/// cancelled run cancels the calls too.
+async fn run_calls(
+    pool: &ToolPool,
+    calls: Vec<ToolCall>,
+    request: &AgentRequest,
+) -> Result<Vec<Value>, ToolError> {
+    let ids: Vec<Option<String>> = calls.iter().map(|c| c.id.clone()).collect();
+    let results = tokio::select! {
+        r = pool.batch(calls, &request.context) => r,
+        () = request.cancel.cancelled() => {
+            request.context.cancel_token().cancel();
+            return Err(ToolError::Cancelled { tool: "Agent".to_owned() });
+        }
+    };
+    Ok(results
+        .iter()
+        .zip(ids)
+        .map(|(r, id)| json!({"type": "tool_result", "tool_use_id": id, "content": r.text(), "is_error": r.is_error}))
+        .collect())
+}
+
 /// Messages sent to a running sub-agent, as user content.
 fn queued_blocks(queued: Vec<String>) -> Vec<Value> {
     queued
@@ -230,21 +271,7 @@ impl ApiRunner {
             outcome.total_tokens += reply["usage"]["input_tokens"].as_u64().unwrap_or(0)
                 + reply["usage"]["output_tokens"].as_u64().unwrap_or(0);
             let content = reply["content"].as_array().cloned().unwrap_or_default();
-            let calls: Vec<ToolCall> = content
-                .iter()
-                .filter(|b| b["type"] == "tool_use")
-                .map(|b| ToolCall {
-                    tool: b["name"].as_str().unwrap_or_default().to_owned(),
-                    input: b["input"].clone(),
-                    id: b["id"].as_str().map(str::to_owned),
-                })
-                .collect();
-            let text: Vec<&str> = content
-                .iter()
-                .filter(|b| b["type"] == "text")
-                .filter_map(|b| b["text"].as_str())
-                .collect();
-            let text = text.join("\n").trim().to_owned();
+            let (calls, text) = calls_and_text(&content);
             if calls.is_empty() || reply["stop_reason"] != "tool_use" {
                 outcome.output = text;
                 if !content.is_empty() {
@@ -274,20 +301,7 @@ impl ApiRunner {
             }
             messages.push(json!({"role": "assistant", "content": content}));
             outcome.tool_uses += calls.len() as u64;
-            let ids: Vec<Option<String>> = calls.iter().map(|c| c.id.clone()).collect();
-            let results = tokio::select! {
-                r = pool.batch(calls, &request.context) => r,
-                () = request.cancel.cancelled() => {
-                    request.context.cancel_token().cancel();
-                    return Err(ToolError::Cancelled { tool: "Agent".to_owned() });
-                }
-            };
-            let blocks: Vec<Value> = results
-                .iter()
-                .zip(ids)
-                .map(|(r, id)| json!({"type": "tool_result", "tool_use_id": id, "content": r.text(), "is_error": r.is_error}))
-                .collect();
-            push_user(messages, blocks);
+            push_user(messages, run_calls(pool, calls, request).await?);
             let queued = save(messages, false).await?;
             push_user(messages, queued_blocks(queued));
             if let Some(m) = mate {
