@@ -166,7 +166,8 @@ fn spawner(policy: &SandboxPolicy, files: &[PathBuf]) -> Result<mpsc::Sender<Job
     std::thread::Builder::new()
         .name("agent-tools-sandbox".into())
         .spawn(move || {
-            let restricted = restrict_thread(&policy, &files);
+            // The grants walked above, not walked again.
+            let restricted = restrict_with(&policy, &files, grants);
             let ok = restricted.is_ok();
             let _ = ready_tx.send(restricted);
             if !ok {
@@ -295,13 +296,21 @@ pub fn restrict_thread(
     policy: &SandboxPolicy,
     writable_files: &[PathBuf],
 ) -> Result<(), ToolError> {
+    restrict_with(policy, writable_files, Grants::of(policy))
+}
+
+/// [`restrict_thread`] with the policy's grants already known.
+fn restrict_with(
+    policy: &SandboxPolicy,
+    writable_files: &[PathBuf],
+    grants: Grants,
+) -> Result<(), ToolError> {
     let fail = |e: &dyn std::fmt::Display| {
         ToolError::fatal(format!("cannot apply the Landlock sandbox: {e}"))
     };
     crate::filter::drop_capabilities()?;
     let all = AccessFs::from_all(ABI_USED);
     let read = AccessFs::from_read(ABI_USED);
-    let grants = Grants::of(policy);
     let restrict_files = policy.mode != SandboxMode::FullAccess || grants.piecewise_read;
     let mut ruleset = Ruleset::default()
         .scope(Scope::AbstractUnixSocket | Scope::Signal)

@@ -59,6 +59,9 @@ struct Bwrap {
     userns: bool,
     /// `--disable-userns` works (bubblewrap 0.8 and later)
     disable_userns: bool,
+    /// Whether the flags came from the probe's file (`bwrap_cache`), not a probe of this
+    /// process
+    cached: bool,
 }
 
 /// Finds bubblewrap and checks once that it can start a sandbox here.
@@ -72,71 +75,144 @@ pub(crate) fn bubblewrap_user_namespaces() -> Option<bool> {
     bwrap().map(|b| b.userns)
 }
 
-/// Finds bubblewrap and learns, once, which of the isolation flags it can use here: the
-/// full set, then without `--disable-userns` (bubblewrap before 0.8), then without a user
-/// namespace (none available: a setuid bubblewrap, or root on a kernel without them).
+/// The state directory whose `bwrap-probe` file keeps the probe's answer across processes;
+/// the first one named wins.
+static PROBE_DIR: OnceLock<PathBuf> = OnceLock::new();
+
+/// What [`bwrap`] found, once looked for (`None` inside: not yet).
+static FOUND: std::sync::Mutex<Option<Option<&'static Bwrap>>> = std::sync::Mutex::new(None);
+
+/// Notes the settings' state directory, where the bubblewrap probe's answer is kept (see
+/// the `bwrap_cache` module).
+fn note_state_dir(settings: &SandboxSettings) {
+    if let Some(dir) = &settings.state_dir {
+        let _ = PROBE_DIR.set(dir.clone());
+    }
+}
+
+/// Finds bubblewrap and learns, once per process, which of the isolation flags it can use
+/// here (see [`find_bwrap`]).
 fn bwrap() -> Option<&'static Bwrap> {
-    static FOUND: OnceLock<Option<Bwrap>> = OnceLock::new();
-    FOUND
-        .get_or_init(|| {
-            let candidates = ["/usr/bin/bwrap", "/bin/bwrap", "/usr/local/bin/bwrap"];
-            let path = candidates
-                .iter()
-                .map(PathBuf::from)
-                .find(|p| p.is_file())
-                .or_else(|| {
-                    std::env::var_os("PATH").and_then(|paths| {
-                        std::env::split_paths(&paths)
-                            .map(|d| d.join("bwrap"))
-                            .find(|p| p.is_file())
-                    })
-                })?;
-            let works = |flags: &[&str]| {
-                std::process::Command::new(&path)
-                    .args([
-                        "--ro-bind",
-                        "/",
-                        "/",
-                        "--dev",
-                        "/dev",
-                        "--proc",
-                        "/proc",
-                        "--perms",
-                        "0700",
-                        "--tmpfs",
-                        "/tmp",
-                        "--unshare-pid",
-                        "--unshare-net",
-                        "--unshare-ipc",
-                        "--die-with-parent",
-                        "--new-session",
-                        "--cap-drop",
-                        "ALL",
-                    ])
-                    .args(flags)
-                    .args(["--", "true"])
-                    .stdin(std::process::Stdio::null())
-                    .stdout(std::process::Stdio::null())
-                    .stderr(std::process::Stdio::null())
-                    .status()
-                    .is_ok_and(|s| s.success())
-            };
-            let (userns, disable_userns) = if works(&["--unshare-user", "--disable-userns"]) {
-                (true, true)
-            } else if works(&["--unshare-user"]) {
-                (true, false)
-            } else if works(&[]) {
-                (false, false)
-            } else {
-                return None;
-            };
-            Some(Bwrap {
-                path,
-                userns,
-                disable_userns,
-            })
-        })
+    let mut found = FOUND
+        .lock()
+        .unwrap_or_else(std::sync::PoisonError::into_inner);
+    *found.get_or_insert_with(|| find_bwrap(true).map(|b| &*Box::leak(Box::new(b))))
+}
+
+/// Whether bubblewrap's flags came from the probe's file rather than a probe of this
+/// process.
+pub(crate) fn bwrap_flags_kept() -> bool {
+    bwrap().is_some_and(|b| b.cached)
+}
+
+/// A bubblewrap launch failed: when its flags came from the probe's file, the file is
+/// dropped and bubblewrap probed again. True when the probe now says something else (a
+/// launch with the new flags may work: worth one retry).
+pub(crate) fn bwrap_failed() -> bool {
+    let mut found = FOUND
+        .lock()
+        .unwrap_or_else(std::sync::PoisonError::into_inner);
+    let Some(Some(old)) = *found else {
+        return false;
+    };
+    if !old.cached {
+        return false;
+    }
+    if let Some(dir) = PROBE_DIR.get() {
+        crate::bwrap_cache::forget(&crate::bwrap_cache::file(dir));
+    }
+    let new = find_bwrap(false);
+    let changed = new
         .as_ref()
+        .is_none_or(|n| (n.userns, n.disable_userns) != (old.userns, old.disable_userns));
+    *found = Some(new.map(|b| &*Box::leak(Box::new(b))));
+    changed
+}
+
+/// Finds bubblewrap and learns which of the isolation flags it can use here: the full set,
+/// then without `--disable-userns` (bubblewrap before 0.8), then without a user namespace
+/// (none available: a setuid bubblewrap, or root on a kernel without them). Starting
+/// bubblewrap to find out costs as much as a short command, so the answer is kept in the
+/// state directory and read from there while nothing it depends on changed
+/// (`use_cache`; see the `bwrap_cache` module).
+fn find_bwrap(use_cache: bool) -> Option<Bwrap> {
+    let candidates = ["/usr/bin/bwrap", "/bin/bwrap", "/usr/local/bin/bwrap"];
+    let path = candidates
+        .iter()
+        .map(PathBuf::from)
+        .find(|p| p.is_file())
+        .or_else(|| {
+            std::env::var_os("PATH").and_then(|paths| {
+                std::env::split_paths(&paths)
+                    .map(|d| d.join("bwrap"))
+                    .find(|p| p.is_file())
+            })
+        })?;
+    let file = PROBE_DIR.get().map(|d| crate::bwrap_cache::file(d));
+    let key = file.as_ref().and_then(|_| crate::bwrap_cache::key(&path));
+    if use_cache
+        && let (Some(file), Some(key)) = (&file, &key)
+        && let Some(flags) = crate::bwrap_cache::read(file, key)
+    {
+        return Some(Bwrap {
+            path,
+            userns: flags.userns,
+            disable_userns: flags.disable_userns,
+            cached: true,
+        });
+    }
+    let works = |flags: &[&str]| {
+        std::process::Command::new(&path)
+            .args([
+                "--ro-bind",
+                "/",
+                "/",
+                "--dev",
+                "/dev",
+                "--proc",
+                "/proc",
+                "--perms",
+                "0700",
+                "--tmpfs",
+                "/tmp",
+                "--unshare-pid",
+                "--unshare-net",
+                "--unshare-ipc",
+                "--die-with-parent",
+                "--new-session",
+                "--cap-drop",
+                "ALL",
+            ])
+            .args(flags)
+            .args(["--", "true"])
+            .stdin(std::process::Stdio::null())
+            .stdout(std::process::Stdio::null())
+            .stderr(std::process::Stdio::null())
+            .status()
+            .is_ok_and(|s| s.success())
+    };
+    let (userns, disable_userns) = if works(&["--unshare-user", "--disable-userns"]) {
+        (true, true)
+    } else if works(&["--unshare-user"]) {
+        (true, false)
+    } else if works(&[]) {
+        (false, false)
+    } else {
+        return None;
+    };
+    if let (Some(file), Some(key)) = (&file, &key) {
+        let flags = crate::bwrap_cache::Flags {
+            userns,
+            disable_userns,
+        };
+        crate::bwrap_cache::write(file, key, flags);
+    }
+    Some(Bwrap {
+        path,
+        userns,
+        disable_userns,
+        cached: false,
+    })
 }
 
 /// Whether Landlock can be enforced here (checked once, in a throw-away thread).
@@ -175,6 +251,7 @@ pub fn prepare_profile(
     cwd: &Path,
     disable: bool,
 ) -> Result<Prepared, ToolError> {
+    note_state_dir(settings);
     // Probed only when a mechanism is needed: starting bubblewrap to check it costs more
     // than an unsandboxed command.
     let available = || Available {
@@ -191,6 +268,7 @@ pub fn prepare_profile(
 
 /// Whether a jail can be made for `settings` here; the reason when not.
 pub fn jail_available(settings: &SandboxSettings) -> Result<(), String> {
+    note_state_dir(settings);
     let bubblewrap = matches!(settings.mechanism, Mechanism::Auto | Mechanism::Bubblewrap)
         && bubblewrap().is_some();
     let landlock =

@@ -83,6 +83,7 @@
 //! # }
 //! ```
 
+mod bwrap_cache;
 mod command;
 mod env;
 #[cfg(target_os = "linux")]

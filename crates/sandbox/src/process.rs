@@ -42,6 +42,8 @@ pub struct Local {
     mark: Option<String>,
     /// The limits it runs under (sandboxed)
     limits: Option<crate::resources::ResourceLimits>,
+    /// Started by bubblewrap with flags kept from an earlier process's probe
+    kept_flags: bool,
 }
 
 /// Builds the command line: the launcher's prefix (bubblewrap, or nothing), then
@@ -111,6 +113,7 @@ fn command_line(
 pub async fn spawn(spec: &RunSpec, launch: &Launch, io: Io) -> Result<Running, ToolError> {
     let mark = (!matches!(launch, Launch::Bubblewrap(_))).then(crate::reaper::new_mark);
     let cmd = command_line(spec, launch, io, mark.as_deref())?;
+    let kept_flags = matches!(launch, Launch::Bubblewrap(_)) && crate::launch::bwrap_flags_kept();
     let child = launch.spawn(cmd, &[]).await?;
     let group = child.id().and_then(ProcessGroup::adopt);
     Ok(Running::Local(Box::new(Local {
@@ -119,6 +122,7 @@ pub async fn spawn(spec: &RunSpec, launch: &Launch, io: Io) -> Result<Running, T
         done: false,
         mark,
         limits: launch.policy().map(|p| p.limits),
+        kept_flags,
     })))
 }
 
@@ -155,6 +159,12 @@ impl Local {
                 // Background jobs the command left in its group do not outlive the call.
                 self.kill_group().await;
                 self.kill_marked().await;
+                // Bubblewrap fails to set a sandbox up with status 1, which a command may
+                // also give: with flags kept from an earlier probe, probing again says
+                // whether they still work, so the next launch does not fail the same way.
+                if code == 1 && std::mem::take(&mut self.kept_flags) {
+                    let _ = tokio::task::spawn_blocking(crate::launch::bwrap_failed).await;
+                }
                 return Finished::new(Ending::Exited, code).with_cpu_limit(self.limits.as_ref());
             }
             () = sleep => Ending::TimedOut,

@@ -283,7 +283,14 @@ impl Supervisor {
             ToolError::fatal("no supervisor program is registered to run shell commands")
         })?;
         let direct = key.launch == LaunchKey::Direct;
-        match Supervisor::launch(key, program).await {
+        let bubblewrap = key.is_bubblewrap();
+        let mut started = Supervisor::launch(key.clone(), program).await;
+        // Bubblewrap's flags kept from an earlier process's probe that no longer work: the
+        // probe runs again, and with a different answer the launch is tried once more.
+        if started.is_err() && bubblewrap && crate::launch::bwrap_failed() {
+            started = Supervisor::launch(key, program).await;
+        }
+        match started {
             Ok(s) => Ok(s),
             Err(e) => {
                 let direct_key = Key {

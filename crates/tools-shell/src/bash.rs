@@ -226,8 +226,11 @@ fn limit_hit(
         return finished.limit;
     }
     let memory = prepared.launch.policy()?.limits.memory?;
-    let by_address_space = sandbox::limits_mechanism() == "rlimits";
-    (by_address_space && finished.code != 0 && OUT_OF_MEMORY.iter().any(|m| output.contains(m)))
+    // Learning the limits' mechanism tries to make a cgroup: only for a failure that may
+    // be one.
+    (finished.code != 0
+        && OUT_OF_MEMORY.iter().any(|m| output.contains(m))
+        && sandbox::limits_mechanism() == "rlimits")
         .then_some(sandbox::LimitHit::Memory(memory))
 }
 
