@@ -299,7 +299,7 @@ fn main() -> ExitCode {
     // few arenas of freed memory (see docs/deploy.md, "Memory").
     #[cfg(target_os = "linux")]
     if matches!(cli.command, Command::Serve { .. }) {
-        limit_malloc_arenas();
+        set_allocator_options();
     }
     let runtime = match tokio::runtime::Builder::new_multi_thread()
         .enable_all()
@@ -337,15 +337,30 @@ fn main() -> ExitCode {
     }
 }
 
-/// Starts this process again, with the same pid, arguments and descriptors, with
-/// `MALLOC_ARENA_MAX=2` unless the environment sets it: glibc reads it only when the
-/// allocator starts, and its default (eight arenas per core) keeps the memory of ended
-/// sessions resident in a long-running server. Returns only when that cannot be done (the
-/// server then runs without the limit).
+/// What `serve` asks of glibc's allocator, each unless the environment sets it: two arenas
+/// (glibc's default, eight per core, keeps the memory of ended sessions resident in a
+/// long-running server), and fixed thresholds (128 KiB) for trimming the heap's top and for
+/// giving a large block its own mapping, which glibc otherwise raises after a large block
+/// is freed, so that the heap grows with transient buffers and keeps what they leave.
 #[cfg(target_os = "linux")]
-fn limit_malloc_arenas() {
+const ALLOCATOR_ENV: [(&str, &str); 3] = [
+    ("MALLOC_ARENA_MAX", "2"),
+    ("MALLOC_TRIM_THRESHOLD_", "131072"),
+    ("MALLOC_MMAP_THRESHOLD_", "131072"),
+];
+
+/// Starts this process again, with the same pid, arguments and descriptors, with
+/// [`ALLOCATOR_ENV`] where the environment does not set it: glibc reads these only when the
+/// allocator starts. Returns only when that cannot be done (the server then runs without
+/// them), or when the environment sets them all.
+#[cfg(target_os = "linux")]
+fn set_allocator_options() {
     use std::os::unix::process::CommandExt as _;
-    if std::env::var_os("MALLOC_ARENA_MAX").is_some() {
+    let missing: Vec<(&str, &str)> = ALLOCATOR_ENV
+        .into_iter()
+        .filter(|(name, _)| std::env::var_os(name).is_none())
+        .collect();
+    if missing.is_empty() {
         return;
     }
     let Ok(exe) = std::env::current_exe() else {
@@ -353,9 +368,9 @@ fn limit_malloc_arenas() {
     };
     let err = std::process::Command::new(exe)
         .args(std::env::args_os().skip(1))
-        .env("MALLOC_ARENA_MAX", "2")
+        .envs(missing)
         .exec();
-    eprintln!("agent-tools: cannot limit the allocator's arenas ({err}); serving without");
+    eprintln!("agent-tools: cannot set the allocator's options ({err}); serving without");
 }
 
 /// What a command runs in: the context, the pool (which follows the tool lists of the MCP

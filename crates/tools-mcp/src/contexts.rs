@@ -487,6 +487,73 @@ mod tests {
         assert_ne!(again.session_id(), default.session_id());
     }
 
+    /// A service every context of [`marked`] holds, to learn when the context is gone.
+    struct Marker;
+    impl tool_core::Shared for Marker {}
+
+    /// A factory whose contexts each hold a [`Marker`]; the markers, to watch them go.
+    fn marked(
+        root: &std::path::Path,
+    ) -> (SessionFactory, Arc<Mutex<Vec<std::sync::Weak<Marker>>>>) {
+        let root = root.to_path_buf();
+        let markers: Arc<Mutex<Vec<std::sync::Weak<Marker>>>> = Arc::default();
+        let kept = Arc::clone(&markers);
+        let factory: SessionFactory = Arc::new(move |_: &Principal| {
+            let ctx = ToolContext::builder(&root)
+                .state_dir(root.join("state"))
+                .build();
+            let marker = Arc::new(Marker);
+            if let Ok(mut m) = kept.lock() {
+                m.push(Arc::downgrade(&marker));
+            }
+            ctx.services().insert(marker);
+            Ok(ctx)
+        });
+        (factory, markers)
+    }
+
+    fn alive(markers: &Mutex<Vec<std::sync::Weak<Marker>>>) -> usize {
+        markers.lock().map_or(usize::MAX, |m| {
+            m.iter().filter(|w| w.strong_count() > 0).count()
+        })
+    }
+
+    #[tokio::test]
+    async fn ended_contexts_leave_nothing_behind() {
+        let dir = tempfile::tempdir().unwrap_or_else(|e| panic!("{e}"));
+        let (factory, markers) = marked(dir.path());
+        let contexts = Arc::new(Contexts::with_idle(factory, Duration::from_millis(50)));
+        // Many principals, each with its default context and a minted one that ran a call,
+        // and legacy sessions.
+        for i in 0..20 {
+            let p = Principal::named(&format!("p{i}"));
+            let _ = contexts.resolve(&p, None).map_err(|e| panic!("{e:?}"));
+            let (_, minted) = contexts
+                .resolve(&p, Some("new"))
+                .unwrap_or_else(|e| panic!("{e:?}"));
+            drop(contexts.call_started(&minted));
+            let session = contexts.session(&p).unwrap_or_else(|e| panic!("{e:?}"));
+            drop(contexts.call_started(&session));
+            contexts.end_session(&session);
+        }
+        assert_eq!(alive(&markers), 60);
+        tokio::time::sleep(Duration::from_millis(80)).await;
+        assert_eq!(contexts.expire().await, 40);
+        // The legacy sessions end in the background.
+        for _ in 0..100 {
+            if alive(&markers) == 0 {
+                break;
+            }
+            tokio::time::sleep(Duration::from_millis(10)).await;
+        }
+        assert_eq!(alive(&markers), 0, "every ended context is dropped");
+        let held = |m: &Mutex<HashMap<String, usize>>| m.lock().map_or(usize::MAX, |m| m.len());
+        assert_eq!(held(&contexts.busy), 0);
+        assert_eq!(contexts.slots.lock().map_or(usize::MAX, |s| s.len()), 0);
+        assert_eq!(contexts.sessions.lock().map_or(usize::MAX, |s| s.len()), 0);
+        assert_eq!(contexts.in_flight(), 0);
+    }
+
     #[tokio::test]
     async fn settled_waits_for_calls_in_flight() {
         let dir = tempfile::tempdir().unwrap_or_else(|e| panic!("{e}"));

@@ -21,7 +21,9 @@
 //! The `churn` benchmark ([`churn`]) is the memory half of the same question, without the
 //! tools' own work: ten rounds of 2,000 legacy sessions (`initialize`, one Read, `DELETE`,
 //! twenty clients at once) and a round of 2,000 2026-07-28 contexts left to expire, with
-//! resident memory, descriptors and threads after each round against the idle baseline.
+//! resident memory, descriptors and threads after each round against the idle baseline, and
+//! again 30 and 60 seconds after the contexts round, once the blocking threads its ending
+//! contexts started have ended.
 
 use std::collections::HashMap;
 use std::fmt::Write as _;
@@ -570,6 +572,7 @@ pub fn churn(ctx: &Ctx) -> Result<Vec<Comparison>> {
     let tally = Tally::default();
     let mut last = base;
     let mut worst = base.rss_kib;
+    let mut finished = Instant::now();
     for round in 1..=CHURN_ROUNDS + 1 {
         let modern = round > CHURN_ROUNDS;
         let started = Instant::now();
@@ -607,6 +610,7 @@ pub fn churn(ctx: &Ctx) -> Result<Vec<Comparison>> {
             }
         });
         let took = started.elapsed();
+        finished = Instant::now();
         // Minted contexts end after their idle time (2 s) and the reaper's next pass.
         std::thread::sleep(Duration::from_secs(if modern { 8 } else { 2 }));
         last = sample(pid, &state);
@@ -615,6 +619,21 @@ pub fn churn(ctx: &Ctx) -> Result<Vec<Comparison>> {
             "  {} {round:>2}: {:>5.1} s  rss {}  fds {}  threads {}  descendants {}  state {}",
             if modern { "contexts" } else { "round   " },
             took.as_secs_f64(),
+            mib(last.rss_kib),
+            last.fds,
+            last.threads,
+            last.descendants,
+            bytes(last.state_bytes)
+        );
+    }
+    // The contexts round's blocking threads (the tokio pool keeps an idle one 10 s) and
+    // the memory once they ended: sampled again 30 and 60 s after the round.
+    for wait in [30, 60] {
+        std::thread::sleep(Duration::from_secs(wait).saturating_sub(finished.elapsed()));
+        last = sample(pid, &state);
+        worst = worst.max(last.rss_kib);
+        println!(
+            "  contexts +{wait} s:     rss {}  fds {}  threads {}  descendants {}  state {}",
             mib(last.rss_kib),
             last.fds,
             last.threads,

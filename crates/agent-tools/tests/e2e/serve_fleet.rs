@@ -845,20 +845,26 @@ fn generated_bad_inputs_over_http_get_json_rpc_answers() {
     assert!(!stderr.contains("panicked"), "a panic: {stderr}");
 }
 
-/// A server limits glibc's arenas itself, so that the memory of ended sessions goes back:
-/// it starts again with `MALLOC_ARENA_MAX=2` (same process, same descriptors) and serves.
+/// A server sets glibc's allocator options itself, so that the memory of ended sessions
+/// goes back: it starts again with two arenas and fixed trim and mapping thresholds (same
+/// process, same descriptors) and serves.
 #[test]
 fn serve_limits_the_allocators_arenas_itself() {
     let project = Project::new(&[]);
     let server = Server::start(&project, &[]);
     let environ = std::fs::read(format!("/proc/{}/environ", server.pid())).expect("environ");
-    assert!(
-        environ
-            .split(|b| *b == 0)
-            .any(|v| v == b"MALLOC_ARENA_MAX=2"),
-        "{}",
-        String::from_utf8_lossy(&environ).replace('\0', "\n")
-    );
+    for wanted in [
+        &b"MALLOC_ARENA_MAX=2"[..],
+        b"MALLOC_TRIM_THRESHOLD_=131072",
+        b"MALLOC_MMAP_THRESHOLD_=131072",
+    ] {
+        assert!(
+            environ.split(|b| *b == 0).any(|v| v == wanted),
+            "{}: {}",
+            String::from_utf8_lossy(wanted),
+            String::from_utf8_lossy(&environ).replace('\0', "\n")
+        );
+    }
     assert_eq!(
         healthz(&server.authority, Duration::from_secs(10)),
         Some(200)
