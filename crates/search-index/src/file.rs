@@ -22,7 +22,7 @@ use crate::grams::Gram;
 use crate::postings::{Postings, decode_list, push_varint, read_varint};
 
 /// The format written and the only one read; any other is rebuilt.
-pub const FORMAT_VERSION: u32 = 1;
+pub const FORMAT_VERSION: u32 = 2;
 const MAGIC: [u8; 8] = *b"ATSIDX\0\x01";
 const HEADER_LEN: usize = 96;
 const SECTIONS: usize = 6;
@@ -213,13 +213,10 @@ pub fn save(path: &Path, contents: &Contents, postings: &Postings) -> Result<u64
         lens[3] = body.len - start;
 
         // The directory needs the lists' offsets, which their sizes give.
-        let order = postings.order();
+        let directory = postings.directory();
         let start = body.len;
         let mut offset = 0u64;
-        for &i in &order {
-            let Some((gram, count, size)) = postings.stored_size(i) else {
-                continue;
-            };
+        for &(gram, count, size) in &directory {
             let mut entry = [0u8; GRAM_ENTRY];
             entry[0..4].copy_from_slice(&gram.to_le_bytes());
             entry[4..12].copy_from_slice(&offset.to_le_bytes());
@@ -231,16 +228,20 @@ pub fn save(path: &Path, contents: &Contents, postings: &Postings) -> Result<u64
         lens[4] = body.len - start;
 
         let start = body.len;
-        let half = order.len() / 2;
-        for (n, &i) in order.iter().enumerate() {
-            if n == half
-                && let Some(pause) = body.pause
-            {
-                body.out.flush().map_err(io)?;
-                std::thread::sleep(pause);
-            }
-            body.put(&postings.stored(i)).map_err(io)?;
-        }
+        let half = directory.len() / 2;
+        let mut n = 0;
+        postings
+            .for_each_stored(|list| {
+                if n == half
+                    && let Some(pause) = body.pause
+                {
+                    body.out.flush()?;
+                    std::thread::sleep(pause);
+                }
+                n += 1;
+                body.put(list)
+            })
+            .map_err(io)?;
         lens[5] = body.len - start;
         if lens[5] != offset {
             return Err(IndexError::Corrupt {
@@ -255,7 +256,7 @@ pub fn save(path: &Path, contents: &Contents, postings: &Postings) -> Result<u64
         let count = |n: usize| u32::try_from(n).unwrap_or(u32::MAX).to_le_bytes();
         header[12..16].copy_from_slice(&count(contents.docs.len()));
         header[16..20].copy_from_slice(&count(contents.dirs.len()));
-        header[20..24].copy_from_slice(&count(order.len()));
+        header[20..24].copy_from_slice(&count(directory.len()));
         header[24..28].copy_from_slice(&count(postings.always().len()));
         let (secs, _) = time_parts(contents.built);
         header[32..40].copy_from_slice(&secs.to_le_bytes());

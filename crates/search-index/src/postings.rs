@@ -1,19 +1,39 @@
 //! Posting lists: for each trigram, the sorted ids of the documents that contain it.
 //!
-//! Built chunk by chunk ([`Postings::build`]): each thread reads 2,048 documents, collects
-//! their distinct trigrams ([`Extractor`]) as `gram << 11 | local id` words, sorts the words
-//! by trigram (a stable radix sort, so ids stay in order) and hands the chunk over; chunks
-//! are appended in order to one growing list per trigram, as varint deltas. Stored lists
-//! are either those deltas or, when smaller, a bitmap of the ids from the first one on.
+//! Built chunk by chunk ([`Postings::build`]), 2,048 documents to a chunk, on every thread
+//! at once: a thread reads a chunk's documents, collects each one's distinct trigrams
+//! ([`Extractor`]) into 1,024 buckets by their high bits (the ids arrive in order), sorts
+//! each bucket by the trigrams' low bits with a counting sort that stays in cache (stable,
+//! so the ids stay in order) and encodes the chunk's lists. A chunk is kept where its ids
+//! say, whichever thread built it and whenever, so the result never depends on timing;
+//! nothing is merged while building.
+//!
+//! A stored list is the concatenation, in id order, of its blocks: one per chunk that holds
+//! the trigram — the chunks skipped since the previous block, the ids in this one and the
+//! block's kind (varints), then the ids within the chunk as varint deltas or, when smaller,
+//! a 256-byte bitmap of the chunk. Saving copies the chunks' blocks in trigram order.
 
+use std::sync::Mutex;
 use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
-use std::sync::{Condvar, Mutex};
 
 use crate::grams::{Extractor, GRAM_SPACE, Gram};
 
-/// Documents per chunk (local ids take 11 bits; trigrams the other 21).
+/// Documents per chunk (ids within a chunk take 11 bits).
 const CHUNK: usize = 2048;
 const LOCAL_BITS: u32 = 11;
+const LOCAL_MASK: u32 = (1 << LOCAL_BITS) - 1;
+/// Bytes of a block's bitmap.
+const BITMAP_BYTES: usize = CHUNK / 8;
+/// Trigram bits sorted within a bucket; the others choose the bucket.
+const LOW_BITS: u32 = 11;
+const LOW_MASK: u32 = (1 << LOW_BITS) - 1;
+const BUCKETS: usize = GRAM_SPACE >> LOW_BITS;
+/// Every this many lists of a chunk, where one starts is noted (lookups in memory).
+const SAMPLE: u32 = 64;
+
+/// Kinds of block (the low bit of its head).
+const DELTAS: u64 = 0;
+const BITMAP: u64 = 1;
 
 /// What reading one document gave.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -36,6 +56,11 @@ pub(crate) fn push_varint(out: &mut Vec<u8>, mut v: u64) {
     out.push(v as u8);
 }
 
+/// Bytes of `v` as a LEB128 varint.
+fn varint_len(v: u64) -> usize {
+    (64 - (v | 1).leading_zeros() as usize).div_ceil(7)
+}
+
 /// Reads a LEB128 varint at `*at`.
 pub(crate) fn read_varint(bytes: &[u8], at: &mut usize) -> Option<u64> {
     let mut v = 0u64;
@@ -54,44 +79,238 @@ pub(crate) fn read_varint(bytes: &[u8], at: &mut usize) -> Option<u64> {
     }
 }
 
-/// One trigram's list while building: varint deltas and the last id.
+/// One chunk's lists in trigram order. Each: the trigram's distance from the previous one,
+/// the block's head (`(ids - 1) << 1 | kind`), for deltas the payload's length (varints),
+/// then the payload as stored.
 #[derive(Debug, Default, Clone)]
-struct Growing {
+struct ChunkLists {
     bytes: Vec<u8>,
-    last: u32,
-    count: u32,
+    /// Every [`SAMPLE`]th list: its trigram, where it starts and the trigram before it.
+    sample: Vec<(Gram, usize, Gram)>,
+    lists: u32,
 }
 
-/// A sorted chunk's words and its ids that every query searches.
-type Chunk = (Vec<u32>, Vec<u32>);
-/// The next chunk to append, the chunks done and waiting, and the lists so far.
-type Merge = (usize, Vec<Option<Chunk>>, Postings);
+/// One chunk's list of one trigram, as read back.
+#[derive(Debug, Clone, Copy)]
+struct Part<'a> {
+    gram: Gram,
+    ids: u32,
+    /// The head's varint bytes
+    head: &'a [u8],
+    payload: &'a [u8],
+}
+
+impl ChunkLists {
+    /// Appends the list of `gram` (above every trigram added before): the local ids in
+    /// `words`' low bits, ascending.
+    fn push(&mut self, gram: Gram, previous: Gram, words: &[u32]) {
+        if self.lists.is_multiple_of(SAMPLE) {
+            self.sample.push((gram, self.bytes.len(), previous));
+        }
+        self.lists += 1;
+        push_varint(&mut self.bytes, u64::from(gram - previous));
+        let mut deltas = 0usize;
+        let mut last = 0u32;
+        for &w in words {
+            let id = w & LOCAL_MASK;
+            deltas += 1 + usize::from(id - last >= 0x80);
+            last = id;
+        }
+        let n = words.len() as u64;
+        if deltas > BITMAP_BYTES {
+            push_varint(&mut self.bytes, (n - 1) << 1 | BITMAP);
+            let start = self.bytes.len();
+            self.bytes.resize(start + BITMAP_BYTES, 0);
+            let bitmap = &mut self.bytes[start..];
+            for &w in words {
+                let id = (w & LOCAL_MASK) as usize;
+                bitmap[id / 8] |= 1 << (id % 8);
+            }
+        } else {
+            push_varint(&mut self.bytes, (n - 1) << 1 | DELTAS);
+            push_varint(&mut self.bytes, deltas as u64);
+            let mut last = 0u32;
+            for &w in words {
+                let id = w & LOCAL_MASK;
+                push_varint(&mut self.bytes, u64::from(id - last));
+                last = id;
+            }
+        }
+    }
+
+    /// The list at `*at`, whose previous trigram is `previous`; moves `*at` past it.
+    fn part(&self, at: &mut usize, previous: Gram) -> Option<Part<'_>> {
+        let bytes = &self.bytes;
+        let gram = previous.checked_add(u32::try_from(read_varint(bytes, at)?).ok()?)?;
+        let head_at = *at;
+        let head = read_varint(bytes, at)?;
+        let head_bytes = bytes.get(head_at..*at)?;
+        let len = if head & 1 == BITMAP {
+            BITMAP_BYTES
+        } else {
+            usize::try_from(read_varint(bytes, at)?).ok()?
+        };
+        let payload = bytes.get(*at..at.checked_add(len)?)?;
+        *at += len;
+        Some(Part {
+            gram,
+            ids: u32::try_from((head >> 1) + 1).ok()?,
+            head: head_bytes,
+            payload,
+        })
+    }
+
+    /// This chunk's list of `gram`.
+    fn find(&self, gram: Gram) -> Option<Part<'_>> {
+        let i = self
+            .sample
+            .partition_point(|s| s.0 <= gram)
+            .checked_sub(1)?;
+        let &(_, mut at, mut previous) = self.sample.get(i)?;
+        while at < self.bytes.len() {
+            let part = self.part(&mut at, previous)?;
+            if part.gram >= gram {
+                return (part.gram == gram).then_some(part);
+            }
+            previous = part.gram;
+        }
+        None
+    }
+}
+
+/// Reads a chunk's lists in trigram order.
+struct Cursor<'a> {
+    chunk: &'a ChunkLists,
+    at: usize,
+    current: Option<Part<'a>>,
+}
+
+impl<'a> Cursor<'a> {
+    fn new(chunk: &'a ChunkLists) -> Self {
+        let mut at = 0;
+        let current = chunk.part(&mut at, 0);
+        Cursor { chunk, at, current }
+    }
+
+    fn advance(&mut self) {
+        let previous = self.current.map_or(0, |p| p.gram);
+        self.current = if self.at < self.chunk.bytes.len() {
+            self.chunk.part(&mut self.at, previous)
+        } else {
+            None
+        };
+    }
+}
+
+/// A chunk's lists and the local ids of its documents that every query searches.
+type Built = (ChunkLists, Vec<u32>);
+
+/// One thread's state while building chunks.
+struct Worker {
+    extractor: Extractor,
+    buf: Vec<u8>,
+    /// Per bucket (a trigram's high bits): `low bits << 11 | local id`, ids ascending.
+    buckets: Vec<Vec<u32>>,
+    sorted: Vec<u32>,
+    counts: Vec<u32>,
+}
+
+impl Worker {
+    fn new() -> Self {
+        Worker {
+            extractor: Extractor::new(),
+            buf: Vec::new(),
+            buckets: vec![Vec::new(); BUCKETS],
+            sorted: Vec::new(),
+            counts: vec![0; (1 << LOW_BITS) + 1],
+        }
+    }
+
+    /// Reads documents `first..last` and encodes their lists; also gives the local ids of
+    /// those every query searches.
+    fn chunk(
+        &mut self,
+        first: usize,
+        last: usize,
+        read: &(dyn Fn(usize, &mut Vec<u8>) -> Content + Sync),
+    ) -> Built {
+        let mut always = Vec::new();
+        for (local, id) in (first..last).enumerate() {
+            let local = local as u32;
+            self.buf.clear();
+            match read(id, &mut self.buf) {
+                Content::Text => {
+                    self.extractor.feed(&self.buf);
+                    for &g in self.extractor.grams() {
+                        let bucket = (g >> LOW_BITS) as usize % BUCKETS;
+                        if let Some(b) = self.buckets.get_mut(bucket) {
+                            b.push((g & LOW_MASK) << LOCAL_BITS | local);
+                        }
+                    }
+                    self.extractor.reset();
+                }
+                Content::Always => always.push(local),
+                Content::Skip => {}
+            }
+        }
+        let mut lists = ChunkLists::default();
+        let mut previous = 0;
+        for (high, bucket) in self.buckets.iter_mut().enumerate() {
+            if bucket.is_empty() {
+                continue;
+            }
+            // A stable counting sort by the low bits.
+            let counts = &mut self.counts;
+            counts.fill(0);
+            for &w in bucket.iter() {
+                counts[(w >> LOCAL_BITS) as usize + 1] += 1;
+            }
+            for i in 1..counts.len() {
+                counts[i] += counts[i - 1];
+            }
+            self.sorted.clear();
+            self.sorted.resize(bucket.len(), 0);
+            for &w in bucket.iter() {
+                let slot = &mut counts[(w >> LOCAL_BITS) as usize];
+                self.sorted[*slot as usize] = w;
+                *slot += 1;
+            }
+            let mut run = &self.sorted[..];
+            while let Some(&first) = run.first() {
+                let low = first >> LOCAL_BITS;
+                let end = run
+                    .iter()
+                    .position(|w| w >> LOCAL_BITS != low)
+                    .unwrap_or(run.len());
+                let gram = (high as u32) << LOW_BITS | low;
+                lists.push(gram, previous, &run[..end]);
+                previous = gram;
+                run = &run[end..];
+            }
+            // A bucket that held a huge chunk does not keep its memory.
+            if bucket.capacity() > 1 << 20 {
+                *bucket = Vec::new();
+            } else {
+                bucket.clear();
+            }
+        }
+        (lists, always)
+    }
+}
 
 /// Posting lists held in memory.
-#[derive(Debug)]
+#[derive(Debug, Default)]
 pub struct Postings {
-    /// Slot of each trigram in `lists` plus one (0: none).
-    slots: Vec<u32>,
-    lists: Vec<(Gram, Growing)>,
+    /// The chunks, in id order.
+    chunks: Vec<ChunkLists>,
     docs: u32,
     always: Vec<u32>,
-}
-
-impl Default for Postings {
-    fn default() -> Self {
-        Self::new()
-    }
 }
 
 impl Postings {
     /// No documents yet.
     pub fn new() -> Self {
-        Postings {
-            slots: vec![0; GRAM_SPACE],
-            lists: Vec::new(),
-            docs: 0,
-            always: Vec::new(),
-        }
+        Self::default()
     }
 
     /// Documents covered (ids `0..docs`).
@@ -106,49 +325,9 @@ impl Postings {
 
     /// Distinct trigrams.
     pub fn grams(&self) -> usize {
-        self.lists.len()
-    }
-
-    /// Adds the ids `base + (w & local)` of `words` (ascending, above every id added
-    /// before) to the list of `gram`.
-    fn add_run(&mut self, gram: Gram, base: u32, words: &[u32], local: u32) {
-        let Some(slot) = self.slots.get_mut(gram as usize) else {
-            return;
-        };
-        if *slot == 0 {
-            self.lists.push((gram, Growing::default()));
-            *slot = u32::try_from(self.lists.len()).unwrap_or(u32::MAX);
-        }
-        let Some((_, list)) = self.lists.get_mut(*slot as usize - 1) else {
-            return;
-        };
-        for &w in words {
-            let id = base + (w & local);
-            let delta = if list.count == 0 { id } else { id - list.last };
-            push_varint(&mut list.bytes, u64::from(delta));
-            list.last = id;
-            list.count += 1;
-        }
-    }
-
-    /// Appends one sorted chunk (`words` sorted by trigram, ids ascending within one) whose
-    /// first id is `base`, covering `len` documents.
-    fn append_chunk(&mut self, base: u32, len: usize, words: &[u32], always: &[u32]) {
-        let local = (1u32 << LOCAL_BITS) - 1;
-        let mut run = words;
-        while let Some(&first) = run.first() {
-            // One trigram's ids, found once.
-            let gram = first >> LOCAL_BITS;
-            let end = run
-                .iter()
-                .position(|w| w >> LOCAL_BITS != gram)
-                .unwrap_or(run.len());
-            let (ids, rest) = run.split_at(end);
-            self.add_run(gram, base, ids, local);
-            run = rest;
-        }
-        self.always.extend(always.iter().map(|l| base + l));
-        self.docs = base + u32::try_from(len).unwrap_or(0);
+        let mut n = 0;
+        self.merge(|_, _| n += 1);
+        n
     }
 
     /// Builds the lists of `count` documents on `threads` threads; `read(id, buf)` puts a
@@ -162,14 +341,9 @@ impl Postings {
     ) -> Postings {
         let chunks = count.div_ceil(CHUNK);
         let next = AtomicUsize::new(0);
-        // Chunks done, waiting for their turn to be appended.
-        let done: Mutex<Merge> = Mutex::new((0, vec![None; chunks], Postings::new()));
-        let turn = Condvar::new();
+        let done: Mutex<Vec<Option<Built>>> = Mutex::new(vec![None; chunks]);
         let work = || {
-            let mut extractor = Extractor::new();
-            let mut buf = Vec::new();
-            let mut words: Vec<u32> = Vec::new();
-            let mut scratch: Vec<u32> = Vec::new();
+            let mut worker = Worker::new();
             loop {
                 if stop.load(Ordering::Relaxed) {
                     return;
@@ -178,55 +352,11 @@ impl Postings {
                 if c >= chunks {
                     return;
                 }
-                // A thread far ahead of the chunk to append next waits, so that finished
-                // chunks do not pile up behind a slow one.
-                let ahead = 2 * threads.max(1);
-                let Ok(mut state) = done.lock() else { return };
-                while c > state.0 + ahead {
-                    if stop.load(Ordering::Relaxed) {
-                        return;
-                    }
-                    let Ok((next_state, _)) =
-                        turn.wait_timeout(state, std::time::Duration::from_millis(20))
-                    else {
-                        return;
-                    };
-                    state = next_state;
-                }
-                drop(state);
                 let first = c * CHUNK;
-                let last = (first + CHUNK).min(count);
-                words.clear();
-                let mut always = Vec::new();
-                for (local, id) in (first..last).enumerate() {
-                    buf.clear();
-                    let local = local as u32;
-                    match read(id, &mut buf) {
-                        Content::Text => {
-                            extractor.feed(&buf);
-                            words.extend(extractor.grams().iter().map(|g| g << LOCAL_BITS | local));
-                            extractor.reset();
-                        }
-                        Content::Always => always.push(local),
-                        Content::Skip => {}
-                    }
-                }
-                radix_sort(&mut words, &mut scratch);
-                let Ok(mut state) = done.lock() else { return };
-                if let Some(slot) = state.1.get_mut(c) {
-                    *slot = Some((std::mem::take(&mut words), always));
-                }
-                // Append every chunk whose turn has come, in order.
-                loop {
-                    let at = state.0;
-                    let Some(Some((ready, always))) = state.1.get_mut(at).map(Option::take) else {
-                        break;
-                    };
-                    let base = u32::try_from(at * CHUNK).unwrap_or(u32::MAX);
-                    let len = (count - at * CHUNK).min(CHUNK);
-                    state.2.append_chunk(base, len, &ready, &always);
-                    state.0 += 1;
-                    turn.notify_all();
+                let built = worker.chunk(first, (first + CHUNK).min(count), read);
+                let Ok(mut done) = done.lock() else { return };
+                if let Some(slot) = done.get_mut(c) {
+                    *slot = Some(built);
                 }
             }
         };
@@ -236,160 +366,171 @@ impl Postings {
             }
             work();
         });
-        done.into_inner().map(|s| s.2).unwrap_or_default()
+        // The chunks finished from the first on (all of them unless stopped).
+        let mut postings = Postings::new();
+        for (c, chunk) in done
+            .into_inner()
+            .unwrap_or_default()
+            .into_iter()
+            .enumerate()
+        {
+            let Some((lists, always)) = chunk else { break };
+            let base = u32::try_from(c * CHUNK).unwrap_or(u32::MAX);
+            postings.chunks.push(lists);
+            postings.always.extend(always.iter().map(|l| base + l));
+            postings.docs = u32::try_from((c * CHUNK + CHUNK).min(count)).unwrap_or(u32::MAX);
+        }
+        postings
     }
 
     /// The sorted ids of `gram`'s list.
     pub fn ids(&self, gram: Gram) -> Vec<u32> {
-        let Some(&slot) = self.slots.get(gram as usize) else {
-            return Vec::new();
-        };
-        if slot == 0 {
-            return Vec::new();
-        }
-        self.lists
-            .get(slot as usize - 1)
-            .map(|(_, l)| decode_deltas(&l.bytes, l.count))
-            .unwrap_or_default()
-    }
-
-    /// The lists in trigram order: slots into `lists`.
-    pub(crate) fn order(&self) -> Vec<usize> {
-        let mut order: Vec<usize> = (0..self.lists.len()).collect();
-        order.sort_unstable_by_key(|&i| self.lists[i].0);
-        order
-    }
-
-    /// The trigram, count and stored size of the list in slot `i`.
-    pub(crate) fn stored_size(&self, i: usize) -> Option<(Gram, u32, usize)> {
-        let (gram, list) = self.lists.get(i)?;
-        let first = read_varint(&list.bytes, &mut 0).and_then(|f| u32::try_from(f).ok());
-        let size = match first {
-            Some(first) if list.count > 0 => form(&list.bytes, first, list.last).1,
-            _ => 1,
-        };
-        Some((*gram, list.count, size))
-    }
-
-    /// The stored form of the list in slot `i`.
-    pub(crate) fn stored(&self, i: usize) -> Vec<u8> {
-        self.lists
-            .get(i)
-            .map(|(_, l)| encode_list(&l.bytes, l.count))
-            .unwrap_or_else(|| vec![DELTAS])
-    }
-}
-
-/// Sorts words by their trigram (bits 11..32), stably: two passes of 11 and 10 bits.
-fn radix_sort(words: &mut Vec<u32>, scratch: &mut Vec<u32>) {
-    for (shift, bits) in [(LOCAL_BITS, 11u32), (LOCAL_BITS + 11, 10)] {
-        let buckets = 1usize << bits;
-        let mask = (buckets - 1) as u32;
-        let mut counts = vec![0usize; buckets + 1];
-        for &w in words.iter() {
-            counts[((w >> shift) & mask) as usize + 1] += 1;
-        }
-        for i in 1..=buckets {
-            counts[i] += counts[i - 1];
-        }
-        scratch.clear();
-        scratch.resize(words.len(), 0);
-        for &w in words.iter() {
-            let b = ((w >> shift) & mask) as usize;
-            scratch[counts[b]] = w;
-            counts[b] += 1;
-        }
-        std::mem::swap(words, scratch);
-    }
-}
-
-/// Decodes `count` varint deltas.
-fn decode_deltas(bytes: &[u8], count: u32) -> Vec<u32> {
-    let mut out = Vec::with_capacity(count as usize);
-    let mut at = 0;
-    let mut id = 0u32;
-    for i in 0..count {
-        let Some(d) = read_varint(bytes, &mut at) else {
-            break;
-        };
-        let d = u32::try_from(d).unwrap_or(u32::MAX);
-        id = if i == 0 { d } else { id.saturating_add(d) };
-        out.push(id);
-    }
-    out
-}
-
-/// Kinds of stored list.
-const DELTAS: u8 = 0;
-const BITMAP: u8 = 1;
-
-/// Which form a list of varint `deltas` from `first` to `last` is stored in, and its size
-/// with the kind byte: the deltas, or (when smaller) the first id and a bitmap from it on.
-fn form(deltas: &[u8], first: u32, last: u32) -> (u8, usize) {
-    let mut head = Vec::new();
-    push_varint(&mut head, u64::from(first));
-    let bitmap = head.len() + ((last - first) / 8 + 1) as usize;
-    if bitmap < deltas.len() {
-        (BITMAP, 1 + bitmap)
-    } else {
-        (DELTAS, 1 + deltas.len())
-    }
-}
-
-/// The stored form of a list given as varint deltas: a kind byte, then the deltas or (when
-/// smaller) the first id as a varint and a bitmap of the ids from it on.
-fn encode_list(deltas: &[u8], count: u32) -> Vec<u8> {
-    let ids = decode_deltas(deltas, count);
-    let (Some(&first), Some(&last)) = (ids.first(), ids.last()) else {
-        return vec![DELTAS];
-    };
-    let bitmap_len = ((last - first) / 8 + 1) as usize;
-    if form(deltas, first, last).0 == BITMAP {
-        let mut out = Vec::with_capacity(bitmap_len + 6);
-        out.push(BITMAP);
-        push_varint(&mut out, u64::from(first));
-        let start = out.len();
-        out.resize(start + bitmap_len, 0);
-        for id in ids {
-            let bit = (id - first) as usize;
-            out[start + bit / 8] |= 1 << (bit % 8);
+        let mut out = Vec::new();
+        for (c, chunk) in self.chunks.iter().enumerate() {
+            if let Some(part) = chunk.find(gram) {
+                let base = u32::try_from(c * CHUNK).unwrap_or(u32::MAX);
+                let head = read_varint(part.head, &mut 0).unwrap_or(0);
+                decode_block(head, part.payload, base, &mut out);
+            }
         }
         out
-    } else {
-        let mut out = Vec::with_capacity(deltas.len() + 1);
-        out.push(DELTAS);
-        out.extend_from_slice(deltas);
+    }
+
+    /// Calls `f` with each trigram, in order, and its chunks' parts (with their chunk).
+    fn merge(&self, mut f: impl FnMut(Gram, &[(u32, Part<'_>)])) {
+        let mut cursors: Vec<Cursor<'_>> = self.chunks.iter().map(Cursor::new).collect();
+        let mut parts = Vec::with_capacity(cursors.len());
+        loop {
+            let Some(gram) = cursors
+                .iter()
+                .filter_map(|c| c.current.map(|p| p.gram))
+                .min()
+            else {
+                return;
+            };
+            parts.clear();
+            for (c, cursor) in cursors.iter_mut().enumerate() {
+                if let Some(part) = cursor.current
+                    && part.gram == gram
+                {
+                    parts.push((c as u32, part));
+                    cursor.advance();
+                }
+            }
+            f(gram, &parts);
+        }
+    }
+
+    /// The stored lists' directory in trigram order: trigram, ids, stored size.
+    pub(crate) fn directory(&self) -> Vec<(Gram, u32, usize)> {
+        let mut out = Vec::new();
+        self.merge(|gram, parts| {
+            let mut size = 0;
+            let mut count = 0u32;
+            let mut next = 0u32;
+            for (c, part) in parts {
+                size += varint_len(u64::from(c - next)) + part.head.len() + part.payload.len();
+                count = count.saturating_add(part.ids);
+                next = c + 1;
+            }
+            out.push((gram, count, size));
+        });
         out
     }
+
+    /// Calls `f` with each stored list, in trigram order (the directory's); stops at the
+    /// first error.
+    pub(crate) fn for_each_stored<E>(
+        &self,
+        mut f: impl FnMut(&[u8]) -> Result<(), E>,
+    ) -> Result<(), E> {
+        let mut result = Ok(());
+        let mut list = Vec::new();
+        self.merge(|_, parts| {
+            if result.is_err() {
+                return;
+            }
+            list.clear();
+            let mut next = 0u32;
+            for (c, part) in parts {
+                push_varint(&mut list, u64::from(c - next));
+                // The head, then the payload (deltas carry no length: their count says
+                // where they end).
+                list.extend_from_slice(part.head);
+                list.extend_from_slice(part.payload);
+                next = c + 1;
+            }
+            result = f(&list);
+        });
+        result
+    }
+}
+
+/// Appends the ids of a block (`head` as stored, `payload` its ids) of the chunk starting
+/// at `base`; `None` when it is malformed.
+fn decode_block(head: u64, payload: &[u8], base: u32, out: &mut Vec<u32>) -> Option<()> {
+    let n = usize::try_from((head >> 1) + 1).ok()?;
+    let start = out.len();
+    if head & 1 == BITMAP {
+        for (i, &byte) in payload.iter().enumerate() {
+            let mut b = byte;
+            while b != 0 {
+                let bit = b.trailing_zeros() as usize;
+                out.push(base.checked_add(u32::try_from(i * 8 + bit).ok()?)?);
+                b &= b - 1;
+            }
+        }
+    } else {
+        let mut at = 0;
+        let mut id = 0u64;
+        for i in 0..n {
+            let d = read_varint(payload, &mut at)?;
+            if i > 0 && d == 0 {
+                return None;
+            }
+            id = id.checked_add(d)?;
+            if id >= CHUNK as u64 {
+                return None;
+            }
+            out.push(base.checked_add(u32::try_from(id).ok()?)?);
+        }
+        if at != payload.len() {
+            return None;
+        }
+    }
+    (out.len() - start == n).then_some(())
 }
 
 /// Decodes a stored list of `count` ids; `None` when it is malformed.
 pub(crate) fn decode_list(bytes: &[u8], count: u32) -> Option<Vec<u32>> {
-    let (&kind, rest) = bytes.split_first()?;
-    match kind {
-        DELTAS => {
-            let ids = decode_deltas(rest, count);
-            (ids.len() == count as usize && ids.windows(2).all(|w| w[0] < w[1])).then_some(ids)
-        }
-        BITMAP => {
-            let mut at = 0;
-            let first = u32::try_from(read_varint(rest, &mut at)?).ok()?;
-            let bits = rest.get(at..)?;
-            let mut ids = Vec::with_capacity(count as usize);
-            for (i, &byte) in bits.iter().enumerate() {
-                let mut b = byte;
-                while b != 0 {
-                    let bit = b.trailing_zeros();
-                    ids.push(first.checked_add(u32::try_from(i * 8).ok()? + bit)?);
-                    b &= b - 1;
-                }
+    let mut ids = Vec::with_capacity(count as usize);
+    let mut at = 0;
+    let mut chunk = 0u64;
+    while at < bytes.len() {
+        chunk = chunk.checked_add(read_varint(bytes, &mut at)?)?;
+        let head = read_varint(bytes, &mut at)?;
+        let n = (head >> 1) + 1;
+        let len = if head & 1 == BITMAP {
+            BITMAP_BYTES
+        } else {
+            // Deltas: n varints.
+            let mut end = at;
+            for _ in 0..n {
+                read_varint(bytes, &mut end)?;
             }
-            (ids.len() == count as usize).then_some(ids)
+            end - at
+        };
+        let payload = bytes.get(at..at.checked_add(len)?)?;
+        let base = u32::try_from(chunk.checked_mul(CHUNK as u64)?).ok()?;
+        decode_block(head, payload, base, &mut ids)?;
+        at += len;
+        if ids.len() > count as usize {
+            return None;
         }
-        _ => None,
+        chunk += 1;
     }
+    (ids.len() == count as usize).then_some(ids)
 }
-
 #[cfg(test)]
 mod tests {
     #![allow(clippy::unwrap_used)]
@@ -403,6 +544,7 @@ mod tests {
         for v in [0u64, 1, 127, 128, 300, u64::from(u32::MAX), u64::MAX] {
             out.clear();
             push_varint(&mut out, v);
+            assert_eq!(varint_len(v), out.len());
             let mut at = 0;
             assert_eq!(read_varint(&out, &mut at), Some(v));
             assert_eq!(at, out.len());
@@ -410,29 +552,94 @@ mod tests {
         assert_eq!(read_varint(&[0x80], &mut 0), None);
     }
 
+    /// The lists of documents that hold "needle" when `has(id)`, "other" otherwise.
+    fn built(count: usize, has: impl Fn(usize) -> bool + Sync) -> Postings {
+        let read = |id: usize, buf: &mut Vec<u8>| {
+            buf.extend_from_slice(if has(id) { b"needle" } else { b"other" });
+            Content::Text
+        };
+        Postings::build(count, 2, &read, &AtomicBool::new(false))
+    }
+
+    /// Every stored list, as the file holds it: trigram, count, bytes.
+    fn stored(p: &Postings) -> Vec<(Gram, u32, Vec<u8>)> {
+        let directory = p.directory();
+        let mut lists = Vec::new();
+        p.for_each_stored(|l| {
+            lists.push(l.to_vec());
+            Ok::<(), ()>(())
+        })
+        .unwrap();
+        assert_eq!(lists.len(), directory.len());
+        directory
+            .into_iter()
+            .zip(lists)
+            .map(|((gram, count, size), list)| {
+                assert_eq!(list.len(), size);
+                (gram, count, list)
+            })
+            .collect()
+    }
+
     #[test]
-    fn lists_are_stored_as_deltas_or_bitmaps_and_read_back() {
-        for ids in [
-            vec![5u32],
-            vec![0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15, 16],
-            vec![3, 1000, 100_000, 4_000_000],
-            (0..5000).step_by(2).collect::<Vec<u32>>(),
-        ] {
-            let mut deltas = Vec::new();
-            let mut last = 0;
-            for (i, &id) in ids.iter().enumerate() {
-                push_varint(&mut deltas, u64::from(if i == 0 { id } else { id - last }));
-                last = id;
+    fn lists_are_stored_as_deltas_or_bitmaps_per_chunk_and_read_back() {
+        let needle = gram(b'n', b'e', b'e');
+        let cases: Vec<Vec<u32>> = vec![
+            vec![5],
+            vec![0, 1, 2, 3, 2047, 2048, 2049],
+            vec![3, 1000, 5000, 9000],
+            (0..9000).step_by(2).collect(),
+            (0..9000).filter(|i| i % 7 != 3 && i / 2048 != 2).collect(),
+        ];
+        for ids in cases {
+            let p = built(9001, |id| ids.binary_search(&(id as u32)).is_ok());
+            assert_eq!(p.ids(needle), ids);
+            let lists = stored(&p);
+            assert!(lists.windows(2).all(|w| w[0].0 < w[1].0));
+            let (_, count, list) = lists.iter().find(|l| l.0 == needle).unwrap();
+            assert_eq!(decode_list(list, *count), Some(ids.clone()));
+            // A dense list takes a bitmap per chunk: about a bit per document.
+            if ids.len() > 4000 {
+                assert!(list.len() <= 5 * 260, "{} bytes", list.len());
             }
-            let count = ids.len() as u32;
-            let stored = encode_list(&deltas, count);
-            assert_eq!(decode_list(&stored, count), Some(ids.clone()));
-            let (_, size) = form(&deltas, ids[0], ids[ids.len() - 1]);
-            assert_eq!(stored.len(), size);
-            assert!(stored.len() <= deltas.len() + 1);
+            // The other documents' list, and the trigrams both hold.
+            let other: Vec<u32> = (0..9001)
+                .filter(|i| ids.binary_search(i).is_err())
+                .collect();
+            assert_eq!(p.ids(gram(b'o', b't', b'h')), other);
+            assert_eq!(p.ids(gram(b'x', b'y', b'z')), Vec::<u32>::new());
+            for (g, count, list) in &lists {
+                assert_eq!(decode_list(list, *count), Some(p.ids(*g)));
+            }
         }
-        assert_eq!(decode_list(&[7, 1], 1), None);
-        assert_eq!(decode_list(&[DELTAS, 3, 0], 2), None, "ids must increase");
+    }
+
+    #[test]
+    fn malformed_lists_are_refused() {
+        let ok = |bytes: &[u8], count| decode_list(bytes, count);
+        // Chunk 0, two ids (head 1 << 1), deltas 3 and 4: ids 3 and 7.
+        assert_eq!(ok(&[0, 2, 3, 4], 2), Some(vec![3, 7]));
+        // Chunk 1 after chunk 0 (gap 0), then chunk 3 (gap 1).
+        assert_eq!(
+            ok(&[0, 0, 5, 0, 0, 6, 1, 0, 1], 3),
+            Some(vec![5, 2054, 6145])
+        );
+        assert_eq!(ok(&[0, 2, 3, 4], 3), None, "fewer ids than counted");
+        assert_eq!(ok(&[0, 2, 3, 0], 2), None, "ids must increase");
+        assert_eq!(ok(&[0, 0, 0x80, 0x10], 1), None, "an id past the chunk");
+        assert_eq!(ok(&[0, 2, 3], 2), None, "cut short");
+        assert_eq!(ok(&[0, 1, 0, 0], 1), None, "a bitmap cut short");
+        let mut bitmap = vec![0, 1 << 1 | 1];
+        bitmap.extend([0u8; BITMAP_BYTES]);
+        bitmap[2] = 0b101;
+        assert_eq!(ok(&bitmap, 2), Some(vec![0, 2]));
+        bitmap[2] = 0b111;
+        assert_eq!(
+            ok(&bitmap, 3),
+            None,
+            "a bitmap must hold as many ids as its head says"
+        );
+        assert_eq!(ok(&[0xff; 12], 1), None);
     }
 
     #[test]

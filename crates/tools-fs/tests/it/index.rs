@@ -487,9 +487,14 @@ fn a_damaged_saved_index_is_rebuilt_never_trusted() {
             b[at] ^= 0x40;
             b
         }),
-        ("other version", {
+        ("the previous version", {
             let mut b = good.clone();
-            b[8] = 2;
+            b[8] -= 1;
+            b
+        }),
+        ("a later version", {
+            let mut b = good.clone();
+            b[8] += 1;
             b
         }),
         ("garbage", vec![7u8; 4096]),
