@@ -462,6 +462,41 @@ async fn session(args: &SessionArgs, serving: bool, long_lived: bool) -> Result<
     })
 }
 
+/// `agent-tools index`: the project's saved search index, shown, rebuilt or dropped.
+#[cfg(feature = "fs")]
+fn index_command(session: &SessionArgs, rebuild: bool, drop: bool, json: bool) -> Result<ExitCode> {
+    let action = if drop {
+        index::Action::Drop
+    } else if rebuild {
+        index::Action::Rebuild
+    } else {
+        index::Action::Status
+    };
+    tokio::task::block_in_place(|| index::run(session, action, json))
+}
+
+/// `agent-tools index` without the `fs` feature: a usage error.
+#[cfg(not(feature = "fs"))]
+fn index_command(_: &SessionArgs, _: bool, _: bool, _: bool) -> Result<ExitCode> {
+    Err(usage(
+        "`index` needs the `fs` feature; this agent-tools was built without it",
+    ))
+}
+
+/// What a command that waits for the MCP servers says of one still starting (`None`: it
+/// does not wait).
+fn mcp_wait_note(command: &Command) -> Option<&'static str> {
+    match command {
+        Command::Serve { .. }
+        | Command::Trust { .. }
+        | Command::Doctor { .. }
+        | Command::Index { .. }
+        | Command::Mcp { .. } => None,
+        Command::Batch => Some("its tools join the session when it is ready"),
+        _ => Some("its tools are not included (give --mcp-wait SECONDS to wait longer)"),
+    }
+}
+
 async fn run(cli: Cli) -> Result<ExitCode> {
     // `trust` reviews the project's files; it starts no session and no server.
     if let Command::Trust { yes, revoke, show } = cli.command {
@@ -475,24 +510,7 @@ async fn run(cli: Cli) -> Result<ExitCode> {
         json,
     } = cli.command
     {
-        #[cfg(feature = "fs")]
-        {
-            let action = if drop {
-                index::Action::Drop
-            } else if rebuild {
-                index::Action::Rebuild
-            } else {
-                index::Action::Status
-            };
-            return tokio::task::block_in_place(|| index::run(&cli.session, action, json));
-        }
-        #[cfg(not(feature = "fs"))]
-        {
-            let _ = (rebuild, drop, json);
-            return Err(usage(
-                "`index` needs the `fs` feature; this agent-tools was built without it",
-            ));
-        }
+        return index_command(&cli.session, rebuild, drop, json);
     }
     // `doctor` makes its own sessions: a settings file that does not load is a finding.
     if let Command::Doctor { json } = cli.command {
@@ -526,19 +544,10 @@ async fn run(cli: Cli) -> Result<ExitCode> {
     // Every command but `serve` waits a little for the MCP servers (`serve` answers its
     // client at once; their tools join when they are ready).
     let waited = cli.session.mcp_wait;
-    if let (Some(manager), Some(reporter)) = (&mcp, &reporter) {
-        let later = match cli.command {
-            Command::Serve { .. }
-            | Command::Trust { .. }
-            | Command::Doctor { .. }
-            | Command::Index { .. }
-            | Command::Mcp { .. } => None,
-            Command::Batch => Some("its tools join the session when it is ready"),
-            _ => Some("its tools are not included (give --mcp-wait SECONDS to wait longer)"),
-        };
-        if let Some(later) = later {
-            mcp_startup::wait(manager, reporter, waited, later).await;
-        }
+    if let (Some(manager), Some(reporter)) = (&mcp, &reporter)
+        && let Some(later) = mcp_wait_note(&cli.command)
+    {
+        mcp_startup::wait(manager, reporter, waited, later).await;
     }
     let outcome = match cli.command {
         Command::List { json } => list(&pool.settled().await, json).await,

@@ -283,34 +283,18 @@ pub fn trust_report(ctx: &ToolContext) -> Option<Arc<TrustReport>> {
     ctx.services().get::<Arc<TrustReport>>()
 }
 
-/// Loads the settings files and builds the session context: rules from every file and from
-/// the command line, the mode (command line, else the last file that sets one, else
-/// `default`), additional directories, and the loaded layers as a service
-/// (`Arc<Vec<SettingsLayer>>`) for tools that read other sections.
-///
-/// Files inside the project (`.agent-tools/settings.json`, `.agent-tools/settings.local.json`)
-/// may have been written by anyone, so until a person approves their exact content
-/// (`agent-tools trust`, see [`approve_project`]) only the parts that restrict the session
-/// apply; the rest is recorded in a [`TrustReport`] service ([`trust_report`]). The user
-/// settings, the `--settings` file and the command line apply whole.
-///
-/// Errors name the file or option at fault: a missing `--settings` file, invalid JSON, a
-/// bypass mode that settings disable, a missing working directory.
-pub fn build_context(options: &SessionOptions) -> Result<ToolContext, ToolError> {
-    let cwd = session_dir(options)?;
-    let options = SessionOptions {
-        cwd: cwd.clone(),
-        ..options.clone()
-    };
-    let state_dir = session_state_dir(&options)?;
-    let (layers, report) = load_layers(&options, &cwd, &state_dir)?;
-    let profile = choose_profile(&options, &layers)?;
-
+/// The permission rules of the settings layers, then the command line's (`--deny`,
+/// `--ask`, `--allow`).
+fn session_rules(
+    layers: &[SettingsLayer],
+    options: &SessionOptions,
+    cwd: &Path,
+) -> Result<Vec<SourcedRule>, ToolError> {
     let mut rules: Vec<SourcedRule> = layers.iter().flat_map(SettingsLayer::rules).collect();
     let cli = RuleSource {
         kind: RuleSourceKind::CliArg,
         file: None,
-        root: cwd.clone(),
+        root: cwd.to_path_buf(),
     };
     for (behavior, list, flag) in [
         (RuleBehavior::Deny, &options.deny, "--deny"),
@@ -329,7 +313,15 @@ pub fn build_context(options: &SessionOptions) -> Result<ToolContext, ToolError>
             });
         }
     }
+    Ok(rules)
+}
 
+/// The permission mode: the command line's, else the last layer's `defaultMode`; bypass
+/// refused when a layer disables it.
+fn session_mode(
+    layers: &[SettingsLayer],
+    options: &SessionOptions,
+) -> Result<PermissionMode, ToolError> {
     let mode = options
         .mode
         .or_else(|| {
@@ -355,6 +347,34 @@ pub fn build_context(options: &SessionOptions) -> Result<ToolContext, ToolError>
                     .to_owned(),
         });
     }
+    Ok(mode)
+}
+
+/// Loads the settings files and builds the session context: rules from every file and from
+/// the command line, the mode (command line, else the last file that sets one, else
+/// `default`), additional directories, and the loaded layers as a service
+/// (`Arc<Vec<SettingsLayer>>`) for tools that read other sections.
+///
+/// Files inside the project (`.agent-tools/settings.json`, `.agent-tools/settings.local.json`)
+/// may have been written by anyone, so until a person approves their exact content
+/// (`agent-tools trust`, see [`approve_project`]) only the parts that restrict the session
+/// apply; the rest is recorded in a [`TrustReport`] service ([`trust_report`]). The user
+/// settings, the `--settings` file and the command line apply whole.
+///
+/// Errors name the file or option at fault: a missing `--settings` file, invalid JSON, a
+/// bypass mode that settings disable, a missing working directory.
+pub fn build_context(options: &SessionOptions) -> Result<ToolContext, ToolError> {
+    let cwd = session_dir(options)?;
+    let options = SessionOptions {
+        cwd: cwd.clone(),
+        ..options.clone()
+    };
+    let state_dir = session_state_dir(&options)?;
+    let (layers, report) = load_layers(&options, &cwd, &state_dir)?;
+    let profile = choose_profile(&options, &layers)?;
+
+    let rules = session_rules(&layers, &options, &cwd)?;
+    let mode = session_mode(&layers, &options)?;
     let additional: Vec<PathBuf> = layers
         .iter()
         .flat_map(SettingsLayer::additional_directories)
