@@ -553,19 +553,7 @@ async fn run(cli: Cli) -> Result<ExitCode> {
         Command::List { json } => list(&pool.settled().await, json).await,
         Command::Schema { tools, dialect } => schema(&pool.settled().await, &tools, dialect).await,
         Command::Call { tool, input } => {
-            let pool = session_pool(&pool, mcp.as_deref(), [tool.as_str()]).await;
-            match mcp
-                .as_deref()
-                .filter(|_| pool.get(&tool).is_none())
-                .and_then(|m| mcp_startup::unavailable(m, &tool, waited))
-            {
-                // A tool of an MCP server that did not start: a tool error, not a usage one.
-                Some(why) => {
-                    print_line(&error_result(&tool, &ToolError::fatal(why)))?;
-                    Ok(ExitCode::from(1))
-                }
-                None => call(&pool, &ctx, &tool, input.as_deref()).await,
-            }
+            call_command(&pool, &ctx, mcp.as_deref(), &tool, input.as_deref(), waited).await
         }
         Command::Batch => batch(&pool, &ctx, mcp.as_ref()).await,
         Command::Serve {
@@ -690,6 +678,29 @@ fn cancel_on_interrupt(ctx: &ToolContext) {
             token.cancel();
         }
     });
+}
+
+/// `agent-tools call`: one call, waiting for the MCP server of an MCP tool; a tool of a
+/// server that did not start is a tool error, not a usage one.
+async fn call_command(
+    pool: &LivePool,
+    ctx: &ToolContext,
+    mcp: Option<&McpManager>,
+    tool: &str,
+    input: Option<&str>,
+    waited: std::time::Duration,
+) -> Result<ExitCode> {
+    let pool = session_pool(pool, mcp, [tool]).await;
+    match mcp
+        .filter(|_| pool.get(tool).is_none())
+        .and_then(|m| mcp_startup::unavailable(m, tool, waited))
+    {
+        Some(why) => {
+            print_line(&error_result(tool, &ToolError::fatal(why)))?;
+            Ok(ExitCode::from(1))
+        }
+        None => call(&pool, ctx, tool, input).await,
+    }
 }
 
 async fn call(

@@ -27,210 +27,32 @@ pub const MAX_LINES: usize = 120;
 pub const WATCH_LINES: usize = 100;
 
 /// How many production functions are over [`WATCH_LINES`] lines today.
-pub const OVER_WATCH_RECORDED: usize = 49;
+pub const OVER_WATCH_RECORDED: usize = 38;
+
+/// The reason of the entries left for crates other work was changing at the time.
+const PENDING: &str = "split pending: crate under concurrent change";
 
 /// Functions over [`MAX_LINES`] tolerated for now: crate, the file's path in the crate's
 /// `src` (or its last components, so a file moved into a folder still matches), function
 /// name, why.
 pub const LONG_FN_ALLOWED: &[(&str, &str, &str, &str)] = &[
-    (
-        "search-index",
-        "file.rs",
-        "open",
-        "split pending: crate under concurrent change",
-    ),
-    (
-        "search-index",
-        "file.rs",
-        "save",
-        "split pending: crate under concurrent change",
-    ),
-    (
-        "sandbox",
-        "policy.rs",
-        "build",
-        "split pending: crate under concurrent change",
-    ),
-    (
-        "sandbox",
-        "launch.rs",
-        "prefix_for",
-        "split pending: crate under concurrent change",
-    ),
-    (
-        "tools-agent",
-        "agent.rs",
-        "call",
-        "split pending: crate under concurrent change",
-    ),
-    (
-        "tools-agent",
-        "agent.rs",
-        "spawn_teammate",
-        "split pending: crate under concurrent change",
-    ),
-    (
-        "tools-agent",
-        "send_message.rs",
-        "deliver",
-        "split pending: crate under concurrent change",
-    ),
-    (
-        "tools-agent",
-        "task_store.rs",
-        "update",
-        "split pending: crate under concurrent change",
-    ),
-    (
-        "tools-agent",
-        "api_runner.rs",
-        "run_loop",
-        "split pending: crate under concurrent change",
-    ),
-    (
-        "tools-mcp",
-        "server_conn.rs",
-        "open",
-        "split pending: crate under concurrent change",
-    ),
-    (
-        "tools-mcp",
-        "login.rs",
-        "authorize",
-        "split pending: crate under concurrent change",
-    ),
-    (
-        "tools-mcp",
-        "http.rs",
-        "serve_http",
-        "split pending: crate under concurrent change",
-    ),
-    (
-        "tools-mcp",
-        "config.rs",
-        "parse_server",
-        "split pending: crate under concurrent change",
-    ),
-    (
-        "tools-shell",
-        "permissions.rs",
-        "check_running",
-        "split pending: crate under concurrent change",
-    ),
-    (
-        "tools-shell",
-        "permissions.rs",
-        "check_paths",
-        "split pending: crate under concurrent change",
-    ),
-    (
-        "tools-shell",
-        "bash.rs",
-        "call",
-        "split pending: crate under concurrent change",
-    ),
-    (
-        "tools-shell",
-        "spool.rs",
-        "copy",
-        "split pending: crate under concurrent change",
-    ),
-    (
-        "tools-lsp",
-        "tool.rs",
-        "run",
-        "split pending: crate under concurrent change",
-    ),
-    (
-        "tools-lsp",
-        "server.rs",
-        "start",
-        "split pending: crate under concurrent change",
-    ),
-    (
-        "shell-analysis",
-        "programs.rs",
-        "git",
-        "split pending: crate under concurrent change",
-    ),
-    (
-        "shell-analysis",
-        "analysis.rs",
-        "command",
-        "split pending: crate under concurrent change",
-    ),
-    (
-        "shell-analysis",
-        "programs.rs",
-        "option_commands",
-        "split pending: crate under concurrent change",
-    ),
-    (
-        "shell-analysis",
-        "programs.rs",
-        "wrapper",
-        "split pending: crate under concurrent change",
-    ),
-    (
-        "tools-fs",
-        "edit.rs",
-        "run_edits",
-        "split pending: crate under concurrent change",
-    ),
-    (
-        "tools-fs",
-        "notebook.rs",
-        "edit_notebook",
-        "split pending: crate under concurrent change",
-    ),
-    (
-        "tools-fs",
-        "grep.rs",
-        "render",
-        "split pending: crate under concurrent change",
-    ),
-    (
-        "tools-fs",
-        "apply_patch/plan.rs",
-        "plan",
-        "split pending: crate under concurrent change",
-    ),
-    (
-        "tools-fs",
-        "read.rs",
-        "read_text",
-        "split pending: crate under concurrent change",
-    ),
-    (
-        "tools-fs",
-        "index/mod.rs",
-        "refresh",
-        "split pending: crate under concurrent change",
-    ),
-    (
-        "agent-tools",
-        "main.rs",
-        "run",
-        "split pending: crate under concurrent change",
-    ),
-    (
-        "agent-tools",
-        "serve.rs",
-        "serve",
-        "split pending: crate under concurrent change",
-    ),
-    (
-        "registry",
-        "many.rs",
-        "call",
-        "split pending: crate under concurrent change",
-    ),
-    (
-        "registry",
-        "session.rs",
-        "build_context",
-        "split pending: crate under concurrent change",
-    ),
+    ("search-index", "file.rs", "open", PENDING),
+    ("search-index", "file.rs", "save", PENDING),
+    ("sandbox", "policy.rs", "build", PENDING),
+    ("sandbox", "launch.rs", "prefix_for", PENDING),
+    ("tools-agent", "agent.rs", "call", PENDING),
+    ("tools-agent", "agent.rs", "spawn_teammate", PENDING),
+    ("tools-agent", "send_message.rs", "deliver", PENDING),
+    ("tools-agent", "task_store.rs", "update", PENDING),
+    ("tools-agent", "api_runner.rs", "run_loop", PENDING),
+    ("tools-mcp", "server_conn.rs", "open", PENDING),
+    ("tools-mcp", "login.rs", "authorize", PENDING),
+    ("tools-mcp", "http.rs", "serve_http", PENDING),
+    ("tools-mcp", "config.rs", "parse_server", PENDING),
+    ("tools-shell", "permissions.rs", "check_running", PENDING),
+    ("tools-shell", "permissions.rs", "check_paths", PENDING),
+    ("tools-shell", "bash.rs", "call", PENDING),
+    ("tools-shell", "spool.rs", "copy", PENDING),
 ];
 
 /// Crates whose `src` is not production code.
