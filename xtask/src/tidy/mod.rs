@@ -20,6 +20,7 @@
 //! Every problem is reported as `path:line: message`. `cargo xtask tidy --report` also
 //! prints every crate's import cycles, exceptions included.
 
+pub mod archmap;
 pub mod cycles;
 pub mod deps;
 pub mod docnames;
@@ -204,6 +205,7 @@ pub fn check(root: &Path) -> Result<Vec<Problem>> {
     cycles::check(root, &mut problems)?;
     docnames::check(root, &mut problems)?;
     fnlen::check(root, &mut problems)?;
+    archmap::check(root, &mut problems)?;
     Ok(problems)
 }
 
@@ -325,7 +327,7 @@ pub fn run(root: &Path, report_cycles: bool) -> Result<()> {
     let problems = check(root)?;
     if problems.is_empty() {
         println!(
-            "tidy: ok ({}; dependency rules, shell spawns, import cycles, outside references, names in the docs, function lengths)",
+            "tidy: ok ({}; dependency rules, shell spawns, import cycles, outside references, names in the docs, function lengths, the map)",
             CHECKED_DIRS.join("/, ") + "/"
         );
         return Ok(());
