@@ -27,6 +27,7 @@ pub mod docnames;
 pub mod fnlen;
 pub mod refs;
 pub mod shell;
+pub mod snippets;
 pub mod source;
 
 #[cfg(test)]
@@ -206,6 +207,7 @@ pub fn check(root: &Path) -> Result<Vec<Problem>> {
     docnames::check(root, &mut problems)?;
     fnlen::check(root, &mut problems)?;
     archmap::check(root, &mut problems)?;
+    snippets::check(root, &mut problems)?;
     Ok(problems)
 }
 
@@ -327,7 +329,7 @@ pub fn run(root: &Path, report_cycles: bool) -> Result<()> {
     let problems = check(root)?;
     if problems.is_empty() {
         println!(
-            "tidy: ok ({}; dependency rules, shell spawns, import cycles, outside references, names in the docs, function lengths, the map)",
+            "tidy: ok ({}; dependency rules, shell spawns, import cycles, outside references, names in the docs, function lengths, the map, doc snippets)",
             CHECKED_DIRS.join("/, ") + "/"
         );
         return Ok(());
