@@ -45,8 +45,8 @@ commands:
                              the serve soak (default 300 s, 100 clients)
   tidy [--report]            check source hygiene and the architecture's invariants
                              (dependency rules, shell spawns, import cycles, references
-                             outside the repository); --report also prints every crate's
-                             import cycles
+                             outside the repository, function lengths); --report also
+                             prints every crate's import cycles and the longest functions
   help                       print this message
 ";
 

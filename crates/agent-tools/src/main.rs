@@ -477,6 +477,41 @@ async fn session(args: &SessionArgs, serving: bool, long_lived: bool) -> Result<
     })
 }
 
+/// `agent-tools index`: the project's saved search index, shown, rebuilt or dropped.
+#[cfg(feature = "fs")]
+fn index_command(session: &SessionArgs, rebuild: bool, drop: bool, json: bool) -> Result<ExitCode> {
+    let action = if drop {
+        index::Action::Drop
+    } else if rebuild {
+        index::Action::Rebuild
+    } else {
+        index::Action::Status
+    };
+    tokio::task::block_in_place(|| index::run(session, action, json))
+}
+
+/// `agent-tools index` without the `fs` feature: a usage error.
+#[cfg(not(feature = "fs"))]
+fn index_command(_: &SessionArgs, _: bool, _: bool, _: bool) -> Result<ExitCode> {
+    Err(usage(
+        "`index` needs the `fs` feature; this agent-tools was built without it",
+    ))
+}
+
+/// What a command that waits for the MCP servers says of one still starting (`None`: it
+/// does not wait).
+fn mcp_wait_note(command: &Command) -> Option<&'static str> {
+    match command {
+        Command::Serve { .. }
+        | Command::Trust { .. }
+        | Command::Doctor { .. }
+        | Command::Index { .. }
+        | Command::Mcp { .. } => None,
+        Command::Batch => Some("its tools join the session when it is ready"),
+        _ => Some("its tools are not included (give --mcp-wait SECONDS to wait longer)"),
+    }
+}
+
 async fn run(cli: Cli) -> Result<ExitCode> {
     // `trust` reviews the project's files; it starts no session and no server.
     if let Command::Trust { yes, revoke, show } = cli.command {
@@ -490,24 +525,7 @@ async fn run(cli: Cli) -> Result<ExitCode> {
         json,
     } = cli.command
     {
-        #[cfg(feature = "fs")]
-        {
-            let action = if drop {
-                index::Action::Drop
-            } else if rebuild {
-                index::Action::Rebuild
-            } else {
-                index::Action::Status
-            };
-            return tokio::task::block_in_place(|| index::run(&cli.session, action, json));
-        }
-        #[cfg(not(feature = "fs"))]
-        {
-            let _ = (rebuild, drop, json);
-            return Err(usage(
-                "`index` needs the `fs` feature; this agent-tools was built without it",
-            ));
-        }
+        return index_command(&cli.session, rebuild, drop, json);
     }
     // `doctor` makes its own sessions: a settings file that does not load is a finding.
     if let Command::Doctor { json } = cli.command {
@@ -541,37 +559,16 @@ async fn run(cli: Cli) -> Result<ExitCode> {
     // Every command but `serve` waits a little for the MCP servers (`serve` answers its
     // client at once; their tools join when they are ready).
     let waited = cli.session.mcp_wait;
-    if let (Some(manager), Some(reporter)) = (&mcp, &reporter) {
-        let later = match cli.command {
-            Command::Serve { .. }
-            | Command::Trust { .. }
-            | Command::Doctor { .. }
-            | Command::Index { .. }
-            | Command::Mcp { .. } => None,
-            Command::Batch => Some("its tools join the session when it is ready"),
-            _ => Some("its tools are not included (give --mcp-wait SECONDS to wait longer)"),
-        };
-        if let Some(later) = later {
-            mcp_startup::wait(manager, reporter, waited, later).await;
-        }
+    if let (Some(manager), Some(reporter)) = (&mcp, &reporter)
+        && let Some(later) = mcp_wait_note(&cli.command)
+    {
+        mcp_startup::wait(manager, reporter, waited, later).await;
     }
     let outcome = match cli.command {
         Command::List { json } => list(&pool.settled().await, json).await,
         Command::Schema { tools, dialect } => schema(&pool.settled().await, &tools, dialect).await,
         Command::Call { tool, input } => {
-            let pool = session_pool(&pool, mcp.as_deref(), [tool.as_str()]).await;
-            match mcp
-                .as_deref()
-                .filter(|_| pool.get(&tool).is_none())
-                .and_then(|m| mcp_startup::unavailable(m, &tool, waited))
-            {
-                // A tool of an MCP server that did not start: a tool error, not a usage one.
-                Some(why) => {
-                    print_line(&error_result(&tool, &ToolError::fatal(why)))?;
-                    Ok(ExitCode::from(1))
-                }
-                None => call(&pool, &ctx, &tool, input.as_deref()).await,
-            }
+            call_command(&pool, &ctx, mcp.as_deref(), &tool, input.as_deref(), waited).await
         }
         Command::Batch => batch(&pool, &ctx, mcp.as_ref()).await,
         Command::Serve {
@@ -696,6 +693,29 @@ fn cancel_on_interrupt(ctx: &ToolContext) {
             token.cancel();
         }
     });
+}
+
+/// `agent-tools call`: one call, waiting for the MCP server of an MCP tool; a tool of a
+/// server that did not start is a tool error, not a usage one.
+async fn call_command(
+    pool: &LivePool,
+    ctx: &ToolContext,
+    mcp: Option<&McpManager>,
+    tool: &str,
+    input: Option<&str>,
+    waited: std::time::Duration,
+) -> Result<ExitCode> {
+    let pool = session_pool(pool, mcp, [tool]).await;
+    match mcp
+        .filter(|_| pool.get(tool).is_none())
+        .and_then(|m| mcp_startup::unavailable(m, tool, waited))
+    {
+        Some(why) => {
+            print_line(&error_result(tool, &ToolError::fatal(why)))?;
+            Ok(ExitCode::from(1))
+        }
+        None => call(&pool, ctx, tool, input).await,
+    }
 }
 
 async fn call(

@@ -92,7 +92,7 @@ pub async fn serve(
         }
         Ok(ctx)
     });
-    let Some(addr) = args.http else {
+    let Some(addr) = args.http.clone() else {
         install_host_services(&ctx);
         crate::install_command_line_hint(&ctx);
         // The one session of stdio runs the scheduler (agent-triggers): its due prompts
@@ -131,29 +131,7 @@ pub async fn serve(
             "agent-tools: warning: --no-auth: every account on this machine can use this server as you (read your files, run commands as you); use it only where no one else can connect"
         );
     }
-    let mut http = HttpOptions::new(addr);
-    http.allowed_hosts = args.allowed_hosts;
-    http.allowed_origins = args.allowed_origins;
-    http.tokens = tokens;
-    http.grace = grace;
-    if let Some(max) = args.max_request_bytes {
-        http.max_body_bytes = max;
-    }
-    if let Some(t) = seconds("--header-timeout", limits.header_timeout)? {
-        http.header_timeout = t;
-    }
-    if let Some(t) = seconds("--idle-timeout", limits.idle_timeout)? {
-        http.idle_timeout = t;
-    }
-    if let Some(n) = limits.max_connections {
-        if n == 0 {
-            return Err(crate::usage("--max-connections must be at least 1"));
-        }
-        http.max_connections = n;
-    }
-    if let Some(t) = seconds("--session-idle", limits.session_idle)? {
-        http.session_idle = t;
-    }
+    let http = http_options(addr, args, tokens, grace)?;
     let authenticated = !http.tokens.is_empty();
     serve_http(pool, factory, http, shutdown, |bound| {
         let auth = if authenticated {
@@ -172,6 +150,39 @@ pub async fn serve(
         }
     })?;
     Ok(ExitCode::SUCCESS)
+}
+
+/// The HTTP server's options from the command line.
+fn http_options(
+    addr: std::net::SocketAddr,
+    args: ServeArgs,
+    tokens: Vec<Token>,
+    grace: Duration,
+) -> Result<HttpOptions> {
+    let mut http = HttpOptions::new(addr);
+    http.allowed_hosts = args.allowed_hosts;
+    http.allowed_origins = args.allowed_origins;
+    http.tokens = tokens;
+    http.grace = grace;
+    if let Some(max) = args.max_request_bytes {
+        http.max_body_bytes = max;
+    }
+    if let Some(t) = seconds("--header-timeout", args.limits.header_timeout)? {
+        http.header_timeout = t;
+    }
+    if let Some(t) = seconds("--idle-timeout", args.limits.idle_timeout)? {
+        http.idle_timeout = t;
+    }
+    if let Some(n) = args.limits.max_connections {
+        if n == 0 {
+            return Err(crate::usage("--max-connections must be at least 1"));
+        }
+        http.max_connections = n;
+    }
+    if let Some(t) = seconds("--session-idle", args.limits.session_idle)? {
+        http.session_idle = t;
+    }
+    Ok(http)
 }
 
 /// A duration option given in seconds (fractions allowed): positive and finite.

@@ -283,6 +283,70 @@ pub fn trust_report(ctx: &ToolContext) -> Option<Arc<TrustReport>> {
     ctx.services().get::<Arc<TrustReport>>()
 }
 
+/// The permission rules of the settings layers, then the command line's (`--deny`,
+/// `--ask`, `--allow`).
+fn session_rules(
+    layers: &[SettingsLayer],
+    options: &SessionOptions,
+    cwd: &Path,
+) -> Result<Vec<SourcedRule>, ToolError> {
+    let mut rules: Vec<SourcedRule> = layers.iter().flat_map(SettingsLayer::rules).collect();
+    let cli = RuleSource {
+        kind: RuleSourceKind::CliArg,
+        file: None,
+        root: cwd.to_path_buf(),
+    };
+    for (behavior, list, flag) in [
+        (RuleBehavior::Deny, &options.deny, "--deny"),
+        (RuleBehavior::Ask, &options.ask, "--ask"),
+        (RuleBehavior::Allow, &options.allow, "--allow"),
+    ] {
+        for text in list {
+            let rule = PermissionRule::parse(text).ok_or_else(|| ToolError::InvalidRule {
+                rule: text.clone(),
+                message: format!("{flag} needs a rule such as 'Bash(npm test)'"),
+            })?;
+            rules.push(SourcedRule {
+                rule,
+                behavior,
+                source: cli.clone(),
+            });
+        }
+    }
+    Ok(rules)
+}
+
+/// The permission mode: the command line's, else the last layer's `defaultMode`; bypass
+/// refused when a layer disables it.
+fn session_mode(
+    layers: &[SettingsLayer],
+    options: &SessionOptions,
+) -> Result<PermissionMode, ToolError> {
+    let mode = options
+        .mode
+        .or_else(|| {
+            layers
+                .iter()
+                .rev()
+                .find_map(|l| l.settings.permissions.default_mode)
+        })
+        .unwrap_or_default();
+    if mode == PermissionMode::BypassPermissions
+        && let Some(layer) = layers.iter().find(|l| {
+            l.settings.permissions.disable_bypass_permissions_mode
+                == Some(tool_core::DisableBypass::Disable)
+        })
+    {
+        return Err(ToolError::Settings {
+            path: layer.path.clone(),
+            message:
+                "bypassPermissions mode is disabled by permissions.disableBypassPermissionsMode"
+                    .to_owned(),
+        });
+    }
+    Ok(mode)
+}
+
 /// Loads the settings files and builds the session context: rules from every file and from
 /// the command line, the mode (command line, else the last file that sets one, else
 /// `default`), additional directories, and the loaded layers as a service
@@ -306,52 +370,8 @@ pub fn build_context(options: &SessionOptions) -> Result<ToolContext, ToolError>
     let (layers, report) = load_layers(&options, &cwd, &state_dir)?;
     let profile = choose_profile(&options, &layers)?;
 
-    let mut rules: Vec<SourcedRule> = layers.iter().flat_map(SettingsLayer::rules).collect();
-    let cli = RuleSource {
-        kind: RuleSourceKind::CliArg,
-        file: None,
-        root: cwd.clone(),
-    };
-    for (behavior, list, flag) in [
-        (RuleBehavior::Deny, &options.deny, "--deny"),
-        (RuleBehavior::Ask, &options.ask, "--ask"),
-        (RuleBehavior::Allow, &options.allow, "--allow"),
-    ] {
-        for text in list {
-            let rule = PermissionRule::parse(text).ok_or_else(|| ToolError::InvalidRule {
-                rule: text.clone(),
-                message: format!("{flag} needs a rule such as 'Bash(npm test)'"),
-            })?;
-            rules.push(SourcedRule {
-                rule,
-                behavior,
-                source: cli.clone(),
-            });
-        }
-    }
-
-    let mode = options
-        .mode
-        .or_else(|| {
-            layers
-                .iter()
-                .rev()
-                .find_map(|l| l.settings.permissions.default_mode)
-        })
-        .unwrap_or_default();
-    if mode == PermissionMode::BypassPermissions
-        && let Some(layer) = layers.iter().find(|l| {
-            l.settings.permissions.disable_bypass_permissions_mode
-                == Some(tool_core::DisableBypass::Disable)
-        })
-    {
-        return Err(ToolError::Settings {
-            path: layer.path.clone(),
-            message:
-                "bypassPermissions mode is disabled by permissions.disableBypassPermissionsMode"
-                    .to_owned(),
-        });
-    }
+    let rules = session_rules(&layers, &options, &cwd)?;
+    let mode = session_mode(&layers, &options)?;
     let additional: Vec<PathBuf> = layers
         .iter()
         .flat_map(SettingsLayer::additional_directories)

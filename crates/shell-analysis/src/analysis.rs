@@ -492,37 +492,7 @@ impl Analysis {
                 }
                 return;
             }
-            Form::Declaration | Form::Unset => {
-                let keyword = cmd.words.first().map(|w| w.text.as_str()).unwrap_or("");
-                let exported = keyword == "export"
-                    || cmd
-                        .words
-                        .iter()
-                        .any(|w| w.text.starts_with('-') && w.text.contains('x'));
-                for (name, value) in &cmd.assignments {
-                    self.assign(name, value, exported);
-                }
-                for w in cmd.words.iter().skip(1) {
-                    let bare = w.text.split(['[', '=']).next().unwrap_or_default();
-                    if w.text.starts_with('-') || w.text.starts_with('+') {
-                        continue;
-                    }
-                    if !w.known {
-                        self.add_unresolved(Unresolved::new(
-                            format!("`{keyword}` of a computed name"),
-                            &w.text,
-                        ));
-                    } else if (exported || keyword == "unset") && !is_safe_env(bare)
-                        || !is_local_name(bare) && !is_safe_env(bare)
-                    {
-                        self.add_unresolved(Unresolved::new(
-                            format!("`{keyword} {bare}`, which may change what later commands run"),
-                            bare,
-                        ));
-                    }
-                }
-                self.evaluated_operands(cmd);
-            }
+            Form::Declaration | Form::Unset => self.declaration(cmd),
             Form::Test => self.evaluated_operands(cmd),
             Form::Simple => {}
         }
@@ -562,6 +532,51 @@ impl Analysis {
                 push_unique(&mut cand.deny_texts, join(&words[i..]));
             }
         }
+        self.unwrapped(&mut cand, &u, depth);
+        self.scripts(&u.scripts, depth);
+        for t in [cand.text.clone(), program_text(&cand.command.words)] {
+            push_unique(&mut cand.deny_texts, t);
+        }
+        self.candidates.push(cand);
+    }
+
+    /// A declaration (`export`, `declare`, `local`, `readonly`, …) or `unset`: what it
+    /// assigns, and names whose change may alter what later commands run.
+    fn declaration(&mut self, cmd: &SimpleCommand) {
+        let keyword = cmd.words.first().map(|w| w.text.as_str()).unwrap_or("");
+        let exported = keyword == "export"
+            || cmd
+                .words
+                .iter()
+                .any(|w| w.text.starts_with('-') && w.text.contains('x'));
+        for (name, value) in &cmd.assignments {
+            self.assign(name, value, exported);
+        }
+        for w in cmd.words.iter().skip(1) {
+            let bare = w.text.split(['[', '=']).next().unwrap_or_default();
+            if w.text.starts_with('-') || w.text.starts_with('+') {
+                continue;
+            }
+            if !w.known {
+                self.add_unresolved(Unresolved::new(
+                    format!("`{keyword}` of a computed name"),
+                    &w.text,
+                ));
+            } else if (exported || keyword == "unset") && !is_safe_env(bare)
+                || !is_local_name(bare) && !is_safe_env(bare)
+            {
+                self.add_unresolved(Unresolved::new(
+                    format!("`{keyword} {bare}`, which may change what later commands run"),
+                    bare,
+                ));
+            }
+        }
+        self.evaluated_operands(cmd);
+    }
+
+    /// Records what unwrapping `cand`'s command found: opaque parts, project code, issues,
+    /// script files, and the commands it runs (followed at `depth + 1`).
+    fn unwrapped(&mut self, cand: &mut Candidate, u: &programs::Unwrapped, depth: usize) {
         let fallback = cand.command.text();
         for o in &u.opaque {
             self.add_unresolved(Unresolved::new(o.clone(), &fallback));
@@ -620,7 +635,12 @@ impl Analysis {
             }
             self.command(inner, depth + 1);
         }
-        for (code, via) in &u.scripts {
+    }
+
+    /// Shell code a command runs (`sh -c CODE`, `git rebase --exec CODE`), parsed and
+    /// collected at `depth + 1`.
+    fn scripts(&mut self, scripts: &[(String, String)], depth: usize) {
+        for (code, via) in scripts {
             self.add_issue(format!("{via} running shell code"));
             if depth + 1 > MAX_REPARSE {
                 self.add_unresolved(Unresolved::new(
@@ -643,10 +663,6 @@ impl Analysis {
                 )),
             }
         }
-        for t in [cand.text.clone(), program_text(&cand.command.words)] {
-            push_unique(&mut cand.deny_texts, t);
-        }
-        self.candidates.push(cand);
     }
 
     /// Strips safe assignments and safe wrappers; records the texts deny rules are matched

@@ -1040,44 +1040,10 @@ fn versioned_python(name: &str) -> Option<&'static (&'static str, &'static [&'st
 /// the words after its options as shell code.
 fn wrapper(cmd: &SimpleCommand, spec: &Spec, name: &str, out: &mut Unwrapped) {
     let words = &cmd.words;
-    // env's (and sudo's) NAME=VALUE operands are assignments for the inner command.
-    let mut env_assignments = Vec::new();
     let (start, no_command) = skip_options(words, spec, out, name);
-    let mut start = start;
-    let sudo = matches!(name, "sudo" | "sudo-rs");
-    if (name == "env" || sudo)
-        && let Some(mut i) = start
-    {
-        while let Some(w) = words.get(i) {
-            // env takes every operand with `=` before the command as an assignment, names
-            // bash would not accept included (`BASH_FUNC_f%%=() { … }`); sudo every word
-            // with `=` that does not start with `/`, and then reads options again.
-            if sudo && (!w.known || w.text.starts_with('/')) {
-                break;
-            }
-            match w.text.split_once('=') {
-                Some((n, v)) if !n.is_empty() || sudo => {
-                    env_assignments.push((
-                        n.to_owned(),
-                        Word {
-                            text: v.to_owned(),
-                            ..w.clone()
-                        },
-                    ));
-                    i += 1;
-                }
-                _ => break,
-            }
-        }
-        if sudo && i > start.unwrap_or(i) && words.get(i).is_some_and(|w| w.text.starts_with('-')) {
-            out.opaque.push(format!(
-                "`{name}` with options after an environment variable, so where its command \
-                 starts is unknown"
-            ));
-            return;
-        }
-        start = (i < words.len()).then_some(i);
-    }
+    let Some((env_assignments, start)) = wrapper_assignments(words, name, start, out) else {
+        return;
+    };
     if no_command {
         return;
     }
@@ -1151,18 +1117,7 @@ fn wrapper(cmd: &SimpleCommand, spec: &Spec, name: &str, out: &mut Unwrapped) {
         return;
     }
     if matches!(name, "su" | "runuser") {
-        // `su USER [ARGS…]`: the arguments go to the user's shell.
-        let rest = &words[start..];
-        if name == "runuser" && has_flag(&words[..start], &["-u", "--user"]) {
-            inner_argv(cmd, rest, out);
-        } else if rest.len() > 1 && out.scripts.is_empty() {
-            out.opaque
-                .push(format!("`{name}` passing arguments to a shell"));
-        } else if out.scripts.is_empty() {
-            out.opaque.push(format!(
-                "`{name}` starting a shell that reads standard input"
-            ));
-        }
+        su_arguments(cmd, name, start, out);
         return;
     }
     let mut inner = SimpleCommand {
@@ -1172,6 +1127,72 @@ fn wrapper(cmd: &SimpleCommand, spec: &Spec, name: &str, out: &mut Unwrapped) {
     inner.words = words[start..].to_vec();
     inner.form = crate::parse::Form::Simple;
     out.inner.push(inner);
+}
+
+/// `NAME=VALUE` pairs a wrapper sets for its command.
+type Assignments = Vec<(String, Word)>;
+
+/// env's and sudo's `NAME=VALUE` operands before the command, which are assignments for
+/// the inner command, and where the command starts after them (other wrappers: none, and
+/// `start` unchanged). `None` when sudo reads options after them, so where its command
+/// starts is unknown (recorded as opaque).
+fn wrapper_assignments(
+    words: &[Word],
+    name: &str,
+    start: Option<usize>,
+    out: &mut Unwrapped,
+) -> Option<(Assignments, Option<usize>)> {
+    let mut env_assignments = Vec::new();
+    let sudo = matches!(name, "sudo" | "sudo-rs");
+    let Some(mut i) = start.filter(|_| name == "env" || sudo) else {
+        return Some((env_assignments, start));
+    };
+    while let Some(w) = words.get(i) {
+        // env takes every operand with `=` before the command as an assignment, names
+        // bash would not accept included (`BASH_FUNC_f%%=() { … }`); sudo every word
+        // with `=` that does not start with `/`, and then reads options again.
+        if sudo && (!w.known || w.text.starts_with('/')) {
+            break;
+        }
+        match w.text.split_once('=') {
+            Some((n, v)) if !n.is_empty() || sudo => {
+                env_assignments.push((
+                    n.to_owned(),
+                    Word {
+                        text: v.to_owned(),
+                        ..w.clone()
+                    },
+                ));
+                i += 1;
+            }
+            _ => break,
+        }
+    }
+    if sudo && i > start.unwrap_or(i) && words.get(i).is_some_and(|w| w.text.starts_with('-')) {
+        out.opaque.push(format!(
+            "`{name}` with options after an environment variable, so where its command \
+             starts is unknown"
+        ));
+        return None;
+    }
+    Some((env_assignments, (i < words.len()).then_some(i)))
+}
+
+/// `su USER [ARGS…]` and `runuser`: the arguments go to the user's shell, except after
+/// `runuser -u`, which runs a command.
+fn su_arguments(cmd: &SimpleCommand, name: &str, start: usize, out: &mut Unwrapped) {
+    let words = &cmd.words;
+    let rest = &words[start..];
+    if name == "runuser" && has_flag(&words[..start], &["-u", "--user"]) {
+        inner_argv(cmd, rest, out);
+    } else if rest.len() > 1 && out.scripts.is_empty() {
+        out.opaque
+            .push(format!("`{name}` passing arguments to a shell"));
+    } else if out.scripts.is_empty() {
+        out.opaque.push(format!(
+            "`{name}` starting a shell that reads standard input"
+        ));
+    }
 }
 
 /// A word quoted for bash (single quotes).
@@ -1493,68 +1514,46 @@ fn git(cmd: &SimpleCommand, out: &mut Unwrapped) {
         argv.extend(rest.iter().cloned());
         tabled_options(cmd, &argv, &format!("git {}", sub.text), table, out);
     }
-    // Without a table, a long option is matched by any prefix of its name (git takes unique
-    // prefixes; an ambiguous one is an error, so taking it costs nothing).
-    let value_of = |opt: &str, short: Option<&str>| -> Vec<Option<String>> {
-        let mut found = Vec::new();
-        for (k, w) in rest.iter().enumerate() {
-            if !w.known && w.text.starts_with(['$', '`', '"']) {
-                found.push(None);
-                continue;
-            }
-            if let Some(long) = w.text.strip_prefix("--") {
-                let (n, v) = match long.split_once('=') {
-                    Some((n, v)) => (n, Some(v)),
-                    None => (long, None),
-                };
-                if !n.is_empty() && opt.trim_start_matches('-').starts_with(n) {
-                    match v {
-                        Some(v) => found.push(w.known.then(|| v.to_owned())),
-                        None => {
-                            found.push(rest.get(k + 1).filter(|v| v.known).map(|v| v.text.clone()))
-                        }
-                    }
-                }
-            } else if short.is_some_and(|s| w.text == s) {
-                found.push(rest.get(k + 1).filter(|v| v.known).map(|v| v.text.clone()));
-            } else if let Some(s) = short
-                && let Some(v) = w.text.strip_prefix(s)
-                && !v.is_empty()
-            {
-                found.push(w.known.then(|| v.to_owned()));
-            }
-        }
-        found
-    };
-    let run = |values: Vec<Option<String>>, what: &str, out: &mut Unwrapped| {
-        for v in values {
-            out.issues.push(format!("`git {what}`"));
-            match v {
-                Some(code) => out.scripts.push((code, format!("`git {what}`"))),
-                None => out
-                    .opaque
-                    .push(format!("`git {what}` with a computed command")),
-            }
-        }
-    };
-    match sub.text.as_str() {
-        "rebase" => run(value_of("--exec", Some("-x")), "rebase --exec", out),
-        "difftool" | "mergetool" => run(value_of("--extcmd", Some("-x")), "difftool --extcmd", out),
-        "clone" => run(
-            value_of("--upload-pack", Some("-u")),
+    git_subcommand(&sub.text, rest, out);
+}
+
+/// What git subcommand `sub` runs besides git: commands given as option values, `bisect
+/// run`, `submodule foreach`, and configuration changes.
+fn git_subcommand(sub: &str, rest: &[Word], out: &mut Unwrapped) {
+    match sub {
+        "rebase" => git_runs(
+            git_option_values(rest, "--exec", Some("-x")),
+            "rebase --exec",
+            out,
+        ),
+        "difftool" | "mergetool" => git_runs(
+            git_option_values(rest, "--extcmd", Some("-x")),
+            "difftool --extcmd",
+            out,
+        ),
+        "clone" => git_runs(
+            git_option_values(rest, "--upload-pack", Some("-u")),
             "clone --upload-pack",
             out,
         ),
         "fetch" | "pull" | "archive" => {
-            run(value_of("--upload-pack", None), "--upload-pack", out);
-            run(value_of("--exec", None), "--exec", out);
+            git_runs(
+                git_option_values(rest, "--upload-pack", None),
+                "--upload-pack",
+                out,
+            );
+            git_runs(git_option_values(rest, "--exec", None), "--exec", out);
         }
         "push" => {
-            run(value_of("--receive-pack", None), "push --receive-pack", out);
-            run(value_of("--exec", None), "push --exec", out);
+            git_runs(
+                git_option_values(rest, "--receive-pack", None),
+                "push --receive-pack",
+                out,
+            );
+            git_runs(git_option_values(rest, "--exec", None), "push --exec", out);
         }
-        "send-email" => run(
-            value_of("--sendmail-cmd", None),
+        "send-email" => git_runs(
+            git_option_values(rest, "--sendmail-cmd", None),
             "send-email --sendmail-cmd",
             out,
         ),
@@ -1568,86 +1567,146 @@ fn git(cmd: &SimpleCommand, out: &mut Unwrapped) {
                 "--commit-filter",
                 "--tag-name-filter",
             ] {
-                run(value_of(f, None), &format!("filter-branch {f}"), out);
-            }
-        }
-        "bisect" if rest.first().is_some_and(|w| w.text == "run") => {
-            out.issues.push("`git bisect run`".to_owned());
-            let argv = &rest[1..];
-            if argv.first().is_some_and(|w| !w.known) {
-                out.opaque
-                    .push("`git bisect run` with a computed command".to_owned());
-            }
-            let inner = SimpleCommand {
-                words: argv.to_vec(),
-                ..SimpleCommand::default()
-            };
-            if !argv.is_empty() {
-                out.inner.push(inner);
-            }
-        }
-        "submodule" if rest.iter().any(|w| w.text == "foreach") => {
-            let at = rest.iter().position(|w| w.text == "foreach").unwrap_or(0);
-            let mut args = &rest[at + 1..];
-            while args.first().is_some_and(|w| w.text.starts_with("--")) {
-                args = &args[1..];
-            }
-            out.issues.push("`git submodule foreach`".to_owned());
-            if args.iter().all(|w| w.known) {
-                let code = args
-                    .iter()
-                    .map(|w| w.text.as_str())
-                    .collect::<Vec<_>>()
-                    .join(" ");
-                out.scripts
-                    .push((code, "`git submodule foreach`".to_owned()));
-            } else {
-                out.opaque
-                    .push("`git submodule foreach` with a computed command".to_owned());
-            }
-        }
-        "config" => {
-            let reads = rest.iter().any(|w| {
-                matches!(
-                    w.text.as_str(),
-                    "--get"
-                        | "--get-all"
-                        | "--get-regexp"
-                        | "--get-urlmatch"
-                        | "--list"
-                        | "-l"
-                        | "get"
-                        | "list"
-                )
-            });
-            let positional = rest.iter().filter(|w| !w.text.starts_with('-')).count();
-            if !reads && positional >= 2
-                || rest.iter().any(|w| {
-                    matches!(
-                        w.text.as_str(),
-                        "--unset"
-                            | "--unset-all"
-                            | "--add"
-                            | "--replace-all"
-                            | "--edit"
-                            | "-e"
-                            | "--rename-section"
-                            | "--remove-section"
-                            | "set"
-                            | "unset"
-                            | "edit"
-                            | "rename-section"
-                            | "remove-section"
-                    )
-                })
-            {
-                out.safety.push(
-                    "`git config` changes git's configuration, which can make git run programs"
-                        .to_owned(),
+                git_runs(
+                    git_option_values(rest, f, None),
+                    &format!("filter-branch {f}"),
+                    out,
                 );
             }
         }
+        "bisect" if rest.first().is_some_and(|w| w.text == "run") => git_bisect_run(rest, out),
+        "submodule" if rest.iter().any(|w| w.text == "foreach") => {
+            git_submodule_foreach(rest, out);
+        }
+        "config" => git_config_command(rest, out),
         _ => {}
+    }
+}
+
+/// The values of git option `opt` (or its `short` form) in `rest`, `None` for a computed one.
+/// Without a table, a long option is matched by any prefix of its name (git takes unique
+/// prefixes; an ambiguous one is an error, so taking it costs nothing).
+fn git_option_values(rest: &[Word], opt: &str, short: Option<&str>) -> Vec<Option<String>> {
+    let mut found = Vec::new();
+    for (k, w) in rest.iter().enumerate() {
+        if !w.known && w.text.starts_with(['$', '`', '"']) {
+            found.push(None);
+            continue;
+        }
+        if let Some(long) = w.text.strip_prefix("--") {
+            let (n, v) = match long.split_once('=') {
+                Some((n, v)) => (n, Some(v)),
+                None => (long, None),
+            };
+            if !n.is_empty() && opt.trim_start_matches('-').starts_with(n) {
+                match v {
+                    Some(v) => found.push(w.known.then(|| v.to_owned())),
+                    None => found.push(rest.get(k + 1).filter(|v| v.known).map(|v| v.text.clone())),
+                }
+            }
+        } else if short.is_some_and(|s| w.text == s) {
+            found.push(rest.get(k + 1).filter(|v| v.known).map(|v| v.text.clone()));
+        } else if let Some(s) = short
+            && let Some(v) = w.text.strip_prefix(s)
+            && !v.is_empty()
+        {
+            found.push(w.known.then(|| v.to_owned()));
+        }
+    }
+    found
+}
+
+/// Commands given as git option values: scripts to check, or opaque when computed.
+fn git_runs(values: Vec<Option<String>>, what: &str, out: &mut Unwrapped) {
+    for v in values {
+        out.issues.push(format!("`git {what}`"));
+        match v {
+            Some(code) => out.scripts.push((code, format!("`git {what}`"))),
+            None => out
+                .opaque
+                .push(format!("`git {what}` with a computed command")),
+        }
+    }
+}
+
+/// `git bisect run CMD…`: the command runs.
+fn git_bisect_run(rest: &[Word], out: &mut Unwrapped) {
+    out.issues.push("`git bisect run`".to_owned());
+    let argv = &rest[1..];
+    if argv.first().is_some_and(|w| !w.known) {
+        out.opaque
+            .push("`git bisect run` with a computed command".to_owned());
+    }
+    let inner = SimpleCommand {
+        words: argv.to_vec(),
+        ..SimpleCommand::default()
+    };
+    if !argv.is_empty() {
+        out.inner.push(inner);
+    }
+}
+
+/// `git submodule foreach CODE`: shell code runs in each submodule.
+fn git_submodule_foreach(rest: &[Word], out: &mut Unwrapped) {
+    let at = rest.iter().position(|w| w.text == "foreach").unwrap_or(0);
+    let mut args = &rest[at + 1..];
+    while args.first().is_some_and(|w| w.text.starts_with("--")) {
+        args = &args[1..];
+    }
+    out.issues.push("`git submodule foreach`".to_owned());
+    if args.iter().all(|w| w.known) {
+        let code = args
+            .iter()
+            .map(|w| w.text.as_str())
+            .collect::<Vec<_>>()
+            .join(" ");
+        out.scripts
+            .push((code, "`git submodule foreach`".to_owned()));
+    } else {
+        out.opaque
+            .push("`git submodule foreach` with a computed command".to_owned());
+    }
+}
+
+/// `git config` that writes: git's configuration can make git run programs.
+fn git_config_command(rest: &[Word], out: &mut Unwrapped) {
+    let reads = rest.iter().any(|w| {
+        matches!(
+            w.text.as_str(),
+            "--get"
+                | "--get-all"
+                | "--get-regexp"
+                | "--get-urlmatch"
+                | "--list"
+                | "-l"
+                | "get"
+                | "list"
+        )
+    });
+    let positional = rest.iter().filter(|w| !w.text.starts_with('-')).count();
+    if !reads && positional >= 2
+        || rest.iter().any(|w| {
+            matches!(
+                w.text.as_str(),
+                "--unset"
+                    | "--unset-all"
+                    | "--add"
+                    | "--replace-all"
+                    | "--edit"
+                    | "-e"
+                    | "--rename-section"
+                    | "--remove-section"
+                    | "set"
+                    | "unset"
+                    | "edit"
+                    | "rename-section"
+                    | "remove-section"
+            )
+        })
+    {
+        out.safety.push(
+            "`git config` changes git's configuration, which can make git run programs".to_owned(),
+        );
     }
 }
 
@@ -1948,55 +2007,9 @@ fn option_commands(cmd: &SimpleCommand, name: &str, out: &mut Unwrapped) {
         ("less", &["+", "-k", "--lesskey-file", "--lesskey-src"]),
     ];
     if let Some((_, opts)) = table.iter().find(|(n, _)| *n == name) {
-        for (k, w) in words.iter().enumerate().skip(1) {
-            let t = w.text.as_str();
+        for k in 1..words.len() {
             for opt in *opts {
-                let value = if *opt == "+" {
-                    // `less +!CMD`: the command follows the `!`.
-                    t.strip_prefix('+')
-                        .and_then(|v| v.split_once('!'))
-                        .map(|(_, cmd)| Some(cmd))
-                } else if t == *opt {
-                    Some(
-                        words
-                            .get(k + 1)
-                            .filter(|v| v.known)
-                            .map(|v| v.text.as_str()),
-                    )
-                } else if let Some(v) = t.strip_prefix(&format!("{opt}=")) {
-                    Some(w.known.then_some(v))
-                } else if let Some(long) = t.strip_prefix("--")
-                    && opt.starts_with("--")
-                    && long.len() >= 2
-                {
-                    // Without a table, any prefix of a long option is taken as it (the
-                    // program takes unique prefixes; an ambiguous one is an error).
-                    let (n, v) = long.split_once('=').unwrap_or((long, ""));
-                    if opt[2..].starts_with(n) {
-                        if long.contains('=') {
-                            Some(w.known.then_some(v))
-                        } else {
-                            Some(
-                                words
-                                    .get(k + 1)
-                                    .filter(|v| v.known)
-                                    .map(|v| v.text.as_str()),
-                            )
-                        }
-                    } else {
-                        None
-                    }
-                } else if opt.len() == 2
-                    && !opt.starts_with("--")
-                    && t.starts_with(opt)
-                    && t.len() > 2
-                    && name != "tar"
-                {
-                    Some(w.known.then_some(&t[2..]))
-                } else {
-                    None
-                };
-                if let Some(value) = value {
+                if let Some(value) = untabled_value(words, k, opt, name) {
                     out.issues.push(format!("`{name} {opt}` runs a command"));
                     match value {
                         Some(v) => {
@@ -2013,33 +2026,7 @@ fn option_commands(cmd: &SimpleCommand, name: &str, out: &mut Unwrapped) {
         }
     }
     if matches!(name, "ssh" | "scp" | "sftp" | "rsync" | "git") {
-        for (k, w) in words.iter().enumerate() {
-            let t = w.text.as_str();
-            let setting = if t == "-o" {
-                words.get(k + 1).map(|v| v.text.as_str())
-            } else {
-                t.strip_prefix("-o")
-            };
-            if let Some(s) = setting {
-                let key = s
-                    .split(['=', ' '])
-                    .next()
-                    .unwrap_or_default()
-                    .to_ascii_lowercase();
-                if matches!(
-                    key.as_str(),
-                    "proxycommand"
-                        | "localcommand"
-                        | "knownhostscommand"
-                        | "match"
-                        | "permitlocalcommand"
-                ) {
-                    out.issues.push(format!("`{name} -o {key}`"));
-                    out.opaque
-                        .push(format!("`{name} -o {key}` runs a local command"));
-                }
-            }
-        }
+        ssh_command_options(words, name, out);
     }
     if matches!(name, "ssh" | "scp" | "sftp")
         && let Some(w) = words
@@ -2055,6 +2042,95 @@ fn option_commands(cmd: &SimpleCommand, name: &str, out: &mut Unwrapped) {
     }
     if name == "ssh" {
         ssh_remote(words, out);
+    }
+}
+
+/// The value of option `opt` of `name` (a program without a table) in `words[k]`:
+/// `None` when the word is not that option, `Some(None)` for a computed value.
+fn untabled_value<'a>(
+    words: &'a [Word],
+    k: usize,
+    opt: &str,
+    name: &str,
+) -> Option<Option<&'a str>> {
+    let w = &words[k];
+    let t = w.text.as_str();
+    if opt == "+" {
+        // `less +!CMD`: the command follows the `!`.
+        t.strip_prefix('+')
+            .and_then(|v| v.split_once('!'))
+            .map(|(_, cmd)| Some(cmd))
+    } else if t == opt {
+        Some(
+            words
+                .get(k + 1)
+                .filter(|v| v.known)
+                .map(|v| v.text.as_str()),
+        )
+    } else if let Some(v) = t.strip_prefix(&format!("{opt}=")) {
+        Some(w.known.then_some(v))
+    } else if let Some(long) = t.strip_prefix("--")
+        && opt.starts_with("--")
+        && long.len() >= 2
+    {
+        // Without a table, any prefix of a long option is taken as it (the program takes
+        // unique prefixes; an ambiguous one is an error).
+        let (n, v) = long.split_once('=').unwrap_or((long, ""));
+        if opt[2..].starts_with(n) {
+            if long.contains('=') {
+                Some(w.known.then_some(v))
+            } else {
+                Some(
+                    words
+                        .get(k + 1)
+                        .filter(|v| v.known)
+                        .map(|v| v.text.as_str()),
+                )
+            }
+        } else {
+            None
+        }
+    } else if opt.len() == 2
+        && !opt.starts_with("--")
+        && t.starts_with(opt)
+        && t.len() > 2
+        && name != "tar"
+    {
+        Some(w.known.then_some(&t[2..]))
+    } else {
+        None
+    }
+}
+
+/// ssh's `-o` settings that run a local command (`ProxyCommand`, `LocalCommand`, …), for
+/// ssh and the programs that pass `-o` to it.
+fn ssh_command_options(words: &[Word], name: &str, out: &mut Unwrapped) {
+    for (k, w) in words.iter().enumerate() {
+        let t = w.text.as_str();
+        let setting = if t == "-o" {
+            words.get(k + 1).map(|v| v.text.as_str())
+        } else {
+            t.strip_prefix("-o")
+        };
+        if let Some(s) = setting {
+            let key = s
+                .split(['=', ' '])
+                .next()
+                .unwrap_or_default()
+                .to_ascii_lowercase();
+            if matches!(
+                key.as_str(),
+                "proxycommand"
+                    | "localcommand"
+                    | "knownhostscommand"
+                    | "match"
+                    | "permitlocalcommand"
+            ) {
+                out.issues.push(format!("`{name} -o {key}`"));
+                out.opaque
+                    .push(format!("`{name} -o {key}` runs a local command"));
+            }
+        }
     }
 }
 

@@ -228,38 +228,9 @@ fn run_edits(
     let (file, original, created, source) = match existing {
         None if creating_first => (TextFile::utf8(String::new()), String::new(), true, None),
         None => return Err(common::not_found(ctx, &given)),
-        Some(Existing {
-            file: mut source,
-            meta,
-        }) => {
-            if meta.len() > MAX_EDIT_FILE {
-                return Err(ToolError::respond(format!(
-                    "File is too large to edit ({} bytes; the maximum is 1 GiB). Use Bash (sed) for files this large.",
-                    meta.len()
-                )));
-            }
-            // The handle stays open: a large file's unchanged ranges are copied from it.
-            let mut bytes = Vec::with_capacity(usize::try_from(meta.len()).unwrap_or(0));
-            source
-                .read_to_end(&mut bytes)
-                .map_err(|e| ToolError::io(&key, e))?;
-            if crate::text::looks_binary(&bytes) {
-                return Err(ToolError::respond(
-                    crate::text::DecodeError::Binary.message(&shown),
-                ));
-            }
-            if !creating_first {
-                common::check_fresh(ctx, &key, &meta, &bytes)?;
-            }
-            let mut file = decode_vec(bytes).map_err(|e| ToolError::respond(e.message(&shown)))?;
-            if creating_first && !file.text.trim().is_empty() {
-                return Err(fail(
-                    0,
-                    "Cannot create new file - file already exists.".to_owned(),
-                ));
-            }
-            // Filling an empty file needs no read: there is nothing to overwrite.
-            let text = std::mem::take(&mut file.text);
+        Some(existing) => {
+            let (file, text, source) =
+                read_existing(ctx, &key, &shown, existing, creating_first, &fail)?;
             (file, text, false, Some(source))
         }
     };
@@ -271,52 +242,11 @@ fn run_edits(
         && !file.bom
         && original.len() as u64 > SPLICE_FROM
         && !ctx.lsp().has_server_for(&key);
-    let mut current: Option<String> = None;
-    let mut applied = Vec::with_capacity(n);
-    let mut spans: Vec<Span> = Vec::new();
-    for (i, edit) in req.edits.iter().enumerate() {
-        if edit.old_string.is_empty() && i > 0 {
-            return Err(fail(
-                i,
-                "old_string is empty; only the first edit may create or fill a file.".to_owned(),
-            ));
-        }
-        if edit.old_string == edit.new_string {
-            return Err(fail(i, SAME.to_owned()));
-        }
-        // The reference's guard: a later edit must not target text an earlier edit wrote.
-        let trimmed = edit.old_string.trim_end_matches('\n');
-        if req.multi
-            && !trimmed.is_empty()
-            && req.edits[..i]
-                .iter()
-                .any(|prev| prev.new_string.contains(trimmed) && !original.contains(trimmed))
-        {
-            return Err(fail(
-                i,
-                "Cannot edit file: old_string is a substring of a new_string from a previous edit."
-                    .to_owned(),
-            ));
-        }
-        let replace_all = edit.replace_all.unwrap_or(false);
-        let before = current.as_deref().unwrap_or(&original);
-        let located = locate_edit(before, &edit.old_string, &edit.new_string, replace_all)
-            .map_err(|m| fail(i, m))?;
-        applied.push(AppliedEdit {
-            old_string: located.actual_old,
-            new_string: edit.new_string.clone(),
-            replace_all,
-            matched_by: located.kind,
-            replacements: located.spans.len(),
-        });
-        // A spliced write never builds the new text.
-        if !spliced {
-            current = Some(splice(before, &located.spans));
-        }
-        if i == 0 {
-            spans = located.spans;
-        }
-    }
+    let Applied {
+        applied,
+        current,
+        mut spans,
+    } = apply_edits(req, &original, spliced, &fail)?;
     if let (true, Some(source)) = (spliced, &source) {
         if spans
             .iter()
@@ -353,6 +283,123 @@ fn run_edits(
     let diff = unified(&shown, &structured_patch);
     let output = edit_output(shown, applied, structured_patch, diff, created);
     Ok((output, key, text))
+}
+
+/// Reads an existing file for editing: size-capped, not binary, fresh against the ledger
+/// (unless the first edit creates it), decoded. Returns the file with its text taken out,
+/// the text, and the open handle (a large file's unchanged ranges are copied from it).
+fn read_existing(
+    ctx: &ToolContext,
+    key: &Path,
+    shown: &str,
+    existing: Existing,
+    creating_first: bool,
+    fail: &dyn Fn(usize, String) -> ToolError,
+) -> Result<(TextFile, String, std::fs::File), ToolError> {
+    let Existing {
+        file: mut source,
+        meta,
+    } = existing;
+    if meta.len() > MAX_EDIT_FILE {
+        return Err(ToolError::respond(format!(
+            "File is too large to edit ({} bytes; the maximum is 1 GiB). Use Bash (sed) for files this large.",
+            meta.len()
+        )));
+    }
+    // The handle stays open: a large file's unchanged ranges are copied from it.
+    let mut bytes = Vec::with_capacity(usize::try_from(meta.len()).unwrap_or(0));
+    source
+        .read_to_end(&mut bytes)
+        .map_err(|e| ToolError::io(key, e))?;
+    if crate::text::looks_binary(&bytes) {
+        return Err(ToolError::respond(
+            crate::text::DecodeError::Binary.message(shown),
+        ));
+    }
+    if !creating_first {
+        common::check_fresh(ctx, key, &meta, &bytes)?;
+    }
+    let mut file = decode_vec(bytes).map_err(|e| ToolError::respond(e.message(shown)))?;
+    if creating_first && !file.text.trim().is_empty() {
+        return Err(fail(
+            0,
+            "Cannot create new file - file already exists.".to_owned(),
+        ));
+    }
+    // Filling an empty file needs no read: there is nothing to overwrite.
+    let text = std::mem::take(&mut file.text);
+    Ok((file, text, source))
+}
+
+/// What [`apply_edits`] did.
+struct Applied {
+    /// Each edit as applied
+    applied: Vec<AppliedEdit>,
+    /// The new text (`None` for a spliced write, which never builds it)
+    current: Option<String>,
+    /// Where the first edit replaced text
+    spans: Vec<Span>,
+}
+
+/// Applies the edits in order to `original`, refusing (with `fail`) an edit that cannot
+/// apply; `spliced` leaves the new text unbuilt.
+fn apply_edits(
+    req: &Request,
+    original: &str,
+    spliced: bool,
+    fail: &dyn Fn(usize, String) -> ToolError,
+) -> Result<Applied, ToolError> {
+    let mut current: Option<String> = None;
+    let mut applied = Vec::with_capacity(req.edits.len());
+    let mut spans: Vec<Span> = Vec::new();
+    for (i, edit) in req.edits.iter().enumerate() {
+        if edit.old_string.is_empty() && i > 0 {
+            return Err(fail(
+                i,
+                "old_string is empty; only the first edit may create or fill a file.".to_owned(),
+            ));
+        }
+        if edit.old_string == edit.new_string {
+            return Err(fail(i, SAME.to_owned()));
+        }
+        // The reference's guard: a later edit must not target text an earlier edit wrote.
+        let trimmed = edit.old_string.trim_end_matches('\n');
+        if req.multi
+            && !trimmed.is_empty()
+            && req.edits[..i]
+                .iter()
+                .any(|prev| prev.new_string.contains(trimmed) && !original.contains(trimmed))
+        {
+            return Err(fail(
+                i,
+                "Cannot edit file: old_string is a substring of a new_string from a previous edit."
+                    .to_owned(),
+            ));
+        }
+        let replace_all = edit.replace_all.unwrap_or(false);
+        let before = current.as_deref().unwrap_or(original);
+        let located = locate_edit(before, &edit.old_string, &edit.new_string, replace_all)
+            .map_err(|m| fail(i, m))?;
+        applied.push(AppliedEdit {
+            old_string: located.actual_old,
+            new_string: edit.new_string.clone(),
+            replace_all,
+            matched_by: located.kind,
+            replacements: located.spans.len(),
+        });
+        // A spliced write never builds the new text.
+        if !spliced {
+            current = Some(splice(before, &located.spans));
+        }
+        if i == 0 {
+            spans = located.spans;
+        }
+    }
+    Ok(Applied {
+        applied,
+        current,
+        spans,
+    })
 }
 
 /// One exact edit of a file over [`common::HASH_LIMIT`] (whose freshness is decided by time

@@ -990,6 +990,49 @@ fn limit_info(limit: Option<usize>, offset: Option<usize>) -> String {
     parts.join(", ")
 }
 
+/// Content mode's lines, each with the index of its file in `hits`: `path:N:text` (or
+/// without the path for a single file, without numbers when `numbers` is off), context
+/// lines with `-`, `--` between files when context is shown and between a file's groups.
+fn content_lines(
+    hits: &[FileHits],
+    single: bool,
+    numbers: bool,
+    has_context: bool,
+    shown: &dyn Fn(&Path) -> String,
+) -> Vec<(usize, String)> {
+    let mut all: Vec<(usize, String)> = Vec::new();
+    for (i, h) in hits.iter().enumerate() {
+        if i > 0 && has_context {
+            all.push((i, "--".to_owned()));
+        }
+        let prefix = if single {
+            String::new()
+        } else {
+            shown(&h.path)
+        };
+        for line in &h.lines {
+            let text = match line {
+                Line::Break => "--".to_owned(),
+                Line::Hit {
+                    number,
+                    is_match,
+                    text,
+                } => {
+                    let sep = if *is_match { ':' } else { '-' };
+                    match (single, numbers) {
+                        (true, true) => format!("{number}{sep}{text}"),
+                        (true, false) => text.clone(),
+                        (false, true) => format!("{prefix}{sep}{number}{sep}{text}"),
+                        (false, false) => format!("{prefix}{sep}{text}"),
+                    }
+                }
+            };
+            all.push((i, text));
+        }
+    }
+    all
+}
+
 fn render(
     input: &GrepInput,
     ctx: &ToolContext,
@@ -1071,37 +1114,7 @@ fn render(
         }
         OutputMode::Content => {
             let numbers = input.line_numbers.unwrap_or(true);
-            let has_context = separates_files(input);
-            let mut all: Vec<(usize, String)> = Vec::new();
-            for (i, h) in hits.iter().enumerate() {
-                if i > 0 && has_context {
-                    all.push((i, "--".to_owned()));
-                }
-                let prefix = if single {
-                    String::new()
-                } else {
-                    shown(&h.path)
-                };
-                for line in &h.lines {
-                    let text = match line {
-                        Line::Break => "--".to_owned(),
-                        Line::Hit {
-                            number,
-                            is_match,
-                            text,
-                        } => {
-                            let sep = if *is_match { ':' } else { '-' };
-                            match (single, numbers) {
-                                (true, true) => format!("{number}{sep}{text}"),
-                                (true, false) => text.clone(),
-                                (false, true) => format!("{prefix}{sep}{number}{sep}{text}"),
-                                (false, false) => format!("{prefix}{sep}{text}"),
-                            }
-                        }
-                    };
-                    all.push((i, text));
-                }
-            }
+            let all = content_lines(hits, single, numbers, separates_files(input), &shown);
             let (page, limit, offset) = paginate(&all, input, head_limit);
             output.applied_limit = limit;
             output.applied_offset = offset;

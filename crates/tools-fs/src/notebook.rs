@@ -360,39 +360,14 @@ fn to_notebook_text(nb: &Value) -> Result<String, ToolError> {
     String::from_utf8(out).map_err(|e| ToolError::fatal(format!("internal error: {e}")))
 }
 
-fn edit_notebook(
-    ctx: &ToolContext,
-    input: &NotebookEditInput,
-) -> Result<NotebookEditOutput, ToolError> {
-    let given = common::resolve(ctx, &input.notebook_path);
-    let key = input.checked.target_for(&given)?;
-    let shown = given.display().to_string();
-    let existing = match WriteTarget::open(&key, Parents::Require)? {
-        Some(target) => target.open_existing()?.map(|e| (target, e)),
-        None => None,
-    };
-    let Some((target, Existing { file, meta })) = existing else {
-        return Err(respond_code("Notebook file does not exist."));
-    };
-    let bytes = read_capped_file(file, meta.len(), &key, MAX_NOTEBOOK_FILE, "The notebook")?;
-    common::check_fresh(ctx, &key, &meta, &bytes)?;
-    let file = decode(&bytes).map_err(|e| ToolError::respond(e.message(&shown)))?;
-    let mut nb: Value = serde_json::from_str(&file.text)
-        .map_err(|e| respond_code(format!("Notebook is not valid JSON: {e}")))?;
-    let language = notebook_language(&nb);
-    let minor = nb
-        .get("nbformat_minor")
-        .and_then(Value::as_u64)
-        .unwrap_or(0);
-    let major = nb.get("nbformat").and_then(Value::as_u64).unwrap_or(0);
-    let with_ids = major > 4 || (major == 4 && minor >= 5);
-    let cells = nb
-        .get_mut("cells")
-        .and_then(Value::as_array_mut)
-        .ok_or_else(|| respond_code("Notebook is not valid: it has no \"cells\" list."))?;
-    let mut mode = input.edit_mode.unwrap_or_default();
-    // The cell: by id, else by the `cell-N` form.
-    let index = match input.cell_id.as_deref().filter(|c| !c.is_empty()) {
+/// The index of the cell an edit names: by id, else by the `cell-N` form (`None` to insert
+/// at the start). Replacing may name one past the last cell.
+fn find_cell(
+    cells: &[Value],
+    cell_id: Option<&str>,
+    mode: NotebookEditMode,
+) -> Result<Option<usize>, ToolError> {
+    let index = match cell_id.filter(|c| !c.is_empty()) {
         None if mode == NotebookEditMode::Insert => None,
         None => {
             return Err(respond_code(
@@ -427,6 +402,106 @@ fn edit_notebook(
             },
         },
     };
+    Ok(index)
+}
+
+/// Inserts a new cell at `at` (with a fresh id when the format has ids); its id and type.
+fn insert_cell(
+    cells: &mut Vec<Value>,
+    at: usize,
+    input: &NotebookEditInput,
+    with_ids: bool,
+) -> (String, String) {
+    let kind = input.cell_type.unwrap_or(NotebookCellType::Code);
+    let as_list = cells
+        .iter()
+        .any(|c| c.get("source").is_some_and(Value::is_array));
+    let mut cell = Map::new();
+    cell.insert("cell_type".into(), Value::String(kind.as_str().into()));
+    let id = if with_ids {
+        let id = new_cell_id();
+        cell.insert("id".into(), Value::String(id.clone()));
+        id
+    } else {
+        format!("cell-{at}")
+    };
+    cell.insert("metadata".into(), Value::Object(Map::new()));
+    cell.insert("source".into(), source_value(&input.new_source, as_list));
+    if kind == NotebookCellType::Code {
+        cell.insert("execution_count".into(), Value::Null);
+        cell.insert("outputs".into(), Value::Array(Vec::new()));
+    }
+    cells.insert(at, Value::Object(cell));
+    (id, kind.as_str().to_owned())
+}
+
+/// Replaces cell `i`'s source (and type, when given; a code cell's outputs are cleared);
+/// its id and type.
+fn replace_cell(
+    cells: &mut [Value],
+    i: usize,
+    input: &NotebookEditInput,
+) -> Result<(String, String), ToolError> {
+    let id = cell_id(&cells[i], i);
+    let Some(cell) = cells[i].as_object_mut() else {
+        return Err(respond_code(format!(
+            "Cell with ID \"{id}\" is not an object."
+        )));
+    };
+    let as_list = cell.get("source").is_some_and(Value::is_array);
+    cell.insert("source".into(), source_value(&input.new_source, as_list));
+    let kind = input.cell_type.map_or_else(
+        || {
+            cell.get("cell_type")
+                .and_then(Value::as_str)
+                .unwrap_or("code")
+                .to_owned()
+        },
+        |k| k.as_str().to_owned(),
+    );
+    cell.insert("cell_type".into(), Value::String(kind.clone()));
+    if kind == "code" {
+        cell.insert("execution_count".into(), Value::Null);
+        cell.insert("outputs".into(), Value::Array(Vec::new()));
+    } else {
+        cell.remove("execution_count");
+        cell.remove("outputs");
+    }
+    Ok((id, kind))
+}
+
+fn edit_notebook(
+    ctx: &ToolContext,
+    input: &NotebookEditInput,
+) -> Result<NotebookEditOutput, ToolError> {
+    let given = common::resolve(ctx, &input.notebook_path);
+    let key = input.checked.target_for(&given)?;
+    let shown = given.display().to_string();
+    let existing = match WriteTarget::open(&key, Parents::Require)? {
+        Some(target) => target.open_existing()?.map(|e| (target, e)),
+        None => None,
+    };
+    let Some((target, Existing { file, meta })) = existing else {
+        return Err(respond_code("Notebook file does not exist."));
+    };
+    let bytes = read_capped_file(file, meta.len(), &key, MAX_NOTEBOOK_FILE, "The notebook")?;
+    common::check_fresh(ctx, &key, &meta, &bytes)?;
+    let file = decode(&bytes).map_err(|e| ToolError::respond(e.message(&shown)))?;
+    let mut nb: Value = serde_json::from_str(&file.text)
+        .map_err(|e| respond_code(format!("Notebook is not valid JSON: {e}")))?;
+    let language = notebook_language(&nb);
+    let minor = nb
+        .get("nbformat_minor")
+        .and_then(Value::as_u64)
+        .unwrap_or(0);
+    let major = nb.get("nbformat").and_then(Value::as_u64).unwrap_or(0);
+    let with_ids = major > 4 || (major == 4 && minor >= 5);
+    let cells = nb
+        .get_mut("cells")
+        .and_then(Value::as_array_mut)
+        .ok_or_else(|| respond_code("Notebook is not valid: it has no \"cells\" list."))?;
+    let mut mode = input.edit_mode.unwrap_or_default();
+    let index = find_cell(cells, input.cell_id.as_deref(), mode)?;
     // Replacing one past the last cell appends.
     let mut insert_at = None;
     if mode == NotebookEditMode::Replace && index == Some(cells.len()) {
@@ -435,28 +510,8 @@ fn edit_notebook(
     }
     let (cell_id, cell_type) = match mode {
         NotebookEditMode::Insert => {
-            let kind = input.cell_type.unwrap_or(NotebookCellType::Code);
             let at = insert_at.unwrap_or_else(|| index.map_or(0, |i| i + 1));
-            let as_list = cells
-                .iter()
-                .any(|c| c.get("source").is_some_and(Value::is_array));
-            let mut cell = Map::new();
-            cell.insert("cell_type".into(), Value::String(kind.as_str().into()));
-            let id = if with_ids {
-                let id = new_cell_id();
-                cell.insert("id".into(), Value::String(id.clone()));
-                id
-            } else {
-                format!("cell-{at}")
-            };
-            cell.insert("metadata".into(), Value::Object(Map::new()));
-            cell.insert("source".into(), source_value(&input.new_source, as_list));
-            if kind == NotebookCellType::Code {
-                cell.insert("execution_count".into(), Value::Null);
-                cell.insert("outputs".into(), Value::Array(Vec::new()));
-            }
-            cells.insert(at, Value::Object(cell));
-            (id, kind.as_str().to_owned())
+            insert_cell(cells, at, input, with_ids)
         }
         NotebookEditMode::Delete => {
             let i = index.unwrap_or(0);
@@ -468,35 +523,7 @@ fn edit_notebook(
                 .to_owned();
             (cell_id(&removed, i), kind)
         }
-        NotebookEditMode::Replace => {
-            let i = index.unwrap_or(0);
-            let id = cell_id(&cells[i], i);
-            let Some(cell) = cells[i].as_object_mut() else {
-                return Err(respond_code(format!(
-                    "Cell with ID \"{id}\" is not an object."
-                )));
-            };
-            let as_list = cell.get("source").is_some_and(Value::is_array);
-            cell.insert("source".into(), source_value(&input.new_source, as_list));
-            let kind = input.cell_type.map_or_else(
-                || {
-                    cell.get("cell_type")
-                        .and_then(Value::as_str)
-                        .unwrap_or("code")
-                        .to_owned()
-                },
-                |k| k.as_str().to_owned(),
-            );
-            cell.insert("cell_type".into(), Value::String(kind.clone()));
-            if kind == "code" {
-                cell.insert("execution_count".into(), Value::Null);
-                cell.insert("outputs".into(), Value::Array(Vec::new()));
-            } else {
-                cell.remove("execution_count");
-                cell.remove("outputs");
-            }
-            (id, kind)
-        }
+        NotebookEditMode::Replace => replace_cell(cells, index.unwrap_or(0), input)?,
     };
     let mut text = to_notebook_text(&nb)?;
     if file.text.ends_with('\n') {

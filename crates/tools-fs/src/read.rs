@@ -575,6 +575,36 @@ fn far_page(mut file: File, size: u64, start: u64, limit: u64) -> std::io::Resul
     )
 }
 
+/// The page of `limit` lines from line `start_line` (1-based) of the text file at
+/// `target`, `len` bytes long: UTF-16 files decoded whole (and hashed), a far page of a file
+/// too large to hash found in parallel, others scanned.
+fn read_page(target: &Path, len: u64, start_line: u64, limit: u64) -> Result<Page, ToolError> {
+    let file = File::open(target).map_err(|e| ToolError::io(target, e))?;
+    let head = peek_utf16(target)?;
+    let page = match head {
+        Some(text) => scan_page(
+            std::io::Cursor::new(text.into_bytes()),
+            0,
+            start_line - 1,
+            limit,
+            MAX_OUTPUT_CHARS,
+        )
+        .map(|mut p| {
+            p.hash = std::fs::read(target)
+                .ok()
+                .map(|b| tool_core::content_hash(&b));
+            p
+        }),
+        // A far page of a file too large to hash: find its block in parallel.
+        None if len > HASH_LIMIT && start_line > SKIP_AFTER_LINES => {
+            far_page(file, len, start_line - 1, limit)
+        }
+        None => scan_page(file, len, start_line - 1, limit, MAX_OUTPUT_CHARS),
+    }
+    .map_err(|e| ToolError::io(target, e))?;
+    Ok(page)
+}
+
 fn read_text(
     target: &Path,
     shown: &str,
@@ -604,29 +634,7 @@ fn read_text(
     {
         return Ok(unchanged(shown));
     }
-    let file = File::open(target).map_err(|e| ToolError::io(target, e))?;
-    let head = peek_utf16(target)?;
-    let page = match head {
-        Some(text) => scan_page(
-            std::io::Cursor::new(text.into_bytes()),
-            0,
-            start_line - 1,
-            limit,
-            MAX_OUTPUT_CHARS,
-        )
-        .map(|mut p| {
-            p.hash = std::fs::read(target)
-                .ok()
-                .map(|b| tool_core::content_hash(&b));
-            p
-        }),
-        // A far page of a file too large to hash: find its block in parallel.
-        None if meta.len() > HASH_LIMIT && start_line > SKIP_AFTER_LINES => {
-            far_page(file, meta.len(), start_line - 1, limit)
-        }
-        None => scan_page(file, meta.len(), start_line - 1, limit, MAX_OUTPUT_CHARS),
-    }
-    .map_err(|e| ToolError::io(target, e))?;
+    let page = read_page(target, meta.len(), start_line, limit)?;
     if page.binary {
         return Err(ToolError::respond(format!(
             "This tool cannot read binary files. {shown} appears to be binary ({} bytes, NUL bytes in its first block). Please use appropriate tools for binary file analysis.",

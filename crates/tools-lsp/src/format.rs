@@ -386,14 +386,27 @@ pub(crate) fn document_symbols(
     )
 }
 
+/// One row of a flat symbol list.
+#[derive(Debug)]
+pub(crate) struct SymbolRow {
+    pub name: String,
+    pub kind: SymbolKind,
+    /// The enclosing symbol's name, when the server gives one
+    pub container: Option<String>,
+    /// Where it is, when the server's location converts
+    pub place: Option<Place>,
+}
+
 /// Flat symbols (a server without hierarchical symbols, or workspace symbols).
-pub(crate) fn flat_symbols(
-    symbols: &[(String, SymbolKind, Option<String>, Option<Place>)],
-    files: &Files,
-    header: &str,
-) -> String {
+pub(crate) fn flat_symbols(symbols: &[SymbolRow], files: &Files, header: &str) -> String {
     let mut out = header.to_owned();
-    for (name, kind, container, place) in symbols {
+    for SymbolRow {
+        name,
+        kind,
+        container,
+        place,
+    } in symbols
+    {
         let container = container
             .as_deref()
             .filter(|c| !c.is_empty())
@@ -412,12 +425,14 @@ pub(crate) fn flat_symbols(
 pub(crate) fn symbol_information(
     symbols: Vec<SymbolInformation>,
     files: &mut Files,
-) -> Vec<(String, SymbolKind, Option<String>, Option<Place>)> {
+) -> Vec<SymbolRow> {
     symbols
         .into_iter()
-        .map(|s| {
-            let place = files.place(&s.location.uri, s.location.range.start);
-            (s.name, s.kind, s.container_name, place)
+        .map(|s| SymbolRow {
+            place: files.place(&s.location.uri, s.location.range.start),
+            name: s.name,
+            kind: s.kind,
+            container: s.container_name,
         })
         .collect()
 }

@@ -368,13 +368,12 @@ pub(crate) struct Server {
 }
 
 impl Server {
-    /// Starts `config` for the workspace `root` and runs `initialize`/`initialized`.
-    pub(crate) async fn start(
+    /// Starts `config`'s program in the workspace sandbox; says whether a sandbox holds it.
+    fn launch(
         config: &LanguageServerConfig,
         root: &Path,
         sandbox: &Sandbox,
-    ) -> Result<Arc<Server>, ToolError> {
-        let name = config.name();
+    ) -> Result<(sandbox::SandboxedProgram, bool), ToolError> {
         let program = find_on_path(&config.command).ok_or_else(|| {
             ToolError::respond(format!(
                 "the language server command `{}` was not found (not on PATH or not a file); install it or change the `lsp` section of the settings",
@@ -400,6 +399,17 @@ impl Server {
                     config.command_line()
                 ))
             })?;
+        Ok((started, prepared.launch.policy().is_some()))
+    }
+
+    /// Starts `config` for the workspace `root` and runs `initialize`/`initialized`.
+    pub(crate) async fn start(
+        config: &LanguageServerConfig,
+        root: &Path,
+        sandbox: &Sandbox,
+    ) -> Result<Arc<Server>, ToolError> {
+        let name = config.name();
+        let (started, sandboxed) = Self::launch(config, root, sandbox)?;
         let sandbox::SandboxedProgram {
             child,
             group,
@@ -410,7 +420,6 @@ impl Server {
             hold,
         } = started;
         let pid = child.id();
-        let sandboxed = prepared.launch.policy().is_some();
         let root_uri = path_to_uri(root)?;
         let (diag_tx, _) = watch::channel(0);
         let shared = Arc::new(ReaderState {

@@ -298,6 +298,24 @@ fn definition_locations(response: Option<GotoDefinitionResponse>) -> Vec<Locatio
     }
 }
 
+/// What an operation found: the text the model reads, the number of results and the
+/// number of files they are in (each when the operation counts it).
+struct Answer {
+    text: String,
+    results: Option<usize>,
+    files: Option<usize>,
+}
+
+impl Answer {
+    fn new(text: String, results: Option<usize>, files: Option<usize>) -> Self {
+        Answer {
+            text,
+            results,
+            files,
+        }
+    }
+}
+
 /// What one call works on.
 struct Call<'a> {
     ctx: &'a ToolContext,
@@ -342,259 +360,296 @@ impl Call<'_> {
         format!("{}:{}", files.show(&self.path), line + 1)
     }
 
-    /// Runs `op`; returns the text, the result count and the file count.
-    async fn run(
-        &self,
-        op: LspOperation,
-        query: Option<&str>,
-    ) -> Result<(String, Option<usize>, Option<usize>), ToolError> {
-        let cwd = self.ctx.cwd();
-        let mut files = self.files();
+    /// Runs `op`.
+    async fn run(&self, op: LspOperation, query: Option<&str>) -> Result<Answer, ToolError> {
         match op {
             LspOperation::GoToDefinition | LspOperation::GoToImplementation => {
-                let (method, what, none) = if op == LspOperation::GoToDefinition {
-                    (
-                        "textDocument/definition",
-                        ("definition", "definitions"),
-                        "No definition found",
-                    )
-                } else {
-                    (
-                        "textDocument/implementation",
-                        ("implementation", "implementations"),
-                        "No implementation found",
-                    )
-                };
-                let value = self.send(method, self.at()).await?;
-                let locations = definition_locations(parse(value, "location list")?);
-                let places = visible(
-                    format::places(&mut files, &locations),
-                    &cwd,
-                    self.ctx.original_cwd(),
-                )
-                .await;
-                let none = format!("{none} for the symbol at {}.", self.where_());
-                let (text, file_count) = format::locations(&mut files, &places, what, &none);
-                Ok((text, Some(places.len()), Some(file_count)))
+                self.definitions(op).await
             }
-            LspOperation::FindReferences => {
-                let mut params = self.at();
-                params["context"] = json!({"includeDeclaration": true});
-                let value = self.send("textDocument/references", params).await?;
-                let locations: Vec<Location> = parse(value, "reference list")?.unwrap_or_default();
-                let places = visible(
-                    format::places(&mut files, &locations),
-                    &cwd,
-                    self.ctx.original_cwd(),
-                )
-                .await;
-                let (text, file_count) = format::references(&mut files, &places);
-                Ok((text, Some(places.len()), Some(file_count)))
-            }
-            LspOperation::Hover => {
-                let value = self.send("textDocument/hover", self.at()).await?;
-                match format::hover(parse::<Hover>(value, "hover")?) {
-                    Some(text) => Ok((text, Some(1), None)),
-                    None => Ok((
-                        format!("No hover information at {}.", self.where_()),
-                        Some(0),
-                        None,
-                    )),
-                }
-            }
-            LspOperation::DocumentSymbol => {
-                let value = self
-                    .send(
-                        "textDocument/documentSymbol",
-                        json!({"textDocument": self.doc()}),
-                    )
-                    .await?;
-                match parse::<DocumentSymbolResponse>(value, "symbol list")? {
-                    None => Ok((
-                        format!("No symbols found in {}.", files.show(&self.path)),
-                        Some(0),
-                        None,
-                    )),
-                    Some(DocumentSymbolResponse::Nested(symbols)) => {
-                        let (text, count) =
-                            format::document_symbols(&symbols, &mut files, &self.path);
-                        Ok((text, Some(count), None))
-                    }
-                    Some(DocumentSymbolResponse::Flat(symbols)) => {
-                        let count = symbols.len();
-                        let rows = format::symbol_information(symbols, &mut files);
-                        let header =
-                            format!("Found {count} symbols in {}:", files.show(&self.path));
-                        Ok((
-                            format::flat_symbols(&rows, &files, &header),
-                            Some(count),
-                            None,
-                        ))
-                    }
-                }
-            }
-            LspOperation::WorkspaceSymbol => {
-                let query = match query.map(str::trim).filter(|q| !q.is_empty()) {
-                    Some(q) => q.to_owned(),
-                    None => {
-                        let (line, character) = self.position.unwrap_or((0, 0));
-                        let line_text = line_of(&self.text, line);
-                        let chars = crate::position::utf16_to_char(line_text, character) as usize;
-                        word_at(line_text, chars)
-                    }
-                };
-                if query.is_empty() {
-                    return Err(ToolError::respond(
-                        "workspaceSymbol needs a `query`, or line and character on a symbol name",
-                    ));
-                }
-                let value = self
-                    .send("workspace/symbol", json!({"query": query}))
-                    .await?;
-                let rows = match parse::<WorkspaceSymbolResponse>(value, "symbol list")? {
-                    None => Vec::new(),
-                    Some(WorkspaceSymbolResponse::Flat(symbols)) => {
-                        format::symbol_information(symbols, &mut files)
-                    }
-                    Some(WorkspaceSymbolResponse::Nested(symbols)) => symbols
-                        .into_iter()
-                        .map(|s| {
-                            let place = match &s.location {
-                                OneOf::Left(l) => files.place(&l.uri, l.range.start),
-                                OneOf::Right(w) => crate::position::uri_to_path(w.uri.as_str())
-                                    .map(|p| files.place_in(&p, lsp_types::Position::new(0, 0))),
-                            };
-                            (s.name, s.kind, s.container_name, place)
-                        })
-                        .collect(),
-                };
-                let paths: Vec<PathBuf> = rows
-                    .iter()
-                    .filter_map(|r| r.3.as_ref().map(|p| p.path.clone()))
-                    .collect();
-                let ignored = git_ignored(&paths, &cwd, self.ctx.original_cwd()).await;
-                let rows: Vec<_> = rows
-                    .into_iter()
-                    .filter(|r| r.3.as_ref().is_none_or(|p| !ignored.contains(&p.path)))
-                    .collect();
-                if rows.is_empty() {
-                    return Ok((
-                        format!("No symbols matching \"{query}\" found in the workspace."),
-                        Some(0),
-                        Some(0),
-                    ));
-                }
-                let file_count = rows
-                    .iter()
-                    .filter_map(|r| r.3.as_ref().map(|p| &p.path))
-                    .collect::<HashSet<_>>()
-                    .len();
-                let header = format!(
-                    "Found {} matching \"{query}\":",
-                    if rows.len() == 1 {
-                        "1 symbol".to_owned()
-                    } else {
-                        format!("{} symbols", rows.len())
-                    }
-                );
-                Ok((
-                    format::flat_symbols(&rows, &files, &header),
-                    Some(rows.len()),
-                    Some(file_count),
-                ))
-            }
-            LspOperation::PrepareCallHierarchy => {
-                let items = self.prepare().await?;
-                if items.is_empty() {
-                    return Ok((
-                        format!(
-                            "No call hierarchy item at {}: put the position on a function or method name.",
-                            self.where_()
-                        ),
-                        Some(0),
-                        None,
-                    ));
-                }
-                let lines: Vec<String> =
-                    items.iter().map(|i| format::item(&mut files, i)).collect();
-                let header = if items.len() == 1 {
-                    "Found 1 call hierarchy item:".to_owned()
-                } else {
-                    format!("Found {} call hierarchy items:", items.len())
-                };
-                Ok((
-                    format!("{header}\n{}", lines.join("\n")),
-                    Some(items.len()),
+            LspOperation::FindReferences => self.references().await,
+            LspOperation::Hover => self.hover().await,
+            LspOperation::DocumentSymbol => self.document_symbols().await,
+            LspOperation::WorkspaceSymbol => self.workspace_symbols(query).await,
+            LspOperation::PrepareCallHierarchy => self.call_hierarchy().await,
+            LspOperation::IncomingCalls | LspOperation::OutgoingCalls => self.calls(op).await,
+            LspOperation::Diagnostics => self.diagnostics().await,
+        }
+    }
+
+    /// goToDefinition and goToImplementation.
+    async fn definitions(&self, op: LspOperation) -> Result<Answer, ToolError> {
+        let (method, what, none) = if op == LspOperation::GoToDefinition {
+            (
+                "textDocument/definition",
+                ("definition", "definitions"),
+                "No definition found",
+            )
+        } else {
+            (
+                "textDocument/implementation",
+                ("implementation", "implementations"),
+                "No implementation found",
+            )
+        };
+        let mut files = self.files();
+        let value = self.send(method, self.at()).await?;
+        let locations = definition_locations(parse(value, "location list")?);
+        let places = visible(
+            format::places(&mut files, &locations),
+            &self.ctx.cwd(),
+            self.ctx.original_cwd(),
+        )
+        .await;
+        let none = format!("{none} for the symbol at {}.", self.where_());
+        let (text, file_count) = format::locations(&mut files, &places, what, &none);
+        Ok(Answer::new(text, Some(places.len()), Some(file_count)))
+    }
+
+    async fn references(&self) -> Result<Answer, ToolError> {
+        let mut files = self.files();
+        let mut params = self.at();
+        params["context"] = json!({"includeDeclaration": true});
+        let value = self.send("textDocument/references", params).await?;
+        let locations: Vec<Location> = parse(value, "reference list")?.unwrap_or_default();
+        let places = visible(
+            format::places(&mut files, &locations),
+            &self.ctx.cwd(),
+            self.ctx.original_cwd(),
+        )
+        .await;
+        let (text, file_count) = format::references(&mut files, &places);
+        Ok(Answer::new(text, Some(places.len()), Some(file_count)))
+    }
+
+    async fn hover(&self) -> Result<Answer, ToolError> {
+        let value = self.send("textDocument/hover", self.at()).await?;
+        Ok(match format::hover(parse::<Hover>(value, "hover")?) {
+            Some(text) => Answer::new(text, Some(1), None),
+            None => Answer::new(
+                format!("No hover information at {}.", self.where_()),
+                Some(0),
+                None,
+            ),
+        })
+    }
+
+    async fn document_symbols(&self) -> Result<Answer, ToolError> {
+        let mut files = self.files();
+        let value = self
+            .send(
+                "textDocument/documentSymbol",
+                json!({"textDocument": self.doc()}),
+            )
+            .await?;
+        Ok(
+            match parse::<DocumentSymbolResponse>(value, "symbol list")? {
+                None => Answer::new(
+                    format!("No symbols found in {}.", files.show(&self.path)),
+                    Some(0),
                     None,
-                ))
-            }
-            LspOperation::IncomingCalls | LspOperation::OutgoingCalls => {
-                let items = self.prepare().await?;
-                if items.is_empty() {
-                    return Ok((
-                        format!(
-                            "No function or method at {}: put the position on its name.",
-                            self.where_()
-                        ),
-                        Some(0),
+                ),
+                Some(DocumentSymbolResponse::Nested(symbols)) => {
+                    let (text, count) = format::document_symbols(&symbols, &mut files, &self.path);
+                    Answer::new(text, Some(count), None)
+                }
+                Some(DocumentSymbolResponse::Flat(symbols)) => {
+                    let count = symbols.len();
+                    let rows = format::symbol_information(symbols, &mut files);
+                    let header = format!("Found {count} symbols in {}:", files.show(&self.path));
+                    Answer::new(
+                        format::flat_symbols(&rows, &files, &header),
+                        Some(count),
                         None,
-                    ));
+                    )
                 }
-                let mut texts = Vec::new();
-                let mut count = 0;
-                let mut paths = HashSet::new();
-                for item in &items {
-                    let params = json!({"item": item});
-                    if op == LspOperation::IncomingCalls {
-                        let value = self.send("callHierarchy/incomingCalls", params).await?;
-                        let calls: Vec<CallHierarchyIncomingCall> =
-                            parse(value, "call list")?.unwrap_or_default();
-                        let calls = self.keep_visible(calls, |c| &c.from.uri, &cwd).await;
-                        count += calls.len();
-                        paths.extend(
-                            calls
-                                .iter()
-                                .filter_map(|c| crate::position::uri_to_path(c.from.uri.as_str())),
-                        );
-                        texts.push(format::incoming(&mut files, item, &calls));
-                    } else {
-                        let value = self.send("callHierarchy/outgoingCalls", params).await?;
-                        let calls: Vec<CallHierarchyOutgoingCall> =
-                            parse(value, "call list")?.unwrap_or_default();
-                        let calls = self.keep_visible(calls, |c| &c.to.uri, &cwd).await;
-                        count += calls.len();
-                        paths.extend(
-                            calls
-                                .iter()
-                                .filter_map(|c| crate::position::uri_to_path(c.to.uri.as_str())),
-                        );
-                        texts.push(format::outgoing(&mut files, item, &calls));
-                    }
-                }
-                Ok((texts.join("\n\n"), Some(count), Some(paths.len())))
+            },
+        )
+    }
+
+    /// The query of workspaceSymbol: the one given, else the word at the position.
+    fn symbol_query(&self, query: Option<&str>) -> Result<String, ToolError> {
+        let query = match query.map(str::trim).filter(|q| !q.is_empty()) {
+            Some(q) => q.to_owned(),
+            None => {
+                let (line, character) = self.position.unwrap_or((0, 0));
+                let line_text = line_of(&self.text, line);
+                let chars = crate::position::utf16_to_char(line_text, character) as usize;
+                word_at(line_text, chars)
             }
-            LspOperation::Diagnostics => {
-                let diagnostics = self.ctx.lsp().diagnostics(Some(&self.path)).await?;
-                let shown = files.show(&self.path);
-                if diagnostics.is_empty() {
-                    return Ok((format!("No diagnostics in {shown}."), Some(0), Some(0)));
-                }
-                let lines: Vec<String> = diagnostics.iter().map(|d| d.display(&cwd)).collect();
-                Ok((
-                    format!(
-                        "{} in {shown}:\n{}",
-                        if diagnostics.len() == 1 {
-                            "1 diagnostic".to_owned()
-                        } else {
-                            format!("{} diagnostics", diagnostics.len())
-                        },
-                        lines.join("\n")
-                    ),
-                    Some(diagnostics.len()),
-                    Some(1),
-                ))
+        };
+        if query.is_empty() {
+            return Err(ToolError::respond(
+                "workspaceSymbol needs a `query`, or line and character on a symbol name",
+            ));
+        }
+        Ok(query)
+    }
+
+    async fn workspace_symbols(&self, query: Option<&str>) -> Result<Answer, ToolError> {
+        let query = self.symbol_query(query)?;
+        let mut files = self.files();
+        let value = self
+            .send("workspace/symbol", json!({"query": query}))
+            .await?;
+        let rows = match parse::<WorkspaceSymbolResponse>(value, "symbol list")? {
+            None => Vec::new(),
+            Some(WorkspaceSymbolResponse::Flat(symbols)) => {
+                format::symbol_information(symbols, &mut files)
+            }
+            Some(WorkspaceSymbolResponse::Nested(symbols)) => symbols
+                .into_iter()
+                .map(|s| format::SymbolRow {
+                    place: match &s.location {
+                        OneOf::Left(l) => files.place(&l.uri, l.range.start),
+                        OneOf::Right(w) => crate::position::uri_to_path(w.uri.as_str())
+                            .map(|p| files.place_in(&p, lsp_types::Position::new(0, 0))),
+                    },
+                    name: s.name,
+                    kind: s.kind,
+                    container: s.container_name,
+                })
+                .collect(),
+        };
+        let paths: Vec<PathBuf> = rows
+            .iter()
+            .filter_map(|r| r.place.as_ref().map(|p| p.path.clone()))
+            .collect();
+        let ignored = git_ignored(&paths, &self.ctx.cwd(), self.ctx.original_cwd()).await;
+        let rows: Vec<_> = rows
+            .into_iter()
+            .filter(|r| r.place.as_ref().is_none_or(|p| !ignored.contains(&p.path)))
+            .collect();
+        if rows.is_empty() {
+            return Ok(Answer::new(
+                format!("No symbols matching \"{query}\" found in the workspace."),
+                Some(0),
+                Some(0),
+            ));
+        }
+        let file_count = rows
+            .iter()
+            .filter_map(|r| r.place.as_ref().map(|p| &p.path))
+            .collect::<HashSet<_>>()
+            .len();
+        let header = format!(
+            "Found {} matching \"{query}\":",
+            if rows.len() == 1 {
+                "1 symbol".to_owned()
+            } else {
+                format!("{} symbols", rows.len())
+            }
+        );
+        Ok(Answer::new(
+            format::flat_symbols(&rows, &files, &header),
+            Some(rows.len()),
+            Some(file_count),
+        ))
+    }
+
+    async fn call_hierarchy(&self) -> Result<Answer, ToolError> {
+        let items = self.prepare().await?;
+        if items.is_empty() {
+            return Ok(Answer::new(
+                format!(
+                    "No call hierarchy item at {}: put the position on a function or method name.",
+                    self.where_()
+                ),
+                Some(0),
+                None,
+            ));
+        }
+        let mut files = self.files();
+        let lines: Vec<String> = items.iter().map(|i| format::item(&mut files, i)).collect();
+        let header = if items.len() == 1 {
+            "Found 1 call hierarchy item:".to_owned()
+        } else {
+            format!("Found {} call hierarchy items:", items.len())
+        };
+        Ok(Answer::new(
+            format!("{header}\n{}", lines.join("\n")),
+            Some(items.len()),
+            None,
+        ))
+    }
+
+    /// incomingCalls and outgoingCalls.
+    async fn calls(&self, op: LspOperation) -> Result<Answer, ToolError> {
+        let items = self.prepare().await?;
+        if items.is_empty() {
+            return Ok(Answer::new(
+                format!(
+                    "No function or method at {}: put the position on its name.",
+                    self.where_()
+                ),
+                Some(0),
+                None,
+            ));
+        }
+        let cwd = self.ctx.cwd();
+        let mut files = self.files();
+        let mut texts = Vec::new();
+        let mut count = 0;
+        let mut paths = HashSet::new();
+        for item in &items {
+            let params = json!({"item": item});
+            if op == LspOperation::IncomingCalls {
+                let value = self.send("callHierarchy/incomingCalls", params).await?;
+                let calls: Vec<CallHierarchyIncomingCall> =
+                    parse(value, "call list")?.unwrap_or_default();
+                let calls = self.keep_visible(calls, |c| &c.from.uri, &cwd).await;
+                count += calls.len();
+                paths.extend(
+                    calls
+                        .iter()
+                        .filter_map(|c| crate::position::uri_to_path(c.from.uri.as_str())),
+                );
+                texts.push(format::incoming(&mut files, item, &calls));
+            } else {
+                let value = self.send("callHierarchy/outgoingCalls", params).await?;
+                let calls: Vec<CallHierarchyOutgoingCall> =
+                    parse(value, "call list")?.unwrap_or_default();
+                let calls = self.keep_visible(calls, |c| &c.to.uri, &cwd).await;
+                count += calls.len();
+                paths.extend(
+                    calls
+                        .iter()
+                        .filter_map(|c| crate::position::uri_to_path(c.to.uri.as_str())),
+                );
+                texts.push(format::outgoing(&mut files, item, &calls));
             }
         }
+        Ok(Answer::new(
+            texts.join("\n\n"),
+            Some(count),
+            Some(paths.len()),
+        ))
+    }
+
+    async fn diagnostics(&self) -> Result<Answer, ToolError> {
+        let diagnostics = self.ctx.lsp().diagnostics(Some(&self.path)).await?;
+        let shown = self.files().show(&self.path);
+        if diagnostics.is_empty() {
+            return Ok(Answer::new(
+                format!("No diagnostics in {shown}."),
+                Some(0),
+                Some(0),
+            ));
+        }
+        let cwd = self.ctx.cwd();
+        let lines: Vec<String> = diagnostics.iter().map(|d| d.display(&cwd)).collect();
+        Ok(Answer::new(
+            format!(
+                "{} in {shown}:\n{}",
+                if diagnostics.len() == 1 {
+                    "1 diagnostic".to_owned()
+                } else {
+                    format!("{} diagnostics", diagnostics.len())
+                },
+                lines.join("\n")
+            ),
+            Some(diagnostics.len()),
+            Some(1),
+        ))
     }
 
     async fn keep_visible<T>(
@@ -779,8 +834,8 @@ impl TypedTool for Lsp {
             text,
             position,
         };
-        let (text, count, files) = call.run(op, input.query.as_deref()).await.map_err(failed)?;
-        Ok(output(text, count, files))
+        let answer = call.run(op, input.query.as_deref()).await.map_err(failed)?;
+        Ok(output(answer.text, answer.results, answer.files))
     }
 }
 

@@ -20,11 +20,14 @@
 //! Every problem is reported as `path:line: message`. `cargo xtask tidy --report` also
 //! prints every crate's import cycles, exceptions included.
 
+pub mod archmap;
 pub mod cycles;
 pub mod deps;
 pub mod docnames;
+pub mod fnlen;
 pub mod refs;
 pub mod shell;
+pub mod snippets;
 pub mod source;
 
 #[cfg(test)]
@@ -202,6 +205,9 @@ pub fn check(root: &Path) -> Result<Vec<Problem>> {
     shell::check(root, &mut problems)?;
     cycles::check(root, &mut problems)?;
     docnames::check(root, &mut problems)?;
+    fnlen::check(root, &mut problems)?;
+    archmap::check(root, &mut problems)?;
+    snippets::check(root, &mut problems)?;
     Ok(problems)
 }
 
@@ -284,7 +290,8 @@ fn hygiene(root: &Path) -> Result<Vec<Problem>> {
     Ok(problems)
 }
 
-/// Prints every crate's import cycles and the exceptions that tolerate them.
+/// Prints every crate's import cycles and the exceptions that tolerate them, then the
+/// longest production functions.
 pub fn report(root: &Path) -> Result<()> {
     println!("import cycles per crate (top-level modules; see xtask/src/tidy/cycles.rs):");
     for cycles::CrateCycles {
@@ -310,11 +317,11 @@ pub fn report(root: &Path) -> Result<()> {
             println!("      {}", cycles::describe(&graph, cycle));
         }
     }
-    Ok(())
+    fnlen::report(root)
 }
 
 /// Checks the workspace and prints every problem; fails when there is one. With `report`,
-/// prints every crate's import cycles first.
+/// prints every crate's import cycles and the longest functions first.
 pub fn run(root: &Path, report_cycles: bool) -> Result<()> {
     if report_cycles {
         report(root)?;
@@ -322,7 +329,7 @@ pub fn run(root: &Path, report_cycles: bool) -> Result<()> {
     let problems = check(root)?;
     if problems.is_empty() {
         println!(
-            "tidy: ok ({}; dependency rules, shell spawns, import cycles, outside references, names in the docs)",
+            "tidy: ok ({}; dependency rules, shell spawns, import cycles, outside references, names in the docs, function lengths, the map, doc snippets)",
             CHECKED_DIRS.join("/, ") + "/"
         );
         return Ok(());

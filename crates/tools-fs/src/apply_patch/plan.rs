@@ -8,7 +8,7 @@ use std::path::{Path, PathBuf};
 use tool_core::{ToolContext, ToolError};
 
 use super::apply::apply;
-use super::grammar::Hunk;
+use super::grammar::{Chunk, Hunk};
 use super::stream;
 use crate::common::{self, HASH_LIMIT};
 use crate::diff::Span;
@@ -62,6 +62,110 @@ fn hint(message: String, what_to_do: &str) -> ToolError {
 const NOTHING_WRITTEN: &str = "Nothing was changed: a patch applies in full or not at all.";
 
 impl Plan {
+    /// A Delete section: the file must exist and be a regular file, not a link.
+    fn delete(
+        &mut self,
+        ctx: &ToolContext,
+        path: &str,
+        resolve: &Resolve<'_>,
+    ) -> Result<(), ToolError> {
+        let given = common::resolve(ctx, path);
+        let link = std::fs::symlink_metadata(&given).is_ok_and(|m| m.file_type().is_symlink());
+        if link {
+            return Err(hint(
+                format!("Failed to delete file {}", given.display()),
+                "It is a symbolic link: apply_patch deletes regular files only; remove the link with the shell.",
+            ));
+        }
+        let i = self.slot(ctx, path, resolve)?;
+        let slot = &mut self.slots[i];
+        let present = match slot.state {
+            State::Disk => slot.original.is_some(),
+            State::Text(_) | State::Spliced { .. } => true,
+            State::Absent => false,
+        };
+        if slot.open_error.is_some() || !present {
+            let why = slot
+                .open_error
+                .clone()
+                .unwrap_or_else(|| "No such file or directory (os error 2)".to_owned());
+            return Err(hint(
+                format!("Failed to delete file {}", slot.shown),
+                &format!(
+                    "{why}. Check the path (relative to the working directory); only existing regular files can be deleted."
+                ),
+            ));
+        }
+        slot.state = State::Absent;
+        self.deleted.push(path.to_owned());
+        Ok(())
+    }
+
+    /// An Update section of `path`, moved to `move_to`; `touches` holds the file each
+    /// section names (a file no other section touches may be streamed).
+    fn update(
+        &mut self,
+        ctx: &ToolContext,
+        path: &str,
+        move_to: Option<&str>,
+        chunks: &[Chunk],
+        touches: &[PathBuf],
+        resolve: &Resolve<'_>,
+    ) -> Result<(), ToolError> {
+        let i = self.slot(ctx, path, resolve)?;
+        let once = touches.iter().filter(|k| **k == self.slots[i].key).count() == 1;
+        let streamed = if once && move_to.is_none() {
+            try_stream(ctx, &self.slots[i], chunks)?
+        } else {
+            None
+        };
+        if let Some(state) = streamed {
+            self.slots[i].state = state;
+            self.modified.push(path.to_owned());
+            return Ok(());
+        }
+        let slot = &mut self.slots[i];
+        let shown = slot.shown.clone();
+        let file = current(slot)?;
+        let text = apply(&file.text, chunks, &shown).map_err(|m| {
+        hint(m, "Read the file again and send its lines exactly as context (' ') and removed ('-') lines, in file order.")
+    })?;
+        let new = TextFile {
+            encoding: file.encoding,
+            bom: file.bom,
+            text,
+        };
+        let dest = match move_to {
+            Some(to) => Some((self.slot(ctx, to, resolve)?, to)),
+            None => None,
+        };
+        match dest {
+            // Codex writes the destination and then removes the source, which loses
+            // a file moved onto itself; here that is an update in place.
+            Some((d, to)) if d != i => {
+                let dslot = &mut self.slots[d];
+                if let Some(e) = &dslot.open_error {
+                    return Err(hint(
+                        format!("Failed to write file {}: {e}", dslot.shown),
+                        "Choose a destination that is not a directory or special file.",
+                    ));
+                }
+                dslot.state = State::Text(new);
+                self.slots[i].state = State::Absent;
+                self.modified.push(to.to_owned());
+            }
+            Some((_, to)) => {
+                self.slots[i].state = State::Text(new);
+                self.modified.push(to.to_owned());
+            }
+            None => {
+                self.slots[i].state = State::Text(new);
+                self.modified.push(path.to_owned());
+            }
+        }
+        Ok(())
+    }
+
     fn slot(
         &mut self,
         ctx: &ToolContext,
@@ -191,95 +295,12 @@ pub(crate) fn plan(
                 slot.state = State::Text(TextFile::utf8(contents.clone()));
                 plan.added.push(path.clone());
             }
-            Hunk::Delete { path } => {
-                let given = common::resolve(ctx, path);
-                let link =
-                    std::fs::symlink_metadata(&given).is_ok_and(|m| m.file_type().is_symlink());
-                if link {
-                    return Err(hint(
-                        format!("Failed to delete file {}", given.display()),
-                        "It is a symbolic link: apply_patch deletes regular files only; remove the link with the shell.",
-                    ));
-                }
-                let i = plan.slot(ctx, path, resolve)?;
-                let slot = &mut plan.slots[i];
-                let present = match slot.state {
-                    State::Disk => slot.original.is_some(),
-                    State::Text(_) | State::Spliced { .. } => true,
-                    State::Absent => false,
-                };
-                if slot.open_error.is_some() || !present {
-                    let why = slot
-                        .open_error
-                        .clone()
-                        .unwrap_or_else(|| "No such file or directory (os error 2)".to_owned());
-                    return Err(hint(
-                        format!("Failed to delete file {}", slot.shown),
-                        &format!(
-                            "{why}. Check the path (relative to the working directory); only existing regular files can be deleted."
-                        ),
-                    ));
-                }
-                slot.state = State::Absent;
-                plan.deleted.push(path.clone());
-            }
+            Hunk::Delete { path } => plan.delete(ctx, path, resolve)?,
             Hunk::Update {
                 path,
                 move_to,
                 chunks,
-            } => {
-                let i = plan.slot(ctx, path, resolve)?;
-                let once = touches.iter().filter(|k| **k == plan.slots[i].key).count() == 1;
-                let streamed = if once && move_to.is_none() {
-                    try_stream(ctx, &plan.slots[i], chunks)?
-                } else {
-                    None
-                };
-                if let Some(state) = streamed {
-                    plan.slots[i].state = state;
-                    plan.modified.push(path.clone());
-                    continue;
-                }
-                let slot = &mut plan.slots[i];
-                let shown = slot.shown.clone();
-                let file = current(slot)?;
-                let text = apply(&file.text, chunks, &shown).map_err(|m| {
-                    hint(m, "Read the file again and send its lines exactly as context (' ') and removed ('-') lines, in file order.")
-                })?;
-                let new = TextFile {
-                    encoding: file.encoding,
-                    bom: file.bom,
-                    text,
-                };
-                let dest = match move_to {
-                    Some(to) => Some((plan.slot(ctx, to, resolve)?, to)),
-                    None => None,
-                };
-                match dest {
-                    // Codex writes the destination and then removes the source, which loses
-                    // a file moved onto itself; here that is an update in place.
-                    Some((d, to)) if d != i => {
-                        let dslot = &mut plan.slots[d];
-                        if let Some(e) = &dslot.open_error {
-                            return Err(hint(
-                                format!("Failed to write file {}: {e}", dslot.shown),
-                                "Choose a destination that is not a directory or special file.",
-                            ));
-                        }
-                        dslot.state = State::Text(new);
-                        plan.slots[i].state = State::Absent;
-                        plan.modified.push(to.clone());
-                    }
-                    Some((_, to)) => {
-                        plan.slots[i].state = State::Text(new);
-                        plan.modified.push(to.clone());
-                    }
-                    None => {
-                        plan.slots[i].state = State::Text(new);
-                        plan.modified.push(path.clone());
-                    }
-                }
-            }
+            } => plan.update(ctx, path, move_to.as_deref(), chunks, &touches, resolve)?,
         }
     }
     Ok(plan)

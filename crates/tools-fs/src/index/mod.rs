@@ -507,6 +507,52 @@ impl Service {
         (Some(index), read)
     }
 
+    /// The notifications of a long-lived session (a one-shot session has none; a failure
+    /// is noted, and every query then validates its scope).
+    fn new_watch(&self) -> Option<Arc<Watch>> {
+        if !self.long_lived {
+            return None;
+        }
+        match Watch::new() {
+            Ok(w) => Some(Arc::new(w)),
+            Err(e) => {
+                self.note(format!(
+                    "no file-system notifications ({e}): every query validates its scope first"
+                ));
+                None
+            }
+        }
+    }
+
+    /// Why the project found is left to the scan: under the automatic threshold (with no
+    /// saved index), or over a budget.
+    fn skip_reason(&self, found: &Found) -> Option<String> {
+        let settings = self.settings;
+        if settings.mode == IndexMode::Auto
+            && found.bytes < settings.auto_min_bytes
+            && !self.file.is_file()
+        {
+            return Some(format!(
+                "the project holds {} MB of searchable files; the index starts at {} MB (search.autoThresholdMB), below it the scan is as fast",
+                found.bytes / MB,
+                settings.auto_min_bytes / MB
+            ));
+        }
+        let disk = (found.bytes as f64 * DISK_SHARE) as u64;
+        let memory = (found.bytes as f64 * MEMORY_SHARE) as u64;
+        if disk > settings.disk_budget_bytes || memory > settings.memory_budget_bytes {
+            return Some(format!(
+                "the project holds {} MB of searchable files: its index (about {} MB on disk, {} MB to build) is over the budget (search.diskBudgetMB {}, search.memoryBudgetMB {}); the scan answers",
+                found.bytes / MB,
+                disk / MB,
+                memory / MB,
+                settings.disk_budget_bytes / MB,
+                settings.memory_budget_bytes / MB
+            ));
+        }
+        None
+    }
+
     /// Loads (validating the saved index) or builds, then publishes the result if
     /// `generation` is still current.
     fn refresh(&self, generation: u64) {
@@ -515,19 +561,7 @@ impl Service {
         };
         let started = Instant::now();
         let built_at = SystemTime::now();
-        let watch = if self.long_lived {
-            match Watch::new() {
-                Ok(w) => Some(Arc::new(w)),
-                Err(e) => {
-                    self.note(format!(
-                        "no file-system notifications ({e}): every query validates its scope first"
-                    ));
-                    None
-                }
-            }
-        } else {
-            None
-        };
+        let watch = self.new_watch();
         let cancel = CancellationToken::new();
         let (found, opened) = self.walk_and_open(&root, watch.as_deref(), &cancel);
         if found.dirs.is_empty() {
@@ -535,36 +569,11 @@ impl Service {
             return;
         }
         let settings = self.settings;
-        if settings.mode == IndexMode::Auto
-            && found.bytes < settings.auto_min_bytes
-            && !self.file.is_file()
-        {
+        if let Some(why) = self.skip_reason(&found) {
             if let Some(mut state) = self.lock()
                 && state.generation == generation
             {
-                state.phase = Phase::Skipped(format!(
-                    "the project holds {} MB of searchable files; the index starts at {} MB (search.autoThresholdMB), below it the scan is as fast",
-                    found.bytes / MB,
-                    settings.auto_min_bytes / MB
-                ));
-                self.changed.notify_all();
-            }
-            return;
-        }
-        let disk = (found.bytes as f64 * DISK_SHARE) as u64;
-        let memory = (found.bytes as f64 * MEMORY_SHARE) as u64;
-        if disk > settings.disk_budget_bytes || memory > settings.memory_budget_bytes {
-            if let Some(mut state) = self.lock()
-                && state.generation == generation
-            {
-                state.phase = Phase::Skipped(format!(
-                    "the project holds {} MB of searchable files: its index (about {} MB on disk, {} MB to build) is over the budget (search.diskBudgetMB {}, search.memoryBudgetMB {}); the scan answers",
-                    found.bytes / MB,
-                    disk / MB,
-                    memory / MB,
-                    settings.disk_budget_bytes / MB,
-                    settings.memory_budget_bytes / MB
-                ));
+                state.phase = Phase::Skipped(why);
                 self.changed.notify_all();
             }
             return;

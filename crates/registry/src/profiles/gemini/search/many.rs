@@ -70,6 +70,65 @@ pub(crate) struct ReadManyFiles {
 }
 
 impl ReadManyFiles {
+    /// The files the include patterns name (each file, each directory's files, each
+    /// glob's matches through Glob); a pattern that names nothing is added to `skipped`.
+    async fn list(
+        &self,
+        input: &ReadManyFilesInput,
+        include_ignored: bool,
+        recursive: bool,
+        skipped: &mut Vec<(String, String)>,
+        ctx: &ToolContext,
+    ) -> Result<BTreeSet<PathBuf>, ToolError> {
+        let mut found: BTreeSet<PathBuf> = BTreeSet::new();
+        for pattern in &input.include {
+            let base = base_of(pattern, ctx);
+            if !is_glob(pattern) && base.is_file() {
+                found.insert(base);
+                continue;
+            }
+            let (dir, glob) = if !is_glob(pattern) && base.is_dir() {
+                (base, if recursive { "**/*" } else { "*" }.to_owned())
+            } else {
+                let rest = pattern
+                    .trim_start_matches("./")
+                    .strip_prefix(&format!(
+                        "{}/",
+                        pattern
+                            .split('/')
+                            .take_while(|c| !is_glob(c))
+                            .collect::<Vec<_>>()
+                            .join("/")
+                    ))
+                    .unwrap_or(pattern)
+                    .to_owned();
+                (base, rest)
+            };
+            if !dir.is_dir() {
+                skipped.push((pattern.clone(), "no such file or directory".to_owned()));
+                continue;
+            }
+            let raw = json!({
+                "pattern": glob,
+                "path": dir.display().to_string(),
+                "include_ignored": include_ignored,
+            });
+            let parsed = self.glob.parse_input(&raw)?;
+            let listed = self.glob.call(parsed, ctx).await?;
+            for name in listed
+                .data
+                .get("filenames")
+                .and_then(Value::as_array)
+                .into_iter()
+                .flatten()
+                .filter_map(Value::as_str)
+            {
+                found.insert(PathBuf::from(absolute(name, ctx)));
+            }
+        }
+        Ok(found)
+    }
+
     pub(crate) fn new(read: Arc<dyn Tool>, glob: Arc<dyn Tool>) -> Self {
         ReadManyFiles {
             read,
@@ -251,52 +310,9 @@ impl Tool for ReadManyFiles {
         let recursive = input.recursive != Some(false);
 
         let mut skipped: Vec<(String, String)> = Vec::new();
-        let mut found: BTreeSet<PathBuf> = BTreeSet::new();
-        for pattern in &input.include {
-            let base = base_of(pattern, ctx);
-            if !is_glob(pattern) && base.is_file() {
-                found.insert(base);
-                continue;
-            }
-            let (dir, glob) = if !is_glob(pattern) && base.is_dir() {
-                (base, if recursive { "**/*" } else { "*" }.to_owned())
-            } else {
-                let rest = pattern
-                    .trim_start_matches("./")
-                    .strip_prefix(&format!(
-                        "{}/",
-                        pattern
-                            .split('/')
-                            .take_while(|c| !is_glob(c))
-                            .collect::<Vec<_>>()
-                            .join("/")
-                    ))
-                    .unwrap_or(pattern)
-                    .to_owned();
-                (base, rest)
-            };
-            if !dir.is_dir() {
-                skipped.push((pattern.clone(), "no such file or directory".to_owned()));
-                continue;
-            }
-            let raw = json!({
-                "pattern": glob,
-                "path": dir.display().to_string(),
-                "include_ignored": include_ignored,
-            });
-            let parsed = self.glob.parse_input(&raw)?;
-            let listed = self.glob.call(parsed, ctx).await?;
-            for name in listed
-                .data
-                .get("filenames")
-                .and_then(Value::as_array)
-                .into_iter()
-                .flatten()
-                .filter_map(Value::as_str)
-            {
-                found.insert(PathBuf::from(absolute(name, ctx)));
-            }
-        }
+        let found = self
+            .list(&input, include_ignored, recursive, &mut skipped, ctx)
+            .await?;
 
         let cwd = ctx.cwd();
         let mut parts: Vec<String> = Vec::new();
