@@ -489,7 +489,7 @@ mod tests {
 
     /// A service every context of [`marked`] holds, to learn when the context is gone.
     struct Marker;
-    impl tool_core::Shared for Marker {}
+    impl tool_core::ServiceType for Marker {}
 
     /// A factory whose contexts each hold a [`Marker`]; the markers, to watch them go.
     fn marked(
