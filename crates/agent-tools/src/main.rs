@@ -301,10 +301,15 @@ fn main() -> ExitCode {
     if matches!(cli.command, Command::Serve { .. }) {
         set_allocator_options();
     }
-    let runtime = match tokio::runtime::Builder::new_multi_thread()
-        .enable_all()
-        .build()
-    {
+    // One call runs on this thread alone: worker threads would cost more to start than the
+    // call gains from them, and each hand-over between threads waits for the scheduler
+    // (blocking work still goes to the blocking pool).
+    let mut builder = if matches!(cli.command, Command::Call { .. }) {
+        tokio::runtime::Builder::new_current_thread()
+    } else {
+        tokio::runtime::Builder::new_multi_thread()
+    };
+    let runtime = match builder.enable_all().build() {
         Ok(rt) => rt,
         Err(e) => {
             eprintln!("agent-tools: cannot start the async runtime: {e}");
@@ -313,7 +318,8 @@ fn main() -> ExitCode {
     };
     // The command runs as a task on a worker thread, not on this one: each tool call is a
     // task too, and a worker that spawns one and waits for it keeps both on one thread,
-    // where `block_on` here would hand every call to a worker and back.
+    // where `block_on` here would hand every call to a worker and back (with one thread,
+    // `call`'s, both are this thread).
     let outcome = runtime.block_on(async {
         tokio::spawn(run(cli))
             .await
@@ -730,8 +736,10 @@ async fn call(
     let text = match input {
         Some("-") => {
             let mut buf = String::new();
-            // A blocking read on a worker thread: tell the runtime, so others take its work.
-            tokio::task::block_in_place(|| std::io::stdin().read_to_string(&mut buf))
+            // Nothing else runs before the input is read: a blocking read on the runtime's
+            // one thread holds up nothing.
+            std::io::stdin()
+                .read_to_string(&mut buf)
                 .context("cannot read the input from standard input")?;
             buf
         }

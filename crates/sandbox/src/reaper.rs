@@ -74,20 +74,35 @@ pub fn descendants(root: i32) -> Vec<i32> {
     out
 }
 
+/// How many times the threads' child lists are read when a thread ends during a reading.
+const TASK_READS: usize = 4;
+
+/// The children of this process, live or zombie, from `/proc/self/task/TID/children` of
+/// each of its threads; `None` where the kernel does not provide those files. A thread that
+/// ends between the listing and the reading of its file (a spool's copier, a blocking
+/// thread that idled out) is not a failure: its children, had it any, went to another
+/// thread, so the threads are read again.
+fn task_children() -> Option<Vec<i32>> {
+    'again: for _ in 0..TASK_READS {
+        let tasks = std::fs::read_dir("/proc/self/task").ok()?;
+        let mut out = Vec::new();
+        for t in tasks.flatten() {
+            match std::fs::read_to_string(t.path().join("children")) {
+                Ok(s) => out.extend(s.split_whitespace().filter_map(|p| p.parse::<i32>().ok())),
+                Err(e) if e.kind() == std::io::ErrorKind::NotFound => continue 'again,
+                Err(_) => return None,
+            }
+        }
+        return Some(out);
+    }
+    None
+}
+
 /// The children of this process, live or zombie: from `/proc/self/task/TID/children`, or
 /// from the whole table where the kernel does not provide those files.
 pub fn children() -> Vec<i32> {
     let me = std::process::id() as i32;
-    let from_tasks: Option<Vec<i32>> =
-        std::fs::read_dir("/proc/self/task").ok().and_then(|tasks| {
-            let mut out = Vec::new();
-            for t in tasks.flatten() {
-                let s = std::fs::read_to_string(t.path().join("children")).ok()?;
-                out.extend(s.split_whitespace().filter_map(|p| p.parse::<i32>().ok()));
-            }
-            Some(out)
-        });
-    from_tasks.unwrap_or_else(|| {
+    task_children().unwrap_or_else(|| {
         processes()
             .into_iter()
             .filter(|(_, ppid, _, _)| *ppid == me)
@@ -99,16 +114,7 @@ pub fn children() -> Vec<i32> {
 /// Whether this process has any child, live or zombie: `/proc/self/task/TID/children` for
 /// each of its threads; when the kernel does not provide those files, assumed yes.
 pub fn has_children() -> bool {
-    let Ok(tasks) = std::fs::read_dir("/proc/self/task") else {
-        return true;
-    };
-    for t in tasks.flatten() {
-        match std::fs::read_to_string(t.path().join("children")) {
-            Ok(s) if s.trim().is_empty() => {}
-            _ => return true,
-        }
-    }
-    false
+    task_children().is_none_or(|c| !c.is_empty())
 }
 
 /// Kills every descendant of `root` (SIGKILL), scanning again until none is left; with
@@ -209,6 +215,25 @@ mod tests {
 
     fn alive(pid: i32) -> bool {
         table().iter().any(|(p, _)| *p == pid)
+    }
+
+    #[test]
+    fn threads_that_end_while_the_child_lists_are_read_are_no_failure() {
+        // Threads start and end one after another while the lists are read: one that ends
+        // between the listing and its file is read again, not taken for a missing file.
+        let stop = std::sync::Arc::new(std::sync::atomic::AtomicBool::new(false));
+        let churn = {
+            let stop = stop.clone();
+            std::thread::spawn(move || {
+                while !stop.load(Ordering::Relaxed) {
+                    let _ = std::thread::spawn(|| ()).join();
+                }
+            })
+        };
+        let read = (0..200).filter(|_| task_children().is_some()).count();
+        stop.store(true, Ordering::Relaxed);
+        churn.join().unwrap();
+        assert!(read >= 190, "{read} of 200 readings succeeded");
     }
 
     #[test]

@@ -414,24 +414,7 @@ impl TypedTool for Bash {
         };
         let mut text = shown.text.clone();
         let new_cwd = cwd_pipe.read();
-        if shown.truncated || summary.dropped > 0 || summary.lost > 0 {
-            // Keeping the file may copy it whole (see `OutputDir::claim`): a blocking thread's
-            // work.
-            let kept = tokio::task::spawn_blocking(move || lease.keep())
-                .await
-                .map_err(|e| {
-                    ToolError::fatal(format!("internal error keeping the output: {e}"))
-                })??;
-            text.push_str(&truncation_marker(shown.lines_cut));
-            text.push_str(&saved_note(&kept, &summary, spool.failure()));
-            data.persisted_output_path = Some(kept.display().to_string());
-            data.persisted_output_size = Some(summary.total);
-            if summary.dropped > 0 {
-                data.persisted_output_dropped = Some(summary.dropped);
-            }
-        } else {
-            lease.release();
-        }
+        keep_or_release(lease, &shown, &summary, &spool, &mut text, &mut data).await?;
 
         // The working directory the command ended in.
         if let Some(new_cwd) = new_cwd
@@ -464,54 +447,98 @@ impl TypedTool for Bash {
         if let Some(hit) = limit {
             data.limit = Some(hit.to_string());
         }
-        let error = match (limit, finished.ending) {
-            (Some(hit), Ending::Exited | Ending::SandboxLost) => Some(format!(
-                "<error>{hit}; exit code {}</error>",
-                finished.code
-            )),
-            (_, ending) => match ending {
-            Ending::SandboxLost => Some(
-                "<error>The sandbox ended while the command ran, and the command with it; it will be restarted for the next command</error>"
-                    .to_owned(),
-            ),
-            Ending::Cancelled => {
-                Some("<error>Command was aborted before completion</error>".to_owned())
+        let error = ending_error(limit, &finished, timeout, last.as_deref(), &mut data);
+        Ok(into_result(data, &text, error))
+    }
+}
+
+/// Keeps the output file of a cut output (noting where in `text` and `data`), or gives the
+/// file back to the session when the whole output was shown.
+async fn keep_or_release(
+    lease: crate::session::Lease,
+    shown: &crate::output::Shown,
+    summary: &Summary,
+    spool: &Spool,
+    text: &mut String,
+    data: &mut BashOutput,
+) -> Result<(), ToolError> {
+    if !(shown.truncated || summary.dropped > 0 || summary.lost > 0) {
+        lease.release();
+        return Ok(());
+    }
+    // Keeping the file may copy it whole (see `OutputDir::claim`): a blocking thread's work.
+    let kept = tokio::task::spawn_blocking(move || lease.keep())
+        .await
+        .map_err(|e| ToolError::fatal(format!("internal error keeping the output: {e}")))??;
+    text.push_str(&truncation_marker(shown.lines_cut));
+    text.push_str(&saved_note(&kept, summary, spool.failure()));
+    data.persisted_output_path = Some(kept.display().to_string());
+    data.persisted_output_size = Some(summary.total);
+    if summary.dropped > 0 {
+        data.persisted_output_dropped = Some(summary.dropped);
+    }
+    Ok(())
+}
+
+/// The error a call's ending makes, if any: a resource limit it ran into, the sandbox
+/// lost, a cancellation, the time limit, or a non-zero exit that is not a known non-error
+/// (whose meaning goes into `data`).
+fn ending_error(
+    limit: Option<sandbox::LimitHit>,
+    finished: &sandbox::Finished,
+    timeout: Duration,
+    last: Option<&str>,
+    data: &mut BashOutput,
+) -> Option<String> {
+    match (limit, finished.ending) {
+        (Some(hit), Ending::Exited | Ending::SandboxLost) => Some(format!(
+            "<error>{hit}; exit code {}</error>",
+            finished.code
+        )),
+        (_, Ending::SandboxLost) => Some(
+            "<error>The sandbox ended while the command ran, and the command with it; it will be restarted for the next command</error>"
+                .to_owned(),
+        ),
+        (_, Ending::Cancelled) => {
+            Some("<error>Command was aborted before completion</error>".to_owned())
+        }
+        (_, Ending::TimedOut) => Some(format!(
+            "<error>Command timed out after {}: its process group was terminated (SIGTERM, then SIGKILL after {}s for anything left; exit code {})</error>",
+            format_duration(timeout),
+            sandbox::KILL_GRACE.as_secs(),
+            finished.code
+        )),
+        (_, Ending::Exited) if finished.code == 0 => None,
+        (_, Ending::Exited) => match interpret_exit(last, finished.code) {
+            Some(meaning) => {
+                data.return_code_interpretation = Some(meaning.to_owned());
+                None
             }
-            Ending::TimedOut => Some(format!(
-                "<error>Command timed out after {}: its process group was terminated (SIGTERM, then SIGKILL after {}s for anything left; exit code {})</error>",
-                format_duration(timeout),
-                sandbox::KILL_GRACE.as_secs(),
-                finished.code
-            )),
-            Ending::Exited if finished.code == 0 => None,
-            Ending::Exited => match interpret_exit(last.as_deref(), finished.code) {
-                Some(meaning) => {
-                    data.return_code_interpretation = Some(meaning.to_owned());
-                    None
-                }
-                None => Some(format!("Exit code {}", finished.code)),
-            },
-            },
-        };
-        let text = text.trim_start_matches('\n').to_owned();
-        Ok(match error {
-            Some(err) => {
-                let message = if text.is_empty() {
-                    err
-                } else {
-                    format!("{err}\n{text}")
-                };
-                ToolResult::error(data, message)
-            }
-            None => {
-                let text = match (&data.return_code_interpretation, text.is_empty()) {
-                    (Some(m), true) => format!("({m})"),
-                    (None, true) => "(no output)".to_owned(),
-                    (_, false) => text,
-                };
-                ToolResult::ok(data).with_text(text)
-            }
-        })
+            None => Some(format!("Exit code {}", finished.code)),
+        },
+    }
+}
+
+/// The call's result: the error (before the text) or the text, which says so when empty.
+fn into_result(data: BashOutput, text: &str, error: Option<String>) -> ToolResult<BashOutput> {
+    let text = text.trim_start_matches('\n').to_owned();
+    match error {
+        Some(err) => {
+            let message = if text.is_empty() {
+                err
+            } else {
+                format!("{err}\n{text}")
+            };
+            ToolResult::error(data, message)
+        }
+        None => {
+            let text = match (&data.return_code_interpretation, text.is_empty()) {
+                (Some(m), true) => format!("({m})"),
+                (None, true) => "(no output)".to_owned(),
+                (_, false) => text,
+            };
+            ToolResult::ok(data).with_text(text)
+        }
     }
 }
 

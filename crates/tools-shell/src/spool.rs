@@ -696,6 +696,22 @@ fn copy_range(src: &File, mut from: u64, dst: &File, mut to: u64, len: u64) -> i
     Ok(())
 }
 
+/// The ring file past the head, made on first need; `None` (the failure noted) when it
+/// cannot be made.
+fn new_ring(shared: &SpoolCore, dir: &OutputDir) -> Option<Arc<File>> {
+    match dir.temporary() {
+        Ok(f) => {
+            let f = Arc::new(f);
+            shared.state().ring = Some(Arc::clone(&f));
+            Some(f)
+        }
+        Err(e) => {
+            shared.state().failure = Some(format!("cannot create a temporary file: {e}"));
+            None
+        }
+    }
+}
+
 /// The copy: runs until the pipe's end (every writer gone), or until [`Spool::close`] and
 /// then what the pipe holds; then puts the file in its final form.
 fn copy(shared: &SpoolCore, dir: &OutputDir, input: &OwnedFd, stop: &OwnedFd) {
@@ -723,20 +739,9 @@ fn copy(shared: &SpoolCore, dir: &OutputDir, input: &OwnedFd, stop: &OwnedFd) {
                 off = total;
                 len = usize::try_from(head - total).unwrap_or(CHUNK).min(CHUNK);
             } else {
-                ring_file = match ring {
+                ring_file = match ring.or_else(|| new_ring(shared, dir)) {
                     Some(r) => r,
-                    None => match dir.temporary() {
-                        Ok(f) => {
-                            let f = Arc::new(f);
-                            shared.state().ring = Some(Arc::clone(&f));
-                            f
-                        }
-                        Err(e) => {
-                            let mut st = shared.state();
-                            st.failure = Some(format!("cannot create a temporary file: {e}"));
-                            continue;
-                        }
-                    },
+                    None => continue,
                 };
                 target = &ring_file;
                 let pos = (total - head) % tail;
@@ -798,6 +803,12 @@ fn copy(shared: &SpoolCore, dir: &OutputDir, input: &OwnedFd, stop: &OwnedFd) {
             }
         }
     }
+    assemble(shared, head, tail);
+}
+
+/// Puts the file in its final form once the copy ended: the head, then (past the cap, after
+/// a marker saying how much was dropped) the tail from the ring; then says it is done.
+fn assemble(shared: &SpoolCore, head: u64, tail: u64) {
     let mut st = shared.state();
     if let Some(ring) = st.ring.take() {
         let in_ring = st.total - head;
