@@ -1,7 +1,8 @@
 //! What the workspace's tests share, so each crate's tests stop carrying their own copy:
 //! finding the real peers `cargo xtask peers` installs ([`peers`]), temporary trees with
 //! fixed modification times ([`tree`]), and the fake MCP servers and the Python MCP client
-//! several test binaries drive ([`mcp`]).
+//! several test binaries drive ([`mcp`]), and the symbolic-link swapper of the file tools' race
+//! tests ([`race`]).
 //!
 //! A dev-dependency only: no crate's `[dependencies]` may name it (`cargo xtask tidy`
 //! enforces it), and it depends on no crate of the workspace, so every crate's tests may use
@@ -10,6 +11,8 @@
 
 pub mod mcp;
 pub mod peers;
+pub mod race;
 pub mod tree;
 
+pub use race::Swapper;
 pub use tree::{FIXED_MTIME, Tree, listing, tempdir};
