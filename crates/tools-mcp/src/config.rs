@@ -489,96 +489,17 @@ fn parse_server(
     lookup: &dyn Fn(&str) -> Option<String>,
     defaults: &Defaults,
 ) -> Result<ServerConfig, String> {
-    let raw: RawServer = serde_json::from_value(raw).map_err(|e| e.to_string())?;
-    let ex = |s: &str| expand(s, lookup);
+    let mut raw: RawServer = serde_json::from_value(raw).map_err(|e| e.to_string())?;
     let kind = raw
         .kind
-        .as_deref()
-        .unwrap_or(if raw.url.is_some() { "http" } else { "stdio" });
-    let transport = match kind {
-        "stdio" => {
-            if raw.ca_cert_file.is_some() {
-                return Err("\"caCertFile\" applies to http servers only; remove it".to_owned());
-            }
-            if raw.oauth.is_some() {
-                return Err("\"oauth\" applies to http and sse servers only; remove it".to_owned());
-            }
-            let command = raw
-                .command
-                .as_deref()
-                .ok_or_else(|| "a stdio server needs \"command\"".to_owned())?;
-            let mut env = BTreeMap::new();
-            for (k, v) in &raw.env {
-                env.insert(k.clone(), ex(v)?);
-            }
-            Transport::Stdio {
-                command: ex(command)?,
-                args: raw.args.iter().map(|a| ex(a)).collect::<Result<_, _>>()?,
-                env,
-                cwd: raw
-                    .cwd
-                    .as_deref()
-                    .map(|c| ex(c).map(|c| root.join(c)))
-                    .transpose()?,
-            }
+        .clone()
+        .unwrap_or_else(|| if raw.url.is_some() { "http" } else { "stdio" }.to_owned());
+    let transport = match kind.as_str() {
+        "stdio" => stdio_transport(&raw, root, lookup)?,
+        "http" | "streamable-http" | "streamableHttp" => {
+            http_transport(&mut raw, HttpKind::Streamable, root, lookup)?
         }
-        "http" | "streamable-http" | "streamableHttp" | "sse" => {
-            let kind = if kind == "sse" {
-                HttpKind::Sse
-            } else {
-                HttpKind::Streamable
-            };
-            let url = raw
-                .url
-                .as_deref()
-                .ok_or_else(|| "an http server needs \"url\"".to_owned())?;
-            let mut headers = BTreeMap::new();
-            for (k, v) in &raw.headers {
-                headers.insert(k.clone(), ex(v)?);
-            }
-            let bearer_token = match &raw.bearer_token_env_var {
-                Some(var) => Some(Secret(lookup(var).ok_or_else(|| {
-                    format!("bearerTokenEnvVar names {var}, which is not set in the environment")
-                })?)),
-                None => None,
-            };
-            let url = ex(url)?;
-            let ca_cert_file = raw
-                .ca_cert_file
-                .as_deref()
-                .map(|c| ex(c).map(|c| root.join(c)))
-                .transpose()?;
-            if ca_cert_file.is_some() && !url.starts_with("https://") {
-                return Err(format!(
-                    "\"caCertFile\" is for https servers, but the url is {url}"
-                ));
-            }
-            let parsed =
-                url::Url::parse(&url).map_err(|e| format!("the url {url:?} is not a URL: {e}"))?;
-            if !matches!(parsed.scheme(), "http" | "https") {
-                return Err(format!(
-                    "the url {url:?} must start with http:// or https://"
-                ));
-            }
-            let oauth = raw
-                .oauth
-                .map(|o| parse_oauth(o, root, lookup).map(Box::new))
-                .transpose()?;
-            if oauth.is_some() && bearer_token.is_some() {
-                return Err(
-                    "\"oauth\" and \"bearerTokenEnvVar\" both give the server a token; keep one"
-                        .to_owned(),
-                );
-            }
-            Transport::Http {
-                url,
-                kind,
-                headers,
-                bearer_token,
-                ca_cert_file,
-                oauth,
-            }
-        }
+        "sse" => http_transport(&mut raw, HttpKind::Sse, root, lookup)?,
         other => {
             return Err(format!(
                 "transport type \"{other}\" is not supported; use \"stdio\", \"http\" or \"sse\""
@@ -601,6 +522,100 @@ fn parse_server(
             Some(n) => usize::try_from(n).unwrap_or(usize::MAX),
             None => defaults.message_bytes,
         },
+    })
+}
+
+/// The transport of a stdio server entry: its command, arguments, environment and working
+/// directory, expanded.
+fn stdio_transport(
+    raw: &RawServer,
+    root: &Path,
+    lookup: &dyn Fn(&str) -> Option<String>,
+) -> Result<Transport, String> {
+    let ex = |s: &str| expand(s, lookup);
+    if raw.ca_cert_file.is_some() {
+        return Err("\"caCertFile\" applies to http servers only; remove it".to_owned());
+    }
+    if raw.oauth.is_some() {
+        return Err("\"oauth\" applies to http and sse servers only; remove it".to_owned());
+    }
+    let command = raw
+        .command
+        .as_deref()
+        .ok_or_else(|| "a stdio server needs \"command\"".to_owned())?;
+    let mut env = BTreeMap::new();
+    for (k, v) in &raw.env {
+        env.insert(k.clone(), ex(v)?);
+    }
+    Ok(Transport::Stdio {
+        command: ex(command)?,
+        args: raw.args.iter().map(|a| ex(a)).collect::<Result<_, _>>()?,
+        env,
+        cwd: raw
+            .cwd
+            .as_deref()
+            .map(|c| ex(c).map(|c| root.join(c)))
+            .transpose()?,
+    })
+}
+
+/// The transport of an http or sse server entry: its URL, headers, token and CA, checked
+/// against each other. Takes the entry's `oauth` block.
+fn http_transport(
+    raw: &mut RawServer,
+    kind: HttpKind,
+    root: &Path,
+    lookup: &dyn Fn(&str) -> Option<String>,
+) -> Result<Transport, String> {
+    let ex = |s: &str| expand(s, lookup);
+    let url = raw
+        .url
+        .as_deref()
+        .ok_or_else(|| "an http server needs \"url\"".to_owned())?;
+    let mut headers = BTreeMap::new();
+    for (k, v) in &raw.headers {
+        headers.insert(k.clone(), ex(v)?);
+    }
+    let bearer_token = match &raw.bearer_token_env_var {
+        Some(var) => Some(Secret(lookup(var).ok_or_else(|| {
+            format!("bearerTokenEnvVar names {var}, which is not set in the environment")
+        })?)),
+        None => None,
+    };
+    let url = ex(url)?;
+    let ca_cert_file = raw
+        .ca_cert_file
+        .as_deref()
+        .map(|c| ex(c).map(|c| root.join(c)))
+        .transpose()?;
+    if ca_cert_file.is_some() && !url.starts_with("https://") {
+        return Err(format!(
+            "\"caCertFile\" is for https servers, but the url is {url}"
+        ));
+    }
+    let parsed = url::Url::parse(&url).map_err(|e| format!("the url {url:?} is not a URL: {e}"))?;
+    if !matches!(parsed.scheme(), "http" | "https") {
+        return Err(format!(
+            "the url {url:?} must start with http:// or https://"
+        ));
+    }
+    let oauth = raw
+        .oauth
+        .take()
+        .map(|o| parse_oauth(o, root, lookup).map(Box::new))
+        .transpose()?;
+    if oauth.is_some() && bearer_token.is_some() {
+        return Err(
+            "\"oauth\" and \"bearerTokenEnvVar\" both give the server a token; keep one".to_owned(),
+        );
+    }
+    Ok(Transport::Http {
+        url,
+        kind,
+        headers,
+        bearer_token,
+        ca_cert_file,
+        oauth,
     })
 }
 

@@ -763,28 +763,15 @@ async fn healthz(State(gate): State<Arc<Gate>>) -> Response {
     }
 }
 
-/// Serves `pool` (a [`tool_core::ToolPool`] or a [`LivePool`]) over streamable HTTP at
-/// `/mcp` (and `/healthz`) until `shutdown` fires and the calls in flight have finished or
-/// were cancelled after the grace period. Legacy sessions get a fresh context from
-/// `factory`; protocol 2026-07-28 requests get their principal's (see `contexts.rs`).
-/// `on_bound` receives the address actually bound (useful with port 0).
-pub async fn serve_http(
-    pool: impl Into<LivePool>,
-    factory: SessionFactory,
-    options: HttpOptions,
-    shutdown: CancellationToken,
-    on_bound: impl FnOnce(SocketAddr),
-) -> Result<(), ToolError> {
-    use rmcp::transport::streamable_http_server::{
-        StreamableHttpServerConfig, StreamableHttpService, session::local::LocalSessionManager,
-    };
+/// The options' own checks (no listening beyond loopback without tokens, no `*` host
+/// without tokens) and the origins the gate accepts: the options', or the loopback ones.
+fn checked_origins(options: &HttpOptions, any_host: bool) -> Result<Vec<OriginRule>, ToolError> {
     let addr = options.addr;
     if !addr.ip().is_loopback() && options.tokens.is_empty() {
         return Err(ToolError::respond(format!(
             "--http {addr}: listening beyond loopback needs a bearer token (--token-file FILE or --token-env VAR), or listen on 127.0.0.1"
         )));
     }
-    let any_host = options.allowed_hosts.iter().any(|h| h == "*");
     if any_host && options.tokens.is_empty() {
         return Err(ToolError::respond(
             "--allowed-host '*' needs a bearer token (--token-file FILE or --token-env VAR): without one, any web page could reach the server through DNS rebinding",
@@ -801,21 +788,19 @@ pub async fn serve_http(
     if origins.is_empty() {
         origins = loopback_origins();
     }
-    let listener = tokio::net::TcpListener::bind(addr)
-        .await
-        .map_err(|e| ToolError::respond(format!("--http {addr}: cannot listen: {e}")))?;
-    let bound = listener
-        .local_addr()
-        .map_err(|e| ToolError::fatal(format!("cannot read the bound address: {e}")))?;
-    let live: LivePool = pool.into();
-    let upstream = live.manager();
-    let follows = live.follows_changes();
-    let catalog = follow_catalog(live).await;
-    let idle = options.session_idle.max(Duration::from_millis(100));
-    let shared = HandlerState::new(Contexts::with_idle(factory, idle), upstream)?;
-    let mcp_stop = CancellationToken::new();
-    let mut config = StreamableHttpServerConfig::default()
-        .with_cancellation_token(mcp_stop.clone())
+    Ok(origins)
+}
+
+/// rmcp's streamable HTTP configuration: JSON answers, the body cap, and the `Host` names
+/// accepted (any with tokens and no list, else the list or the loopback names).
+fn transport_config(
+    options: &HttpOptions,
+    any_host: bool,
+    bound: SocketAddr,
+    mcp_stop: CancellationToken,
+) -> rmcp::transport::streamable_http_server::StreamableHttpServerConfig {
+    let mut config = rmcp::transport::streamable_http_server::StreamableHttpServerConfig::default()
+        .with_cancellation_token(mcp_stop)
         .with_json_response(true)
         .with_max_request_body_bytes(options.max_body_bytes);
     if any_host || (options.allowed_hosts.is_empty() && !options.tokens.is_empty()) {
@@ -830,6 +815,64 @@ pub async fn serve_http(
         }
         config = config.with_allowed_hosts(hosts);
     }
+    config
+}
+
+/// The shutdown: requests answered 503 from now on, calls in flight given `grace`, then
+/// every context ended and the connections closed.
+async fn drain(
+    gate_state: &Gate,
+    sweeping: tokio::task::JoinHandle<()>,
+    contexts: &Contexts,
+    grace: Duration,
+    mcp_stop: &CancellationToken,
+    close_connections: &CancellationToken,
+) {
+    // Draining: every request from now on is answered 503 (the gate), on new connections
+    // and kept-alive ones alike, while calls in flight get the grace period.
+    gate_state.stopping.store(true, Ordering::SeqCst);
+    sweeping.abort();
+    let _ = tokio::time::timeout(grace, contexts.settled()).await;
+    // Then every context ends: calls cancelled, background tasks stopped.
+    finish(contexts).await;
+    mcp_stop.cancel();
+    // The answers of the cancelled calls go out, then the connections close.
+    tokio::time::sleep(Duration::from_millis(100)).await;
+    close_connections.cancel();
+}
+
+/// Serves `pool` (a [`tool_core::ToolPool`] or a [`LivePool`]) over streamable HTTP at
+/// `/mcp` (and `/healthz`) until `shutdown` fires and the calls in flight have finished or
+/// were cancelled after the grace period. Legacy sessions get a fresh context from
+/// `factory`; protocol 2026-07-28 requests get their principal's (see `contexts.rs`).
+/// `on_bound` receives the address actually bound (useful with port 0).
+pub async fn serve_http(
+    pool: impl Into<LivePool>,
+    factory: SessionFactory,
+    options: HttpOptions,
+    shutdown: CancellationToken,
+    on_bound: impl FnOnce(SocketAddr),
+) -> Result<(), ToolError> {
+    use rmcp::transport::streamable_http_server::{
+        StreamableHttpService, session::local::LocalSessionManager,
+    };
+    let addr = options.addr;
+    let any_host = options.allowed_hosts.iter().any(|h| h == "*");
+    let origins = checked_origins(&options, any_host)?;
+    let listener = tokio::net::TcpListener::bind(addr)
+        .await
+        .map_err(|e| ToolError::respond(format!("--http {addr}: cannot listen: {e}")))?;
+    let bound = listener
+        .local_addr()
+        .map_err(|e| ToolError::fatal(format!("cannot read the bound address: {e}")))?;
+    let live: LivePool = pool.into();
+    let upstream = live.manager();
+    let follows = live.follows_changes();
+    let catalog = follow_catalog(live).await;
+    let idle = options.session_idle.max(Duration::from_millis(100));
+    let shared = HandlerState::new(Contexts::with_idle(factory, idle), upstream)?;
+    let mcp_stop = CancellationToken::new();
+    let config = transport_config(&options, any_host, bound, mcp_stop.clone());
     // Legacy sessions end by the gate's idle rule (`sweep`), which counts a call in flight
     // as use; rmcp's own timer would end a session in the middle of a long call.
     let mut sessions = LocalSessionManager::default();
@@ -885,17 +928,15 @@ pub async fn serve_http(
         idle,
     ));
     shutdown.cancelled().await;
-    // Draining: every request from now on is answered 503 (the gate), on new connections
-    // and kept-alive ones alike, while calls in flight get the grace period.
-    gate_state.stopping.store(true, Ordering::SeqCst);
-    sweeping.abort();
-    let _ = tokio::time::timeout(options.grace, shared.contexts.settled()).await;
-    // Then every context ends: calls cancelled, background tasks stopped.
-    finish(&shared.contexts).await;
-    mcp_stop.cancel();
-    // The answers of the cancelled calls go out, then the connections close.
-    tokio::time::sleep(Duration::from_millis(100)).await;
-    close_connections.cancel();
+    drain(
+        &gate_state,
+        sweeping,
+        &shared.contexts,
+        options.grace,
+        &mcp_stop,
+        &close_connections,
+    )
+    .await;
     let _ = serving.await;
     Ok(())
 }

@@ -24,8 +24,8 @@ use std::time::Duration;
 use async_trait::async_trait;
 use oauth2::TokenResponse;
 use rmcp::transport::auth::{
-    AuthError, AuthorizationCallback, AuthorizationManager, AuthorizationRequest,
-    AuthorizationSession, StoredCredentials,
+    AuthError, AuthorizationCallback, AuthorizationManager, AuthorizationMetadata,
+    AuthorizationRequest, AuthorizationSession, StoredCredentials,
 };
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tool_core::ToolError;
@@ -346,69 +346,15 @@ async fn authorize(
     };
     manager.set_metadata(metadata.clone());
     let callback = Callback::bind(config.callback_port).await?;
-    // The scopes: configured, else what the server named; plus a step-up's.
-    let mut scopes: Vec<String> = if config.scopes.is_empty() {
-        manager.select_initial_scopes(&[]).await
-    } else {
-        config.scopes.clone()
-    };
-    for scope in extra_scopes {
-        if !scopes.contains(scope) {
-            scopes.push(scope.clone());
-        }
-    }
-    let mut request =
-        AuthorizationRequest::new(callback.redirect_uri.clone()).with_client_name(CLIENT_NAME);
-    if scopes.is_empty() {
-        request = request.with_initial_scope_selection();
-    } else {
-        request = request.with_scopes(scopes.clone());
-    }
-    let cimd = metadata
-        .additional_fields
-        .get("client_id_metadata_document_supported")
-        .and_then(serde_json::Value::as_bool)
-        .unwrap_or(false);
-    let mut client_secret = config.client_secret.as_ref().map(|s| s.expose().to_owned());
-    if let Some(id) = &config.client_id {
-        request = request.with_preregistered_client(id.clone());
-        if let Some(secret) = &client_secret {
-            request = request.with_client_secret(secret.clone());
-        }
-    } else if let (Some(url), true) = (&config.client_metadata_url, cimd) {
-        request = request.with_client_metadata_url(url.clone());
-    } else if metadata.registration_endpoint.is_some() {
-        let refs: Vec<&str> = scopes.iter().map(String::as_str).collect();
-        let registered = manager
-            .register_client(CLIENT_NAME, &callback.redirect_uri, &refs)
-            .await
-            .map_err(|e| format!("dynamic client registration failed: {e}"))?;
-        client_secret = registered.client_secret.clone();
-        request = request.with_preregistered_client(registered.client_id);
-        if let Some(secret) = &client_secret {
-            request = request.with_client_secret(secret.clone());
-        }
-    } else {
-        return Err(format!(
-            "its authorization server ({}) offers no dynamic client registration{}: register agent-tools there (redirect URI {}) and put the client in its entry in .mcp.json: \"oauth\": {{\"clientId\": \"…\", \"callbackPort\": {}}} (and \"clientSecret\" for a confidential client)",
-            metadata
-                .issuer
-                .as_deref()
-                .unwrap_or(&metadata.authorization_endpoint),
-            if config.client_metadata_url.is_some() {
-                " and no client ID metadata documents"
-            } else {
-                ""
-            },
-            callback.redirect_uri,
-            callback
-                .redirect_uri
-                .rsplit(':')
-                .next()
-                .and_then(|p| p.split('/').next())
-                .unwrap_or("PORT"),
-        ));
-    }
+    let scopes = login_scopes(&manager, &config, extra_scopes).await;
+    let (request, client_secret) = client_identity(
+        &mut manager,
+        &metadata,
+        &config,
+        &scopes,
+        &callback.redirect_uri,
+    )
+    .await?;
     let session = AuthorizationSession::new(manager, request)
         .await
         .map_err(|(_, e)| e.to_string())?;
@@ -420,19 +366,7 @@ async fn authorize(
     let authorization_url = session.get_authorization_url();
     check_openable(authorization_url)?;
     prompt.show(authorization_url);
-    let redirected = tokio::time::timeout(timeout, async {
-        tokio::select! {
-            url = callback.wait() => url,
-            Some(url) = prompt.pasted_redirect() => url,
-        }
-    })
-    .await
-    .map_err(|_| {
-        format!(
-            "no authorization arrived within {}s (finish the login in the browser, or use --no-browser and paste the URL the browser ends on)",
-            timeout.as_secs()
-        )
-    })?;
+    let redirected = wait_for_redirect(&callback, prompt, timeout).await?;
     let callback = callback_of(&redirected)?;
     let response = session
         .handle_callback_with_issuer(
@@ -460,6 +394,113 @@ async fn authorize(
         }),
         credentials: Some(credentials),
         required_scopes: Vec::new(),
+    })
+}
+
+/// The scopes a login asks for: the configured ones, else what the server named; plus a
+/// step-up's `extra_scopes`.
+async fn login_scopes(
+    manager: &AuthorizationManager,
+    config: &OAuthConfig,
+    extra_scopes: &[String],
+) -> Vec<String> {
+    let mut scopes: Vec<String> = if config.scopes.is_empty() {
+        manager.select_initial_scopes(&[]).await
+    } else {
+        config.scopes.clone()
+    };
+    for scope in extra_scopes {
+        if !scopes.contains(scope) {
+            scopes.push(scope.clone());
+        }
+    }
+    scopes
+}
+
+/// The authorization request with the client's identity: registered in advance, a client
+/// ID metadata document when the server takes them, or dynamic registration; and the
+/// client secret, when there is one. Without any of the three, the error says how to
+/// register agent-tools.
+async fn client_identity(
+    manager: &mut AuthorizationManager,
+    metadata: &AuthorizationMetadata,
+    config: &OAuthConfig,
+    scopes: &[String],
+    redirect_uri: &str,
+) -> Result<(AuthorizationRequest, Option<String>), String> {
+    let mut request =
+        AuthorizationRequest::new(redirect_uri.to_owned()).with_client_name(CLIENT_NAME);
+    if scopes.is_empty() {
+        request = request.with_initial_scope_selection();
+    } else {
+        request = request.with_scopes(scopes.to_vec());
+    }
+    let cimd = metadata
+        .additional_fields
+        .get("client_id_metadata_document_supported")
+        .and_then(serde_json::Value::as_bool)
+        .unwrap_or(false);
+    let mut client_secret = config.client_secret.as_ref().map(|s| s.expose().to_owned());
+    if let Some(id) = &config.client_id {
+        request = request.with_preregistered_client(id.clone());
+        if let Some(secret) = &client_secret {
+            request = request.with_client_secret(secret.clone());
+        }
+    } else if let (Some(url), true) = (&config.client_metadata_url, cimd) {
+        request = request.with_client_metadata_url(url.clone());
+    } else if metadata.registration_endpoint.is_some() {
+        let refs: Vec<&str> = scopes.iter().map(String::as_str).collect();
+        let registered = manager
+            .register_client(CLIENT_NAME, redirect_uri, &refs)
+            .await
+            .map_err(|e| format!("dynamic client registration failed: {e}"))?;
+        client_secret = registered.client_secret.clone();
+        request = request.with_preregistered_client(registered.client_id);
+        if let Some(secret) = &client_secret {
+            request = request.with_client_secret(secret.clone());
+        }
+    } else {
+        return Err(format!(
+            "its authorization server ({}) offers no dynamic client registration{}: register agent-tools there (redirect URI {}) and put the client in its entry in .mcp.json: \"oauth\": {{\"clientId\": \"…\", \"callbackPort\": {}}} (and \"clientSecret\" for a confidential client)",
+            metadata
+                .issuer
+                .as_deref()
+                .unwrap_or(&metadata.authorization_endpoint),
+            if config.client_metadata_url.is_some() {
+                " and no client ID metadata documents"
+            } else {
+                ""
+            },
+            redirect_uri,
+            redirect_uri
+                .rsplit(':')
+                .next()
+                .and_then(|p| p.split('/').next())
+                .unwrap_or("PORT"),
+        ));
+    }
+    Ok((request, client_secret))
+}
+
+/// The URL the browser was redirected to (at the loopback callback, or pasted by the
+/// person), within `timeout`.
+async fn wait_for_redirect(
+    callback: &Callback,
+    prompt: &dyn LoginPrompt,
+    timeout: Duration,
+) -> Result<String, String> {
+    tokio::time::timeout(timeout, async {
+        tokio::select! {
+            url = callback.wait() => url,
+            Some(url) = prompt.pasted_redirect() => url,
+        }
+    })
+    .await
+    .map_err(|_| {
+        format!(
+            "no authorization arrived within {}s (finish the login in the browser, or use --no-browser and paste the URL the browser ends on)",
+            timeout.as_secs()
+        )
     })
 }
 

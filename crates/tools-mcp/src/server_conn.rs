@@ -41,7 +41,7 @@ use tokio::sync::{Notify, watch};
 use tokio_util::sync::CancellationToken;
 use tool_core::{ProcessGroup, Progress, ProgressSink, ToolContext, ToolError};
 
-use crate::config::{HttpKind, ServerConfig, Transport};
+use crate::config::{HttpKind, OAuthConfig, Secret, ServerConfig, Transport};
 use crate::failure::chain;
 use crate::legacy_sse::LegacySse;
 use crate::oauth::{AuthedHttp, Tokens};
@@ -583,6 +583,20 @@ pub(crate) fn read_ca_certs(path: &Path) -> Result<Vec<reqwest::Certificate>, St
     Ok(certs)
 }
 
+/// A server entry's `headers` as HTTP headers; a name or value HTTP refuses is an error
+/// naming the header.
+fn header_map(headers: &BTreeMap<String, String>) -> Result<reqwest::header::HeaderMap, String> {
+    let mut map = reqwest::header::HeaderMap::new();
+    for (k, v) in headers {
+        let name = reqwest::header::HeaderName::from_bytes(k.as_bytes())
+            .map_err(|e| format!("header name {k:?}: {e}"))?;
+        let value =
+            reqwest::header::HeaderValue::from_str(v).map_err(|e| format!("header {k}: {e}"))?;
+        map.insert(name, value);
+    }
+    Ok(map)
+}
+
 fn minimal_env(configured: &BTreeMap<String, String>) -> Vec<(String, String)> {
     let mut env: Vec<(String, String)> = INHERITED_ENV
         .iter()
@@ -834,60 +848,8 @@ impl ServerConn {
                 env,
                 cwd,
             } => {
-                let mut cmd = tokio::process::Command::new(command);
-                cmd.args(args)
-                    .env_clear()
-                    .envs(minimal_env(env))
-                    .current_dir(cwd.as_deref().unwrap_or(&self.shared.root))
-                    .stdin(Stdio::piped())
-                    .stdout(Stdio::piped())
-                    .stderr(Stdio::piped());
-                let (mut child, group) = ProcessGroup::spawn(&mut cmd)
-                    .map_err(|e| format!("cannot start `{command}`: {e}"))?;
-                // Held here while the handshake runs, so a start-up that times out or is
-                // abandoned kills the group (`kill_spawned`).
-                if let Ok(mut spawned) = self.spawned.lock() {
-                    *spawned = Some(group);
-                }
-                let stderr = child.stderr.take();
-                let (Some(stdout), Some(stdin)) = (child.stdout.take(), child.stdin.take()) else {
-                    self.kill_spawned();
-                    return Err(format!("cannot start `{command}`: no pipes to it"));
-                };
-                // Every message the server sends is held to its size and nesting limits.
-                let process = StdioChild {
-                    transport: crate::capped::stdio_transport(
-                        stdout,
-                        stdin,
-                        &self.config.name,
-                        self.config.max_message_bytes,
-                    ),
-                    _child: child,
-                };
-                if let Some(mut stderr) = stderr {
-                    let tail = Arc::clone(&self.stderr);
-                    tokio::spawn(async move {
-                        let mut chunk = vec![0_u8; 8192];
-                        while let Ok(n) = stderr.read(&mut chunk).await {
-                            if n == 0 {
-                                break;
-                            }
-                            tail.push(&chunk[..n]);
-                        }
-                    });
-                }
-                let watched = Watched::new(process, self);
-                let service = handler
-                    .serve(watched)
-                    .await
-                    .map_err(|e| format!("the MCP handshake failed: {e}"));
-                match service {
-                    Ok(service) => (service, self.spawned.lock().ok().and_then(|mut s| s.take())),
-                    Err(e) => {
-                        self.kill_spawned();
-                        return Err(e);
-                    }
-                }
+                self.open_stdio(handler, command, args, env, cwd.as_deref())
+                    .await?
             }
             Transport::Http {
                 url,
@@ -897,108 +859,25 @@ impl ServerConn {
                 ca_cert_file,
                 oauth,
             } => {
-                // Small JSON-RPC messages on a kept-alive connection must not wait for
-                // Nagle's algorithm (reqwest's default, stated here because it matters).
-                let mut builder = reqwest::Client::builder().tcp_nodelay(true);
-                if let Some(path) = ca_cert_file {
-                    builder = builder.tls_certs_merge(read_ca_certs(path)?);
-                }
-                let client = builder
-                    .build()
-                    .map_err(|e| format!("cannot build the HTTP client: {}", chain(&e)))?;
-                // Without a fixed bearer token, requests carry the OAuth token of the
-                // server's URL when there is one (a login, or a machine grant).
-                let tokens = bearer_token.is_none().then(|| {
-                    Arc::new(Tokens::new(
-                        &self.config.name,
-                        url,
-                        oauth.as_deref(),
-                        TokenStore::new(&self.shared.state_dir, url),
-                        ca_cert_file.is_some().then(|| client.clone()),
-                    ))
-                });
-                let problem = |e: rmcp::service::ClientInitializeError| {
-                    crate::failure::handshake_problem(&self.config, &e)
-                };
-                match kind {
+                let (client, tokens) = self.http_client(
+                    url,
+                    bearer_token.as_ref(),
+                    ca_cert_file.as_deref(),
+                    oauth.as_deref(),
+                )?;
+                let headers = header_map(headers)?;
+                let bearer = bearer_token.as_ref().map(|t| t.expose().to_owned());
+                let service = match kind {
                     HttpKind::Streamable => {
-                        use rmcp::transport::StreamableHttpClientTransport;
-                        use rmcp::transport::streamable_http_client::StreamableHttpClientTransportConfig;
-                        let mut custom = HashMap::new();
-                        for (k, v) in headers {
-                            let name = reqwest::header::HeaderName::from_bytes(k.as_bytes())
-                                .map_err(|e| format!("header name {k:?}: {e}"))?;
-                            let value = reqwest::header::HeaderValue::from_str(v)
-                                .map_err(|e| format!("header {k}: {e}"))?;
-                            custom.insert(name, value);
-                        }
-                        // rmcp would renew an expired session by itself, silently: the
-                        // manager does it instead (see `call_tool`), so the tool list is
-                        // fetched again for the new session and the model is told that
-                        // the server's session state is gone.
-                        let mut config =
-                            StreamableHttpClientTransportConfig::with_uri(url.as_str())
-                                .custom_headers(custom)
-                                .reinit_on_expired_session(false);
-                        if let Some(token) = bearer_token {
-                            config = config.auth_header(token.expose().to_owned());
-                        }
-                        // Held to the same cap as a stdio server's messages: a larger JSON
-                        // body or SSE event is refused before it is read whole.
-                        config.max_json_response_size = self.config.max_message_bytes;
-                        config.max_sse_event_size = self.config.max_message_bytes;
-                        let (opened, mut stream_opened) = watch::channel(false);
-                        let http = AuthedHttp {
-                            inner: client,
-                            tokens,
-                            stream_opened: Arc::new(opened),
-                        };
-                        let transport = Watched::new(
-                            StreamableHttpClientTransport::with_client(http, config),
-                            self,
-                        );
-                        let service = handler.serve(transport).await.map_err(problem)?;
-                        // rmcp opens the session's GET stream once the handshake is over;
-                        // the first request waits for it (a server may answer a request
-                        // there), a moment at most.
-                        let _ = tokio::time::timeout(
-                            STREAM_WAIT,
-                            stream_opened.wait_for(|opened| *opened),
-                        )
-                        .await;
-                        (service, None)
+                        self.open_streamable(handler, client, tokens, url, headers, bearer)
+                            .await?
                     }
                     HttpKind::Sse => {
-                        let mut map = reqwest::header::HeaderMap::new();
-                        for (k, v) in headers {
-                            let name = reqwest::header::HeaderName::from_bytes(k.as_bytes())
-                                .map_err(|e| format!("header name {k:?}: {e}"))?;
-                            let value = reqwest::header::HeaderValue::from_str(v)
-                                .map_err(|e| format!("header {k}: {e}"))?;
-                            map.insert(name, value);
-                        }
-                        let transport = LegacySse::connect(
-                            client,
-                            url,
-                            map,
-                            bearer_token.as_ref().map(|t| t.expose().to_owned()),
-                            tokens,
-                        )
-                        .await
-                        .map_err(|e| {
-                            let e = rmcp::service::ClientInitializeError::transport::<LegacySse>(
-                                e,
-                                "open the event stream",
-                            );
-                            problem(e)
-                        })?;
-                        let service = handler
-                            .serve(Watched::new(transport, self))
-                            .await
-                            .map_err(problem)?;
-                        (service, None)
+                        self.open_sse(handler, client, tokens, url, headers, bearer)
+                            .await?
                     }
-                }
+                };
+                (service, None)
             }
         };
         let has_tools = service
@@ -1013,6 +892,180 @@ impl ServerConn {
             Vec::new()
         };
         Ok((Connection { service, group }, tools))
+    }
+
+    /// Starts a stdio server in its own process group and runs the handshake over its
+    /// pipes (messages held to the size and nesting limits); its stderr's tail is kept.
+    async fn open_stdio(
+        self: &Arc<Self>,
+        handler: Handler,
+        command: &str,
+        args: &[String],
+        env: &BTreeMap<String, String>,
+        cwd: Option<&Path>,
+    ) -> Result<(Service, Option<ProcessGroup>), String> {
+        let mut cmd = tokio::process::Command::new(command);
+        cmd.args(args)
+            .env_clear()
+            .envs(minimal_env(env))
+            .current_dir(cwd.unwrap_or(&self.shared.root))
+            .stdin(Stdio::piped())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped());
+        let (mut child, group) =
+            ProcessGroup::spawn(&mut cmd).map_err(|e| format!("cannot start `{command}`: {e}"))?;
+        // Held here while the handshake runs, so a start-up that times out or is
+        // abandoned kills the group (`kill_spawned`).
+        if let Ok(mut spawned) = self.spawned.lock() {
+            *spawned = Some(group);
+        }
+        let stderr = child.stderr.take();
+        let (Some(stdout), Some(stdin)) = (child.stdout.take(), child.stdin.take()) else {
+            self.kill_spawned();
+            return Err(format!("cannot start `{command}`: no pipes to it"));
+        };
+        // Every message the server sends is held to its size and nesting limits.
+        let process = StdioChild {
+            transport: crate::capped::stdio_transport(
+                stdout,
+                stdin,
+                &self.config.name,
+                self.config.max_message_bytes,
+            ),
+            _child: child,
+        };
+        if let Some(mut stderr) = stderr {
+            let tail = Arc::clone(&self.stderr);
+            tokio::spawn(async move {
+                let mut chunk = vec![0_u8; 8192];
+                while let Ok(n) = stderr.read(&mut chunk).await {
+                    if n == 0 {
+                        break;
+                    }
+                    tail.push(&chunk[..n]);
+                }
+            });
+        }
+        let watched = Watched::new(process, self);
+        match handler.serve(watched).await {
+            Ok(service) => Ok((service, self.spawned.lock().ok().and_then(|mut s| s.take()))),
+            Err(e) => {
+                self.kill_spawned();
+                Err(format!("the MCP handshake failed: {e}"))
+            }
+        }
+    }
+
+    /// The HTTP client of an http or sse server (trusting `ca_cert_file` when given), and,
+    /// without a fixed bearer token, the OAuth tokens of its URL.
+    fn http_client(
+        &self,
+        url: &str,
+        bearer_token: Option<&Secret>,
+        ca_cert_file: Option<&Path>,
+        oauth: Option<&OAuthConfig>,
+    ) -> Result<(reqwest::Client, Option<Arc<Tokens>>), String> {
+        // Small JSON-RPC messages on a kept-alive connection must not wait for
+        // Nagle's algorithm (reqwest's default, stated here because it matters).
+        let mut builder = reqwest::Client::builder().tcp_nodelay(true);
+        if let Some(path) = ca_cert_file {
+            builder = builder.tls_certs_merge(read_ca_certs(path)?);
+        }
+        let client = builder
+            .build()
+            .map_err(|e| format!("cannot build the HTTP client: {}", chain(&e)))?;
+        // Without a fixed bearer token, requests carry the OAuth token of the
+        // server's URL when there is one (a login, or a machine grant).
+        let tokens = bearer_token.is_none().then(|| {
+            Arc::new(Tokens::new(
+                &self.config.name,
+                url,
+                oauth,
+                TokenStore::new(&self.shared.state_dir, url),
+                ca_cert_file.is_some().then(|| client.clone()),
+            ))
+        });
+        Ok((client, tokens))
+    }
+
+    /// The handshake with a streamable HTTP server.
+    async fn open_streamable(
+        self: &Arc<Self>,
+        handler: Handler,
+        client: reqwest::Client,
+        tokens: Option<Arc<Tokens>>,
+        url: &str,
+        headers: reqwest::header::HeaderMap,
+        bearer: Option<String>,
+    ) -> Result<Service, String> {
+        use rmcp::transport::StreamableHttpClientTransport;
+        use rmcp::transport::streamable_http_client::StreamableHttpClientTransportConfig;
+        let custom: HashMap<_, _> = headers
+            .into_iter()
+            .filter_map(|(k, v)| Some((k?, v)))
+            .collect();
+        // rmcp would renew an expired session by itself, silently: the
+        // manager does it instead (see `call_tool`), so the tool list is
+        // fetched again for the new session and the model is told that
+        // the server's session state is gone.
+        let mut config = StreamableHttpClientTransportConfig::with_uri(url)
+            .custom_headers(custom)
+            .reinit_on_expired_session(false);
+        if let Some(token) = bearer {
+            config = config.auth_header(token);
+        }
+        // Held to the same cap as a stdio server's messages: a larger JSON
+        // body or SSE event is refused before it is read whole.
+        config.max_json_response_size = self.config.max_message_bytes;
+        config.max_sse_event_size = self.config.max_message_bytes;
+        let (opened, mut stream_opened) = watch::channel(false);
+        let http = AuthedHttp {
+            inner: client,
+            tokens,
+            stream_opened: Arc::new(opened),
+        };
+        let transport = Watched::new(
+            StreamableHttpClientTransport::with_client(http, config),
+            self,
+        );
+        let service = handler
+            .serve(transport)
+            .await
+            .map_err(|e| crate::failure::handshake_problem(&self.config, &e))?;
+        // rmcp opens the session's GET stream once the handshake is over;
+        // the first request waits for it (a server may answer a request
+        // there), a moment at most.
+        let _ = tokio::time::timeout(STREAM_WAIT, stream_opened.wait_for(|opened| *opened)).await;
+        Ok(service)
+    }
+
+    /// The handshake with a server of the legacy HTTP+SSE transport.
+    async fn open_sse(
+        self: &Arc<Self>,
+        handler: Handler,
+        client: reqwest::Client,
+        tokens: Option<Arc<Tokens>>,
+        url: &str,
+        headers: reqwest::header::HeaderMap,
+        bearer: Option<String>,
+    ) -> Result<Service, String> {
+        let problem = |e: rmcp::service::ClientInitializeError| {
+            crate::failure::handshake_problem(&self.config, &e)
+        };
+        let transport = LegacySse::connect(client, url, headers, bearer, tokens)
+            .await
+            .map_err(|e| {
+                problem(
+                    rmcp::service::ClientInitializeError::transport::<LegacySse>(
+                        e,
+                        "open the event stream",
+                    ),
+                )
+            })?;
+        handler
+            .serve(Watched::new(transport, self))
+            .await
+            .map_err(problem)
     }
 
     /// Calls `tool` with the call timeout, reporting progress to the call's sink and sending

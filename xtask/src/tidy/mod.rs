@@ -15,7 +15,8 @@
 //! - [`shell`]: only tools-shell and the sandbox crate start a shell;
 //! - [`cycles`]: no import cycle between a crate's top-level modules;
 //! - [`refs`]: no reference to a document outside the repository;
-//! - [`docnames`]: every function, type and method the documentation names exists.
+//! - [`docnames`]: every function, type and method the documentation names exists;
+//! - [`testing`]: a crate's `#[doc(hidden)] pub mod testing` is used by tests only.
 //!
 //! Every problem is reported as `path:line: message`. `cargo xtask tidy --report` also
 //! prints every crate's import cycles, exceptions included.
@@ -29,6 +30,7 @@ pub mod refs;
 pub mod shell;
 pub mod snippets;
 pub mod source;
+pub mod testing;
 
 #[cfg(test)]
 mod seeded;
@@ -208,6 +210,7 @@ pub fn check(root: &Path) -> Result<Vec<Problem>> {
     fnlen::check(root, &mut problems)?;
     archmap::check(root, &mut problems)?;
     snippets::check(root, &mut problems)?;
+    testing::check(root, &mut problems)?;
     Ok(problems)
 }
 
@@ -329,7 +332,7 @@ pub fn run(root: &Path, report_cycles: bool) -> Result<()> {
     let problems = check(root)?;
     if problems.is_empty() {
         println!(
-            "tidy: ok ({}; dependency rules, shell spawns, import cycles, outside references, names in the docs, function lengths, the map, doc snippets)",
+            "tidy: ok ({}; dependency rules, shell spawns, import cycles, outside references, names in the docs, function lengths, the map, doc snippets, testing modules)",
             CHECKED_DIRS.join("/, ") + "/"
         );
         return Ok(());

@@ -36,7 +36,6 @@ mod race;
 mod serve;
 mod serve_deploy;
 mod serve_eras;
-mod serve_errors;
 mod serve_fleet;
 mod serve_http;
 mod shell;

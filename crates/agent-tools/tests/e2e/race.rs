@@ -10,11 +10,10 @@ use std::io::Write as _;
 use std::os::unix::fs::MetadataExt;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
-use std::sync::Arc;
-use std::sync::atomic::{AtomicBool, Ordering};
 
 use serde_json::{Value, json};
-use test_support::listing;
+use test_support::race::EXPECTED_ERRORS;
+use test_support::{Swapper, listing};
 
 use crate::{Project, binary, text};
 
@@ -107,29 +106,7 @@ fn check(as_user: Option<u32>) {
     let calls = calls(p.root());
     let stdin: String = calls.iter().map(|c| format!("{c}\n")).collect();
 
-    let stop = Arc::new(AtomicBool::new(false));
-    let swapper = {
-        let (stop, a, b) = (
-            Arc::clone(&stop),
-            p.root().join("d"),
-            p.root().join("d.alt"),
-        );
-        std::thread::spawn(move || {
-            let mut swaps = 0_u64;
-            while !stop.load(Ordering::Relaxed) {
-                rustix::fs::renameat_with(
-                    rustix::fs::CWD,
-                    &a,
-                    rustix::fs::CWD,
-                    &b,
-                    rustix::fs::RenameFlags::EXCHANGE,
-                )
-                .unwrap();
-                swaps += 1;
-            }
-            swaps
-        })
-    };
+    let swapper = Swapper::start(p.root().join("d"), p.root().join("d.alt"));
     let mut child = command
         .args([
             "--cwd",
@@ -153,8 +130,7 @@ fn check(as_user: Option<u32>) {
         .write_all(stdin.as_bytes())
         .unwrap();
     let output = child.wait_with_output().unwrap();
-    stop.store(true, Ordering::Relaxed);
-    let swaps = swapper.join().unwrap();
+    let swaps = swapper.stop();
     let stdout = String::from_utf8(output.stdout).unwrap();
     let lines: Vec<Value> = stdout
         .lines()
@@ -192,13 +168,7 @@ fn check(as_user: Option<u32>) {
         } else {
             let t = text(line);
             assert!(
-                [
-                    "Path is outside allowed working directories",
-                    "changed after the permission check",
-                    "has been unexpectedly modified",
-                ]
-                .iter()
-                .any(|e| t.contains(e)),
+                EXPECTED_ERRORS.iter().any(|e| t.contains(e)),
                 "unexpected error for {call}: {t}"
             );
         }

@@ -3,7 +3,6 @@
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
 mod custom_tool;
-mod declarations;
 mod exec;
 mod fixtures;
 mod live;

@@ -6,11 +6,10 @@
 //! must be in the real directory, and every failure must be a refusal the model can act on.
 
 use std::path::{Path, PathBuf};
-use std::sync::Arc;
-use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 
 use serde_json::{Value, json};
-use test_support::listing;
+use test_support::race::EXPECTED_ERRORS;
+use test_support::{Swapper, listing};
 use tool_core::{CallResult, PermissionMode, ToolPool};
 
 use crate::Fixture;
@@ -24,65 +23,6 @@ const DECOYS: &[(&str, &str)] = &[
     ("m.txt", "outside m\n"),
     ("nb.ipynb", "{\"outside\": true}\n"),
 ];
-
-/// The error texts a racing call may end with: the permission check saw the link (the
-/// target is outside), the path changed after the check, or the file changed under the call.
-const EXPECTED_ERRORS: &[&str] = &[
-    "Path is outside allowed working directories",
-    "changed after the permission check",
-    "has been unexpectedly modified",
-];
-
-/// Swaps `a` and `b` atomically until stopped.
-struct Swapper {
-    stop: Arc<AtomicBool>,
-    swaps: Arc<AtomicU64>,
-    handle: Option<std::thread::JoinHandle<()>>,
-}
-
-impl Swapper {
-    fn start(a: PathBuf, b: PathBuf) -> Swapper {
-        let stop = Arc::new(AtomicBool::new(false));
-        let swaps = Arc::new(AtomicU64::new(0));
-        let (stop2, swaps2) = (Arc::clone(&stop), Arc::clone(&swaps));
-        let handle = std::thread::spawn(move || {
-            while !stop2.load(Ordering::Relaxed) {
-                rustix::fs::renameat_with(
-                    rustix::fs::CWD,
-                    &a,
-                    rustix::fs::CWD,
-                    &b,
-                    rustix::fs::RenameFlags::EXCHANGE,
-                )
-                .expect("renameat2(RENAME_EXCHANGE)");
-                swaps2.fetch_add(1, Ordering::Relaxed);
-            }
-        });
-        Swapper {
-            stop,
-            swaps,
-            handle: Some(handle),
-        }
-    }
-
-    /// Stops and returns how many swaps happened.
-    fn stop(mut self) -> u64 {
-        self.stop.store(true, Ordering::Relaxed);
-        if let Some(h) = self.handle.take() {
-            h.join().expect("the swapper thread");
-        }
-        self.swaps.load(Ordering::Relaxed)
-    }
-}
-
-impl Drop for Swapper {
-    fn drop(&mut self) {
-        self.stop.store(true, Ordering::Relaxed);
-        if let Some(h) = self.handle.take() {
-            let _ = h.join();
-        }
-    }
-}
 
 /// The race: `$WS/d` (a real directory holding `files`) swapped with `$WS/d.alt` (a link to
 /// an outside directory holding [`DECOYS`]) while `call(i)` runs for every `i` below

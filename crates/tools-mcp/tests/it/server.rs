@@ -96,7 +96,7 @@ impl TypedTool for Summarise {
 
 /// Serves `tools` over HTTP on 127.0.0.1 in this process; returns the URL and the token
 /// that stops the server.
-async fn serve(
+pub async fn serve(
     tools: Vec<Arc<dyn Tool>>,
     root: &std::path::Path,
 ) -> (

@@ -1,0 +1,197 @@
+//! A crate's `testing` module is for tests only.
+//!
+//! A library crate may export what its integration tests need beyond its API in a module
+//! `#[doc(hidden)] pub mod testing` declared in its `src/lib.rs`. That module is not part of
+//! the API: nothing may build on it. So `<crate>::testing` may be named only from tests:
+//! files under a package's `tests/`, `benches/` or `examples/` folders, and `#[cfg(test)]`
+//! items. Production code — every other file under `crates/*/src` and the `src` of the
+//! members outside `crates/` (`examples/src`, programs a user copies) — must not name
+//! another crate's `testing` module. A `pub mod testing` in a `lib.rs` must be
+//! `#[doc(hidden)]`. xtask is not checked: it is the checker.
+
+use std::path::{Path, PathBuf};
+
+use anyhow::Result;
+
+use super::{Problem, source, walk};
+
+/// Whether `lib` (a `src/lib.rs` text, comments blanked) declares `pub mod testing`, and
+/// whether that declaration is `#[doc(hidden)]`: `None` without one, else the 1-based line
+/// and whether it is hidden.
+fn testing_module(code: &str) -> Option<(usize, bool)> {
+    let lines: Vec<&str> = code.lines().collect();
+    let at = lines.iter().position(|l| {
+        let t = l.trim_start();
+        t.starts_with("pub mod testing ")
+            || t.starts_with("pub mod testing{")
+            || t == "pub mod testing;"
+    })?;
+    let hidden = lines[..at]
+        .iter()
+        .rev()
+        .map(|l| l.trim())
+        .take_while(|l| l.starts_with("#[") || l.is_empty())
+        .any(|l| l.replace(' ', "") == "#[doc(hidden)]");
+    Some((at + 1, hidden))
+}
+
+/// Problems in one production file's text (`rel` is the path reported): names of the
+/// `testing` modules of `crates` (crate names as Rust paths, `tools_agent`) outside
+/// `#[cfg(test)]` items. `own` is the file's own crate, which may use its module.
+pub fn check_text(
+    rel: &Path,
+    text: &str,
+    crates: &[String],
+    own: &str,
+    problems: &mut Vec<Problem>,
+) {
+    let masked = source::mask(text);
+    let tests = source::test_lines(&masked.code);
+    for (index, line) in masked.code.split('\n').enumerate() {
+        if tests.get(index).copied().unwrap_or(false) {
+            continue;
+        }
+        for name in crates.iter().filter(|c| c.as_str() != own) {
+            let needle = format!("{name}::testing");
+            let found = line.match_indices(&needle).any(|(at, _)| {
+                let before = line[..at].chars().next_back();
+                let after = line[at + needle.len()..].chars().next();
+                !before.is_some_and(|c| c.is_alphanumeric() || c == '_')
+                    && !after.is_some_and(|c| c.is_alphanumeric() || c == '_')
+            });
+            if found {
+                problems.push(Problem {
+                    path: rel.to_path_buf(),
+                    line: index + 1,
+                    message: format!(
+                        "uses `{needle}` in production code: rule: a crate's `testing` module \
+                         is for tests only (tests/, #[cfg(test)]); export what production \
+                         code needs through the crate's API"
+                    ),
+                });
+            }
+        }
+    }
+}
+
+/// The packages checked: every folder under `crates/` and the members outside it.
+fn packages(root: &Path) -> Vec<PathBuf> {
+    let mut dirs: Vec<PathBuf> = match std::fs::read_dir(root.join("crates")) {
+        Ok(entries) => entries.flatten().map(|e| e.path()).collect(),
+        Err(_) => Vec::new(),
+    };
+    dirs.sort();
+    dirs.extend(super::TOP_LEVEL_PACKAGES.iter().map(|p| root.join(p)));
+    dirs
+}
+
+/// A package folder's crate name as a Rust path (`tools-agent` → `tools_agent`).
+fn crate_ident(dir: &Path) -> String {
+    dir.file_name()
+        .map(|n| n.to_string_lossy().replace('-', "_"))
+        .unwrap_or_default()
+}
+
+/// Finds the crates with a `testing` module, then checks every package's `src`.
+pub fn check(root: &Path, problems: &mut Vec<Problem>) -> Result<()> {
+    let dirs = packages(root);
+    let mut crates = Vec::new();
+    for dir in &dirs {
+        let lib = dir.join("src/lib.rs");
+        let Ok(text) = std::fs::read_to_string(&lib) else {
+            continue;
+        };
+        if let Some((line, hidden)) = testing_module(&source::mask(&text).code) {
+            crates.push(crate_ident(dir));
+            if !hidden {
+                problems.push(Problem {
+                    path: lib.strip_prefix(root).unwrap_or(&lib).to_path_buf(),
+                    line,
+                    message: "`pub mod testing` is not `#[doc(hidden)]`: rule: a testing \
+                              module is not part of the API"
+                        .to_owned(),
+                });
+            }
+        }
+    }
+    if crates.is_empty() {
+        return Ok(());
+    }
+    for dir in &dirs {
+        let own = crate_ident(dir);
+        let mut files = Vec::new();
+        walk(&dir.join("src"), &mut files)?;
+        files.sort();
+        for file in files
+            .iter()
+            .filter(|f| f.extension().is_some_and(|e| e == "rs"))
+        {
+            let Ok(text) = std::fs::read_to_string(file) else {
+                continue;
+            };
+            check_text(
+                file.strip_prefix(root).unwrap_or(file),
+                &text,
+                &crates,
+                &own,
+                problems,
+            );
+        }
+    }
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn found(text: &str) -> Vec<String> {
+        let mut problems = Vec::new();
+        let crates = vec!["tools_agent".to_owned()];
+        check_text(Path::new("a.rs"), text, &crates, "registry", &mut problems);
+        problems.iter().map(ToString::to_string).collect()
+    }
+
+    #[test]
+    fn production_code_may_not_use_a_testing_module() {
+        let used = "//! D.\nuse tools_agent::testing::TeamStore;\n";
+        assert_eq!(found(used).len(), 1);
+        assert!(found(used)[0].starts_with("a.rs:2: uses `tools_agent::testing`"));
+        assert_eq!(found("fn f() { tools_agent::testing::NO_MATCH; }").len(), 1);
+        // The API, another crate's name that merely ends alike, comments and strings.
+        assert!(found("use tools_agent::tools;\nuse my_tools_agent::testing::X;\n").is_empty());
+        assert!(
+            found("// tools_agent::testing::X\nconst S: &str = \"tools_agent::testing\";\n")
+                .is_empty()
+        );
+        // Tests may.
+        assert!(found("#[cfg(test)]\nmod tests {\n use tools_agent::testing::X;\n}\n").is_empty());
+        // The crate itself may.
+        let mut problems = Vec::new();
+        let crates = vec!["tools_agent".to_owned()];
+        check_text(
+            Path::new("a.rs"),
+            "use tools_agent::testing::X;\n",
+            &crates,
+            "tools_agent",
+            &mut problems,
+        );
+        assert!(problems.is_empty());
+    }
+
+    #[test]
+    fn a_testing_module_is_found_and_must_be_hidden() {
+        assert_eq!(
+            testing_module("#[doc(hidden)]\npub mod testing {\n}\n"),
+            Some((2, true))
+        );
+        assert_eq!(
+            testing_module("mod a;\npub mod testing;\n"),
+            Some((2, false))
+        );
+        assert_eq!(
+            testing_module("pub mod testing_tools;\nmod testing;\n"),
+            None
+        );
+    }
+}
