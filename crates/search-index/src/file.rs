@@ -171,102 +171,20 @@ pub fn save(path: &Path, contents: &Contents, postings: &Postings) -> Result<u64
         body.put(&[0u8; HEADER_LEN]).map_err(io)?;
         body.crc = crc32fast::Hasher::new();
         body.len = 0;
-        let mut lens = [0u64; SECTIONS];
-        let mut buf = Vec::new();
-
-        let root = contents.root.as_os_str().as_encoded_bytes();
-        body.put(root).map_err(io)?;
-        lens[0] = root.len() as u64;
-
-        let start = body.len;
-        for doc in &contents.docs {
-            buf.clear();
-            push_varint(&mut buf, doc.rel.len() as u64);
-            buf.extend_from_slice(&doc.rel);
-            let (secs, nanos) = time_parts(doc.meta.mtime);
-            push_varint(&mut buf, zigzag(secs));
-            push_varint(&mut buf, u64::from(nanos));
-            push_varint(&mut buf, doc.meta.size);
-            push_varint(&mut buf, doc.meta.ino);
-            buf.push(match doc.meta.kind {
-                DocKind::File => 0,
-                DocKind::Symlink => 1,
-            });
-            body.put(&buf).map_err(io)?;
-        }
-        lens[1] = body.len - start;
-
-        let start = body.len;
-        for dir in &contents.dirs {
-            buf.clear();
-            push_varint(&mut buf, dir.rel.len() as u64);
-            buf.extend_from_slice(&dir.rel);
-            push_varint(&mut buf, dir.skipped);
-            body.put(&buf).map_err(io)?;
-        }
-        lens[2] = body.len - start;
-
-        let start = body.len;
-        for id in postings.always() {
-            body.put(&id.to_le_bytes()).map_err(io)?;
-        }
-        lens[3] = body.len - start;
-
-        // The directory needs the lists' offsets, which their sizes give.
-        let directory = postings.directory();
-        let start = body.len;
-        let mut offset = 0u64;
-        for &(gram, count, size) in &directory {
-            let mut entry = [0u8; GRAM_ENTRY];
-            entry[0..4].copy_from_slice(&gram.to_le_bytes());
-            entry[4..12].copy_from_slice(&offset.to_le_bytes());
-            entry[12..16].copy_from_slice(&u32::try_from(size).unwrap_or(u32::MAX).to_le_bytes());
-            entry[16..20].copy_from_slice(&count.to_le_bytes());
-            body.put(&entry).map_err(io)?;
-            offset += size as u64;
-        }
-        lens[4] = body.len - start;
-
-        let start = body.len;
-        let half = directory.len() / 2;
-        let mut n = 0;
-        postings
-            .for_each_stored(|list| {
-                if n == half
-                    && let Some(pause) = body.pause
-                {
-                    body.out.flush()?;
-                    std::thread::sleep(pause);
-                }
-                n += 1;
-                body.put(list)
-            })
-            .map_err(io)?;
-        lens[5] = body.len - start;
-        if lens[5] != offset {
+        let (lens, grams, listed) = write_sections(&mut body, contents, postings).map_err(io)?;
+        if lens[5] != listed {
             return Err(IndexError::Corrupt {
                 path: tmp.clone(),
                 reason: "the lists written differ from their directory".to_owned(),
             });
         }
-
-        let mut header = [0u8; HEADER_LEN];
-        header[0..8].copy_from_slice(&MAGIC);
-        header[8..12].copy_from_slice(&FORMAT_VERSION.to_le_bytes());
-        let count = |n: usize| u32::try_from(n).unwrap_or(u32::MAX).to_le_bytes();
-        header[12..16].copy_from_slice(&count(contents.docs.len()));
-        header[16..20].copy_from_slice(&count(contents.dirs.len()));
-        header[20..24].copy_from_slice(&count(directory.len()));
-        header[24..28].copy_from_slice(&count(postings.always().len()));
-        let (secs, _) = time_parts(contents.built);
-        header[32..40].copy_from_slice(&secs.to_le_bytes());
-        for (i, len) in lens.iter().enumerate() {
-            header[40 + 8 * i..48 + 8 * i].copy_from_slice(&len.to_le_bytes());
-        }
-        let body_crc = body.crc.clone().finalize();
-        header[88..92].copy_from_slice(&body_crc.to_le_bytes());
-        let header_crc = crc32fast::hash(&header[..92]);
-        header[92..96].copy_from_slice(&header_crc.to_le_bytes());
+        let header = header(
+            contents,
+            postings,
+            &lens,
+            grams,
+            body.crc.clone().finalize(),
+        );
         let file = body.out.into_inner().map_err(|e| io(e.into_error()))?;
         file.write_all_at(&header, 0).map_err(io)?;
         file.sync_all().map_err(io)?;
@@ -285,6 +203,123 @@ pub fn save(path: &Path, contents: &Contents, postings: &Postings) -> Result<u64
     }
     remove_stale(dir, &name);
     result
+}
+
+/// Writes the sections after the header; gives their lengths, the number of trigrams and
+/// the length of the lists their directory gives.
+fn write_sections<W: Write>(
+    body: &mut Body<W>,
+    contents: &Contents,
+    postings: &Postings,
+) -> std::io::Result<([u64; SECTIONS], usize, u64)> {
+    let mut lens = [0u64; SECTIONS];
+    let mut buf = Vec::new();
+
+    let root = contents.root.as_os_str().as_encoded_bytes();
+    body.put(root)?;
+    lens[0] = root.len() as u64;
+
+    let start = body.len;
+    for doc in &contents.docs {
+        buf.clear();
+        push_varint(&mut buf, doc.rel.len() as u64);
+        buf.extend_from_slice(&doc.rel);
+        let (secs, nanos) = time_parts(doc.meta.mtime);
+        push_varint(&mut buf, zigzag(secs));
+        push_varint(&mut buf, u64::from(nanos));
+        push_varint(&mut buf, doc.meta.size);
+        push_varint(&mut buf, doc.meta.ino);
+        buf.push(match doc.meta.kind {
+            DocKind::File => 0,
+            DocKind::Symlink => 1,
+        });
+        body.put(&buf)?;
+    }
+    lens[1] = body.len - start;
+
+    let start = body.len;
+    for dir in &contents.dirs {
+        buf.clear();
+        push_varint(&mut buf, dir.rel.len() as u64);
+        buf.extend_from_slice(&dir.rel);
+        push_varint(&mut buf, dir.skipped);
+        body.put(&buf)?;
+    }
+    lens[2] = body.len - start;
+
+    let start = body.len;
+    for id in postings.always() {
+        body.put(&id.to_le_bytes())?;
+    }
+    lens[3] = body.len - start;
+    let (grams, listed) = write_lists(body, postings, &mut lens)?;
+    Ok((lens, grams, listed))
+}
+
+/// Writes the trigram directory and the posting lists, and their lengths in `lens`; gives
+/// the number of trigrams and the lists' length by the directory.
+fn write_lists<W: Write>(
+    body: &mut Body<W>,
+    postings: &Postings,
+    lens: &mut [u64; SECTIONS],
+) -> std::io::Result<(usize, u64)> {
+    // The directory needs the lists' offsets, which their sizes give.
+    let directory = postings.directory();
+    let start = body.len;
+    let mut offset = 0u64;
+    for &(gram, count, size) in &directory {
+        let mut entry = [0u8; GRAM_ENTRY];
+        entry[0..4].copy_from_slice(&gram.to_le_bytes());
+        entry[4..12].copy_from_slice(&offset.to_le_bytes());
+        entry[12..16].copy_from_slice(&u32::try_from(size).unwrap_or(u32::MAX).to_le_bytes());
+        entry[16..20].copy_from_slice(&count.to_le_bytes());
+        body.put(&entry)?;
+        offset += size as u64;
+    }
+    lens[4] = body.len - start;
+
+    let start = body.len;
+    let half = directory.len() / 2;
+    let mut n = 0;
+    postings.for_each_stored(|list| {
+        if n == half
+            && let Some(pause) = body.pause
+        {
+            body.out.flush()?;
+            std::thread::sleep(pause);
+        }
+        n += 1;
+        body.put(list)
+    })?;
+    lens[5] = body.len - start;
+    Ok((directory.len(), offset))
+}
+
+/// The header of a file whose sections have lengths `lens` and checksum `body_crc`.
+fn header(
+    contents: &Contents,
+    postings: &Postings,
+    lens: &[u64; SECTIONS],
+    grams: usize,
+    body_crc: u32,
+) -> [u8; HEADER_LEN] {
+    let mut header = [0u8; HEADER_LEN];
+    header[0..8].copy_from_slice(&MAGIC);
+    header[8..12].copy_from_slice(&FORMAT_VERSION.to_le_bytes());
+    let count = |n: usize| u32::try_from(n).unwrap_or(u32::MAX).to_le_bytes();
+    header[12..16].copy_from_slice(&count(contents.docs.len()));
+    header[16..20].copy_from_slice(&count(contents.dirs.len()));
+    header[20..24].copy_from_slice(&count(grams));
+    header[24..28].copy_from_slice(&count(postings.always().len()));
+    let (secs, _) = time_parts(contents.built);
+    header[32..40].copy_from_slice(&secs.to_le_bytes());
+    for (i, len) in lens.iter().enumerate() {
+        header[40 + 8 * i..48 + 8 * i].copy_from_slice(&len.to_le_bytes());
+    }
+    header[88..92].copy_from_slice(&body_crc.to_le_bytes());
+    let header_crc = crc32fast::hash(&header[..92]);
+    header[92..96].copy_from_slice(&header_crc.to_le_bytes());
+    header
 }
 
 /// Removes the temporary files of saves whose process is gone (killed in the middle).
@@ -330,6 +365,182 @@ fn corrupt(path: &Path, what: impl Into<String>) -> IndexError {
     }
 }
 
+/// The little-endian `u32` at `at`.
+fn word(bytes: &[u8], at: usize) -> u32 {
+    let mut b = [0u8; 4];
+    if let Some(s) = bytes.get(at..at + 4) {
+        b.copy_from_slice(s);
+    }
+    u32::from_le_bytes(b)
+}
+
+/// The little-endian `u64` at `at`.
+fn long(bytes: &[u8], at: usize) -> u64 {
+    let mut b = [0u8; 8];
+    if let Some(s) = bytes.get(at..at + 8) {
+        b.copy_from_slice(s);
+    }
+    u64::from_le_bytes(b)
+}
+
+/// Reads and checks the header of a file of `size` bytes; gives it and the sections'
+/// lengths.
+fn read_header(
+    file: &mut File,
+    path: &Path,
+    size: u64,
+) -> Result<([u8; HEADER_LEN], [u64; SECTIONS]), IndexError> {
+    let mut header = [0u8; HEADER_LEN];
+    file.read_exact(&mut header)
+        .map_err(|_| corrupt(path, "shorter than its header"))?;
+    if header[0..7] != MAGIC[..7] {
+        return Err(corrupt(path, "not an index file"));
+    }
+    let version = word(&header, 8);
+    if version != FORMAT_VERSION || header[7] != MAGIC[7] {
+        return Err(IndexError::Version {
+            path: path.to_path_buf(),
+            found: version,
+        });
+    }
+    if crc32fast::hash(&header[..92]) != word(&header, 92) {
+        return Err(corrupt(path, "header checksum mismatch"));
+    }
+    let lens: [u64; SECTIONS] = std::array::from_fn(|i| long(&header, 40 + 8 * i));
+    let body_len = lens.iter().try_fold(0u64, |a, &l| a.checked_add(l));
+    if body_len.and_then(|b| b.checked_add(HEADER_LEN as u64)) != Some(size) {
+        return Err(corrupt(path, "truncated or extended"));
+    }
+    Ok((header, lens))
+}
+
+/// Reads the body after the header, checks its checksum and gives its first `meta_len`
+/// bytes (the sections before the posting lists, which are not kept).
+fn read_meta(
+    file: &mut File,
+    path: &Path,
+    size: u64,
+    meta_len: u64,
+    expected_crc: u32,
+) -> Result<Vec<u8>, IndexError> {
+    let mut crc = crc32fast::Hasher::new();
+    let mut meta = Vec::with_capacity(usize::try_from(meta_len).unwrap_or(0));
+    let mut buf = vec![0u8; 1 << 20];
+    let mut left = size - HEADER_LEN as u64;
+    while left > 0 {
+        let want = usize::try_from(left.min(buf.len() as u64)).unwrap_or(buf.len());
+        file.read_exact(&mut buf[..want])
+            .map_err(|e| IndexError::Io {
+                path: path.to_path_buf(),
+                source: e,
+            })?;
+        crc.update(&buf[..want]);
+        let have = meta.len() as u64;
+        if have < meta_len {
+            let take = usize::try_from((meta_len - have).min(want as u64)).unwrap_or(want);
+            meta.extend_from_slice(&buf[..take]);
+        }
+        left -= want as u64;
+    }
+    if crc.finalize() != expected_crc {
+        return Err(corrupt(path, "body checksum mismatch"));
+    }
+    Ok(meta)
+}
+
+/// A varint that fits a `usize`.
+fn read_len(bytes: &[u8], at: &mut usize) -> Option<usize> {
+    usize::try_from(read_varint(bytes, at)?).ok()
+}
+
+/// The `len` bytes at `*at`, moving past them.
+fn take<'a>(bytes: &'a [u8], at: &mut usize, len: usize) -> Option<&'a [u8]> {
+    let out = bytes.get(*at..at.checked_add(len)?)?;
+    *at += len;
+    Some(out)
+}
+
+/// The documents section: `count` documents, exactly.
+fn parse_docs(bytes: &[u8], count: usize) -> Option<Vec<Doc>> {
+    let mut at = 0;
+    let mut docs = Vec::with_capacity(count.min(bytes.len()));
+    for _ in 0..count {
+        let len = read_len(bytes, &mut at)?;
+        let rel: Box<[u8]> = take(bytes, &mut at, len)?.into();
+        let secs = unzigzag(read_varint(bytes, &mut at)?);
+        let nanos = u32::try_from(read_varint(bytes, &mut at)?).ok()?;
+        let size = read_varint(bytes, &mut at)?;
+        let ino = read_varint(bytes, &mut at)?;
+        let kind = match take(bytes, &mut at, 1)? {
+            [0] => DocKind::File,
+            [1] => DocKind::Symlink,
+            _ => return None,
+        };
+        docs.push(Doc {
+            rel,
+            meta: DocMeta {
+                mtime: time_from(secs, nanos)?,
+                size,
+                ino,
+                kind,
+            },
+        });
+    }
+    (at == bytes.len()).then_some(docs)
+}
+
+/// The directories section: `count` directories, exactly.
+fn parse_dirs(bytes: &[u8], count: usize) -> Option<Vec<DirEntry>> {
+    let mut at = 0;
+    let mut dirs = Vec::with_capacity(count.min(bytes.len()));
+    for _ in 0..count {
+        let len = read_len(bytes, &mut at)?;
+        let rel: Box<[u8]> = take(bytes, &mut at, len)?.into();
+        let skipped = read_varint(bytes, &mut at)?;
+        dirs.push(DirEntry { rel, skipped });
+    }
+    (at == bytes.len()).then_some(dirs)
+}
+
+/// The ids every query searches: `count` of them, each below `docs`.
+fn parse_always(bytes: &[u8], count: usize, docs: usize) -> Option<Vec<u32>> {
+    if Some(bytes.len()) != count.checked_mul(4) {
+        return None;
+    }
+    let always: Vec<u32> = bytes.chunks_exact(4).map(|c| word(c, 0)).collect();
+    // An id past the documents would be looked up later.
+    always
+        .iter()
+        .all(|&id| (id as usize) < docs)
+        .then_some(always)
+}
+
+/// The trigram directory: `count` entries, sorted, each list within the `post_len` bytes
+/// of lists.
+fn parse_grams(bytes: &[u8], count: usize, post_len: u64) -> Option<Vec<(Gram, u64, u32, u32)>> {
+    if Some(bytes.len()) != count.checked_mul(GRAM_ENTRY) {
+        return None;
+    }
+    let mut grams = Vec::with_capacity(count);
+    let mut previous: Option<Gram> = None;
+    for e in bytes.chunks_exact(GRAM_ENTRY) {
+        let gram = word(e, 0);
+        let off = long(e, 4);
+        let len = word(e, 12);
+        let count = word(e, 16);
+        if previous.is_some_and(|p| p >= gram)
+            || off
+                .checked_add(u64::from(len))
+                .is_none_or(|end| end > post_len)
+        {
+            return None;
+        }
+        previous = Some(gram);
+        grams.push((gram, off, len, count));
+    }
+    Some(grams)
+}
+
 impl IndexFile {
     /// Opens and checks a saved index: magic, version, lengths, both checksums (the whole
     /// file is read once), the structure of every section. Any failure is an error that says
@@ -341,164 +552,28 @@ impl IndexFile {
         };
         let mut file = File::open(path).map_err(io)?;
         let size = file.metadata().map_err(io)?.len();
-        let mut header = [0u8; HEADER_LEN];
-        file.read_exact(&mut header)
-            .map_err(|_| corrupt(path, "shorter than its header"))?;
-        if header[0..7] != MAGIC[..7] {
-            return Err(corrupt(path, "not an index file"));
-        }
-        let word = |at: usize| {
-            u32::from_le_bytes([header[at], header[at + 1], header[at + 2], header[at + 3]])
-        };
-        let long = |at: usize| {
-            let mut b = [0u8; 8];
-            b.copy_from_slice(&header[at..at + 8]);
-            u64::from_le_bytes(b)
-        };
-        let version = word(8);
-        if version != FORMAT_VERSION || header[7] != MAGIC[7] {
-            return Err(IndexError::Version {
-                path: path.to_path_buf(),
-                found: version,
-            });
-        }
-        if crc32fast::hash(&header[..92]) != word(92) {
-            return Err(corrupt(path, "header checksum mismatch"));
-        }
-        let lens: Vec<u64> = (0..SECTIONS).map(|i| long(40 + 8 * i)).collect();
-        let body_len = lens.iter().try_fold(0u64, |a, &l| a.checked_add(l));
-        if body_len.and_then(|b| b.checked_add(HEADER_LEN as u64)) != Some(size) {
-            return Err(corrupt(path, "truncated or extended"));
-        }
-        // The whole body, checksummed; the posting lists are not kept.
-        let mut crc = crc32fast::Hasher::new();
+        let (header, lens) = read_header(&mut file, path, size)?;
         let meta_len = lens[..5].iter().sum::<u64>();
-        let mut meta = Vec::with_capacity(usize::try_from(meta_len).unwrap_or(0));
-        let mut buf = vec![0u8; 1 << 20];
-        let mut left = size - HEADER_LEN as u64;
-        while left > 0 {
-            let want = usize::try_from(left.min(buf.len() as u64)).unwrap_or(buf.len());
-            file.read_exact(&mut buf[..want]).map_err(io)?;
-            crc.update(&buf[..want]);
-            let have = meta.len() as u64;
-            if have < meta_len {
-                let take = usize::try_from((meta_len - have).min(want as u64)).unwrap_or(want);
-                meta.extend_from_slice(&buf[..take]);
-            }
-            left -= want as u64;
-        }
-        if crc.finalize() != word(88) {
-            return Err(corrupt(path, "body checksum mismatch"));
-        }
+        let meta = read_meta(&mut file, path, size, meta_len, word(&header, 88))?;
         let section = |i: usize| -> &[u8] {
             let start = usize::try_from(lens[..i].iter().sum::<u64>()).unwrap_or(0);
             let len = usize::try_from(lens[i]).unwrap_or(0);
             meta.get(start..start + len).unwrap_or_default()
         };
-        let root = PathBuf::from(std::ffi::OsStr::from_bytes(section(0)));
-        let doc_count = word(12) as usize;
-        let dir_count = word(16) as usize;
-        let gram_count = word(20) as usize;
-        let always_count = word(24) as usize;
         let bad = || corrupt(path, "malformed section");
-        let built = time_from(
-            i64::from_le_bytes(header[32..40].try_into().unwrap_or_default()),
-            0,
-        )
-        .ok_or_else(bad)?;
-        let docs_bytes = section(1);
-        let mut at = 0;
-        let mut docs = Vec::with_capacity(doc_count.min(docs_bytes.len()));
-        for _ in 0..doc_count {
-            let len = usize::try_from(read_varint(docs_bytes, &mut at).ok_or_else(bad)?)
-                .map_err(|_| bad())?;
-            let rel: Box<[u8]> = at
-                .checked_add(len)
-                .and_then(|end| docs_bytes.get(at..end))
-                .ok_or_else(bad)?
-                .into();
-            at += len;
-            let secs = unzigzag(read_varint(docs_bytes, &mut at).ok_or_else(bad)?);
-            let nanos = u32::try_from(read_varint(docs_bytes, &mut at).ok_or_else(bad)?)
-                .map_err(|_| bad())?;
-            let size = read_varint(docs_bytes, &mut at).ok_or_else(bad)?;
-            let ino = read_varint(docs_bytes, &mut at).ok_or_else(bad)?;
-            let kind = match docs_bytes.get(at) {
-                Some(0) => DocKind::File,
-                Some(1) => DocKind::Symlink,
-                _ => return Err(bad()),
-            };
-            at += 1;
-            docs.push(Doc {
-                rel,
-                meta: DocMeta {
-                    mtime: time_from(secs, nanos).ok_or_else(bad)?,
-                    size,
-                    ino,
-                    kind,
-                },
-            });
-        }
-        if at != docs_bytes.len() {
-            return Err(bad());
-        }
-        let dirs_bytes = section(2);
-        let mut at = 0;
-        let mut dirs = Vec::with_capacity(dir_count.min(dirs_bytes.len()));
-        for _ in 0..dir_count {
-            let len = usize::try_from(read_varint(dirs_bytes, &mut at).ok_or_else(bad)?)
-                .map_err(|_| bad())?;
-            let rel: Box<[u8]> = at
-                .checked_add(len)
-                .and_then(|end| dirs_bytes.get(at..end))
-                .ok_or_else(bad)?
-                .into();
-            at += len;
-            let skipped = read_varint(dirs_bytes, &mut at).ok_or_else(bad)?;
-            dirs.push(DirEntry { rel, skipped });
-        }
-        if at != dirs_bytes.len() {
-            return Err(bad());
-        }
-        let always_bytes = section(3);
-        if Some(always_bytes.len()) != always_count.checked_mul(4) {
-            return Err(bad());
-        }
-        let always: Vec<u32> = always_bytes
-            .chunks_exact(4)
-            .map(|c| u32::from_le_bytes([c[0], c[1], c[2], c[3]]))
-            .collect();
-        // An id past the documents would be looked up later.
-        if always.iter().any(|&id| id as usize >= docs.len()) {
-            return Err(bad());
-        }
-        let grams_bytes = section(4);
-        if Some(grams_bytes.len()) != gram_count.checked_mul(GRAM_ENTRY) {
-            return Err(bad());
-        }
+        let built = time_from(long(&header, 32) as i64, 0).ok_or_else(bad)?;
+        let docs = parse_docs(section(1), word(&header, 12) as usize).ok_or_else(bad)?;
+        let dirs = parse_dirs(section(2), word(&header, 16) as usize).ok_or_else(bad)?;
+        let always =
+            parse_always(section(3), word(&header, 24) as usize, docs.len()).ok_or_else(bad)?;
         let post_len = lens[5];
-        let mut grams = Vec::with_capacity(gram_count);
-        let mut previous: Option<Gram> = None;
-        for e in grams_bytes.chunks_exact(GRAM_ENTRY) {
-            let gram = u32::from_le_bytes([e[0], e[1], e[2], e[3]]);
-            let off = u64::from_le_bytes(e[4..12].try_into().unwrap_or_default());
-            let len = u32::from_le_bytes([e[12], e[13], e[14], e[15]]);
-            let count = u32::from_le_bytes([e[16], e[17], e[18], e[19]]);
-            if previous.is_some_and(|p| p >= gram)
-                || off
-                    .checked_add(u64::from(len))
-                    .is_none_or(|end| end > post_len)
-            {
-                return Err(bad());
-            }
-            previous = Some(gram);
-            grams.push((gram, off, len, count));
-        }
+        let grams =
+            parse_grams(section(4), word(&header, 20) as usize, post_len).ok_or_else(bad)?;
         Ok(IndexFile {
             file,
             path: path.to_path_buf(),
             contents: Contents {
-                root,
+                root: PathBuf::from(std::ffi::OsStr::from_bytes(section(0))),
                 built,
                 docs,
                 dirs,

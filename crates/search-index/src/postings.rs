@@ -2,7 +2,7 @@
 //!
 //! Built chunk by chunk ([`Postings::build`]), 2,048 documents to a chunk, on every thread
 //! at once: a thread reads a chunk's documents, collects each one's distinct trigrams
-//! ([`Extractor`]) into 1,024 buckets by their high bits (the ids arrive in order), sorts
+//! ([`Extractor`]) into 256 buckets by their high bits (the ids arrive in order), sorts
 //! each bucket by the trigrams' low bits with a counting sort that stays in cache (stable,
 //! so the ids stay in order) and encodes the chunk's lists. A chunk is kept where its ids
 //! say, whichever thread built it and whenever, so the result never depends on timing;
@@ -25,7 +25,7 @@ const LOCAL_MASK: u32 = (1 << LOCAL_BITS) - 1;
 /// Bytes of a block's bitmap.
 const BITMAP_BYTES: usize = CHUNK / 8;
 /// Trigram bits sorted within a bucket; the others choose the bucket.
-const LOW_BITS: u32 = 11;
+const LOW_BITS: u32 = 13;
 const LOW_MASK: u32 = (1 << LOW_BITS) - 1;
 const BUCKETS: usize = GRAM_SPACE >> LOW_BITS;
 /// Every this many lists of a chunk, where one starts is noted (lookups in memory).

@@ -4,7 +4,6 @@
 //! and the content of one file as the index reads it.
 
 use std::collections::BTreeMap;
-use std::io::Read;
 use std::os::fd::{BorrowedFd, OwnedFd};
 use std::os::unix::ffi::OsStrExt;
 use std::path::Path;
@@ -178,25 +177,35 @@ pub(crate) fn collect(
 /// for its trigrams: its bytes up to the first NUL (the scan stops at binary data), or
 /// [`Content::Always`] when the matcher would see other bytes (a UTF-16 byte order mark: it
 /// transcodes) or it cannot be read now.
+///
+/// As cheap as the scan's own read: one status call, then reads straight into `buf`'s
+/// spare room (sized to the file, so one read and the one that sees the end).
 pub(crate) fn read_content(dir: &OwnedFd, rel: &[u8], buf: &mut Vec<u8>) -> Content {
     let Some(fd) = crate::beneath::open_beneath(dir, rel) else {
         return Content::Always;
     };
-    let mut file = std::fs::File::from(fd);
-    match file.metadata() {
-        Ok(m) if !m.is_file() => return Content::Skip,
-        Ok(m) if m.len() > MAX_INDEXED_FILE => return Content::Always,
-        Ok(m) => buf.reserve(usize::try_from(m.len()).unwrap_or(0)),
+    match rustix::fs::fstat(&fd) {
+        Ok(st) if FileType::from_raw_mode(st.st_mode) != FileType::RegularFile => {
+            return Content::Skip;
+        }
+        Ok(st) if u64::try_from(st.st_size).unwrap_or(u64::MAX) > MAX_INDEXED_FILE => {
+            return Content::Always;
+        }
+        // Room for the file and a byte more, so that the read after it sees the end
+        // without growing the buffer.
+        Ok(st) => buf.reserve(usize::try_from(st.st_size).unwrap_or(0).saturating_add(1)),
         Err(_) => return Content::Always,
     }
-    if file
-        .by_ref()
-        .take(MAX_INDEXED_FILE + 1)
-        .read_to_end(buf)
-        .is_err()
-        || buf.len() as u64 > MAX_INDEXED_FILE
-    {
-        return Content::Always;
+    loop {
+        if buf.len() == buf.capacity() {
+            buf.reserve(64 * 1024);
+        }
+        match rustix::io::read(&fd, rustix::buffer::spare_capacity(buf)) {
+            Ok(0) => break,
+            Ok(_) if buf.len() as u64 > MAX_INDEXED_FILE => return Content::Always,
+            Ok(_) | Err(rustix::io::Errno::INTR) => {}
+            Err(_) => return Content::Always,
+        }
     }
     if buf.starts_with(&[0xFF, 0xFE]) || buf.starts_with(&[0xFE, 0xFF]) {
         return Content::Always;
