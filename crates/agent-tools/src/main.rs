@@ -282,6 +282,13 @@ pub(crate) fn usage(message: impl Into<String>) -> anyhow::Error {
     anyhow::Error::new(UsageError(message.into()))
 }
 
+/// jemalloc, not the C library's allocator: it returns the pages of freed memory to the
+/// system after a delay, where glibc keeps them in its arenas, so `serve`'s resident memory
+/// falls back near its baseline once a load ends (see [`ALLOCATOR_ENV`]).
+#[cfg(not(target_env = "msvc"))]
+#[global_allocator]
+static ALLOCATOR: tikv_jemallocator::Jemalloc = tikv_jemallocator::Jemalloc;
+
 fn main() -> ExitCode {
     // This binary is also the persistent sandbox's supervisor, run inside bubblewrap.
     #[cfg(feature = "shell")]
@@ -343,17 +350,18 @@ fn main() -> ExitCode {
     }
 }
 
-/// What `serve` asks of glibc's allocator, each unless the environment sets it: two arenas
-/// (glibc's default, eight per core, keeps the memory of ended sessions resident in a
-/// long-running server), and fixed thresholds (128 KiB) for trimming the heap's top and for
-/// giving a large block its own mapping, which glibc otherwise raises after a large block
-/// is freed, so that the heap grows with transient buffers and keeps what they leave.
+/// What `serve` asks of the allocator, unless the environment sets it: two arenas (the
+/// default, four per core, keeps more memory per ended session), a background thread that
+/// returns free pages without waiting for the next allocation, and freed pages given back
+/// to the system after one second instead of ten. jemalloc reads it only when it starts.
+/// Measured with the bench soak (100 clients for five minutes): resident memory 30 s after
+/// the load was 1.6 times the idle baseline, against 1.9 with jemalloc's defaults and 2.3
+/// with glibc's allocator tuned as far as its variables go.
 #[cfg(target_os = "linux")]
-const ALLOCATOR_ENV: [(&str, &str); 3] = [
-    ("MALLOC_ARENA_MAX", "2"),
-    ("MALLOC_TRIM_THRESHOLD_", "131072"),
-    ("MALLOC_MMAP_THRESHOLD_", "131072"),
-];
+const ALLOCATOR_ENV: [(&str, &str); 1] = [(
+    "_RJEM_MALLOC_CONF",
+    "background_thread:true,narenas:2,dirty_decay_ms:1000,muzzy_decay_ms:0",
+)];
 
 /// Starts this process again, with the same pid, arguments and descriptors, with
 /// [`ALLOCATOR_ENV`] where the environment does not set it: glibc reads these only when the

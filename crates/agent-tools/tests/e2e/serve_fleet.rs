@@ -845,28 +845,45 @@ fn generated_bad_inputs_over_http_get_json_rpc_answers() {
     assert!(!stderr.contains("panicked"), "a panic: {stderr}");
 }
 
-/// A server sets glibc's allocator options itself, so that the memory of ended sessions
-/// goes back: it starts again with two arenas and fixed trim and mapping thresholds (same
-/// process, same descriptors) and serves.
+/// A server sets its allocator's options itself, so that the memory of ended sessions goes
+/// back: it starts again (same process, same descriptors) with jemalloc's configuration in
+/// its environment, and jemalloc took it: its background thread, which exists only when
+/// the configuration asks for it, runs in the server.
 #[test]
-fn serve_limits_the_allocators_arenas_itself() {
+fn serve_configures_its_allocator_itself() {
     let project = Project::new(&[]);
     let server = Server::start(&project, &[]);
     let environ = std::fs::read(format!("/proc/{}/environ", server.pid())).expect("environ");
-    for wanted in [
-        &b"MALLOC_ARENA_MAX=2"[..],
-        b"MALLOC_TRIM_THRESHOLD_=131072",
-        b"MALLOC_MMAP_THRESHOLD_=131072",
-    ] {
-        assert!(
-            environ.split(|b| *b == 0).any(|v| v == wanted),
-            "{}: {}",
-            String::from_utf8_lossy(wanted),
-            String::from_utf8_lossy(&environ).replace('\0', "\n")
-        );
-    }
+    let wanted =
+        &b"_RJEM_MALLOC_CONF=background_thread:true,narenas:2,dirty_decay_ms:1000,muzzy_decay_ms:0"
+            [..];
+    assert!(
+        environ.split(|b| *b == 0).any(|v| v == wanted),
+        "{}",
+        String::from_utf8_lossy(&environ).replace('\0', "\n")
+    );
     assert_eq!(
         healthz(&server.authority, Duration::from_secs(10)),
         Some(200)
     );
+    let threads = || -> Vec<String> {
+        std::fs::read_dir(format!("/proc/{}/task", server.pid()))
+            .map(|tasks| {
+                tasks
+                    .flatten()
+                    .filter_map(|t| std::fs::read_to_string(t.path().join("comm")).ok())
+                    .map(|c| c.trim().to_owned())
+                    .collect()
+            })
+            .unwrap_or_default()
+    };
+    let deadline = std::time::Instant::now() + Duration::from_secs(10);
+    while !threads().iter().any(|c| c.starts_with("jemalloc_bg")) {
+        assert!(
+            std::time::Instant::now() < deadline,
+            "no jemalloc background thread among {:?}",
+            threads()
+        );
+        std::thread::sleep(Duration::from_millis(50));
+    }
 }
