@@ -27,7 +27,7 @@ pub const MAX_LINES: usize = 120;
 pub const WATCH_LINES: usize = 100;
 
 /// How many production functions are over [`WATCH_LINES`] lines today.
-pub const OVER_WATCH_RECORDED: usize = 33;
+pub const OVER_WATCH_RECORDED: usize = 31;
 
 /// The reason of the entries left for crates other work was changing at the time.
 const PENDING: &str = "split pending: crate under concurrent change";
@@ -44,8 +44,6 @@ pub const LONG_FN_ALLOWED: &[(&str, &str, &str, &str)] = &[
     ("tools-mcp", "login.rs", "authorize", PENDING),
     ("tools-mcp", "http.rs", "serve_http", PENDING),
     ("tools-mcp", "config.rs", "parse_server", PENDING),
-    ("tools-shell", "permissions.rs", "check_running", PENDING),
-    ("tools-shell", "permissions.rs", "check_paths", PENDING),
     ("tools-shell", "bash.rs", "call", PENDING),
     ("tools-shell", "spool.rs", "copy", PENDING),
 ];
