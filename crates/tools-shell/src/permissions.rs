@@ -698,6 +698,7 @@ struct CommandCheck<'a> {
 }
 
 impl CommandCheck<'_> {
+    /// The session's rules of behaviour `b`.
     fn of(&self, b: RuleBehavior) -> impl Iterator<Item = &SourcedRule> {
         self.rules.iter().filter(move |r| r.behavior == b)
     }
@@ -816,6 +817,7 @@ impl CommandCheck<'_> {
             })
             .then_some(PermissionDecision::Allow)
     }
+
     /// Step 5. Constructs that cannot be judged from their words ask whatever the rules
     /// say; otherwise every subcommand must be allowed by a rule, the read-only list or
     /// acceptEdits.
