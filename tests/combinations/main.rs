@@ -189,33 +189,36 @@ pub fn git(dir: &Path, args: &[&str]) -> String {
     String::from_utf8_lossy(&out.stdout).into_owned()
 }
 
-/// A marker unique to this process and call, for finding a command's processes.
+/// A marker unique to this process and call, for finding a command's processes: a `sleep`
+/// of about 30 seconds.
 pub fn marker(n: u32) -> String {
     let nanos = std::time::SystemTime::now()
         .duration_since(std::time::UNIX_EPOCH)
         .map(|d| d.subsec_nanos())
         .unwrap_or(0);
-    format!("500.{}{n}{nanos:09}", std::process::id())
+    format!("30.{}{n}{nanos:09}", std::process::id())
 }
 
-/// The processes whose command line holds `marker`.
-pub fn processes_with(marker: &str) -> Vec<u32> {
+/// The live processes (zombies left out) whose command line holds `marker`, each with its
+/// `/proc/PID/stat` line.
+pub fn processes_with(marker: &str) -> Vec<String> {
     let mut found = Vec::new();
     for entry in std::fs::read_dir("/proc").into_iter().flatten().flatten() {
-        let Ok(pid) = entry.file_name().to_string_lossy().parse::<u32>() else {
+        if entry.file_name().to_string_lossy().parse::<u32>().is_err() {
             continue;
-        };
+        }
         let cmdline = std::fs::read(entry.path().join("cmdline")).unwrap_or_default();
-        if String::from_utf8_lossy(&cmdline).contains(marker) {
-            found.push(pid);
+        let stat = std::fs::read_to_string(entry.path().join("stat")).unwrap_or_default();
+        if String::from_utf8_lossy(&cmdline).contains(marker) && !stat.contains(") Z ") {
+            found.push(stat);
         }
     }
     found
 }
 
-/// Waits (at most about ten seconds, polling) until `done` holds; whether it did.
+/// Waits (at most about twenty seconds, polling) until `done` holds; whether it did.
 pub async fn eventually(mut done: impl FnMut() -> bool) -> bool {
-    for _ in 0..200 {
+    for _ in 0..400 {
         if done() {
             return true;
         }
