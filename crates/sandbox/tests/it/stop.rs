@@ -1,6 +1,7 @@
-//! Stopping a command that runs in a bubblewrap of its own (no supervisor program): a stop
-//! at any moment of the launch, before bubblewrap has made its sandbox, while it makes it,
-//! or once the command runs, leaves none of the command's processes behind.
+//! Stopping a background command under bubblewrap, in a bubblewrap of its own (no
+//! supervisor program) and under a supervisor of its own: a stop at any moment of the
+//! launch, before bubblewrap has made its sandbox, while it makes it, or once the command
+//! runs, leaves none of the command's processes behind.
 
 use std::time::Duration;
 
@@ -32,7 +33,12 @@ async fn a_stop_at_any_moment_of_the_launch_ends_every_process() {
     let stopped = CancellationToken::new();
     stopped.cancel();
     let mut left = Vec::new();
-    for round in 0..4 {
+    for round in 0..8 {
+        // The last rounds start the command under a supervisor of its own.
+        let supervised = round >= 4;
+        if supervised {
+            sandbox::set_supervisor_program(env!("CARGO_BIN_EXE_sandbox-supervisor"));
+        }
         for delay in [0, 1, 2, 5, 10, 20, 50, 200] {
             let marker = format!("30.{}{round}{delay:03}", std::process::id());
             let spec = RunSpec {
@@ -45,17 +51,23 @@ async fn a_stop_at_any_moment_of_the_launch_ends_every_process() {
                 output: write,
                 cwd: None,
             };
-            let mut running = sandbox::spawn_command(&spec, &prepared.launch, io)
-                .await
-                .unwrap();
+            let mut running = if supervised {
+                sandbox::start_alone(&spec, &prepared.launch, io).await
+            } else {
+                sandbox::spawn_command(&spec, &prepared.launch, io).await
+            }
+            .unwrap();
             tokio::time::sleep(Duration::from_millis(delay)).await;
             running.wait(None, &stopped).await;
             drop(read);
             let found = survivors(&marker).await;
             if !found.is_empty() {
-                left.push((delay, found));
+                left.push((supervised, delay, found));
             }
         }
     }
-    assert!(left.is_empty(), "left behind (delay in ms, pids): {left:?}");
+    assert!(
+        left.is_empty(),
+        "left behind (supervised, delay in ms, pids): {left:?}"
+    );
 }
