@@ -12,6 +12,7 @@ use std::ffi::OsString;
 use std::process::{ExitStatus, Stdio};
 use std::time::Duration;
 
+use rustix::process::{Pid, Signal, kill_process};
 use tokio::process::{Child, Command};
 use tokio_util::sync::CancellationToken;
 use tool_core::{ProcessGroup, ToolError};
@@ -44,6 +45,9 @@ pub struct Local {
     limits: Option<crate::resources::ResourceLimits>,
     /// Started by bubblewrap with flags kept from an earlier process's probe
     kept_flags: bool,
+    /// Started by a bubblewrap of its own, whose sandbox (a pid namespace in a session of
+    /// its own) is out of the group's reach
+    bubblewrap: bool,
 }
 
 /// Builds the command line: the launcher's prefix (bubblewrap, or nothing), then
@@ -113,7 +117,8 @@ fn command_line(
 pub async fn spawn(spec: &RunSpec, launch: &Launch, io: Io) -> Result<Running, ToolError> {
     let mark = (!matches!(launch, Launch::Bubblewrap(_))).then(crate::reaper::new_mark);
     let cmd = command_line(spec, launch, io, mark.as_deref())?;
-    let kept_flags = matches!(launch, Launch::Bubblewrap(_)) && crate::launch::bwrap_flags_kept();
+    let bubblewrap = matches!(launch, Launch::Bubblewrap(_));
+    let kept_flags = bubblewrap && crate::launch::bwrap_flags_kept();
     let child = launch.spawn(cmd, &[]).await?;
     let group = child.id().and_then(ProcessGroup::adopt);
     Ok(Running::Local(Box::new(Local {
@@ -123,6 +128,7 @@ pub async fn spawn(spec: &RunSpec, launch: &Launch, io: Io) -> Result<Running, T
         mark,
         limits: launch.policy().map(|p| p.limits),
         kept_flags,
+        bubblewrap,
     })))
 }
 
@@ -199,6 +205,19 @@ impl Local {
             }
             return code;
         }
+        if self.bubblewrap && !self.done {
+            // The command runs in bubblewrap's pid namespace, in a session of its own: the
+            // group's signals reach only bubblewrap, and `--die-with-parent` alone left the
+            // sandbox running when bubblewrap was signalled early. Its sandbox is ended
+            // directly, then bubblewrap; the exit code reads as a SIGTERM's, as before.
+            if let Some(leader) = group.id() {
+                let _ = tokio::task::spawn_blocking(move || end_bubblewrap(leader)).await;
+            }
+            group.kill();
+            let _ = self.child.wait().await;
+            self.done = true;
+            return None;
+        }
         // Children of the leader that left its group (bubblewrap's sandbox init, in a new
         // session and pid namespace) die with it; note them to wait until they are gone.
         let detached = match group.id() {
@@ -237,6 +256,58 @@ fn is_alive(pid: i32) -> bool {
     stat_fields(pid).is_some_and(|f| f.first().is_some_and(|s| s != "Z" && s != "X"))
 }
 
+/// Ends a bubblewrap started by this process and its sandbox, at any point of its start:
+/// stops bubblewrap (so it starts nothing more), kills each of its children (the sandbox's
+/// pid 1, whose death ends every process of the namespace, whatever session or group they
+/// moved to; or a child that has not yet moved) and then bubblewrap itself. The caller
+/// reaps bubblewrap.
+fn end_bubblewrap(leader: u32) {
+    let Some(pid) = i32::try_from(leader).ok().and_then(Pid::from_raw) else {
+        return;
+    };
+    let _ = kill_process(pid, Signal::STOP);
+    // A signal takes effect when its target next runs: wait until bubblewrap has stopped
+    // (or gone) before listing its children, so none is forked after the list.
+    for _ in 0..STOP_ROUNDS {
+        let state = stat_fields(pid.as_raw_nonzero().get()).and_then(|f| f.into_iter().next());
+        if !matches!(state.as_deref(), Some("R" | "S" | "D")) {
+            break;
+        }
+        std::thread::sleep(STOP_PAUSE);
+    }
+    for child in children_of(leader) {
+        if let Some(child) = Pid::from_raw(child) {
+            let _ = kill_process(child, Signal::KILL);
+        }
+    }
+    let _ = kill_process(pid, Signal::KILL);
+}
+
+/// How many times [`end_bubblewrap`] looks whether bubblewrap has stopped, and how long it
+/// pauses between looks.
+const STOP_ROUNDS: usize = 200;
+const STOP_PAUSE: Duration = Duration::from_millis(1);
+
+/// The live direct children of `parent`.
+fn children_of(parent: u32) -> Vec<i32> {
+    let Ok(parent) = i32::try_from(parent) else {
+        return Vec::new();
+    };
+    let Ok(entries) = std::fs::read_dir("/proc") else {
+        return Vec::new();
+    };
+    entries
+        .flatten()
+        .filter_map(|e| e.file_name().to_str()?.parse::<i32>().ok())
+        .filter(|pid| {
+            stat_fields(*pid).is_some_and(|f| {
+                f.get(1).and_then(|p| p.parse::<i32>().ok()) == Some(parent)
+                    && f.first().is_some_and(|s| s != "Z" && s != "X")
+            })
+        })
+        .collect()
+}
+
 /// Direct children of the group leader `leader` that are in another process group.
 fn children_outside_group(leader: u32) -> Vec<i32> {
     let Ok(leader) = i32::try_from(leader) else {
@@ -262,6 +333,9 @@ impl Drop for Local {
         // The call was abandoned (its future dropped): kill the group at once. The leader is
         // reaped by tokio's orphan reaper (`kill_on_drop`).
         if let Some(group) = &self.group {
+            if let Some(leader) = group.id().filter(|_| self.bubblewrap && !self.done) {
+                end_bubblewrap(leader);
+            }
             group.kill();
         }
         if let Some(mark) = self.mark.take() {

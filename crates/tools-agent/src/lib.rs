@@ -107,6 +107,8 @@ mod tools;
 use std::sync::Arc;
 
 // The tools, each with its input and output types.
+#[cfg(feature = "cron")]
+pub use stores::cron_jobs::CronJob;
 pub use stores::git_worktrees::ActiveWorktree;
 #[cfg(feature = "v2-todo")]
 pub use stores::task_records::{TaskRecord, TaskState, TaskUpdateInput};
@@ -122,7 +124,7 @@ pub use tools::config::{
 };
 #[cfg(feature = "cron")]
 pub use tools::cron::{
-    CronCreate, CronCreateInput, CronDelete, CronDeleteInput, CronJob, CronList, CronListEntry,
+    CronCreate, CronCreateInput, CronDelete, CronDeleteInput, CronList, CronListEntry,
     CronListInput,
 };
 pub use tools::plan_mode::{
@@ -164,11 +166,11 @@ pub use tools::send_user_message::UserMessageSink;
 
 // What a host calls around the tools: the lead's inbox between turns, the cron scheduler,
 // the plan file, the skill listing, what `trust` reviews.
+#[cfg(feature = "cron")]
+pub use stores::cron_jobs::{CronFire, CronScheduler, cron_scheduler};
 pub use stores::mailbox::{InboxMessage, render_messages, take_inbox};
 pub use stores::plan_requests::plan_file;
 pub use stores::project::review_project_definitions;
-#[cfg(feature = "cron")]
-pub use tools::cron::{CronFire, CronScheduler, cron_scheduler};
 pub use tools::skill::{SKILL_LISTING_BUDGET, skill_listing};
 
 /// What the crate's integration tests reach beyond the API: the stores underneath the tools,
@@ -180,15 +182,15 @@ pub mod testing {
         AgentDefinition, builtin_agents, load_agents, tools_for_agent,
     };
     pub use crate::runners::subagent_context;
+    #[cfg(feature = "cron")]
+    pub use crate::stores::cron_jobs::{
+        MAX_RECURRING_JITTER, ONE_SHOT_EARLY, TOO_MANY_JOBS, fire_time, jitter, parse_cron,
+    };
     #[cfg(feature = "v2-todo")]
     pub use crate::stores::task_records::{HIGH_WATER_MARK, TaskStore};
     pub use crate::stores::team_files::{TeamFile, TeamMember, TeamStore};
     pub use crate::tools::agent::{CWD_WITH_ISOLATION, TEAMMATES_CANNOT_SPAWN};
     pub use crate::tools::ask_user_question::{ASK_IN_AGENT, NOT_UNIQUE};
-    #[cfg(feature = "cron")]
-    pub use crate::tools::cron::{
-        MAX_RECURRING_JITTER, ONE_SHOT_EARLY, TOO_MANY_JOBS, fire_time, jitter, parse_cron,
-    };
     pub use crate::tools::plan_mode::{
         ENTERED_PLAN_MODE, NOT_IN_PLAN_MODE, PLAN_APPROVED, PLAN_MODE_IN_AGENT, PLAN_SUBMITTED,
     };

@@ -40,9 +40,8 @@
 //! Commands run under a supervisor: the host binary started again (a host calls
 //! [`sandbox_supervisor_entry`] first thing in `main`, as agent-tools does, or names a
 //! program with [`set_supervisor_program`]). Foreground Bash calls of a session share one
-//! supervisor per kind of launch, profile (jail or workspace) and policy
-//! ([`sandbox_instance`] shows the last one started); each background command and Monitor
-//! gets one of its own. A process runs at most [`SandboxLimits::max_instances`] (see
+//! supervisor per kind of launch, profile (jail or workspace) and policy; each background
+//! command and Monitor gets one of its own. A process runs at most [`SandboxLimits::max_instances`] (see
 //! [`set_sandbox_limits`]); at the limit the instance idle the longest is ended, and when
 //! all are busy the call is refused with a retryable error that says so. A registered
 //! program that does not answer when started with [`SUPERVISOR_ARG`] is set aside, with one
@@ -223,7 +222,6 @@ pub use sandbox::{
     SUPERVISOR_ARG, SandboxLimits, live_sandbox_instances, sandbox_limits, set_sandbox_limits,
     set_supervisor_program,
 };
-pub use session::sandbox_instance;
 /// The command analysis (parsing, option tables, classification), re-exported for library
 /// users of the shell tools.
 pub use shell_analysis::{
@@ -232,10 +230,17 @@ pub use shell_analysis::{
 };
 pub use spool::OUTPUT_CAP;
 pub use task_tools::{
-    TASK_OUTPUT_CHARS, TaskOutput, TaskOutputData, TaskOutputInput, TaskStop, TaskStopData,
-    TaskStopInput,
+    RetrievalStatus, TASK_OUTPUT_CHARS, TaskOutput, TaskOutputData, TaskOutputInput, TaskStop,
+    TaskStopData, TaskStopInput,
 };
 pub use tasks::{Readiness, ReadyOutcome, ShellTaskSpec, ShellTasks};
+
+/// What only this crate's tests reach: the sandbox instance a session's foreground Bash
+/// calls last started. Not part of the API.
+#[doc(hidden)]
+pub mod testing {
+    pub use crate::session::sandbox_instance;
+}
 
 /// Wires the shell into a session being built: the background task manager (Bash's
 /// `run_in_background`, Monitor, TaskOutput and TaskStop, and other crates' background

@@ -26,8 +26,8 @@
 use std::path::{Path, PathBuf};
 
 use shell_analysis::{
-    Access, Analysis, Candidate, Form, MAX_SUBCOMMANDS, SimpleCommand, Unresolved, Word, analyse,
-    base_name, escape_option, is_shell_script, path_words, read_operands,
+    Access, Analysis, Candidate, Form, MAX_SUBCOMMANDS, ReadOperand, SimpleCommand, Unresolved,
+    Word, analyse, base_name, escape_option, is_shell_script, path_words, read_operands,
 };
 use tool_core::{
     AskKind, Beneath, CommandPattern, PermissionDecision, PermissionMode, PermissionRule,
@@ -358,25 +358,60 @@ struct PathVerdict {
 
 /// Holds the paths of every candidate to the Read and Edit rules and the protected paths.
 fn check_paths(analysis: &Analysis, ctx: &ToolContext) -> PathVerdict {
-    let engine = ctx.permissions();
-    let bases = Bases::new(&ctx.cwd(), analysis.cd_targets());
-    let mut v = PathVerdict::default();
-    let read_rules = engine.has_rules("Read", RuleBehavior::Deny);
-    let resolve = |w: &Word, v: &mut PathVerdict| -> Vec<PathBuf> {
-        match operands::resolve(w, &bases) {
+    let mut check = PathCheck {
+        ctx,
+        bases: Bases::new(&ctx.cwd(), analysis.cd_targets()),
+        v: PathVerdict::default(),
+    };
+    let read_rules = ctx.permissions().has_rules("Read", RuleBehavior::Deny);
+    for c in analysis.candidates() {
+        let reading = read_operands(c.command());
+        if read_rules {
+            check.reads(c, reading.as_deref());
+            if let Some(ops) = &reading {
+                check.repository_reads(c, ops);
+                check.recursive_reads(c, ops);
+            }
+        }
+        check.writes(c, reading.is_none());
+        if let Some(s) = c.safety().first() {
+            check.v.safety.get_or_insert(s.clone());
+        }
+    }
+    check.v
+}
+
+/// [`check_paths`] under way: the session, where relative operands start, and the verdict
+/// so far (the first denial and the first safety check found win).
+struct PathCheck<'a> {
+    ctx: &'a ToolContext,
+    bases: Bases,
+    v: PathVerdict,
+}
+
+impl PathCheck<'_> {
+    /// The paths `w` names, noting a word only known at run time.
+    fn resolve(&mut self, w: &Word) -> Vec<PathBuf> {
+        match operands::resolve(w, &self.bases) {
             Resolved::Paths(p) => p,
             Resolved::Unknown => {
-                v.unknown = true;
+                self.v.unknown = true;
                 Vec::new()
             }
         }
-    };
-    for c in analysis.candidates() {
+    }
+
+    fn deny(&mut self, reason: impl FnOnce() -> String) {
+        if self.v.deny.is_none() {
+            self.v.deny = Some(reason());
+        }
+    }
+
+    /// Reads against the Read deny rules: the operands of a read-only command, every
+    /// path-like word of another one, and input redirections.
+    fn reads(&mut self, c: &Candidate, reading: Option<&[ReadOperand]>) {
         let cmd = c.command();
-        let reading = read_operands(cmd);
-        // Reads: the operands of a read-only command, every path-like word of another one,
-        // and input redirections.
-        let mut reads: Vec<Word> = match &reading {
+        let mut reads: Vec<Word> = match reading {
             Some(ops) => ops
                 .iter()
                 .filter(|o| o.access != Access::Repository)
@@ -391,103 +426,95 @@ fn check_paths(analysis: &Analysis, ctx: &ToolContext) -> PathVerdict {
                 .filter(|r| r.reads_file())
                 .filter_map(|r| r.target.clone()),
         );
-        if read_rules {
-            for w in &reads {
-                for p in resolve(w, &mut v) {
-                    if let PermissionDecision::Deny { reason } = engine.check_read_path(&p, ctx) {
-                        v.deny.get_or_insert(format!(
-                            "`{}` reads {}: {reason}",
-                            c.text(),
-                            p.display()
-                        ));
-                    }
-                }
-            }
-            // A git command that prints file contents can print any file the repository
-            // ever held: refused when a Read deny rule may match anything in it.
-            for op in reading.iter().flatten() {
-                if op.access != Access::Repository {
-                    continue;
-                }
-                for p in resolve(&op.word, &mut v) {
-                    let root = repository_root(&p);
-                    if let Some(rule) = engine.read_deny_beneath(&root, ctx) {
-                        v.deny.get_or_insert(format!(
-                            "`{}` prints file contents from the git repository at {}, its history included, where the Read deny rule {rule} may match; name paths with the Read tool instead, or narrow the deny rule",
-                            c.text(),
-                            root.display()
-                        ));
-                    }
-                }
-            }
-            // A recursive read reaches what lies beneath.
-            for op in reading.iter().flatten() {
-                if !(op.recursive && op.access == Access::Content) {
-                    continue;
-                }
-                for p in resolve(&op.word, &mut v) {
-                    if !p.is_dir() {
-                        continue;
-                    }
-                    match engine.read_denied_beneath(&p, ctx, MAX_WALK) {
-                        Beneath::Clear => {}
-                        Beneath::Denied(file, rule) => {
-                            v.deny.get_or_insert(format!(
-                                "`{}` reads {} recursively, which includes {}, denied by {rule}; use the Grep tool, which skips denied files, or name the files to read",
-                                c.text(),
-                                p.display(),
-                                file.display()
-                            ));
-                        }
-                        Beneath::TooMany => {
-                            v.deny.get_or_insert(format!(
-                                "`{}` reads {} recursively, too large a tree to check against the Read deny rules; use the Grep tool, which skips denied files, or narrow the path",
-                                c.text(),
-                                p.display()
-                            ));
-                        }
-                    }
+        for w in &reads {
+            for p in self.resolve(w) {
+                if let PermissionDecision::Deny { reason } =
+                    self.ctx.permissions().check_read_path(&p, self.ctx)
+                {
+                    self.deny(|| format!("`{}` reads {}: {reason}", c.text(), p.display()));
                 }
             }
         }
-        // Writes: output redirections of every command, and the path-like words of a
-        // command that is not read-only.
+    }
+
+    /// A git command that prints file contents can print any file the repository ever
+    /// held: refused when a Read deny rule may match anything in it.
+    fn repository_reads(&mut self, c: &Candidate, ops: &[ReadOperand]) {
+        for op in ops.iter().filter(|o| o.access == Access::Repository) {
+            for p in self.resolve(&op.word) {
+                let root = repository_root(&p);
+                if let Some(rule) = self.ctx.permissions().read_deny_beneath(&root, self.ctx) {
+                    self.deny(|| format!(
+                        "`{}` prints file contents from the git repository at {}, its history included, where the Read deny rule {rule} may match; name paths with the Read tool instead, or narrow the deny rule",
+                        c.text(),
+                        root.display()
+                    ));
+                }
+            }
+        }
+    }
+
+    /// A recursive read reaches what lies beneath.
+    fn recursive_reads(&mut self, c: &Candidate, ops: &[ReadOperand]) {
+        for op in ops
+            .iter()
+            .filter(|o| o.recursive && o.access == Access::Content)
+        {
+            for p in self.resolve(&op.word) {
+                if !p.is_dir() {
+                    continue;
+                }
+                match self.ctx.permissions().read_denied_beneath(&p, self.ctx, MAX_WALK) {
+                    Beneath::Clear => {}
+                    Beneath::Denied(file, rule) => self.deny(|| format!(
+                        "`{}` reads {} recursively, which includes {}, denied by {rule}; use the Grep tool, which skips denied files, or name the files to read",
+                        c.text(),
+                        p.display(),
+                        file.display()
+                    )),
+                    Beneath::TooMany => self.deny(|| format!(
+                        "`{}` reads {} recursively, too large a tree to check against the Read deny rules; use the Grep tool, which skips denied files, or narrow the path",
+                        c.text(),
+                        p.display()
+                    )),
+                }
+            }
+        }
+    }
+
+    /// Writes against the Edit rules and the protected paths: output redirections of every
+    /// command, and the path-like words of a simple command that is not read-only.
+    fn writes(&mut self, c: &Candidate, not_read_only: bool) {
+        let cmd = c.command();
         let mut writes: Vec<Word> = cmd
             .redirects
             .iter()
             .filter(|r| r.writes_file())
             .filter_map(|r| r.target.clone())
             .collect();
-        if reading.is_none() && cmd.form == Form::Simple {
+        if not_read_only && cmd.form == Form::Simple {
             writes.extend(path_words(cmd));
         }
         for w in &writes {
-            for p in resolve(w, &mut v) {
-                match engine.check_write_path(&p, ctx) {
+            for p in self.resolve(w) {
+                match self.ctx.permissions().check_write_path(&p, self.ctx) {
                     PermissionDecision::Deny { reason } => {
-                        v.deny.get_or_insert(format!(
-                            "`{}` writes {}: {reason}",
-                            c.text(),
-                            p.display()
-                        ));
+                        self.deny(|| format!("`{}` writes {}: {reason}", c.text(), p.display()));
                     }
                     PermissionDecision::Ask {
                         kind: AskKind::SafetyCheck,
                         reason,
                         ..
                     } => {
-                        v.safety
+                        self.v
+                            .safety
                             .get_or_insert(format!("`{}` may write {reason}", c.text()));
                     }
                     _ => {}
                 }
             }
         }
-        if let Some(s) = c.safety().first() {
-            v.safety.get_or_insert(s.clone());
-        }
     }
-    v
 }
 
 /// The top of the git work tree (or the git directory) holding `dir`: the nearest ancestor
@@ -542,9 +569,46 @@ fn reads_allowed(c: &Candidate, bases: &Bases, ctx: &ToolContext) -> bool {
             })
 }
 
-/// The permission check of Bash (and Monitor, whose rules are Bash's).
+/// The permission check of Bash (and Monitor, whose rules are Bash's): `tool` names the
+/// tool asking, `Monitor` or else Bash (see [`ShellTool::from_name`]).
 pub fn check(command: &str, ctx: &ToolContext, tool: &str) -> PermissionDecision {
     check_with(command, ctx, tool, false)
+}
+
+/// The shell tool a command is checked for: Bash's rules apply to both, Monitor's own too,
+/// and the messages name it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum ShellTool {
+    /// Bash (and the profiles' shell tools, which stand for it)
+    Bash,
+    /// Monitor
+    Monitor,
+}
+
+impl ShellTool {
+    /// The tool `name` names: Monitor for `Monitor`, Bash for anything else.
+    pub(crate) fn from_name(name: &str) -> Self {
+        if name == "Monitor" {
+            ShellTool::Monitor
+        } else {
+            ShellTool::Bash
+        }
+    }
+
+    fn name(self) -> &'static str {
+        match self {
+            ShellTool::Bash => "Bash",
+            ShellTool::Monitor => "Monitor",
+        }
+    }
+
+    /// The tool names whose rules apply.
+    fn rule_tools(self) -> &'static [&'static str] {
+        match self {
+            ShellTool::Bash => &["Bash"],
+            ShellTool::Monitor => &["Bash", "Monitor"],
+        }
+    }
 }
 
 /// How a command will run, for the checks that depend on it.
@@ -569,7 +633,7 @@ pub fn check_with(
     check_running(
         command,
         ctx,
-        tool,
+        ShellTool::from_name(tool),
         Running {
             disable_sandbox,
             sandbox_enabled: settings.enabled,
@@ -578,213 +642,268 @@ pub fn check_with(
     )
 }
 
-/// The permission check, with how the command will run.
-pub fn check_running(
+/// The permission check, with how the command will run: deny rules, then the paths, then
+/// what asks whatever the rules allow, then the allow rules, the read-only list and the
+/// mode for every subcommand.
+pub(crate) fn check_running(
     command: &str,
     ctx: &ToolContext,
-    tool: &str,
+    tool: ShellTool,
     running: Running,
 ) -> PermissionDecision {
     let analysis = match analyse_in(command, &ctx.cwd()) {
         Ok(a) => a,
         Err(e) => return PermissionDecision::deny(e),
     };
-    let tools: Vec<&str> = if tool == "Bash" {
-        vec!["Bash"]
-    } else {
-        vec!["Bash", tool]
+    let check = CommandCheck {
+        ctx,
+        analysis: &analysis,
+        name: tool.name(),
+        tools: tool.rule_tools(),
+        rules: ctx.permissions().rules(),
+        whole: command.trim(),
+        running,
     };
-    let rules = ctx.permissions().rules();
-    let of = |b: RuleBehavior| rules.iter().filter(move |r| r.behavior == b);
-    let whole = command.trim();
-
-    // 1. Deny: the whole line, then every program in every spelling, then programs that
-    // are the same file as a denied one under another name.
-    let aliases = same_program_texts(&analysis, &rules, &tools, &ctx.cwd());
-    for rule in of(RuleBehavior::Deny) {
-        let hit = rule_matches(rule, &tools, whole)
-            .then(|| whole.to_owned())
-            .or_else(|| {
-                analysis.candidates().iter().find_map(|c| {
-                    c.deny_texts()
-                        .iter()
-                        .find(|t| rule_matches(rule, &tools, t))
-                        .cloned()
-                })
-            })
-            .or_else(|| {
-                aliases
-                    .iter()
-                    .find(|t| rule_matches(rule, &tools, t))
-                    .cloned()
-            });
-        if let Some(text) = hit {
-            return PermissionDecision::deny(format!(
-                "Permission to use {tool} with command {text} has been denied."
-            ));
-        }
+    if let Some(denied) = check.denied() {
+        return denied;
     }
-    // 2. Programs that cannot be known: denied while a deny rule names Bash.
-    if let Some(u) = analysis.unresolved().first()
-        && let Some(rule) = of(RuleBehavior::Deny).find(|r| tools.contains(&r.rule.tool.as_str()))
-    {
-        return PermissionDecision::deny(unresolved_denial(tool, u, rule, whole));
-    }
-    // 3. Paths against the Read and Edit rules and the protected paths.
-    let unsandboxed = !running.sandbox_enabled || running.disable_sandbox;
     let paths = check_paths(&analysis, ctx);
-    if let Some(reason) = paths.deny {
-        return PermissionDecision::deny(format!(
-            "Permission to use {tool} has been denied: {reason}"
-        ));
-    }
-    if paths.unknown && unsandboxed && ctx.permissions().has_rules("Read", RuleBehavior::Deny) {
-        return PermissionDecision::deny(format!(
-            "Permission to use {tool} has been denied: Read deny rules are in force and this command names a path only known when it runs, while it would run outside the sandbox (which otherwise keeps denied files unreadable). Name its paths literally."
-        ));
-    }
-    // 4. Content ask rules hold even in bypass.
-    for rule in of(RuleBehavior::Ask) {
-        let hit = rule_matches(rule, &tools, whole)
-            || analysis
-                .candidates()
-                .iter()
-                .any(|c| c.deny_texts().iter().any(|t| rule_matches(rule, &tools, t)));
-        if hit {
-            return PermissionDecision::Ask {
-                reason: format!("Permission rule {rule} requires approval for this {tool} command"),
+    check
+        .path_denial(&paths)
+        .or_else(|| check.content_ask())
+        // Protected paths: a safety check that no rule or mode skips.
+        .or_else(|| {
+            paths.safety.map(|reason| PermissionDecision::Ask {
+                reason: format!("{reason}; protected paths always need explicit approval"),
                 suggestions: Vec::new(),
-                kind: AskKind::Rule(Box::new(rule.clone())),
+                kind: AskKind::SafetyCheck,
+            })
+        })
+        .or_else(|| check.always_asks())
+        .unwrap_or_else(|| check.by_rules())
+}
+
+/// One command line under [`check_running`].
+struct CommandCheck<'a> {
+    ctx: &'a ToolContext,
+    analysis: &'a Analysis,
+    /// The tool, as messages name it
+    name: &'static str,
+    /// The tools whose rules apply
+    tools: &'static [&'static str],
+    rules: Vec<SourcedRule>,
+    /// The whole command line, trimmed
+    whole: &'a str,
+    running: Running,
+}
+
+impl CommandCheck<'_> {
+    /// The session's rules of behaviour `b`.
+    fn of(&self, b: RuleBehavior) -> impl Iterator<Item = &SourcedRule> {
+        self.rules.iter().filter(move |r| r.behavior == b)
+    }
+
+    /// Steps 1 and 2. Deny rules: the whole line, then every program in every spelling,
+    /// then programs that are the same file as a denied one under another name; programs
+    /// that cannot be known: denied while a deny rule names Bash.
+    fn denied(&self) -> Option<PermissionDecision> {
+        let (tool, tools, whole) = (self.name, self.tools, self.whole);
+        let aliases = same_program_texts(self.analysis, &self.rules, tools, &self.ctx.cwd());
+        for rule in self.of(RuleBehavior::Deny) {
+            let hit = rule_matches(rule, tools, whole)
+                .then(|| whole.to_owned())
+                .or_else(|| {
+                    self.analysis.candidates().iter().find_map(|c| {
+                        c.deny_texts()
+                            .iter()
+                            .find(|t| rule_matches(rule, tools, t))
+                            .cloned()
+                    })
+                })
+                .or_else(|| {
+                    aliases
+                        .iter()
+                        .find(|t| rule_matches(rule, tools, t))
+                        .cloned()
+                });
+            if let Some(text) = hit {
+                return Some(PermissionDecision::deny(format!(
+                    "Permission to use {tool} with command {text} has been denied."
+                )));
+            }
+        }
+        let u = self.analysis.unresolved().first()?;
+        let rule = self
+            .of(RuleBehavior::Deny)
+            .find(|r| tools.contains(&r.rule.tool.as_str()))?;
+        Some(PermissionDecision::deny(unresolved_denial(
+            tool, u, rule, whole,
+        )))
+    }
+
+    /// Step 3. Paths against the Read and Edit rules (the protected paths ask later).
+    fn path_denial(&self, paths: &PathVerdict) -> Option<PermissionDecision> {
+        let tool = self.name;
+        if let Some(reason) = &paths.deny {
+            return Some(PermissionDecision::deny(format!(
+                "Permission to use {tool} has been denied: {reason}"
+            )));
+        }
+        let unsandboxed = !self.running.sandbox_enabled || self.running.disable_sandbox;
+        (paths.unknown && unsandboxed && self.ctx.permissions().has_rules("Read", RuleBehavior::Deny))
+            .then(|| PermissionDecision::deny(format!(
+                "Permission to use {tool} has been denied: Read deny rules are in force and this command names a path only known when it runs, while it would run outside the sandbox (which otherwise keeps denied files unreadable). Name its paths literally."
+            )))
+    }
+
+    /// Step 4. Content ask rules hold even in bypass.
+    fn content_ask(&self) -> Option<PermissionDecision> {
+        let (tool, tools, whole) = (self.name, self.tools, self.whole);
+        let rule = self.of(RuleBehavior::Ask).find(|rule| {
+            rule_matches(rule, tools, whole)
+                || self
+                    .analysis
+                    .candidates()
+                    .iter()
+                    .any(|c| c.deny_texts().iter().any(|t| rule_matches(rule, tools, t)))
+        })?;
+        Some(PermissionDecision::Ask {
+            reason: format!("Permission rule {rule} requires approval for this {tool} command"),
+            suggestions: Vec::new(),
+            kind: AskKind::Rule(Box::new(rule.clone())),
+        })
+    }
+
+    /// Critical rm targets and leaving the sandbox: asks (or refusals) that no rule or mode
+    /// skips; then an allow rule that is exactly this whole command line (no wildcard: a
+    /// whole-string glob is the over-granting bug class) allows it as written.
+    fn always_asks(&self) -> Option<PermissionDecision> {
+        let cwd = self.ctx.cwd();
+        if let Some(reason) = self
+            .analysis
+            .candidates()
+            .iter()
+            .find_map(|c| dangerous_rm(c.command(), &cwd))
+        {
+            return Some(PermissionDecision::Ask {
+                reason,
+                suggestions: Vec::new(),
+                kind: AskKind::SafetyCheck,
+            });
+        }
+        let running = self.running;
+        if running.disable_sandbox && running.sandbox_enabled {
+            if !running.unsandboxed_allowed {
+                return Some(PermissionDecision::deny(
+                    "dangerouslyDisableSandbox is not allowed: the settings set sandbox.allowUnsandboxedCommands to false. Run the command inside the sandbox.",
+                ));
+            }
+            return Some(PermissionDecision::Ask {
+                reason: format!(
+                    "Run outside of the sandbox (dangerouslyDisableSandbox): `{}`",
+                    self.whole.chars().take(200).collect::<String>()
+                ),
+                suggestions: Vec::new(),
+                kind: AskKind::Unsandboxed,
+            });
+        }
+        let whole = self.whole;
+        self.of(RuleBehavior::Allow)
+            .any(|r| {
+                self.tools.contains(&r.rule.tool.as_str())
+                    && r.rule.content.as_deref().is_some_and(|c| {
+                        matches!(CommandPattern::parse(c), CommandPattern::Exact(ref e) if e == whole)
+                    })
+            })
+            .then_some(PermissionDecision::Allow)
+    }
+
+    /// Step 5. Constructs that cannot be judged from their words ask whatever the rules
+    /// say; otherwise every subcommand must be allowed by a rule, the read-only list or
+    /// acceptEdits.
+    fn by_rules(&self) -> PermissionDecision {
+        let (ctx, analysis, tool, tools) = (self.ctx, self.analysis, self.name, self.tools);
+        let suggestions = suggestions(analysis, &self.rules, tools);
+        if analysis.candidates().len() > MAX_SUBCOMMANDS {
+            return PermissionDecision::Ask {
+                reason: format!(
+                    "This {tool} command has more than {MAX_SUBCOMMANDS} subcommands; each one cannot be checked"
+                ),
+                suggestions: Vec::new(),
+                kind: AskKind::Default,
             };
         }
-    }
-    // Protected paths and critical rm targets: safety checks that no rule or mode skips.
-    if let Some(reason) = paths.safety {
-        return PermissionDecision::Ask {
-            reason: format!("{reason}; protected paths always need explicit approval"),
-            suggestions: Vec::new(),
-            kind: AskKind::SafetyCheck,
-        };
-    }
-    let cwd = ctx.cwd();
-    if let Some(reason) = analysis
-        .candidates()
-        .iter()
-        .find_map(|c| dangerous_rm(c.command(), &cwd))
-    {
-        return PermissionDecision::Ask {
-            reason,
-            suggestions: Vec::new(),
-            kind: AskKind::SafetyCheck,
-        };
-    }
-    // Leaving the sandbox needs its own approval, whatever allows the command.
-    if running.disable_sandbox && running.sandbox_enabled {
-        if !running.unsandboxed_allowed {
-            return PermissionDecision::deny(
-                "dangerouslyDisableSandbox is not allowed: the settings set sandbox.allowUnsandboxedCommands to false. Run the command inside the sandbox.",
-            );
-        }
-        return PermissionDecision::Ask {
-            reason: format!(
-                "Run outside of the sandbox (dangerouslyDisableSandbox): `{}`",
-                whole.chars().take(200).collect::<String>()
-            ),
-            suggestions: Vec::new(),
-            kind: AskKind::Unsandboxed,
-        };
-    }
-    // An allow rule that is exactly this whole command line (no wildcard: a whole-string
-    // glob is the over-granting bug class) allows it as written.
-    if of(RuleBehavior::Allow).any(|r| {
-        tools.contains(&r.rule.tool.as_str())
-            && r.rule.content.as_deref().is_some_and(
-                |c| matches!(CommandPattern::parse(c), CommandPattern::Exact(ref e) if e == whole),
+        let mut issues: Vec<String> = Vec::new();
+        for i in analysis
+            .issues()
+            .iter()
+            .cloned()
+            .chain(
+                analysis
+                    .unresolved()
+                    .iter()
+                    .filter(|u| !u.project_code)
+                    .map(|u| u.why.clone()),
             )
-    }) {
-        return PermissionDecision::Allow;
-    }
-    let suggestions = suggestions(&analysis, &rules, &tools);
-    if analysis.candidates().len() > MAX_SUBCOMMANDS {
-        return PermissionDecision::Ask {
-            reason: format!(
-                "This {tool} command has more than {MAX_SUBCOMMANDS} subcommands; each one cannot be checked"
-            ),
-            suggestions: Vec::new(),
-            kind: AskKind::Default,
+            .chain(
+                analysis
+                    .candidates()
+                    .iter()
+                    .filter_map(|c| c.issue().map(str::to_owned)),
+            )
+        {
+            push_unique(&mut issues, i);
+        }
+        let mode = ctx.permission_mode();
+        let bases = Bases::new(&ctx.cwd(), analysis.cd_targets());
+        let pending: Vec<&Candidate> = analysis
+            .candidates()
+            .iter()
+            .filter(|c| {
+                let by_rule = self
+                    .of(RuleBehavior::Allow)
+                    .any(|r| allowed_by(r, tools, c));
+                let read_only = !c.command().nested && reads_allowed(c, &bases, ctx);
+                let edits =
+                    mode == PermissionMode::AcceptEdits && accept_edits_allows(c.command(), ctx);
+                !(by_rule || read_only || edits || c.deny_only()) || c.issue().is_some()
+            })
+            .collect();
+        if issues.is_empty() && pending.is_empty() && !analysis.candidates().is_empty() {
+            return PermissionDecision::Allow;
+        }
+        let mut parts: Vec<String> = Vec::new();
+        for c in &pending {
+            push_unique(&mut parts, c.text().to_owned());
+        }
+        let mut reason = if analysis.candidates().len() > 1 && !parts.is_empty() {
+            format!(
+                "This {tool} command contains multiple operations. The following parts require approval: {}",
+                parts.join(", ")
+            )
+        } else if !parts.is_empty() {
+            format!("{tool} command `{}` requires approval", parts.join(", "))
+        } else {
+            format!("This {tool} command requires approval")
         };
-    }
-    // 5. Constructs that cannot be judged from their words ask whatever the rules say;
-    // otherwise every subcommand must be allowed by a rule, the read-only list or
-    // acceptEdits.
-    let mut issues: Vec<String> = Vec::new();
-    for i in analysis
-        .issues()
-        .iter()
-        .cloned()
-        .chain(
-            analysis
-                .unresolved()
-                .iter()
-                .filter(|u| !u.project_code)
-                .map(|u| u.why.clone()),
-        )
-        .chain(
-            analysis
-                .candidates()
-                .iter()
-                .filter_map(|c| c.issue().map(str::to_owned)),
-        )
-    {
-        push_unique(&mut issues, i);
-    }
-    let mode = ctx.permission_mode();
-    let bases = Bases::new(&cwd, analysis.cd_targets());
-    let pending: Vec<&Candidate> = analysis
-        .candidates()
-        .iter()
-        .filter(|c| {
-            let by_rule = of(RuleBehavior::Allow).any(|r| allowed_by(r, &tools, c));
-            let read_only = !c.command().nested && reads_allowed(c, &bases, ctx);
-            let edits =
-                mode == PermissionMode::AcceptEdits && accept_edits_allows(c.command(), ctx);
-            !(by_rule || read_only || edits || c.deny_only()) || c.issue().is_some()
-        })
-        .collect();
-    if issues.is_empty() && pending.is_empty() && !analysis.candidates().is_empty() {
-        return PermissionDecision::Allow;
-    }
-    let mut parts: Vec<String> = Vec::new();
-    for c in &pending {
-        push_unique(&mut parts, c.text().to_owned());
-    }
-    let mut reason = if analysis.candidates().len() > 1 && !parts.is_empty() {
-        format!(
-            "This {tool} command contains multiple operations. The following parts require approval: {}",
-            parts.join(", ")
-        )
-    } else if !parts.is_empty() {
-        format!("{tool} command `{}` requires approval", parts.join(", "))
-    } else {
-        format!("This {tool} command requires approval")
-    };
-    if !issues.is_empty() {
-        reason.push_str(&format!(
-            "; it contains {}, which always needs approval",
-            issues.join(", ")
-        ));
-    }
-    // The rules for the parts that need approval come first (a headless denial names the
-    // first one).
-    let needed: Vec<String> = parts.iter().map(|p| exact_content(p)).collect();
-    let (mut suggestions, rest): (Vec<PermissionRule>, Vec<PermissionRule>) = suggestions
-        .into_iter()
-        .partition(|r| r.content.as_ref().is_some_and(|c| needed.contains(c)));
-    suggestions.extend(rest);
-    PermissionDecision::Ask {
-        reason,
-        suggestions,
-        kind: AskKind::Default,
+        if !issues.is_empty() {
+            reason.push_str(&format!(
+                "; it contains {}, which always needs approval",
+                issues.join(", ")
+            ));
+        }
+        // The rules for the parts that need approval come first (a headless denial names the
+        // first one).
+        let needed: Vec<String> = parts.iter().map(|p| exact_content(p)).collect();
+        let (mut suggestions, rest): (Vec<PermissionRule>, Vec<PermissionRule>) = suggestions
+            .into_iter()
+            .partition(|r| r.content.as_ref().is_some_and(|c| needed.contains(c)));
+        suggestions.extend(rest);
+        PermissionDecision::Ask {
+            reason,
+            suggestions,
+            kind: AskKind::Default,
+        }
     }
 }
 

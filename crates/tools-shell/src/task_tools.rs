@@ -35,11 +35,35 @@ pub struct TaskOutputInput {
     pub timeout: Option<u64>,
 }
 
+/// What a TaskOutput call got: serialized (and shown) as `success`, `timeout` or
+/// `not_ready`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum RetrievalStatus {
+    /// The task had finished
+    Success,
+    /// Still running after a blocking wait
+    Timeout,
+    /// Still running, and the call did not wait
+    NotReady,
+}
+
+impl RetrievalStatus {
+    /// The name the result's text and data use.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            RetrievalStatus::Success => "success",
+            RetrievalStatus::Timeout => "timeout",
+            RetrievalStatus::NotReady => "not_ready",
+        }
+    }
+}
+
 /// Output of TaskOutput.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
 pub struct TaskOutputData {
-    /// `success` (finished), `timeout` (still running after a blocking wait) or `not_ready`
-    pub retrieval_status: String,
+    /// Whether the task had finished, or the wait ended first
+    pub retrieval_status: RetrievalStatus,
     /// The task
     pub task: TaskInfo,
     /// The output (its tail, for long output; new lines only, for a monitor)
@@ -103,9 +127,9 @@ impl TypedTool for TaskOutput {
         }
         let finished = info.status.is_terminal();
         let retrieval = match (finished, block) {
-            (true, _) => "success",
-            (false, true) => "timeout",
-            (false, false) => "not_ready",
+            (true, _) => RetrievalStatus::Success,
+            (false, true) => RetrievalStatus::Timeout,
+            (false, false) => RetrievalStatus::NotReady,
         };
         let shell_tasks = ctx.services().get::<Arc<ShellTasks>>();
         let held = match (&shell_tasks, info.kind) {
@@ -125,7 +149,8 @@ impl TypedTool for TaskOutput {
             },
         };
         let mut text = format!(
-            "<retrieval_status>{retrieval}</retrieval_status>\n\n<task_id>{}</task_id>\n\n<task_type>{}</task_type>\n\n<status>{}</status>",
+            "<retrieval_status>{}</retrieval_status>\n\n<task_id>{}</task_id>\n\n<task_type>{}</task_type>\n\n<status>{}</status>",
+            retrieval.as_str(),
             info.id,
             kind_name(info.kind),
             status_name(info.status)
@@ -143,7 +168,7 @@ impl TypedTool for TaskOutput {
             text.push_str(&format!("\n\n<output>\n{header}{shown}\n</output>"));
         }
         Ok(ToolResult::ok(TaskOutputData {
-            retrieval_status: retrieval.to_owned(),
+            retrieval_status: retrieval,
             task: info,
             output: shown.to_owned(),
             truncated,

@@ -27,7 +27,7 @@ pub const MAX_LINES: usize = 120;
 pub const WATCH_LINES: usize = 100;
 
 /// How many production functions are over [`WATCH_LINES`] lines today.
-pub const OVER_WATCH_RECORDED: usize = 25;
+pub const OVER_WATCH_RECORDED: usize = 23;
 
 /// The reason of the entries left for crates other work was changing at the time.
 const PENDING: &str = "split pending: crate under concurrent change";
@@ -38,8 +38,6 @@ const PENDING: &str = "split pending: crate under concurrent change";
 pub const LONG_FN_ALLOWED: &[(&str, &str, &str, &str)] = &[
     ("sandbox", "policy.rs", "build", PENDING),
     ("sandbox", "launch.rs", "prefix_for", PENDING),
-    ("tools-shell", "permissions.rs", "check_running", PENDING),
-    ("tools-shell", "permissions.rs", "check_paths", PENDING),
 ];
 
 /// Crates whose `src` is not production code.

@@ -1,6 +1,7 @@
-//! Worktrees that can be worked in under the default sandbox: EnterWorktree, then Bash
-//! writes a file and commits it there, then ExitWorktree keeps it and the branch holds the
-//! commit; and the same through Agent with `isolation: "worktree"` and the command runner.
+//! A worktree worked in by a sub-agent under the default sandbox: Agent with `isolation:
+//! "worktree"` and a command runner that starts the binary again in the worktree, which
+//! commits there; the branch holds the commit. (EnterWorktree, Bash and ExitWorktree in one
+//! session are tested in process, in the workspace's `tests/` package.)
 
 use std::process::Command;
 
@@ -30,71 +31,7 @@ fn git(p: &Project, args: &[&str]) -> String {
     String::from_utf8_lossy(&out.stdout).into_owned()
 }
 
-/// The result lines of a batch in bypass mode.
-fn batch(p: &Project, extra: &[&str], calls: &[Value]) -> Vec<Value> {
-    let mut args = extra.to_vec();
-    args.extend(["--mode", "bypassPermissions", "batch"]);
-    let stdin: String = calls.iter().map(|c| format!("{c}\n")).collect();
-    let run = p.run(&args, Some(&stdin));
-    run.lines()
-}
-
 const COMMIT: &str = "echo wip > wip.txt && git add wip.txt && git -c user.name=t -c user.email=t@example.invalid commit -qm wip && echo committed";
-
-#[test]
-fn bash_commits_in_a_worktree_under_the_sandbox() {
-    let p = repository();
-    let lines = batch(
-        &p,
-        &[],
-        &[
-            json!({"tool": "EnterWorktree", "input": {"name": "w1"}}),
-            json!({"tool": "Bash", "input": {"command": "touch b.txt && echo wrote"}}),
-            json!({"tool": "Bash", "input": {"command": COMMIT}}),
-            json!({"tool": "Bash", "input": {"command": "git stash list && git status --short"}}),
-            json!({"tool": "ExitWorktree", "input": {"action": "keep"}}),
-        ],
-    );
-    assert_eq!(lines.len(), 5, "{lines:#?}");
-    for l in &lines {
-        assert_eq!(l["is_error"], false, "{l}");
-    }
-    assert!(
-        lines[1]["data"]["sandbox"]
-            .as_str()
-            .unwrap_or_default()
-            .starts_with("bubblewrap")
-            || lines[1]["data"]["sandbox"]
-                .as_str()
-                .unwrap_or_default()
-                .starts_with("landlock"),
-        "{}",
-        lines[1]
-    );
-    assert_eq!(text(&lines[1]), "wrote");
-    assert!(text(&lines[2]).contains("committed"), "{}", lines[2]);
-    // The branch holds the commit, and the user's checkout is untouched.
-    let log = git(&p, &["log", "--oneline", "worktree-w1"]);
-    assert!(log.contains("wip"), "{log}");
-    assert!(!p.root().join("wip.txt").exists());
-    // The repository's hooks and config stayed out of reach.
-    let r = p.run(
-        &[
-            "--mode",
-            "bypassPermissions",
-            "call",
-            "Bash",
-            r#"{"command": "c=.git/config; echo '[core] fsmonitor = x' >> \"$c\""}"#,
-        ],
-        None,
-    );
-    r.assert_code(1);
-    assert!(
-        !std::fs::read_to_string(p.root().join(".git/config"))
-            .unwrap()
-            .contains("fsmonitor")
-    );
-}
 
 #[test]
 fn an_agent_in_a_worktree_commits_through_its_own_session() {

@@ -191,7 +191,6 @@ pub(crate) fn cron_file(project: &Path) -> PathBuf {
 /// matter) is reviewed with its problem.
 pub fn review_project_definitions(project: &Path, state_dir: &Path) -> Vec<FileReview> {
     let approvals = approvals(project, state_dir);
-    let mut out = Vec::new();
     let files = skill_files(project)
         .into_iter()
         .map(|p| (Kind::Skill, p))
@@ -200,91 +199,86 @@ pub fn review_project_definitions(project: &Path, state_dir: &Path) -> Vec<FileR
                 .into_iter()
                 .map(|p| (Kind::Agent, p)),
         );
-    for (kind, path) in files {
-        let mut review = FileReview {
-            name: path
-                .strip_prefix(project)
-                .unwrap_or(&path)
-                .to_string_lossy()
-                .into_owned(),
-            path: path.clone(),
-            sha256: String::new(),
-            status: Approval::NotApproved,
-            named: Default::default(),
-            changed: Vec::new(),
-            withheld: Vec::new(),
-            problem: None,
-        };
-        match read(project, &path, &approvals) {
-            Ok(file) => {
-                review.sha256 = sha256_hex(&file.bytes);
-                review.status = file.status;
-                review.name = file.name;
-                let parsed = std::str::from_utf8(&file.bytes)
+    let mut out: Vec<FileReview> = files
+        .map(|(kind, path)| {
+            review_file(project, &path, &approvals, |bytes| {
+                let doc = std::str::from_utf8(bytes)
                     .map_err(|e| format!("not UTF-8 text: {e}"))
-                    .and_then(frontmatter::parse);
-                match parsed {
-                    Ok(doc) => {
-                        review.withheld = widening_keys(kind, &doc)
-                            .iter()
-                            .map(|(k, v)| Withheld {
-                                key: k.clone(),
-                                value: value_json(v),
-                            })
-                            .collect();
-                    }
-                    Err(e) => review.problem = Some(e),
-                }
-            }
-            Err(e) => review.problem = Some(e),
-        }
-        out.push(review);
-    }
+                    .and_then(frontmatter::parse)?;
+                Ok(widening_keys(kind, &doc)
+                    .iter()
+                    .map(|(k, v)| Withheld {
+                        key: k.clone(),
+                        value: value_json(v),
+                    })
+                    .collect())
+            })
+        })
+        .collect();
     let cron = cron_file(project);
     if std::fs::symlink_metadata(&cron).is_ok() {
-        let mut review = FileReview {
-            name: cron
-                .strip_prefix(project)
-                .unwrap_or(&cron)
-                .to_string_lossy()
-                .into_owned(),
-            path: cron.clone(),
-            sha256: String::new(),
-            status: Approval::NotApproved,
-            named: Default::default(),
-            changed: Vec::new(),
-            withheld: Vec::new(),
-            problem: None,
-        };
-        match read(project, &cron, &approvals) {
-            Ok(file) => {
-                review.sha256 = sha256_hex(&file.bytes);
-                review.status = file.status;
-                match serde_json::from_slice::<Value>(&file.bytes) {
-                    Ok(Value::Array(jobs)) => {
-                        review.withheld = jobs
-                            .into_iter()
-                            .enumerate()
-                            .map(|(i, job)| Withheld {
-                                key: format!(
-                                    "jobs.{}",
-                                    job.get("id")
-                                        .and_then(Value::as_str)
-                                        .map_or_else(|| i.to_string(), str::to_owned)
-                                ),
-                                value: job,
-                            })
-                            .collect();
-                    }
-                    Ok(_) => review.problem = Some("not a JSON array of jobs".to_owned()),
-                    Err(e) => review.problem = Some(format!("not valid JSON: {e}")),
-                }
-            }
-            Err(e) => review.problem = Some(e),
-        }
-        out.push(review);
+        out.push(review_file(project, &cron, &approvals, cron_jobs_withheld));
     }
     out
+}
+
+/// The review of the project file `path`: its name, hash and approval, and the keys
+/// `withheld` finds in its content (or the problem it or the reading ran into).
+fn review_file(
+    project: &Path,
+    path: &Path,
+    approvals: &BTreeMap<String, String>,
+    withheld: impl FnOnce(&[u8]) -> Result<Vec<Withheld>, String>,
+) -> FileReview {
+    let mut review = FileReview {
+        name: path
+            .strip_prefix(project)
+            .unwrap_or(path)
+            .to_string_lossy()
+            .into_owned(),
+        path: path.to_path_buf(),
+        sha256: String::new(),
+        status: Approval::NotApproved,
+        named: Default::default(),
+        changed: Vec::new(),
+        withheld: Vec::new(),
+        problem: None,
+    };
+    match read(project, path, approvals) {
+        Ok(file) => {
+            review.sha256 = sha256_hex(&file.bytes);
+            review.status = file.status;
+            review.name = file.name;
+            match withheld(&file.bytes) {
+                Ok(keys) => review.withheld = keys,
+                Err(e) => review.problem = Some(e),
+            }
+        }
+        Err(e) => review.problem = Some(e),
+    }
+    review
+}
+
+/// The jobs of a durable cron file, each withheld as `jobs.<id>` (`jobs.<index>` without an
+/// id).
+fn cron_jobs_withheld(bytes: &[u8]) -> Result<Vec<Withheld>, String> {
+    match serde_json::from_slice::<Value>(bytes) {
+        Ok(Value::Array(jobs)) => Ok(jobs
+            .into_iter()
+            .enumerate()
+            .map(|(i, job)| Withheld {
+                key: format!(
+                    "jobs.{}",
+                    job.get("id")
+                        .and_then(Value::as_str)
+                        .map_or_else(|| i.to_string(), str::to_owned)
+                ),
+                value: job,
+            })
+            .collect()),
+        Ok(_) => Err("not a JSON array of jobs".to_owned()),
+        Err(e) => Err(format!("not valid JSON: {e}")),
+    }
 }
 
 /// The canonical project directory of a session (where its project files live).

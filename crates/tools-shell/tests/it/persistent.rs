@@ -8,7 +8,8 @@ use std::time::Duration;
 
 use serde_json::json;
 use tool_core::PermissionMode;
-use tools_shell::{Mechanism, SandboxSettings, sandbox_instance};
+use tools_shell::testing::sandbox_instance;
+use tools_shell::{Mechanism, SandboxSettings};
 
 use crate::{Fixture, processes_with, require, survivors};
 
