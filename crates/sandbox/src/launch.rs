@@ -441,24 +441,7 @@ impl Launch {
         let Launch::Bubblewrap(policy) = self else {
             return Vec::new();
         };
-        let bwrap = bwrap();
-        let mut a = Args(Vec::new());
-        a.push(&[bwrap.map_or(OsStr::new("bwrap"), |b| b.path.as_os_str())]);
-        for f in [
-            "--new-session",
-            "--die-with-parent",
-            "--unshare-pid",
-            "--unshare-ipc",
-        ] {
-            a.flag(f);
-        }
-        if bwrap.is_none_or(|b| b.userns) {
-            a.flag("--unshare-user");
-            if bwrap.is_none_or(|b| b.disable_userns) {
-                a.flag("--disable-userns");
-            }
-        }
-        a.push(&["--cap-drop".as_ref(), "ALL".as_ref()]);
+        let mut a = namespaces();
         let root = Path::new("/");
         if policy.mode == SandboxMode::FullAccess {
             a.bind("--bind", root, root);
@@ -471,94 +454,11 @@ impl Launch {
             "--proc".as_ref(),
             "/proc".as_ref(),
         ]);
-        let jail = policy.profile == Profile::Jail;
-        let tmp = Path::new("/tmp");
-        if jail {
-            // The jail's own empty /tmp, gone with it; the working directories in the host's
-            // /tmp are bound back, read-only.
-            a.push(&["--tmpfs".as_ref(), tmp.as_os_str()]);
-            for d in policy.working() {
-                if d.starts_with(tmp) {
-                    a.bind("--ro-bind", d, d);
-                }
-            }
-        }
-        // In the jail, what lies in the host's /tmp outside a working directory is not there.
-        let absent = |p: &Path| {
-            jail && p.starts_with(tmp) && !policy.working().iter().any(|d| p.starts_with(d))
-        };
-        for r in &policy.writable_roots {
-            a.bind("--bind", r, r);
-        }
-        for b in policy.binds() {
-            match b {
-                // An entry protected when the policy was made may be gone at a later launch:
-                // another process removed it (sessions sharing a home or a project share its
-                // placeholders, and the last one out removes them). Bubblewrap must still
-                // start. Placeholders are made again just before each launch; one removed in
-                // the moment between is not bound in that launch.
-                Bind::ReadOnly(p) | Bind::Missing(p, _) => a.bind("--ro-bind-try", p, p),
-                Bind::Pinned(p) | Bind::Writable(p) => a.bind("--bind", p, p),
-            }
-        }
-        for m in policy.masks().iter().filter(|m| !absent(m.path())) {
-            match m {
-                Mask::File(p) => a.bind("--ro-bind", Path::new("/dev/null"), p),
-                Mask::Dir(p) => {
-                    a.push(&[
-                        "--perms".as_ref(),
-                        "0000".as_ref(),
-                        "--tmpfs".as_ref(),
-                        p.as_os_str(),
-                        "--remount-ro".as_ref(),
-                        p.as_os_str(),
-                    ]);
-                }
-            }
-        }
-        if policy.mode != SandboxMode::FullAccess {
-            for f in writable_files {
-                a.bind("--bind", f, f);
-            }
-        }
+        filesystem(&mut a, policy, writable_files);
         if !policy.network {
             a.flag("--unshare-net");
         }
-        #[cfg(target_os = "linux")]
-        let sockets = policy.sockets(true).as_arg();
-        #[cfg(not(target_os = "linux"))]
-        let sockets = "private";
-        match helper() {
-            Some(program) => {
-                a.push(&["--chdir".as_ref(), cwd.as_os_str(), "--".as_ref()]);
-                a.push(&[
-                    program.as_os_str(),
-                    EXEC_ARG.as_ref(),
-                    sockets.as_ref(),
-                    "--".as_ref(),
-                ]);
-            }
-            None => {
-                // bubblewrap applies the filter, read from stdin (see `Launch::spawn`). What
-                // the command's stdin would have been arrives as stderr (see `Launch::spawn`):
-                // a shell makes it the command's stdin again and its stderr the output.
-                a.push(&[
-                    "--seccomp".as_ref(),
-                    "0".as_ref(),
-                    "--chdir".as_ref(),
-                    cwd.as_os_str(),
-                    "--".as_ref(),
-                    "/bin/sh".as_ref(),
-                    "-c".as_ref(),
-                    if stderr_to_output {
-                        "exec \"$@\" 0<&2 2>&1".as_ref()
-                    } else {
-                        "exec \"$@\" 0<&2 2>/dev/null".as_ref()
-                    },
-                    "sh".as_ref(),
-                ]);
-            }
-        }
+        inner_command(&mut a, policy, cwd, stderr_to_output);
         a.0
     }
 
@@ -907,5 +807,125 @@ mod tests {
             Ok(Launch::Direct)
         ));
         Ok(())
+    }
+}
+
+/// Bubblewrap's program and the namespaces and capabilities of every launch.
+fn namespaces() -> Args {
+    let bwrap = bwrap();
+    let mut a = Args(Vec::new());
+    a.push(&[bwrap.map_or(OsStr::new("bwrap"), |b| b.path.as_os_str())]);
+    for f in [
+        "--new-session",
+        "--die-with-parent",
+        "--unshare-pid",
+        "--unshare-ipc",
+    ] {
+        a.flag(f);
+    }
+    if bwrap.is_none_or(|b| b.userns) {
+        a.flag("--unshare-user");
+        if bwrap.is_none_or(|b| b.disable_userns) {
+            a.flag("--disable-userns");
+        }
+    }
+    a.push(&["--cap-drop".as_ref(), "ALL".as_ref()]);
+    a
+}
+
+/// The policy's file system after the root: the jail's /tmp, the writable roots, the
+/// protection's binds, the masks and the files the command must write.
+fn filesystem(a: &mut Args, policy: &SandboxPolicy, writable_files: &[PathBuf]) {
+    let jail = policy.profile == Profile::Jail;
+    let tmp = Path::new("/tmp");
+    if jail {
+        // The jail's own empty /tmp, gone with it; the working directories in the host's
+        // /tmp are bound back, read-only.
+        a.push(&["--tmpfs".as_ref(), tmp.as_os_str()]);
+        for d in policy.working() {
+            if d.starts_with(tmp) {
+                a.bind("--ro-bind", d, d);
+            }
+        }
+    }
+    // In the jail, what lies in the host's /tmp outside a working directory is not there.
+    let absent =
+        |p: &Path| jail && p.starts_with(tmp) && !policy.working().iter().any(|d| p.starts_with(d));
+    for r in &policy.writable_roots {
+        a.bind("--bind", r, r);
+    }
+    for b in policy.binds() {
+        match b {
+            // An entry protected when the policy was made may be gone at a later launch:
+            // another process removed it (sessions sharing a home or a project share its
+            // placeholders, and the last one out removes them). Bubblewrap must still
+            // start. Placeholders are made again just before each launch; one removed in
+            // the moment between is not bound in that launch.
+            Bind::ReadOnly(p) | Bind::Missing(p, _) => a.bind("--ro-bind-try", p, p),
+            Bind::Pinned(p) | Bind::Writable(p) => a.bind("--bind", p, p),
+        }
+    }
+    for m in policy.masks().iter().filter(|m| !absent(m.path())) {
+        match m {
+            Mask::File(p) => a.bind("--ro-bind", Path::new("/dev/null"), p),
+            Mask::Dir(p) => {
+                a.push(&[
+                    "--perms".as_ref(),
+                    "0000".as_ref(),
+                    "--tmpfs".as_ref(),
+                    p.as_os_str(),
+                    "--remount-ro".as_ref(),
+                    p.as_os_str(),
+                ]);
+            }
+        }
+    }
+    if policy.mode != SandboxMode::FullAccess {
+        for f in writable_files {
+            a.bind("--bind", f, f);
+        }
+    }
+}
+
+/// The command after bubblewrap's options: our helper that applies the seccomp filter, or
+/// bubblewrap's own `--seccomp` with a shell that puts the descriptors back.
+fn inner_command(a: &mut Args, policy: &SandboxPolicy, cwd: &Path, stderr_to_output: bool) {
+    #[cfg(target_os = "linux")]
+    let sockets = policy.sockets(true).as_arg();
+    #[cfg(not(target_os = "linux"))]
+    let sockets = {
+        let _ = policy;
+        "private"
+    };
+    match helper() {
+        Some(program) => {
+            a.push(&["--chdir".as_ref(), cwd.as_os_str(), "--".as_ref()]);
+            a.push(&[
+                program.as_os_str(),
+                EXEC_ARG.as_ref(),
+                sockets.as_ref(),
+                "--".as_ref(),
+            ]);
+        }
+        None => {
+            // bubblewrap applies the filter, read from stdin (see `Launch::spawn`). What
+            // the command's stdin would have been arrives as stderr (see `Launch::spawn`):
+            // a shell makes it the command's stdin again and its stderr the output.
+            a.push(&[
+                "--seccomp".as_ref(),
+                "0".as_ref(),
+                "--chdir".as_ref(),
+                cwd.as_os_str(),
+                "--".as_ref(),
+                "/bin/sh".as_ref(),
+                "-c".as_ref(),
+                if stderr_to_output {
+                    "exec \"$@\" 0<&2 2>&1".as_ref()
+                } else {
+                    "exec \"$@\" 0<&2 2>/dev/null".as_ref()
+                },
+                "sh".as_ref(),
+            ]);
+        }
     }
 }

@@ -374,81 +374,12 @@ impl SandboxPolicy {
         } else {
             settings.mode
         };
-        let mut roots: Vec<PathBuf> = Vec::new();
-        let mut extra: Vec<PathBuf> = Vec::new();
-        if mode == SandboxMode::WorkspaceWrite {
-            let mut candidates: Vec<PathBuf> = dirs.to_vec();
-            candidates.push(std::env::temp_dir());
-            candidates.push(PathBuf::from("/tmp"));
-            for r in &settings.writable_roots {
-                let p = path::resolve(cwd, r);
-                if let Ok(c) = p.canonicalize() {
-                    extra.push(c);
-                }
-                candidates.push(p);
-            }
-            for c in candidates {
-                // Canonical roots: a symlinked root would otherwise be bound at the link.
-                let Ok(c) = c.canonicalize() else { continue };
-                if !roots.iter().any(|r| path::is_within(&c, r)) {
-                    roots.retain(|r| !path::is_within(r, &c));
-                    roots.push(c);
-                }
-            }
-        }
+        let (roots, extra) = writable_roots(settings, mode, dirs, cwd);
         let working: Vec<PathBuf> = dirs.iter().filter_map(|d| d.canonicalize().ok()).collect();
         let home = path::home_dir().and_then(|h| h.canonicalize().ok());
-        // The protection's bases: working directories, the home directory and the other
-        // writable roots, each once. A working directory inside another (the shell's `cd`
-        // into a subdirectory) only protects the names that exist there.
-        let mut bases: Vec<Base<'_>> = Vec::new();
-        for d in &working {
-            let nested = working.iter().any(|o| o != d && d.starts_with(o));
-            bases.push(Base {
-                dir: d,
-                project: !nested,
-                home: home.as_ref() == Some(d),
-            });
-        }
-        if let Some(h) = &home
-            && !working.contains(h)
-        {
-            bases.push(Base {
-                dir: h,
-                project: false,
-                home: true,
-            });
-        }
-        for d in &extra {
-            if !working.contains(d) && home.as_ref() != Some(d) {
-                bases.push(Base {
-                    dir: d,
-                    project: false,
-                    home: false,
-                });
-            }
-        }
-        bases.retain(|b| roots.iter().any(|r| path::is_within(b.dir, r)));
-        // Read-only wherever they are: the files approved configuration names, the state
-        // directory, and the home directory's configuration (its dot-entries, `~/.config`,
-        // `~/.local`, the XDG base directories), unless a writable root the settings name
-        // lies inside one of them (the person chose to write there).
-        let mut read_only: Vec<PathBuf> = settings.read_only.clone();
-        if let Some(state) = &settings.state_dir {
-            read_only.push(state.clone());
-        }
-        if let Some(h) = &home {
-            read_only.extend(path::protected_home_categories(h));
-        }
+        let bases = protection_bases(&working, home.as_ref(), &extra, &roots);
         #[cfg_attr(not(target_os = "linux"), allow(unused_mut))]
-        let mut read_only: Vec<PathBuf> = read_only
-            .iter()
-            .filter_map(|p| p.canonicalize().ok())
-            .filter(|p| {
-                !extra.iter().any(|e| path::is_within(e, p))
-                    && !working.iter().any(|w| path::is_within(w, p))
-            })
-            .collect();
+        let mut read_only = read_only_paths(settings, home.as_deref(), &extra, &working);
         // A placeholder another sandbox made there (a home inside a writable root gets them)
         // is not bound: it goes when that sandbox ends, and bubblewrap cannot bind what is
         // gone. The protected names of the home are this policy's own placeholders instead.
@@ -670,4 +601,105 @@ mod tests {
         assert!(!grants.contains(&root.join(".git")));
         Ok(())
     }
+}
+
+/// The writable roots (canonical, none inside another) of a policy in `mode`: the working
+/// directories, the temporary directories and the roots the settings name; and, apart, the
+/// settings' roots that exist.
+fn writable_roots(
+    settings: &SandboxSettings,
+    mode: SandboxMode,
+    dirs: &[PathBuf],
+    cwd: &Path,
+) -> (Vec<PathBuf>, Vec<PathBuf>) {
+    let mut roots: Vec<PathBuf> = Vec::new();
+    let mut extra: Vec<PathBuf> = Vec::new();
+    if mode == SandboxMode::WorkspaceWrite {
+        let mut candidates: Vec<PathBuf> = dirs.to_vec();
+        candidates.push(std::env::temp_dir());
+        candidates.push(PathBuf::from("/tmp"));
+        for r in &settings.writable_roots {
+            let p = path::resolve(cwd, r);
+            if let Ok(c) = p.canonicalize() {
+                extra.push(c);
+            }
+            candidates.push(p);
+        }
+        for c in candidates {
+            // Canonical roots: a symlinked root would otherwise be bound at the link.
+            let Ok(c) = c.canonicalize() else { continue };
+            if !roots.iter().any(|r| path::is_within(&c, r)) {
+                roots.retain(|r| !path::is_within(r, &c));
+                roots.push(c);
+            }
+        }
+    }
+    (roots, extra)
+}
+
+/// The protection's bases: working directories, the home directory and the other writable
+/// roots, each once, each inside a writable root. A working directory inside another (the
+/// shell's `cd` into a subdirectory) only protects the names that exist there.
+fn protection_bases<'a>(
+    working: &'a [PathBuf],
+    home: Option<&'a PathBuf>,
+    extra: &'a [PathBuf],
+    roots: &[PathBuf],
+) -> Vec<Base<'a>> {
+    let mut bases: Vec<Base<'_>> = Vec::new();
+    for d in working {
+        let nested = working.iter().any(|o| o != d && d.starts_with(o));
+        bases.push(Base {
+            dir: d,
+            project: !nested,
+            home: home == Some(d),
+        });
+    }
+    if let Some(h) = home
+        && !working.contains(h)
+    {
+        bases.push(Base {
+            dir: h,
+            project: false,
+            home: true,
+        });
+    }
+    for d in extra {
+        if !working.contains(d) && home != Some(d) {
+            bases.push(Base {
+                dir: d,
+                project: false,
+                home: false,
+            });
+        }
+    }
+    bases.retain(|b| roots.iter().any(|r| path::is_within(b.dir, r)));
+    bases
+}
+
+/// What is read-only wherever it is (canonical): the files approved configuration names,
+/// the state directory, and the home directory's configuration (its dot-entries,
+/// `~/.config`, `~/.local`, the XDG base directories), unless a writable root the settings
+/// name, or a working directory, lies inside one of them (the person chose to write there).
+fn read_only_paths(
+    settings: &SandboxSettings,
+    home: Option<&Path>,
+    extra: &[PathBuf],
+    working: &[PathBuf],
+) -> Vec<PathBuf> {
+    let mut read_only: Vec<PathBuf> = settings.read_only.clone();
+    if let Some(state) = &settings.state_dir {
+        read_only.push(state.clone());
+    }
+    if let Some(h) = home {
+        read_only.extend(path::protected_home_categories(h));
+    }
+    read_only
+        .iter()
+        .filter_map(|p| p.canonicalize().ok())
+        .filter(|p| {
+            !extra.iter().any(|e| path::is_within(e, p))
+                && !working.iter().any(|w| path::is_within(w, p))
+        })
+        .collect()
 }
