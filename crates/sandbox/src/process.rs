@@ -290,41 +290,24 @@ const STOP_PAUSE: Duration = Duration::from_millis(1);
 
 /// The live direct children of `parent`.
 fn children_of(parent: u32) -> Vec<i32> {
-    let Ok(parent) = i32::try_from(parent) else {
-        return Vec::new();
-    };
-    let Ok(entries) = std::fs::read_dir("/proc") else {
-        return Vec::new();
-    };
-    entries
-        .flatten()
-        .filter_map(|e| e.file_name().to_str()?.parse::<i32>().ok())
-        .filter(|pid| {
-            stat_fields(*pid).is_some_and(|f| {
-                f.get(1).and_then(|p| p.parse::<i32>().ok()) == Some(parent)
-                    && f.first().is_some_and(|s| s != "Z" && s != "X")
-            })
-        })
-        .collect()
+    children_where(parent, |_, zombie, _| !zombie)
 }
 
 /// Direct children of the group leader `leader` that are in another process group.
 fn children_outside_group(leader: u32) -> Vec<i32> {
-    let Ok(leader) = i32::try_from(leader) else {
+    children_where(leader, |leader, _, pgrp| pgrp != leader)
+}
+
+/// Direct children of `parent` for which `keep(parent, zombie, pgrp)` holds, from the
+/// reaper's process table.
+fn children_where(parent: u32, keep: impl Fn(i32, bool, i32) -> bool) -> Vec<i32> {
+    let Ok(parent) = i32::try_from(parent) else {
         return Vec::new();
     };
-    let Ok(entries) = std::fs::read_dir("/proc") else {
-        return Vec::new();
-    };
-    entries
-        .flatten()
-        .filter_map(|e| e.file_name().to_str()?.parse::<i32>().ok())
-        .filter(|pid| {
-            stat_fields(*pid).is_some_and(|f| {
-                f.get(1).and_then(|p| p.parse::<i32>().ok()) == Some(leader)
-                    && f.get(2).and_then(|g| g.parse::<i32>().ok()) != Some(leader)
-            })
-        })
+    crate::reaper::processes()
+        .into_iter()
+        .filter(|&(_, ppid, zombie, pgrp)| ppid == parent && keep(parent, zombie, pgrp))
+        .map(|(pid, ..)| pid)
         .collect()
 }
 

@@ -27,7 +27,7 @@ const ROUNDS: usize = 200;
 const PAUSE: Duration = Duration::from_millis(5);
 
 /// `(pid, ppid, zombie, pgrp)` of every process.
-fn processes() -> Vec<(i32, i32, bool, i32)> {
+pub(crate) fn processes() -> Vec<(i32, i32, bool, i32)> {
     let Ok(entries) = std::fs::read_dir("/proc") else {
         return Vec::new();
     };
