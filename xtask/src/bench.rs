@@ -1,7 +1,7 @@
 //! `cargo xtask bench`: wall-time comparisons of our binary against a baseline tool.
 //!
 //! Every benchmark is a function that receives a [`Ctx`] (the release `agent-tools` binary, a
-//! scratch directory under the target dir, the number of runs) and returns one or more
+//! scratch directory in the temporary directory, the number of runs) and returns one or more
 //! [`Comparison`]s, usually from [`Ctx::compare`]. To add a benchmark, write such a function
 //! and add one line to [`BENCHES`].
 //!
@@ -58,7 +58,8 @@ impl Default for Options {
 pub struct Ctx {
     /// The release build of the `agent-tools` binary.
     pub bin: PathBuf,
-    /// A directory under the target dir for generated inputs; it survives between runs.
+    /// `agent-tools-bench` in the temporary directory, for generated inputs; it survives
+    /// between runs.
     pub scratch: PathBuf,
     /// Timed runs per command.
     pub runs: usize,
@@ -354,7 +355,10 @@ pub fn run(root: &Path, options: &Options) -> Result<()> {
     let bin = build_binary(root)?;
     let ctx = Ctx {
         bin,
-        scratch: target_dir(root)?.join("xtask-bench"),
+        // Outside the home directory: the build directory is usually under ~/.cache, whose
+        // entries the tools protect (as a person's would be), so a benchmark's writes and
+        // commands there were refused instead of measured.
+        scratch: std::env::temp_dir().join("agent-tools-bench"),
         runs: options.runs,
         soak: options.soak,
     };

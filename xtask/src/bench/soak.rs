@@ -388,9 +388,7 @@ fn report(base: Sample, peak: Sample, after: Sample) -> String {
 /// adds no row to the benchmark table.
 pub fn soak(ctx: &Ctx) -> Result<Vec<Comparison>> {
     let Soak { seconds, sessions } = ctx.soak;
-    // Outside the home directory: the scratch directory under the target dir is usually in
-    // ~/.cache, whose entries the file tools protect, so every soak Write was refused there.
-    let dir = std::env::temp_dir().join("agent-tools-bench-soak");
+    let dir = ctx.scratch.join("soak");
     let project_dir = dir.join("project");
     let tokens = tokens(sessions);
     let (server, pid, authority, state) =
