@@ -302,8 +302,8 @@ fn main() -> ExitCode {
     if matches!(cli.command, Command::Call { .. }) {
         registry::one_call_process();
     }
-    // A server's memory returns near its idle size after sessions end only when glibc keeps
-    // few arenas of freed memory (see docs/deploy.md, "Memory").
+    // A server's memory returns near its idle size after sessions end only when the
+    // allocator gives free pages back promptly (see docs/deploy.md, "Memory").
     #[cfg(target_os = "linux")]
     if matches!(cli.command, Command::Serve { .. }) {
         set_allocator_options();
@@ -364,8 +364,8 @@ const ALLOCATOR_ENV: [(&str, &str); 1] = [(
 )];
 
 /// Starts this process again, with the same pid, arguments and descriptors, with
-/// [`ALLOCATOR_ENV`] where the environment does not set it: glibc reads these only when the
-/// allocator starts. Returns only when that cannot be done (the server then runs without
+/// [`ALLOCATOR_ENV`] where the environment does not set it: jemalloc reads its configuration
+/// only when it starts. Returns only when that cannot be done (the server then runs without
 /// them), or when the environment sets them all.
 #[cfg(target_os = "linux")]
 fn set_allocator_options() {
