@@ -847,6 +847,14 @@ fn filesystem(a: &mut Args, policy: &SandboxPolicy, writable_files: &[PathBuf]) 
                 a.bind("--ro-bind", d, d);
             }
         }
+        // Our own binary, when it lives in the host's /tmp (a build or install directory
+        // there), is bound back too, read-only: the helper and the supervisor run from it
+        // inside the jail, and without it every jailed command would fail to start.
+        if let Some(program) = helper()
+            .filter(|p| p.starts_with(tmp) && !policy.working().iter().any(|d| p.starts_with(d)))
+        {
+            a.bind("--ro-bind", program, program);
+        }
     }
     // In the jail, what lies in the host's /tmp outside a working directory is not there.
     let absent =

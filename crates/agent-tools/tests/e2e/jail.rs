@@ -355,3 +355,56 @@ fn the_environment_is_scrubbed_end_to_end() {
     );
     assert!(variants >= 16, "{variants}");
 }
+
+/// The binary installed in the host's `/tmp` (a build or install directory there): the
+/// jail gives commands an empty `/tmp` of their own, yet its helper and supervisor run from
+/// that binary, so it is bound back read-only. Before, every jailed command failed to start
+/// (`bwrap: execvp /tmp/…/agent-tools: No such file or directory`).
+#[test]
+fn a_binary_in_the_hosts_tmp_runs_jailed_commands() {
+    if !bwrap_or_landlock() {
+        return;
+    }
+    let dir = tempfile::Builder::new()
+        .prefix("agent-tools-e2e-bin")
+        .tempdir_in("/tmp")
+        .unwrap();
+    let copy = dir.path().join("agent-tools");
+    std::fs::copy(binary(), &copy).unwrap();
+    let p = Project::new(&["f.txt = x\n"]);
+    let run = |args: &[&str], stdin: &str| {
+        let mut child = Command::new(&copy)
+            .arg("--cwd")
+            .arg(p.root())
+            .args(args)
+            .env("AGENT_TOOLS_HOME", p.home())
+            .env("HOME", p.home())
+            .stdin(Stdio::piped())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped())
+            .spawn()
+            .unwrap();
+        std::io::Write::write_all(&mut child.stdin.take().unwrap(), stdin.as_bytes()).unwrap();
+        let out = child.wait_with_output().unwrap();
+        String::from_utf8(out.stdout).unwrap()
+    };
+    let input = json!({"command": "echo jailed-ok"}).to_string();
+    // Once alone (a sandbox of its own) and once in a live batch (under the supervisor).
+    let one = run(&["call", "Bash", &input], "");
+    let stdin = format!(
+        "{}\n",
+        json!({"tool": "Bash", "input": {"command": "echo jailed-ok"}})
+    );
+    let batch = run(&["batch"], &stdin);
+    for out in [one, batch] {
+        let line: serde_json::Value = serde_json::from_str(out.trim()).unwrap();
+        assert_eq!(line["is_error"], false, "{line}");
+        assert!(text(&line).contains("jailed-ok"), "{line}");
+        assert!(
+            line["data"]["sandbox"]
+                .as_str()
+                .is_some_and(|s| s.contains("read-only jail")),
+            "{line}"
+        );
+    }
+}
