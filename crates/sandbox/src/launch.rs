@@ -426,17 +426,21 @@ impl Launch {
     /// applies the seccomp filter inside, or nothing. `writable_files` are files the command
     /// must be able to write (its output file, the session's slot directory).
     pub fn prefix(&self, cwd: &Path, writable_files: &[PathBuf]) -> Vec<OsString> {
-        self.prefix_for(cwd, writable_files, true)
+        self.prefix_for(cwd, writable_files, true, true)
     }
 
-    /// [`Launch::prefix`]; without a helper program, `stderr_to_output` says whether the
-    /// program's stderr joins its stdout (a shell command) or goes to `/dev/null` (a
-    /// program speaking a protocol on stdout).
+    /// [`Launch::prefix`]. With `use_helper`, our helper program applies the seccomp
+    /// filter when one is registered; otherwise bubblewrap reads it from stdin (see
+    /// [`Launch::filter_on_stdin`]), and `stderr_to_output` says whether the program's
+    /// stderr joins its stdout (a shell command) or goes to `/dev/null` (a program speaking
+    /// a protocol on stdout). A one-shot command takes the stdin route: a `/bin/sh` in
+    /// front of it costs less than a second start of our own binary (about 2.5 ms).
     pub(crate) fn prefix_for(
         &self,
         cwd: &Path,
         writable_files: &[PathBuf],
         stderr_to_output: bool,
+        use_helper: bool,
     ) -> Vec<OsString> {
         let Launch::Bubblewrap(policy) = self else {
             return Vec::new();
@@ -458,7 +462,7 @@ impl Launch {
         if !policy.network {
             a.flag("--unshare-net");
         }
-        inner_command(&mut a, policy, cwd, stderr_to_output);
+        inner_command(&mut a, policy, cwd, stderr_to_output, use_helper);
         a.0
     }
 
@@ -512,16 +516,17 @@ impl Launch {
         }
     }
 
-    /// Whether bubblewrap reads the seccomp filter from stdin for this launch (no helper
-    /// program is registered): the command's own stdin then goes in as stderr, and the
-    /// prefix's shell puts it back.
-    pub(crate) fn filter_on_stdin(&self) -> bool {
+    /// Whether bubblewrap reads the seccomp filter from stdin for this launch (the prefix
+    /// was made without `use_helper`, or no helper program is registered): the command's
+    /// own stdin then goes in as stderr, and the prefix's shell puts it back.
+    pub(crate) fn filter_on_stdin(&self, use_helper: bool) -> bool {
         #[cfg(target_os = "linux")]
         {
-            matches!(self, Launch::Bubblewrap(_)) && helper().is_none()
+            matches!(self, Launch::Bubblewrap(_)) && !(use_helper && helper().is_some())
         }
         #[cfg(not(target_os = "linux"))]
         {
+            let _ = use_helper;
             false
         }
     }
@@ -897,7 +902,13 @@ fn filesystem(a: &mut Args, policy: &SandboxPolicy, writable_files: &[PathBuf]) 
 
 /// The command after bubblewrap's options: our helper that applies the seccomp filter, or
 /// bubblewrap's own `--seccomp` with a shell that puts the descriptors back.
-fn inner_command(a: &mut Args, policy: &SandboxPolicy, cwd: &Path, stderr_to_output: bool) {
+fn inner_command(
+    a: &mut Args,
+    policy: &SandboxPolicy,
+    cwd: &Path,
+    stderr_to_output: bool,
+    use_helper: bool,
+) {
     #[cfg(target_os = "linux")]
     let sockets = policy.sockets(true).as_arg();
     #[cfg(not(target_os = "linux"))]
@@ -905,7 +916,7 @@ fn inner_command(a: &mut Args, policy: &SandboxPolicy, cwd: &Path, stderr_to_out
         let _ = policy;
         "private"
     };
-    match helper() {
+    match helper().filter(|_| use_helper) {
         Some(program) => {
             a.push(&["--chdir".as_ref(), cwd.as_os_str(), "--".as_ref()]);
             a.push(&[

@@ -64,7 +64,8 @@ fn command_line(
     io: Io,
     mark: Option<&str>,
 ) -> Result<Command, ToolError> {
-    let mut argv: Vec<OsString> = launch.prefix(&spec.cwd, &[]);
+    // The filter through stdin, not our helper: see `Launch::prefix_for`.
+    let mut argv: Vec<OsString> = launch.prefix_for(&spec.cwd, &[], true, false);
     argv.push(bash_path().into_os_string());
     argv.push("-c".into());
     argv.push(inline_script().into());
@@ -83,7 +84,7 @@ fn command_line(
         None => Stdio::null(),
     };
     cmd.stdout(Stdio::from(io.output));
-    if launch.filter_on_stdin() {
+    if launch.filter_on_stdin(false) {
         // bubblewrap reads the seccomp filter from stdin; the command's stdin goes in as
         // stderr and the shell in the prefix swaps them back (stderr joins the output).
         drop(err);

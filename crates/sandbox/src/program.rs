@@ -69,7 +69,7 @@ pub fn spawn_program(
         ToolError::respond(format!("could not start {}: {e}", program.display()))
     };
     let launch = &prepared.launch;
-    let mut argv: Vec<OsString> = launch.prefix_for(cwd, &[], false);
+    let mut argv: Vec<OsString> = launch.prefix_for(cwd, &[], false, true);
     if let Some(policy) = launch.policy() {
         argv.extend(
             ["/bin/sh", "-c", LIMITS_SCRIPT, "sh"]
@@ -91,7 +91,7 @@ pub fn spawn_program(
     // Without a helper program bubblewrap reads the filter from stdin: the program's stdin
     // goes in as stderr (the prefix's shell puts it back).
     let mut stdin_writer: Option<File> = None;
-    if launch.filter_on_stdin() {
+    if launch.filter_on_stdin(true) {
         let (read, write) =
             rustix::pipe::pipe_with(rustix::pipe::PipeFlags::CLOEXEC).map_err(|e| fail(&e))?;
         cmd.stdin(launch.filter_stdin()?);
