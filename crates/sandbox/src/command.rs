@@ -139,9 +139,12 @@ pub struct Finished {
 }
 
 /// The script bash runs with `-c`: the start-up code, then the command, which arrives as the
-/// next argument (`$1`) and is run with `eval`.
-pub(crate) fn inline_script() -> String {
-    format!("{STARTUP}__agent_tools_c=$1; shift; eval \"$__agent_tools_c\"")
+/// next argument (`$1`) and is run with `eval`. With `swap`, it first takes its stdin back
+/// from stderr and joins stderr to the output (bubblewrap read the seccomp filter from
+/// stdin: see `launch::Filter::SwappedByCommand`).
+pub(crate) fn inline_script(swap: bool) -> String {
+    let swap = if swap { "exec 0<&2 2>&1\n" } else { "" };
+    format!("{swap}{STARTUP}__agent_tools_c=$1; shift; eval \"$__agent_tools_c\"")
 }
 
 /// Finds `bash`: `/bin/bash` or `/usr/bin/bash`, else the first on `PATH`.

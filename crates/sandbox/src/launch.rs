@@ -426,21 +426,21 @@ impl Launch {
     /// applies the seccomp filter inside, or nothing. `writable_files` are files the command
     /// must be able to write (its output file, the session's slot directory).
     pub fn prefix(&self, cwd: &Path, writable_files: &[PathBuf]) -> Vec<OsString> {
-        self.prefix_for(cwd, writable_files, true, true)
+        self.prefix_for(
+            cwd,
+            writable_files,
+            Filter::Helper {
+                stderr_to_output: true,
+            },
+        )
     }
 
-    /// [`Launch::prefix`]. With `use_helper`, our helper program applies the seccomp
-    /// filter when one is registered; otherwise bubblewrap reads it from stdin (see
-    /// [`Launch::filter_on_stdin`]), and `stderr_to_output` says whether the program's
-    /// stderr joins its stdout (a shell command) or goes to `/dev/null` (a program speaking
-    /// a protocol on stdout). A one-shot command takes the stdin route: a `/bin/sh` in
-    /// front of it costs less than a second start of our own binary (about 2.5 ms).
+    /// [`Launch::prefix`], with the filter brought in as `filter` says.
     pub(crate) fn prefix_for(
         &self,
         cwd: &Path,
         writable_files: &[PathBuf],
-        stderr_to_output: bool,
-        use_helper: bool,
+        filter: Filter,
     ) -> Vec<OsString> {
         let Launch::Bubblewrap(policy) = self else {
             return Vec::new();
@@ -462,7 +462,7 @@ impl Launch {
         if !policy.network {
             a.flag("--unshare-net");
         }
-        inner_command(&mut a, policy, cwd, stderr_to_output, use_helper);
+        inner_command(&mut a, policy, cwd, filter);
         a.0
     }
 
@@ -516,17 +516,17 @@ impl Launch {
         }
     }
 
-    /// Whether bubblewrap reads the seccomp filter from stdin for this launch (the prefix
-    /// was made without `use_helper`, or no helper program is registered): the command's
-    /// own stdin then goes in as stderr, and the prefix's shell puts it back.
-    pub(crate) fn filter_on_stdin(&self, use_helper: bool) -> bool {
+    /// Whether bubblewrap reads the seccomp filter from stdin for this launch, its prefix
+    /// made with `filter`: the command's own stdin then goes in as stderr, and is put back
+    /// inside (see [`Filter`]).
+    pub(crate) fn filter_on_stdin(&self, filter: Filter) -> bool {
         #[cfg(target_os = "linux")]
         {
-            matches!(self, Launch::Bubblewrap(_)) && !(use_helper && helper().is_some())
+            matches!(self, Launch::Bubblewrap(_)) && filter.helper().is_none()
         }
         #[cfg(not(target_os = "linux"))]
         {
-            let _ = use_helper;
+            let _ = filter;
             false
         }
     }
@@ -902,13 +902,7 @@ fn filesystem(a: &mut Args, policy: &SandboxPolicy, writable_files: &[PathBuf]) 
 
 /// The command after bubblewrap's options: our helper that applies the seccomp filter, or
 /// bubblewrap's own `--seccomp` with a shell that puts the descriptors back.
-fn inner_command(
-    a: &mut Args,
-    policy: &SandboxPolicy,
-    cwd: &Path,
-    stderr_to_output: bool,
-    use_helper: bool,
-) {
+fn inner_command(a: &mut Args, policy: &SandboxPolicy, cwd: &Path, filter: Filter) {
     #[cfg(target_os = "linux")]
     let sockets = policy.sockets(true).as_arg();
     #[cfg(not(target_os = "linux"))]
@@ -916,35 +910,67 @@ fn inner_command(
         let _ = policy;
         "private"
     };
-    match helper().filter(|_| use_helper) {
-        Some(program) => {
-            a.push(&["--chdir".as_ref(), cwd.as_os_str(), "--".as_ref()]);
-            a.push(&[
-                program.as_os_str(),
-                EXEC_ARG.as_ref(),
-                sockets.as_ref(),
-                "--".as_ref(),
-            ]);
-        }
-        None => {
-            // bubblewrap applies the filter, read from stdin (see `Launch::spawn`). What
-            // the command's stdin would have been arrives as stderr (see `Launch::spawn`):
-            // a shell makes it the command's stdin again and its stderr the output.
-            a.push(&[
-                "--seccomp".as_ref(),
-                "0".as_ref(),
-                "--chdir".as_ref(),
-                cwd.as_os_str(),
-                "--".as_ref(),
-                "/bin/sh".as_ref(),
-                "-c".as_ref(),
-                if stderr_to_output {
-                    "exec \"$@\" 0<&2 2>&1".as_ref()
-                } else {
-                    "exec \"$@\" 0<&2 2>/dev/null".as_ref()
-                },
-                "sh".as_ref(),
-            ]);
+    if let Some(program) = filter.helper() {
+        a.push(&["--chdir".as_ref(), cwd.as_os_str(), "--".as_ref()]);
+        a.push(&[
+            program.as_os_str(),
+            EXEC_ARG.as_ref(),
+            sockets.as_ref(),
+            "--".as_ref(),
+        ]);
+        return;
+    }
+    // bubblewrap applies the filter, read from stdin (see `Launch::spawn`). What the
+    // command's stdin would have been arrives as stderr: a shell, or the command's own
+    // start-up code, makes it the command's stdin again and its stderr the output.
+    a.push(&[
+        "--seccomp".as_ref(),
+        "0".as_ref(),
+        "--chdir".as_ref(),
+        cwd.as_os_str(),
+        "--".as_ref(),
+    ]);
+    let swap: Option<&str> = match filter {
+        Filter::SwappedByCommand => None,
+        Filter::Helper { stderr_to_output } => Some(if stderr_to_output {
+            "exec \"$@\" 0<&2 2>&1"
+        } else {
+            "exec \"$@\" 0<&2 2>/dev/null"
+        }),
+    };
+    if let Some(swap) = swap {
+        a.push(&[
+            "/bin/sh".as_ref(),
+            "-c".as_ref(),
+            swap.as_ref(),
+            "sh".as_ref(),
+        ]);
+    }
+}
+
+/// How the seccomp filter reaches what a bubblewrap launch runs.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Filter {
+    /// Our helper program applies it, when one is registered (for what must keep its
+    /// stdin: the supervisor, a server); otherwise bubblewrap reads it from stdin and a
+    /// `/bin/sh` puts the program's stdin back.
+    Helper {
+        /// Whether the program's stderr joins its stdout (a shell command) or goes to
+        /// `/dev/null` (a program speaking a protocol on stdout)
+        stderr_to_output: bool,
+    },
+    /// bubblewrap reads it from stdin; the command puts its stdin back itself (our bash
+    /// start-up code, see `command::inline_script`). A one-shot command goes this way: no
+    /// second start of our binary (about 2.5 ms) and no shell in front (about 1 ms).
+    SwappedByCommand,
+}
+
+impl Filter {
+    /// The helper program this route runs, if any.
+    fn helper(self) -> Option<&'static Path> {
+        match self {
+            Filter::Helper { .. } => helper(),
+            Filter::SwappedByCommand => None,
         }
     }
 }

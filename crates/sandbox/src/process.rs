@@ -20,7 +20,7 @@ use tool_core::{ProcessGroup, ToolError};
 use crate::command::{
     ENV, Ending, Finished, Io, KILL_GRACE, RunSpec, bash_path, command_vars, inline_script,
 };
-use crate::launch::Launch;
+use crate::launch::{Filter, Launch};
 
 /// A running command; dropping it kills its process group.
 #[derive(Debug)]
@@ -64,11 +64,14 @@ fn command_line(
     io: Io,
     mark: Option<&str>,
 ) -> Result<Command, ToolError> {
-    // The filter through stdin, not our helper: see `Launch::prefix_for`.
-    let mut argv: Vec<OsString> = launch.prefix_for(&spec.cwd, &[], true, false);
+    // bubblewrap applies the filter and the start-up code takes its stdin back: see
+    // `Filter::SwappedByCommand`.
+    let filter = Filter::SwappedByCommand;
+    let mut argv: Vec<OsString> = launch.prefix_for(&spec.cwd, &[], filter);
+    let swapped = launch.filter_on_stdin(filter);
     argv.push(bash_path().into_os_string());
     argv.push("-c".into());
-    argv.push(inline_script().into());
+    argv.push(inline_script(swapped).into());
     argv.push("bash".into());
     argv.push(spec.command.clone().into());
     let mut cmd = Command::new(&argv[0]);
@@ -84,7 +87,7 @@ fn command_line(
         None => Stdio::null(),
     };
     cmd.stdout(Stdio::from(io.output));
-    if launch.filter_on_stdin(false) {
+    if swapped {
         // bubblewrap reads the seccomp filter from stdin; the command's stdin goes in as
         // stderr and the shell in the prefix swaps them back (stderr joins the output).
         drop(err);

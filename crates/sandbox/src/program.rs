@@ -19,7 +19,7 @@ use std::sync::Arc;
 
 use tool_core::{ProcessGroup, ToolError};
 
-use crate::launch::{Launch, Prepared};
+use crate::launch::{Filter, Launch, Prepared};
 use crate::policy::SandboxPolicy;
 
 /// The `sh` step that sets the rlimits (`$1`: `AS_KIB:CPU:NPROC`) and runs the rest.
@@ -56,6 +56,12 @@ pub struct SandboxedProgram {
 #[derive(Debug)]
 pub struct SandboxHold(#[allow(dead_code)] Option<Arc<SandboxPolicy>>);
 
+/// A program keeps its stdin (its protocol): our helper applies the filter when there is
+/// one, and its stderr goes to `/dev/null`.
+const FILTER: Filter = Filter::Helper {
+    stderr_to_output: false,
+};
+
 /// Starts `program` with `args` in `cwd` under `prepared`, with `env` set on top of the
 /// sandbox's environment.
 pub fn spawn_program(
@@ -69,7 +75,7 @@ pub fn spawn_program(
         ToolError::respond(format!("could not start {}: {e}", program.display()))
     };
     let launch = &prepared.launch;
-    let mut argv: Vec<OsString> = launch.prefix_for(cwd, &[], false, true);
+    let mut argv: Vec<OsString> = launch.prefix_for(cwd, &[], FILTER);
     if let Some(policy) = launch.policy() {
         argv.extend(
             ["/bin/sh", "-c", LIMITS_SCRIPT, "sh"]
@@ -91,7 +97,7 @@ pub fn spawn_program(
     // Without a helper program bubblewrap reads the filter from stdin: the program's stdin
     // goes in as stderr (the prefix's shell puts it back).
     let mut stdin_writer: Option<File> = None;
-    if launch.filter_on_stdin(true) {
+    if launch.filter_on_stdin(FILTER) {
         let (read, write) =
             rustix::pipe::pipe_with(rustix::pipe::PipeFlags::CLOEXEC).map_err(|e| fail(&e))?;
         cmd.stdin(launch.filter_stdin()?);

@@ -313,7 +313,7 @@ impl Supervisor {
         argv.push(program.as_os_str().to_owned());
         argv.push(crate::host_program::SUPERVISOR_ARG.into());
         argv.push(bash_path().into_os_string());
-        argv.push(inline_script().into());
+        argv.push(inline_script(false).into());
         argv.push(KILL_GRACE.as_millis().to_string().into());
         let (ours, theirs) = socketpair(
             AddressFamily::UNIX,
