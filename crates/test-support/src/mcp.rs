@@ -49,7 +49,9 @@ pub fn browser() -> PathBuf {
     script("browser.py")
 }
 
-/// `mcp_client.py SCENARIO_JSON`: drives a server with the Python SDK's client.
+/// `mcp_client.py SCENARIO_JSON`: drives a server with the Python SDK's client, its
+/// `ClientSession` or, when the scenario names a `mode`, its high-level `Client` (the
+/// workspace's one Python test client; its docstring lists the steps and what each prints).
 pub fn client() -> PathBuf {
     script("mcp_client.py")
 }

@@ -27,7 +27,7 @@ fn check(project: &Project, lines: &[Value], label: &str) {
     assert_eq!(lines.len(), 6, "{label}: {lines:#?}");
     let names: Vec<&str> = lines[0]["tools"]
         .as_array()
-        .map(|a| a.iter().filter_map(Value::as_str).collect())
+        .map(|a| a.iter().filter_map(|t| t["name"].as_str()).collect())
         .unwrap_or_default();
     for want in [
         "apply_patch",

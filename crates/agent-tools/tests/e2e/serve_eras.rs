@@ -1,5 +1,5 @@
 //! `agent-tools serve` on both protocol eras, over stdio and HTTP, driven by the Python SDK's
-//! high-level `Client` (`serve_client.py`): its default (`mode="auto"`, protocol 2026-07-28,
+//! high-level `Client` (test-support's `mcp_client.py` with a `mode`): its default (`mode="auto"`, protocol 2026-07-28,
 //! no sessions) and `mode="legacy"` (the `initialize` handshake and a session).
 //!
 //! One scenario per transport and era: Read → Edit (a permission ask the client allows) →
@@ -8,7 +8,7 @@
 //! scenario declines the ask. State must carry across requests in every case.
 
 use std::path::{Path, PathBuf};
-use std::process::{Command, Stdio};
+use std::process::Command;
 use std::time::Duration;
 
 use serde_json::{Value, json};
@@ -17,32 +17,19 @@ use test_support::peers::peer;
 use crate::Project;
 use crate::serve::{HttpServer, stdio};
 
-fn client_script() -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/e2e/serve_client.py")
-}
-
-/// Runs `serve_client.py` on `scenario` and returns its output lines.
+/// Runs test-support's Python client on `scenario` with the SDK's high-level `Client`
+/// (`"mode": "auto"` unless the scenario names one) and returns its output lines.
 pub(crate) fn python(peers: &Path, project: &Project, scenario: &Value) -> Vec<Value> {
-    let output = Command::new("python3")
-        .arg(client_script())
-        .arg(scenario.to_string())
-        .env("PYTHONPATH", peers.join("py"))
-        .env("HOME", project.home())
-        .env("AGENT_TOOLS_HOME", project.home())
-        .stdin(Stdio::null())
-        .output()
-        .expect("run python3");
-    let stdout = String::from_utf8_lossy(&output.stdout);
-    assert!(
-        output.status.success(),
-        "python client failed: {}\nstdout: {stdout}\nstderr: {}",
-        output.status,
-        String::from_utf8_lossy(&output.stderr)
-    );
-    stdout
-        .lines()
-        .map(|l| serde_json::from_str(l).unwrap_or_else(|e| panic!("not JSON ({e}): {l}")))
-        .collect()
+    let mut scenario = scenario.clone();
+    if scenario.get("mode").is_none() {
+        scenario["mode"] = json!("auto");
+    }
+    let home = project.home();
+    test_support::mcp::run_client_with_env(
+        peers,
+        &scenario,
+        &[("HOME", home), ("AGENT_TOOLS_HOME", home)],
+    )
 }
 
 /// The pids of processes whose command line contains `marker`.
@@ -363,11 +350,12 @@ fn a_minted_context_is_separate_and_named_in_every_result() {
     // A handle that does not exist says what to send instead.
     let scenario = json!({
         "transport": {"http": server.url},
+        "mode": "auto",
         "steps": [{"op": "call", "tool": "Read", "args": {"file_path": notes},
                    "context": "0123456789abcdef0123456789abcdef"}],
     });
     let output = Command::new("python3")
-        .arg(client_script())
+        .arg(test_support::mcp::client())
         .arg(scenario.to_string())
         .env("PYTHONPATH", peers.join("py"))
         .output()
@@ -404,8 +392,11 @@ fn a_tool_added_upstream_reaches_a_client_listening_on_2026_07_28() {
             lines[2]["list_changed"].as_u64().unwrap_or(0) >= 1,
             "{lines:#?}"
         );
-        let names = lines[3]["tools"].as_array().cloned().unwrap_or_default();
-        assert!(names.iter().any(|n| n == "mcp__dyn__fresh"), "{lines:#?}");
+        let tools = lines[3]["tools"].as_array().cloned().unwrap_or_default();
+        assert!(
+            tools.iter().any(|t| t["name"] == "mcp__dyn__fresh"),
+            "{lines:#?}"
+        );
         assert_eq!(lines[4]["text"], "fresh was added", "{lines:#?}");
         assert_eq!(lines[5]["protocol"], "2026-07-28", "{lines:#?}");
     }
