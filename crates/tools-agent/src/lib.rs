@@ -176,6 +176,7 @@ pub use tools::skill::{SKILL_LISTING_BUDGET, skill_listing};
 /// What the crate's integration tests reach beyond the API: the stores underneath the tools,
 /// the helpers the tools compute with, and the exact texts of their refusals. Not part of
 /// the API; nothing outside tests uses it.
+#[cfg(feature = "testing")]
 #[doc(hidden)]
 pub mod testing {
     pub use crate::runners::agent_types::{

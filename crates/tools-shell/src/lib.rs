@@ -237,6 +237,7 @@ pub use tasks::{Readiness, ReadyOutcome, ShellTaskSpec, ShellTasks};
 
 /// What only this crate's tests reach: the sandbox instance a session's foreground Bash
 /// calls last started. Not part of the API.
+#[cfg(feature = "testing")]
 #[doc(hidden)]
 pub mod testing {
     pub use crate::session::sandbox_instance;

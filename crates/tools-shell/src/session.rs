@@ -16,7 +16,9 @@ use std::sync::{Arc, Mutex};
 
 use tool_core::{ToolContext, ToolError};
 
-use sandbox::{Instances, Io, Launch, RunSpec, Running, SandboxInstance};
+#[cfg(any(test, feature = "testing"))]
+use sandbox::SandboxInstance;
+use sandbox::{Instances, Io, Launch, RunSpec, Running};
 
 use crate::spool::{Caps, OutputDir, Spool};
 
@@ -114,6 +116,7 @@ impl ShellSession {
         self.instances.start(spec, launch, io).await
     }
 
+    #[cfg(any(test, feature = "testing"))]
     /// The supervisor started last, if one was started.
     pub fn instance(&self) -> Option<SandboxInstance> {
         self.instances.instance()
@@ -132,6 +135,7 @@ impl Drop for ShellSession {
     }
 }
 
+#[cfg(any(test, feature = "testing"))]
 /// The persistent supervisor the session `ctx` started last, if any: its process id and
 /// how many instances the session started.
 pub fn sandbox_instance(ctx: &ToolContext) -> Option<SandboxInstance> {

@@ -612,8 +612,10 @@ pub fn check_with(root: &Path, rules: &[Rule], problems: &mut Vec<Problem>) -> R
                 continue;
             }
             if internal.iter().any(|i| i == name) {
+                // A dev-dependency on itself is how a crate's tests turn on its `testing`
+                // feature (see `testing.rs`).
                 let ok = allowed.contains(&name)
-                    || (dep.kind == Kind::Dev && dev_extra.contains(&name) && name != krate);
+                    || (dep.kind == Kind::Dev && (dev_extra.contains(&name) || name == krate));
                 if !ok {
                     report(
                         dep.line,

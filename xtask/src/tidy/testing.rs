@@ -1,13 +1,18 @@
 //! A crate's `testing` module is for tests only.
 //!
 //! A library crate may export what its integration tests need beyond its API in a module
-//! `#[doc(hidden)] pub mod testing` declared in its `src/lib.rs`. That module is not part of
-//! the API: nothing may build on it. So `<crate>::testing` may be named only from tests:
-//! files under a package's `tests/`, `benches/` or `examples/` folders, and `#[cfg(test)]`
-//! items. Production code — every other file under `crates/*/src` and the `src` of the
-//! members outside `crates/` (`examples/src`, programs a user copies) — must not name
-//! another crate's `testing` module. A `pub mod testing` in a `lib.rs` must be
-//! `#[doc(hidden)]`. xtask is not checked: it is the checker.
+//! `#[cfg(feature = "testing")] #[doc(hidden)] pub mod testing` declared in its
+//! `src/lib.rs`, whose `testing` feature only its own dev-dependency on itself turns on. So
+//! the compiler refuses production code that names the module, however it is spelled, and
+//! this check keeps the door shut:
+//! - no manifest turns a `testing` feature on outside `[dev-dependencies]` (not in
+//!   `[dependencies]`, `[build-dependencies]` or `[features]`);
+//! - a `pub mod testing` in a `lib.rs` is `#[cfg(feature = "testing")]` and
+//!   `#[doc(hidden)]`;
+//! - and, as before the feature, production code — every other file under `crates/*/src`
+//!   and the `src` of the members outside `crates/` — does not name another crate's
+//!   `testing` module (files under `tests/`, `benches/` or `examples/` and `#[cfg(test)]`
+//!   items may). xtask is not checked: it is the checker.
 
 use std::path::{Path, PathBuf};
 
@@ -15,24 +20,58 @@ use anyhow::Result;
 
 use super::{Problem, source, walk};
 
-/// Whether `lib` (a `src/lib.rs` text, comments blanked) declares `pub mod testing`, and
-/// whether that declaration is `#[doc(hidden)]`: `None` without one, else the 1-based line
-/// and whether it is hidden.
-fn testing_module(code: &str) -> Option<(usize, bool)> {
+/// Whether a `src/lib.rs` (`code`: its text with comments and strings blanked, `text`: as
+/// written) declares `pub mod testing`, and whether that declaration is `#[doc(hidden)]` and
+/// behind `#[cfg(feature = "testing")]`: `None` without one, else the 1-based line and
+/// whether it is both.
+fn testing_module(code: &str, text: &str) -> Option<(usize, bool)> {
     let lines: Vec<&str> = code.lines().collect();
+    let written: Vec<&str> = text.lines().collect();
     let at = lines.iter().position(|l| {
         let t = l.trim_start();
         t.starts_with("pub mod testing ")
             || t.starts_with("pub mod testing{")
             || t == "pub mod testing;"
     })?;
-    let hidden = lines[..at]
+    let attributes: Vec<String> = written[..at]
         .iter()
         .rev()
         .map(|l| l.trim())
         .take_while(|l| l.starts_with("#[") || l.is_empty())
-        .any(|l| l.replace(' ', "") == "#[doc(hidden)]");
-    Some((at + 1, hidden))
+        .map(|l| l.replace(' ', ""))
+        .collect();
+    let has = |a: &str| attributes.iter().any(|l| l == a);
+    Some((
+        at + 1,
+        has("#[doc(hidden)]") && has("#[cfg(feature=\"testing\")]"),
+    ))
+}
+
+/// Lines of a manifest that turn a `testing` feature on outside `[dev-dependencies]`: a
+/// string `"testing"` or `"…/testing"` in `[dependencies]`, `[build-dependencies]` (and
+/// their `[target.…]` and `[….name]` forms) or `[features]`. Returns 1-based lines.
+fn enables_testing(manifest: &str) -> Vec<usize> {
+    let mut checked = false;
+    let mut found = Vec::new();
+    for (index, raw) in manifest.lines().enumerate() {
+        let line = raw.split('#').next().unwrap_or_default().trim();
+        if let Some(header) = line.strip_prefix('[').and_then(|l| l.strip_suffix(']')) {
+            let header = header.trim_matches(['[', ']']);
+            checked = !header.contains("dev-dependencies")
+                && !header.contains("dev_dependencies")
+                && (header.contains("dependencies") || header == "features");
+            continue;
+        }
+        let quoted = line
+            .split('"')
+            .skip(1)
+            .step_by(2)
+            .any(|s| s == "testing" || s.ends_with("/testing"));
+        if checked && quoted {
+            found.push(index + 1);
+        }
+    }
+    found
 }
 
 /// Problems in one production file's text (`rel` is the path reported): names of the
@@ -101,14 +140,30 @@ pub fn check(root: &Path, problems: &mut Vec<Problem>) -> Result<()> {
         let Ok(text) = std::fs::read_to_string(&lib) else {
             continue;
         };
-        if let Some((line, hidden)) = testing_module(&source::mask(&text).code) {
+        if let Some((line, hidden)) = testing_module(&source::mask(&text).code, &text) {
             crates.push(crate_ident(dir));
             if !hidden {
                 problems.push(Problem {
                     path: lib.strip_prefix(root).unwrap_or(&lib).to_path_buf(),
                     line,
-                    message: "`pub mod testing` is not `#[doc(hidden)]`: rule: a testing \
-                              module is not part of the API"
+                    message: "`pub mod testing` is not `#[cfg(feature = \"testing\")]` and \
+                              `#[doc(hidden)]`: rule: a testing module is not part of the API \
+                              and exists only in the crate's own test builds"
+                        .to_owned(),
+                });
+            }
+        }
+        let manifest = dir.join("Cargo.toml");
+        if let Ok(text) = std::fs::read_to_string(&manifest) {
+            for line in enables_testing(&text) {
+                problems.push(Problem {
+                    path: manifest
+                        .strip_prefix(root)
+                        .unwrap_or(&manifest)
+                        .to_path_buf(),
+                    line,
+                    message: "turns a `testing` feature on outside [dev-dependencies]: rule: \
+                              a crate's testing module is for its own tests only"
                         .to_owned(),
                 });
             }
@@ -180,17 +235,62 @@ mod tests {
     }
 
     #[test]
-    fn a_testing_module_is_found_and_must_be_hidden() {
+    fn only_dev_dependencies_turn_testing_on() {
+        let manifest = r#"[package]
+name = "a"
+keywords = ["testing"]
+
+[features]
+default = []
+testing = []
+more = ["b/testing"]
+
+[dependencies]
+b = { workspace = true, features = ["x", "testing"] }
+
+[target.'cfg(unix)'.dependencies]
+c = { workspace = true, features = [
+  "testing",
+] }
+
+[dependencies.d]
+features = ["testing"]
+
+[dev-dependencies]
+a = { workspace = true, features = ["testing"] }
+
+[target.'cfg(unix)'.dev-dependencies]
+c = { workspace = true, features = ["testing"] }
+"#;
+        assert_eq!(enables_testing(manifest), vec![8, 11, 15, 19]);
+        assert!(enables_testing("[features]\ntesting = []\n").is_empty());
+    }
+
+    #[test]
+    fn a_testing_module_is_found_and_must_be_gated_and_hidden() {
         assert_eq!(
-            testing_module("#[doc(hidden)]\npub mod testing {\n}\n"),
-            Some((2, true))
+            testing_module(
+                "#[cfg(feature = \"testing\")]\n#[doc(hidden)]\npub mod testing {\n}\n",
+                "#[cfg(feature = \"testing\")]\n#[doc(hidden)]\npub mod testing {\n}\n"
+            ),
+            Some((3, true))
         );
         assert_eq!(
-            testing_module("mod a;\npub mod testing;\n"),
+            testing_module(
+                "#[doc(hidden)]\npub mod testing {\n}\n",
+                "#[doc(hidden)]\npub mod testing {\n}\n"
+            ),
             Some((2, false))
         );
         assert_eq!(
-            testing_module("pub mod testing_tools;\nmod testing;\n"),
+            testing_module("mod a;\npub mod testing;\n", "mod a;\npub mod testing;\n"),
+            Some((2, false))
+        );
+        assert_eq!(
+            testing_module(
+                "pub mod testing_tools;\nmod testing;\n",
+                "pub mod testing_tools;\nmod testing;\n"
+            ),
             None
         );
     }

@@ -150,6 +150,7 @@ impl AgentSettings {
     }
 }
 
+#[cfg(any(test, feature = "testing"))]
 /// The context a sub-agent's tools run in: the parent's working directory, rules, managers,
 /// state directories and host services (permission prompter, settings, catalog), its own
 /// session (todos, plan file, mode), and an [`AgentIdentity`]. Its mode (`mode`, else the

@@ -48,6 +48,7 @@ impl TeamStore {
         lock_file(&self.team_dir(team).join(".plan_requests.lock"))
     }
 
+    #[cfg(any(test, feature = "testing"))]
     /// The plans waiting for the lead's answer.
     pub fn pending_plan_requests(&self, team: &str) -> Result<Vec<PlanRequest>, ToolError> {
         let _lock = self.plan_requests_lock(team)?;

@@ -85,6 +85,7 @@ pub struct TodoWriteOutput {
 #[derive(Debug, Clone, Copy, Default)]
 pub struct TodoWrite;
 
+#[cfg(any(test, feature = "testing"))]
 /// The stored todo list of this context's session (or sub-agent).
 pub fn current_todos(ctx: &ToolContext) -> Result<Vec<TodoItem>, ToolError> {
     Ok(read_json(&session_file(ctx, "todos", "json"))?.unwrap_or_default())
