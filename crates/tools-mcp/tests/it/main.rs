@@ -6,6 +6,7 @@
 mod approval;
 mod client;
 mod complete;
+mod http;
 mod http_errors;
 mod live;
 mod server;

@@ -1,0 +1,311 @@
+//! The gate of the server over streamable HTTP, in process through a raw HTTP/1.1 client:
+//! bearer tokens (401 with `WWW-Authenticate`, `/healthz` without), browser origins, each
+//! token its own principal (its own default context, its own minted handles, its own legacy
+//! sessions), and malformed messages and an oversized body answered with JSON-RPC errors.
+
+use std::path::PathBuf;
+use std::sync::Arc;
+
+use async_trait::async_trait;
+use schemars::JsonSchema;
+use serde::Deserialize;
+use serde_json::{Value, json};
+use test_support::http::{Conn, call, legacy_headers, legacy_session, modern, text};
+use tool_core::{
+    PermissionMode, ReadRecord, ReadSource, Tool, ToolCategory, ToolContext, ToolError, ToolMeta,
+    ToolPool, ToolResult, Typed, TypedTool, content_hash,
+};
+use tools_mcp::{HttpOptions, SessionFactory, tokens_from_text};
+
+use crate::http_errors::authority;
+use crate::server::serve_options;
+
+/// Input of [`Read`]
+#[derive(Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+struct ReadInput {
+    file_path: PathBuf,
+}
+
+/// Returns a file's text and records in the context's ledger that it was read.
+struct Read;
+
+#[async_trait]
+impl TypedTool for Read {
+    type Input = ReadInput;
+    type Output = String;
+    const META: ToolMeta = ToolMeta::new("Read")
+        .category(ToolCategory::FileSystem)
+        .read_only();
+    async fn call(
+        &self,
+        input: ReadInput,
+        ctx: &ToolContext,
+    ) -> Result<ToolResult<String>, ToolError> {
+        let path = input.file_path;
+        let bytes = std::fs::read(&path).map_err(|e| ToolError::io(&path, e))?;
+        ctx.ledger().record(
+            &path,
+            ReadRecord {
+                content_hash: Some(content_hash(&bytes)),
+                mtime: None,
+                len: bytes.len() as u64,
+                offset: None,
+                limit: None,
+                partial_view: false,
+                source: ReadSource::Read,
+            },
+        );
+        Ok(ToolResult::ok(String::from_utf8_lossy(&bytes).into_owned()))
+    }
+}
+
+/// Input of [`Edit`]
+#[derive(Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+struct EditInput {
+    file_path: PathBuf,
+    old_string: String,
+    new_string: String,
+}
+
+/// Replaces a string in a file that this context's [`Read`] read, as the real Edit does.
+struct Edit;
+
+#[async_trait]
+impl TypedTool for Edit {
+    type Input = EditInput;
+    type Output = String;
+    const META: ToolMeta = ToolMeta::new("Edit").category(ToolCategory::FileSystem);
+    async fn call(
+        &self,
+        input: EditInput,
+        ctx: &ToolContext,
+    ) -> Result<ToolResult<String>, ToolError> {
+        let path = input.file_path;
+        if ctx.ledger().get(&path).is_none() {
+            return Err(ToolError::respond(format!(
+                "File has not been read yet: {}. Read it first before writing to it.",
+                path.display()
+            )));
+        }
+        let old = std::fs::read_to_string(&path).map_err(|e| ToolError::io(&path, e))?;
+        let new = old.replacen(&input.old_string, &input.new_string, 1);
+        std::fs::write(&path, new).map_err(|e| ToolError::io(&path, e))?;
+        Ok(ToolResult::ok("edited".to_owned()))
+    }
+}
+
+const TOKEN_A: &str = "token-a-0123456789abcdef";
+const TOKEN_B: &str = "token-b-fedcba9876543210";
+
+/// A factory of contexts in `root` (mode acceptEdits) with their state in `root/state`.
+fn factory(root: &std::path::Path) -> SessionFactory {
+    let root = root.to_path_buf();
+    Arc::new(move |_: &tools_mcp::Principal| {
+        Ok(ToolContext::builder(&root)
+            .state_dir(root.join("state"))
+            .mode(PermissionMode::AcceptEdits)
+            .build())
+    })
+}
+
+fn pool() -> ToolPool {
+    let tools: Vec<Arc<dyn Tool>> = vec![Arc::new(Typed::new(Read)), Arc::new(Typed::new(Edit))];
+    ToolPool::new(tools)
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn tokens_origins_and_the_state_of_each_principal() {
+    let dir = tempfile::tempdir().unwrap();
+    let root = dir.path().to_path_buf();
+    let notes = root.join("notes.txt");
+    std::fs::write(&notes, "alpha\n").unwrap();
+    let mut options = HttpOptions::new("127.0.0.1:0".parse().unwrap());
+    // What `--token-file` reads: a comment, then one token per line.
+    options.tokens = tokens_from_text(
+        &format!("# two clients\n{TOKEN_A}\n{TOKEN_B}\n"),
+        "tokens",
+        1,
+    )
+    .unwrap();
+    assert_eq!(options.tokens.len(), 2);
+    let (url, shutdown, server) = serve_options(factory(&root), pool(), options).await;
+    let authority = authority(&url);
+    tokio::task::spawn_blocking(move || {
+        let authority = authority.as_str();
+        let mut conn = Conn::open(authority);
+        let list = |token: Option<&str>| modern(1, "tools/list", json!({}), token, None);
+
+        // /healthz needs no token; /mcp does.
+        let health = conn.send("GET", "/healthz", &[], "");
+        assert_eq!(
+            (health.status, health.body.as_str()),
+            (200, r#"{"status":"ok"}"#)
+        );
+        // A refusal closes the connection (the body was not read): each gets its own.
+        for token in [None, Some("token-c-0123456789abcdef"), Some("token-a")] {
+            let (headers, body) = list(token);
+            let response = Conn::open(authority).send("POST", "/mcp", &headers, &body);
+            assert_eq!(response.status, 401, "{token:?}: {response:#?}");
+            assert!(
+                response
+                    .header("www-authenticate")
+                    .is_some_and(|v| v.starts_with("Bearer"))
+            );
+            assert!(
+                response.body.contains("Authorization: Bearer"),
+                "{response:#?}"
+            );
+        }
+        let (headers, body) = list(Some(TOKEN_A));
+        assert_eq!(conn.send("POST", "/mcp", &headers, &body).status, 200);
+        let (headers, body) = list(Some(TOKEN_B));
+        assert_eq!(conn.send("POST", "/mcp", &headers, &body).status, 200);
+
+        // A foreign Origin is refused even with a token; a loopback one passes.
+        for (origin, status) in [
+            ("http://evil.example", 403),
+            ("http://localhost.evil.example:8080", 403),
+            ("null", 403),
+            ("http://localhost:6274", 200),
+            ("http://127.0.0.1", 200),
+        ] {
+            let (mut headers, body) = list(Some(TOKEN_A));
+            headers.push(("Origin", origin.to_owned()));
+            let response = Conn::open(authority).send("POST", "/mcp", &headers, &body);
+            assert_eq!(response.status, status, "{origin}: {response:#?}");
+        }
+
+        // Each token is its own principal with its own default context: B cannot edit on
+        // the strength of A's read, and A's minted handle means nothing to B.
+        let read = call(
+            &mut conn,
+            2,
+            "Read",
+            json!({"file_path": notes}),
+            Some(TOKEN_A),
+            None,
+        );
+        assert_eq!(read["result"]["isError"], false, "{read:#}");
+        let edit = json!({"file_path": notes, "old_string": "alpha", "new_string": "omega"});
+        let by_b = call(&mut conn, 3, "Edit", edit.clone(), Some(TOKEN_B), None);
+        assert_eq!(by_b["result"]["isError"], true, "{by_b:#}");
+        assert!(text(&by_b).contains("has not been read"), "{by_b:#}");
+        let minted = call(
+            &mut conn,
+            4,
+            "Read",
+            json!({"file_path": notes}),
+            Some(TOKEN_A),
+            Some("new"),
+        );
+        let handle = minted["result"]["_meta"]["agent-tools/context"]
+            .as_str()
+            .expect("a minted handle")
+            .to_owned();
+        let stolen = call(
+            &mut conn,
+            5,
+            "Edit",
+            edit.clone(),
+            Some(TOKEN_B),
+            Some(&handle),
+        );
+        assert_eq!(stolen["error"]["code"], -32602, "{stolen:#}");
+        assert!(
+            stolen["error"]["message"]
+                .as_str()
+                .unwrap_or("")
+                .contains("no context"),
+            "{stolen:#}"
+        );
+        assert_eq!(std::fs::read_to_string(&notes).unwrap(), "alpha\n");
+        let own = call(&mut conn, 6, "Edit", edit, Some(TOKEN_A), Some(&handle));
+        assert_eq!(own["result"]["isError"], false, "{own:#}");
+        assert_eq!(std::fs::read_to_string(&notes).unwrap(), "omega\n");
+
+        // A legacy session belongs to the token that opened it.
+        let session = legacy_session(&mut conn, Some(TOKEN_A)).expect("a session");
+        let tools_list = json!({"jsonrpc": "2.0", "id": 9, "method": "tools/list"}).to_string();
+        let response = Conn::open(authority).send(
+            "POST",
+            "/mcp",
+            &legacy_headers(&session, Some(TOKEN_B)),
+            &tools_list,
+        );
+        assert_eq!(response.status, 404, "{response:#?}");
+        let response = Conn::open(authority).send(
+            "DELETE",
+            "/mcp",
+            &legacy_headers(&session, Some(TOKEN_B)),
+            "",
+        );
+        assert_eq!(response.status, 404, "{response:#?}");
+        let response = conn.send(
+            "POST",
+            "/mcp",
+            &legacy_headers(&session, Some(TOKEN_A)),
+            &tools_list,
+        );
+        assert_eq!(response.status, 200, "{response:#?}");
+        let response = conn.send(
+            "DELETE",
+            "/mcp",
+            &legacy_headers(&session, Some(TOKEN_A)),
+            "",
+        );
+        assert_eq!(response.status, 204, "{response:#?}");
+        // Without its token, no legacy session at all.
+        let refused = legacy_session(&mut Conn::open(authority), None)
+            .expect_err("no legacy session without a token");
+        assert_eq!(refused.status, 401, "{refused:#?}");
+    })
+    .await
+    .unwrap();
+    shutdown.cancel();
+    server.await.unwrap().unwrap();
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn malformed_messages_and_an_oversized_body_get_json_rpc_errors() {
+    let dir = tempfile::tempdir().unwrap();
+    let mut options = HttpOptions::new("127.0.0.1:0".parse().unwrap());
+    options.max_body_bytes = 4096;
+    let (url, shutdown, server) = serve_options(factory(dir.path()), pool(), options).await;
+    let authority = authority(&url);
+    tokio::task::spawn_blocking(move || {
+        let mut conn = Conn::open(&authority);
+        let headers = [
+            ("Content-Type", "application/json".to_owned()),
+            ("Accept", "application/json, text/event-stream".to_owned()),
+        ];
+        let bad_args = r#"{"jsonrpc":"2.0","id":7,"method":"tools/call","params":{"name":"Read","arguments":"str"}}"#;
+        let big = format!(
+            r#"{{"jsonrpc":"2.0","id":8,"method":"tools/call","params":{{"name":"Read","arguments":{{"file_path":"{}"}}}}}}"#,
+            "x".repeat(5000)
+        );
+        for (body, status, code, id) in [
+            ("{", 400, -32700, Value::Null),
+            ("not json at all", 400, -32700, Value::Null),
+            ("[1, 2]", 400, -32600, Value::Null),
+            (bad_args, 200, -32602, json!(7)),
+            (big.as_str(), 413, -32600, Value::Null),
+        ] {
+            let response = conn.send("POST", "/mcp", &headers, body);
+            assert_eq!(response.status, status, "{body:.60}: {response:#?}");
+            let message: Value = serde_json::from_str(&response.body).expect("a JSON-RPC error");
+            assert_eq!(message["error"]["code"], code, "{message:#}");
+            assert_eq!(message["id"], id, "{message:#}");
+            assert_eq!(message["jsonrpc"], "2.0");
+            if status == 413 {
+                // The server reads no more than the cap; the connection is not reusable.
+                conn = Conn::open(&authority);
+            }
+        }
+    })
+    .await
+    .unwrap();
+    shutdown.cancel();
+    server.await.unwrap().unwrap();
+}
