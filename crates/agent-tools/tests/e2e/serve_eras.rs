@@ -9,10 +9,11 @@
 
 use std::path::{Path, PathBuf};
 use std::process::Command;
-use std::time::Duration;
 
 use serde_json::{Value, json};
 use test_support::peers::peer;
+
+pub(crate) use test_support::procs::{marker, processes_with, survivors, wait_for_process};
 
 use crate::Project;
 use crate::serve::{HttpServer, stdio};
@@ -30,54 +31,6 @@ pub(crate) fn python(peers: &Path, project: &Project, scenario: &Value) -> Vec<V
         &scenario,
         &[("HOME", home), ("AGENT_TOOLS_HOME", home)],
     )
-}
-
-/// The pids of processes whose command line contains `marker`.
-pub(crate) fn processes_with(marker: &str) -> Vec<u32> {
-    let Ok(entries) = std::fs::read_dir("/proc") else {
-        return Vec::new();
-    };
-    entries
-        .flatten()
-        .filter_map(|e| e.file_name().to_str()?.parse::<u32>().ok())
-        .filter(|pid| {
-            let cmdline = std::fs::read(format!("/proc/{pid}/cmdline")).unwrap_or_default();
-            let zombie = std::fs::read_to_string(format!("/proc/{pid}/stat"))
-                .is_ok_and(|s| s.contains(") Z "));
-            !zombie && String::from_utf8_lossy(&cmdline).contains(marker)
-        })
-        .collect()
-}
-
-/// Waits up to `seconds` for every process with `marker` to be gone; the survivors.
-pub(crate) fn survivors(marker: &str, seconds: u64) -> Vec<u32> {
-    for _ in 0..seconds * 20 {
-        if processes_with(marker).is_empty() {
-            return Vec::new();
-        }
-        std::thread::sleep(Duration::from_millis(50));
-    }
-    processes_with(marker)
-}
-
-/// Waits up to `seconds` for a process with `marker` to appear.
-pub(crate) fn wait_for_process(marker: &str, seconds: u64) -> bool {
-    for _ in 0..seconds * 20 {
-        if !processes_with(marker).is_empty() {
-            return true;
-        }
-        std::thread::sleep(Duration::from_millis(50));
-    }
-    false
-}
-
-/// A unique marker for the processes of one test.
-pub(crate) fn marker(name: &str) -> String {
-    let nanos = std::time::SystemTime::now()
-        .duration_since(std::time::UNIX_EPOCH)
-        .map(|d| d.subsec_nanos())
-        .unwrap_or(0);
-    format!("{name}-{}-{nanos}", std::process::id())
 }
 
 /// The steps of the main scenario (the ask is answered by the client).

@@ -1,7 +1,8 @@
 //! The gate of the server over streamable HTTP, in process through a raw HTTP/1.1 client:
 //! bearer tokens (401 with `WWW-Authenticate`, `/healthz` without), browser origins, each
 //! token its own principal (its own default context, its own minted handles, its own legacy
-//! sessions), and malformed messages and an oversized body answered with JSON-RPC errors.
+//! sessions), malformed messages and an oversized body answered with JSON-RPC errors, and
+//! a client that goes away mid-call leaving no process of the call behind.
 
 use std::path::PathBuf;
 use std::sync::Arc;
@@ -11,6 +12,7 @@ use schemars::JsonSchema;
 use serde::Deserialize;
 use serde_json::{Value, json};
 use test_support::http::{Conn, call, legacy_headers, legacy_session, modern, text};
+use test_support::procs::{marker, survivors, wait_for_process};
 use tool_core::{
     PermissionMode, ReadRecord, ReadSource, Tool, ToolCategory, ToolContext, ToolError, ToolMeta,
     ToolPool, ToolResult, Typed, TypedTool, content_hash,
@@ -96,22 +98,66 @@ impl TypedTool for Edit {
     }
 }
 
+/// Input of [`Sleep`]
+#[derive(Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+struct SleepInput {
+    /// The command line the `sleep` process gets in place of its name
+    marker: String,
+}
+
+/// Runs `sleep 600` under the marker's name until the call is cancelled (the process is
+/// killed then) or dropped (the process dies with its handle).
+struct Sleep;
+
+#[async_trait]
+impl TypedTool for Sleep {
+    type Input = SleepInput;
+    type Output = String;
+    const META: ToolMeta = ToolMeta::new("Sleep").category(ToolCategory::Shell);
+    async fn call(
+        &self,
+        input: SleepInput,
+        ctx: &ToolContext,
+    ) -> Result<ToolResult<String>, ToolError> {
+        let mut child = tokio::process::Command::new("sleep")
+            .arg0(&input.marker)
+            .arg("600")
+            .kill_on_drop(true)
+            .spawn()
+            .map_err(|e| ToolError::fatal(format!("cannot start sleep: {e}")))?;
+        tokio::select! {
+            () = ctx.cancel_token().cancelled() => {
+                let _ = child.kill().await;
+                Err(ToolError::Cancelled { tool: "Sleep".into() })
+            }
+            _ = child.wait() => Ok(ToolResult::ok("slept".to_owned())),
+        }
+    }
+}
+
 const TOKEN_A: &str = "token-a-0123456789abcdef";
 const TOKEN_B: &str = "token-b-fedcba9876543210";
 
-/// A factory of contexts in `root` (mode acceptEdits) with their state in `root/state`.
+/// A factory of contexts in `root` (mode acceptEdits, Sleep allowed) with their state in
+/// `root/state`.
 fn factory(root: &std::path::Path) -> SessionFactory {
     let root = root.to_path_buf();
     Arc::new(move |_: &tools_mcp::Principal| {
         Ok(ToolContext::builder(&root)
             .state_dir(root.join("state"))
             .mode(PermissionMode::AcceptEdits)
+            .allow("Sleep")
             .build())
     })
 }
 
 fn pool() -> ToolPool {
-    let tools: Vec<Arc<dyn Tool>> = vec![Arc::new(Typed::new(Read)), Arc::new(Typed::new(Edit))];
+    let tools: Vec<Arc<dyn Tool>> = vec![
+        Arc::new(Typed::new(Read)),
+        Arc::new(Typed::new(Edit)),
+        Arc::new(Typed::new(Sleep)),
+    ];
     ToolPool::new(tools)
 }
 
@@ -303,6 +349,61 @@ async fn malformed_messages_and_an_oversized_body_get_json_rpc_errors() {
                 conn = Conn::open(&authority);
             }
         }
+    })
+    .await
+    .unwrap();
+    shutdown.cancel();
+    server.await.unwrap().unwrap();
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_client_that_disconnects_mid_call_leaves_no_process() {
+    let dir = tempfile::tempdir().unwrap();
+    let options = HttpOptions::new("127.0.0.1:0".parse().unwrap());
+    let (url, shutdown, server) = serve_options(factory(dir.path()), pool(), options).await;
+    let authority = authority(&url);
+    tokio::task::spawn_blocking(move || {
+        // Protocol 2026-07-28: closing the response is the cancellation.
+        let m = marker("disconnect-modern");
+        let mut conn = Conn::open(&authority);
+        let (headers, body) = modern(
+            1,
+            "tools/call",
+            json!({"name": "Sleep", "arguments": {"marker": m}}),
+            None,
+            None,
+        );
+        conn.write("POST", "/mcp", &headers, &body);
+        assert!(wait_for_process(&m, 30), "the command never started");
+        drop(conn);
+        assert_eq!(
+            survivors(&m, 20),
+            Vec::<u32>::new(),
+            "the command outlived its client"
+        );
+
+        // A legacy session: the session's end (DELETE) ends its calls.
+        let m = marker("disconnect-legacy");
+        let mut conn = Conn::open(&authority);
+        let session = legacy_session(&mut conn, None).expect("a session");
+        let body = json!({"jsonrpc": "2.0", "id": 1, "method": "tools/call",
+            "params": {"name": "Sleep", "arguments": {"marker": m}}});
+        let mut call = Conn::open(&authority);
+        call.write(
+            "POST",
+            "/mcp",
+            &legacy_headers(&session, None),
+            &body.to_string(),
+        );
+        assert!(wait_for_process(&m, 30), "the command never started");
+        drop(call);
+        let response = conn.send("DELETE", "/mcp", &legacy_headers(&session, None), "");
+        assert_eq!(response.status, 204, "{response:#?}");
+        assert_eq!(
+            survivors(&m, 20),
+            Vec::<u32>::new(),
+            "the command outlived its session"
+        );
     })
     .await
     .unwrap();
