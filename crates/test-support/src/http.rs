@@ -3,7 +3,8 @@
 //! any request, well-formed or not, and reads [`Response`]s; [`modern`] builds a JSON-RPC
 //! request of protocol 2026-07-28 with its headers, [`call`] sends one `tools/call` of it;
 //! [`legacy_session`] opens a session of the 2025-11-25 protocol and [`legacy_headers`]
-//! are the headers of a request in it.
+//! are the headers of a request in it. [`healthz`] and [`closed_within`] watch the server's
+//! health check and its closing of connections.
 
 use std::io::{BufRead, BufReader, Read, Write};
 use std::net::TcpStream;
@@ -296,4 +297,41 @@ pub fn legacy_headers(session: &str, token: Option<&str>) -> Vec<(&'static str, 
         headers.push(("Authorization", format!("Bearer {token}")));
     }
     headers
+}
+
+/// `GET /healthz` on a new connection: the status, or `None` when no answer came within
+/// `limit`.
+pub fn healthz(authority: &str, limit: Duration) -> Option<u16> {
+    let mut stream = TcpStream::connect(authority).ok()?;
+    stream.set_read_timeout(Some(limit)).ok()?;
+    write!(
+        stream,
+        "GET /healthz HTTP/1.1\r\nHost: {authority}\r\nConnection: close\r\n\r\n"
+    )
+    .ok()?;
+    let mut line = String::new();
+    BufReader::new(stream).read_line(&mut line).ok()?;
+    line.split_whitespace().nth(1)?.parse().ok()
+}
+
+/// Reads from `stream` until it is closed: `true` if it closed within `limit`.
+pub fn closed_within(stream: &mut TcpStream, limit: Duration) -> bool {
+    let started = std::time::Instant::now();
+    stream
+        .set_read_timeout(Some(Duration::from_millis(200)))
+        .expect("timeout");
+    let mut buf = [0u8; 1024];
+    while started.elapsed() < limit {
+        match stream.read(&mut buf) {
+            Ok(0) => return true,
+            Ok(_) => {}
+            Err(e)
+                if matches!(
+                    e.kind(),
+                    std::io::ErrorKind::WouldBlock | std::io::ErrorKind::TimedOut
+                ) => {}
+            Err(_) => return true,
+        }
+    }
+    false
 }

@@ -6,6 +6,7 @@
 mod approval;
 mod client;
 mod complete;
+mod conns;
 mod http;
 mod http_errors;
 mod live;
