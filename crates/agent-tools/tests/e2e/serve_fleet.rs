@@ -2,8 +2,7 @@
 //! (deep paths, huge arguments) answered with errors while `/healthz` answers; the
 //! connection and body limit options reaching the server; background tasks
 //! that give back their descriptors in the default context; output files pruned after the
-//! retention time; contexts that end after their idle time; legacy calls cancelled when
-//! their connection drops and kept alive while they run; draining on SIGTERM; and the
+//! retention time; contexts that end after their idle time; draining on SIGTERM; and the
 //! generated bad-input run (schema fuzz of every tool, random bytes, oversized and deep
 //! bodies) with a fixed seed.
 
@@ -373,119 +372,6 @@ fn contexts_end_after_their_idle_time_with_their_tasks_and_files() {
     // The default context is made again on the next request; a minted handle is gone.
     let again = call(&authority, "Bash", json!({"command": "echo back"}), None);
     assert!(text(&again).contains("back"), "{again:#}");
-}
-
-/// A legacy session on `conn`: the session id.
-fn legacy_session(conn: &mut Conn) -> String {
-    let headers = vec![
-        ("Content-Type", "application/json".to_owned()),
-        ("Accept", "application/json, text/event-stream".to_owned()),
-    ];
-    let init = json!({"jsonrpc": "2.0", "id": 0, "method": "initialize", "params": {
-        "protocolVersion": "2025-11-25", "capabilities": {},
-        "clientInfo": {"name": "raw", "version": "1"}}});
-    let response = conn.send("POST", "/mcp", &headers, &init.to_string());
-    let id = response
-        .header("mcp-session-id")
-        .unwrap_or_else(|| panic!("no session: {response:#?}"))
-        .to_owned();
-    let done = json!({"jsonrpc": "2.0", "method": "notifications/initialized"});
-    let response = conn.send("POST", "/mcp", &legacy_headers(&id), &done.to_string());
-    assert_eq!(response.status, 202, "{response:#?}");
-    id
-}
-
-fn legacy_headers(session: &str) -> Vec<(&'static str, String)> {
-    vec![
-        ("Content-Type", "application/json".to_owned()),
-        ("Accept", "application/json, text/event-stream".to_owned()),
-        ("MCP-Protocol-Version", "2025-11-25".to_owned()),
-        ("Mcp-Session-Id", session.to_owned()),
-    ]
-}
-
-fn legacy_call(id: u64, tool: &str, args: Value) -> String {
-    json!({"jsonrpc": "2.0", "id": id, "method": "tools/call",
-        "params": {"name": tool, "arguments": args}})
-    .to_string()
-}
-
-#[test]
-fn legacy_calls_follow_their_client_and_keep_their_session_alive() {
-    let project = Project::new(&[]);
-    let server = Server::start(&project, &["--allow", "Bash", "--session-idle", "2"]);
-    let authority = server.authority.clone();
-    let mut conn = Conn::open(&authority);
-    let session = legacy_session(&mut conn);
-
-    // The client goes away mid-call: the command ends, without a DELETE.
-    let m = marker("legacy-drop");
-    let mut gone = Conn::open(&authority);
-    gone.write(
-        "POST",
-        "/mcp",
-        &legacy_headers(&session),
-        &legacy_call(1, "Bash", json!({"command": format!("sleep 600 # {m}")})),
-    );
-    assert!(wait_for_process(&m, 30), "the command never started");
-    drop(gone);
-    assert_eq!(
-        survivors(&m, 20),
-        Vec::<u32>::new(),
-        "the call outlived its connection"
-    );
-
-    // A background command asked for is not the call: it outlives the connection.
-    let bg = marker("legacy-background");
-    let mut quick = Conn::open(&authority);
-    let response = quick.send(
-        "POST",
-        "/mcp",
-        &legacy_headers(&session),
-        &legacy_call(
-            2,
-            "Bash",
-            json!({"command": format!("sleep 600 # {bg}"), "run_in_background": true}),
-        ),
-    );
-    assert_eq!(response.status, 200, "{response:#?}");
-    drop(quick);
-    assert!(
-        wait_for_process(&bg, 30),
-        "the background command never started"
-    );
-    std::thread::sleep(Duration::from_millis(500));
-    assert!(
-        wait_for_process(&bg, 1),
-        "the background command was stopped"
-    );
-
-    // A call longer than the idle time keeps its session: its answer arrives.
-    let response = conn.send(
-        "POST",
-        "/mcp",
-        &legacy_headers(&session),
-        &legacy_call(3, "Bash", json!({"command": "sleep 4; echo still-here"})),
-    );
-    assert_eq!(response.status, 200, "{response:#?}");
-    assert!(
-        response.answer(3).to_string().contains("still-here"),
-        "{response:#?}"
-    );
-    // Then, without requests, the session ends (and its background command with it).
-    std::thread::sleep(Duration::from_secs(4));
-    let response = conn.send(
-        "POST",
-        "/mcp",
-        &legacy_headers(&session),
-        &legacy_call(4, "Bash", json!({"command": "true"})),
-    );
-    assert_eq!(response.status, 404, "{response:#?}");
-    assert_eq!(
-        survivors(&bg, 20),
-        Vec::<u32>::new(),
-        "a background command outlived its session"
-    );
 }
 
 #[test]

@@ -9,6 +9,7 @@ mod complete;
 mod conns;
 mod http;
 mod http_errors;
+mod legacy;
 mod live;
 mod server;
 mod startup;
