@@ -2,7 +2,7 @@
 //! (deep paths, huge arguments) answered with errors while `/healthz` answers; the
 //! connection and body limit options reaching the server; background tasks
 //! that give back their descriptors in the default context; output files pruned after the
-//! retention time; contexts that end after their idle time; draining on SIGTERM; and the
+//! retention time; contexts that end after their idle time; and the
 //! generated bad-input run (schema fuzz of every tool, random bytes, oversized and deep
 //! bodies) with a fixed seed.
 
@@ -53,14 +53,6 @@ impl Server {
                 .cloned(),
         );
         lines.join("\n")
-    }
-
-    fn terminate(&self) {
-        rustix::process::kill_process(
-            rustix::process::Pid::from_raw(self.pid() as i32).expect("a pid"),
-            rustix::process::Signal::TERM,
-        )
-        .expect("SIGTERM");
     }
 }
 
@@ -372,66 +364,6 @@ fn contexts_end_after_their_idle_time_with_their_tasks_and_files() {
     // The default context is made again on the next request; a minted handle is gone.
     let again = call(&authority, "Bash", json!({"command": "echo back"}), None);
     assert!(text(&again).contains("back"), "{again:#}");
-}
-
-#[test]
-fn sigterm_drains_with_503_on_healthz_and_on_kept_alive_connections() {
-    let project = Project::new(&[]);
-    let mut server = Server::start(&project, &["--allow", "Bash", "--grace", "10"]);
-    let authority = server.authority.clone();
-    // A kept-alive connection that has been used.
-    let mut kept = Conn::open(&authority);
-    assert_eq!(kept.send("GET", "/healthz", &[], "").status, 200);
-    // A call in flight when the signal comes.
-    let inflight = {
-        let authority = authority.clone();
-        std::thread::spawn(move || {
-            call(
-                &authority,
-                "Bash",
-                json!({"command": "sleep 3; echo finished"}),
-                None,
-            )
-        })
-    };
-    std::thread::sleep(Duration::from_millis(800));
-    server.terminate();
-    std::thread::sleep(Duration::from_millis(200));
-    // A new connection: /healthz says stopping.
-    let mut stopping = Conn::open(&authority);
-    let health = stopping.send("GET", "/healthz", &[], "");
-    assert_eq!(health.status, 503, "{health:#?}");
-    assert!(health.body.contains("stopping"), "{health:#?}");
-    // The kept-alive connection: a JSON-RPC error saying the server is stopping.
-    let (headers, body) = modern(
-        7,
-        "tools/call",
-        json!({"name": "Bash", "arguments": {"command": "true"}}),
-        None,
-        None,
-    );
-    let refused = kept.send("POST", "/mcp", &headers, &body);
-    assert_eq!(refused.status, 503, "{refused:#?}");
-    let message: Value = serde_json::from_str(&refused.body).expect("a JSON-RPC body");
-    assert!(
-        message["error"]["message"]
-            .as_str()
-            .is_some_and(|m| m.contains("shutting down")),
-        "{message:#}"
-    );
-    // The call in flight finishes, then the server exits.
-    let answer = inflight.join().expect("the call in flight");
-    assert!(text(&answer).contains("finished"), "{answer:#}");
-    let deadline = Instant::now() + Duration::from_secs(60);
-    let mut status = None;
-    while status.is_none() && Instant::now() < deadline {
-        status = server.inner.child.try_wait().expect("status");
-        std::thread::sleep(Duration::from_millis(50));
-    }
-    assert!(
-        status.is_some_and(|s| s.success()),
-        "serve did not exit cleanly: {status:?}"
-    );
 }
 
 /// A fixed-seed generator (xorshift64*).

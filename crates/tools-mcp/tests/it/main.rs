@@ -12,4 +12,5 @@ mod http_errors;
 mod legacy;
 mod live;
 mod server;
+mod shutdown;
 mod startup;
