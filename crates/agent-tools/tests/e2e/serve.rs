@@ -376,45 +376,6 @@ fn python_client_cancels_a_running_bash_call() {
 }
 
 #[test]
-fn python_client_and_inspector_over_http() {
-    let (Some(peers), Some(_)) = (peer("py/mcp"), peer("node_modules/.bin/mcp-inspector")) else {
-        return;
-    };
-    let project = Project::new(&["notes.txt = alpha\\n"]);
-    let server = HttpServer::start(&project, &["--mode", "acceptEdits"]);
-    let scenario = json!({
-        "transport": {"http": server.url},
-        "steps": read_edit_read(&project),
-    });
-    assert_read_edit_read(&python(&peers, &project, &scenario));
-
-    let listed = inspector(
-        &peers,
-        &project,
-        &[&server.url, "--transport", "http", "--method", "tools/list"],
-    );
-    let names: Vec<&str> = listed["tools"]
-        .as_array()
-        .expect("tools")
-        .iter()
-        .filter_map(|t| t["name"].as_str())
-        .collect();
-    assert!(
-        names.contains(&"Read") && names.contains(&"Glob"),
-        "{names:?}"
-    );
-
-    // A second session starts fresh: the Edit needs its own Read first.
-    let file = project.root().join("notes.txt");
-    let scenario = json!({
-        "transport": {"http": server.url},
-        "steps": [{"op": "call", "tool": "Edit", "args": {"file_path": file, "old_string": "omega", "new_string": "x"}}],
-    });
-    let lines = python(&peers, &project, &scenario);
-    assert_eq!(lines[0]["is_error"], true, "{lines:#?}");
-}
-
-#[test]
 fn serve_rejects_a_bad_http_address() {
     let project = Project::new(&[]);
     let run = project.run(&["serve", "--http", "example.com:80"], None);

@@ -2,7 +2,8 @@
 //! bearer tokens (401 with `WWW-Authenticate`, `/healthz` without), browser origins, each
 //! token its own principal (its own default context, its own minted handles, its own legacy
 //! sessions), malformed messages and an oversized body answered with JSON-RPC errors, and
-//! a client that goes away mid-call leaving no process of the call behind.
+//! a client that goes away mid-call leaving no process of the call behind; the Python SDK's
+//! client and the inspector CLI served, each legacy session with a fresh context.
 
 use std::path::PathBuf;
 use std::sync::Arc;
@@ -12,6 +13,8 @@ use schemars::JsonSchema;
 use serde::Deserialize;
 use serde_json::{Value, json};
 use test_support::http::{Conn, call, legacy_headers, legacy_session, modern, text};
+use test_support::mcp::run_client;
+use test_support::peers::peer;
 use test_support::procs::{marker, survivors, wait_for_process};
 use tool_core::{
     PermissionMode, ReadRecord, ReadSource, Tool, ToolCategory, ToolContext, ToolError, ToolMeta,
@@ -404,6 +407,94 @@ async fn a_client_that_disconnects_mid_call_leaves_no_process() {
             Vec::<u32>::new(),
             "the command outlived its session"
         );
+    })
+    .await
+    .unwrap();
+    shutdown.cancel();
+    server.await.unwrap().unwrap();
+}
+
+/// Runs the inspector CLI of `peers` with `args` in `dir` (also its `HOME`) and parses its
+/// JSON output.
+fn inspector(peers: &std::path::Path, dir: &std::path::Path, args: &[&str]) -> Value {
+    let output = std::process::Command::new(peers.join("node_modules/.bin/mcp-inspector"))
+        .arg("--cli")
+        .args(args)
+        .current_dir(dir)
+        .env("HOME", dir)
+        .stdin(std::process::Stdio::null())
+        .output()
+        .expect("run mcp-inspector");
+    let stdout = String::from_utf8_lossy(&output.stdout);
+    assert!(
+        output.status.success(),
+        "inspector failed: {}\nstdout: {stdout}\nstderr: {}",
+        output.status,
+        String::from_utf8_lossy(&output.stderr)
+    );
+    serde_json::from_str(&stdout).unwrap_or_else(|e| panic!("not JSON ({e}): {stdout}"))
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn python_client_and_inspector_over_http() {
+    let (Some(peers), Some(_)) = (peer("py/mcp"), peer("node_modules/.bin/mcp-inspector")) else {
+        return;
+    };
+    let dir = tempfile::tempdir().unwrap();
+    let root = dir.path().to_path_buf();
+    let file = root.join("notes.txt");
+    std::fs::write(&file, "alpha\n").unwrap();
+    let options = HttpOptions::new("127.0.0.1:0".parse().unwrap());
+    let (url, shutdown, server) = serve_options(factory(&root), pool(), options).await;
+    tokio::task::spawn_blocking(move || {
+        let scenario = json!({
+            "transport": {"http": url},
+            "steps": [
+                {"op": "call", "tool": "Read", "args": {"file_path": file}},
+                {"op": "call", "tool": "Edit", "args": {"file_path": file, "old_string": "alpha", "new_string": "omega"}},
+                {"op": "call", "tool": "Read", "args": {"file_path": file}},
+            ],
+        });
+        let lines = run_client(&peers, &scenario);
+        assert_eq!(lines.len(), 4, "{lines:#?}");
+        assert_eq!(lines[0]["is_error"], false, "{lines:#?}");
+        assert!(
+            lines[0]["text"].as_str().unwrap().contains("alpha"),
+            "{lines:#?}"
+        );
+        assert_eq!(
+            lines[1]["is_error"], false,
+            "Edit after Read in one session: {lines:#?}"
+        );
+        assert!(
+            lines[2]["text"].as_str().unwrap().contains("omega"),
+            "{lines:#?}"
+        );
+
+        let listed = inspector(
+            &peers,
+            &root,
+            &[&url, "--transport", "http", "--method", "tools/list"],
+        );
+        let names: Vec<&str> = listed["tools"]
+            .as_array()
+            .expect("tools")
+            .iter()
+            .filter_map(|t| t["name"].as_str())
+            .collect();
+        assert!(
+            names.contains(&"Read") && names.contains(&"Edit"),
+            "{names:?}"
+        );
+
+        // A second session starts fresh: the Edit needs its own Read first.
+        let scenario = json!({
+            "transport": {"http": url},
+            "steps": [{"op": "call", "tool": "Edit", "args": {"file_path": file, "old_string": "omega", "new_string": "x"}}],
+        });
+        let lines = run_client(&peers, &scenario);
+        assert_eq!(lines[0]["is_error"], true, "{lines:#?}");
+        assert_eq!(std::fs::read_to_string(&file).unwrap(), "omega\n");
     })
     .await
     .unwrap();
