@@ -8,7 +8,6 @@
 //! scenario declines the ask. State must carry across requests in every case.
 
 use std::path::{Path, PathBuf};
-use std::process::Command;
 
 use serde_json::{Value, json};
 use test_support::peers::peer;
@@ -261,64 +260,6 @@ fn ask_user_question_is_asked_before_the_call_on_2026_07_28() {
             "{lines:#?}"
         );
     }
-}
-
-#[test]
-fn a_minted_context_is_separate_and_named_in_every_result() {
-    let Some(peers) = peer("py/mcp") else {
-        return;
-    };
-    let project = project();
-    let server = HttpServer::start(&project, &["--mode", "acceptEdits"]);
-    let notes = project.root().join("notes.txt");
-    let read = json!({"op": "call", "tool": "Read", "args": {"file_path": notes}});
-    let edit = |to: &str| {
-        json!({"op": "call", "tool": "Edit",
-               "args": {"file_path": notes, "old_string": "alpha", "new_string": to}})
-    };
-    let mut in_new = read.clone();
-    in_new["context"] = json!("new");
-    let mut edit_in_last = edit("omega");
-    edit_in_last["context"] = json!("last");
-    let scenario = json!({
-        "transport": {"http": server.url},
-        "steps": [
-            read,          // the default context reads the file
-            in_new,        // a new context reads it too
-            edit_in_last,  // and edits it: its own ledger knows the read
-            edit("gamma"), // the default context's read is stale now
-        ],
-    });
-    let lines = python(&peers, &project, &scenario);
-    assert_eq!(lines[0]["context"], "default", "{lines:#?}");
-    let minted = lines[1]["context"].as_str().unwrap_or_default();
-    assert_eq!(minted.len(), 32, "{lines:#?}");
-    assert_eq!(lines[2]["context"], minted, "{lines:#?}");
-    assert_eq!(lines[2]["is_error"], false, "{lines:#?}");
-    assert_eq!(lines[3]["is_error"], true, "{lines:#?}");
-    assert!(
-        lines[3]["text"].as_str().unwrap_or("").contains("modified"),
-        "{lines:#?}"
-    );
-    // A handle that does not exist says what to send instead.
-    let scenario = json!({
-        "transport": {"http": server.url},
-        "mode": "auto",
-        "steps": [{"op": "call", "tool": "Read", "args": {"file_path": notes},
-                   "context": "0123456789abcdef0123456789abcdef"}],
-    });
-    let output = Command::new("python3")
-        .arg(test_support::mcp::client())
-        .arg(scenario.to_string())
-        .env("PYTHONPATH", peers.join("py"))
-        .output()
-        .expect("run python3");
-    let stderr = String::from_utf8_lossy(&output.stderr);
-    assert!(!output.status.success());
-    assert!(
-        stderr.contains("send \\\"new\\\"") || stderr.contains("send \"new\""),
-        "{stderr}"
-    );
 }
 
 #[test]

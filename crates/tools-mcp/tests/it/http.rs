@@ -3,7 +3,8 @@
 //! token its own principal (its own default context, its own minted handles, its own legacy
 //! sessions), malformed messages and an oversized body answered with JSON-RPC errors, and
 //! a client that goes away mid-call leaving no process of the call behind; the Python SDK's
-//! client and the inspector CLI served, each legacy session with a fresh context.
+//! client and the inspector CLI served, each legacy session with a fresh context; a minted
+//! context with a ledger of its own, named in every result.
 
 use std::path::PathBuf;
 use std::sync::Arc;
@@ -74,7 +75,8 @@ struct EditInput {
     new_string: String,
 }
 
-/// Replaces a string in a file that this context's [`Read`] read, as the real Edit does.
+/// Replaces a string in a file that this context's [`Read`] read and that did not change
+/// since, as the real Edit does.
 struct Edit;
 
 #[async_trait]
@@ -88,15 +90,30 @@ impl TypedTool for Edit {
         ctx: &ToolContext,
     ) -> Result<ToolResult<String>, ToolError> {
         let path = input.file_path;
-        if ctx.ledger().get(&path).is_none() {
+        let Some(record) = ctx.ledger().get(&path) else {
             return Err(ToolError::respond(format!(
                 "File has not been read yet: {}. Read it first before writing to it.",
                 path.display()
             )));
-        }
+        };
         let old = std::fs::read_to_string(&path).map_err(|e| ToolError::io(&path, e))?;
+        if record.content_hash != Some(content_hash(old.as_bytes())) {
+            return Err(ToolError::respond(format!(
+                "File has been modified since read: {}. Read it again before attempting to write it.",
+                path.display()
+            )));
+        }
         let new = old.replacen(&input.old_string, &input.new_string, 1);
-        std::fs::write(&path, new).map_err(|e| ToolError::io(&path, e))?;
+        std::fs::write(&path, &new).map_err(|e| ToolError::io(&path, e))?;
+        ctx.ledger().record(
+            &path,
+            ReadRecord {
+                content_hash: Some(content_hash(new.as_bytes())),
+                source: ReadSource::Write,
+                len: new.len() as u64,
+                ..record
+            },
+        );
         Ok(ToolResult::ok("edited".to_owned()))
     }
 }
@@ -495,6 +512,76 @@ async fn python_client_and_inspector_over_http() {
         let lines = run_client(&peers, &scenario);
         assert_eq!(lines[0]["is_error"], true, "{lines:#?}");
         assert_eq!(std::fs::read_to_string(&file).unwrap(), "omega\n");
+    })
+    .await
+    .unwrap();
+    shutdown.cancel();
+    server.await.unwrap().unwrap();
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_minted_context_is_separate_and_named_in_every_result() {
+    let Some(peers) = peer("py/mcp") else {
+        return;
+    };
+    let dir = tempfile::tempdir().unwrap();
+    let root = dir.path().to_path_buf();
+    let notes = root.join("notes.txt");
+    std::fs::write(&notes, "alpha\n").unwrap();
+    let options = HttpOptions::new("127.0.0.1:0".parse().unwrap());
+    let (url, shutdown, server) = serve_options(factory(&root), pool(), options).await;
+    tokio::task::spawn_blocking(move || {
+        let read = json!({"op": "call", "tool": "Read", "args": {"file_path": notes}});
+        let edit = |to: &str| {
+            json!({"op": "call", "tool": "Edit",
+                   "args": {"file_path": notes, "old_string": "alpha", "new_string": to}})
+        };
+        let mut in_new = read.clone();
+        in_new["context"] = json!("new");
+        let mut edit_in_last = edit("omega");
+        edit_in_last["context"] = json!("last");
+        // The SDK's high-level client on protocol 2026-07-28.
+        let scenario = json!({
+            "transport": {"http": url},
+            "mode": "auto",
+            "steps": [
+                read,          // the default context reads the file
+                in_new,        // a new context reads it too
+                edit_in_last,  // and edits it: its own ledger knows the read
+                edit("gamma"), // the default context's read is stale now
+            ],
+        });
+        let lines = run_client(&peers, &scenario);
+        assert_eq!(lines[0]["context"], "default", "{lines:#?}");
+        let minted = lines[1]["context"].as_str().unwrap_or_default();
+        assert_eq!(minted.len(), 32, "{lines:#?}");
+        assert_eq!(lines[2]["context"], minted, "{lines:#?}");
+        assert_eq!(lines[2]["is_error"], false, "{lines:#?}");
+        assert_eq!(lines[3]["is_error"], true, "{lines:#?}");
+        assert!(
+            lines[3]["text"].as_str().unwrap_or("").contains("modified"),
+            "{lines:#?}"
+        );
+        assert_eq!(std::fs::read_to_string(&notes).unwrap(), "omega\n");
+        // A handle that does not exist says what to send instead.
+        let scenario = json!({
+            "transport": {"http": url},
+            "mode": "auto",
+            "steps": [{"op": "call", "tool": "Read", "args": {"file_path": notes},
+                       "context": "0123456789abcdef0123456789abcdef"}],
+        });
+        let output = std::process::Command::new("python3")
+            .arg(test_support::mcp::client())
+            .arg(scenario.to_string())
+            .env("PYTHONPATH", peers.join("py"))
+            .output()
+            .expect("run python3");
+        let stderr = String::from_utf8_lossy(&output.stderr);
+        assert!(!output.status.success());
+        assert!(
+            stderr.contains("send \\\"new\\\"") || stderr.contains("send \"new\""),
+            "{stderr}"
+        );
     })
     .await
     .unwrap();
