@@ -1,7 +1,10 @@
 //! A raw HTTP/1.1 client for tests of the MCP server over streamable HTTP (tools-mcp's in
 //! process, the binary's `serve --http`): [`Conn`], one kept-alive connection that sends
 //! any request, well-formed or not, and reads [`Response`]s; [`modern`] builds a JSON-RPC
-//! request of protocol 2026-07-28 with its headers.
+//! request of protocol 2026-07-28 with its headers, [`call`] sends one `tools/call` of it;
+//! [`legacy_session`] opens a session of the 2025-11-25 protocol and [`legacy_headers`]
+//! are the headers of a request in it. [`healthz`] and [`closed_within`] watch the server's
+//! health check and its closing of connections.
 
 use std::io::{BufRead, BufReader, Read, Write};
 use std::net::TcpStream;
@@ -221,4 +224,114 @@ pub fn modern(
     }
     let body = json!({"jsonrpc": "2.0", "id": id, "method": method, "params": params});
     (headers, body.to_string())
+}
+
+/// A `tools/call` of protocol 2026-07-28 on `conn`, with the bearer `token` and the context
+/// `handle` when given; the answer (the status must be 200).
+#[track_caller]
+pub fn call(
+    conn: &mut Conn,
+    id: u64,
+    tool: &str,
+    args: Value,
+    token: Option<&str>,
+    handle: Option<&str>,
+) -> Value {
+    let (headers, body) = modern(
+        id,
+        "tools/call",
+        json!({"name": tool, "arguments": args}),
+        token,
+        handle,
+    );
+    let response = conn.send("POST", "/mcp", &headers, &body);
+    assert_eq!(response.status, 200, "{response:#?}");
+    response.answer(id)
+}
+
+/// The text blocks of a `tools/call` answer, one per line.
+pub fn text(answer: &Value) -> String {
+    answer["result"]["content"]
+        .as_array()
+        .into_iter()
+        .flatten()
+        .filter_map(|b| b["text"].as_str())
+        .collect::<Vec<_>>()
+        .join("\n")
+}
+
+/// A legacy session (protocol 2025-11-25): `initialize` and `notifications/initialized`
+/// with the bearer `token` when given; the session id, or the response that named none.
+pub fn legacy_session(conn: &mut Conn, token: Option<&str>) -> Result<String, Response> {
+    let mut headers = vec![
+        ("Content-Type", "application/json".to_owned()),
+        ("Accept", "application/json, text/event-stream".to_owned()),
+    ];
+    if let Some(token) = token {
+        headers.push(("Authorization", format!("Bearer {token}")));
+    }
+    let init = json!({"jsonrpc": "2.0", "id": 0, "method": "initialize", "params": {
+        "protocolVersion": "2025-11-25", "capabilities": {},
+        "clientInfo": {"name": "raw", "version": "1"}}});
+    let response = conn.send("POST", "/mcp", &headers, &init.to_string());
+    let Some(id) = response.header("mcp-session-id").map(str::to_owned) else {
+        return Err(response);
+    };
+    headers.push(("Mcp-Session-Id", id.clone()));
+    headers.push(("MCP-Protocol-Version", "2025-11-25".to_owned()));
+    let done = json!({"jsonrpc": "2.0", "method": "notifications/initialized"});
+    let response = conn.send("POST", "/mcp", &headers, &done.to_string());
+    assert_eq!(response.status, 202, "{response:#?}");
+    Ok(id)
+}
+
+/// The headers of a request in legacy session `session`, with the bearer `token` when given.
+pub fn legacy_headers(session: &str, token: Option<&str>) -> Vec<(&'static str, String)> {
+    let mut headers = vec![
+        ("Content-Type", "application/json".to_owned()),
+        ("Accept", "application/json, text/event-stream".to_owned()),
+        ("MCP-Protocol-Version", "2025-11-25".to_owned()),
+        ("Mcp-Session-Id", session.to_owned()),
+    ];
+    if let Some(token) = token {
+        headers.push(("Authorization", format!("Bearer {token}")));
+    }
+    headers
+}
+
+/// `GET /healthz` on a new connection: the status, or `None` when no answer came within
+/// `limit`.
+pub fn healthz(authority: &str, limit: Duration) -> Option<u16> {
+    let mut stream = TcpStream::connect(authority).ok()?;
+    stream.set_read_timeout(Some(limit)).ok()?;
+    write!(
+        stream,
+        "GET /healthz HTTP/1.1\r\nHost: {authority}\r\nConnection: close\r\n\r\n"
+    )
+    .ok()?;
+    let mut line = String::new();
+    BufReader::new(stream).read_line(&mut line).ok()?;
+    line.split_whitespace().nth(1)?.parse().ok()
+}
+
+/// Reads from `stream` until it is closed: `true` if it closed within `limit`.
+pub fn closed_within(stream: &mut TcpStream, limit: Duration) -> bool {
+    let started = std::time::Instant::now();
+    stream
+        .set_read_timeout(Some(Duration::from_millis(200)))
+        .expect("timeout");
+    let mut buf = [0u8; 1024];
+    while started.elapsed() < limit {
+        match stream.read(&mut buf) {
+            Ok(0) => return true,
+            Ok(_) => {}
+            Err(e)
+                if matches!(
+                    e.kind(),
+                    std::io::ErrorKind::WouldBlock | std::io::ErrorKind::TimedOut
+                ) => {}
+            Err(_) => return true,
+        }
+    }
+    false
 }

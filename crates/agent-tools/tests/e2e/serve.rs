@@ -376,45 +376,6 @@ fn python_client_cancels_a_running_bash_call() {
 }
 
 #[test]
-fn python_client_and_inspector_over_http() {
-    let (Some(peers), Some(_)) = (peer("py/mcp"), peer("node_modules/.bin/mcp-inspector")) else {
-        return;
-    };
-    let project = Project::new(&["notes.txt = alpha\\n"]);
-    let server = HttpServer::start(&project, &["--mode", "acceptEdits"]);
-    let scenario = json!({
-        "transport": {"http": server.url},
-        "steps": read_edit_read(&project),
-    });
-    assert_read_edit_read(&python(&peers, &project, &scenario));
-
-    let listed = inspector(
-        &peers,
-        &project,
-        &[&server.url, "--transport", "http", "--method", "tools/list"],
-    );
-    let names: Vec<&str> = listed["tools"]
-        .as_array()
-        .expect("tools")
-        .iter()
-        .filter_map(|t| t["name"].as_str())
-        .collect();
-    assert!(
-        names.contains(&"Read") && names.contains(&"Glob"),
-        "{names:?}"
-    );
-
-    // A second session starts fresh: the Edit needs its own Read first.
-    let file = project.root().join("notes.txt");
-    let scenario = json!({
-        "transport": {"http": server.url},
-        "steps": [{"op": "call", "tool": "Edit", "args": {"file_path": file, "old_string": "omega", "new_string": "x"}}],
-    });
-    let lines = python(&peers, &project, &scenario);
-    assert_eq!(lines[0]["is_error"], true, "{lines:#?}");
-}
-
-#[test]
 fn serve_rejects_a_bad_http_address() {
     let project = Project::new(&[]);
     let run = project.run(&["serve", "--http", "example.com:80"], None);
@@ -647,7 +608,7 @@ fn a_tool_added_upstream_reaches_the_stdio_client() {
 }
 
 #[test]
-fn a_tool_added_upstream_reaches_every_http_client() {
+fn a_tool_added_upstream_reaches_the_http_client() {
     let Some(peers) = peer("py/mcp") else {
         return;
     };
@@ -659,65 +620,6 @@ fn a_tool_added_upstream_reaches_every_http_client() {
         "steps": list_changed_steps(),
     });
     assert_list_changed(&python(&peers, &project, &scenario));
-    // A later session sees the tool from the start; adding another one tells it too.
-    let scenario = json!({
-        "transport": {"http": server.url},
-        "steps": [
-            {"op": "call", "tool": "mcp__dyn__fresh"},
-            {"op": "call", "tool": "mcp__dyn__add_tool", "args": {"name": "second"}},
-            {"op": "wait_list_changed"},
-            {"op": "call", "tool": "mcp__dyn__second"},
-        ],
-    });
-    let lines = python(&peers, &project, &scenario);
-    assert_eq!(lines[0]["is_error"], false, "{lines:#?}");
-    assert_eq!(lines[2]["list_changed"], 1, "{lines:#?}");
-    assert_eq!(lines[3]["text"], "second was added", "{lines:#?}");
-}
-
-#[test]
-fn every_connected_http_client_is_told() {
-    let Some(peers) = peer("py/mcp") else {
-        return;
-    };
-    let project = project_with_dynamic_server(&peers);
-    let server = HttpServer::start(&project, &["--allow", "mcp__dyn"]);
-    // The upstream server starts in the background: wait until its tools are offered.
-    let up = json!({"transport": {"http": server.url},
-        "steps": [{"op": "wait_tool", "tool": "mcp__dyn__greet"}]});
-    assert_eq!(python(&peers, &project, &up)[0]["found"], true);
-    let ready = project.root().join("ready");
-    // A client that only listens, connected while another one adds a tool.
-    let listening = json!({
-        "transport": {"http": server.url},
-        "steps": [
-            {"op": "touch", "path": ready},
-            {"op": "wait_list_changed", "seconds": 60},
-            {"op": "list"},
-        ],
-    });
-    std::thread::scope(|scope| {
-        let listener = scope.spawn(|| python(&peers, &project, &listening));
-        let mut waited = 0;
-        while !ready.exists() && waited < 600 {
-            std::thread::sleep(Duration::from_millis(50));
-            waited += 1;
-        }
-        assert!(ready.exists(), "the listening client did not connect");
-        let scenario = json!({
-            "transport": {"http": server.url},
-            "steps": [{"op": "call", "tool": "mcp__dyn__add_tool", "args": {"name": "fresh"}}],
-        });
-        let lines = python(&peers, &project, &scenario);
-        assert_eq!(lines[0]["is_error"], false, "{lines:#?}");
-        let heard = listener.join().expect("the listening client");
-        assert_eq!(heard[0]["list_changed"], 1, "{heard:#?}");
-        let names = heard[1]["tools"].as_array().expect("tools");
-        assert!(
-            names.iter().any(|t| t["name"] == "mcp__dyn__fresh"),
-            "{heard:#?}"
-        );
-    });
 }
 
 #[test]

@@ -8,11 +8,11 @@
 //! scenario declines the ask. State must carry across requests in every case.
 
 use std::path::{Path, PathBuf};
-use std::process::Command;
-use std::time::Duration;
 
 use serde_json::{Value, json};
 use test_support::peers::peer;
+
+pub(crate) use test_support::procs::{marker, processes_with, survivors, wait_for_process};
 
 use crate::Project;
 use crate::serve::{HttpServer, stdio};
@@ -30,54 +30,6 @@ pub(crate) fn python(peers: &Path, project: &Project, scenario: &Value) -> Vec<V
         &scenario,
         &[("HOME", home), ("AGENT_TOOLS_HOME", home)],
     )
-}
-
-/// The pids of processes whose command line contains `marker`.
-pub(crate) fn processes_with(marker: &str) -> Vec<u32> {
-    let Ok(entries) = std::fs::read_dir("/proc") else {
-        return Vec::new();
-    };
-    entries
-        .flatten()
-        .filter_map(|e| e.file_name().to_str()?.parse::<u32>().ok())
-        .filter(|pid| {
-            let cmdline = std::fs::read(format!("/proc/{pid}/cmdline")).unwrap_or_default();
-            let zombie = std::fs::read_to_string(format!("/proc/{pid}/stat"))
-                .is_ok_and(|s| s.contains(") Z "));
-            !zombie && String::from_utf8_lossy(&cmdline).contains(marker)
-        })
-        .collect()
-}
-
-/// Waits up to `seconds` for every process with `marker` to be gone; the survivors.
-pub(crate) fn survivors(marker: &str, seconds: u64) -> Vec<u32> {
-    for _ in 0..seconds * 20 {
-        if processes_with(marker).is_empty() {
-            return Vec::new();
-        }
-        std::thread::sleep(Duration::from_millis(50));
-    }
-    processes_with(marker)
-}
-
-/// Waits up to `seconds` for a process with `marker` to appear.
-pub(crate) fn wait_for_process(marker: &str, seconds: u64) -> bool {
-    for _ in 0..seconds * 20 {
-        if !processes_with(marker).is_empty() {
-            return true;
-        }
-        std::thread::sleep(Duration::from_millis(50));
-    }
-    false
-}
-
-/// A unique marker for the processes of one test.
-pub(crate) fn marker(name: &str) -> String {
-    let nanos = std::time::SystemTime::now()
-        .duration_since(std::time::UNIX_EPOCH)
-        .map(|d| d.subsec_nanos())
-        .unwrap_or(0);
-    format!("{name}-{}-{nanos}", std::process::id())
 }
 
 /// The steps of the main scenario (the ask is answered by the client).
@@ -308,64 +260,6 @@ fn ask_user_question_is_asked_before_the_call_on_2026_07_28() {
             "{lines:#?}"
         );
     }
-}
-
-#[test]
-fn a_minted_context_is_separate_and_named_in_every_result() {
-    let Some(peers) = peer("py/mcp") else {
-        return;
-    };
-    let project = project();
-    let server = HttpServer::start(&project, &["--mode", "acceptEdits"]);
-    let notes = project.root().join("notes.txt");
-    let read = json!({"op": "call", "tool": "Read", "args": {"file_path": notes}});
-    let edit = |to: &str| {
-        json!({"op": "call", "tool": "Edit",
-               "args": {"file_path": notes, "old_string": "alpha", "new_string": to}})
-    };
-    let mut in_new = read.clone();
-    in_new["context"] = json!("new");
-    let mut edit_in_last = edit("omega");
-    edit_in_last["context"] = json!("last");
-    let scenario = json!({
-        "transport": {"http": server.url},
-        "steps": [
-            read,          // the default context reads the file
-            in_new,        // a new context reads it too
-            edit_in_last,  // and edits it: its own ledger knows the read
-            edit("gamma"), // the default context's read is stale now
-        ],
-    });
-    let lines = python(&peers, &project, &scenario);
-    assert_eq!(lines[0]["context"], "default", "{lines:#?}");
-    let minted = lines[1]["context"].as_str().unwrap_or_default();
-    assert_eq!(minted.len(), 32, "{lines:#?}");
-    assert_eq!(lines[2]["context"], minted, "{lines:#?}");
-    assert_eq!(lines[2]["is_error"], false, "{lines:#?}");
-    assert_eq!(lines[3]["is_error"], true, "{lines:#?}");
-    assert!(
-        lines[3]["text"].as_str().unwrap_or("").contains("modified"),
-        "{lines:#?}"
-    );
-    // A handle that does not exist says what to send instead.
-    let scenario = json!({
-        "transport": {"http": server.url},
-        "mode": "auto",
-        "steps": [{"op": "call", "tool": "Read", "args": {"file_path": notes},
-                   "context": "0123456789abcdef0123456789abcdef"}],
-    });
-    let output = Command::new("python3")
-        .arg(test_support::mcp::client())
-        .arg(scenario.to_string())
-        .env("PYTHONPATH", peers.join("py"))
-        .output()
-        .expect("run python3");
-    let stderr = String::from_utf8_lossy(&output.stderr);
-    assert!(!output.status.success());
-    assert!(
-        stderr.contains("send \\\"new\\\"") || stderr.contains("send \"new\""),
-        "{stderr}"
-    );
 }
 
 #[test]

@@ -1,13 +1,11 @@
 //! `agent-tools serve --http` as a fleet leans on it: requests that would have frozen it
-//! (deep paths, huge arguments) answered with errors while `/healthz` answers; silent and
-//! slow connections closed by the header timeout and the connection cap; background tasks
+//! (deep paths, huge arguments) answered with errors while `/healthz` answers; the
+//! connection and body limit options reaching the server; background tasks
 //! that give back their descriptors in the default context; output files pruned after the
-//! retention time; contexts that end after their idle time; legacy calls cancelled when
-//! their connection drops and kept alive while they run; draining on SIGTERM; and the
+//! retention time; contexts that end after their idle time; and the
 //! generated bad-input run (schema fuzz of every tool, random bytes, oversized and deep
 //! bodies) with a fixed seed.
 
-use std::io::{BufRead, BufReader, Read, Write};
 use std::net::TcpStream;
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
@@ -18,6 +16,7 @@ use crate::Project;
 use crate::serve::HttpServer;
 use crate::serve_eras::{marker, survivors, wait_for_process};
 use crate::serve_http::{Conn, Response, modern};
+use test_support::http::{closed_within, healthz};
 
 /// A server on a free loopback port, without authentication (`--no-auth`: these tests are
 /// about what happens before and beside it), whose standard error is kept to look for
@@ -55,29 +54,6 @@ impl Server {
         );
         lines.join("\n")
     }
-
-    fn terminate(&self) {
-        rustix::process::kill_process(
-            rustix::process::Pid::from_raw(self.pid() as i32).expect("a pid"),
-            rustix::process::Signal::TERM,
-        )
-        .expect("SIGTERM");
-    }
-}
-
-/// `GET /healthz` on a new connection: the status, or `None` when no answer came within
-/// `limit`.
-fn healthz(authority: &str, limit: Duration) -> Option<u16> {
-    let mut stream = TcpStream::connect(authority).ok()?;
-    stream.set_read_timeout(Some(limit)).ok()?;
-    write!(
-        stream,
-        "GET /healthz HTTP/1.1\r\nHost: {authority}\r\nConnection: close\r\n\r\n"
-    )
-    .ok()?;
-    let mut line = String::new();
-    BufReader::new(stream).read_line(&mut line).ok()?;
-    line.split_whitespace().nth(1)?.parse().ok()
 }
 
 /// The text of a `tools/call` answer.
@@ -205,102 +181,62 @@ fn deep_paths_and_huge_arguments_get_errors_while_healthz_answers() {
     assert!(!server.stderr().contains("panicked"), "{}", server.stderr());
 }
 
-/// Reads from `stream` until it is closed: `true` if it closed within `limit`.
-fn closed_within(stream: &mut TcpStream, limit: Duration) -> bool {
-    let started = Instant::now();
-    stream
-        .set_read_timeout(Some(Duration::from_millis(200)))
-        .expect("timeout");
-    let mut buf = [0u8; 1024];
-    while started.elapsed() < limit {
-        match stream.read(&mut buf) {
-            Ok(0) => return true,
-            Ok(_) => {}
-            Err(e)
-                if matches!(
-                    e.kind(),
-                    std::io::ErrorKind::WouldBlock | std::io::ErrorKind::TimedOut
-                ) => {}
-            Err(_) => return true,
-        }
-    }
-    false
-}
-
+/// The connection and body limits of `serve --http` reach the server, each checked where it
+/// differs from its default (how the limits work is tools-mcp's `tests/it/conns.rs` and
+/// `tests/it/http.rs`): `--max-request-bytes`, `--header-timeout`, `--idle-timeout`,
+/// `--max-connections`.
 #[test]
-fn silent_and_slow_connections_are_closed_and_cannot_exhaust_descriptors() {
+fn the_connection_and_body_limit_options_reach_the_server() {
     let project = Project::new(&[]);
     let server = Server::start(
         &project,
         &[
+            "--max-request-bytes",
+            "4096",
             "--header-timeout",
             "1",
             "--idle-timeout",
-            "2",
-            "--max-connections",
-            "40",
+            "1",
         ],
     );
     let authority = server.authority.clone();
-    assert_eq!(healthz(&authority, Duration::from_secs(5)), Some(200));
-    let baseline = server.fds();
-    // More silent connections than the cap, and a few that send a byte now and then.
-    let mut silent: Vec<TcpStream> = (0..60)
-        .map(|_| TcpStream::connect(&authority).expect("connect"))
-        .collect();
-    let slow: Vec<TcpStream> = (0..5)
-        .map(|_| {
-            let mut s = TcpStream::connect(&authority).expect("connect");
-            s.write_all(b"POST /mcp HTTP/1.1\r\n").expect("write");
-            s
-        })
-        .collect();
-    let dripping = std::thread::spawn(move || {
-        let mut slow = slow;
-        let mut closed = vec![false; slow.len()];
-        for _ in 0..40 {
-            for (s, c) in slow.iter_mut().zip(closed.iter_mut()) {
-                if !*c && s.write_all(b"X").is_err() {
-                    *c = true;
-                }
-            }
-            std::thread::sleep(Duration::from_millis(250));
-        }
-        slow.iter_mut()
-            .all(|s| closed_within(s, Duration::from_secs(1)))
-    });
-    // The health check gets through at the cap (the connection idle longest makes room).
-    assert_eq!(healthz(&authority, Duration::from_secs(5)), Some(200));
-    for s in &mut silent {
-        assert!(
-            closed_within(s, Duration::from_secs(15)),
-            "a silent connection stayed open"
-        );
-    }
-    assert!(
-        dripping.join().expect("dripping"),
-        "a connection that drips one byte at a time stayed open"
+    let headers = [
+        ("Content-Type", "application/json".to_owned()),
+        ("Accept", "application/json, text/event-stream".to_owned()),
+    ];
+    let big = format!(
+        r#"{{"jsonrpc":"2.0","id":1,"method":"ping","x":"{}"}}"#,
+        "x".repeat(5000)
     );
-    // A kept-alive connection serves several requests, then is closed when idle.
+    let response = Conn::open(&authority).send("POST", "/mcp", &headers, &big);
+    assert_eq!(response.status, 413, "{response:#?}");
+    // A silent connection is closed after one second (the default is ten).
+    let mut silent = TcpStream::connect(&authority).expect("connect");
+    assert!(
+        closed_within(&mut silent, Duration::from_secs(5)),
+        "a silent connection stayed open"
+    );
+    // A kept-alive connection is closed after one idle second (the default is sixty).
     let mut kept = Conn::open(&authority);
-    for _ in 0..3 {
-        let response = kept.send("GET", "/healthz", &[], "");
-        assert_eq!(response.status, 200);
-    }
+    assert_eq!(kept.send("GET", "/healthz", &[], "").status, 200);
     let mut stream = kept.into_stream();
     assert!(
-        closed_within(&mut stream, Duration::from_secs(15)),
+        closed_within(&mut stream, Duration::from_secs(5)),
         "an idle kept-alive connection stayed open"
     );
-    // Everything given back.
-    let deadline = Instant::now() + Duration::from_secs(10);
-    while server.fds() > baseline + 2 && Instant::now() < deadline {
-        std::thread::sleep(Duration::from_millis(100));
-    }
+    drop(server);
+
+    // At two connections, a third closes the one idle longest (long before the default
+    // header timeout of ten seconds).
+    let server = Server::start(&project, &["--max-connections", "2"]);
+    let authority = server.authority.clone();
+    let mut first = TcpStream::connect(&authority).expect("connect");
+    let _second = TcpStream::connect(&authority).expect("connect");
+    std::thread::sleep(Duration::from_millis(200));
+    assert_eq!(healthz(&authority, Duration::from_secs(5)), Some(200));
     assert!(
-        server.fds() <= baseline + 2,
-        "{} descriptors after, {baseline} before",
-        server.fds()
+        closed_within(&mut first, Duration::from_secs(5)),
+        "the connection idle longest stayed open at the cap"
     );
 }
 
@@ -428,179 +364,6 @@ fn contexts_end_after_their_idle_time_with_their_tasks_and_files() {
     // The default context is made again on the next request; a minted handle is gone.
     let again = call(&authority, "Bash", json!({"command": "echo back"}), None);
     assert!(text(&again).contains("back"), "{again:#}");
-}
-
-/// A legacy session on `conn`: the session id.
-fn legacy_session(conn: &mut Conn) -> String {
-    let headers = vec![
-        ("Content-Type", "application/json".to_owned()),
-        ("Accept", "application/json, text/event-stream".to_owned()),
-    ];
-    let init = json!({"jsonrpc": "2.0", "id": 0, "method": "initialize", "params": {
-        "protocolVersion": "2025-11-25", "capabilities": {},
-        "clientInfo": {"name": "raw", "version": "1"}}});
-    let response = conn.send("POST", "/mcp", &headers, &init.to_string());
-    let id = response
-        .header("mcp-session-id")
-        .unwrap_or_else(|| panic!("no session: {response:#?}"))
-        .to_owned();
-    let done = json!({"jsonrpc": "2.0", "method": "notifications/initialized"});
-    let response = conn.send("POST", "/mcp", &legacy_headers(&id), &done.to_string());
-    assert_eq!(response.status, 202, "{response:#?}");
-    id
-}
-
-fn legacy_headers(session: &str) -> Vec<(&'static str, String)> {
-    vec![
-        ("Content-Type", "application/json".to_owned()),
-        ("Accept", "application/json, text/event-stream".to_owned()),
-        ("MCP-Protocol-Version", "2025-11-25".to_owned()),
-        ("Mcp-Session-Id", session.to_owned()),
-    ]
-}
-
-fn legacy_call(id: u64, tool: &str, args: Value) -> String {
-    json!({"jsonrpc": "2.0", "id": id, "method": "tools/call",
-        "params": {"name": tool, "arguments": args}})
-    .to_string()
-}
-
-#[test]
-fn legacy_calls_follow_their_client_and_keep_their_session_alive() {
-    let project = Project::new(&[]);
-    let server = Server::start(&project, &["--allow", "Bash", "--session-idle", "2"]);
-    let authority = server.authority.clone();
-    let mut conn = Conn::open(&authority);
-    let session = legacy_session(&mut conn);
-
-    // The client goes away mid-call: the command ends, without a DELETE.
-    let m = marker("legacy-drop");
-    let mut gone = Conn::open(&authority);
-    gone.write(
-        "POST",
-        "/mcp",
-        &legacy_headers(&session),
-        &legacy_call(1, "Bash", json!({"command": format!("sleep 600 # {m}")})),
-    );
-    assert!(wait_for_process(&m, 30), "the command never started");
-    drop(gone);
-    assert_eq!(
-        survivors(&m, 20),
-        Vec::<u32>::new(),
-        "the call outlived its connection"
-    );
-
-    // A background command asked for is not the call: it outlives the connection.
-    let bg = marker("legacy-background");
-    let mut quick = Conn::open(&authority);
-    let response = quick.send(
-        "POST",
-        "/mcp",
-        &legacy_headers(&session),
-        &legacy_call(
-            2,
-            "Bash",
-            json!({"command": format!("sleep 600 # {bg}"), "run_in_background": true}),
-        ),
-    );
-    assert_eq!(response.status, 200, "{response:#?}");
-    drop(quick);
-    assert!(
-        wait_for_process(&bg, 30),
-        "the background command never started"
-    );
-    std::thread::sleep(Duration::from_millis(500));
-    assert!(
-        wait_for_process(&bg, 1),
-        "the background command was stopped"
-    );
-
-    // A call longer than the idle time keeps its session: its answer arrives.
-    let response = conn.send(
-        "POST",
-        "/mcp",
-        &legacy_headers(&session),
-        &legacy_call(3, "Bash", json!({"command": "sleep 4; echo still-here"})),
-    );
-    assert_eq!(response.status, 200, "{response:#?}");
-    assert!(
-        response.answer(3).to_string().contains("still-here"),
-        "{response:#?}"
-    );
-    // Then, without requests, the session ends (and its background command with it).
-    std::thread::sleep(Duration::from_secs(4));
-    let response = conn.send(
-        "POST",
-        "/mcp",
-        &legacy_headers(&session),
-        &legacy_call(4, "Bash", json!({"command": "true"})),
-    );
-    assert_eq!(response.status, 404, "{response:#?}");
-    assert_eq!(
-        survivors(&bg, 20),
-        Vec::<u32>::new(),
-        "a background command outlived its session"
-    );
-}
-
-#[test]
-fn sigterm_drains_with_503_on_healthz_and_on_kept_alive_connections() {
-    let project = Project::new(&[]);
-    let mut server = Server::start(&project, &["--allow", "Bash", "--grace", "10"]);
-    let authority = server.authority.clone();
-    // A kept-alive connection that has been used.
-    let mut kept = Conn::open(&authority);
-    assert_eq!(kept.send("GET", "/healthz", &[], "").status, 200);
-    // A call in flight when the signal comes.
-    let inflight = {
-        let authority = authority.clone();
-        std::thread::spawn(move || {
-            call(
-                &authority,
-                "Bash",
-                json!({"command": "sleep 3; echo finished"}),
-                None,
-            )
-        })
-    };
-    std::thread::sleep(Duration::from_millis(800));
-    server.terminate();
-    std::thread::sleep(Duration::from_millis(200));
-    // A new connection: /healthz says stopping.
-    let mut stopping = Conn::open(&authority);
-    let health = stopping.send("GET", "/healthz", &[], "");
-    assert_eq!(health.status, 503, "{health:#?}");
-    assert!(health.body.contains("stopping"), "{health:#?}");
-    // The kept-alive connection: a JSON-RPC error saying the server is stopping.
-    let (headers, body) = modern(
-        7,
-        "tools/call",
-        json!({"name": "Bash", "arguments": {"command": "true"}}),
-        None,
-        None,
-    );
-    let refused = kept.send("POST", "/mcp", &headers, &body);
-    assert_eq!(refused.status, 503, "{refused:#?}");
-    let message: Value = serde_json::from_str(&refused.body).expect("a JSON-RPC body");
-    assert!(
-        message["error"]["message"]
-            .as_str()
-            .is_some_and(|m| m.contains("shutting down")),
-        "{message:#}"
-    );
-    // The call in flight finishes, then the server exits.
-    let answer = inflight.join().expect("the call in flight");
-    assert!(text(&answer).contains("finished"), "{answer:#}");
-    let deadline = Instant::now() + Duration::from_secs(60);
-    let mut status = None;
-    while status.is_none() && Instant::now() < deadline {
-        status = server.inner.child.try_wait().expect("status");
-        std::thread::sleep(Duration::from_millis(50));
-    }
-    assert!(
-        status.is_some_and(|s| s.success()),
-        "serve did not exit cleanly: {status:?}"
-    );
 }
 
 /// A fixed-seed generator (xorshift64*).

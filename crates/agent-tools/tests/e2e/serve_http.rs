@@ -1,7 +1,7 @@
 //! `agent-tools serve --http` from the outside, through a raw HTTP/1.1 client on loopback:
-//! the gate (tokens, origins, sessions per principal, malformed messages, body cap), a
-//! bounded load of 50 concurrent sessions, clients that disconnect mid-command, SIGTERM,
-//! and the inspector CLI with and without a token.
+//! the token options (generated, `--no-auth`, beyond loopback), malformed messages over
+//! stdio, a bounded load of 50 concurrent sessions, a stdio client that goes away
+//! mid-command, SIGTERM, and the inspector CLI with and without a token.
 
 use std::io::Write;
 use std::process::{Command, Stdio};
@@ -14,220 +14,11 @@ use crate::serve::{HttpServer, inspector};
 use crate::serve_eras::{marker, survivors, wait_for_process};
 use crate::{Project, binary, peak_rss_kib};
 
-pub(crate) use test_support::http::{Conn, Response, modern};
-
-/// A `tools/call` of protocol 2026-07-28 on `conn`; the answer.
-fn call(
-    conn: &mut Conn,
-    id: u64,
-    tool: &str,
-    args: Value,
-    token: Option<&str>,
-    handle: Option<&str>,
-) -> Value {
-    let (headers, body) = modern(
-        id,
-        "tools/call",
-        json!({"name": tool, "arguments": args}),
-        token,
-        handle,
-    );
-    let response = conn.send("POST", "/mcp", &headers, &body);
-    assert_eq!(response.status, 200, "{response:#?}");
-    response.answer(id)
-}
-
-fn text(answer: &Value) -> String {
-    answer["result"]["content"]
-        .as_array()
-        .into_iter()
-        .flatten()
-        .filter_map(|b| b["text"].as_str())
-        .collect::<Vec<_>>()
-        .join("\n")
-}
-
-/// A legacy session: `initialize` and `notifications/initialized`; the session id.
-fn legacy_session(conn: &mut Conn, token: Option<&str>) -> Result<String, Response> {
-    let mut headers = vec![
-        ("Content-Type", "application/json".to_owned()),
-        ("Accept", "application/json, text/event-stream".to_owned()),
-    ];
-    if let Some(token) = token {
-        headers.push(("Authorization", format!("Bearer {token}")));
-    }
-    let init = json!({"jsonrpc": "2.0", "id": 0, "method": "initialize", "params": {
-        "protocolVersion": "2025-11-25", "capabilities": {},
-        "clientInfo": {"name": "raw", "version": "1"}}});
-    let response = conn.send("POST", "/mcp", &headers, &init.to_string());
-    let Some(id) = response.header("mcp-session-id").map(str::to_owned) else {
-        return Err(response);
-    };
-    headers.push(("Mcp-Session-Id", id.clone()));
-    headers.push(("MCP-Protocol-Version", "2025-11-25".to_owned()));
-    let done = json!({"jsonrpc": "2.0", "method": "notifications/initialized"});
-    let response = conn.send("POST", "/mcp", &headers, &done.to_string());
-    assert_eq!(response.status, 202, "{response:#?}");
-    Ok(id)
-}
-
-/// The headers of a request in legacy session `session`.
-fn legacy_headers(session: &str, token: Option<&str>) -> Vec<(&'static str, String)> {
-    let mut headers = vec![
-        ("Content-Type", "application/json".to_owned()),
-        ("Accept", "application/json, text/event-stream".to_owned()),
-        ("MCP-Protocol-Version", "2025-11-25".to_owned()),
-        ("Mcp-Session-Id", session.to_owned()),
-    ];
-    if let Some(token) = token {
-        headers.push(("Authorization", format!("Bearer {token}")));
-    }
-    headers
-}
+pub(crate) use test_support::http::{
+    Conn, Response, call, legacy_headers, legacy_session, modern, text,
+};
 
 const TOKEN_A: &str = "token-a-0123456789abcdef";
-const TOKEN_B: &str = "token-b-fedcba9876543210";
-
-/// A project whose state directory holds a token file with both tokens.
-fn project_with_tokens() -> (Project, String) {
-    let project = Project::new(&["notes.txt = alpha\\n"]);
-    let file = project.home().join("tokens");
-    std::fs::write(&file, format!("# two clients\n{TOKEN_A}\n{TOKEN_B}\n")).expect("tokens");
-    let path = file.to_str().expect("UTF-8").to_owned();
-    (project, path)
-}
-
-#[test]
-fn tokens_origins_and_the_state_of_each_principal() {
-    let (project, tokens) = project_with_tokens();
-    let server = HttpServer::start(
-        &project,
-        &["--token-file", &tokens, "--mode", "acceptEdits"],
-    );
-    let mut conn = Conn::open(server.authority());
-    let notes = project.root().join("notes.txt");
-    let list = |token: Option<&str>| modern(1, "tools/list", json!({}), token, None);
-
-    // /healthz needs no token; /mcp does.
-    let health = conn.send("GET", "/healthz", &[], "");
-    assert_eq!(
-        (health.status, health.body.as_str()),
-        (200, r#"{"status":"ok"}"#)
-    );
-    // A refusal closes the connection (the body was not read): each gets its own.
-    for token in [None, Some("token-c-0123456789abcdef"), Some("token-a")] {
-        let (headers, body) = list(token);
-        let response = Conn::open(server.authority()).send("POST", "/mcp", &headers, &body);
-        assert_eq!(response.status, 401, "{token:?}: {response:#?}");
-        assert!(
-            response
-                .header("www-authenticate")
-                .is_some_and(|v| v.starts_with("Bearer"))
-        );
-        assert!(
-            response.body.contains("Authorization: Bearer"),
-            "{response:#?}"
-        );
-    }
-    let (headers, body) = list(Some(TOKEN_A));
-    assert_eq!(conn.send("POST", "/mcp", &headers, &body).status, 200);
-
-    // A foreign Origin is refused even with a token; a loopback one passes.
-    for (origin, status) in [
-        ("http://evil.example", 403),
-        ("http://localhost.evil.example:8080", 403),
-        ("null", 403),
-        ("http://localhost:6274", 200),
-        ("http://127.0.0.1", 200),
-    ] {
-        let (mut headers, body) = list(Some(TOKEN_A));
-        headers.push(("Origin", origin.to_owned()));
-        let response = Conn::open(server.authority()).send("POST", "/mcp", &headers, &body);
-        assert_eq!(response.status, status, "{origin}: {response:#?}");
-    }
-
-    // Each token is its own principal with its own default context: B cannot edit on the
-    // strength of A's read, and A's minted handle means nothing to B.
-    let read = call(
-        &mut conn,
-        2,
-        "Read",
-        json!({"file_path": notes}),
-        Some(TOKEN_A),
-        None,
-    );
-    assert_eq!(read["result"]["isError"], false, "{read:#}");
-    let edit = json!({"file_path": notes, "old_string": "alpha", "new_string": "omega"});
-    let by_b = call(&mut conn, 3, "Edit", edit.clone(), Some(TOKEN_B), None);
-    assert_eq!(by_b["result"]["isError"], true, "{by_b:#}");
-    assert!(text(&by_b).contains("has not been read"), "{by_b:#}");
-    let minted = call(
-        &mut conn,
-        4,
-        "Read",
-        json!({"file_path": notes}),
-        Some(TOKEN_A),
-        Some("new"),
-    );
-    let handle = minted["result"]["_meta"]["agent-tools/context"]
-        .as_str()
-        .expect("a minted handle")
-        .to_owned();
-    let stolen = call(
-        &mut conn,
-        5,
-        "Edit",
-        edit.clone(),
-        Some(TOKEN_B),
-        Some(&handle),
-    );
-    assert_eq!(stolen["error"]["code"], -32602, "{stolen:#}");
-    assert!(
-        stolen["error"]["message"]
-            .as_str()
-            .unwrap_or("")
-            .contains("no context"),
-        "{stolen:#}"
-    );
-    let own = call(&mut conn, 6, "Edit", edit, Some(TOKEN_A), Some(&handle));
-    assert_eq!(own["result"]["isError"], false, "{own:#}");
-    assert_eq!(
-        std::fs::read_to_string(&notes).unwrap_or_default(),
-        "omega\n"
-    );
-
-    // A legacy session belongs to the token that opened it.
-    let session = legacy_session(&mut conn, Some(TOKEN_A)).expect("a session");
-    let tools_list = json!({"jsonrpc": "2.0", "id": 9, "method": "tools/list"}).to_string();
-    let response = Conn::open(server.authority()).send(
-        "POST",
-        "/mcp",
-        &legacy_headers(&session, Some(TOKEN_B)),
-        &tools_list,
-    );
-    assert_eq!(response.status, 404, "{response:#?}");
-    let response = Conn::open(server.authority()).send(
-        "DELETE",
-        "/mcp",
-        &legacy_headers(&session, Some(TOKEN_B)),
-        "",
-    );
-    assert_eq!(response.status, 404, "{response:#?}");
-    let response = conn.send(
-        "POST",
-        "/mcp",
-        &legacy_headers(&session, Some(TOKEN_A)),
-        &tools_list,
-    );
-    assert_eq!(response.status, 200, "{response:#?}");
-    let response = conn.send(
-        "DELETE",
-        "/mcp",
-        &legacy_headers(&session, Some(TOKEN_A)),
-        "",
-    );
-    assert_eq!(response.status, 204, "{response:#?}");
-}
 
 /// Without a token option, a loopback server makes a token (mode 0600 in the state
 /// directory), says where it is, and requires it: requests without it, or with a wrong
@@ -442,40 +233,12 @@ fn the_inspector_gets_in_with_the_token_only() {
     }
 }
 
+/// Over stdio, malformed messages get JSON-RPC errors, one line each; a malformed
+/// notification gets none (the same answers over HTTP are tools-mcp's `tests/it/http.rs`).
 #[test]
-fn malformed_messages_get_json_rpc_errors_on_both_transports() {
+fn malformed_messages_over_stdio_get_json_rpc_errors() {
     let project = Project::new(&[]);
-    let server = HttpServer::start(&project, &["--max-request-bytes", "4096"]);
-    let mut conn = Conn::open(server.authority());
-    let headers = [
-        ("Content-Type", "application/json".to_owned()),
-        ("Accept", "application/json, text/event-stream".to_owned()),
-    ];
     let bad_args = r#"{"jsonrpc":"2.0","id":7,"method":"tools/call","params":{"name":"Read","arguments":"str"}}"#;
-    let big = format!(
-        r#"{{"jsonrpc":"2.0","id":8,"method":"tools/call","params":{{"name":"Read","arguments":{{"file_path":"{}"}}}}}}"#,
-        "x".repeat(5000)
-    );
-    for (body, status, code, id) in [
-        ("{", 400, -32700, Value::Null),
-        ("not json at all", 400, -32700, Value::Null),
-        ("[1, 2]", 400, -32600, Value::Null),
-        (bad_args, 200, -32602, json!(7)),
-        (big.as_str(), 413, -32600, Value::Null),
-    ] {
-        let response = conn.send("POST", "/mcp", &headers, body);
-        assert_eq!(response.status, status, "{body:.60}: {response:#?}");
-        let message: Value = serde_json::from_str(&response.body).expect("a JSON-RPC error");
-        assert_eq!(message["error"]["code"], code, "{message:#}");
-        assert_eq!(message["id"], id, "{message:#}");
-        assert_eq!(message["jsonrpc"], "2.0");
-        if status == 413 {
-            // The server reads no more than the cap; the connection is not reusable.
-            conn = Conn::open(server.authority());
-        }
-    }
-
-    // Over stdio: the same answers, one line each; a malformed notification gets none.
     let mut child = Command::new(binary())
         .args(["--cwd", project.root_str(), "serve"])
         .env("AGENT_TOOLS_HOME", project.home())
@@ -657,46 +420,11 @@ fn start_bash(authority: &str, command: &str, handle: Option<&str>) -> Conn {
     conn
 }
 
+/// A client that closes the pipe of `serve` over stdio mid-command: serve ends and leaves
+/// no process (over HTTP, a client going away mid-call is tools-mcp's `tests/it/http.rs`).
 #[test]
-fn a_client_that_disconnects_mid_command_leaves_no_process() {
+fn a_client_that_closes_stdin_mid_command_leaves_no_process() {
     let project = Project::new(&[]);
-    let server = HttpServer::start(&project, &["--allow", "Bash"]);
-
-    // Protocol 2026-07-28: closing the response is the cancellation.
-    let m = marker("disconnect-modern");
-    let conn = start_bash(server.authority(), &format!("sleep 600 # {m}"), None);
-    assert!(wait_for_process(&m, 30), "the command never started");
-    drop(conn);
-    assert_eq!(
-        survivors(&m, 20),
-        Vec::<u32>::new(),
-        "the command outlived its client"
-    );
-
-    // A legacy session: the session's end (DELETE) ends its calls.
-    let m = marker("disconnect-legacy");
-    let mut conn = Conn::open(server.authority());
-    let session = legacy_session(&mut conn, None).expect("a session");
-    let body = json!({"jsonrpc": "2.0", "id": 1, "method": "tools/call",
-        "params": {"name": "Bash", "arguments": {"command": format!("sleep 600 # {m}")}}});
-    let mut call = Conn::open(server.authority());
-    call.write(
-        "POST",
-        "/mcp",
-        &legacy_headers(&session, None),
-        &body.to_string(),
-    );
-    assert!(wait_for_process(&m, 30), "the command never started");
-    drop(call);
-    let response = conn.send("DELETE", "/mcp", &legacy_headers(&session, None), "");
-    assert_eq!(response.status, 204, "{response:#?}");
-    assert_eq!(
-        survivors(&m, 20),
-        Vec::<u32>::new(),
-        "the command outlived its session"
-    );
-
-    // stdio: the client closes the pipe.
     let m = marker("disconnect-stdio");
     let mut child = Command::new(binary())
         .args(["--cwd", project.root_str(), "serve", "--allow", "Bash"])

@@ -229,7 +229,7 @@ async fn an_unknown_or_ended_session_is_answered_404_so_clients_start_again() {
 }
 
 /// The `host:port` of a server's URL.
-fn authority(url: &str) -> String {
+pub fn authority(url: &str) -> String {
     url.trim_start_matches("http://")
         .trim_end_matches("/mcp")
         .to_owned()

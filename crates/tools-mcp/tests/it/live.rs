@@ -1,6 +1,7 @@
 //! `tools/list_changed` reaching a pool that is already built: a real MCP server (the Python
 //! SDK's MCPServer in `dynamic_server.py`) adds a tool at run time; the live pool offers it,
-//! a changed definition stays refused, and the server adapter tells its own client.
+//! a changed definition stays refused, and the server adapter tells its own clients, each
+//! one connected over HTTP, a later session too.
 
 use std::path::Path;
 use std::sync::Arc;
@@ -136,6 +137,78 @@ async fn the_server_adapter_tells_its_client_and_offers_the_new_tool() {
     assert!(names.contains(&"mcp__dyn__fresh"), "{names:?}");
     assert_eq!(lines[4]["is_error"], false, "{lines:#?}");
     assert_eq!(lines[4]["text"], "fresh was added", "{lines:#?}");
+    shutdown.cancel();
+    let _ = server.await;
+    s.manager.shutdown().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn every_connected_http_client_is_told() {
+    let Some(peers) = peer("py/mcp") else {
+        return;
+    };
+    let s = dynamic_session(&peers).await;
+    let live = LivePool::following(Arc::clone(&s.manager), assembler());
+    // Each session its own context (an ended session cancels its context's token).
+    let ctx = s.ctx.clone();
+    let factory: SessionFactory =
+        Arc::new(move |_: &tools_mcp::Principal| Ok::<ToolContext, _>(ctx.child()));
+    let (url, shutdown, server) = serve_with(factory, live).await;
+    let dir = tempfile::tempdir().unwrap();
+    let ready = dir.path().join("ready");
+    tokio::task::spawn_blocking(move || {
+        // The upstream server may still be starting: wait until its tools are offered.
+        let up = json!({"transport": {"http": url},
+            "steps": [{"op": "wait_tool", "tool": "mcp__dyn__greet"}]});
+        assert_eq!(run_client(&peers, &up)[0]["found"], true);
+        // A client that only listens, connected while another one adds a tool.
+        let listening = json!({
+            "transport": {"http": url},
+            "steps": [
+                {"op": "touch", "path": ready},
+                {"op": "wait_list_changed", "seconds": 60},
+                {"op": "list"},
+            ],
+        });
+        std::thread::scope(|scope| {
+            let listener = scope.spawn(|| run_client(&peers, &listening));
+            let mut waited = 0;
+            while !ready.exists() && waited < 600 {
+                std::thread::sleep(std::time::Duration::from_millis(50));
+                waited += 1;
+            }
+            assert!(ready.exists(), "the listening client did not connect");
+            let scenario = json!({
+                "transport": {"http": url},
+                "steps": [{"op": "call", "tool": "mcp__dyn__add_tool", "args": {"name": "fresh"}}],
+            });
+            let lines = run_client(&peers, &scenario);
+            assert_eq!(lines[0]["is_error"], false, "{lines:#?}");
+            let heard = listener.join().expect("the listening client");
+            assert_eq!(heard[0]["list_changed"], 1, "{heard:#?}");
+            let names = heard[1]["tools"].as_array().expect("tools");
+            assert!(
+                names.iter().any(|t| t["name"] == "mcp__dyn__fresh"),
+                "{heard:#?}"
+            );
+        });
+        // A later session sees the tool from the start; adding another one tells it too.
+        let scenario = json!({
+            "transport": {"http": url},
+            "steps": [
+                {"op": "call", "tool": "mcp__dyn__fresh"},
+                {"op": "call", "tool": "mcp__dyn__add_tool", "args": {"name": "second"}},
+                {"op": "wait_list_changed"},
+                {"op": "call", "tool": "mcp__dyn__second"},
+            ],
+        });
+        let lines = run_client(&peers, &scenario);
+        assert_eq!(lines[0]["is_error"], false, "{lines:#?}");
+        assert_eq!(lines[2]["list_changed"], 1, "{lines:#?}");
+        assert_eq!(lines[3]["text"], "second was added", "{lines:#?}");
+    })
+    .await
+    .unwrap();
     shutdown.cancel();
     let _ = server.await;
     s.manager.shutdown().await;

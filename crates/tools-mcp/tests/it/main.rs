@@ -6,7 +6,11 @@
 mod approval;
 mod client;
 mod complete;
+mod conns;
+mod http;
 mod http_errors;
+mod legacy;
 mod live;
 mod server;
+mod shutdown;
 mod startup;

@@ -125,12 +125,30 @@ pub async fn serve_with(
     CancellationToken,
     tokio::task::JoinHandle<Result<(), ToolError>>,
 ) {
+    serve_options(
+        factory,
+        pool,
+        HttpOptions::new("127.0.0.1:0".parse().unwrap()),
+    )
+    .await
+}
+
+/// [`serve_with`] with `options` (whose address should be a free loopback port).
+pub async fn serve_options(
+    factory: SessionFactory,
+    pool: impl Into<LivePool>,
+    options: HttpOptions,
+) -> (
+    String,
+    CancellationToken,
+    tokio::task::JoinHandle<Result<(), ToolError>>,
+) {
     let shutdown = CancellationToken::new();
     let (tx, rx) = tokio::sync::oneshot::channel();
     let server = tokio::spawn(serve_http(
         pool.into(),
         factory,
-        HttpOptions::new("127.0.0.1:0".parse().unwrap()),
+        options,
         shutdown.clone(),
         move |addr| {
             let _ = tx.send(addr);

@@ -1,0 +1,188 @@
+//! Calls in legacy sessions (protocol 2025-11-25) over streamable HTTP, in process with a
+//! stand-in Sleep tool: a call whose client goes away is cancelled without a DELETE, one
+//! that asked to run in the background outlives its connection, a call longer than the
+//! idle time keeps its session, and a session without requests ends with what it started.
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use async_trait::async_trait;
+use schemars::JsonSchema;
+use serde::Deserialize;
+use serde_json::{Value, json};
+use test_support::http::{Conn, legacy_headers, legacy_session};
+use test_support::procs::{marker, survivors, wait_for_process};
+use tool_core::{
+    CancellationToken, ServiceType, Tool, ToolCategory, ToolContext, ToolError, ToolMeta, ToolPool,
+    ToolResult, Typed, TypedTool,
+};
+use tools_mcp::{HttpOptions, SessionFactory};
+
+use crate::http_errors::authority;
+use crate::server::serve_options;
+
+/// The cancellation token of a session's own context, which ends when the session ends.
+struct SessionStop(CancellationToken);
+
+impl ServiceType for SessionStop {}
+
+/// Input of [`Sleep`]
+#[derive(Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+struct SleepInput {
+    /// The command line the `sleep` process gets in place of its name
+    marker: String,
+    /// How long to sleep
+    seconds: u64,
+    /// Return at once and let the process run until the session ends
+    #[serde(default)]
+    run_in_background: bool,
+}
+
+/// Runs `sleep SECONDS` under the marker's name: until it ends or the call is cancelled,
+/// or in the background until the session ends.
+struct Sleep;
+
+#[async_trait]
+impl TypedTool for Sleep {
+    type Input = SleepInput;
+    type Output = String;
+    const META: ToolMeta = ToolMeta::new("Sleep").category(ToolCategory::Shell);
+    async fn call(
+        &self,
+        input: SleepInput,
+        ctx: &ToolContext,
+    ) -> Result<ToolResult<String>, ToolError> {
+        let mut child = tokio::process::Command::new("sleep")
+            .arg0(&input.marker)
+            .arg(input.seconds.to_string())
+            .kill_on_drop(true)
+            .spawn()
+            .map_err(|e| ToolError::fatal(format!("cannot start sleep: {e}")))?;
+        if input.run_in_background {
+            let stop = ctx
+                .services()
+                .require::<Arc<SessionStop>>("the session's token")?;
+            tokio::spawn(async move {
+                tokio::select! {
+                    () = stop.0.cancelled() => {
+                        let _ = child.kill().await;
+                    }
+                    _ = child.wait() => {}
+                }
+            });
+            return Ok(ToolResult::ok(format!("started {}", input.marker)));
+        }
+        tokio::select! {
+            () = ctx.cancel_token().cancelled() => {
+                let _ = child.kill().await;
+                Err(ToolError::Cancelled { tool: "Sleep".into() })
+            }
+            _ = child.wait() => Ok(ToolResult::ok(format!("slept {}", input.marker))),
+        }
+    }
+}
+
+fn legacy_call(id: u64, args: Value) -> String {
+    json!({"jsonrpc": "2.0", "id": id, "method": "tools/call",
+        "params": {"name": "Sleep", "arguments": args}})
+    .to_string()
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn legacy_calls_follow_their_client_and_keep_their_session_alive() {
+    let dir = tempfile::tempdir().unwrap();
+    let root = dir.path().to_path_buf();
+    let factory: SessionFactory = Arc::new(move |_: &tools_mcp::Principal| {
+        let ctx = ToolContext::builder(&root)
+            .state_dir(root.join("state"))
+            .allow("Sleep")
+            .build();
+        let stop = SessionStop(ctx.cancel_token().clone());
+        ctx.services().insert(Arc::new(stop));
+        Ok(ctx)
+    });
+    let tools: Vec<Arc<dyn Tool>> = vec![Arc::new(Typed::new(Sleep))];
+    let mut options = HttpOptions::new("127.0.0.1:0".parse().unwrap());
+    options.session_idle = Duration::from_secs(2);
+    let (url, shutdown, server) = serve_options(factory, ToolPool::new(tools), options).await;
+    let authority = authority(&url);
+    tokio::task::spawn_blocking(move || {
+        let authority = authority.as_str();
+        let mut conn = Conn::open(authority);
+        let session = legacy_session(&mut conn, None).expect("a session");
+        let headers = legacy_headers(&session, None);
+
+        // The client goes away mid-call: the command ends, without a DELETE.
+        let m = marker("legacy-drop");
+        let mut gone = Conn::open(authority);
+        gone.write(
+            "POST",
+            "/mcp",
+            &headers,
+            &legacy_call(1, json!({"marker": m, "seconds": 600})),
+        );
+        assert!(wait_for_process(&m, 30), "the command never started");
+        drop(gone);
+        assert_eq!(
+            survivors(&m, 20),
+            Vec::<u32>::new(),
+            "the call outlived its connection"
+        );
+
+        // A background command asked for is not the call: it outlives the connection.
+        let bg = marker("legacy-background");
+        let mut quick = Conn::open(authority);
+        let response = quick.send(
+            "POST",
+            "/mcp",
+            &headers,
+            &legacy_call(
+                2,
+                json!({"marker": bg, "seconds": 600, "run_in_background": true}),
+            ),
+        );
+        assert_eq!(response.status, 200, "{response:#?}");
+        drop(quick);
+        assert!(
+            wait_for_process(&bg, 30),
+            "the background command never started"
+        );
+        std::thread::sleep(Duration::from_millis(500));
+        assert!(
+            wait_for_process(&bg, 1),
+            "the background command was stopped"
+        );
+
+        // A call longer than the idle time keeps its session: its answer arrives.
+        let response = conn.send(
+            "POST",
+            "/mcp",
+            &headers,
+            &legacy_call(3, json!({"marker": "still-here", "seconds": 4})),
+        );
+        assert_eq!(response.status, 200, "{response:#?}");
+        assert!(
+            response.answer(3).to_string().contains("slept still-here"),
+            "{response:#?}"
+        );
+        // Then, without requests, the session ends (and its background command with it).
+        std::thread::sleep(Duration::from_secs(4));
+        let response = conn.send(
+            "POST",
+            "/mcp",
+            &headers,
+            &legacy_call(4, json!({"marker": "late", "seconds": 0})),
+        );
+        assert_eq!(response.status, 404, "{response:#?}");
+        assert_eq!(
+            survivors(&bg, 20),
+            Vec::<u32>::new(),
+            "a background command outlived its session"
+        );
+    })
+    .await
+    .unwrap();
+    shutdown.cancel();
+    server.await.unwrap().unwrap();
+}
