@@ -843,27 +843,30 @@ fn namespaces() -> Args {
 fn filesystem(a: &mut Args, policy: &SandboxPolicy, writable_files: &[PathBuf]) {
     let jail = policy.profile == Profile::Jail;
     let tmp = Path::new("/tmp");
+    // What of the host's /tmp the jail keeps, read-only: the working directories, the home
+    // when it lives there (as in many containers; it is read-only and masked as any home
+    // is), and our own binary, from which the helper and the supervisor run. Without them,
+    // every program installed in such a home, and every jailed command at all when our
+    // binary is there, would fail to start.
+    let mut kept: Vec<&Path> = policy
+        .working()
+        .iter()
+        .map(PathBuf::as_path)
+        .chain(policy.home())
+        .chain(helper())
+        .filter(|p| p.starts_with(tmp))
+        .collect();
+    kept.sort();
+    kept.dedup_by(|inner, outer| inner.starts_with(outer));
     if jail {
-        // The jail's own empty /tmp, gone with it; the working directories in the host's
-        // /tmp are bound back, read-only.
+        // The jail's own empty /tmp, gone with it.
         a.push(&["--tmpfs".as_ref(), tmp.as_os_str()]);
-        for d in policy.working() {
-            if d.starts_with(tmp) {
-                a.bind("--ro-bind", d, d);
-            }
-        }
-        // Our own binary, when it lives in the host's /tmp (a build or install directory
-        // there), is bound back too, read-only: the helper and the supervisor run from it
-        // inside the jail, and without it every jailed command would fail to start.
-        if let Some(program) = helper()
-            .filter(|p| p.starts_with(tmp) && !policy.working().iter().any(|d| p.starts_with(d)))
-        {
-            a.bind("--ro-bind", program, program);
+        for d in &kept {
+            a.bind("--ro-bind", d, d);
         }
     }
-    // In the jail, what lies in the host's /tmp outside a working directory is not there.
-    let absent =
-        |p: &Path| jail && p.starts_with(tmp) && !policy.working().iter().any(|d| p.starts_with(d));
+    // In the jail, what lies in the host's /tmp outside what it keeps is not there.
+    let absent = |p: &Path| jail && p.starts_with(tmp) && !kept.iter().any(|d| p.starts_with(d));
     for r in &policy.writable_roots {
         a.bind("--bind", r, r);
     }

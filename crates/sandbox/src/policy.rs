@@ -292,6 +292,8 @@ pub struct SandboxPolicy {
     masks: Vec<Mask>,
     /// The working directories (canonical)
     working: Vec<PathBuf>,
+    /// The home directory (canonical), if known
+    home: Option<PathBuf>,
     /// The environment commands get (see the `env` module)
     pub env: Vec<(String, String)>,
     /// The resource limits
@@ -426,6 +428,7 @@ impl SandboxPolicy {
             masks,
             // The top-level ones: a `cd` into a subdirectory does not change the policy.
             working: top_level(&working),
+            home,
             env: crate::env::scrubbed(std::env::vars_os(), &settings.allow_env, jail),
             limits: settings.limits,
             #[cfg(target_os = "linux")]
@@ -455,6 +458,7 @@ impl SandboxPolicy {
             bases: Vec::new(),
             masks: Vec::new(),
             working: Vec::new(),
+            home: None,
             env: Vec::new(),
             limits: ResourceLimits::none(),
             #[cfg(target_os = "linux")]
@@ -490,6 +494,11 @@ impl SandboxPolicy {
     /// The working directories.
     pub(crate) fn working(&self) -> &[PathBuf] {
         &self.working
+    }
+
+    /// The home directory, if known.
+    pub(crate) fn home(&self) -> Option<&Path> {
+        self.home.as_deref()
     }
 
     /// The hidden paths.

@@ -635,6 +635,71 @@ async fn what_reads_keeps_working() {
     }
 }
 
+/// A home under /tmp (as in many containers): the jail's /tmp is its own and empty, yet the
+/// home stays there, read-only and with its secrets masked, so what is installed in it
+/// runs; what else lies in the host's /tmp stays out.
+#[tokio::test]
+async fn a_home_in_the_hosts_tmp_stays_usable_in_the_jail() {
+    let home = tempfile::Builder::new()
+        .prefix("agent-tools-jail-home-")
+        .tempdir_in("/tmp")
+        .unwrap();
+    let home_str = home.path().canonicalize().unwrap().display().to_string();
+    if !in_child(
+        "jail::a_home_in_the_hosts_tmp_stays_usable_in_the_jail",
+        &[("HOME", &home_str)],
+    ) {
+        return;
+    }
+    use std::os::unix::fs::PermissionsExt as _;
+    let home = std::path::PathBuf::from(std::env::var("HOME").unwrap());
+    let tool = home.join(".local/bin/hello");
+    std::fs::create_dir_all(tool.parent().unwrap()).unwrap();
+    std::fs::write(&tool, "#!/bin/sh\necho hello from the home\n").unwrap();
+    std::fs::set_permissions(&tool, std::fs::Permissions::from_mode(0o755)).unwrap();
+    std::fs::create_dir_all(home.join(".ssh")).unwrap();
+    std::fs::write(home.join(".ssh/id_ed25519"), "SECRET-KEY").unwrap();
+    let outside = tempfile::Builder::new()
+        .prefix("agent-tools-jail-outside-")
+        .tempdir_in("/tmp")
+        .unwrap();
+    std::fs::write(outside.path().join("other.txt"), "OTHER-TMP").unwrap();
+    for (label, settings) in mechanisms() {
+        let site = Site::new();
+        let jail = site.prepare(Profile::Jail, &settings);
+        let ran = site.run(&jail, &tool.display().to_string()).await;
+        assert_eq!(ran.finished.code, 0, "{label}: {}", ran.text());
+        assert!(
+            ran.text().contains("hello from the home"),
+            "{label}: {}",
+            ran.text()
+        );
+        let ran = site
+            .run(&jail, &format!("cat {}/.ssh/id_ed25519", home.display()))
+            .await;
+        assert!(
+            !ran.text().contains("SECRET-KEY"),
+            "{label}: {}",
+            ran.text()
+        );
+        let ran = site
+            .run(&jail, &format!("echo x > {}/planted", home.display()))
+            .await;
+        assert_ne!(ran.finished.code, 0, "{label}: {}", ran.text());
+        assert!(!home.join("planted").exists(), "{label}");
+        if label != "landlock" {
+            // Landlock cannot give the jail a /tmp of its own.
+            let ran = site
+                .run(
+                    &jail,
+                    &format!("cat {}/other.txt", outside.path().display()),
+                )
+                .await;
+            assert!(!ran.text().contains("OTHER-TMP"), "{label}: {}", ran.text());
+        }
+    }
+}
+
 /// `name` on `PATH`, or among the peers.
 fn which(name: &str) -> Option<std::path::PathBuf> {
     let mut dirs: Vec<std::path::PathBuf> = std::env::var_os("PATH")

@@ -5,7 +5,7 @@
 
 use std::collections::BTreeMap;
 use std::fs::File;
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 use std::sync::Arc;
 
 use schemars::JsonSchema;
@@ -124,7 +124,8 @@ impl TaskStore {
     }
 
     /// The directory.
-    pub fn dir(&self) -> &Path {
+    #[cfg(any(test, feature = "testing"))]
+    pub fn dir(&self) -> &std::path::Path {
         &self.dir
     }
 
