@@ -845,15 +845,21 @@ fn filesystem(a: &mut Args, policy: &SandboxPolicy, writable_files: &[PathBuf]) 
     let tmp = Path::new("/tmp");
     // What of the host's /tmp the jail keeps, read-only: the working directories, the home
     // when it lives there (as in many containers; it is read-only and masked as any home
-    // is), and our own binary, from which the helper and the supervisor run. Without them,
-    // every program installed in such a home, and every jailed command at all when our
-    // binary is there, would fail to start.
+    // is), the directories of the commands' PATH, and our own binary, from which the helper
+    // and the supervisor run. Without them, every program installed there, and every jailed
+    // command at all when our binary is there, would fail to start.
+    let on_path: Vec<PathBuf> = if jail {
+        path_dirs_in(policy, tmp)
+    } else {
+        Vec::new()
+    };
     let mut kept: Vec<&Path> = policy
         .working()
         .iter()
         .map(PathBuf::as_path)
         .chain(policy.home())
         .chain(helper())
+        .chain(on_path.iter().map(PathBuf::as_path))
         .filter(|p| p.starts_with(tmp))
         .collect();
     kept.sort();
@@ -901,6 +907,19 @@ fn filesystem(a: &mut Args, policy: &SandboxPolicy, writable_files: &[PathBuf]) 
             a.bind("--bind", f, f);
         }
     }
+}
+
+/// The existing directories of the commands' `PATH` (the policy's environment) that lie
+/// under `tmp`, canonical.
+fn path_dirs_in(policy: &SandboxPolicy, tmp: &Path) -> Vec<PathBuf> {
+    let Some((_, path)) = policy.env.iter().find(|(k, _)| k == "PATH") else {
+        return Vec::new();
+    };
+    std::env::split_paths(path)
+        .filter(|d| d.starts_with(tmp))
+        .filter_map(|d| d.canonicalize().ok())
+        .filter(|d| d.starts_with(tmp) && d.is_dir())
+        .collect()
 }
 
 /// The command after bubblewrap's options: our helper that applies the seccomp filter, or

@@ -635,9 +635,9 @@ async fn what_reads_keeps_working() {
     }
 }
 
-/// A home under /tmp (as in many containers): the jail's /tmp is its own and empty, yet the
-/// home stays there, read-only and with its secrets masked, so what is installed in it
-/// runs; what else lies in the host's /tmp stays out.
+/// A home under /tmp (as in many containers) and a directory of PATH there: the jail's /tmp
+/// is its own and empty, yet both stay, read-only and the home's secrets masked, so what is
+/// installed in them runs; what else lies in the host's /tmp stays out.
 #[tokio::test]
 async fn a_home_in_the_hosts_tmp_stays_usable_in_the_jail() {
     let home = tempfile::Builder::new()
@@ -645,9 +645,25 @@ async fn a_home_in_the_hosts_tmp_stays_usable_in_the_jail() {
         .tempdir_in("/tmp")
         .unwrap();
     let home_str = home.path().canonicalize().unwrap().display().to_string();
+    // And a directory of PATH there, outside the home (peers a CI run installed, say).
+    let bin = tempfile::Builder::new()
+        .prefix("agent-tools-jail-bin-")
+        .tempdir_in("/tmp")
+        .unwrap();
+    {
+        use std::os::unix::fs::PermissionsExt as _;
+        let tool = bin.path().join("hello-on-path");
+        std::fs::write(&tool, "#!/bin/sh\necho hello from PATH\n").unwrap();
+        std::fs::set_permissions(&tool, std::fs::Permissions::from_mode(0o755)).unwrap();
+    }
+    let path = format!(
+        "{}:{}",
+        bin.path().display(),
+        std::env::var("PATH").unwrap_or_default()
+    );
     if !in_child(
         "jail::a_home_in_the_hosts_tmp_stays_usable_in_the_jail",
-        &[("HOME", &home_str)],
+        &[("HOME", &home_str), ("PATH", &path)],
     ) {
         return;
     }
@@ -671,6 +687,12 @@ async fn a_home_in_the_hosts_tmp_stays_usable_in_the_jail() {
         assert_eq!(ran.finished.code, 0, "{label}: {}", ran.text());
         assert!(
             ran.text().contains("hello from the home"),
+            "{label}: {}",
+            ran.text()
+        );
+        let ran = site.run(&jail, "hello-on-path").await;
+        assert!(
+            ran.text().contains("hello from PATH"),
             "{label}: {}",
             ran.text()
         );
