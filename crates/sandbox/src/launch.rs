@@ -843,27 +843,15 @@ fn namespaces() -> Args {
 fn filesystem(a: &mut Args, policy: &SandboxPolicy, writable_files: &[PathBuf]) {
     let jail = policy.profile == Profile::Jail;
     let tmp = Path::new("/tmp");
-    // What of the host's /tmp the jail keeps, read-only: the working directories, the home
-    // when it lives there (as in many containers; it is read-only and masked as any home
-    // is), the directories of the commands' PATH, and our own binary, from which the helper
-    // and the supervisor run. Without them, every program installed there, and every jailed
-    // command at all when our binary is there, would fail to start.
-    let on_path: Vec<PathBuf> = if jail {
-        path_dirs_in(policy, tmp)
-    } else {
-        Vec::new()
-    };
-    let mut kept: Vec<&Path> = policy
-        .working()
-        .iter()
-        .map(PathBuf::as_path)
-        .chain(policy.home())
-        .chain(helper())
-        .chain(on_path.iter().map(PathBuf::as_path))
-        .filter(|p| p.starts_with(tmp))
-        .collect();
-    kept.sort();
-    kept.dedup_by(|inner, outer| inner.starts_with(outer));
+    // What of the host's /tmp the jail keeps (see `policy::kept_in_tmp`), and our own
+    // binary when it lives there: the helper and the supervisor run from it, and without it
+    // no jailed command would start.
+    let mut kept: Vec<&Path> = policy.kept_in_tmp().iter().map(PathBuf::as_path).collect();
+    if let Some(program) =
+        helper().filter(|p| jail && p.starts_with(tmp) && !kept.iter().any(|d| p.starts_with(d)))
+    {
+        kept.push(program);
+    }
     if jail {
         // The jail's own empty /tmp, gone with it.
         a.push(&["--tmpfs".as_ref(), tmp.as_os_str()]);
@@ -907,19 +895,6 @@ fn filesystem(a: &mut Args, policy: &SandboxPolicy, writable_files: &[PathBuf]) 
             a.bind("--bind", f, f);
         }
     }
-}
-
-/// The existing directories of the commands' `PATH` (the policy's environment) that lie
-/// under `tmp`, canonical.
-fn path_dirs_in(policy: &SandboxPolicy, tmp: &Path) -> Vec<PathBuf> {
-    let Some((_, path)) = policy.env.iter().find(|(k, _)| k == "PATH") else {
-        return Vec::new();
-    };
-    std::env::split_paths(path)
-        .filter(|d| d.starts_with(tmp))
-        .filter_map(|d| d.canonicalize().ok())
-        .filter(|d| d.starts_with(tmp) && d.is_dir())
-        .collect()
 }
 
 /// The command after bubblewrap's options: our helper that applies the seccomp filter, or

@@ -245,6 +245,28 @@ fn top_level(dirs: &[PathBuf]) -> Vec<PathBuf> {
     out
 }
 
+/// What of the host's /tmp a jail, whose /tmp is its own and empty, keeps read-only: the
+/// working directories, the home when it lives there (as in many containers; read-only and
+/// masked as any home is) and the directories of the commands' `PATH` (`env`) that resolve
+/// there, so that what is installed in them runs. Canonical, the top-level ones only.
+fn kept_in_tmp(working: &[PathBuf], home: Option<&Path>, env: &[(String, String)]) -> Vec<PathBuf> {
+    let tmp = Path::new("/tmp");
+    let on_path = env
+        .iter()
+        .filter(|(k, _)| k == "PATH")
+        .flat_map(|(_, v)| std::env::split_paths(v).collect::<Vec<_>>())
+        .filter_map(|d| d.canonicalize().ok())
+        .filter(|d| d.is_dir());
+    let kept: Vec<PathBuf> = working
+        .iter()
+        .cloned()
+        .chain(home.map(Path::to_path_buf))
+        .chain(on_path)
+        .filter(|p| p.starts_with(tmp))
+        .collect();
+    top_level(&kept)
+}
+
 /// The Read deny rules among `rules`.
 fn deny_read(rules: impl IntoIterator<Item = SourcedRule>) -> Vec<DenyRead> {
     let mut out: Vec<DenyRead> = Vec::new();
@@ -292,8 +314,8 @@ pub struct SandboxPolicy {
     masks: Vec<Mask>,
     /// The working directories (canonical)
     working: Vec<PathBuf>,
-    /// The home directory (canonical), if known
-    home: Option<PathBuf>,
+    /// What of the host's /tmp a jail keeps (see [`kept_in_tmp`]); empty for other profiles
+    kept_in_tmp: Vec<PathBuf>,
     /// The environment commands get (see the `env` module)
     pub env: Vec<(String, String)>,
     /// The resource limits
@@ -417,6 +439,7 @@ impl SandboxPolicy {
             .filter(|b| b.project || b.home)
             .map(|b| b.dir.to_path_buf())
             .collect();
+        let env = crate::env::scrubbed(std::env::vars_os(), &settings.allow_env, jail);
         let mut policy = SandboxPolicy {
             profile,
             mode,
@@ -428,8 +451,12 @@ impl SandboxPolicy {
             masks,
             // The top-level ones: a `cd` into a subdirectory does not change the policy.
             working: top_level(&working),
-            home,
-            env: crate::env::scrubbed(std::env::vars_os(), &settings.allow_env, jail),
+            kept_in_tmp: if jail {
+                kept_in_tmp(&working, home.as_deref(), &env)
+            } else {
+                Vec::new()
+            },
+            env,
             limits: settings.limits,
             #[cfg(target_os = "linux")]
             leases: crate::placeholder::Leases::default(),
@@ -458,7 +485,7 @@ impl SandboxPolicy {
             bases: Vec::new(),
             masks: Vec::new(),
             working: Vec::new(),
-            home: None,
+            kept_in_tmp: Vec::new(),
             env: Vec::new(),
             limits: ResourceLimits::none(),
             #[cfg(target_os = "linux")]
@@ -491,14 +518,9 @@ impl SandboxPolicy {
         &self.bases
     }
 
-    /// The working directories.
-    pub(crate) fn working(&self) -> &[PathBuf] {
-        &self.working
-    }
-
-    /// The home directory, if known.
-    pub(crate) fn home(&self) -> Option<&Path> {
-        self.home.as_deref()
+    /// What of the host's /tmp a jail keeps, read-only (see [`kept_in_tmp`]).
+    pub(crate) fn kept_in_tmp(&self) -> &[PathBuf] {
+        &self.kept_in_tmp
     }
 
     /// The hidden paths.
@@ -520,6 +542,37 @@ impl SandboxPolicy {
 #[cfg(all(test, target_os = "linux"))]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_jail_keeps_the_top_level_working_home_and_path_directories_in_tmp() -> std::io::Result<()>
+    {
+        let t = tempfile::Builder::new()
+            .prefix("agent-tools-kept-")
+            .tempdir_in("/tmp")?;
+        let root = t.path().canonicalize()?;
+        let (work, home, bin) = (root.join("work"), root.join("home"), root.join("bin"));
+        for d in [&work, &home, &bin, &home.join("inner")] {
+            std::fs::create_dir_all(d)?;
+        }
+        // A PATH entry outside /tmp that leads there counts; /usr/bin, a missing entry and a
+        // directory inside another kept one do not add a line.
+        let outside = tempfile::tempdir_in("/var/tmp")?;
+        let link = outside.path().join("bin");
+        std::os::unix::fs::symlink(&bin, &link)?;
+        let path = format!(
+            "/usr/bin:{}:{}:{}",
+            link.display(),
+            root.join("missing").display(),
+            home.join("inner").display()
+        );
+        let env = vec![("PATH".to_owned(), path)];
+        assert_eq!(
+            kept_in_tmp(std::slice::from_ref(&work), Some(&home), &env),
+            vec![bin, home, work]
+        );
+        assert!(kept_in_tmp(&[PathBuf::from("/usr")], Some(Path::new("/root")), &[]).is_empty());
+        Ok(())
+    }
 
     #[test]
     fn settings_merge_by_key() -> Result<(), ToolError> {

@@ -89,7 +89,7 @@ fn command_line(
     cmd.stdout(Stdio::from(io.output));
     if swapped {
         // bubblewrap reads the seccomp filter from stdin; the command's stdin goes in as
-        // stderr and the shell in the prefix swaps them back (stderr joins the output).
+        // stderr and the start-up code swaps them back (stderr joins the output).
         drop(err);
         cmd.stdin(launch.filter_stdin()?);
         cmd.stderr(stdin);
