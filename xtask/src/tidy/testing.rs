@@ -47,27 +47,37 @@ fn testing_module(code: &str, text: &str) -> Option<(usize, bool)> {
     ))
 }
 
-/// Lines of a manifest that turn a `testing` feature on outside `[dev-dependencies]`: a
-/// string `"testing"` or `"…/testing"` in `[dependencies]`, `[build-dependencies]` (and
-/// their `[target.…]` and `[….name]` forms) or `[features]`. Returns 1-based lines.
+/// Lines of a manifest that turn a `testing` feature on outside `[dev-dependencies]`: the
+/// word `testing` however it is quoted (`"testing"`, `'testing'`, `"crate/testing"`,
+/// `"crate?/testing"`) in `[dependencies]`, `[build-dependencies]`, their `[target.…]`,
+/// `[….name]` and `[workspace.…]` forms, or `[features]`, where only the feature's own
+/// definition (`testing = […]`) may name it. Matching the word, not a spelling of the
+/// value, makes a doubtful line a finding rather than a miss. Returns 1-based lines.
 fn enables_testing(manifest: &str) -> Vec<usize> {
+    let word = |c: char| c.is_alphanumeric() || c == '-' || c == '_';
     let mut checked = false;
+    let mut features = false;
     let mut found = Vec::new();
     for (index, raw) in manifest.lines().enumerate() {
         let line = raw.split('#').next().unwrap_or_default().trim();
         if let Some(header) = line.strip_prefix('[').and_then(|l| l.strip_suffix(']')) {
-            let header = header.trim_matches(['[', ']']);
+            let header = header.trim_matches(['[', ']']).trim();
+            features = header == "features";
             checked = !header.contains("dev-dependencies")
                 && !header.contains("dev_dependencies")
-                && (header.contains("dependencies") || header == "features");
+                && (header.contains("dependencies") || features);
             continue;
         }
-        let quoted = line
-            .split('"')
-            .skip(1)
-            .step_by(2)
-            .any(|s| s == "testing" || s.ends_with("/testing"));
-        if checked && quoted {
+        let body = match line.strip_prefix("testing") {
+            // The feature's own definition: its value may not name it again.
+            Some(rest) if features && rest.trim_start().starts_with('=') => rest,
+            _ => line,
+        };
+        let named = body.match_indices("testing").any(|(at, w)| {
+            !body[..at].chars().next_back().is_some_and(word)
+                && !body[at + w.len()..].chars().next().is_some_and(word)
+        });
+        if checked && named {
             found.push(index + 1);
         }
     }
@@ -153,6 +163,9 @@ pub fn check(root: &Path, problems: &mut Vec<Problem>) -> Result<()> {
                 });
             }
         }
+    }
+    // Every package's manifest, and the workspace's (its dependency table is inherited).
+    for dir in dirs.iter().chain([&root.to_path_buf()]) {
         let manifest = dir.join("Cargo.toml");
         if let Ok(text) = std::fs::read_to_string(&manifest) {
             for line in enables_testing(&text) {
@@ -264,6 +277,20 @@ c = { workspace = true, features = ["testing"] }
 "#;
         assert_eq!(enables_testing(manifest), vec![8, 11, 15, 19]);
         assert!(enables_testing("[features]\ntesting = []\n").is_empty());
+        // Other quotes, an optional dependency, the workspace's table, a feature turning
+        // on its own testing, a spaced header; names that merely contain the word do not.
+        let spelled = r#"[features]
+a = ['testing']
+b = ["c?/testing"]
+testing = ["testing-extra"]
+c = ["testing"]
+[workspace.dependencies]
+d = { path = "d", features = ['testing'] }
+[ dependencies ]
+e = { workspace = true, features = ["my-testing", "testing_x"] }
+f = { workspace = true, features = ["testing"] }
+"#;
+        assert_eq!(enables_testing(spelled), vec![2, 3, 5, 7, 10]);
     }
 
     #[test]
