@@ -4,15 +4,14 @@
 
 use std::io::Write;
 use std::net::TcpStream;
-use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use test_support::http::{Conn, closed_within, healthz};
-use tool_core::{ToolContext, ToolPool};
-use tools_mcp::{HttpOptions, SessionFactory};
+use tool_core::ToolPool;
+use tools_mcp::HttpOptions;
 
 use crate::http_errors::authority;
-use crate::server::serve_options;
+use crate::server::{contexts_in, serve_options};
 
 /// Descriptors this process (the server and the test's clients) holds open.
 fn fds() -> usize {
@@ -22,12 +21,7 @@ fn fds() -> usize {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn silent_and_slow_connections_are_closed_and_cannot_exhaust_descriptors() {
     let dir = tempfile::tempdir().unwrap();
-    let root = dir.path().to_path_buf();
-    let factory: SessionFactory = Arc::new(move |_: &tools_mcp::Principal| {
-        Ok(ToolContext::builder(&root)
-            .state_dir(root.join("state"))
-            .build())
-    });
+    let factory = contexts_in(dir.path());
     let mut options = HttpOptions::new("127.0.0.1:0".parse().unwrap());
     options.header_timeout = Duration::from_secs(1);
     options.idle_timeout = Duration::from_secs(2);

@@ -24,7 +24,7 @@ use tool_core::{
 use tools_mcp::{HttpOptions, SessionFactory, tokens_from_text};
 
 use crate::http_errors::authority;
-use crate::server::serve_options;
+use crate::server::{Sleep, serve_options};
 
 /// Input of [`Read`]
 #[derive(Deserialize, JsonSchema)]
@@ -115,44 +115,6 @@ impl TypedTool for Edit {
             },
         );
         Ok(ToolResult::ok("edited".to_owned()))
-    }
-}
-
-/// Input of [`Sleep`]
-#[derive(Deserialize, JsonSchema)]
-#[serde(deny_unknown_fields)]
-struct SleepInput {
-    /// The command line the `sleep` process gets in place of its name
-    marker: String,
-}
-
-/// Runs `sleep 600` under the marker's name until the call is cancelled (the process is
-/// killed then) or dropped (the process dies with its handle).
-struct Sleep;
-
-#[async_trait]
-impl TypedTool for Sleep {
-    type Input = SleepInput;
-    type Output = String;
-    const META: ToolMeta = ToolMeta::new("Sleep").category(ToolCategory::Shell);
-    async fn call(
-        &self,
-        input: SleepInput,
-        ctx: &ToolContext,
-    ) -> Result<ToolResult<String>, ToolError> {
-        let mut child = tokio::process::Command::new("sleep")
-            .arg0(&input.marker)
-            .arg("600")
-            .kill_on_drop(true)
-            .spawn()
-            .map_err(|e| ToolError::fatal(format!("cannot start sleep: {e}")))?;
-        tokio::select! {
-            () = ctx.cancel_token().cancelled() => {
-                let _ = child.kill().await;
-                Err(ToolError::Cancelled { tool: "Sleep".into() })
-            }
-            _ = child.wait() => Ok(ToolResult::ok("slept".to_owned())),
-        }
     }
 }
 

@@ -6,82 +6,14 @@
 use std::sync::Arc;
 use std::time::Duration;
 
-use async_trait::async_trait;
-use schemars::JsonSchema;
-use serde::Deserialize;
 use serde_json::{Value, json};
 use test_support::http::{Conn, legacy_headers, legacy_session};
 use test_support::procs::{marker, survivors, wait_for_process};
-use tool_core::{
-    CancellationToken, ServiceType, Tool, ToolCategory, ToolContext, ToolError, ToolMeta, ToolPool,
-    ToolResult, Typed, TypedTool,
-};
+use tool_core::{Tool, ToolContext, ToolPool, Typed};
 use tools_mcp::{HttpOptions, SessionFactory};
 
 use crate::http_errors::authority;
-use crate::server::serve_options;
-
-/// The cancellation token of a session's own context, which ends when the session ends.
-struct SessionStop(CancellationToken);
-
-impl ServiceType for SessionStop {}
-
-/// Input of [`Sleep`]
-#[derive(Deserialize, JsonSchema)]
-#[serde(deny_unknown_fields)]
-struct SleepInput {
-    /// The command line the `sleep` process gets in place of its name
-    marker: String,
-    /// How long to sleep
-    seconds: u64,
-    /// Return at once and let the process run until the session ends
-    #[serde(default)]
-    run_in_background: bool,
-}
-
-/// Runs `sleep SECONDS` under the marker's name: until it ends or the call is cancelled,
-/// or in the background until the session ends.
-struct Sleep;
-
-#[async_trait]
-impl TypedTool for Sleep {
-    type Input = SleepInput;
-    type Output = String;
-    const META: ToolMeta = ToolMeta::new("Sleep").category(ToolCategory::Shell);
-    async fn call(
-        &self,
-        input: SleepInput,
-        ctx: &ToolContext,
-    ) -> Result<ToolResult<String>, ToolError> {
-        let mut child = tokio::process::Command::new("sleep")
-            .arg0(&input.marker)
-            .arg(input.seconds.to_string())
-            .kill_on_drop(true)
-            .spawn()
-            .map_err(|e| ToolError::fatal(format!("cannot start sleep: {e}")))?;
-        if input.run_in_background {
-            let stop = ctx
-                .services()
-                .require::<Arc<SessionStop>>("the session's token")?;
-            tokio::spawn(async move {
-                tokio::select! {
-                    () = stop.0.cancelled() => {
-                        let _ = child.kill().await;
-                    }
-                    _ = child.wait() => {}
-                }
-            });
-            return Ok(ToolResult::ok(format!("started {}", input.marker)));
-        }
-        tokio::select! {
-            () = ctx.cancel_token().cancelled() => {
-                let _ = child.kill().await;
-                Err(ToolError::Cancelled { tool: "Sleep".into() })
-            }
-            _ = child.wait() => Ok(ToolResult::ok(format!("slept {}", input.marker))),
-        }
-    }
-}
+use crate::server::{SessionStop, Sleep, serve_options};
 
 fn legacy_call(id: u64, args: Value) -> String {
     json!({"jsonrpc": "2.0", "id": id, "method": "tools/call",

@@ -12,8 +12,8 @@ use serde_json::json;
 use test_support::mcp::run_client;
 use test_support::peers::peer;
 use tool_core::{
-    CancellationToken, Progress, Summariser, Tool, ToolCategory, ToolContext, ToolError, ToolMeta,
-    ToolPool, ToolResult, Typed, TypedTool,
+    CancellationToken, Progress, ServiceType, Summariser, Tool, ToolCategory, ToolContext,
+    ToolError, ToolMeta, ToolPool, ToolResult, Typed, TypedTool,
 };
 use tools_mcp::{ClientHook, HttpOptions, LivePool, SessionFactory, serve_http};
 
@@ -94,6 +94,84 @@ impl TypedTool for Summarise {
     }
 }
 
+/// The cancellation token of a session's own context, which ends when the session ends.
+pub(crate) struct SessionStop(pub(crate) CancellationToken);
+
+impl ServiceType for SessionStop {}
+
+/// Input of [`Sleep`]
+#[derive(Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub(crate) struct SleepInput {
+    /// The command line the `sleep` process gets in place of its name
+    marker: String,
+    /// How long to sleep (600 s unless given)
+    #[serde(default = "ten_minutes")]
+    seconds: u64,
+    /// Return at once and let the process run until the session ends
+    #[serde(default)]
+    run_in_background: bool,
+}
+
+/// Runs `sleep SECONDS` under the marker's name: until it ends or the call is cancelled (the
+/// process is killed then) or dropped (it dies with its handle), or in the background until
+/// the session ends (its context must hold a [`SessionStop`]).
+pub(crate) struct Sleep;
+
+#[async_trait]
+impl TypedTool for Sleep {
+    type Input = SleepInput;
+    type Output = String;
+    const META: ToolMeta = ToolMeta::new("Sleep").category(ToolCategory::Shell);
+    async fn call(
+        &self,
+        input: SleepInput,
+        ctx: &ToolContext,
+    ) -> Result<ToolResult<String>, ToolError> {
+        let mut child = tokio::process::Command::new("sleep")
+            .arg0(&input.marker)
+            .arg(input.seconds.to_string())
+            .kill_on_drop(true)
+            .spawn()
+            .map_err(|e| ToolError::fatal(format!("cannot start sleep: {e}")))?;
+        if input.run_in_background {
+            let stop = ctx
+                .services()
+                .require::<Arc<SessionStop>>("the session's token")?;
+            tokio::spawn(async move {
+                tokio::select! {
+                    () = stop.0.cancelled() => {
+                        let _ = child.kill().await;
+                    }
+                    _ = child.wait() => {}
+                }
+            });
+            return Ok(ToolResult::ok(format!("started {}", input.marker)));
+        }
+        tokio::select! {
+            () = ctx.cancel_token().cancelled() => {
+                let _ = child.kill().await;
+                Err(ToolError::Cancelled { tool: "Sleep".into() })
+            }
+            _ = child.wait() => Ok(ToolResult::ok(format!("slept {}", input.marker))),
+        }
+    }
+}
+
+fn ten_minutes() -> u64 {
+    600
+}
+
+/// Contexts in `root` with their state in `root/state`.
+pub(crate) fn contexts_in(root: &std::path::Path) -> SessionFactory {
+    let root = root.to_path_buf();
+    Arc::new(move |_: &tools_mcp::Principal| {
+        Ok(ToolContext::builder(&root)
+            .state_dir(root.join("state"))
+            .build())
+    })
+}
+
 /// Serves `tools` over HTTP on 127.0.0.1 in this process; returns the URL and the token
 /// that stops the server.
 pub async fn serve(
@@ -104,15 +182,7 @@ pub async fn serve(
     CancellationToken,
     tokio::task::JoinHandle<Result<(), ToolError>>,
 ) {
-    let pool = ToolPool::new(tools);
-    let state = root.join("state");
-    let factory_root = root.to_path_buf();
-    let factory: SessionFactory = Arc::new(move |_: &tools_mcp::Principal| {
-        Ok(ToolContext::builder(&factory_root)
-            .state_dir(&state)
-            .build())
-    });
-    serve_with(factory, pool).await
+    serve_with(contexts_in(root), ToolPool::new(tools)).await
 }
 
 /// Serves `pool` over streamable HTTP on a free loopback port: the URL, the token that

@@ -14,10 +14,10 @@ use test_support::http::{Conn, call, modern, text};
 use tool_core::{
     Tool, ToolCategory, ToolContext, ToolError, ToolMeta, ToolPool, ToolResult, Typed, TypedTool,
 };
-use tools_mcp::{HttpOptions, SessionFactory};
+use tools_mcp::HttpOptions;
 
 use crate::http_errors::authority;
-use crate::server::serve_options;
+use crate::server::{contexts_in, serve_options};
 
 /// Input of [`Pause`]
 #[derive(Deserialize, JsonSchema)]
@@ -50,12 +50,7 @@ impl TypedTool for Pause {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn shutdown_drains_with_503_on_healthz_and_on_kept_alive_connections() {
     let dir = tempfile::tempdir().unwrap();
-    let root = dir.path().to_path_buf();
-    let factory: SessionFactory = Arc::new(move |_: &tools_mcp::Principal| {
-        Ok(ToolContext::builder(&root)
-            .state_dir(root.join("state"))
-            .build())
-    });
+    let factory = contexts_in(dir.path());
     let tools: Vec<Arc<dyn Tool>> = vec![Arc::new(Typed::new(Pause))];
     let mut options = HttpOptions::new("127.0.0.1:0".parse().unwrap());
     options.grace = Duration::from_secs(10);
