@@ -372,32 +372,16 @@ fn a_binary_in_the_hosts_tmp_runs_jailed_commands() {
     let copy = dir.path().join("agent-tools");
     std::fs::copy(binary(), &copy).unwrap();
     let p = Project::new(&["f.txt = x\n"]);
-    let run = |args: &[&str], stdin: &str| {
-        let mut child = Command::new(&copy)
-            .arg("--cwd")
-            .arg(p.root())
-            .args(args)
-            .env("AGENT_TOOLS_HOME", p.home())
-            .env("HOME", p.home())
-            .stdin(Stdio::piped())
-            .stdout(Stdio::piped())
-            .stderr(Stdio::piped())
-            .spawn()
-            .unwrap();
-        std::io::Write::write_all(&mut child.stdin.take().unwrap(), stdin.as_bytes()).unwrap();
-        let out = child.wait_with_output().unwrap();
-        String::from_utf8(out.stdout).unwrap()
-    };
     let input = json!({"command": "echo jailed-ok"}).to_string();
     // Once alone (a sandbox of its own) and once in a live batch (under the supervisor).
-    let one = run(&["call", "Bash", &input], "");
+    let one = p.run_program(&copy, p.root(), &["call", "Bash", &input], None);
     let stdin = format!(
         "{}\n",
         json!({"tool": "Bash", "input": {"command": "echo jailed-ok"}})
     );
-    let batch = run(&["batch"], &stdin);
-    for out in [one, batch] {
-        let line: serde_json::Value = serde_json::from_str(out.trim()).unwrap();
+    let batch = p.run_program(&copy, p.root(), &["batch"], Some(&stdin));
+    for run in [one, batch] {
+        let line = run.result();
         assert_eq!(line["is_error"], false, "{line}");
         assert!(text(&line).contains("jailed-ok"), "{line}");
         assert!(

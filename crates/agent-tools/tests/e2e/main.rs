@@ -175,7 +175,18 @@ impl Project {
 
     /// Runs `agent-tools --cwd CWD ARGS` with `stdin` (or an empty one).
     pub fn run_in(&self, cwd: &Path, args: &[&str], stdin: Option<&str>) -> Run {
-        let mut child = Command::new(binary())
+        self.run_program(binary(), cwd, args, stdin)
+    }
+
+    /// [`Project::run_in`] with `program`, a copy of the binary elsewhere.
+    pub fn run_program(
+        &self,
+        program: &Path,
+        cwd: &Path,
+        args: &[&str],
+        stdin: Option<&str>,
+    ) -> Run {
+        let mut child = Command::new(program)
             .arg("--cwd")
             .arg(cwd)
             .args(args)
