@@ -51,20 +51,7 @@ fn alive(pid: u32) -> bool {
 /// The live processes whose command line contains `token` (the hung server's pid file, a
 /// path unique to the test).
 fn processes_with(token: &Path) -> Vec<u32> {
-    let token = token.to_string_lossy();
-    let Ok(entries) = std::fs::read_dir("/proc") else {
-        return Vec::new();
-    };
-    entries
-        .flatten()
-        .filter_map(|e| e.file_name().to_str()?.parse::<u32>().ok())
-        .filter(|pid| {
-            alive(*pid)
-                && std::fs::read(format!("/proc/{pid}/cmdline"))
-                    .map(|c| String::from_utf8_lossy(&c).contains(token.as_ref()))
-                    .unwrap_or(false)
-        })
-        .collect()
+    test_support::procs::processes_with(&token.to_string_lossy())
 }
 
 /// Polls `check` for up to 60 s.

@@ -16,7 +16,7 @@ use crate::Project;
 use crate::serve::HttpServer;
 use crate::serve_eras::{marker, survivors, wait_for_process};
 use crate::serve_http::{Conn, Response, modern};
-use test_support::http::{closed_within, healthz};
+use test_support::http::{closed_within, healthz, text};
 
 /// A server on a free loopback port, without authentication (`--no-auth`: these tests are
 /// about what happens before and beside it), whose standard error is kept to look for
@@ -56,29 +56,9 @@ impl Server {
     }
 }
 
-/// The text of a `tools/call` answer.
-fn text(answer: &Value) -> String {
-    answer["result"]["content"]
-        .as_array()
-        .into_iter()
-        .flatten()
-        .filter_map(|b| b["text"].as_str())
-        .collect::<Vec<_>>()
-        .join("\n")
-}
-
 /// A `tools/call` of protocol 2026-07-28 on a new connection; the answer.
 fn call(authority: &str, tool: &str, args: Value, handle: Option<&str>) -> Value {
-    let (headers, body) = modern(
-        1,
-        "tools/call",
-        json!({"name": tool, "arguments": args}),
-        None,
-        handle,
-    );
-    let response = Conn::open(authority).send("POST", "/mcp", &headers, &body);
-    assert_eq!(response.status, 200, "{response:#?}");
-    response.answer(1)
+    test_support::http::call(&mut Conn::open(authority), 1, tool, args, None, handle)
 }
 
 /// Runs `work` on a thread and polls `/healthz` until it ends: whether `/healthz`

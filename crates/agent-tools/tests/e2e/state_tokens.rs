@@ -13,37 +13,19 @@ use serde_json::{Value, json};
 use crate::Project;
 use crate::agents::{StandIn, agent_script};
 use crate::serve::HttpServer;
-use crate::serve_http::{Conn, modern};
+use crate::serve_http::Conn;
+use test_support::http::text as answer_text;
 
 const TOKEN_A: &str = "token-a-0123456789abcdef";
 const TOKEN_B: &str = "token-b-fedcba9876543210";
 
 /// A `tools/call` with `token` in its default context; the JSON-RPC answer.
 fn call(conn: &mut Conn, id: u64, tool: &str, args: Value, token: &str) -> Value {
-    let (headers, body) = modern(
-        id,
-        "tools/call",
-        json!({"name": tool, "arguments": args}),
-        Some(token),
-        None,
-    );
-    let response = conn.send("POST", "/mcp", &headers, &body);
-    assert_eq!(response.status, 200, "{response:#?}");
-    response.answer(id)
+    test_support::http::call(conn, id, tool, args, Some(token), None)
 }
 
 fn is_error(answer: &Value) -> bool {
     answer["result"]["isError"] == true || answer.get("error").is_some()
-}
-
-fn answer_text(answer: &Value) -> String {
-    answer["result"]["content"]
-        .as_array()
-        .into_iter()
-        .flatten()
-        .filter_map(|b| b["text"].as_str())
-        .collect::<Vec<_>>()
-        .join("\n")
 }
 
 /// The plan file an EnterPlanMode answer names.
