@@ -346,11 +346,21 @@ pub(crate) struct Events {
     pids_max: u64,
 }
 
+/// The counter files of a [`Cgroup`].
+#[derive(Debug, Default)]
+struct Counters {
+    oom_kills: Option<PathBuf>,
+    pids_max: Option<PathBuf>,
+}
+
 /// One sandbox instance's cgroup (one directory under v2, one per controller under v1);
 /// removed when dropped, after everything in it is killed.
 #[derive(Debug)]
 pub(crate) struct Cgroup {
     dirs: Vec<PathBuf>,
+    /// The files whose counters say a limit was hit: `oom_kill` and `max` (pids), when
+    /// the group limits that resource. Found once: each command reads them twice.
+    counters: Counters,
     v2: bool,
     /// Whether it limits memory
     memory: bool,
@@ -390,6 +400,7 @@ impl Cgroup {
         let mut group = match hierarchy() {
             Hierarchy::V2 { dir, memory, pids } => Cgroup {
                 dirs: vec![dir.join(&name)],
+                counters: Counters::default(),
                 v2: true,
                 memory: *memory && limits.memory.is_some(),
                 pids: *pids && limits.processes.is_some(),
@@ -404,6 +415,7 @@ impl Cgroup {
                         .chain(pids.iter())
                         .map(|d| d.join(&name))
                         .collect(),
+                    counters: Counters::default(),
                     v2: false,
                     memory: memory.is_some(),
                     pids: pids.is_some(),
@@ -415,6 +427,7 @@ impl Cgroup {
         if group.dirs.is_empty() || !(group.memory || group.pids) {
             return None;
         }
+        group.counters = group.counters_files();
         for d in &group.dirs {
             if std::fs::create_dir(d).is_err() {
                 return None;
@@ -466,18 +479,29 @@ impl Cgroup {
         Ok(())
     }
 
+    /// Where the counters of the limits this group sets are: under v2 both are in its one
+    /// directory; under v1 the memory one is in the first directory, the pids one in the
+    /// last.
+    fn counters_files(&self) -> Counters {
+        let (first, last) = (self.dirs.first(), self.dirs.last());
+        let oom = if self.v2 {
+            "memory.events"
+        } else {
+            "memory.oom_control"
+        };
+        Counters {
+            oom_kills: first.filter(|_| self.memory).map(|d| d.join(oom)),
+            pids_max: last.filter(|_| self.pids).map(|d| d.join("pids.events")),
+        }
+    }
+
     /// The counters of limits hit so far.
     pub(crate) fn events(&self) -> Events {
-        let mut e = Events::default();
-        for d in &self.dirs {
-            if self.v2 {
-                e.oom_kills += counter(&d.join("memory.events"), "oom_kill");
-            } else {
-                e.oom_kills += counter(&d.join("memory.oom_control"), "oom_kill");
-            }
-            e.pids_max += counter(&d.join("pids.events"), "max");
+        let read = |file: &Option<PathBuf>, key| file.as_deref().map_or(0, |f| counter(f, key));
+        Events {
+            oom_kills: read(&self.counters.oom_kills, "oom_kill"),
+            pids_max: read(&self.counters.pids_max, "max"),
         }
-        e
     }
 
     /// The limit hit between `before` and now, if any.
@@ -538,6 +562,7 @@ impl Drop for Cgroup {
         let dirs = std::mem::take(&mut self.dirs);
         let group = Cgroup {
             dirs,
+            counters: Counters::default(),
             v2: self.v2,
             memory: self.memory,
             pids: self.pids,

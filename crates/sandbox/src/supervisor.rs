@@ -559,6 +559,10 @@ impl Supervisor {
         };
         self.enter()?;
         let (id, rx) = self.register();
+        // The counters before the request goes: read after it, a fork bomb could reach the
+        // limit first (a loaded machine can hold this thread back for milliseconds), and
+        // the hit would never show as a change.
+        let events = self.cgroup.as_ref().map(Cgroup::events);
         let mut req = Vec::with_capacity(spec.command.len() + 256);
         let result = (|| {
             field(&mut req, id.to_string().as_bytes())?;
@@ -585,7 +589,7 @@ impl Supervisor {
             id,
             rx,
             finished: false,
-            events: self.cgroup.as_ref().map(Cgroup::events),
+            events,
         })
     }
 
@@ -698,7 +702,9 @@ impl Supervised {
         let sleep = tool_core::sleep_or_never(limit);
         tokio::pin!(sleep);
         let watch_pids = self.sup.cgroup.as_ref().is_some_and(|c| c.limits_pids());
-        let mut ticker = tokio::time::interval(LIMIT_EVERY);
+        // The first look is one period in: the counters were just read at the start.
+        let mut ticker =
+            tokio::time::interval_at(tokio::time::Instant::now() + LIMIT_EVERY, LIMIT_EVERY);
         ticker.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
         let mut hit = None;
         let ending = loop {
