@@ -45,20 +45,41 @@ async fn legacy_calls_follow_their_client_and_keep_their_session_alive() {
     options.session_idle = Duration::from_secs(2);
     let (url, shutdown, server) = serve_options(factory, ToolPool::new(tools), options).await;
     let authority = authority(&url);
+    let ready = dir.path().join("ready");
     tokio::task::spawn_blocking(move || {
         let authority = authority.as_str();
         let mut conn = Conn::open(authority);
         let session = legacy_session(&mut conn, None).expect("a session");
         let headers = legacy_headers(&session, None);
 
-        // The client goes away mid-call: the command ends, without a DELETE.
+        // A call that asked for the background loses its connection before its answer
+        // (its command is not ready yet).
+        let bg = marker("legacy-background");
+        let mut early = Conn::open(authority);
+        early.write(
+            "POST",
+            "/mcp",
+            &headers,
+            &legacy_call(
+                1,
+                json!({"marker": bg, "seconds": 600, "run_in_background": true,
+                       "ready_file": ready}),
+            ),
+        );
+        assert!(
+            wait_for_process(&bg, 30),
+            "the background command never started"
+        );
+        drop(early);
+
+        // Then a client goes away mid-call: the command ends, without a DELETE.
         let m = marker("legacy-drop");
         let mut gone = Conn::open(authority);
         gone.write(
             "POST",
             "/mcp",
             &headers,
-            &legacy_call(1, json!({"marker": m, "seconds": 600})),
+            &legacy_call(2, json!({"marker": m, "seconds": 600})),
         );
         assert!(wait_for_process(&m, 30), "the command never started");
         drop(gone);
@@ -68,29 +89,14 @@ async fn legacy_calls_follow_their_client_and_keep_their_session_alive() {
             "the call outlived its connection"
         );
 
-        // A background command asked for is not the call: it outlives the connection.
-        let bg = marker("legacy-background");
-        let mut quick = Conn::open(authority);
-        let response = quick.send(
-            "POST",
-            "/mcp",
-            &headers,
-            &legacy_call(
-                2,
-                json!({"marker": bg, "seconds": 600, "run_in_background": true}),
-            ),
-        );
-        assert_eq!(response.status, 200, "{response:#?}");
-        drop(quick);
-        assert!(
-            wait_for_process(&bg, 30),
-            "the background command never started"
-        );
+        // The background call, whose connection went first, is not cancelled: its command
+        // runs on, and after its answer too.
         std::thread::sleep(Duration::from_millis(500));
         assert!(
             wait_for_process(&bg, 1),
-            "the background command was stopped"
+            "the background call was cancelled with its connection"
         );
+        std::fs::write(&ready, "").unwrap();
 
         // A call longer than the idle time keeps its session: its answer arrives.
         let response = conn.send(
@@ -103,6 +109,10 @@ async fn legacy_calls_follow_their_client_and_keep_their_session_alive() {
         assert!(
             response.answer(3).to_string().contains("slept still-here"),
             "{response:#?}"
+        );
+        assert!(
+            wait_for_process(&bg, 1),
+            "the background command ended with its call"
         );
         // Then, without requests, the session ends (and its background command with it).
         std::thread::sleep(Duration::from_secs(4));
