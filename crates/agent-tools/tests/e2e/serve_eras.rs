@@ -262,8 +262,9 @@ fn ask_user_question_is_asked_before_the_call_on_2026_07_28() {
     }
 }
 
+/// Over stdio (over HTTP, a listening client is told in tools-mcp's `tests/it/live.rs`).
 #[test]
-fn a_tool_added_upstream_reaches_a_client_listening_on_2026_07_28() {
+fn a_tool_added_upstream_reaches_a_stdio_client_listening_on_2026_07_28() {
     let Some(peers) = peer("py/mcp") else {
         return;
     };
@@ -275,23 +276,19 @@ fn a_tool_added_upstream_reaches_a_client_listening_on_2026_07_28() {
         {"op": "list"},
         {"op": "call", "tool": "mcp__dyn__fresh"},
     ]);
-    let stdio_transport = stdio(&project, &["--allow", "mcp__dyn"]);
-    let server = HttpServer::start(&project, &["--allow", "mcp__dyn"]);
-    for transport in [stdio_transport, json!({"http": server.url})] {
-        let scenario = json!({"transport": transport, "steps": steps});
-        let lines = python(&peers, &project, &scenario);
-        assert_eq!(lines[0]["honored"], true, "{lines:#?}");
-        assert_eq!(lines[1]["is_error"], false, "{lines:#?}");
-        assert!(
-            lines[2]["list_changed"].as_u64().unwrap_or(0) >= 1,
-            "{lines:#?}"
-        );
-        let tools = lines[3]["tools"].as_array().cloned().unwrap_or_default();
-        assert!(
-            tools.iter().any(|t| t["name"] == "mcp__dyn__fresh"),
-            "{lines:#?}"
-        );
-        assert_eq!(lines[4]["text"], "fresh was added", "{lines:#?}");
-        assert_eq!(lines[5]["protocol"], "2026-07-28", "{lines:#?}");
-    }
+    let scenario = json!({"transport": stdio(&project, &["--allow", "mcp__dyn"]), "steps": steps});
+    let lines = python(&peers, &project, &scenario);
+    assert_eq!(lines[0]["honored"], true, "{lines:#?}");
+    assert_eq!(lines[1]["is_error"], false, "{lines:#?}");
+    assert!(
+        lines[2]["list_changed"].as_u64().unwrap_or(0) >= 1,
+        "{lines:#?}"
+    );
+    let tools = lines[3]["tools"].as_array().cloned().unwrap_or_default();
+    assert!(
+        tools.iter().any(|t| t["name"] == "mcp__dyn__fresh"),
+        "{lines:#?}"
+    );
+    assert_eq!(lines[4]["text"], "fresh was added", "{lines:#?}");
+    assert_eq!(lines[5]["protocol"], "2026-07-28", "{lines:#?}");
 }
