@@ -285,43 +285,6 @@ fn python_client_reads_edits_and_reads_again_in_one_stdio_session() {
 }
 
 #[test]
-fn python_client_approves_an_edit_through_elicitation() {
-    let Some(peers) = peer("py/mcp") else {
-        return;
-    };
-    let project = Project::new(&["notes.txt = alpha\\n"]);
-    let scenario = json!({
-        "transport": stdio(&project, &[]),
-        "elicit": "accept",
-        "steps": read_edit_read(&project),
-    });
-    let lines = python(&peers, &project, &scenario);
-    assert_read_edit_read(&lines);
-    let asked = lines[3]["elicited"].as_array().expect("elicited");
-    assert_eq!(asked.len(), 1, "{asked:#?}");
-    assert!(
-        asked[0].as_str().unwrap().contains("Allow Edit"),
-        "{asked:#?}"
-    );
-
-    // Declining refuses the call with a message the model can read.
-    let project = Project::new(&["notes.txt = alpha\\n"]);
-    let scenario = json!({
-        "transport": stdio(&project, &[]),
-        "elicit": "decline",
-        "steps": read_edit_read(&project),
-    });
-    let lines = python(&peers, &project, &scenario);
-    assert_eq!(lines[1]["is_error"], true, "{lines:#?}");
-    assert!(
-        lines[1]["text"].as_str().unwrap().contains("declined"),
-        "{lines:#?}"
-    );
-    let text = std::fs::read_to_string(project.root().join("notes.txt")).unwrap();
-    assert_eq!(text, "alpha\n");
-}
-
-#[test]
 fn without_elicitation_an_ask_is_a_headless_denial() {
     let Some(peers) = peer("py/mcp") else {
         return;
