@@ -10,30 +10,16 @@ use std::time::{Duration, Instant};
 use serde_json::{Value, json};
 use test_support::http::{Conn, legacy_headers, legacy_session};
 use test_support::procs::{marker, survivors, wait_for_process};
-use tool_core::{Tool, ToolContext, ToolPool, Typed};
-use tools_mcp::{HttpOptions, SessionFactory};
+use tool_core::{Tool, ToolPool, Typed};
+use tools_mcp::HttpOptions;
 
 use crate::http_errors::authority;
-use crate::server::{SessionStop, Sleep, serve_options};
+use crate::server::{Sleep, serve_options, sleepers};
 
 fn legacy_call(id: u64, args: Value) -> String {
     json!({"jsonrpc": "2.0", "id": id, "method": "tools/call",
         "params": {"name": "Sleep", "arguments": args}})
     .to_string()
-}
-
-/// Contexts in `root` that allow Sleep and hold their own [`SessionStop`].
-fn sleepers(root: &std::path::Path) -> SessionFactory {
-    let root = root.to_path_buf();
-    Arc::new(move |_: &tools_mcp::Principal| {
-        let ctx = ToolContext::builder(&root)
-            .state_dir(root.join("state"))
-            .allow("Sleep")
-            .build();
-        let stop = SessionStop(ctx.cancel_token().clone());
-        ctx.services().insert(Arc::new(stop));
-        Ok(ctx)
-    })
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

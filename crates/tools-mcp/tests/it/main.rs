@@ -7,6 +7,7 @@ mod approval;
 mod client;
 mod complete;
 mod conns;
+mod contexts;
 mod http;
 mod http_errors;
 mod legacy;

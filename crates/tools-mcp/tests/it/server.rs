@@ -95,7 +95,7 @@ impl TypedTool for Summarise {
 }
 
 /// The cancellation token of a session's own context, which ends when the session ends.
-pub(crate) struct SessionStop(pub(crate) CancellationToken);
+struct SessionStop(CancellationToken);
 
 impl ServiceType for SessionStop {}
 
@@ -185,6 +185,20 @@ pub(crate) fn contexts_in(root: &std::path::Path) -> SessionFactory {
         Ok(ToolContext::builder(&root)
             .state_dir(root.join("state"))
             .build())
+    })
+}
+
+/// Contexts in `root` that allow Sleep and hold their own [`SessionStop`].
+pub(crate) fn sleepers(root: &std::path::Path) -> SessionFactory {
+    let root = root.to_path_buf();
+    Arc::new(move |_: &tools_mcp::Principal| {
+        let ctx = ToolContext::builder(&root)
+            .state_dir(root.join("state"))
+            .allow("Sleep")
+            .build();
+        let stop = SessionStop(ctx.cancel_token().clone());
+        ctx.services().insert(Arc::new(stop));
+        Ok(ctx)
     })
 }
 
