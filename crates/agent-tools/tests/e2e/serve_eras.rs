@@ -223,6 +223,8 @@ fn without_elicitation_an_ask_is_the_headless_denial_on_2026_07_28() {
     );
 }
 
+/// The binary's AskUserQuestion wired to the form before the call, over stdio (how the form
+/// is asked and answered over HTTP, on both eras, is tools-mcp's `tests/it/questions.rs`).
 #[test]
 fn ask_user_question_is_asked_before_the_call_on_2026_07_28() {
     let Some(peers) = peer("py/mcp") else {
@@ -231,35 +233,34 @@ fn ask_user_question_is_asked_before_the_call_on_2026_07_28() {
     let project = Project::new(&[]);
     let question = json!({"questions": [{"question": "Which colour?", "header": "Colour",
         "options": [{"label": "Blue", "description": "cool"}, {"label": "Red", "description": "warm"}]}]});
-    for (transport, _server) in [over_stdio(&project), over_http(&project)] {
-        let scenario = json!({
-            "transport": transport,
-            "elicit": "accept",
-            "elicit_content": {"q1": "Blue"},
-            "steps": [{"op": "call", "tool": "AskUserQuestion", "args": question}],
-        });
-        let lines = python(&peers, &project, &scenario);
-        assert_eq!(lines[0]["is_error"], false, "{lines:#?}");
-        assert!(
-            lines[0]["text"]
-                .as_str()
-                .unwrap_or("")
-                .contains("\"Which colour?\"=\"Blue\""),
-            "{lines:#?}"
-        );
-        assert_eq!(lines[1]["elicited"].as_array().map(Vec::len), Some(1));
-        let declined = json!({
-            "transport": scenario["transport"],
-            "elicit": "decline",
-            "steps": [{"op": "call", "tool": "AskUserQuestion", "args": question}],
-        });
-        let lines = python(&peers, &project, &declined);
-        assert_eq!(lines[0]["is_error"], true, "{lines:#?}");
-        assert!(
-            lines[0]["text"].as_str().unwrap_or("").contains("declined"),
-            "{lines:#?}"
-        );
-    }
+    let (transport, _) = over_stdio(&project);
+    let scenario = json!({
+        "transport": transport,
+        "elicit": "accept",
+        "elicit_content": {"q1": "Blue"},
+        "steps": [{"op": "call", "tool": "AskUserQuestion", "args": question}],
+    });
+    let lines = python(&peers, &project, &scenario);
+    assert_eq!(lines[0]["is_error"], false, "{lines:#?}");
+    assert!(
+        lines[0]["text"]
+            .as_str()
+            .unwrap_or("")
+            .contains("\"Which colour?\"=\"Blue\""),
+        "{lines:#?}"
+    );
+    assert_eq!(lines[1]["elicited"].as_array().map(Vec::len), Some(1));
+    let declined = json!({
+        "transport": scenario["transport"],
+        "elicit": "decline",
+        "steps": [{"op": "call", "tool": "AskUserQuestion", "args": question}],
+    });
+    let lines = python(&peers, &project, &declined);
+    assert_eq!(lines[0]["is_error"], true, "{lines:#?}");
+    assert!(
+        lines[0]["text"].as_str().unwrap_or("").contains("declined"),
+        "{lines:#?}"
+    );
 }
 
 /// Over stdio (over HTTP, a listening client is told in tools-mcp's `tests/it/live.rs`).

@@ -12,6 +12,7 @@ mod http;
 mod http_errors;
 mod legacy;
 mod live;
+mod questions;
 mod server;
 mod shutdown;
 mod startup;
