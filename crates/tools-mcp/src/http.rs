@@ -1228,4 +1228,18 @@ mod tests {
         assert!(owners.owner("s0").is_none(), "the oldest went first");
         assert!(owners.owner(&format!("s{}", MAX_OWNERS + 9)).is_some());
     }
+
+    #[test]
+    fn a_forgotten_session_ends_its_calls_and_only_its() {
+        let mut owners = Owners::default();
+        owners.bind("a".to_owned(), Principal::local());
+        owners.bind("b".to_owned(), Principal::local());
+        let (in_a, in_b) = (owners.client_of("a"), owners.client_of("b"));
+        owners.forget("a");
+        assert!(in_a.gone.is_cancelled());
+        assert!(!in_b.gone.is_cancelled());
+        assert!(owners.owner("a").is_none());
+        // A call of a session the gate does not know has a token of its own.
+        assert!(!owners.client_of("a").gone.is_cancelled());
+    }
 }
