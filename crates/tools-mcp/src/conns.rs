@@ -244,8 +244,8 @@ pub(crate) fn on_drop(body: Body, action: impl FnOnce(bool) + Send + 'static) ->
 }
 
 /// Put in a legacy `tools/call`'s extensions by the gate: `gone` is cancelled when the
-/// client went away before the answer (and did not resume the stream), `answered` by the
-/// handler once the call has its answer.
+/// client went away before the answer (and did not resume the stream) or the session was
+/// deleted, `answered` by the handler once the call has its answer.
 #[derive(Debug, Clone, Default)]
 pub(crate) struct ClientGone {
     pub(crate) gone: CancellationToken,

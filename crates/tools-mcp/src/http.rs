@@ -17,7 +17,8 @@
 //!
 //! A legacy session (and its context) ends after the idle time without a request and
 //! without a call in flight; a legacy call whose client went away (its connection closed
-//! before the answer) is cancelled, unless it asked to run in the background.
+//! before the answer) is cancelled, unless it asked to run in the background. A `DELETE`
+//! of the session cancels its calls at once (no client can resume their streams then).
 //!
 //! Shutdown ([`serve_http`]'s token): from the signal on, `/healthz` answers 503 and every
 //! request on `/mcp` — on a new connection or a kept-alive one — gets a JSON-RPC error
@@ -270,6 +271,8 @@ struct Owned {
     in_flight: usize,
     /// When the client last resumed a stream of the session
     resumed: Option<Instant>,
+    /// Cancelled when the session is deleted, which ends its calls in flight at once
+    ended: CancellationToken,
 }
 
 /// Who owns which legacy session, least recently seen first out, and whether the session
@@ -291,6 +294,7 @@ impl Owners {
                 tick: self.tick,
                 in_flight: 0,
                 resumed: None,
+                ended: CancellationToken::new(),
             },
         );
         if self.map.len() > MAX_OWNERS
@@ -313,6 +317,25 @@ impl Owners {
             o.tick = tick;
             o.principal.clone()
         })
+    }
+
+    /// What tells a call of `session` its client went away: also told when the session
+    /// is deleted.
+    fn client_of(&self, session: &str) -> ClientGone {
+        ClientGone {
+            gone: self
+                .map
+                .get(session)
+                .map_or_else(CancellationToken::new, |o| o.ended.child_token()),
+            answered: CancellationToken::new(),
+        }
+    }
+
+    /// Forgets `session` and ends its calls in flight: nobody can resume their streams.
+    fn forget(&mut self, session: &str) {
+        if let Some(o) = self.map.remove(session) {
+            o.ended.cancel();
+        }
     }
 
     /// A request of `session` started (`true`) or its answer is done (`false`).
@@ -517,14 +540,17 @@ async fn gate(State(gate): State<Arc<Gate>>, mut request: Request, next: Next) -
         };
     }
     // A legacy call is in flight until its answer is done; it ends when its client goes
-    // (and does not resume its stream within the grace).
+    // (and does not resume its stream within the grace), or at once with its session.
     let legacy_call = match (&session, &method) {
         (Some(id), &Method::POST) if is_call => {
-            let client = ClientGone::default();
+            let client = match gate.owners.lock() {
+                Ok(mut owners) => {
+                    owners.busy(id, true);
+                    owners.client_of(id)
+                }
+                Err(_) => ClientGone::default(),
+            };
             request.extensions_mut().insert(client.clone());
-            if let Ok(mut owners) = gate.owners.lock() {
-                owners.busy(id, true);
-            }
             Some((id.clone(), client))
         }
         (Some(id), &Method::GET) => {
@@ -558,9 +584,9 @@ async fn gate(State(gate): State<Arc<Gate>>, mut request: Request, next: Next) -
             }
         }
         (Some(id), &Method::DELETE, status) if status.is_success() => {
-            // The session is gone; there is nothing to say about it.
+            // The session is gone, its calls with it; there is nothing to say about it.
             if let Ok(mut owners) = gate.owners.lock() {
-                owners.map.remove(id);
+                owners.forget(id);
             }
             *response.status_mut() = StatusCode::NO_CONTENT;
             *response.body_mut() = Body::empty();
@@ -569,7 +595,7 @@ async fn gate(State(gate): State<Arc<Gate>>, mut request: Request, next: Next) -
         }
         (Some(id), _, StatusCode::NOT_FOUND) => {
             if let Ok(mut owners) = gate.owners.lock() {
-                owners.map.remove(id);
+                owners.forget(id);
             }
         }
         _ => {}
@@ -623,8 +649,9 @@ async fn as_json_rpc_error(response: Response) -> Response {
 }
 
 /// The answer of a legacy call was sent (`ended`) or abandoned: an abandoned call is
-/// cancelled unless the client resumes the session's stream within [`RESUME_GRACE`]; the
-/// session's call in flight ends with it.
+/// cancelled unless the client resumes the session's stream within [`RESUME_GRACE`] (a
+/// deleted session's calls were cancelled already, see [`Owners::forget`]); the session's
+/// call in flight ends with it.
 fn client_went(owners: Arc<Mutex<Owners>>, id: String, client: ClientGone, ended: bool) {
     let done = |owners: &Mutex<Owners>, id: &str| {
         if let Ok(mut owners) = owners.lock() {
@@ -1200,5 +1227,19 @@ mod tests {
         assert_eq!(owners.map.len(), MAX_OWNERS);
         assert!(owners.owner("s0").is_none(), "the oldest went first");
         assert!(owners.owner(&format!("s{}", MAX_OWNERS + 9)).is_some());
+    }
+
+    #[test]
+    fn a_forgotten_session_ends_its_calls_and_only_its() {
+        let mut owners = Owners::default();
+        owners.bind("a".to_owned(), Principal::local());
+        owners.bind("b".to_owned(), Principal::local());
+        let (in_a, in_b) = (owners.client_of("a"), owners.client_of("b"));
+        owners.forget("a");
+        assert!(in_a.gone.is_cancelled());
+        assert!(!in_b.gone.is_cancelled());
+        assert!(owners.owner("a").is_none());
+        // A call of a session the gate does not know has a token of its own.
+        assert!(!owners.client_of("a").gone.is_cancelled());
     }
 }

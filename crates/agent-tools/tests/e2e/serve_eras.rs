@@ -223,6 +223,8 @@ fn without_elicitation_an_ask_is_the_headless_denial_on_2026_07_28() {
     );
 }
 
+/// The binary's AskUserQuestion wired to the form before the call, over stdio (how the form
+/// is asked and answered over HTTP, on both eras, is tools-mcp's `tests/it/questions.rs`).
 #[test]
 fn ask_user_question_is_asked_before_the_call_on_2026_07_28() {
     let Some(peers) = peer("py/mcp") else {
@@ -231,39 +233,39 @@ fn ask_user_question_is_asked_before_the_call_on_2026_07_28() {
     let project = Project::new(&[]);
     let question = json!({"questions": [{"question": "Which colour?", "header": "Colour",
         "options": [{"label": "Blue", "description": "cool"}, {"label": "Red", "description": "warm"}]}]});
-    for (transport, _server) in [over_stdio(&project), over_http(&project)] {
-        let scenario = json!({
-            "transport": transport,
-            "elicit": "accept",
-            "elicit_content": {"q1": "Blue"},
-            "steps": [{"op": "call", "tool": "AskUserQuestion", "args": question}],
-        });
-        let lines = python(&peers, &project, &scenario);
-        assert_eq!(lines[0]["is_error"], false, "{lines:#?}");
-        assert!(
-            lines[0]["text"]
-                .as_str()
-                .unwrap_or("")
-                .contains("\"Which colour?\"=\"Blue\""),
-            "{lines:#?}"
-        );
-        assert_eq!(lines[1]["elicited"].as_array().map(Vec::len), Some(1));
-        let declined = json!({
-            "transport": scenario["transport"],
-            "elicit": "decline",
-            "steps": [{"op": "call", "tool": "AskUserQuestion", "args": question}],
-        });
-        let lines = python(&peers, &project, &declined);
-        assert_eq!(lines[0]["is_error"], true, "{lines:#?}");
-        assert!(
-            lines[0]["text"].as_str().unwrap_or("").contains("declined"),
-            "{lines:#?}"
-        );
-    }
+    let (transport, _) = over_stdio(&project);
+    let scenario = json!({
+        "transport": transport,
+        "elicit": "accept",
+        "elicit_content": {"q1": "Blue"},
+        "steps": [{"op": "call", "tool": "AskUserQuestion", "args": question}],
+    });
+    let lines = python(&peers, &project, &scenario);
+    assert_eq!(lines[0]["is_error"], false, "{lines:#?}");
+    assert!(
+        lines[0]["text"]
+            .as_str()
+            .unwrap_or("")
+            .contains("\"Which colour?\"=\"Blue\""),
+        "{lines:#?}"
+    );
+    assert_eq!(lines[1]["elicited"].as_array().map(Vec::len), Some(1));
+    let declined = json!({
+        "transport": scenario["transport"],
+        "elicit": "decline",
+        "steps": [{"op": "call", "tool": "AskUserQuestion", "args": question}],
+    });
+    let lines = python(&peers, &project, &declined);
+    assert_eq!(lines[0]["is_error"], true, "{lines:#?}");
+    assert!(
+        lines[0]["text"].as_str().unwrap_or("").contains("declined"),
+        "{lines:#?}"
+    );
 }
 
+/// Over stdio (over HTTP, a listening client is told in tools-mcp's `tests/it/live.rs`).
 #[test]
-fn a_tool_added_upstream_reaches_a_client_listening_on_2026_07_28() {
+fn a_tool_added_upstream_reaches_a_stdio_client_listening_on_2026_07_28() {
     let Some(peers) = peer("py/mcp") else {
         return;
     };
@@ -275,23 +277,19 @@ fn a_tool_added_upstream_reaches_a_client_listening_on_2026_07_28() {
         {"op": "list"},
         {"op": "call", "tool": "mcp__dyn__fresh"},
     ]);
-    let stdio_transport = stdio(&project, &["--allow", "mcp__dyn"]);
-    let server = HttpServer::start(&project, &["--allow", "mcp__dyn"]);
-    for transport in [stdio_transport, json!({"http": server.url})] {
-        let scenario = json!({"transport": transport, "steps": steps});
-        let lines = python(&peers, &project, &scenario);
-        assert_eq!(lines[0]["honored"], true, "{lines:#?}");
-        assert_eq!(lines[1]["is_error"], false, "{lines:#?}");
-        assert!(
-            lines[2]["list_changed"].as_u64().unwrap_or(0) >= 1,
-            "{lines:#?}"
-        );
-        let tools = lines[3]["tools"].as_array().cloned().unwrap_or_default();
-        assert!(
-            tools.iter().any(|t| t["name"] == "mcp__dyn__fresh"),
-            "{lines:#?}"
-        );
-        assert_eq!(lines[4]["text"], "fresh was added", "{lines:#?}");
-        assert_eq!(lines[5]["protocol"], "2026-07-28", "{lines:#?}");
-    }
+    let scenario = json!({"transport": stdio(&project, &["--allow", "mcp__dyn"]), "steps": steps});
+    let lines = python(&peers, &project, &scenario);
+    assert_eq!(lines[0]["honored"], true, "{lines:#?}");
+    assert_eq!(lines[1]["is_error"], false, "{lines:#?}");
+    assert!(
+        lines[2]["list_changed"].as_u64().unwrap_or(0) >= 1,
+        "{lines:#?}"
+    );
+    let tools = lines[3]["tools"].as_array().cloned().unwrap_or_default();
+    assert!(
+        tools.iter().any(|t| t["name"] == "mcp__dyn__fresh"),
+        "{lines:#?}"
+    );
+    assert_eq!(lines[4]["text"], "fresh was added", "{lines:#?}");
+    assert_eq!(lines[5]["protocol"], "2026-07-28", "{lines:#?}");
 }

@@ -2,12 +2,10 @@
 //! (deep paths, huge arguments) answered with errors while `/healthz` answers; the
 //! connection and body limit options reaching the server; background tasks
 //! that give back their descriptors in the default context; output files pruned after the
-//! retention time; contexts that end after their idle time; and the
-//! generated bad-input run (schema fuzz of every tool, random bytes, oversized and deep
-//! bodies) with a fixed seed.
+//! retention time; `--session-idle` ending a context with its tasks and files; and the
+//! schema fuzz of every tool with a fixed seed.
 
 use std::net::TcpStream;
-use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 use serde_json::{Value, json};
@@ -15,7 +13,8 @@ use serde_json::{Value, json};
 use crate::Project;
 use crate::serve::HttpServer;
 use crate::serve_eras::{marker, survivors, wait_for_process};
-use crate::serve_http::{Conn, Response, modern};
+use crate::serve_http::{Conn, modern};
+use test_support::fuzz::{Case, Rng, answer_all};
 use test_support::http::{closed_within, healthz, text};
 
 /// A server on a free loopback port, without authentication (`--no-auth`: these tests are
@@ -297,28 +296,29 @@ fn background_tasks_give_back_their_descriptors_and_their_output_is_pruned() {
     assert_eq!(left, 0, "output files left after the retention time");
 }
 
+/// `--session-idle` reaches the server, and an ended context takes the real tools' tasks
+/// and files with it (how default and minted contexts end after their idle time is
+/// tools-mcp's `tests/it/contexts.rs`).
 #[test]
 fn contexts_end_after_their_idle_time_with_their_tasks_and_files() {
     let project = Project::new(&[]);
     let server = Server::start(&project, &["--allow", "Bash", "--session-idle", "2"]);
     let authority = server.authority.clone();
     let m = marker("idle-context");
-    for handle in [None, Some("new")] {
-        let answer = call(
-            &authority,
-            "Bash",
-            json!({"command": format!("sleep 600 # {m}"), "run_in_background": true}),
-            handle,
-        );
-        assert_eq!(answer["result"]["isError"], false, "{answer:#}");
-    }
+    let answer = call(
+        &authority,
+        "Bash",
+        json!({"command": format!("sleep 600 # {m}"), "run_in_background": true}),
+        None,
+    );
+    assert_eq!(answer["result"]["isError"], false, "{answer:#}");
     let big = call(&authority, "Bash", json!({"command": "seq 1 40000"}), None);
     assert!(
         text(&big).contains("seq") || !text(&big).is_empty(),
         "{big:#}"
     );
-    assert!(wait_for_process(&m, 30), "the commands never started");
-    // No request for the idle time: both contexts end, their commands stopped.
+    assert!(wait_for_process(&m, 30), "the command never started");
+    // No request for the idle time: the context ends, its command stopped.
     assert_eq!(
         survivors(&m, 30),
         Vec::<u32>::new(),
@@ -340,37 +340,10 @@ fn contexts_end_after_their_idle_time_with_their_tasks_and_files() {
     while files() > 0 && Instant::now() < deadline {
         std::thread::sleep(Duration::from_millis(100));
     }
-    assert_eq!(files(), 0, "the ended contexts' files are deleted");
-    // The default context is made again on the next request; a minted handle is gone.
+    assert_eq!(files(), 0, "the ended context's files are deleted");
+    // The default context is made again on the next request.
     let again = call(&authority, "Bash", json!({"command": "echo back"}), None);
     assert!(text(&again).contains("back"), "{again:#}");
-}
-
-/// A fixed-seed generator (xorshift64*).
-struct Rng(u64);
-
-impl Rng {
-    fn next(&mut self) -> u64 {
-        self.0 ^= self.0 >> 12;
-        self.0 ^= self.0 << 25;
-        self.0 ^= self.0 >> 27;
-        self.0.wrapping_mul(0x2545_F491_4F6C_DD1D)
-    }
-
-    fn below(&mut self, n: usize) -> usize {
-        (self.next() % n.max(1) as u64) as usize
-    }
-
-    /// A string of `len` characters from a mix of ASCII, path punctuation, controls and
-    /// wider characters (never a shell's space, so no generated text is a runnable
-    /// command line with arguments).
-    fn text(&mut self, len: usize) -> String {
-        const PIECES: &[&str] = &[
-            "a", "Z", "0", "/", ".", "..", "*", "?", "[", "{", "}", "\\", "\"", "'", "$", "é",
-            "日", "🙂", "\u{0}", "\u{7}", "\n", "-", "~", "%s", "(", "|",
-        ];
-        (0..len).map(|_| PIECES[self.below(PIECES.len())]).collect()
-    }
 }
 
 /// Values that do not fit `schema`, or fit it at its edges.
@@ -442,43 +415,8 @@ fn tool_inputs(rng: &mut Rng, schema: &Value) -> Vec<Value> {
     inputs
 }
 
-/// Sends `body` (bytes) as a POST to /mcp and reads the answer with a 10 s bound: the
-/// response, or why there was none.
-fn post_raw(authority: &str, headers: &[(&str, String)], body: &[u8]) -> Result<Response, String> {
-    let mut conn = Conn::open(authority);
-    conn.set_timeout(Duration::from_secs(10));
-    conn.write_bytes("POST", "/mcp", headers, body);
-    conn.try_read().map_err(|e| format!("no answer: {e}"))
-}
-
-/// Whether `response` is what a bad input may get: a JSON-RPC message (an error, or a
-/// result — a tool's error result) under any status that is not a server failure.
-fn acceptable(response: &Response) -> Result<(), String> {
-    if response.status >= 500 && response.status != 503 {
-        return Err(format!("status {}", response.status));
-    }
-    if response.status == 202 {
-        // A notification: accepted, no body.
-        return Ok(());
-    }
-    let messages = response.messages();
-    if messages.is_empty() {
-        return Err(format!(
-            "no JSON-RPC body under {}: {:.300}",
-            response.status, response.body
-        ));
-    }
-    for m in &messages {
-        if m["jsonrpc"] != "2.0" || !(m.get("result").is_some() || m.get("error").is_some()) {
-            return Err(format!("not a JSON-RPC answer: {m:.300}"));
-        }
-    }
-    Ok(())
-}
-
-/// One generated request: a label, the headers and the body.
-type Case = (String, Vec<(&'static str, String)>, Vec<u8>);
-
+/// Every real tool's schema fuzzed (the protocol-level bad bodies, random bytes, deep and
+/// oversized ones, are tools-mcp's `tests/it/http_errors.rs`).
 #[test]
 fn generated_bad_inputs_over_http_get_json_rpc_answers() {
     let project = Project::new(&["notes.txt = alpha\\n"]);
@@ -510,73 +448,8 @@ fn generated_bad_inputs_over_http_get_json_rpc_answers() {
             cases.push((format!("{name} #{id}"), headers, body.into_bytes()));
         }
     }
-    let (json_headers, _) = modern(0, "tools/list", json!({}), None, None);
-    // Random bytes.
-    for i in 0..100 {
-        let len = rng.below(2_000);
-        let bytes: Vec<u8> = (0..len).map(|_| rng.next() as u8).collect();
-        cases.push((format!("random #{i}"), json_headers.clone(), bytes));
-    }
-    // Oversized and deep bodies, malformed JSON-RPC.
-    let mut deep = String::new();
-    for _ in 0..100_000 {
-        deep.push('[');
-    }
-    let big = format!(
-        r#"{{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{{"name":"Read","arguments":{{"file_path":"{}"}}}}}}"#,
-        "a".repeat(5 << 20)
-    );
-    let deep_args = format!(
-        r#"{{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{{"name":"Read","arguments":{{"file_path":{}"x"{}}}}}}}"#,
-        "[".repeat(10_000),
-        "]".repeat(10_000)
-    );
-    for (label, body) in [
-        ("deep", deep),
-        ("oversized", big),
-        ("deep arguments", deep_args),
-        ("empty", String::new()),
-        (
-            "batch",
-            "[{\"jsonrpc\":\"2.0\",\"id\":1,\"method\":\"ping\"}]".to_owned(),
-        ),
-        ("no method", r#"{"jsonrpc":"2.0","id":1}"#.to_owned()),
-        (
-            "wrong version",
-            r#"{"jsonrpc":"1.0","id":1,"method":"ping"}"#.to_owned(),
-        ),
-        (
-            "params not an object",
-            r#"{"jsonrpc":"2.0","id":1,"method":"tools/call","params":[1]}"#.to_owned(),
-        ),
-    ] {
-        cases.push((label.to_owned(), json_headers.clone(), body.into_bytes()));
-    }
     let total = cases.len();
-    let queue = Arc::new(Mutex::new(cases));
-    let failures = Arc::new(Mutex::new(Vec::<String>::new()));
-    let workers: Vec<_> = (0..4)
-        .map(|_| {
-            let (queue, failures, authority) =
-                (Arc::clone(&queue), Arc::clone(&failures), authority.clone());
-            std::thread::spawn(move || {
-                while let Some((label, headers, body)) = queue.lock().expect("queue").pop() {
-                    let outcome =
-                        post_raw(&authority, &headers, &body).and_then(|r| acceptable(&r));
-                    if let Err(why) = outcome {
-                        failures
-                            .lock()
-                            .expect("failures")
-                            .push(format!("{label}: {why}"));
-                    }
-                }
-            })
-        })
-        .collect();
-    for w in workers {
-        w.join().expect("a worker");
-    }
-    let failures = failures.lock().expect("failures").clone();
+    let failures = answer_all(&authority, cases);
     assert!(
         failures.is_empty(),
         "{} of {total} bad inputs were not answered as they should be:\n{}",

@@ -14,9 +14,7 @@ use crate::serve::{HttpServer, inspector};
 use crate::serve_eras::{marker, survivors, wait_for_process};
 use crate::{Project, binary, peak_rss_kib};
 
-pub(crate) use test_support::http::{
-    Conn, Response, call, legacy_headers, legacy_session, modern, text,
-};
+pub(crate) use test_support::http::{Conn, call, legacy_headers, legacy_session, modern, text};
 
 const TOKEN_A: &str = "token-a-0123456789abcdef";
 

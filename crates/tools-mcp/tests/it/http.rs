@@ -4,7 +4,8 @@
 //! sessions), malformed messages and an oversized body answered with JSON-RPC errors, and
 //! a client that goes away mid-call leaving no process of the call behind; the Python SDK's
 //! client and the inspector CLI served, each legacy session with a fresh context; a minted
-//! context with a ledger of its own, named in every result.
+//! context with a ledger of its own, named in every result; an Edit that asks, approved or
+//! declined through the client's elicitation.
 
 use std::path::PathBuf;
 use std::sync::Arc;
@@ -18,13 +19,13 @@ use test_support::mcp::run_client;
 use test_support::peers::peer;
 use test_support::procs::{marker, survivors, wait_for_process};
 use tool_core::{
-    PermissionMode, ReadRecord, ReadSource, Tool, ToolCategory, ToolContext, ToolError, ToolMeta,
-    ToolPool, ToolResult, Typed, TypedTool, content_hash,
+    PathField, PermissionMode, ReadRecord, ReadSource, Tool, ToolCategory, ToolContext, ToolError,
+    ToolMeta, ToolPool, ToolResult, Typed, TypedTool, content_hash,
 };
 use tools_mcp::{HttpOptions, SessionFactory, tokens_from_text};
 
 use crate::http_errors::authority;
-use crate::server::{Sleep, serve_options};
+use crate::server::{Sleep, contexts_in, serve_options};
 
 /// Input of [`Read`]
 #[derive(Deserialize, JsonSchema)]
@@ -76,14 +77,17 @@ struct EditInput {
 }
 
 /// Replaces a string in a file that this context's [`Read`] read and that did not change
-/// since, as the real Edit does.
+/// since, as the real Edit does; the Edit rules apply to its `file_path` (it asks in the
+/// default mode).
 struct Edit;
 
 #[async_trait]
 impl TypedTool for Edit {
     type Input = EditInput;
     type Output = String;
-    const META: ToolMeta = ToolMeta::new("Edit").category(ToolCategory::FileSystem);
+    const META: ToolMeta = ToolMeta::new("Edit")
+        .category(ToolCategory::FileSystem)
+        .path_fields(&[PathField::write("file_path")]);
     async fn call(
         &self,
         input: EditInput,
@@ -544,6 +548,60 @@ async fn a_minted_context_is_separate_and_named_in_every_result() {
             stderr.contains("send \\\"new\\\"") || stderr.contains("send \"new\""),
             "{stderr}"
         );
+    })
+    .await
+    .unwrap();
+    shutdown.cancel();
+    server.await.unwrap().unwrap();
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_edit_is_approved_or_declined_through_elicitation() {
+    let Some(peers) = peer("py/mcp") else {
+        return;
+    };
+    let dir = tempfile::tempdir().unwrap();
+    let root = dir.path().to_path_buf();
+    let notes = root.join("notes.txt");
+    // The default mode: Edit asks.
+    let (url, shutdown, server) = serve_options(
+        contexts_in(&root),
+        pool(),
+        HttpOptions::new("127.0.0.1:0".parse().unwrap()),
+    )
+    .await;
+    tokio::task::spawn_blocking(move || {
+        let steps = json!([
+            {"op": "call", "tool": "Read", "args": {"file_path": notes}},
+            {"op": "call", "tool": "Edit",
+             "args": {"file_path": notes, "old_string": "alpha", "new_string": "omega"}},
+            {"op": "call", "tool": "Read", "args": {"file_path": notes}},
+        ]);
+        // A legacy session (the SDK's ClientSession) whose client accepts: asked once.
+        std::fs::write(&notes, "alpha\n").unwrap();
+        let scenario = json!({"transport": {"http": url}, "elicit": "accept", "steps": steps});
+        let lines = run_client(&peers, &scenario);
+        assert_eq!(lines[1]["is_error"], false, "{lines:#?}");
+        assert!(
+            lines[2]["text"].as_str().unwrap().contains("omega"),
+            "{lines:#?}"
+        );
+        let asked = lines[3]["elicited"].as_array().expect("elicited");
+        assert_eq!(asked.len(), 1, "{asked:#?}");
+        assert!(
+            asked[0].as_str().unwrap().contains("Allow Edit"),
+            "{asked:#?}"
+        );
+        // Declining refuses the call with a message the model can read.
+        std::fs::write(&notes, "alpha\n").unwrap();
+        let scenario = json!({"transport": {"http": url}, "elicit": "decline", "steps": steps});
+        let lines = run_client(&peers, &scenario);
+        assert_eq!(lines[1]["is_error"], true, "{lines:#?}");
+        assert!(
+            lines[1]["text"].as_str().unwrap().contains("declined"),
+            "{lines:#?}"
+        );
+        assert_eq!(std::fs::read_to_string(&notes).unwrap(), "alpha\n");
     })
     .await
     .unwrap();

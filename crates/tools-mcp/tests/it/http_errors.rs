@@ -2,14 +2,20 @@
 //! through a raw HTTP/1.1 client: JSON-RPC error objects in every body (400, 404, 405, 406,
 //! 415 included, as the streamable HTTP transport describes), and `-32601` "Method not
 //! found" naming an unknown method; a foreign `Host` refused; an unknown or ended legacy
-//! session answered 404 so that clients start again.
+//! session answered 404 so that clients start again; generated bad bodies (random bytes,
+//! deep, oversized, malformed JSON-RPC) each answered with a JSON-RPC message.
 
 use std::io::{Read, Write};
+use std::sync::Arc;
+use std::time::Duration;
 
 use serde_json::{Value, json};
-use test_support::http::{Conn, Response};
+use test_support::fuzz::{Case, Rng, answer_all, bad_bodies};
+use test_support::http::{Conn, Response, healthz, modern};
+use tool_core::{Tool, ToolPool, Typed};
+use tools_mcp::HttpOptions;
 
-use crate::server::serve;
+use crate::server::{Sleep, contexts_in, serve, serve_options};
 
 const JSON: (&str, &str) = ("Content-Type", "application/json");
 const ACCEPT: (&str, &str) = ("Accept", "application/json, text/event-stream");
@@ -221,6 +227,38 @@ async fn an_unknown_or_ended_session_is_answered_404_so_clients_start_again() {
     assert!(status.contains(" 204"), "{status}");
     let (status, _) = exchange(&authority, "POST", Some(&id), list);
     assert!(status.contains(" 404"), "{status}");
+    })
+    .await
+    .unwrap();
+    shutdown.cancel();
+    server.await.unwrap().unwrap();
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn generated_bad_bodies_get_json_rpc_answers() {
+    let dir = tempfile::tempdir().unwrap();
+    let tools: Vec<Arc<dyn Tool>> = vec![Arc::new(Typed::new(Sleep))];
+    let mut options = HttpOptions::new("127.0.0.1:0".parse().unwrap());
+    // Below the oversized body's 5 MB.
+    options.max_body_bytes = 4 << 20;
+    let (url, shutdown, server) =
+        serve_options(contexts_in(dir.path()), ToolPool::new(tools), options).await;
+    let authority = authority(&url);
+    tokio::task::spawn_blocking(move || {
+        let (headers, _) = modern(0, "tools/list", json!({}), None, None);
+        let cases: Vec<Case> = bad_bodies(&mut Rng(0x5eed_f1ee7))
+            .into_iter()
+            .map(|(label, body)| (label, headers.clone(), body))
+            .collect();
+        let total = cases.len();
+        let failures = answer_all(&authority, cases);
+        assert!(
+            failures.is_empty(),
+            "{} of {total} bad bodies were not answered as they should be:\n{}",
+            failures.len(),
+            failures.join("\n")
+        );
+        assert_eq!(healthz(&authority, Duration::from_secs(5)), Some(200));
     })
     .await
     .unwrap();

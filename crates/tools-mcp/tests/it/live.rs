@@ -1,7 +1,8 @@
 //! `tools/list_changed` reaching a pool that is already built: a real MCP server (the Python
 //! SDK's MCPServer in `dynamic_server.py`) adds a tool at run time; the live pool offers it,
 //! a changed definition stays refused, and the server adapter tells its own clients, each
-//! one connected over HTTP, a later session too.
+//! one connected over HTTP, a later session too, and a client of protocol 2026-07-28 that
+//! listens for changes.
 
 use std::path::Path;
 use std::sync::Arc;
@@ -209,6 +210,50 @@ async fn every_connected_http_client_is_told() {
     })
     .await
     .unwrap();
+    shutdown.cancel();
+    let _ = server.await;
+    s.manager.shutdown().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_client_listening_on_2026_07_28_is_told() {
+    let Some(peers) = peer("py/mcp") else {
+        return;
+    };
+    let s = dynamic_session(&peers).await;
+    let live = LivePool::following(Arc::clone(&s.manager), assembler());
+    let ctx = s.ctx.clone();
+    let factory: SessionFactory =
+        Arc::new(move |_: &tools_mcp::Principal| Ok::<ToolContext, _>(ctx.child()));
+    let (url, shutdown, server) = serve_with(factory, live).await;
+    // The SDK's high-level client on protocol 2026-07-28: no session, a listen stream.
+    let scenario = json!({
+        "transport": {"http": url},
+        "mode": "auto",
+        "steps": [
+            {"op": "listen"},
+            {"op": "call", "tool": "mcp__dyn__add_tool", "args": {"name": "fresh"}},
+            {"op": "wait_list_changed", "seconds": 30},
+            {"op": "list"},
+            {"op": "call", "tool": "mcp__dyn__fresh"},
+        ],
+    });
+    let lines = tokio::task::spawn_blocking(move || run_client(&peers, &scenario))
+        .await
+        .unwrap();
+    assert_eq!(lines[0]["honored"], true, "{lines:#?}");
+    assert_eq!(lines[1]["is_error"], false, "{lines:#?}");
+    assert!(
+        lines[2]["list_changed"].as_u64().unwrap_or(0) >= 1,
+        "{lines:#?}"
+    );
+    let tools = lines[3]["tools"].as_array().cloned().unwrap_or_default();
+    assert!(
+        tools.iter().any(|t| t["name"] == "mcp__dyn__fresh"),
+        "{lines:#?}"
+    );
+    assert_eq!(lines[4]["text"], "fresh was added", "{lines:#?}");
+    assert_eq!(lines[5]["protocol"], "2026-07-28", "{lines:#?}");
     shutdown.cancel();
     let _ = server.await;
     s.manager.shutdown().await;

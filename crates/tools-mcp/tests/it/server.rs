@@ -95,7 +95,7 @@ impl TypedTool for Summarise {
 }
 
 /// The cancellation token of a session's own context, which ends when the session ends.
-pub(crate) struct SessionStop(pub(crate) CancellationToken);
+struct SessionStop(CancellationToken);
 
 impl ServiceType for SessionStop {}
 
@@ -111,11 +111,16 @@ pub(crate) struct SleepInput {
     /// Return at once and let the process run until the session ends
     #[serde(default)]
     run_in_background: bool,
+    /// In the background, answer only once this file exists (as a background command
+    /// answers once it is ready); the call may be cancelled until then
+    #[serde(default)]
+    ready_file: Option<std::path::PathBuf>,
 }
 
 /// Runs `sleep SECONDS` under the marker's name: until it ends or the call is cancelled (the
 /// process is killed then) or dropped (it dies with its handle), or in the background until
-/// the session ends (its context must hold a [`SessionStop`]).
+/// the session ends (its context must hold a [`SessionStop`]), answering once its
+/// `ready_file` exists, when it names one.
 pub(crate) struct Sleep;
 
 #[async_trait]
@@ -138,6 +143,17 @@ impl TypedTool for Sleep {
             let stop = ctx
                 .services()
                 .require::<Arc<SessionStop>>("the session's token")?;
+            if let Some(ready) = &input.ready_file {
+                while !ready.exists() {
+                    tokio::select! {
+                        () = ctx.cancel_token().cancelled() => {
+                            let _ = child.kill().await;
+                            return Err(ToolError::Cancelled { tool: "Sleep".into() });
+                        }
+                        () = tokio::time::sleep(Duration::from_millis(20)) => {}
+                    }
+                }
+            }
             tokio::spawn(async move {
                 tokio::select! {
                     () = stop.0.cancelled() => {
@@ -169,6 +185,20 @@ pub(crate) fn contexts_in(root: &std::path::Path) -> SessionFactory {
         Ok(ToolContext::builder(&root)
             .state_dir(root.join("state"))
             .build())
+    })
+}
+
+/// Contexts in `root` that allow Sleep and hold their own [`SessionStop`].
+pub(crate) fn sleepers(root: &std::path::Path) -> SessionFactory {
+    let root = root.to_path_buf();
+    Arc::new(move |_: &tools_mcp::Principal| {
+        let ctx = ToolContext::builder(&root)
+            .state_dir(root.join("state"))
+            .allow("Sleep")
+            .build();
+        let stop = SessionStop(ctx.cancel_token().clone());
+        ctx.services().insert(Arc::new(stop));
+        Ok(ctx)
     })
 }
 
