@@ -87,6 +87,38 @@ pub fn run_client_with_env(peers: &Path, scenario: &Value, env: &[(&str, &Path)]
         .collect()
 }
 
+/// The steps of a client on protocol 2026-07-28 that listens, has the dynamic server (see
+/// [`dynamic_server`], configured as `dyn`) add a tool `fresh`, waits to be told the list
+/// changed, lists and calls the new tool; [`check_told_of_new_tool`] reads its lines.
+pub fn listen_for_a_new_tool() -> Value {
+    serde_json::json!([
+        {"op": "listen"},
+        {"op": "call", "tool": "mcp__dyn__add_tool", "args": {"name": "fresh"}},
+        {"op": "wait_list_changed", "seconds": 30},
+        {"op": "list"},
+        {"op": "call", "tool": "mcp__dyn__fresh"},
+    ])
+}
+
+/// Checks the lines of [`listen_for_a_new_tool`]: the listen honoured, the client told of
+/// the change, the new tool listed and answering, all on protocol 2026-07-28.
+#[track_caller]
+pub fn check_told_of_new_tool(lines: &[Value]) {
+    assert_eq!(lines[0]["honored"], true, "{lines:#?}");
+    assert_eq!(lines[1]["is_error"], false, "{lines:#?}");
+    assert!(
+        lines[2]["list_changed"].as_u64().unwrap_or(0) >= 1,
+        "{lines:#?}"
+    );
+    let tools = lines[3]["tools"].as_array().cloned().unwrap_or_default();
+    assert!(
+        tools.iter().any(|t| t["name"] == "mcp__dyn__fresh"),
+        "{lines:#?}"
+    );
+    assert_eq!(lines[4]["text"], "fresh was added", "{lines:#?}");
+    assert_eq!(lines[5]["protocol"], "2026-07-28", "{lines:#?}");
+}
+
 /// A test certificate authority and a certificate it signed for 127.0.0.1 and localhost, in
 /// a new temporary directory: `ca.pem`, `server.pem`, `server.key` (see [`tls_certs`]).
 #[track_caller]

@@ -10,6 +10,7 @@
 use std::path::{Path, PathBuf};
 
 use serde_json::{Value, json};
+use test_support::mcp::{check_told_of_new_tool, listen_for_a_new_tool};
 use test_support::peers::peer;
 
 pub(crate) use test_support::procs::{marker, processes_with, survivors, wait_for_process};
@@ -270,26 +271,8 @@ fn a_tool_added_upstream_reaches_a_stdio_client_listening_on_2026_07_28() {
         return;
     };
     let project = crate::serve::project_with_dynamic_server(&peers);
-    let steps = json!([
-        {"op": "listen"},
-        {"op": "call", "tool": "mcp__dyn__add_tool", "args": {"name": "fresh"}},
-        {"op": "wait_list_changed", "seconds": 30},
-        {"op": "list"},
-        {"op": "call", "tool": "mcp__dyn__fresh"},
-    ]);
+    let steps = listen_for_a_new_tool();
     let scenario = json!({"transport": stdio(&project, &["--allow", "mcp__dyn"]), "steps": steps});
     let lines = python(&peers, &project, &scenario);
-    assert_eq!(lines[0]["honored"], true, "{lines:#?}");
-    assert_eq!(lines[1]["is_error"], false, "{lines:#?}");
-    assert!(
-        lines[2]["list_changed"].as_u64().unwrap_or(0) >= 1,
-        "{lines:#?}"
-    );
-    let tools = lines[3]["tools"].as_array().cloned().unwrap_or_default();
-    assert!(
-        tools.iter().any(|t| t["name"] == "mcp__dyn__fresh"),
-        "{lines:#?}"
-    );
-    assert_eq!(lines[4]["text"], "fresh was added", "{lines:#?}");
-    assert_eq!(lines[5]["protocol"], "2026-07-28", "{lines:#?}");
+    check_told_of_new_tool(&lines);
 }

@@ -8,7 +8,7 @@ use std::path::Path;
 use std::sync::Arc;
 
 use serde_json::{Value, json};
-use test_support::mcp::run_client;
+use test_support::mcp::{check_told_of_new_tool, listen_for_a_new_tool, run_client};
 use test_support::peers::peer;
 use tool_core::{PermissionMode, Tool, ToolContext, ToolPool};
 use tools_mcp::{LivePool, SessionFactory};
@@ -230,30 +230,12 @@ async fn a_client_listening_on_2026_07_28_is_told() {
     let scenario = json!({
         "transport": {"http": url},
         "mode": "auto",
-        "steps": [
-            {"op": "listen"},
-            {"op": "call", "tool": "mcp__dyn__add_tool", "args": {"name": "fresh"}},
-            {"op": "wait_list_changed", "seconds": 30},
-            {"op": "list"},
-            {"op": "call", "tool": "mcp__dyn__fresh"},
-        ],
+        "steps": listen_for_a_new_tool(),
     });
     let lines = tokio::task::spawn_blocking(move || run_client(&peers, &scenario))
         .await
         .unwrap();
-    assert_eq!(lines[0]["honored"], true, "{lines:#?}");
-    assert_eq!(lines[1]["is_error"], false, "{lines:#?}");
-    assert!(
-        lines[2]["list_changed"].as_u64().unwrap_or(0) >= 1,
-        "{lines:#?}"
-    );
-    let tools = lines[3]["tools"].as_array().cloned().unwrap_or_default();
-    assert!(
-        tools.iter().any(|t| t["name"] == "mcp__dyn__fresh"),
-        "{lines:#?}"
-    );
-    assert_eq!(lines[4]["text"], "fresh was added", "{lines:#?}");
-    assert_eq!(lines[5]["protocol"], "2026-07-28", "{lines:#?}");
+    check_told_of_new_tool(&lines);
     shutdown.cancel();
     let _ = server.await;
     s.manager.shutdown().await;
