@@ -685,10 +685,26 @@ fn skip_with_table(
 }
 
 /// `timeout`, `time`, `nice`, `nohup`, `stdbuf` with options their tables know and that do
-/// nothing but wrap: the words of the wrapped command, or `None`. Allow rules see the
-/// wrapped command (reference).
+/// nothing but wrap, and `exec` with no option: the words of the wrapped command, or
+/// `None`. Allow rules see the wrapped command (reference).
+///
+/// `exec CMD` runs CMD in place of the shell, which does less than running it as a child
+/// (nothing after it on the line runs). Its options do more: `-a NAME` changes the
+/// program's `argv[0]`, which picks the applet of a multi-call binary (`exec -a rm
+/// busybox f` removes `f`), and `-l` and `-c` change it or the environment; with any of
+/// them `exec` stays a command that asks.
 pub(crate) fn strip_safe_wrapper(words: &[Word]) -> Option<Vec<Word>> {
     let first = words.first().filter(|w| w.literal)?.text.as_str();
+    if first == "exec" {
+        let rest = match words.get(1) {
+            Some(w) if w.literal && w.text == "--" => &words[2..],
+            _ => &words[1..],
+        };
+        let plain = rest
+            .first()
+            .is_some_and(|w| w.known && w.literal && !w.text.starts_with('-'));
+        return plain.then(|| rest.to_vec());
+    }
     if !matches!(first, "time" | "nohup" | "nice" | "stdbuf" | "timeout") {
         return None;
     }
