@@ -24,11 +24,15 @@
 //! request on `/mcp` — on a new connection or a kept-alive one — gets a JSON-RPC error
 //! saying the server is stopping (503); calls in flight get the grace period to finish,
 //! then every context is ended (calls cancelled, background tasks stopped, their process
-//! groups killed and reaped), and only then are the connections closed.
+//! groups killed and reaped). The MCP layer is stopped, and the connections closed, only
+//! once every request the gate let in has had its answer sent (bounded by
+//! [`ANSWERS_BOUND`]): a call ends in our handler before rmcp has put its answer in the
+//! response, and stopping rmcp in between would send an empty stream (legacy) or a 500
+//! (2026-07-28) instead. A `GET`'s stream does not hold the shutdown.
 
 use std::collections::HashMap;
 use std::net::SocketAddr;
-use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
@@ -38,6 +42,7 @@ use axum::http::{HeaderMap, HeaderValue, Method, StatusCode, header};
 use axum::middleware::Next;
 use axum::response::{IntoResponse, Response};
 use sha2::{Digest, Sha256};
+use tokio::sync::Notify;
 use tokio_util::sync::CancellationToken;
 use tool_core::ToolError;
 
@@ -66,6 +71,10 @@ const MAX_OWNERS: usize = 65_536;
 /// stream (`GET` with `Last-Event-ID`) before it is cancelled: rmcp tells clients to
 /// reconnect after 3 seconds.
 const RESUME_GRACE: Duration = Duration::from_secs(5);
+
+/// How long the shutdown waits, once every context has ended, for the answers still on
+/// their way to go out (see [`Answering`]).
+const ANSWERS_BOUND: Duration = Duration::from_secs(5);
 
 /// A bearer token the server accepts: its label (the principal's name) and the digest of
 /// its secret.
@@ -381,6 +390,50 @@ impl Owners {
     }
 }
 
+/// The requests on `/mcp` whose answer has not gone out: each counted from the moment the
+/// gate sees it until its response's body has been sent whole or dropped (a `GET`'s only
+/// until its response's head: its stream lasts as long as the session). The shutdown waits
+/// for the count to reach zero before it stops the MCP layer, which would otherwise drop
+/// an answer the handler had produced but rmcp had not yet put in its response.
+#[derive(Debug, Default)]
+struct Answering {
+    count: AtomicUsize,
+    /// Woken when the count reaches zero
+    done: Notify,
+}
+
+/// One request of [`Answering`]'s count; dropping it ends the request's share.
+struct Unanswered(Arc<Answering>);
+
+impl Drop for Unanswered {
+    fn drop(&mut self) {
+        if self.0.count.fetch_sub(1, Ordering::SeqCst) == 1 {
+            self.0.done.notify_waiters();
+        }
+    }
+}
+
+impl Answering {
+    /// A request arrived: counted until the guard is dropped.
+    fn begin(self: &Arc<Self>) -> Unanswered {
+        self.count.fetch_add(1, Ordering::SeqCst);
+        Unanswered(Arc::clone(self))
+    }
+
+    /// Waits until every request counted has been answered.
+    async fn settled(&self) {
+        loop {
+            let notified = self.done.notified();
+            tokio::pin!(notified);
+            notified.as_mut().enable();
+            if self.count.load(Ordering::SeqCst) == 0 {
+                return;
+            }
+            notified.await;
+        }
+    }
+}
+
 /// What the gate in front of `/mcp` knows.
 struct Gate {
     tokens: Vec<Token>,
@@ -391,6 +444,7 @@ struct Gate {
     owners: Arc<Mutex<Owners>>,
     stopping: AtomicBool,
     requests: AtomicU64,
+    answering: Arc<Answering>,
 }
 
 /// A JSON-RPC error without an id, as an HTTP response that closes the connection (the
@@ -490,7 +544,20 @@ fn unauthorized(message: &str) -> Response {
 const SESSION_HEADER: &str = "mcp-session-id";
 
 /// The gate in front of `/mcp` (see the module documentation).
-async fn gate(State(gate): State<Arc<Gate>>, mut request: Request, next: Next) -> Response {
+async fn gate(State(gate): State<Arc<Gate>>, request: Request, next: Next) -> Response {
+    // Counted before the stopping flag is read: a request the shutdown does not refuse is
+    // one it waits for.
+    let unanswered = gate.answering.begin();
+    let streams = request.method() == Method::GET;
+    let response = gate_request(&gate, request, next).await;
+    if streams {
+        return response;
+    }
+    response.map(|body| Body::new(on_drop(body, move |_| drop(unanswered))))
+}
+
+/// The checks of [`gate`], then the MCP layer's answer.
+async fn gate_request(gate: &Gate, mut request: Request, next: Next) -> Response {
     gate.requests.fetch_add(1, Ordering::Relaxed);
     if gate.stopping.load(Ordering::SeqCst) {
         return refuse(
@@ -856,14 +923,25 @@ async fn drain(
     close_connections: &CancellationToken,
 ) {
     // Draining: every request from now on is answered 503 (the gate), on new connections
-    // and kept-alive ones alike, while calls in flight get the grace period.
+    // and kept-alive ones alike, while calls in flight get the grace period, and so do
+    // requests that passed the gate before and whose call may not have started yet.
     gate_state.stopping.store(true, Ordering::SeqCst);
     sweeping.abort();
-    let _ = tokio::time::timeout(grace, contexts.settled()).await;
+    let _ = tokio::time::timeout(grace, async {
+        contexts.settled().await;
+        gate_state.answering.settled().await;
+    })
+    .await;
     // Then every context ends: calls cancelled, background tasks stopped.
     finish(contexts).await;
+    // A call counts as settled when our handler returns, before rmcp has put its answer in
+    // the response; stopping rmcp then would answer the call with an empty stream or a 500.
+    // So the answers, those of the cancelled calls too, go out first (bounded: a client
+    // that does not read its answer cannot hold the shutdown).
+    let _ = tokio::time::timeout(ANSWERS_BOUND, gate_state.answering.settled()).await;
     mcp_stop.cancel();
-    // The answers of the cancelled calls go out, then the connections close.
+    // The streams rmcp ended (sessions' `GET`s) and the answers' last bytes go out, then
+    // the connections close.
     tokio::time::sleep(Duration::from_millis(100)).await;
     close_connections.cancel();
 }
@@ -926,6 +1004,7 @@ pub async fn serve_http(
         owners: Arc::default(),
         stopping: AtomicBool::new(false),
         requests: AtomicU64::new(0),
+        answering: Arc::default(),
     });
     let router = axum::Router::new()
         .nest_service("/mcp", service)
@@ -1065,6 +1144,7 @@ mod tests {
             owners: Arc::default(),
             stopping: AtomicBool::new(false),
             requests: AtomicU64::new(0),
+            answering: Arc::default(),
         }
     }
 
@@ -1227,6 +1307,24 @@ mod tests {
         assert_eq!(owners.map.len(), MAX_OWNERS);
         assert!(owners.owner("s0").is_none(), "the oldest went first");
         assert!(owners.owner(&format!("s{}", MAX_OWNERS + 9)).is_some());
+    }
+
+    #[tokio::test]
+    async fn answering_settles_once_every_guard_is_dropped() {
+        let answering = Arc::new(Answering::default());
+        answering.settled().await;
+        let (first, second) = (answering.begin(), answering.begin());
+        let waiting = tokio::spawn({
+            let answering = Arc::clone(&answering);
+            async move { answering.settled().await }
+        });
+        drop(first);
+        tokio::task::yield_now().await;
+        assert!(!waiting.is_finished(), "settled with a request unanswered");
+        drop(second);
+        let settled = tokio::time::timeout(Duration::from_secs(30), waiting).await;
+        assert!(matches!(settled, Ok(Ok(()))), "never settled");
+        assert_eq!(answering.count.load(Ordering::SeqCst), 0);
     }
 
     #[test]

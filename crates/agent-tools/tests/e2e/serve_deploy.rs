@@ -64,7 +64,7 @@ fn the_deploy_guide_runs_on_one_machine() {
         .and_then(|g| g.parse().ok())
         .expect("--grace N");
     assert!(
-        grace_period >= grace + 15,
+        grace_period >= grace + 20,
         "terminationGracePeriodSeconds ({grace_period}) must leave room after --grace ({grace})"
     );
 
