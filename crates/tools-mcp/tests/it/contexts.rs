@@ -36,7 +36,19 @@ async fn contexts_end_after_their_idle_time_with_their_background_commands() {
             .as_str()
             .expect("a minted handle")
             .to_owned();
-        assert_eq!(processes_with(&m).len(), 2, "one command in each context");
+        // Both commands run (the process table can lag behind a loaded machine).
+        let both = (0..200).any(|_| {
+            let n = processes_with(&m).len();
+            if n < 2 {
+                std::thread::sleep(Duration::from_millis(50));
+            }
+            n == 2
+        });
+        assert!(
+            both,
+            "one command in each context: {:?}",
+            processes_with(&m)
+        );
         // No request for the idle time: both contexts end, their commands stopped.
         assert_eq!(
             survivors(&m, 30),
