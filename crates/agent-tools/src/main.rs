@@ -311,6 +311,7 @@ fn main() -> ExitCode {
     // One call runs on this thread alone: worker threads would cost more to start than the
     // call gains from them, and each hand-over between threads waits for the scheduler
     // (blocking work still goes to the blocking pool).
+    let serving = matches!(cli.command, Command::Serve { .. });
     let mut builder = if matches!(cli.command, Command::Call { .. }) {
         tokio::runtime::Builder::new_current_thread()
     } else {
@@ -332,6 +333,13 @@ fn main() -> ExitCode {
             .await
             .unwrap_or_else(|e| Err(anyhow::anyhow!("the command stopped unexpectedly: {e}")))
     });
+    // `serve` is done: what still runs on the runtime stops here, without waiting for the
+    // blocking read of standard input, which after a SIGTERM over stdio would keep the
+    // server alive for as long as its client keeps the pipe open. (Other commands still
+    // wait for their blocking work, an index being saved for one.)
+    if serving {
+        runtime.shutdown_timeout(std::time::Duration::from_secs(1));
+    }
     // Sandboxes that ended release their placeholders from threads the exit would stop.
     #[cfg(feature = "shell")]
     registry::settle_sandboxes(std::time::Duration::from_secs(3));

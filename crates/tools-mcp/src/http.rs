@@ -54,8 +54,8 @@ use crate::contexts::{Contexts, DEFAULT_IDLE, SessionFactory};
 use crate::live::LivePool;
 use crate::principal::Principal;
 use crate::server::{
-    HandlerState, MAX_REQUEST_BYTES, PoolServer, check_message, finish, follow_catalog,
-    mark_repeated_arguments,
+    ANSWERS_BOUND, HandlerState, MAX_REQUEST_BYTES, PoolServer, check_message, finish,
+    follow_catalog, mark_repeated_arguments,
 };
 
 /// How long calls in flight may take to finish after a shutdown, unless configured.
@@ -71,10 +71,6 @@ const MAX_OWNERS: usize = 65_536;
 /// stream (`GET` with `Last-Event-ID`) before it is cancelled: rmcp tells clients to
 /// reconnect after 3 seconds.
 const RESUME_GRACE: Duration = Duration::from_secs(5);
-
-/// How long the shutdown waits, once every context has ended, for the answers still on
-/// their way to go out (see [`Answering`]).
-const ANSWERS_BOUND: Duration = Duration::from_secs(5);
 
 /// A bearer token the server accepts: its label (the principal's name) and the digest of
 /// its secret.

@@ -825,31 +825,76 @@ pub async fn serve_stdio_with(
         upstream,
     )?;
     let server = PoolServer::new(catalog, follows, Arc::clone(&shared), Some(ctx.clone()));
-    let (input, output, writer) = guarded_stdio();
+    let awaiting = Arc::new(Awaiting::default());
+    let (input, output, writer) = guarded_stdio(Arc::clone(&awaiting));
     let shutdown = options.shutdown.clone();
+    // The shutdown keeps the MCP layer running until the answers are out: dropping its
+    // future (or the running service) would stop it at once and cancel every call, so
+    // neither is dropped before the drain ends.
+    let drain = || drain_stdio(&shared.contexts, &awaiting, options.grace);
+    let serving = server.serve((input, output));
+    tokio::pin!(serving);
+    let mut drained = false;
     let outcome = tokio::select! {
-        started = server.serve((input, output)) => match started {
+        started = &mut serving => match started {
             Ok(running) => {
                 let stop = running.cancellation_token();
+                let waiting = running.waiting();
+                tokio::pin!(waiting);
                 tokio::select! {
-                    ended = running.waiting() => ended
+                    ended = &mut waiting => ended
                         .map(|_| ())
                         .map_err(|e| ToolError::fatal(format!("the MCP stdio session ended with an error: {e}"))),
                     () = shutdown.cancelled() => {
-                        let _ = tokio::time::timeout(options.grace, shared.contexts.settled()).await;
+                        drain().await;
+                        drained = true;
                         stop.cancel();
+                        let _ = tokio::time::timeout(ANSWERS_BOUND, &mut waiting).await;
                         Ok(())
                     }
                 }
             }
             Err(e) => Err(ToolError::fatal(format!("MCP initialization over stdio failed: {e}"))),
         },
-        () = shutdown.cancelled() => Ok(()),
+        () = shutdown.cancelled() => {
+            // Before `initialize` (a client of protocol 2026-07-28 never sends it), the
+            // requests are served inside `serving`, which runs on through the drain.
+            let draining = drain();
+            tokio::pin!(draining);
+            tokio::select! {
+                () = &mut draining => {}
+                started = &mut serving => {
+                    let running = started.ok();
+                    draining.await;
+                    if let Some(running) = running {
+                        running.cancellation_token().cancel();
+                    }
+                }
+            }
+            drained = true;
+            Ok(())
+        }
     };
-    finish(&shared.contexts).await;
+    if !drained {
+        finish(&shared.contexts).await;
+    }
     // Whatever the server wrote reaches standard output before the process ends.
     let _ = tokio::time::timeout(Duration::from_secs(2), writer).await;
     outcome
+}
+
+/// The stdio shutdown: the calls in flight get `grace` to finish and be answered, then every
+/// context ends (the calls still running are cancelled), and the answers, the cancelled
+/// calls' too, reach standard output (bounded: a request the MCP layer never answers
+/// cannot hold the shutdown).
+async fn drain_stdio(contexts: &Contexts, awaiting: &Awaiting, grace: Duration) {
+    let _ = tokio::time::timeout(grace, async {
+        contexts.settled().await;
+        awaiting.settled().await;
+    })
+    .await;
+    finish(contexts).await;
+    let _ = tokio::time::timeout(ANSWERS_BOUND, awaiting.settled()).await;
 }
 
 /// Ends every context and waits (bounded) for the cancelled calls to return, then kills
@@ -1000,11 +1045,108 @@ pub fn check_message(text: &str) -> Result<(), Rejection> {
     })))
 }
 
+/// How long a shutdown waits, once every context has ended, for the answers still on their
+/// way to go out (over stdio, [`Awaiting`]; over HTTP, the gate's count).
+pub(crate) const ANSWERS_BOUND: Duration = Duration::from_secs(5);
+
+/// The requests read from standard input whose answer has not been written to standard
+/// output yet, by id. A call counts as settled when our handler returns, before the MCP
+/// layer has written its answer, and stopping the layer then loses the answer: the stdio
+/// shutdown waits for this set to empty first.
+#[derive(Debug, Default)]
+struct Awaiting {
+    ids: std::sync::Mutex<std::collections::HashSet<String>>,
+    /// Woken when the set becomes empty
+    done: tokio::sync::Notify,
+}
+
+/// What [`Awaiting`] reads of a message: its id, and whether it is a request, an answer or
+/// a cancellation (whose `params.requestId` will get no answer).
+#[derive(serde::Deserialize)]
+struct Envelope {
+    id: Option<serde_json::Value>,
+    method: Option<String>,
+    result: Option<serde::de::IgnoredAny>,
+    error: Option<serde::de::IgnoredAny>,
+}
+
+/// The `params` of `notifications/cancelled`.
+#[derive(serde::Deserialize)]
+struct Cancelled {
+    params: CancelledParams,
+}
+
+#[derive(serde::Deserialize)]
+struct CancelledParams {
+    #[serde(rename = "requestId")]
+    request_id: serde_json::Value,
+}
+
+impl Awaiting {
+    /// A message the client sent: a request waits for its answer; a cancellation ends the
+    /// wait for the request it names (the MCP layer does not answer it).
+    fn read(&self, line: &str) {
+        let Ok(message) = serde_json::from_str::<Envelope>(line) else {
+            return;
+        };
+        match (message.method.as_deref(), message.id) {
+            (Some("notifications/cancelled"), _) => {
+                if let Ok(c) = serde_json::from_str::<Cancelled>(line) {
+                    self.end(&c.params.request_id.to_string());
+                }
+            }
+            (Some(_), Some(id)) if !id.is_null() => {
+                if let Ok(mut ids) = self.ids.lock() {
+                    ids.insert(id.to_string());
+                }
+            }
+            _ => {}
+        }
+    }
+
+    /// A message the MCP layer wrote: an answer ends the wait for its request.
+    fn written(&self, line: &[u8]) {
+        let Ok(message) = serde_json::from_slice::<Envelope>(line) else {
+            return;
+        };
+        if let (None, Some(id)) = (message.method, message.id)
+            && (message.result.is_some() || message.error.is_some())
+        {
+            self.end(&id.to_string());
+        }
+    }
+
+    fn end(&self, id: &str) {
+        if let Ok(mut ids) = self.ids.lock()
+            && ids.remove(id)
+            && ids.is_empty()
+        {
+            self.done.notify_waiters();
+        }
+    }
+
+    /// Waits until every request read has been answered.
+    async fn settled(&self) {
+        loop {
+            let notified = self.done.notified();
+            tokio::pin!(notified);
+            notified.as_mut().enable();
+            if self.ids.lock().map_or(true, |ids| ids.is_empty()) {
+                return;
+            }
+            notified.await;
+        }
+    }
+}
+
 /// Standard input and output for the MCP layer: each input line is checked
 /// ([`check_message`]; a rejected one is answered here and never reaches the MCP layer)
 /// and marked ([`mark_repeated_arguments`]); output lines go to standard output, and the
-/// returned task ends once the MCP layer's output has all been written.
-fn guarded_stdio() -> (
+/// returned task ends once the MCP layer's output has all been written. `awaiting` follows
+/// which requests are still to be answered.
+fn guarded_stdio(
+    awaiting: Arc<Awaiting>,
+) -> (
     tokio::io::DuplexStream,
     tokio::io::DuplexStream,
     tokio::task::JoinHandle<()>,
@@ -1013,6 +1155,7 @@ fn guarded_stdio() -> (
     let (mut to_mcp, from_stdin) = tokio::io::duplex(256 * 1024);
     let (to_stdout, mut from_mcp) = tokio::io::duplex(256 * 1024);
     let (answers, mut answered) = mpsc::unbounded_channel::<String>();
+    let asked = Arc::clone(&awaiting);
     tokio::spawn(async move {
         let mut input = tokio::io::BufReader::new(tokio::io::stdin());
         let mut line = Vec::new();
@@ -1020,7 +1163,8 @@ fn guarded_stdio() -> (
             line.clear();
             // One message is at most MAX_REQUEST_BYTES, as over HTTP.
             let mut limited = (&mut input).take(MAX_REQUEST_BYTES as u64);
-            match limited.read_until(b'\n', &mut line).await {
+            let read = limited.read_until(b'\n', &mut line).await;
+            match read {
                 Ok(0) | Err(_) => break,
                 Ok(n) if n >= MAX_REQUEST_BYTES && !line.ends_with(b"\n") => break,
                 Ok(_) => {}
@@ -1039,6 +1183,7 @@ fn guarded_stdio() -> (
                 continue;
             }
             let out = mark_repeated_arguments(text);
+            asked.read(&out);
             if to_mcp.write_all(out.as_bytes()).await.is_err()
                 || to_mcp.write_all(b"\n").await.is_err()
             {
@@ -1052,7 +1197,8 @@ fn guarded_stdio() -> (
         let mut line = Vec::new();
         loop {
             line.clear();
-            let out = tokio::select! {
+            // What to write, and whether the MCP layer wrote it.
+            let (out, from_layer) = tokio::select! {
                 biased;
                 read = from_mcp.read_until(b'\n', &mut line) => match read {
                     Ok(0) | Err(_) => {
@@ -1063,16 +1209,19 @@ fn guarded_stdio() -> (
                         let _ = stdout.flush().await;
                         break;
                     }
-                    Ok(_) => std::mem::take(&mut line),
+                    Ok(_) => (std::mem::take(&mut line), true),
                 },
                 Some(answer) = answered.recv() => {
                     let mut bytes = answer.into_bytes();
                     bytes.push(b'\n');
-                    bytes
+                    (bytes, false)
                 }
             };
             if stdout.write_all(&out).await.is_err() || stdout.flush().await.is_err() {
                 break;
+            }
+            if from_layer {
+                awaiting.written(&out);
             }
         }
     });
@@ -1085,6 +1234,50 @@ pub const MAX_REQUEST_BYTES: usize = 64 * 1024 * 1024;
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[tokio::test]
+    async fn awaiting_follows_requests_until_their_answers_are_written() {
+        let a = Arc::new(Awaiting::default());
+        let pending = |a: &Awaiting| {
+            let mut ids: Vec<String> = a.ids.lock().unwrap().iter().cloned().collect();
+            ids.sort();
+            ids
+        };
+        // Requests wait; notifications, the client's answers to the server's own
+        // requests and what is not JSON do not.
+        for line in [
+            r#"{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"Bash"}}"#,
+            r#"{"jsonrpc":"2.0","id":"two","method":"tools/list"}"#,
+            r#"{"jsonrpc":"2.0","id":3,"method":"ping"}"#,
+            r#"{"jsonrpc":"2.0","method":"notifications/initialized"}"#,
+            r#"{"jsonrpc":"2.0","id":9,"result":{"action":"accept"}}"#,
+            r#"{"jsonrpc":"2.0","id":null,"method":"x"}"#,
+            "not json",
+        ] {
+            a.read(line);
+        }
+        assert_eq!(pending(&a), ["\"two\"", "1", "3"]);
+        // An answer ends the wait for its id (a string id stays a string); the server's
+        // own requests and notifications end nothing.
+        a.written(br#"{"jsonrpc":"2.0","id":"two","result":{"tools":[]}}"#);
+        a.written(br#"{"jsonrpc":"2.0","id":1,"method":"elicitation/create","params":{}}"#);
+        a.written(br#"{"jsonrpc":"2.0","method":"notifications/progress","params":{}}"#);
+        a.written(br#"{"jsonrpc":"2.0","id":"1","result":{}}"#);
+        assert_eq!(pending(&a), ["1", "3"]);
+        // A cancelled request gets no answer: the cancellation ends its wait.
+        a.read(r#"{"jsonrpc":"2.0","method":"notifications/cancelled","params":{"requestId":3}}"#);
+        assert_eq!(pending(&a), ["1"]);
+        // Settled once the last answer (an error answers too) is written.
+        let waiter = {
+            let a = Arc::clone(&a);
+            tokio::spawn(async move { a.settled().await })
+        };
+        tokio::task::yield_now().await;
+        assert!(!waiter.is_finished());
+        a.written(br#"{"jsonrpc":"2.0","id":1,"error":{"code":-32603,"message":"x"}}"#);
+        assert!(waiter.await.is_ok());
+        assert!(pending(&a).is_empty());
+    }
 
     #[test]
     fn malformed_messages_get_the_json_rpc_error_the_specifications_name() {

@@ -1,7 +1,7 @@
 //! `agent-tools serve --http` from the outside, through a raw HTTP/1.1 client on loopback:
 //! the token options (generated, `--no-auth`, beyond loopback), malformed messages over
 //! stdio, a bounded load of 50 concurrent sessions, a stdio client that goes away
-//! mid-command, SIGTERM, and the inspector CLI with and without a token.
+//! mid-command, SIGTERM over HTTP and over stdio, and the inspector CLI with and without a token.
 
 use std::io::Write;
 use std::process::{Command, Stdio};
@@ -416,6 +416,84 @@ fn start_bash(authority: &str, command: &str, handle: Option<&str>) -> Conn {
     );
     conn.write("POST", "/mcp", &headers, &body);
     conn
+}
+
+/// SIGTERM to `serve` over stdio: a call that finishes within the grace period and one
+/// cancelled at its end are both answered on standard output before serve exits, and no
+/// process is left. The answers of the cancelled calls used to be lost: the MCP layer
+/// stopped before the contexts ended.
+#[test]
+fn sigterm_over_stdio_answers_every_call_then_leaves_no_process() {
+    use std::io::BufRead;
+    let project = Project::new(&[]);
+    let m = marker("sigterm-stdio");
+    let mut child = Command::new(binary())
+        .args([
+            "--cwd",
+            project.root_str(),
+            "serve",
+            "--allow",
+            "Bash",
+            "--grace",
+            "3",
+        ])
+        .env("AGENT_TOOLS_HOME", project.home())
+        .env("HOME", project.home())
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::null())
+        .spawn()
+        .expect("spawn agent-tools serve");
+    let mut stdin = child.stdin.take().expect("stdin");
+    let stdout = child.stdout.take().expect("stdout");
+    let reader = std::thread::spawn(move || {
+        std::io::BufReader::new(stdout)
+            .lines()
+            .map_while(Result::ok)
+            .filter_map(|l| serde_json::from_str::<Value>(&l).ok())
+            .collect::<Vec<Value>>()
+    });
+    for (id, command) in [
+        (1, format!("sleep 600 # {m}")),
+        (2, "sleep 1; echo finished".to_owned()),
+    ] {
+        let (_, body) = modern(
+            id,
+            "tools/call",
+            json!({"name": "Bash", "arguments": {"command": command}}),
+            None,
+            None,
+        );
+        writeln!(stdin, "{body}").expect("write");
+    }
+    assert!(wait_for_process(&m, 30), "the command never started");
+    rustix::process::kill_process(
+        rustix::process::Pid::from_raw(child.id() as i32).expect("a pid"),
+        rustix::process::Signal::TERM,
+    )
+    .expect("SIGTERM");
+    let deadline = Instant::now() + Duration::from_secs(60);
+    while child.try_wait().expect("status").is_none() && Instant::now() < deadline {
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    let status = child.try_wait().expect("status");
+    drop(stdin);
+    assert!(status.is_some_and(|s| s.success()), "{status:?}");
+    let answers = reader.join().expect("the reader");
+    let answer = |id: i64| answers.iter().find(|a| a["id"] == id).cloned();
+    let finished = answer(2).unwrap_or_else(|| panic!("no answer to the quick call: {answers:#?}"));
+    assert!(finished.to_string().contains("finished"), "{finished:#}");
+    let cancelled =
+        answer(1).unwrap_or_else(|| panic!("no answer to the cancelled call: {answers:#?}"));
+    assert!(
+        cancelled.get("result").is_some() || cancelled.get("error").is_some(),
+        "{cancelled:#}"
+    );
+    assert_eq!(
+        survivors(&m, 10),
+        Vec::<u32>::new(),
+        "the command outlived serve"
+    );
 }
 
 /// A client that closes the pipe of `serve` over stdio mid-command: serve ends and leaves
