@@ -256,11 +256,13 @@ impl Worker {
                 Content::Skip => {}
             }
         }
-        // Room for the encoded lists at once: about half a byte per (document, trigram)
-        // pair on source trees (growing a few MiB by doubling cost 3% of a build).
+        // Room for the encoded lists at once, a byte per (document, trigram) pair: half of
+        // it is used on source trees, less on dense chunks, more on sparse ones (growing a
+        // few MiB by doubling, a copy each time, cost 3% of a build); what is not used is
+        // never touched.
         let pairs: usize = self.buckets.iter().map(Vec::len).sum();
         let mut lists = ChunkLists {
-            bytes: Vec::with_capacity(pairs / 2 + 4096),
+            bytes: Vec::with_capacity(pairs + 4096),
             ..ChunkLists::default()
         };
         let mut previous = 0;
