@@ -28,6 +28,8 @@ const BITMAP_BYTES: usize = CHUNK / 8;
 const LOW_BITS: u32 = 13;
 const LOW_MASK: u32 = (1 << LOW_BITS) - 1;
 const BUCKETS: usize = GRAM_SPACE >> LOW_BITS;
+/// Counters of a bucket's sort: one per value of the low bits.
+const COUNTS: usize = 1 << LOW_BITS;
 /// Every this many lists of a chunk, where one starts is noted (lookups in memory).
 const SAMPLE: u32 = 64;
 
@@ -117,6 +119,8 @@ impl ChunkLists {
             last = id;
         }
         let n = words.len() as u64;
+        // The head and length take at most 20 bytes.
+        self.bytes.reserve(deltas.min(BITMAP_BYTES) + 20);
         if deltas > BITMAP_BYTES {
             push_varint(&mut self.bytes, (n - 1) << 1 | BITMAP);
             let start = self.bytes.len();
@@ -210,9 +214,9 @@ struct Worker {
     extractor: Extractor,
     buf: Vec<u8>,
     /// Per bucket (a trigram's high bits): `low bits << 11 | local id`, ids ascending.
-    buckets: Vec<Vec<u32>>,
+    buckets: Box<[Vec<u32>; BUCKETS]>,
     sorted: Vec<u32>,
-    counts: Vec<u32>,
+    counts: Box<[u32; COUNTS]>,
 }
 
 impl Worker {
@@ -220,9 +224,9 @@ impl Worker {
         Worker {
             extractor: Extractor::new(),
             buf: Vec::new(),
-            buckets: vec![Vec::new(); BUCKETS],
+            buckets: Box::new(std::array::from_fn(|_| Vec::new())),
             sorted: Vec::new(),
-            counts: vec![0; (1 << LOW_BITS) + 1],
+            counts: Box::new([0; COUNTS]),
         }
     }
 
@@ -241,11 +245,10 @@ impl Worker {
             match read(id, &mut self.buf) {
                 Content::Text => {
                     self.extractor.feed(&self.buf);
+                    let buckets = &mut *self.buckets;
                     for &g in self.extractor.grams() {
-                        let bucket = (g >> LOW_BITS) as usize % BUCKETS;
-                        if let Some(b) = self.buckets.get_mut(bucket) {
-                            b.push((g & LOW_MASK) << LOCAL_BITS | local);
-                        }
+                        buckets[(g >> LOW_BITS) as usize % BUCKETS]
+                            .push((g & LOW_MASK) << LOCAL_BITS | local);
                     }
                     self.extractor.reset();
                 }
@@ -253,27 +256,43 @@ impl Worker {
                 Content::Skip => {}
             }
         }
-        let mut lists = ChunkLists::default();
+        // Room for the encoded lists at once, a byte per (document, trigram) pair: half of
+        // it is used on source trees, less on dense chunks, more on sparse ones (growing a
+        // few MiB by doubling, a copy each time, cost 3% of a build); what is not used is
+        // never touched.
+        let pairs: usize = self.buckets.iter().map(Vec::len).sum();
+        let mut lists = ChunkLists {
+            bytes: Vec::with_capacity(pairs + 4096),
+            ..ChunkLists::default()
+        };
         let mut previous = 0;
         for (high, bucket) in self.buckets.iter_mut().enumerate() {
             if bucket.is_empty() {
                 continue;
             }
-            // A stable counting sort by the low bits.
-            let counts = &mut self.counts;
+            // A stable counting sort by the low bits (each count then turned into where
+            // its run starts, with the running total kept in a register).
+            let counts = &mut *self.counts;
             counts.fill(0);
             for &w in bucket.iter() {
-                counts[(w >> LOCAL_BITS) as usize + 1] += 1;
+                counts[(w >> LOCAL_BITS) as usize % COUNTS] += 1;
             }
-            for i in 1..counts.len() {
-                counts[i] += counts[i - 1];
+            let mut total = 0;
+            for c in counts.iter_mut() {
+                let n = *c;
+                *c = total;
+                total += n;
             }
             self.sorted.clear();
             self.sorted.resize(bucket.len(), 0);
+            let sorted = &mut self.sorted[..];
             for &w in bucket.iter() {
-                let slot = &mut counts[(w >> LOCAL_BITS) as usize];
-                self.sorted[*slot as usize] = w;
+                let slot = &mut counts[(w >> LOCAL_BITS) as usize % COUNTS];
+                let at = *slot as usize;
                 *slot += 1;
+                if let Some(s) = sorted.get_mut(at) {
+                    *s = w;
+                }
             }
             let mut run = &self.sorted[..];
             while let Some(&first) = run.first() {

@@ -192,8 +192,16 @@ pub(crate) fn read_content(dir: &OwnedFd, rel: &[u8], buf: &mut Vec<u8>) -> Cont
             return Content::Always;
         }
         // Room for the file and a byte more, so that the read after it sees the end
-        // without growing the buffer.
-        Ok(st) => buf.reserve(usize::try_from(st.st_size).unwrap_or(0).saturating_add(1)),
+        // without growing the buffer; a buffer too small is replaced, not grown (growing
+        // copies its old contents, which are of no use).
+        Ok(st) => {
+            let room = usize::try_from(st.st_size).unwrap_or(0).saturating_add(1);
+            if buf.is_empty() && buf.capacity() < room {
+                *buf = Vec::with_capacity(room);
+            } else {
+                buf.reserve(room);
+            }
+        }
         Err(_) => return Content::Always,
     }
     loop {
