@@ -52,9 +52,10 @@ fn quote(p: &Path) -> String {
 
 /// 200 Bash calls of `true` in one batch, per sandbox mechanism. `true` is read-only, so the
 /// batch runner may run up to 10 at once; `:` (the same builtin no-op, not on the read-only
-/// list) and `exec true` are not, so those run strictly one after the other. `exec true`
-/// also execs /usr/bin/true, which alone doubles a `bash -c` call (a loop of
-/// `bash -c 'exec true'` takes about twice the baseline): `:` is the like-for-like row.
+/// list) and `:; exec true` are not, so those run strictly one after the other (`exec true`
+/// alone is read as `true`, read-only). `:; exec true` also execs /usr/bin/true, which alone
+/// doubles a `bash -c` call (a loop of `bash -c 'exec true'` takes about twice the
+/// baseline): `:` is the like-for-like row.
 pub fn bash_200(ctx: &Ctx) -> Result<Vec<Comparison>> {
     let (work, home) = workdir(ctx)?;
     let baseline = Cmd::new("sh").arg("-c").arg(format!(
@@ -63,13 +64,12 @@ pub fn bash_200(ctx: &Ctx) -> Result<Vec<Comparison>> {
     let mut results = Vec::new();
     for (command, how) in [
         (":", "sequential"),
-        ("exec true", "sequential, execs /usr/bin/true"),
+        (":; exec true", "sequential, execs /usr/bin/true"),
         ("true", "read-only, batched"),
     ] {
-        let stem = match command {
-            ":" => "colon".to_owned(),
-            other => other.replace(' ', "-"),
-        };
+        let stem = command
+            .replace(':', "colon")
+            .replace(|c: char| !c.is_ascii_alphanumeric(), "-");
         let calls = ctx.scratch.join(format!("shell-200-{stem}.jsonl"));
         let line = format!(r#"{{"tool": "Bash", "input": {{"command": "{command}"}}}}"#);
         fs::write(&calls, format!("{}\n", vec![line; CALLS].join("\n")))
