@@ -319,15 +319,7 @@ impl Contexts {
 
     /// Waits until no call is in flight.
     pub async fn settled(&self) {
-        loop {
-            let notified = self.settled.notified();
-            tokio::pin!(notified);
-            notified.as_mut().enable();
-            if self.in_flight() == 0 {
-                return;
-            }
-            notified.await;
-        }
+        wait_until(&self.settled, || self.in_flight() == 0).await;
     }
 
     /// Ends every context: cancels its calls and stops its background tasks (their process
@@ -353,6 +345,21 @@ impl Contexts {
 /// killed and reaped) and deletes the files kept for it.
 pub async fn stop_context(ctx: &ToolContext) {
     ctx.close().await;
+}
+
+/// Waits until `done()` holds, checking again each time `notify` wakes its waiters (whoever
+/// makes `done()` true calls `notify_waiters` after): the wait for calls in flight, and for
+/// answers still on their way out at shutdown (`http.rs`, `server.rs`).
+pub(crate) async fn wait_until(notify: &Notify, done: impl Fn() -> bool) {
+    loop {
+        let notified = notify.notified();
+        tokio::pin!(notified);
+        notified.as_mut().enable();
+        if done() {
+            return;
+        }
+        notified.await;
+    }
 }
 
 /// A call in flight; dropping it ends the count.

@@ -50,7 +50,7 @@ use crate::conns::{
     ClientGone, DEFAULT_HEADER_TIMEOUT, DEFAULT_IDLE_TIMEOUT, DEFAULT_MAX_CONNECTIONS, Limits,
     on_drop,
 };
-use crate::contexts::{Contexts, DEFAULT_IDLE, SessionFactory};
+use crate::contexts::{Contexts, DEFAULT_IDLE, SessionFactory, wait_until};
 use crate::live::LivePool;
 use crate::principal::Principal;
 use crate::server::{
@@ -418,15 +418,7 @@ impl Answering {
 
     /// Waits until every request counted has been answered.
     async fn settled(&self) {
-        loop {
-            let notified = self.done.notified();
-            tokio::pin!(notified);
-            notified.as_mut().enable();
-            if self.count.load(Ordering::SeqCst) == 0 {
-                return;
-            }
-            notified.await;
-        }
+        wait_until(&self.done, || self.count.load(Ordering::SeqCst) == 0).await;
     }
 }
 

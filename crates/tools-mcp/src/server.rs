@@ -38,7 +38,7 @@ use tool_core::{
     ToolContext, ToolError, ToolPool,
 };
 
-use crate::contexts::{CONTEXT_META_KEY, Contexts, SessionFactory};
+use crate::contexts::{CONTEXT_META_KEY, Contexts, SessionFactory, wait_until};
 use crate::live::LivePool;
 use crate::mrtr::{Binding, Round, Rounds, UpfrontInput, run_round, upfront};
 use crate::principal::Principal;
@@ -1127,15 +1127,10 @@ impl Awaiting {
 
     /// Waits until every request read has been answered.
     async fn settled(&self) {
-        loop {
-            let notified = self.done.notified();
-            tokio::pin!(notified);
-            notified.as_mut().enable();
-            if self.ids.lock().map_or(true, |ids| ids.is_empty()) {
-                return;
-            }
-            notified.await;
-        }
+        wait_until(&self.done, || {
+            self.ids.lock().map_or(true, |ids| ids.is_empty())
+        })
+        .await;
     }
 }
 
