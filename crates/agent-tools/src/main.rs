@@ -336,7 +336,7 @@ fn main() -> ExitCode {
     // `serve` is done: what still runs on the runtime stops here, without waiting for the
     // blocking read of standard input, which after a SIGTERM over stdio would keep the
     // server alive for as long as its client keeps the pipe open. (Other commands still
-    // wait for their blocking work, an index being saved for one.)
+    // wait for their blocking work.)
     if serving {
         runtime.shutdown_timeout(std::time::Duration::from_secs(1));
     }

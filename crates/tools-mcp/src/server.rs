@@ -975,6 +975,11 @@ impl Rejection {
 
 /// Checks one incoming message before the MCP layer reads it (see [`Rejection`]).
 pub fn check_message(text: &str) -> Result<(), Rejection> {
+    checked(text).map(|_| ())
+}
+
+/// [`check_message`], giving the message as parsed when it passes.
+fn checked(text: &str) -> Result<serde_json::Value, Rejection> {
     use rmcp::model::{ClientJsonRpcMessage, ClientRequest};
     let value: serde_json::Value = serde_json::from_str(text).map_err(|e| Rejection {
         id: serde_json::Value::Null,
@@ -998,7 +1003,7 @@ pub fn check_message(text: &str) -> Result<(), Rejection> {
     let Some(method) = object.get("method").and_then(|m| m.as_str()) else {
         // A response to one of the server's requests (legacy elicitation), or nothing.
         return if object.contains_key("result") || object.contains_key("error") {
-            Ok(())
+            Ok(value)
         } else {
             Err(invalid_request(id))
         };
@@ -1006,7 +1011,7 @@ pub fn check_message(text: &str) -> Result<(), Rejection> {
     if !CLIENT_METHODS.contains(&method) {
         // Unknown methods are answered -32601 by the MCP layer, unknown notifications
         // ignored.
-        return Ok(());
+        return Ok(value);
     }
     // A request method without an id is no valid request (and gets no answer on stdio).
     let has_id = object.contains_key("id");
@@ -1020,9 +1025,10 @@ pub fn check_message(text: &str) -> Result<(), Rejection> {
     let params = object.get("params").cloned().unwrap_or_default();
     if method == "tools/call" {
         // The common case, checked without parsing the whole message again.
-        return serde_json::from_value::<CallToolRequestParams>(params)
-            .map(|_| ())
-            .map_err(|e| invalid_params(e.to_string()));
+        return match serde_json::from_value::<CallToolRequestParams>(params) {
+            Ok(_) => Ok(value),
+            Err(e) => Err(invalid_params(e.to_string())),
+        };
     }
     let typed = match serde_json::from_value::<ClientJsonRpcMessage>(value.clone()) {
         Ok(ClientJsonRpcMessage::Request(request)) => {
@@ -1032,7 +1038,7 @@ pub fn check_message(text: &str) -> Result<(), Rejection> {
         Err(_) => false,
     };
     if typed {
-        return Ok(());
+        return Ok(value);
     }
     let detail = match method {
         "initialize" => serde_json::from_value::<InitializeRequestParams>(params)
@@ -1060,42 +1066,32 @@ struct Awaiting {
     done: tokio::sync::Notify,
 }
 
-/// What [`Awaiting`] reads of a message: its id, and whether it is a request, an answer or
-/// a cancellation (whose `params.requestId` will get no answer).
+/// What [`Awaiting`] reads of a message the MCP layer wrote: its id, and whether it is an
+/// answer (a result or an error) rather than a request of the server's own.
 #[derive(serde::Deserialize)]
 struct Envelope {
     id: Option<serde_json::Value>,
-    method: Option<String>,
+    method: Option<serde::de::IgnoredAny>,
     result: Option<serde::de::IgnoredAny>,
     error: Option<serde::de::IgnoredAny>,
 }
 
-/// The `params` of `notifications/cancelled`.
-#[derive(serde::Deserialize)]
-struct Cancelled {
-    params: CancelledParams,
-}
-
-#[derive(serde::Deserialize)]
-struct CancelledParams {
-    #[serde(rename = "requestId")]
-    request_id: serde_json::Value,
-}
-
 impl Awaiting {
-    /// A message the client sent: a request waits for its answer; a cancellation ends the
-    /// wait for the request it names (the MCP layer does not answer it).
-    fn read(&self, line: &str) {
-        let Ok(message) = serde_json::from_str::<Envelope>(line) else {
-            return;
-        };
-        match (message.method.as_deref(), message.id) {
+    /// A message the client sent, as [`check_message`] parsed it: a request waits for its
+    /// answer; a cancellation ends the wait for the request it names (the MCP layer does
+    /// not answer it).
+    fn read(&self, message: &serde_json::Value) {
+        let id = message.get("id").filter(|id| !id.is_null());
+        match (
+            message.get("method").and_then(serde_json::Value::as_str),
+            id,
+        ) {
             (Some("notifications/cancelled"), _) => {
-                if let Ok(c) = serde_json::from_str::<Cancelled>(line) {
-                    self.end(&c.params.request_id.to_string());
+                if let Some(request) = message.pointer("/params/requestId") {
+                    self.end(&request.to_string());
                 }
             }
-            (Some(_), Some(id)) if !id.is_null() => {
+            (Some(_), Some(id)) => {
                 if let Ok(mut ids) = self.ids.lock() {
                     ids.insert(id.to_string());
                 }
@@ -1158,8 +1154,7 @@ fn guarded_stdio(
             line.clear();
             // One message is at most MAX_REQUEST_BYTES, as over HTTP.
             let mut limited = (&mut input).take(MAX_REQUEST_BYTES as u64);
-            let read = limited.read_until(b'\n', &mut line).await;
-            match read {
+            match limited.read_until(b'\n', &mut line).await {
                 Ok(0) | Err(_) => break,
                 Ok(n) if n >= MAX_REQUEST_BYTES && !line.ends_with(b"\n") => break,
                 Ok(_) => {}
@@ -1169,16 +1164,19 @@ fn guarded_stdio(
             if text.trim().is_empty() {
                 continue;
             }
-            if let Err(rejection) = check_message(text) {
-                // A notification gets no answer, even a malformed one.
-                let is_request = rejection.code == -32700 || !rejection.id.is_null();
-                if is_request && answers.send(rejection.to_json().to_string()).is_err() {
-                    break;
+            let message = match checked(text) {
+                Ok(message) => message,
+                Err(rejection) => {
+                    // A notification gets no answer, even a malformed one.
+                    let is_request = rejection.code == -32700 || !rejection.id.is_null();
+                    if is_request && answers.send(rejection.to_json().to_string()).is_err() {
+                        break;
+                    }
+                    continue;
                 }
-                continue;
-            }
+            };
+            asked.read(&message);
             let out = mark_repeated_arguments(text);
-            asked.read(&out);
             if to_mcp.write_all(out.as_bytes()).await.is_err()
                 || to_mcp.write_all(b"\n").await.is_err()
             {
@@ -1249,7 +1247,10 @@ mod tests {
             r#"{"jsonrpc":"2.0","id":null,"method":"x"}"#,
             "not json",
         ] {
-            a.read(line);
+            // What is not JSON never gets this far (the guard answers it).
+            if let Ok(message) = serde_json::from_str(line) {
+                a.read(&message);
+            }
         }
         assert_eq!(pending(&a), ["\"two\"", "1", "3"]);
         // An answer ends the wait for its id (a string id stays a string); the server's
@@ -1260,7 +1261,7 @@ mod tests {
         a.written(br#"{"jsonrpc":"2.0","id":"1","result":{}}"#);
         assert_eq!(pending(&a), ["1", "3"]);
         // A cancelled request gets no answer: the cancellation ends its wait.
-        a.read(r#"{"jsonrpc":"2.0","method":"notifications/cancelled","params":{"requestId":3}}"#);
+        a.read(&serde_json::json!({"jsonrpc": "2.0", "method": "notifications/cancelled", "params": {"requestId": 3}}));
         assert_eq!(pending(&a), ["1"]);
         // Settled once the last answer (an error answers too) is written.
         let waiter = {
