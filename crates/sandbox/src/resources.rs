@@ -347,7 +347,6 @@ pub(crate) struct Events {
 }
 
 /// The counter files of a [`Cgroup`].
-#[derive(Debug, Default)]
 struct Counters {
     oom_kills: Option<PathBuf>,
     pids_max: Option<PathBuf>,
@@ -358,9 +357,6 @@ struct Counters {
 #[derive(Debug)]
 pub(crate) struct Cgroup {
     dirs: Vec<PathBuf>,
-    /// The files whose counters say a limit was hit: `oom_kill` and `max` (pids), when
-    /// the group limits that resource. Found once: each command reads them twice.
-    counters: Counters,
     v2: bool,
     /// Whether it limits memory
     memory: bool,
@@ -400,7 +396,6 @@ impl Cgroup {
         let mut group = match hierarchy() {
             Hierarchy::V2 { dir, memory, pids } => Cgroup {
                 dirs: vec![dir.join(&name)],
-                counters: Counters::default(),
                 v2: true,
                 memory: *memory && limits.memory.is_some(),
                 pids: *pids && limits.processes.is_some(),
@@ -415,7 +410,6 @@ impl Cgroup {
                         .chain(pids.iter())
                         .map(|d| d.join(&name))
                         .collect(),
-                    counters: Counters::default(),
                     v2: false,
                     memory: memory.is_some(),
                     pids: pids.is_some(),
@@ -427,7 +421,6 @@ impl Cgroup {
         if group.dirs.is_empty() || !(group.memory || group.pids) {
             return None;
         }
-        group.counters = group.counters_files();
         for d in &group.dirs {
             if std::fs::create_dir(d).is_err() {
                 return None;
@@ -479,10 +472,11 @@ impl Cgroup {
         Ok(())
     }
 
-    /// Where the counters of the limits this group sets are: under v2 both are in its one
-    /// directory; under v1 the memory one is in the first directory, the pids one in the
-    /// last.
-    fn counters_files(&self) -> Counters {
+    /// The files whose counters say a limit this group sets was hit (`oom_kill`, and `max`
+    /// for pids): under v2 both are in its one directory; under v1 the memory one is in
+    /// the first directory, the pids one in the last (no file of the other controller is
+    /// opened in vain).
+    fn counters(&self) -> Counters {
         let (first, last) = (self.dirs.first(), self.dirs.last());
         let oom = if self.v2 {
             "memory.events"
@@ -497,10 +491,11 @@ impl Cgroup {
 
     /// The counters of limits hit so far.
     pub(crate) fn events(&self) -> Events {
-        let read = |file: &Option<PathBuf>, key| file.as_deref().map_or(0, |f| counter(f, key));
+        let files = self.counters();
+        let read = |file: Option<PathBuf>, key| file.map_or(0, |f| counter(&f, key));
         Events {
-            oom_kills: read(&self.counters.oom_kills, "oom_kill"),
-            pids_max: read(&self.counters.pids_max, "max"),
+            oom_kills: read(files.oom_kills, "oom_kill"),
+            pids_max: read(files.pids_max, "max"),
         }
     }
 
@@ -562,7 +557,6 @@ impl Drop for Cgroup {
         let dirs = std::mem::take(&mut self.dirs);
         let group = Cgroup {
             dirs,
-            counters: Counters::default(),
             v2: self.v2,
             memory: self.memory,
             pids: self.pids,
