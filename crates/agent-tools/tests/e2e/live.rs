@@ -3,7 +3,7 @@
 
 use std::io::{BufRead, BufReader, Write};
 use std::path::Path;
-use std::process::{Command, Stdio};
+use std::process::Stdio;
 use std::sync::mpsc;
 use std::time::Duration;
 
@@ -25,16 +25,12 @@ pub struct Live {
 impl Live {
     /// Starts `binary --cwd ROOT --mode bypassPermissions batch` with the project's home.
     pub fn start(binary: &Path, project: &Project) -> Self {
-        let mut child = Command::new(binary)
-            .args([
-                "--cwd",
-                project.root_str(),
-                "--mode",
-                "bypassPermissions",
-                "batch",
-            ])
-            .env("AGENT_TOOLS_HOME", project.home())
-            .env("HOME", project.home())
+        let mut child = project
+            .command_of(
+                binary,
+                project.root(),
+                &["--mode", "bypassPermissions", "batch"],
+            )
             .stdin(Stdio::piped())
             .stdout(Stdio::piped())
             .stderr(Stdio::null())

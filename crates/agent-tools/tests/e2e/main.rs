@@ -178,6 +178,26 @@ impl Project {
         self.run_program(binary(), cwd, args, stdin)
     }
 
+    /// `agent-tools --cwd <root> ARGS` with the project's home, not started yet: for a test
+    /// that talks to the binary while it runs (`serve`, `batch`) and sets its streams.
+    pub fn command(&self, args: &[&str]) -> Command {
+        self.command_of(binary(), self.root(), args)
+    }
+
+    /// `PROGRAM --cwd CWD ARGS` in the project's root with its home: how every test starts
+    /// the binary (or `program`, a copy of it elsewhere).
+    pub fn command_of(&self, program: &Path, cwd: &Path, args: &[&str]) -> Command {
+        let mut command = Command::new(program);
+        command
+            .arg("--cwd")
+            .arg(cwd)
+            .args(args)
+            .current_dir(self.root())
+            .env("AGENT_TOOLS_HOME", self.home.path())
+            .env("HOME", self.home.path());
+        command
+    }
+
     /// [`Project::run_in`] with `program`, a copy of the binary elsewhere.
     pub fn run_program(
         &self,
@@ -186,13 +206,8 @@ impl Project {
         args: &[&str],
         stdin: Option<&str>,
     ) -> Run {
-        let mut child = Command::new(program)
-            .arg("--cwd")
-            .arg(cwd)
-            .args(args)
-            .current_dir(self.root())
-            .env("AGENT_TOOLS_HOME", self.home.path())
-            .env("HOME", self.home.path())
+        let mut child = self
+            .command_of(program, cwd, args)
             .stdin(if stdin.is_some() {
                 Stdio::piped()
             } else {

@@ -11,7 +11,7 @@ use std::process::{Command, Stdio};
 
 use serde_json::{Value, json};
 
-use crate::{Project, binary, peak_rss_kib, text};
+use crate::{Project, peak_rss_kib, text};
 
 /// A stdio MCP server: tools `ro`, `b__ro`, `big` (a reply of exactly `bytes` bytes, or
 /// nested `depth` levels deep counting the envelope), `notify` (sends `count`
@@ -262,10 +262,8 @@ fn an_oversized_reply_is_never_held_whole() {
     for (cap, bytes) in [(Some(1u64 << 20), 300_000_000u64), (None, (64 << 20) + 1)] {
         let extra = cap.map_or(json!({}), |c| json!({"maxMessageBytes": c}));
         let project = project(&["huge"], extra);
-        let mut child = Command::new(binary())
-            .args(["--cwd", project.root_str(), "--allow", "mcp__huge", "batch"])
-            .env("AGENT_TOOLS_HOME", project.home())
-            .env("HOME", project.home())
+        let mut child = project
+            .command(&["--allow", "mcp__huge", "batch"])
             .stdin(Stdio::piped())
             .stdout(Stdio::piped())
             .stderr(Stdio::null())

@@ -12,7 +12,7 @@ use test_support::peers::peer;
 
 use crate::serve::{HttpServer, inspector};
 use crate::serve_eras::{marker, survivors, wait_for_process};
-use crate::{Project, binary, peak_rss_kib};
+use crate::{Project, peak_rss_kib};
 
 pub(crate) use test_support::http::{Conn, call, legacy_headers, legacy_session, modern, text};
 
@@ -237,10 +237,8 @@ fn the_inspector_gets_in_with_the_token_only() {
 fn malformed_messages_over_stdio_get_json_rpc_errors() {
     let project = Project::new(&[]);
     let bad_args = r#"{"jsonrpc":"2.0","id":7,"method":"tools/call","params":{"name":"Read","arguments":"str"}}"#;
-    let mut child = Command::new(binary())
-        .args(["--cwd", project.root_str(), "serve"])
-        .env("AGENT_TOOLS_HOME", project.home())
-        .env("HOME", project.home())
+    let mut child = project
+        .command(&["serve"])
         .stdin(Stdio::piped())
         .stdout(Stdio::piped())
         .stderr(Stdio::null())
@@ -427,18 +425,8 @@ fn sigterm_over_stdio_answers_every_call_then_leaves_no_process() {
     use std::io::BufRead;
     let project = Project::new(&[]);
     let m = marker("sigterm-stdio");
-    let mut child = Command::new(binary())
-        .args([
-            "--cwd",
-            project.root_str(),
-            "serve",
-            "--allow",
-            "Bash",
-            "--grace",
-            "3",
-        ])
-        .env("AGENT_TOOLS_HOME", project.home())
-        .env("HOME", project.home())
+    let mut child = project
+        .command(&["serve", "--allow", "Bash", "--grace", "3"])
         .stdin(Stdio::piped())
         .stdout(Stdio::piped())
         .stderr(Stdio::null())
@@ -502,10 +490,8 @@ fn sigterm_over_stdio_answers_every_call_then_leaves_no_process() {
 fn a_client_that_closes_stdin_mid_command_leaves_no_process() {
     let project = Project::new(&[]);
     let m = marker("disconnect-stdio");
-    let mut child = Command::new(binary())
-        .args(["--cwd", project.root_str(), "serve", "--allow", "Bash"])
-        .env("AGENT_TOOLS_HOME", project.home())
-        .env("HOME", project.home())
+    let mut child = project
+        .command(&["serve", "--allow", "Bash"])
         .stdin(Stdio::piped())
         .stdout(Stdio::null())
         .stderr(Stdio::null())
