@@ -99,17 +99,29 @@ async fn a_tool_added_by_the_server_joins_the_live_pool_and_a_changed_one_stays_
     s.manager.shutdown().await;
 }
 
+/// Serves the pool that follows `s`'s servers over HTTP; each session gets a child of
+/// `s`'s context (ending a session then ends only its own).
+async fn serve_following(
+    s: &Session,
+) -> (
+    String,
+    tokio_util::sync::CancellationToken,
+    tokio::task::JoinHandle<Result<(), tool_core::ToolError>>,
+) {
+    let live = LivePool::following(Arc::clone(&s.manager), assembler());
+    let ctx = s.ctx.clone();
+    let factory: SessionFactory =
+        Arc::new(move |_: &tools_mcp::Principal| Ok::<ToolContext, _>(ctx.child()));
+    serve_with(factory, live).await
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn the_server_adapter_tells_its_client_and_offers_the_new_tool() {
     let Some(peers) = peer("py/mcp") else {
         return;
     };
     let s = dynamic_session(&peers).await;
-    let live = LivePool::following(Arc::clone(&s.manager), assembler());
-    let ctx = s.ctx.clone();
-    let factory: SessionFactory =
-        Arc::new(move |_: &tools_mcp::Principal| Ok::<ToolContext, _>(ctx.clone()));
-    let (url, shutdown, server) = serve_with(factory, live).await;
+    let (url, shutdown, server) = serve_following(&s).await;
     let scenario = json!({
         "transport": {"http": url},
         "capabilities": true,
@@ -221,11 +233,7 @@ async fn a_client_listening_on_2026_07_28_is_told() {
         return;
     };
     let s = dynamic_session(&peers).await;
-    let live = LivePool::following(Arc::clone(&s.manager), assembler());
-    let ctx = s.ctx.clone();
-    let factory: SessionFactory =
-        Arc::new(move |_: &tools_mcp::Principal| Ok::<ToolContext, _>(ctx.child()));
-    let (url, shutdown, server) = serve_with(factory, live).await;
+    let (url, shutdown, server) = serve_following(&s).await;
     // The SDK's high-level client on protocol 2026-07-28: no session, a listen stream.
     let scenario = json!({
         "transport": {"http": url},
