@@ -351,7 +351,11 @@ pub struct IndexFile {
     pub contents: Contents,
     /// Ids every query searches
     pub always: Vec<u32>,
-    grams: Vec<(Gram, u64, u32, u32)>,
+    /// Documents the file describes (kept apart from `contents`, which a session takes)
+    docs: usize,
+    /// The trigram directory as it is on disk: sorted entries of [`GRAM_ENTRY`] bytes
+    /// (gram, offset, length, count), checked when opened and searched in place.
+    grams: Vec<u8>,
     post_off: u64,
     post_len: u64,
     /// Bytes on disk
@@ -515,30 +519,22 @@ fn parse_always(bytes: &[u8], count: usize, docs: usize) -> Option<Vec<u32>> {
         .then_some(always)
 }
 
-/// The trigram directory: `count` entries, sorted, each list within the `post_len` bytes
-/// of lists.
-fn parse_grams(bytes: &[u8], count: usize, post_len: u64) -> Option<Vec<(Gram, u64, u32, u32)>> {
+/// Whether `bytes` is a trigram directory of `count` entries, sorted, each list within the
+/// `post_len` bytes of lists.
+fn grams_ok(bytes: &[u8], count: usize, post_len: u64) -> bool {
     if Some(bytes.len()) != count.checked_mul(GRAM_ENTRY) {
-        return None;
+        return false;
     }
-    let mut grams = Vec::with_capacity(count);
     let mut previous: Option<Gram> = None;
     for e in bytes.chunks_exact(GRAM_ENTRY) {
         let gram = word(e, 0);
-        let off = long(e, 4);
-        let len = word(e, 12);
-        let count = word(e, 16);
-        if previous.is_some_and(|p| p >= gram)
-            || off
-                .checked_add(u64::from(len))
-                .is_none_or(|end| end > post_len)
-        {
-            return None;
+        let end = long(e, 4).checked_add(u64::from(word(e, 12)));
+        if previous.is_some_and(|p| p >= gram) || end.is_none_or(|end| end > post_len) {
+            return false;
         }
         previous = Some(gram);
-        grams.push((gram, off, len, count));
     }
-    Some(grams)
+    true
 }
 
 impl IndexFile {
@@ -554,7 +550,7 @@ impl IndexFile {
         let size = file.metadata().map_err(io)?.len();
         let (header, lens) = read_header(&mut file, path, size)?;
         let meta_len = lens[..5].iter().sum::<u64>();
-        let meta = read_meta(&mut file, path, size, meta_len, word(&header, 88))?;
+        let mut meta = read_meta(&mut file, path, size, meta_len, word(&header, 88))?;
         let section = |i: usize| -> &[u8] {
             let start = usize::try_from(lens[..i].iter().sum::<u64>()).unwrap_or(0);
             let len = usize::try_from(lens[i]).unwrap_or(0);
@@ -567,40 +563,55 @@ impl IndexFile {
         let always =
             parse_always(section(3), word(&header, 24) as usize, docs.len()).ok_or_else(bad)?;
         let post_len = lens[5];
-        let grams =
-            parse_grams(section(4), word(&header, 20) as usize, post_len).ok_or_else(bad)?;
+        if !grams_ok(section(4), word(&header, 20) as usize, post_len) {
+            return Err(bad());
+        }
+        let root = PathBuf::from(std::ffi::OsStr::from_bytes(section(0)));
+        // The directory is the last section: what comes before it moves out of the way in
+        // place, which is cheaper than a copy into memory not yet touched.
+        let before = usize::try_from(lens[..4].iter().sum::<u64>()).unwrap_or(0);
+        meta.drain(..before.min(meta.len()));
         Ok(IndexFile {
             file,
             path: path.to_path_buf(),
+            docs: docs.len(),
             contents: Contents {
-                root: PathBuf::from(std::ffi::OsStr::from_bytes(section(0))),
+                root,
                 built,
                 docs,
                 dirs,
             },
             always,
-            grams,
+            grams: meta,
             post_off: HEADER_LEN as u64 + meta_len,
             post_len,
             bytes: size,
         })
     }
 
-    fn entry(&self, gram: Gram) -> Option<&(Gram, u64, u32, u32)> {
-        self.grams
-            .binary_search_by_key(&gram, |e| e.0)
-            .ok()
-            .and_then(|i| self.grams.get(i))
+    /// The directory's entry of `gram`: offset, length and count of its list.
+    fn entry(&self, gram: Gram) -> Option<(u64, u32, u32)> {
+        let (mut lo, mut hi) = (0, self.grams.len() / GRAM_ENTRY);
+        while lo < hi {
+            let mid = lo + (hi - lo) / 2;
+            let e = self.grams.get(mid * GRAM_ENTRY..(mid + 1) * GRAM_ENTRY)?;
+            match word(e, 0).cmp(&gram) {
+                std::cmp::Ordering::Less => lo = mid + 1,
+                std::cmp::Ordering::Greater => hi = mid,
+                std::cmp::Ordering::Equal => return Some((long(e, 4), word(e, 12), word(e, 16))),
+            }
+        }
+        None
     }
 
     /// Documents whose content holds `gram`.
     pub fn count(&self, gram: Gram) -> u32 {
-        self.entry(gram).map_or(0, |e| e.3)
+        self.entry(gram).map_or(0, |e| e.2)
     }
 
     /// The sorted ids of the documents whose content holds `gram`, read from the file.
     pub fn ids(&self, gram: Gram) -> Result<Vec<u32>, IndexError> {
-        let Some(&(_, off, len, count)) = self.entry(gram) else {
+        let Some((off, len, count)) = self.entry(gram) else {
             return Ok(Vec::new());
         };
         let mut buf = vec![0u8; len as usize];
@@ -612,10 +623,7 @@ impl IndexFile {
             })?;
         let ids = decode_list(&buf, count)
             .ok_or_else(|| corrupt(&self.path, "malformed posting list"))?;
-        if ids
-            .last()
-            .is_some_and(|&last| last as usize >= self.contents.docs.len())
-        {
+        if ids.last().is_some_and(|&last| last as usize >= self.docs) {
             return Err(corrupt(&self.path, "posting list names a missing document"));
         }
         Ok(ids)
@@ -623,7 +631,7 @@ impl IndexFile {
 
     /// Distinct trigrams.
     pub fn gram_count(&self) -> usize {
-        self.grams.len()
+        self.grams.len() / GRAM_ENTRY
     }
 
     /// Bytes of posting lists.

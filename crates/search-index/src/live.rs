@@ -61,6 +61,10 @@ pub struct LiveIndex {
     base: Base,
     base_docs: u32,
     entries: Vec<Entry>,
+    /// Whether the base's documents are sorted by path (a saved index's always are): they
+    /// are then found by binary search, and `by_path` holds only the documents added since.
+    base_sorted: bool,
+    /// Ids of the live documents by path (see `base_sorted`).
     by_path: HashMap<Box<[u8]>, u32>,
     overlay: HashMap<Gram, Vec<u32>>,
     always: Vec<u32>,
@@ -86,11 +90,14 @@ impl LiveIndex {
         listed: &dyn Fn(u32) -> bool,
     ) -> Self {
         let base_docs = u32::try_from(contents.docs.len()).unwrap_or(u32::MAX);
+        let base_sorted = contents.docs.windows(2).all(|w| w[0].rel < w[1].rel);
         let mut entries = Vec::with_capacity(contents.docs.len());
-        let mut by_path = HashMap::with_capacity(contents.docs.len());
+        let mut by_path = HashMap::new();
         for (id, Doc { rel, meta }) in contents.docs.into_iter().enumerate() {
             let id = u32::try_from(id).unwrap_or(u32::MAX);
-            by_path.insert(rel.clone(), id);
+            if !base_sorted {
+                by_path.insert(rel.clone(), id);
+            }
             let indexed = if meta.kind == crate::DocKind::Symlink {
                 Indexed::Listed
             } else if listed(id) {
@@ -112,6 +119,7 @@ impl LiveIndex {
             base,
             base_docs,
             entries,
+            base_sorted,
             by_path,
             overlay: HashMap::new(),
             always: always.to_vec(),
@@ -125,9 +133,14 @@ impl LiveIndex {
         }
     }
 
-    /// An index over a saved file.
-    pub fn from_file(file: IndexFile) -> Self {
-        let contents = file.contents.clone();
+    /// An index over a saved file (its documents and directories move into the index).
+    pub fn from_file(mut file: IndexFile) -> Self {
+        let contents = Contents {
+            root: file.contents.root.clone(),
+            built: file.contents.built,
+            docs: std::mem::take(&mut file.contents.docs),
+            dirs: std::mem::take(&mut file.contents.dirs),
+        };
         let always = file.always.clone();
         let set: std::collections::HashSet<u32> = always.iter().copied().collect();
         LiveIndex::with_base(Base::File(Box::new(file)), contents, &always, &|id| {
@@ -192,9 +205,37 @@ impl LiveIndex {
         self.entries.len() - self.base_docs as usize
     }
 
+    /// The id of the live document at `rel`.
+    fn id_of(&self, rel: &[u8]) -> Option<u32> {
+        if let Some(&id) = self.by_path.get(rel) {
+            return Some(id);
+        }
+        if !self.base_sorted {
+            return None;
+        }
+        let base = self.entries.get(..self.base_docs as usize)?;
+        let at = base.binary_search_by(|e| e.rel[..].cmp(rel)).ok()?;
+        let id = u32::try_from(at).ok()?;
+        base.get(at).filter(|e| !e.dead).map(|_| id)
+    }
+
+    /// The live document at `rel`, for paths asked in ascending order: `cursor` (0 at
+    /// first) remembers where the last one was, so a sorted walk is matched against the
+    /// sorted base in one pass rather than a search per path.
+    pub fn get_ascending(&self, rel: &[u8], cursor: &mut usize) -> Option<&Entry> {
+        if !self.base_sorted || !self.by_path.is_empty() {
+            return self.get(rel);
+        }
+        let base = self.entries.get(..self.base_docs as usize)?;
+        while base.get(*cursor).is_some_and(|e| &e.rel[..] < rel) {
+            *cursor += 1;
+        }
+        base.get(*cursor).filter(|e| &e.rel[..] == rel && !e.dead)
+    }
+
     /// The live document at `rel`.
     pub fn get(&self, rel: &[u8]) -> Option<&Entry> {
-        let id = *self.by_path.get(rel)?;
+        let id = self.id_of(rel)?;
         self.entries.get(id as usize).filter(|e| !e.dead)
     }
 
@@ -272,9 +313,10 @@ impl LiveIndex {
 
     /// Removes the document at `rel`; true when there was one.
     pub fn remove(&mut self, rel: &[u8]) -> bool {
-        let Some(id) = self.by_path.remove(rel) else {
+        let Some(id) = self.id_of(rel) else {
             return false;
         };
+        self.by_path.remove(rel);
         if let Some(e) = self.entries.get_mut(id as usize)
             && !e.dead
         {
@@ -286,12 +328,7 @@ impl LiveIndex {
 
     /// Removes every document and directory under `dir` (and `dir` itself).
     pub fn remove_under(&mut self, dir: &[u8]) {
-        let gone: Vec<Box<[u8]>> = self
-            .by_path
-            .keys()
-            .filter(|rel| within(rel, dir))
-            .cloned()
-            .collect();
+        let gone: Vec<Box<[u8]>> = self.under(dir).map(|(_, e)| e.rel.clone()).collect();
         for rel in gone {
             self.remove(&rel);
         }
@@ -649,6 +686,60 @@ mod tests {
         let mut saved = LiveIndex::from_file(file);
         assert!(saved.is_saved());
         check_index(&mut saved);
+    }
+
+    /// Whether `get`, and `get_ascending` over the paths in order, find a live document at
+    /// each path.
+    fn check_lookups(index: &LiveIndex, expected: &[(&str, bool)]) {
+        let mut cursor = 0;
+        for &(rel, live) in expected {
+            let rel = rel.as_bytes();
+            let found = index.get(rel).map(|e| e.rel.to_vec());
+            assert_eq!(found, live.then(|| rel.to_vec()), "get {rel:?}");
+            let found = index
+                .get_ascending(rel, &mut cursor)
+                .map(|e| e.rel.to_vec());
+            assert_eq!(found, live.then(|| rel.to_vec()), "get_ascending {rel:?}");
+        }
+    }
+
+    #[test]
+    fn documents_are_found_by_path_sorted_base_or_not() {
+        let sorted = TEXTS.to_vec();
+        let mut unsorted = TEXTS.to_vec();
+        unsorted.reverse();
+        for texts in [sorted, unsorted] {
+            let (contents, postings) = built(&texts);
+            let mut index = LiveIndex::from_memory(contents, postings);
+            let all = [
+                ("0.txt", false),
+                ("a.txt", true),
+                ("b.txt", false),
+                ("c.md", true),
+                ("src/b.rs", true),
+                ("src/d.rs", true),
+                ("zz", false),
+            ];
+            check_lookups(&index, &all);
+            // Removed, removed twice, then added again; a new path after the base.
+            assert!(index.remove(b"c.md"));
+            assert!(!index.remove(b"c.md"));
+            assert!(!index.remove(b"b.txt"));
+            check_lookups(&index, &[("a.txt", true), ("c.md", false)]);
+            index.upsert(b"c.md", meta(), Indexed::Always, &[]);
+            index.upsert(b"b.txt", meta(), Indexed::Always, &[]);
+            let again = [
+                ("a.txt", true),
+                ("b.txt", true),
+                ("c.md", true),
+                ("src/b.rs", true),
+            ];
+            check_lookups(&index, &again);
+            assert_eq!(index.get(b"c.md").unwrap().indexed, Indexed::Always);
+            index.remove_under(b"src");
+            check_lookups(&index, &[("src/b.rs", false), ("src/d.rs", false)]);
+            assert_eq!(index.len(), 3);
+        }
     }
 
     #[test]
