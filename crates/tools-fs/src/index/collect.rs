@@ -162,8 +162,13 @@ pub(crate) fn collect(
         found: Found::default(),
     });
     let mut found = Found::default();
-    for t in threads {
-        found.docs.extend(t.found.docs);
+    for mut t in threads {
+        // Moved whole, or merged in one linear pass: not one insertion per file.
+        if found.docs.is_empty() {
+            found.docs = t.found.docs;
+        } else {
+            found.docs.append(&mut t.found.docs);
+        }
         for (rel, n) in t.found.dirs {
             *found.dirs.entry(rel).or_insert(0) += n;
         }

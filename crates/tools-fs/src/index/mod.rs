@@ -309,14 +309,8 @@ fn reindex(
     }
 }
 
-/// Brings the documents and directories under `scope` in line with a walk of it.
-fn reconcile(
-    index: &mut LiveIndex,
-    dir: &OwnedFd,
-    scope: &[u8],
-    found: &Found,
-    force: bool,
-) -> usize {
+/// Removes the documents under `scope` that a walk of it did not find.
+fn drop_gone(index: &mut LiveIndex, scope: &[u8], found: &Found) {
     let gone: Vec<Box<[u8]>> = index
         .under(scope)
         .filter(|(_, e)| !found.docs.contains_key(&e.rel[..]))
@@ -325,6 +319,25 @@ fn reconcile(
     for rel in gone {
         index.remove(&rel);
     }
+}
+
+/// Replaces the directories under `scope` with those a walk of it found.
+fn set_dirs(index: &mut LiveIndex, scope: &[u8], found: &Found) {
+    index.remove_dirs_under(scope);
+    for (rel, skipped) in &found.dirs {
+        index.set_dir(rel, *skipped);
+    }
+}
+
+/// Brings the documents and directories under `scope` in line with a walk of it.
+fn reconcile(
+    index: &mut LiveIndex,
+    dir: &OwnedFd,
+    scope: &[u8],
+    found: &Found,
+    force: bool,
+) -> usize {
+    drop_gone(index, scope, found);
     let mut x = Extractor::new();
     let mut buf = Vec::new();
     let mut read = 0;
@@ -335,10 +348,7 @@ fn reconcile(
             read += 1;
         }
     }
-    index.remove_dirs_under(scope);
-    for (rel, skipped) in &found.dirs {
-        index.set_dir(rel, *skipped);
-    }
+    set_dirs(index, scope, found);
     read
 }
 
@@ -469,42 +479,39 @@ impl Service {
         max: usize,
     ) -> (Option<LiveIndex>, usize) {
         let built = index.built();
-        let mut stale = 0usize;
+        // One look-up per file found: what to read again (new, changed, or racy: changed
+        // within RACY of the build, read again even when its metadata matches), and how
+        // many of the index's documents are still there.
+        let mut stale: Vec<(&[u8], DocMeta)> = Vec::new();
+        let mut kept = 0usize;
+        let mut cursor = 0;
         for (rel, meta) in &found.docs {
-            let fresh = index.get(rel).is_some_and(|e| {
+            let known = index.get_ascending(rel, &mut cursor);
+            kept += usize::from(known.is_some());
+            let fresh = known.is_some_and(|e| {
                 e.meta == *meta && meta.mtime.checked_add(RACY).is_some_and(|t| t < built)
             });
             if !fresh {
-                stale += 1;
+                stale.push((rel, *meta));
             }
         }
-        let gone = index
-            .under(b"")
-            .filter(|(_, e)| !found.docs.contains_key(&e.rel[..]))
-            .count();
-        if stale + gone > max {
-            return (None, stale + gone);
+        let gone = index.len().saturating_sub(kept);
+        if stale.len() + gone > max {
+            return (None, stale.len() + gone);
         }
         let Some(dir) = open_dir(root) else {
             return (None, 0);
         };
-        // Racy files are read again even when their metadata matches.
-        let racy: Vec<(Vec<u8>, DocMeta)> = found
-            .docs
-            .iter()
-            .filter(|(_, m)| m.mtime.checked_add(RACY).is_none_or(|t| t >= built))
-            .map(|(r, m)| (r.clone(), *m))
-            .collect();
-        let mut read = reconcile(&mut index, &dir, b"", found, false);
+        if gone > 0 {
+            drop_gone(&mut index, b"", found);
+        }
         let mut x = Extractor::new();
         let mut buf = Vec::new();
-        for (rel, meta) in racy {
-            if index.get(&rel).is_some_and(|e| e.meta == meta) {
-                reindex(&mut index, &dir, &rel, meta, &mut x, &mut buf);
-                read += 1;
-            }
+        for &(rel, meta) in &stale {
+            reindex(&mut index, &dir, rel, meta, &mut x, &mut buf);
         }
-        (Some(index), read)
+        set_dirs(&mut index, b"", found);
+        (Some(index), stale.len())
     }
 
     /// The notifications of a long-lived session (a one-shot session has none; a failure
