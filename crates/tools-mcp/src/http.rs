@@ -302,6 +302,8 @@ impl Owners {
                 ended: CancellationToken::new(),
             },
         );
+        // The least recently used session makes room, and its calls in flight end with it
+        // (nobody could resume them).
         if self.map.len() > MAX_OWNERS
             && let Some(oldest) = self
                 .map
@@ -309,7 +311,7 @@ impl Owners {
                 .min_by_key(|(_, o)| o.tick)
                 .map(|(k, _)| k.clone())
         {
-            self.map.remove(&oldest);
+            self.forget(&oldest);
         }
     }
 
@@ -1289,11 +1291,14 @@ mod tests {
     #[test]
     fn session_owners_are_bounded() {
         let mut owners = Owners::default();
-        for i in 0..MAX_OWNERS + 10 {
+        owners.bind("s0".into(), Principal::local());
+        let call_of_s0 = owners.client_of("s0");
+        for i in 1..MAX_OWNERS + 10 {
             owners.bind(format!("s{i}"), Principal::local());
         }
         assert_eq!(owners.map.len(), MAX_OWNERS);
         assert!(owners.owner("s0").is_none(), "the oldest went first");
+        assert!(call_of_s0.gone.is_cancelled(), "with its calls in flight");
         assert!(owners.owner(&format!("s{}", MAX_OWNERS + 9)).is_some());
     }
 
