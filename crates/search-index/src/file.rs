@@ -22,7 +22,7 @@ use crate::grams::Gram;
 use crate::postings::{Postings, decode_list, push_varint, read_varint};
 
 /// The format written and the only one read; any other is rebuilt.
-pub const FORMAT_VERSION: u32 = 2;
+pub const FORMAT_VERSION: u32 = 3;
 const MAGIC: [u8; 8] = *b"ATSIDX\0\x01";
 const HEADER_LEN: usize = 96;
 const SECTIONS: usize = 6;

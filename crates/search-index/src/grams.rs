@@ -1,12 +1,13 @@
-//! Trigrams over a 7-bit alphabet: every byte maps to a code (ASCII letters folded to lower
-//! case, each other printable ASCII character its own code, control characters and the
+//! Trigrams over a 7-bit alphabet: every byte maps to a code (each printable ASCII
+//! character its own, upper- and lower-case letters apart; control characters and the
 //! bytes of non-ASCII text in a few shared codes), and a trigram is three codes, 21 bits.
 //!
-//! Folding makes one index serve case-sensitive and case-insensitive queries; the shared
-//! codes keep the set of trigrams small enough for a 256 KiB bitmap, which is what makes
-//! extraction about a nanosecond per byte. Both only ever merge trigrams, so a file that
-//! contains a string always contains the mapped trigrams of that string: the index stays a
-//! superset, and the matcher decides.
+//! The shared codes keep the set of trigrams small enough for a 256 KiB bitmap, which is
+//! what makes extraction about a nanosecond per byte. They only ever merge trigrams, so a
+//! file that contains a string always contains the mapped trigrams of that string: the
+//! index stays a superset, and the matcher decides. Case is kept, so that a query for
+//! `PM_RESUME` does not read every file holding `pm_resume` or `Pm_Resume`; a
+//! case-insensitive query asks for the case variants of its trigrams (`query.rs`).
 
 /// A trigram: three byte codes, `c0 << 14 | c1 << 7 | c2`.
 pub type Gram = u32;
@@ -28,28 +29,14 @@ const fn codes() -> [u8; 256] {
             b'\r' => 3,
             // Other control characters and DEL share one code.
             0..=0x1f | 0x7f => 4,
-            // Printable ASCII: letters folded, then each its own code (0x20..=0x7e minus
-            // the 26 upper-case letters: 69 codes, 5..=73).
-            b'A'..=b'Z' => byte + 32 - 0x20 + 5 - upper_before(byte + 32),
-            0x20..=0x7e => byte - 0x20 + 5 - upper_before(byte),
-            // The bytes of non-ASCII text: 54 shared codes, 74..=127.
-            _ => 74 + (byte - 0x80) % 54,
+            // Printable ASCII, each its own code: 95 codes, 5..=99.
+            0x20..=0x7e => byte - 0x20 + 5,
+            // The bytes of non-ASCII text: 28 shared codes, 100..=127.
+            _ => 100 + (byte - 0x80) % 28,
         };
         b += 1;
     }
     table
-}
-
-/// Upper-case letters below `byte` among the printable characters (they have no code of
-/// their own).
-const fn upper_before(byte: u8) -> u8 {
-    if byte <= b'A' {
-        0
-    } else if byte <= b'Z' {
-        byte - b'A'
-    } else {
-        26
-    }
 }
 
 /// The code of one byte.
@@ -190,19 +177,22 @@ mod tests {
     use super::*;
 
     #[test]
-    fn letters_fold_and_printable_characters_keep_their_own_codes() {
-        assert_eq!(code(b'A'), code(b'a'));
-        assert_eq!(code(b'Z'), code(b'z'));
-        let printable: std::collections::BTreeSet<u32> = (0x20u8..=0x7e)
-            .filter(|b| !b.is_ascii_uppercase())
-            .map(code)
-            .collect();
-        assert_eq!(printable.len(), 69);
+    fn every_printable_character_has_its_own_code_and_case_is_kept() {
+        let printable: std::collections::BTreeSet<u32> = (0x20u8..=0x7e).map(code).collect();
+        assert_eq!(printable.len(), 95);
         assert_eq!(printable.first(), Some(&5));
-        assert_eq!(printable.last(), Some(&73));
+        assert_eq!(printable.last(), Some(&99));
+        for (upper, lower) in (b'A'..=b'Z').zip(b'a'..=b'z') {
+            assert_ne!(code(upper), code(lower), "{}", char::from(upper));
+        }
+        assert_ne!(gram(b'P', b'M', b'_'), gram(b'p', b'm', b'_'));
         assert!((0..=255u8).all(|b| code(b) < 128));
         assert_eq!(code(b'\n'), 2);
-        assert!((0x80..=0xffu8).all(|b| (74..128).contains(&code(b))));
+        assert_eq!(code(0), 4);
+        assert_eq!(code(0x7f), 4);
+        // Non-ASCII bytes share the codes above the printable ones, and use all of them.
+        let high: std::collections::BTreeSet<u32> = (0x80..=0xffu8).map(code).collect();
+        assert_eq!(high, (100..128).collect());
     }
 
     #[test]
@@ -242,14 +232,15 @@ mod tests {
             gram(b'a', b'b', b'c'),
             gram(b'b', b'c', b'a'),
             gram(b'c', b'a', b'b'),
-            gram(b'b', b'c', b'x'),
+            gram(b'b', b'c', b'X'),
         ];
+        assert!(!got.contains(&gram(b'b', b'c', b'x')));
         assert_eq!(got, expected);
         x.reset();
         assert!(x.grams().is_empty());
         x.feed(b"ab");
         assert!(x.grams().is_empty());
         x.feed(b"C");
-        assert_eq!(x.grams(), [gram(b'a', b'b', b'c')]);
+        assert_eq!(x.grams(), [gram(b'a', b'b', b'C')]);
     }
 }

@@ -4,9 +4,9 @@
 //!
 //! # Overview
 //!
-//! - [`Extractor`] collects the distinct trigrams of a file's content over a folded 7-bit
-//!   alphabet ([`grams`](crate::gram)): letters are folded to lower case, so one index
-//!   serves case-sensitive and case-insensitive queries.
+//! - [`Extractor`] collects the distinct trigrams of a file's content over a 7-bit alphabet
+//!   ([`grams`](crate::gram)) that keeps the case of letters: one index serves
+//!   case-sensitive queries and case-insensitive ones, which ask for the case variants.
 //! - [`query_for`] turns a regular expression into a [`GramQuery`], the AND/OR of trigrams
 //!   that a file must contain for the pattern to match in it, derived from `regex-syntax`'s
 //!   syntax tree (literals, classes, alternations, repetitions, case-insensitivity,
@@ -43,8 +43,11 @@
 //!     .collect();
 //! let contents = Contents { root: "/src".into(), built: SystemTime::now(), docs, dirs: vec![] };
 //! let index = LiveIndex::from_memory(contents, postings);
-//! // Case folded: both spellings are candidates; the matcher decides.
 //! let query = query_for("rcu_read_lock_bh", PatternOptions::default());
+//! assert_eq!(index.candidates(&query).unwrap(), Candidates::Some(vec![0]));
+//! // Case-insensitive: both spellings are candidates; the matcher decides.
+//! let options = PatternOptions { case_insensitive: true, ..Default::default() };
+//! let query = query_for("rcu_read_lock_bh", options);
 //! assert_eq!(index.candidates(&query).unwrap(), Candidates::Some(vec![0, 2]));
 //! ```
 

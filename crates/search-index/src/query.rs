@@ -7,10 +7,13 @@
 //! alternations), otherwise the strings its matches start and end with, plus a query that
 //! every match satisfies. Concatenation crosses exact sets and adds the trigrams that span
 //! the boundary between one part's suffixes and the next part's prefixes; alternation ORs;
-//! a repetition that may match nothing knows nothing. Strings are kept as byte codes
-//! ([`crate::grams::code`]), so case-insensitive classes of ASCII letters collapse to one
-//! string. A pattern the index cannot narrow (`.`, `\w+`, a lone short literal) gives
-//! [`GramQuery::All`].
+//! a repetition that may match nothing knows nothing. Strings are kept as symbols: a byte's
+//! code ([`crate::grams::code`]), or a letter in either case, which a class holding both
+//! cases of an ASCII letter (`[Pp]`, or `p` case-insensitive) collapses to, so that a
+//! case-insensitive literal stays one string. Only when a string becomes trigrams does
+//! such a symbol expand: a trigram with letters in either case is the OR of its case
+//! variants (the index keeps case). A pattern the index cannot narrow (`.`, `\w+`, a lone
+//! short literal) gives [`GramQuery::All`].
 
 use std::collections::BTreeSet;
 
@@ -230,12 +233,7 @@ fn any_of(set: &Set) -> GramQuery {
     set.iter().fold(GramQuery::Nothing, |acc, s| {
         // The AND of a string's trigrams, built at once (folding `and` one trigram at a time
         // sorts the growing list each time: quadratic in a long literal).
-        let mut grams: Vec<GramQuery> = s
-            .windows(3)
-            .map(|w| {
-                GramQuery::Gram(u32::from(w[0]) << 14 | u32::from(w[1]) << 7 | u32::from(w[2]))
-            })
-            .collect();
+        let mut grams: Vec<GramQuery> = s.windows(3).map(trigram).collect();
         grams.sort();
         grams.dedup();
         let all = match grams.len() {
@@ -244,6 +242,41 @@ fn any_of(set: &Set) -> GramQuery {
         };
         acc.or(all)
     })
+}
+
+/// The symbol of an ASCII letter in either case, for letters `a` to `z` (`FOLDED` plus the
+/// letter's place in the alphabet); symbols below it are byte codes.
+const FOLDED: u8 = 128;
+
+/// The codes a symbol stands for: one, or a letter's two cases.
+fn variants(symbol: u8) -> impl Iterator<Item = u32> {
+    let (first, second) = match symbol.checked_sub(FOLDED) {
+        Some(letter) => {
+            let lower = b'a' + letter % 26;
+            (code(lower), Some(code(lower.to_ascii_uppercase())))
+        }
+        None => (u32::from(symbol), None),
+    };
+    std::iter::once(first).chain(second)
+}
+
+/// The trigram of three symbols: one trigram, or the OR of the case variants of one with
+/// letters in either case (up to eight).
+fn trigram(w: &[u8]) -> GramQuery {
+    let mut grams: Vec<GramQuery> = Vec::with_capacity(8);
+    for a in variants(w[0]) {
+        for b in variants(w[1]) {
+            for c in variants(w[2]) {
+                grams.push(GramQuery::Gram(a << 14 | b << 7 | c));
+            }
+        }
+    }
+    // Distinct already (the variants differ in case); sorted, as `combine` keeps lists.
+    grams.sort();
+    match grams.len() {
+        1 => grams.pop().unwrap_or(GramQuery::All),
+        _ => GramQuery::Or(grams),
+    }
 }
 
 /// Every concatenation of a string of `a` with one of `b`, or `None` when too many.
@@ -335,41 +368,60 @@ fn codes(bytes: &[u8]) -> Vec<u8> {
         .collect()
 }
 
+/// The strings of the characters of a class: their codes, except that an ASCII letter whose
+/// two cases are both in the class is one symbol for either case.
+fn class_strings(chars: &[&[u8]]) -> Set {
+    let has = |b: u8| chars.iter().any(|c| **c == [b]);
+    chars
+        .iter()
+        .map(|c| match c {
+            [b] if b.is_ascii_alphabetic()
+                && has(b.to_ascii_lowercase())
+                && has(b.to_ascii_uppercase()) =>
+            {
+                vec![FOLDED + (b.to_ascii_lowercase() - b'a')]
+            }
+            _ => codes(c),
+        })
+        .collect()
+}
+
 fn class(class: &Class) -> Info {
-    let mut set = Set::new();
+    let count: u32 = match class {
+        Class::Unicode(c) => c
+            .ranges()
+            .iter()
+            .map(|r| u32::from(r.end()) - u32::from(r.start()) + 1)
+            .sum(),
+        Class::Bytes(c) => c
+            .ranges()
+            .iter()
+            .map(|r| u32::from(r.end()) - u32::from(r.start()) + 1)
+            .sum(),
+    };
+    if count > MAX_CLASS_CHARS {
+        return Info::any(false);
+    }
+    let mut chars: Vec<Vec<u8>> = Vec::new();
     match class {
         Class::Unicode(c) => {
-            let count: u32 = c
-                .ranges()
-                .iter()
-                .map(|r| u32::from(r.end()) - u32::from(r.start()) + 1)
-                .sum();
-            if count > MAX_CLASS_CHARS {
-                return Info::any(false);
-            }
             let mut buf = [0u8; 4];
             for r in c.ranges() {
                 for ch in r.start()..=r.end() {
-                    set.insert(codes(ch.encode_utf8(&mut buf).as_bytes()));
+                    chars.push(ch.encode_utf8(&mut buf).as_bytes().to_vec());
                 }
             }
         }
         Class::Bytes(c) => {
-            let count: u32 = c
-                .ranges()
-                .iter()
-                .map(|r| u32::from(r.end()) - u32::from(r.start()) + 1)
-                .sum();
-            if count > MAX_CLASS_CHARS {
-                return Info::any(false);
-            }
             for r in c.ranges() {
                 for b in r.start()..=r.end() {
-                    set.insert(codes(&[b]));
+                    chars.push(vec![b]);
                 }
             }
         }
     }
+    let chars: Vec<&[u8]> = chars.iter().map(Vec::as_slice).collect();
+    let set = class_strings(&chars);
     if set.len() > MAX_EXACT {
         return Info::any(false);
     }
@@ -476,26 +528,128 @@ mod tests {
         eval(query, &have)
     }
 
-    #[test]
-    fn literals_need_all_their_trigrams() {
-        assert_eq!(q("rcu_read_lock_bh"), all_of("rcu_read_lock_bh"));
-        // Folded: the case of letters does not matter.
-        assert_eq!(q("PM_RESUME"), all_of("pm_resume"));
-        // Case-insensitive: `s` also matches `ſ` (U+017F), whose bytes are other codes, so
-        // the query is an OR of both spellings.
-        let insensitive = query_for(
-            "pm_resume",
+    fn insensitive(pattern: &str) -> GramQuery {
+        query_for(
+            pattern,
             PatternOptions {
                 case_insensitive: true,
                 ..Default::default()
             },
-        );
+        )
+    }
+
+    /// The trigrams of `text` with its ASCII letters in either case: each an OR of variants.
+    fn either_case(text: &str) -> GramQuery {
+        let b = text.as_bytes();
+        b.windows(3).fold(GramQuery::All, |q, w| {
+            let cases = |c: u8| [c.to_ascii_lowercase(), c.to_ascii_uppercase()];
+            let mut variants = GramQuery::Nothing;
+            for x in cases(w[0]) {
+                for y in cases(w[1]) {
+                    for z in cases(w[2]) {
+                        variants = variants.or(GramQuery::Gram(gram(x, y, z)));
+                    }
+                }
+            }
+            q.and(variants)
+        })
+    }
+
+    /// Every spelling of `word` with its ASCII letters in upper or lower case.
+    fn spellings(word: &str) -> Vec<String> {
+        let letters = word.bytes().filter(u8::is_ascii_alphabetic).count();
+        (0..1u32 << letters)
+            .map(|mask| {
+                let mut i = 0;
+                word.chars()
+                    .map(|c| {
+                        if !c.is_ascii_alphabetic() {
+                            return c;
+                        }
+                        i += 1;
+                        if mask >> (i - 1) & 1 == 1 {
+                            c.to_ascii_uppercase()
+                        } else {
+                            c.to_ascii_lowercase()
+                        }
+                    })
+                    .collect()
+            })
+            .collect()
+    }
+
+    #[test]
+    fn literals_need_all_their_trigrams_in_their_case() {
+        assert_eq!(q("rcu_read_lock_bh"), all_of("rcu_read_lock_bh"));
+        // Case is kept: upper case asks for upper-case trigrams only.
+        let upper = q("PM_RESUME");
+        assert_eq!(upper, all_of("PM_RESUME"));
+        assert!(satisfied(&upper, "x PM_RESUME y"));
+        assert!(!satisfied(&upper, "pm_resume"));
+        assert!(!satisfied(&upper, "PM_Resume"));
+    }
+
+    #[test]
+    fn case_insensitive_literals_ask_for_every_case_variant() {
+        // `s` also matches `ſ` (U+017F), whose bytes are other codes, so the query is an OR
+        // of both spellings, each trigram an OR of its case variants.
+        let query = insensitive("pm_resume");
         assert_eq!(
-            insensitive,
-            all_of("pm_resume").or(all_of("pm_re\u{17f}ume"))
+            query,
+            either_case("pm_resume").or(either_case("pm_re\u{17f}ume"))
         );
-        assert!(satisfied(&insensitive, "x PM_ReSuMe y"));
-        assert!(!satisfied(&insensitive, "pm_resum"));
+        assert_eq!(insensitive("PM_RESUME"), query);
+        assert_eq!(q("(?i)pm_resume"), query);
+        assert!(satisfied(&query, "pm_re\u{17f}ume"));
+        assert!(!satisfied(&query, "pm_resum"));
+        // Every spelling satisfies it: a variant left out fails here.
+        for word in ["pm_resume", "abcd", "x_yz_w"] {
+            let query = insensitive(word);
+            for spelling in spellings(word) {
+                assert!(satisfied(&query, &spelling), "{word} {spelling}");
+            }
+        }
+        assert_eq!(spellings("ab_c").len(), 8);
+    }
+
+    #[test]
+    fn a_class_of_both_cases_is_either_case() {
+        let class = q("[Pp]m_resume");
+        assert!(satisfied(&class, "pm_resume"));
+        assert!(satisfied(&class, "Pm_resume"));
+        assert!(!satisfied(&class, "pM_resume"));
+        let first =
+            GramQuery::Gram(gram(b'p', b'm', b'_')).or(GramQuery::Gram(gram(b'P', b'm', b'_')));
+        assert_eq!(class, first.and(all_of("m_resume")));
+        // One case of a letter is that case only.
+        assert_eq!(q("[P]M_RESUME"), all_of("PM_RESUME"));
+        assert_eq!(
+            q("(?-u:[Aa])bc"),
+            GramQuery::Gram(gram(b'a', b'b', b'c')).or(GramQuery::Gram(gram(b'A', b'b', b'c')))
+        );
+    }
+
+    #[test]
+    fn case_insensitive_letters_keep_their_unicode_variants() {
+        // `k` case-insensitive is also the Kelvin sign U+212A (three non-ASCII bytes), and
+        // `s` the long s U+017F: both spellings satisfy the query.
+        let query = insensitive("kelvins");
+        for text in [
+            "kelvins",
+            "KELVINS",
+            "\u{212A}ELVIN\u{17f}",
+            "KELVIN\u{17f}",
+        ] {
+            assert!(satisfied(&query, text), "{text}");
+        }
+        for spelling in spellings("kelvins") {
+            assert!(satisfied(&query, &spelling), "{spelling}");
+        }
+        assert!(!satisfied(&query, "kelvi"));
+        for spelling in spellings("elvins") {
+            let text = format!("\u{212A}{spelling}");
+            assert!(satisfied(&query, &text), "{text}");
+        }
     }
 
     #[test]
@@ -512,7 +666,7 @@ mod tests {
     fn alternations_and_classes() {
         assert_eq!(
             q("ERR_SYS|LINK_REQ"),
-            all_of("err_sys").or(all_of("link_req"))
+            all_of("ERR_SYS").or(all_of("LINK_REQ"))
         );
         assert_eq!(q("foo[ab]ar"), all_of("fooaar").or(all_of("foobar")));
         let anchored = q("^static int [a-z0-9_]+_probe\\(");
@@ -520,7 +674,7 @@ mod tests {
         let spaced = q("struct\\s+page_pool\\b");
         assert_eq!(spaced, all_of("struct").and(all_of("page_pool")));
         let exported = q("EXPORT_SYMBOL_GPL\\(kmalloc");
-        assert_eq!(exported, all_of("export_symbol_gpl(kmalloc"));
+        assert_eq!(exported, all_of("EXPORT_SYMBOL_GPL(kmalloc"));
     }
 
     #[test]
@@ -532,6 +686,9 @@ mod tests {
             ("x+yzw", &["xyzw", "xxxxyzw"]),
             ("(?i)straße", &["STRASSE straße", "Straße"]),
             ("(?i)k\\w{2}lvin", &["\u{212A}xxlvin", "KABLVIN"]),
+            ("(?i)pm_resume", &["Pm_ReSuMe", "PM_RE\u{17f}UME"]),
+            ("[Pp]m_[Rr]esume", &["Pm_Resume", "pm_resume"]),
+            ("(?i)é[a-c]Q", &["ÉBq", "éaQ"]),
             ("foo.*bar", &["foo bar", "foobar", "fooxxxxbar"]),
             ("one \\d+\\nneedle", &["one 12\nneedle"]),
             ("[0-9a-f]{4}-zz", &["12ab-zz"]),

@@ -76,8 +76,13 @@ impl Rng {
 const WORDS: &[&str] = &[
     "alpha",
     "Bravo",
+    "bravo",
     "charlie_delta",
     "ECHO",
+    "Echo",
+    "KMALLOC",
+    "\u{212A}elvin",
+    "kelvin",
     "foxtrot",
     "golf",
     "hotel",
