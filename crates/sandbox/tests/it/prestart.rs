@@ -17,11 +17,13 @@ use crate::{Site, survivors};
 /// wait for the command; the pattern does not match itself).
 const CHECK: &str = r#"grep -q "__agent_tools_[s]=" /proc/$$/cmdline && echo PREPARED"#;
 
-/// Every launch: none, then each mechanism this machine offers.
+/// Every launch: none, then each mechanism this machine offers, in the jail (a Landlock
+/// instance of the workspace sandbox is keyed on the time of `/tmp`, which other tests keep
+/// changing, and a new instance starts its first bash itself).
 fn launches(site: &Site) -> Vec<(&'static str, Launch)> {
     let mut out = vec![("none", Launch::Direct)];
     for (name, settings) in crate::mechanisms() {
-        let prepared: Prepared = site.prepare(Profile::Workspace, &settings);
+        let prepared: Prepared = site.prepare(Profile::Jail, &settings);
         out.push((name, prepared.launch));
     }
     out
