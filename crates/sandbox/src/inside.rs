@@ -613,10 +613,17 @@ impl SupervisorLoop {
     }
 
     /// Reports a command's end; when it was the last one, first kills every other process
-    /// of the sandbox (what a command started outside its group does not outlive it).
+    /// of the sandbox (what a command started outside its group does not outlive it), then
+    /// starts the next command's bash: started before the report, it runs on its own while
+    /// the report wakes the host (which the kernel otherwise puts on the supervisor's CPU,
+    /// where the bash would wait for it).
     fn report(&mut self, id: &[u8], status: i32) -> bool {
         if self.jobs.is_empty() && self.cleaners.is_empty() {
-            self.sweep_all();
+            // With a bash waiting, no command ran since the sweep before it was started.
+            if self.prep.as_ref().is_none_or(|p| p.waiting.is_none()) {
+                self.sweep_all();
+            }
+            self.prestart();
         }
         reply(&[b"x ".as_slice(), id, format!(" {status}").as_bytes()].concat()).is_ok()
     }

@@ -28,8 +28,9 @@
 //!   and variables, sent ahead (a session's instance sends them with each command). Once
 //!   no command runs and nothing any command started is left, the supervisor starts that
 //!   call's bash in DIR with the variables, in a new process group, to run the start-up
-//!   code and wait for its command (`command::prepared_script`): bash's start, about a
-//!   millisecond, then overlaps the host's work on the call. Nothing can reach that bash
+//!   code and wait for its command (`command::prepared_script`), before it reports the
+//!   end of the command before: bash's start, about a millisecond, then overlaps the
+//!   host's work on the result and on the next call. Nothing can reach that bash
 //!   before its command arrives, since no command runs while it waits, and every request
 //!   but `kill` takes it (`go`) or kills it first; the sweep below never meets it.
 //! - `ID go DIR N K=V… COMMAND`: a `run` with the ends sent ahead. The waiting bash runs
