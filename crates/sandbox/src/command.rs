@@ -70,6 +70,74 @@ pub struct Io {
     pub output: OwnedFd,
     /// Where it reports its working directory at exit, if wanted
     pub cwd: Option<OwnedFd>,
+    /// Which supervisor has these ends already, with a bash started for them
+    pub(crate) ticket: Option<Ticket>,
+}
+
+/// A supervisor that was sent a command's pipe ends ahead (see the `supervisor` module).
+pub(crate) trait Holder: Send + Sync + std::fmt::Debug {
+    /// Forgets the ends sent ahead as `serial`, if it still holds them.
+    fn discard(&self, serial: u64);
+}
+
+/// Pipe ends sent ahead to a supervisor: a call that runs there with them sends only its
+/// command; dropped unused, they are forgotten there.
+#[derive(Debug)]
+pub(crate) struct Ticket {
+    pub(crate) holder: std::sync::Weak<dyn Holder>,
+    pub(crate) serial: u64,
+}
+
+impl Drop for Ticket {
+    fn drop(&mut self) {
+        if let Some(holder) = self.holder.upgrade() {
+            holder.discard(self.serial);
+        }
+    }
+}
+
+impl Io {
+    /// The ends `output` and `cwd`.
+    pub fn new(output: OwnedFd, cwd: Option<OwnedFd>) -> Io {
+        Io {
+            output,
+            cwd,
+            ticket: None,
+        }
+    }
+}
+
+/// A command's pipes: the ends it gets and ours (see `Instances::pipes`).
+#[derive(Debug)]
+pub struct Pipes {
+    /// The read end of its output pipe
+    pub output: OwnedFd,
+    /// The read end of its working-directory pipe, when asked for
+    pub cwd: Option<OwnedFd>,
+    /// Its ends
+    pub io: Io,
+}
+
+impl Pipes {
+    /// New pipes (close-on-exec), with a working-directory pipe when `reports_cwd`.
+    pub fn new(reports_cwd: bool) -> Result<Pipes, tool_core::ToolError> {
+        use rustix::pipe::{PipeFlags, pipe_with};
+        let fail = |e: rustix::io::Errno| {
+            tool_core::ToolError::fatal(format!("cannot create the command's pipes: {e}"))
+        };
+        let (output, write) = pipe_with(PipeFlags::CLOEXEC).map_err(fail)?;
+        let (cwd, cwd_end) = if reports_cwd {
+            let (r, w) = pipe_with(PipeFlags::CLOEXEC).map_err(fail)?;
+            (Some(r), Some(w))
+        } else {
+            (None, None)
+        };
+        Ok(Pipes {
+            output,
+            cwd,
+            io: Io::new(write, cwd_end),
+        })
+    }
 }
 
 /// The variables a command gets on top of the environment: the spec's, the flag that tells
@@ -145,6 +213,27 @@ pub struct Finished {
 pub(crate) fn inline_script(swap: bool) -> String {
     let swap = if swap { "exec 0<&2 2>&1\n" } else { "" };
     format!("{swap}{STARTUP}__agent_tools_c=$1; shift; eval \"$__agent_tools_c\"")
+}
+
+/// The script of a bash started before its command is known (see the `inside` module): the
+/// start-up code, run with the environment and working directory the command gets, then a
+/// wait for the command on stdin, NUL-terminated. The fds it is started with differ from a
+/// command's: stdin is the pipe the command arrives on, and with `AGENT_TOOLS_CWD_STDIN=1`
+/// stdout is the working-directory pipe (stderr the output), so the start-up code moves that
+/// one instead; once the command is read, stdin becomes `/dev/null`. What the command then
+/// sees is what [`inline_script`] gives it: the same descriptors, variables, line number
+/// (the last line is the same line), `$_`, `$SECONDS` and `$BASH_EXECUTION_STRING` (that
+/// script, passed as `$1`). Only its argument list (`ps`) differs.
+pub(crate) fn prepared_script() -> String {
+    let startup = STARTUP.replace(
+        "exec {__agent_tools_cwd}>&0 </dev/null",
+        "exec {__agent_tools_cwd}>&1 1>&2",
+    );
+    format!(
+        "{startup}__agent_tools_s=$SECONDS; IFS= read -r -d '' __agent_tools_c || exit 125; \
+         exec </dev/null; SECONDS=$__agent_tools_s; unset __agent_tools_s; \
+         BASH_EXECUTION_STRING=$1; shift; eval \"$__agent_tools_c\""
+    )
 }
 
 /// Finds `bash`: `/bin/bash` or `/usr/bin/bash`, else the first on `PATH`.

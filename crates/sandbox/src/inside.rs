@@ -152,6 +152,66 @@ const CLEAN_EVERY: Duration = Duration::from_millis(10);
 const KILL_FOR: Duration = Duration::from_secs(5);
 /// How often a subreaper with commands running collects exited orphans.
 const REAP_EVERY: Duration = Duration::from_secs(1);
+/// The longest command a bash started ahead is given (with its NUL, what a pipe takes in
+/// one write, so handing it over never blocks); a longer one starts a bash of its own.
+const PREPARED_MAX: usize = 4096;
+
+/// The next command's descriptors and variables, sent ahead (`prep`), and the bash started
+/// for it once no command runs.
+struct Prep {
+    dir: Vec<u8>,
+    vars: Vec<Vec<u8>>,
+    output: OwnedFd,
+    stdin: OwnedFd,
+    /// Whether starting its bash was tried
+    tried: bool,
+    waiting: Option<Waiting>,
+}
+
+/// A bash started ahead, waiting for its command.
+struct Waiting {
+    pid: Pid,
+    pidfd: OwnedFd,
+    /// Where its command goes (its stdin)
+    command: OwnedFd,
+}
+
+impl Waiting {
+    /// Kills it and collects it.
+    fn end(self) {
+        let _ = kill_process_group(self.pid, Signal::KILL);
+        let _ = waitid(WaitId::PidFd(self.pidfd.as_fd()), WaitIdOptions::EXITED);
+    }
+
+    /// Whether it can run `run`: alive, started with the same variables in the same
+    /// directory (which was not replaced since and can still be entered), and the command
+    /// is short and ASCII (read back by bash whatever the locale).
+    fn fits(&self, prep: &Prep, run: &Run) -> bool {
+        use rustix::fs::{Access, access, stat};
+        if run.vars != prep.vars
+            || run.dir != prep.dir
+            || run.command.len() >= PREPARED_MAX
+            || !run.command.is_ascii()
+        {
+            return false;
+        }
+        let dir = Path::new(OsStr::from_bytes(&run.dir));
+        let cwd = format!("/proc/{}/cwd", self.pid.as_raw_nonzero());
+        let same_dir = match (stat(dir), stat(cwd.as_str())) {
+            (Ok(a), Ok(b)) => a.st_dev == b.st_dev && a.st_ino == b.st_ino,
+            _ => false,
+        };
+        same_dir
+            && access(dir, Access::EXEC_OK).is_ok()
+            && matches!(
+                waitid(
+                    WaitId::PidFd(self.pidfd.as_fd()),
+                    WaitIdOptions::EXITED | WaitIdOptions::NOHANG
+                ),
+                Ok(None)
+            )
+    }
+}
 
 struct SupervisorLoop {
     config: Config,
@@ -161,8 +221,10 @@ struct SupervisorLoop {
     finished: Vec<(Vec<u8>, i32)>,
     /// Requests read and not yet complete
     input: Vec<u8>,
-    /// Descriptors received with requests, in order: two per `run`
+    /// Descriptors received with requests, in order: two per `run` and `prep`
     fds: VecDeque<OwnedFd>,
+    /// The next command's, when sent ahead
+    prep: Option<Prep>,
     /// `kill(-1)` only as the sandbox's supervisor (pid 2 under bubblewrap's init), where
     /// it reaches nothing else; anywhere else it would kill every process of the user
     sweep: Sweep,
@@ -185,13 +247,16 @@ impl SupervisorLoop {
             finished: Vec::new(),
             input: Vec::new(),
             fds: VecDeque::new(),
+            prep: None,
             sweep,
         }
     }
 
     fn run(mut self) -> ExitCode {
         let code = self.serve();
-        // The host ended the instance or is gone: nothing of any command outlives it.
+        // The host ended the instance or is gone: nothing of any command outlives it, nor
+        // the bash waiting for the next one.
+        self.discard();
         for job in &self.jobs {
             let _ = kill_process_group(job.pgid, Signal::KILL);
         }
@@ -263,7 +328,58 @@ impl SupervisorLoop {
                     return ExitCode::FAILURE;
                 }
             }
+            self.prestart();
         }
+    }
+
+    /// Starts the bash of the command sent ahead, once no command runs and nothing any
+    /// command started is left (so nothing can reach it before its command arrives); tried
+    /// once per `prep`.
+    fn prestart(&mut self) {
+        if !self.jobs.is_empty() || !self.cleaners.is_empty() {
+            return;
+        }
+        let alone = match self.sweep {
+            // kill(-1, 0): no other process of the namespace but its init.
+            Sweep::Namespace => Pid::from_raw(1)
+                .is_some_and(|all| test_kill_process_group(all) == Err(rustix::io::Errno::SRCH)),
+            Sweep::Descendants => !crate::reaper::has_children(),
+        };
+        let Some(prep) = self.prep.as_mut().filter(|p| !p.tried) else {
+            return;
+        };
+        prep.tried = true;
+        if alone && !startup_sensitive(&prep.vars) {
+            prep.waiting = start_waiting(&self.config, prep);
+        }
+    }
+
+    /// Ends the bash started ahead, if any, and forgets the descriptors sent ahead.
+    fn discard(&mut self) {
+        if let Some(w) = self.prep.take().and_then(|p| p.waiting) {
+            w.end();
+        }
+    }
+
+    /// Runs `run` in the bash started ahead when it fits, else starts it as `run` does with
+    /// the descriptors sent ahead.
+    fn go(&mut self, run: Run, mut prep: Prep) -> bool {
+        if let Some(w) = prep.waiting.take() {
+            if w.fits(&prep, &run) {
+                let mut text = run.command.clone();
+                text.push(0);
+                if rustix::io::write(&w.command, &text) == Ok(text.len()) {
+                    self.jobs.push(Job {
+                        id: run.id,
+                        pgid: w.pid,
+                        pidfd: w.pidfd,
+                    });
+                    return true;
+                }
+            }
+            w.end();
+        }
+        self.start(run, prep.output, prep.stdin)
     }
 
     /// As a subreaper, collects the exited orphans of commands (never a running command's
@@ -317,11 +433,39 @@ impl SupervisorLoop {
             };
             self.input.drain(..used);
             let ok = match request {
-                Request::Run(run) => match (self.fds.pop_front(), self.fds.pop_front()) {
-                    (Some(output), Some(stdin)) => self.start(run, output, stdin),
-                    // A request without its descriptors: it cannot even say why.
-                    _ => self.report(&run.id, 127),
+                Request::Run(run) => {
+                    // What was sent ahead is not for this command (nor for any later one).
+                    self.discard();
+                    match (self.fds.pop_front(), self.fds.pop_front()) {
+                        (Some(output), Some(stdin)) => self.start(run, output, stdin),
+                        // A request without its descriptors: it cannot even say why.
+                        _ => self.report(&run.id, 127),
+                    }
+                }
+                Request::Go(run) => match self.prep.take() {
+                    Some(prep) => self.go(run, prep),
+                    None => self.report(&run.id, 127),
                 },
+                Request::Prep(run) => {
+                    self.discard();
+                    if let (Some(output), Some(stdin)) =
+                        (self.fds.pop_front(), self.fds.pop_front())
+                    {
+                        self.prep = Some(Prep {
+                            dir: run.dir,
+                            vars: run.vars,
+                            output,
+                            stdin,
+                            tried: false,
+                            waiting: None,
+                        });
+                    }
+                    true
+                }
+                Request::Drop => {
+                    self.discard();
+                    true
+                }
                 Request::Kill { id, signal } => {
                     let pgid = self
                         .jobs
@@ -355,19 +499,7 @@ impl SupervisorLoop {
             .arg(OsStr::from_bytes(&run.command))
             .current_dir(&dir)
             .process_group(0);
-        for kv in &run.vars {
-            match kv.iter().position(|&b| b == b'=') {
-                Some(eq) => {
-                    cmd.env(
-                        OsStr::from_bytes(&kv[..eq]),
-                        OsStr::from_bytes(&kv[eq + 1..]),
-                    );
-                }
-                None => {
-                    cmd.env_remove(OsStr::from_bytes(kv));
-                }
-            }
-        }
+        set_vars(&mut cmd, &run.vars);
         let note = output.try_clone().ok();
         let started = output
             .try_clone()
@@ -481,12 +613,107 @@ impl SupervisorLoop {
     }
 
     /// Reports a command's end; when it was the last one, first kills every other process
-    /// of the sandbox (what a command started outside its group does not outlive it).
+    /// of the sandbox (what a command started outside its group does not outlive it), then
+    /// starts the next command's bash: started before the report, it runs on its own while
+    /// the report wakes the host (which the kernel otherwise puts on the supervisor's CPU,
+    /// where the bash would wait for it).
     fn report(&mut self, id: &[u8], status: i32) -> bool {
         if self.jobs.is_empty() && self.cleaners.is_empty() {
-            self.sweep_all();
+            // With a bash waiting, no command ran since the sweep before it was started.
+            if self.prep.as_ref().is_none_or(|p| p.waiting.is_none()) {
+                self.sweep_all();
+            }
+            self.prestart();
         }
         reply(&[b"x ".as_slice(), id, format!(" {status}").as_bytes()].concat()).is_ok()
+    }
+}
+
+/// The variables that make bash do more at its start than the start-up code (run a file,
+/// trace or echo what it runs): their output and reads would meet the descriptors a bash
+/// started ahead has before its command (see `command::prepared_script`), so a command
+/// whose environment holds one starts a bash of its own.
+const STARTUP_VARS: &[&str] = &[
+    "BASH_ENV",
+    "ENV",
+    "SHELLOPTS",
+    "BASHOPTS",
+    "POSIXLY_CORRECT",
+    "BASH_XTRACEFD",
+    "PS4",
+];
+
+/// Whether `vars`, or this process's environment, which commands inherit, set one of
+/// [`STARTUP_VARS`].
+fn startup_sensitive(vars: &[Vec<u8>]) -> bool {
+    STARTUP_VARS.iter().any(|name| {
+        std::env::var_os(name).is_some()
+            || vars.iter().any(|kv| {
+                kv.strip_prefix(name.as_bytes())
+                    .is_some_and(|rest| rest.first() == Some(&b'='))
+            })
+    })
+}
+
+/// Sets `K=V` variables, and removes `K` ones.
+fn set_vars(cmd: &mut Command, vars: &[Vec<u8>]) {
+    for kv in vars {
+        match kv.iter().position(|&b| b == b'=') {
+            Some(eq) => {
+                cmd.env(
+                    OsStr::from_bytes(&kv[..eq]),
+                    OsStr::from_bytes(&kv[eq + 1..]),
+                );
+            }
+            None => {
+                cmd.env_remove(OsStr::from_bytes(kv));
+            }
+        }
+    }
+}
+
+/// Starts bash for the command `prep` was sent for, with its variables, in its directory and
+/// process group, waiting for the command on a pipe (see `command::prepared_script`).
+fn start_waiting(config: &Config, prep: &Prep) -> Option<Waiting> {
+    use rustix::pipe::{PipeFlags, pipe_with};
+    let (read, write) = pipe_with(PipeFlags::CLOEXEC).ok()?;
+    // Ours only: bash's end blocks.
+    rustix::fs::fcntl_setfl(&write, rustix::fs::OFlags::NONBLOCK).ok()?;
+    let cwd_pipe = prep
+        .vars
+        .iter()
+        .rev()
+        .find(|kv| kv.starts_with(b"AGENT_TOOLS_CWD_STDIN=") || **kv == b"AGENT_TOOLS_CWD_STDIN")
+        .is_some_and(|kv| kv.as_slice() == b"AGENT_TOOLS_CWD_STDIN=1");
+    let (stdout, stderr) = if cwd_pipe {
+        (prep.stdin.try_clone().ok()?, prep.output.try_clone().ok()?)
+    } else {
+        (prep.output.try_clone().ok()?, prep.output.try_clone().ok()?)
+    };
+    let mut cmd = Command::new(&config.bash);
+    cmd.arg("-c")
+        .arg(crate::command::prepared_script())
+        .arg("bash")
+        .arg(&config.inline)
+        .current_dir(OsStr::from_bytes(&prep.dir))
+        .process_group(0)
+        .stdin(Stdio::from(read))
+        .stdout(Stdio::from(stdout))
+        .stderr(Stdio::from(stderr));
+    set_vars(&mut cmd, &prep.vars);
+    let child = cmd.spawn().ok()?;
+    let pid = Pid::from_raw(child.id() as i32)?;
+    match pidfd_open(pid, PidfdFlags::empty()) {
+        Ok(pidfd) => Some(Waiting {
+            pid,
+            pidfd,
+            command: write,
+        }),
+        Err(_) => {
+            let _ = kill_process_group(pid, Signal::KILL);
+            let _ = waitid(WaitId::Pid(pid), WaitIdOptions::EXITED);
+            None
+        }
     }
 }
 
@@ -549,6 +776,12 @@ struct Run {
 
 enum Request {
     Run(Run),
+    /// A command for the bash started ahead (`go`: a `run` without descriptors)
+    Go(Run),
+    /// The next command's descriptors and variables, ahead (`prep`: no command)
+    Prep(Run),
+    /// Forget what was sent ahead
+    Drop,
     Kill {
         id: Vec<u8>,
         signal: Signal,
@@ -563,7 +796,7 @@ fn parse(input: &[u8]) -> Option<(Request, usize)> {
     let mut fields = Fields { input, at: 0 };
     let id = fields.next()?.to_vec();
     let request = match fields.next()? {
-        b"run" => {
+        op @ (b"run" | b"go" | b"prep") => {
             let dir = fields.next()?.to_vec();
             let n: usize = std::str::from_utf8(fields.next()?)
                 .ok()
@@ -573,14 +806,23 @@ fn parse(input: &[u8]) -> Option<(Request, usize)> {
             for _ in 0..n {
                 vars.push(fields.next()?.to_vec());
             }
-            let command = fields.next()?.to_vec();
-            Request::Run(Run {
+            let command = match op {
+                b"prep" => Vec::new(),
+                _ => fields.next()?.to_vec(),
+            };
+            let run = Run {
                 id,
                 dir,
                 vars,
                 command,
-            })
+            };
+            match op {
+                b"go" => Request::Go(run),
+                b"prep" => Request::Prep(run),
+                _ => Request::Run(run),
+            }
         }
+        b"drop" => Request::Drop,
         b"kill" => match fields.next()? {
             b"TERM" => Request::Kill {
                 id,

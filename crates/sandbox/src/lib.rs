@@ -111,7 +111,7 @@ mod session;
 #[cfg(target_os = "linux")]
 mod supervisor;
 
-pub use command::{Ending, Finished, Io, KILL_GRACE, RunSpec, bash_path};
+pub use command::{Ending, Finished, Io, KILL_GRACE, Pipes, RunSpec, bash_path};
 pub use env::{ALLOWED as ENV_ALLOWED, is_secret_name};
 pub use host_program::{EXEC_ARG, one_call_process, take_notice as take_supervisor_notice};
 #[cfg(target_os = "linux")]

@@ -7,7 +7,7 @@ use std::sync::{Arc, Mutex};
 
 use tool_core::ToolError;
 
-use crate::command::{Finished, Io, RunSpec};
+use crate::command::{Finished, Io, Pipes, RunSpec};
 use crate::launch::Launch;
 use crate::process::Running;
 #[cfg(target_os = "linux")]
@@ -32,9 +32,29 @@ pub struct Instances {
     starts: AtomicU64,
     #[cfg(target_os = "linux")]
     current: Mutex<Option<SandboxInstance>>,
+    /// The supervisor that ran the last command (its pipes for the next one are ready)
+    #[cfg(target_os = "linux")]
+    last: Mutex<std::sync::Weak<Supervisor>>,
 }
 
 impl Instances {
+    /// The pipes for the next command (with a working-directory pipe when `reports_cwd`):
+    /// those the supervisor of the last command was sent ahead, with a bash already
+    /// started for them, if that is where [`Instances::start`] runs it; otherwise new ones.
+    pub fn pipes(&self, reports_cwd: bool) -> Result<Pipes, ToolError> {
+        #[cfg(target_os = "linux")]
+        if let Some(ready) = self
+            .last
+            .lock()
+            .ok()
+            .and_then(|l| l.upgrade())
+            .and_then(|s| s.take_ready(reports_cwd))
+        {
+            return Ok(ready);
+        }
+        Pipes::new(reports_cwd)
+    }
+
     /// Starts `spec` with `io`: under the session's supervisor for `launch` (started or
     /// restarted as needed) when a supervisor program is registered, else, or when the
     /// program turns out not to answer as a supervisor, as a child of this process.
@@ -51,7 +71,13 @@ impl Instances {
             // cannot be written: start a new one once. A program found not to answer as a
             // supervisor is set aside, and the command runs as without one.
             for attempt in 0..2 {
-                match self.supervisor(&key).await.and_then(|s| s.run(spec, &io)) {
+                let ran = self.supervisor(&key).await.and_then(|s| {
+                    if let Ok(mut last) = self.last.lock() {
+                        *last = Arc::downgrade(&s);
+                    }
+                    s.run(spec, &io)
+                });
+                match ran {
                     Ok(running) => return Ok(Running::Supervised(running)),
                     Err(_) if crate::supervisor::fell_back() => break,
                     Err(e) if attempt == 1 => return Err(e),
@@ -75,6 +101,7 @@ impl Instances {
         let admission = crate::instances::admit().await?;
         let generation = self.starts.fetch_add(1, Ordering::Relaxed) + 1;
         let s = Arc::new(Supervisor::start(key.clone()).await?);
+        s.set_prestarting();
         admission.register(&s);
         if let Ok(mut c) = self.current.lock() {
             *c = Some(SandboxInstance {
@@ -144,8 +171,8 @@ impl Instances {
         limit: Option<std::time::Duration>,
     ) -> Result<Captured, ToolError> {
         use std::io::Read as _;
-        let (read, write) = rustix::pipe::pipe_with(rustix::pipe::PipeFlags::CLOEXEC)
-            .map_err(|e| ToolError::fatal(format!("cannot create the output pipe: {e}")))?;
+        let pipes = self.pipes(false)?;
+        let read = pipes.output;
         let reader = std::thread::Builder::new()
             .name("agent-tools-sandbox-capture".into())
             .spawn(move || {
@@ -164,11 +191,7 @@ impl Instances {
                 out
             })
             .map_err(|e| ToolError::fatal(format!("cannot start the output reader: {e}")))?;
-        let io = Io {
-            output: write,
-            cwd: None,
-        };
-        let mut running = self.start(spec, launch, io).await?;
+        let mut running = self.start(spec, launch, pipes.io).await?;
         let finished = running
             .wait(limit, &tokio_util::sync::CancellationToken::new())
             .await;

@@ -24,6 +24,19 @@
 //! - `ID kill SIGNAL`: signals the process group of command ID (timeouts, cancellation);
 //!   nothing when it is gone. The supervisor knows the group, so no reply has to carry it
 //!   (one message per command each way).
+//! - `SERIAL prep DIR N K=V…`, with two descriptors as for `run`: the next call's pipe ends
+//!   and variables, sent ahead (a session's instance sends them with each command). Once
+//!   no command runs and nothing any command started is left, the supervisor starts that
+//!   call's bash in DIR with the variables, in a new process group, to run the start-up
+//!   code and wait for its command (`command::prepared_script`), before it reports the
+//!   end of the command before: bash's start, about a millisecond, then overlaps the
+//!   host's work on the result and on the next call. Nothing can reach that bash
+//!   before its command arrives, since no command runs while it waits, and every request
+//!   but `kill` takes it (`go`) or kills it first; the sweep below never meets it.
+//! - `ID go DIR N K=V… COMMAND`: a `run` with the ends sent ahead. The waiting bash runs
+//!   COMMAND when it fits (same variables and directory, the directory not replaced since,
+//!   COMMAND short and ASCII); otherwise it is killed and COMMAND starts as `run` starts it.
+//! - `SERIAL drop`: forget what was sent ahead (the call ran elsewhere, or not at all).
 //!
 //! No path is exchanged: the host never opens a file the sandbox could have replaced, and
 //! the sandbox needs no writable file of the host's (see the `spool` module).
@@ -59,7 +72,7 @@ use std::os::unix::fs::MetadataExt;
 use std::path::{Path, PathBuf};
 use std::process::Stdio;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
-use std::sync::{Arc, Mutex, MutexGuard};
+use std::sync::{Arc, Mutex, MutexGuard, Weak};
 use std::time::{Duration, Instant};
 
 use tokio::process::{Child, ChildStderr, Command};
@@ -67,7 +80,9 @@ use tokio::sync::oneshot;
 use tokio_util::sync::CancellationToken;
 use tool_core::ToolError;
 
-use crate::command::{ENV, Ending, Finished, Io, KILL_GRACE, RunSpec, bash_path, inline_script};
+use crate::command::{
+    ENV, Ending, Finished, Holder, Io, KILL_GRACE, Pipes, RunSpec, Ticket, bash_path, inline_script,
+};
 use crate::launch::Launch;
 use crate::policy::SandboxPolicy;
 use crate::resources::{Cgroup, Events, LimitHit, ResourceLimits};
@@ -243,6 +258,17 @@ pub struct Supervisor {
     rlimits: Option<String>,
     /// Kept open so a late message of bubblewrap cannot end it with SIGPIPE
     _stderr: Option<ChildStderr>,
+    /// Whether each command's successor is sent ahead (a session's instance)
+    prestarting: AtomicBool,
+    /// The `prep` the supervisor holds (0: none), locked while a request is written
+    sent: Mutex<u64>,
+    /// The pipes of that `prep`, for the next call
+    ready: Mutex<Option<Pipes>>,
+}
+
+/// Whether `ticket` is for the `prep` that `sup` holds (`sent`).
+fn ticket_is_for(ticket: &Ticket, sup: &Arc<Supervisor>, sent: u64) -> bool {
+    ticket.serial == sent && std::ptr::addr_eq(ticket.holder.as_ptr(), Arc::as_ptr(sup))
 }
 
 /// Spawns `cmd` from a thread that lives as long as the process: bubblewrap's
@@ -254,6 +280,31 @@ fn spawn_from_keeper(mut cmd: Command) -> Result<Child, ToolError> {
         cmd.spawn()
     })?
     .map_err(|e| ToolError::fatal(format!("cannot start the bubblewrap sandbox: {e}")))
+}
+
+/// A `run`, `go` or `prep` request (the last without a command).
+fn request(
+    id: u64,
+    op: &str,
+    dir: &Path,
+    vars: &[(String, String)],
+    command: Option<&str>,
+) -> Result<Vec<u8>, ToolError> {
+    let mut req = Vec::with_capacity(command.map_or(0, str::len) + 256);
+    field(&mut req, id.to_string().as_bytes())?;
+    field(&mut req, op.as_bytes())?;
+    field(&mut req, dir.as_os_str().as_bytes())?;
+    field(&mut req, vars.len().to_string().as_bytes())?;
+    for (k, v) in vars {
+        let mut kv = k.as_bytes().to_vec();
+        kv.push(b'=');
+        kv.extend_from_slice(v.as_bytes());
+        field(&mut req, &kv)?;
+    }
+    if let Some(command) = command {
+        field(&mut req, command.as_bytes())?;
+    }
+    Ok(req)
 }
 
 fn field(out: &mut Vec<u8>, bytes: &[u8]) -> Result<(), ToolError> {
@@ -406,6 +457,9 @@ impl Supervisor {
             rlimits,
             cgroup,
             _stderr: stderr,
+            prestarting: AtomicBool::new(false),
+            sent: Mutex::new(0),
+            ready: Mutex::new(None),
         })
     }
 
@@ -546,39 +600,51 @@ impl Supervisor {
         }
     }
 
-    /// Starts `spec` with `io`'s descriptors (the caller closes its copies afterwards).
+    /// Starts `spec` with `io`'s descriptors (the caller closes its copies afterwards): with
+    /// only its command when they were sent ahead (`io` came from [`Supervisor::take_ready`]).
+    /// On a prestarting instance the next call's pipes are sent ahead then.
     pub fn run(self: &Arc<Self>, spec: &RunSpec, io: &Io) -> Result<Supervised, ToolError> {
-        let null;
-        let stdin = match &io.cwd {
-            Some(fd) => fd.as_fd(),
-            None => {
-                null = std::fs::File::open("/dev/null")
-                    .map_err(|e| ToolError::io(Path::new("/dev/null"), e))?;
-                null.as_fd()
-            }
-        };
         self.enter()?;
         let (id, rx) = self.register();
         // The counters before the request goes: read after it, a fork bomb could reach the
         // limit first (a loaded machine can hold this thread back for milliseconds), and
         // the hit would never show as a change.
         let events = self.cgroup.as_ref().map(Cgroup::events);
-        let mut req = Vec::with_capacity(spec.command.len() + 256);
+        let vars = crate::command::command_vars(spec, io.cwd.is_some(), self.rlimits.clone());
+        let mut replaced = None;
         let result = (|| {
-            field(&mut req, id.to_string().as_bytes())?;
-            field(&mut req, b"run")?;
-            field(&mut req, spec.cwd.as_os_str().as_bytes())?;
-            let vars = crate::command::command_vars(spec, io.cwd.is_some(), self.rlimits.clone());
-            field(&mut req, vars.len().to_string().as_bytes())?;
-            for (k, v) in &vars {
-                let mut kv = k.as_bytes().to_vec();
-                kv.push(b'=');
-                kv.extend_from_slice(v.as_bytes());
-                field(&mut req, &kv)?;
+            let mut sent = self.sent.lock().unwrap_or_else(|p| p.into_inner());
+            let go = io
+                .ticket
+                .as_ref()
+                .is_some_and(|t| ticket_is_for(t, self, *sent));
+            let op = if go { "go" } else { "run" };
+            let req = request(id, op, &spec.cwd, &vars, Some(&spec.command))?;
+            if go {
+                self.send(&req, &[])?;
+            } else {
+                let null = match &io.cwd {
+                    Some(_) => None,
+                    None => Some(
+                        std::fs::File::open("/dev/null")
+                            .map_err(|e| ToolError::io(Path::new("/dev/null"), e))?,
+                    ),
+                };
+                let stdin = match (&io.cwd, &null) {
+                    (Some(fd), _) => fd.as_fd(),
+                    (None, Some(null)) => null.as_fd(),
+                    (None, None) => return Err(ToolError::fatal("internal error: no stdin")),
+                };
+                self.send(&req, &[io.output.as_fd(), stdin])?;
             }
-            field(&mut req, spec.command.as_bytes())?;
-            self.send(&req, &[io.output.as_fd(), stdin])
+            // Either way the supervisor no longer holds what was sent ahead.
+            *sent = 0;
+            if self.prestarting.load(Ordering::Relaxed) {
+                replaced = self.send_ahead(&mut sent, &spec.cwd, &vars, io.cwd.is_some());
+            }
+            Ok(())
         })();
+        drop(replaced);
         if let Err(e) = result {
             self.unregister(id);
             self.leave();
@@ -591,6 +657,54 @@ impl Supervisor {
             finished: false,
             events,
         })
+    }
+
+    /// Sends the next call's pipe ends ahead (`prep`), with the variables and directory of
+    /// this one: the supervisor starts its bash once nothing runs. Returns the pipes this
+    /// replaces, for the caller to drop once `sent` is unlocked.
+    fn send_ahead(
+        self: &Arc<Self>,
+        sent: &mut u64,
+        dir: &Path,
+        vars: &[(String, String)],
+        reports_cwd: bool,
+    ) -> Option<Pipes> {
+        let mut pipes = Pipes::new(reports_cwd).ok()?;
+        let null = match reports_cwd {
+            true => None,
+            false => Some(std::fs::File::open("/dev/null").ok()?),
+        };
+        let stdin = match (&pipes.io.cwd, &null) {
+            (Some(fd), _) => fd.as_fd(),
+            (None, Some(null)) => null.as_fd(),
+            (None, None) => return None,
+        };
+        let serial = self.next.fetch_add(1, Ordering::Relaxed);
+        let req = request(serial, "prep", dir, vars, None).ok()?;
+        self.send(&req, &[pipes.io.output.as_fd(), stdin]).ok()?;
+        *sent = serial;
+        let holder: Weak<Supervisor> = Arc::downgrade(self);
+        let holder: Weak<dyn Holder> = holder;
+        pipes.io.ticket = Some(Ticket { holder, serial });
+        self.ready
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .replace(pipes)
+    }
+
+    /// Makes each command send the next call's pipes ahead (a session's instance; a
+    /// background task's runs one command).
+    pub fn set_prestarting(&self) {
+        self.prestarting.store(true, Ordering::Relaxed);
+    }
+
+    /// The pipes sent ahead for the next call, if they are of its kind (`reports_cwd`).
+    pub fn take_ready(&self, reports_cwd: bool) -> Option<Pipes> {
+        let mut ready = self.ready.lock().unwrap_or_else(|p| p.into_inner());
+        if ready.as_ref()?.cwd.is_some() != reports_cwd {
+            return None;
+        }
+        ready.take()
     }
 
     /// Signals the process group of command `id` (nothing when it is gone already).
@@ -634,6 +748,21 @@ impl Supervisor {
             && let Some(child) = c.as_mut()
         {
             let _ = child.start_kill();
+        }
+    }
+}
+
+/// Tells the supervisor to forget the pipes sent ahead as `serial`, if it still holds them
+/// (a call took them and ran elsewhere, or not at all).
+impl Holder for Supervisor {
+    fn discard(&self, serial: u64) {
+        let mut sent = self.sent.lock().unwrap_or_else(|p| p.into_inner());
+        if *sent == serial {
+            let mut req = Vec::new();
+            let _ = field(&mut req, serial.to_string().as_bytes());
+            let _ = field(&mut req, b"drop");
+            let _ = self.send(&req, &[]);
+            *sent = 0;
         }
     }
 }

@@ -376,18 +376,13 @@ impl TypedTool for Bash {
         }
         let session = ShellSession::of(ctx);
         let lease = session.lease()?;
-        let (spool, output) = lease.spool()?;
-        let (cwd_pipe, cwd_end) = crate::spool::cwd_pipe()?;
+        let (spool, cwd_pipe, io) = command_pipes(&session, &lease)?;
         let spec = RunSpec {
             command: input.command.clone(),
             cwd: cwd.clone(),
             env: Vec::new(),
         };
         let timeout = clamp_ms(input.timeout, DEFAULT_TIMEOUT);
-        let io = sandbox::Io {
-            output,
-            cwd: Some(cwd_end),
-        };
         // Foreground commands share the session's supervisor (see the crate documentation);
         // background ones get one of their own.
         let started = session.start(&spec, &prepared.launch, io).await;
@@ -449,6 +444,27 @@ impl TypedTool for Bash {
         }
         let error = ending_error(limit, &finished, timeout, last.as_deref(), &mut data);
         Ok(into_result(data, &text, error))
+    }
+}
+
+/// The command's pipes (maybe those the supervisor already started its bash with): the
+/// spool of its output into the leased file, its working-directory channel, its ends.
+fn command_pipes(
+    session: &crate::session::ShellSession,
+    lease: &crate::session::Lease,
+) -> Result<(Spool, crate::spool::CwdPipe, sandbox::Io), ToolError> {
+    let pipes = session.pipes(true)?;
+    let spool = lease.spool(pipes.output)?;
+    let cwd_pipe = pipes
+        .cwd
+        .ok_or_else(|| ToolError::fatal("internal error: no working-directory pipe"))
+        .and_then(crate::spool::CwdPipe::new);
+    match cwd_pipe {
+        Ok(c) => Ok((spool, c, pipes.io)),
+        Err(e) => {
+            spool.close();
+            Err(e)
+        }
     }
 }
 

@@ -105,6 +105,11 @@ impl ShellSession {
         })
     }
 
+    /// The pipes for the next command (see [`Instances::pipes`]).
+    pub fn pipes(&self, reports_cwd: bool) -> Result<sandbox::Pipes, ToolError> {
+        self.instances.pipes(reports_cwd)
+    }
+
     /// Starts `spec` with `io` under the session's supervisor for `launch` (see
     /// [`Instances::start`]).
     pub async fn start(
@@ -154,9 +159,9 @@ pub struct Lease {
 }
 
 impl Lease {
-    /// Starts the capped copy of a command's output into this file; returns the spool and
-    /// the pipe end for the command.
-    pub fn spool(&self) -> Result<(Spool, std::os::fd::OwnedFd), ToolError> {
+    /// Starts the capped copy of a command's output (the pipe whose read end is `reader`)
+    /// into this file.
+    pub fn spool(&self, reader: std::os::fd::OwnedFd) -> Result<Spool, ToolError> {
         let pooled = self
             .pooled
             .as_ref()
@@ -165,7 +170,7 @@ impl Lease {
             .file
             .try_clone()
             .map_err(|e| ToolError::io(self.path(), e))?;
-        Spool::start(file, Arc::clone(&self.dir), Caps::OUTPUT)
+        Spool::start_from(file, Arc::clone(&self.dir), Caps::OUTPUT, reader)
     }
 
     /// The file's path.

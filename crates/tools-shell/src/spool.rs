@@ -13,7 +13,7 @@
 //!   unnamed temporary file. When the stream ends, the ring is appended in order, after a
 //!   `… [N bytes dropped] …` line when it went round. On Linux the bytes move with
 //!   `splice(2)` and `copy_file_range(2)`, never through our memory.
-//! - [`cwd_pipe`] is the channel on which a command reports the directory it ended in.
+//! - [`CwdPipe`] is the channel on which a command reports the directory it ended in.
 
 use std::fs::File;
 use std::io;
@@ -240,16 +240,14 @@ pub struct CwdPipe {
     reader: OwnedFd,
 }
 
-/// A working-directory channel: ours and the command's end.
-pub fn cwd_pipe() -> Result<(CwdPipe, OwnedFd), ToolError> {
-    let fail = |e: Errno| ToolError::fatal(format!("cannot create a pipe: {e}"));
-    let (reader, writer) =
-        rustix::pipe::pipe_with(rustix::pipe::PipeFlags::CLOEXEC).map_err(fail)?;
-    rustix::fs::fcntl_setfl(&reader, OFlags::NONBLOCK).map_err(fail)?;
-    Ok((CwdPipe { reader }, writer))
-}
-
 impl CwdPipe {
+    /// The channel whose read end is `reader`.
+    pub fn new(reader: OwnedFd) -> Result<CwdPipe, ToolError> {
+        rustix::fs::fcntl_setfl(&reader, OFlags::NONBLOCK)
+            .map_err(|e| ToolError::fatal(format!("cannot create a pipe: {e}")))?;
+        Ok(CwdPipe { reader })
+    }
+
     /// The directory the command reported, if any; never waits (anything the command
     /// left running may still hold the other end).
     pub fn read(&self) -> Option<PathBuf> {
@@ -494,15 +492,28 @@ impl Spool {
         caps: Caps,
     ) -> Result<(Spool, OwnedFd), ToolError> {
         use rustix::pipe::{PipeFlags, pipe_with};
+        let (reader, writer) = pipe_with(PipeFlags::CLOEXEC)
+            .map_err(|e| ToolError::fatal(format!("cannot set up the command's output: {e}")))?;
+        Ok((Spool::start_from(file, dir, caps, reader)?, writer))
+    }
+
+    /// Starts copying from the pipe whose read end is `reader` (close-on-exec, nothing
+    /// written yet) into `file` (empty, ours).
+    pub fn start_from(
+        file: File,
+        dir: Arc<OutputDir>,
+        caps: Caps,
+        reader: OwnedFd,
+    ) -> Result<Spool, ToolError> {
+        use rustix::pipe::{PipeFlags, pipe_with};
         let fail = |e: &dyn std::fmt::Display| {
             ToolError::fatal(format!("cannot set up the command's output: {e}"))
         };
-        let (reader, writer) = pipe_with(PipeFlags::CLOEXEC).map_err(|e| fail(&e))?;
         rustix::fs::fcntl_setfl(&reader, OFlags::NONBLOCK).map_err(|e| fail(&e))?;
         // A larger pipe means fewer switches between the command and the copy; the limit
         // for unprivileged users is 1 MiB by default, and failing is harmless.
         #[cfg(any(target_os = "linux", target_os = "android"))]
-        let _ = rustix::pipe::fcntl_setpipe_size(&writer, CHUNK);
+        let _ = rustix::pipe::fcntl_setpipe_size(&reader, CHUNK);
         let (stop_r, stop_w) = pipe_with(PipeFlags::CLOEXEC).map_err(|e| fail(&e))?;
         let (done, _) = watch::channel(false);
         let shared = Arc::new(SpoolCore {
@@ -517,13 +528,10 @@ impl Spool {
         copiers::run(Box::new(move || copy(&copier, &dir, &reader, &stop_r)))
             .map_err(|e| fail(&e))?;
         let owner = Arc::new(Owner(Arc::clone(&shared)));
-        Ok((
-            Spool {
-                shared,
-                _owner: owner,
-            },
-            writer,
-        ))
+        Ok(Spool {
+            shared,
+            _owner: owner,
+        })
     }
 
     /// Tells the copy the command is over: it takes what is still in the pipe and stops,
@@ -1108,12 +1116,14 @@ mod tests {
 
     #[test]
     fn the_working_directory_channel() {
-        let (cwd, w) = cwd_pipe().unwrap();
+        let (r, w) = rustix::pipe::pipe().unwrap();
+        let cwd = CwdPipe::new(r).unwrap();
         assert_eq!(cwd.read(), None);
         let mut w = File::from(w);
         w.write_all(b"/tmp\ngarbage").unwrap();
         assert_eq!(cwd.read(), Some(PathBuf::from("/tmp")));
-        let (cwd, w) = cwd_pipe().unwrap();
+        let (r, w) = rustix::pipe::pipe().unwrap();
+        let cwd = CwdPipe::new(r).unwrap();
         File::from(w).write_all(b"relative/dir\n").unwrap();
         assert_eq!(cwd.read(), None);
     }

@@ -364,7 +364,7 @@ impl ShellTasks {
         // A copy of the output pipe's write end: a resource limit the command runs into is
         // named at the end of its output (the spool ends once this copy is closed too).
         let note = output.try_clone().ok().map(std::fs::File::from);
-        let io = Io { output, cwd: None };
+        let io = Io::new(output, None);
         let mut running = match sandbox::start_alone(&run, &spec.launch, io).await {
             Ok(r) => r,
             Err(e) => {

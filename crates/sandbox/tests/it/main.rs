@@ -13,6 +13,7 @@ mod environment;
 mod home;
 mod jail;
 mod limits;
+mod prestart;
 mod stop;
 
 use std::path::PathBuf;

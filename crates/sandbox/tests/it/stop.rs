@@ -47,10 +47,7 @@ async fn a_stop_at_any_moment_of_the_launch_ends_every_process() {
                 env: Vec::new(),
             };
             let (read, write) = rustix::pipe::pipe().unwrap();
-            let io = Io {
-                output: write,
-                cwd: None,
-            };
+            let io = Io::new(write, None);
             let mut running = if supervised {
                 sandbox::start_alone(&spec, &prepared.launch, io).await
             } else {

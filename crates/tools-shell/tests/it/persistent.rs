@@ -1,7 +1,8 @@
 //! The session's persistent bubblewrap sandbox: calls share one instance, a policy change or
 //! a dead supervisor starts a new one, timeouts and abandoned calls still kill the whole
 //! group, nothing a command starts outlives it (not even outside its group), and nothing
-//! survives the session.
+//! survives the session. Under every sandbox, a call run by the bash its supervisor started
+//! ahead gives what a bash of its own gives: output, status, working directory, environment.
 
 use std::sync::Arc;
 use std::time::Duration;
@@ -380,4 +381,119 @@ fn the_supervisor_speaks_its_protocol() {
         "{:?}",
         processes_with(marker)
     );
+}
+
+/// Printed by a command that runs in a bash started ahead (the pattern does not match
+/// itself).
+const PREPARED: &str =
+    r#"{ grep -q "__agent_tools_[s]=" /proc/$$/cmdline && echo PREPARED; } || :"#;
+
+#[tokio::test]
+async fn calls_run_by_a_bash_started_ahead_give_what_they_gave() {
+    let mut sandboxes = vec![(
+        "none",
+        SandboxSettings {
+            enabled: false,
+            ..SandboxSettings::default()
+        },
+    )];
+    for (name, mechanism, there) in [
+        (
+            "bubblewrap",
+            Mechanism::Bubblewrap,
+            tools_shell::bubblewrap().is_some(),
+        ),
+        (
+            "landlock",
+            Mechanism::Landlock,
+            tools_shell::landlock_available(),
+        ),
+    ] {
+        if require(name, there) {
+            let settings = SandboxSettings {
+                mechanism,
+                ..SandboxSettings::default()
+            };
+            sandboxes.push((name, settings));
+        }
+    }
+    let probe = format!(
+        r#"echo "$LINENO|$_|$SECONDS|$0|$#|$-|$PWD|${{OLDPWD-unset}}|${{FOO-unset}}"
+printf %s "$BASH_EXECUTION_STRING" | cksum
+ls /proc/$$/fd; readlink /proc/$$/fd/0; trap -p
+[ "$(cut -d' ' -f5 /proc/$$/stat)" = $$ ] && echo leader
+env | LC_ALL=C sort; ulimit -a; set | grep ^__agent_tools_start
+export FOO=1
+{PREPARED}
+echo err >&2; exit 5"#
+    );
+    for (name, settings) in sandboxes {
+        let f = Fixture::with(PermissionMode::BypassPermissions, &[], settings);
+        // A call on the instance of the call before it (a Landlock instance of the
+        // workspace sandbox is keyed on the time of `/tmp`, which other tests keep
+        // changing, and a new instance starts its first bash itself) is run by the bash
+        // started ahead: its result with the mark of one, or without when it had to be new.
+        let bash = |command: String| {
+            let f = &f;
+            async move {
+                let before = sandbox_instance(&f.ctx);
+                let r = f.bash(&command).await;
+                let kept = before.is_some() && sandbox_instance(&f.ctx) == before;
+                (r, kept)
+            }
+        };
+        let mark = |kept: bool, text: &str| {
+            if kept {
+                format!("{text}\nPREPARED")
+            } else {
+                text.to_owned()
+            }
+        };
+        // Made first: a new entry changes what Landlock grants, which takes a new instance.
+        std::fs::create_dir_all(f.root.join("sub")).unwrap();
+        // The session's first call starts a bash of its own.
+        let (fresh, _) = bash(probe.clone()).await;
+        assert_eq!(fresh.data["exitCode"], 5, "{name}: {}", fresh.text());
+        let fresh = fresh.text();
+        assert!(!fresh.contains("\nPREPARED"), "{name}: {fresh}");
+        for _ in 0..2 {
+            let (r, kept) = bash(probe.clone()).await;
+            assert_eq!(r.data["exitCode"], 5, "{name}");
+            assert_eq!(r.text().replace("\nPREPARED", ""), fresh, "{name}");
+            assert_eq!(r.text().contains("\nPREPARED\nerr"), kept, "{name}");
+        }
+        // `cd` persists: the next call starts in the new directory (a bash of its own,
+        // since the one started ahead is in the old one), and the one after it too.
+        let sub = f.root.join("sub").display().to_string();
+        let root = f.root.display().to_string();
+        let (r, kept) = bash(format!("cd sub; {PREPARED}")).await;
+        let only = if kept { "PREPARED" } else { "(no output)" };
+        assert_eq!(r.text(), only, "{name}");
+        let (r, _) = bash(format!("pwd; {PREPARED}")).await;
+        assert_eq!(r.text(), sub, "{name}");
+        let (r, kept) = bash(format!("pwd; {PREPARED}")).await;
+        assert_eq!(r.text(), mark(kept, &sub), "{name}");
+        let (r, kept) = bash(format!("cd ..; {PREPARED}")).await;
+        let only = if kept { "PREPARED" } else { "(no output)" };
+        assert_eq!(r.text(), only, "{name}");
+        let (r, _) = bash(format!("pwd; {PREPARED}")).await;
+        assert_eq!(r.text(), root, "{name}");
+        // A time limit ends the whole group of a command run by a bash started ahead.
+        let marker = format!("1000.{}31", std::process::id());
+        let before = sandbox_instance(&f.ctx);
+        let r = f
+            .call(
+                "Bash",
+                json!({
+                    "command": format!("{PREPARED}; sleep {marker} & sleep {marker}"),
+                    "timeout": 500
+                }),
+            )
+            .await;
+        assert!(r.is_error, "{name}");
+        if sandbox_instance(&f.ctx) == before {
+            assert!(r.text().contains("PREPARED"), "{name}: {}", r.text());
+        }
+        assert!(survivors(&marker).await.is_empty(), "{name}: left running");
+    }
 }
