@@ -365,14 +365,16 @@ impl Plan {
 
     fn search(&self, searcher: &mut Searcher, path: &Path) -> Option<FileHits> {
         let file = std::fs::File::open(path).ok()?;
-        self.search_file(searcher, &file, || path.to_path_buf())
+        self.search_file(searcher, &file, None, || path.to_path_buf())
     }
 
-    /// Searches an open file; `path` names it when it has hits.
+    /// Searches an open file; `path` names it when it has hits, and `mtime` is its
+    /// modification time when the caller knows it (the file is asked otherwise).
     pub(crate) fn search_file(
         &self,
         searcher: &mut Searcher,
         file: &std::fs::File,
+        mtime: Option<SystemTime>,
         path: impl FnOnce() -> PathBuf,
     ) -> Option<FileHits> {
         let mut sink = Collect {
@@ -392,10 +394,11 @@ impl Plan {
         if sink.count == 0 {
             return None;
         }
-        let mtime = file
-            .metadata()
-            .and_then(|m| m.modified())
-            .unwrap_or(SystemTime::UNIX_EPOCH);
+        let mtime = mtime.unwrap_or_else(|| {
+            file.metadata()
+                .and_then(|m| m.modified())
+                .unwrap_or(SystemTime::UNIX_EPOCH)
+        });
         Some(FileHits {
             path: path(),
             mtime,
@@ -538,7 +541,7 @@ fn search_tree(
             let file = std::fs::File::from(fd);
             if let Some(hits) = self
                 .plan
-                .search_file(&mut self.searcher, &file, || entry.path())
+                .search_file(&mut self.searcher, &file, None, || entry.path())
             {
                 self.hits.push(hits);
             }
@@ -1226,13 +1229,12 @@ fn search_in_order(
             let Some((rel, mtime)) = files.get(i) else {
                 return;
             };
+            // The index's time of the file is the one results are ordered by.
             let found = crate::beneath::open_beneath(&dir, rel).and_then(|fd| {
                 let file = std::fs::File::from(fd);
-                plan.search_file(&mut searcher, &file, || root.join(OsStr::from_bytes(rel)))
-            });
-            let found = found.map(|mut hits| {
-                hits.mtime = *mtime;
-                hits
+                plan.search_file(&mut searcher, &file, Some(*mtime), || {
+                    root.join(OsStr::from_bytes(rel))
+                })
             });
             let Ok(mut m) = merged.lock() else {
                 stop.store(true, Ordering::Relaxed);
