@@ -50,3 +50,15 @@ pub fn wait_for_process(marker: &str, seconds: u64) -> bool {
     }
     false
 }
+
+/// The parent of process `pid`, from its `stat` (read after the command name, which may
+/// hold spaces and parentheses).
+pub fn parent_of(pid: u32) -> Option<u32> {
+    let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).ok()?;
+    stat.rsplit(')')
+        .next()?
+        .split_whitespace()
+        .nth(1)?
+        .parse()
+        .ok()
+}

@@ -9,6 +9,7 @@ use std::path::{Path, PathBuf};
 use std::time::Duration;
 
 use sandbox::{Ending, Launch, Prepared, Profile, RunSpec};
+use test_support::procs::parent_of;
 use tokio_util::sync::CancellationToken;
 
 use crate::{Site, survivors};
@@ -46,17 +47,6 @@ fn spec(site: &Site, command: &str) -> RunSpec {
     }
 }
 
-/// The parent of process `pid`.
-fn parent(pid: u32) -> Option<u32> {
-    let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).ok()?;
-    stat.rsplit(')')
-        .next()?
-        .split_whitespace()
-        .nth(1)?
-        .parse()
-        .ok()
-}
-
 /// The bashes waiting for a command below process `root` (the session's supervisor, or
 /// its bubblewrap).
 fn waiting_below(root: u32) -> Vec<u32> {
@@ -65,7 +55,7 @@ fn waiting_below(root: u32) -> Vec<u32> {
         .filter(|&p| {
             let mut at = p;
             for _ in 0..16 {
-                match parent(at) {
+                match parent_of(at) {
                     Some(up) if up == root => return true,
                     Some(up) if up > 1 => at = up,
                     _ => return false,

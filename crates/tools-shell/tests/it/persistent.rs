@@ -8,6 +8,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use serde_json::json;
+use test_support::procs::parent_of;
 use tool_core::PermissionMode;
 use tools_shell::testing::sandbox_instance;
 use tools_shell::{Mechanism, SandboxSettings};
@@ -36,16 +37,6 @@ fn alive(pid: u32) -> bool {
             .trim_start()
             .starts_with('Z')
     })
-}
-
-fn ppid(pid: u32) -> Option<u32> {
-    let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).ok()?;
-    stat.rsplit(')')
-        .next()?
-        .split_whitespace()
-        .nth(1)?
-        .parse()
-        .ok()
 }
 
 async fn gone(pid: u32) -> bool {
@@ -130,7 +121,7 @@ async fn a_killed_supervisor_is_replaced() {
     // the sandbox's init, whose parent is bubblewrap), not bubblewrap.
     let ours: Vec<u32> = processes_with(tools_shell::SUPERVISOR_ARG)
         .into_iter()
-        .filter(|p| ppid(*p).and_then(ppid) == Some(first.pid))
+        .filter(|p| parent_of(*p).and_then(parent_of) == Some(first.pid))
         .collect();
     assert_eq!(ours.len(), 1, "{ours:?}");
     let _ = std::process::Command::new("kill")
@@ -217,7 +208,7 @@ async fn nothing_survives_the_session() {
     // The supervisor inside: the child of the sandbox's init, whose parent is bubblewrap.
     let inside: Vec<u32> = processes_with(tools_shell::SUPERVISOR_ARG)
         .into_iter()
-        .filter(|p| ppid(*p).and_then(ppid) == Some(instance.pid))
+        .filter(|p| parent_of(*p).and_then(parent_of) == Some(instance.pid))
         .collect();
     assert_eq!(inside.len(), 1, "{inside:?}");
     // A command still running when the session ends.
