@@ -533,6 +533,19 @@ impl Supervisor {
         self.pid
     }
 
+    /// Writes a `run` or `prep` request with the command's two ends attached: its output,
+    /// and as its stdin the working-directory pipe, or `/dev/null`.
+    fn send_with_ends(&self, request: &[u8], io: &Io) -> Result<(), ToolError> {
+        match &io.cwd {
+            Some(cwd) => self.send(request, &[io.output.as_fd(), cwd.as_fd()]),
+            None => {
+                let null = std::fs::File::open("/dev/null")
+                    .map_err(|e| ToolError::io(Path::new("/dev/null"), e))?;
+                self.send(request, &[io.output.as_fd(), null.as_fd()])
+            }
+        }
+    }
+
     /// Writes one request, with `fds` attached to its first byte.
     fn send(&self, request: &[u8], fds: &[std::os::fd::BorrowedFd<'_>]) -> Result<(), ToolError> {
         use rustix::net::{SendAncillaryBuffer, SendAncillaryMessage, SendFlags, sendmsg};
@@ -623,19 +636,7 @@ impl Supervisor {
             if go {
                 self.send(&req, &[])?;
             } else {
-                let null = match &io.cwd {
-                    Some(_) => None,
-                    None => Some(
-                        std::fs::File::open("/dev/null")
-                            .map_err(|e| ToolError::io(Path::new("/dev/null"), e))?,
-                    ),
-                };
-                let stdin = match (&io.cwd, &null) {
-                    (Some(fd), _) => fd.as_fd(),
-                    (None, Some(null)) => null.as_fd(),
-                    (None, None) => return Err(ToolError::fatal("internal error: no stdin")),
-                };
-                self.send(&req, &[io.output.as_fd(), stdin])?;
+                self.send_with_ends(&req, io)?;
             }
             // Either way the supervisor no longer holds what was sent ahead.
             *sent = 0;
@@ -670,18 +671,9 @@ impl Supervisor {
         reports_cwd: bool,
     ) -> Option<Pipes> {
         let mut pipes = Pipes::new(reports_cwd).ok()?;
-        let null = match reports_cwd {
-            true => None,
-            false => Some(std::fs::File::open("/dev/null").ok()?),
-        };
-        let stdin = match (&pipes.io.cwd, &null) {
-            (Some(fd), _) => fd.as_fd(),
-            (None, Some(null)) => null.as_fd(),
-            (None, None) => return None,
-        };
         let serial = self.next.fetch_add(1, Ordering::Relaxed);
         let req = request(serial, "prep", dir, vars, None).ok()?;
-        self.send(&req, &[pipes.io.output.as_fd(), stdin]).ok()?;
+        self.send_with_ends(&req, &pipes.io).ok()?;
         *sent = serial;
         let holder: Weak<Supervisor> = Arc::downgrade(self);
         let holder: Weak<dyn Holder> = holder;
