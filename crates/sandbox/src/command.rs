@@ -245,3 +245,19 @@ pub fn bash_path() -> PathBuf {
     }
     PathBuf::from("bash")
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_bash_started_ahead_moves_its_stdout_to_the_cwd_report_not_its_stdin() {
+        // The start-up code is rewritten by a text replacement: one that no longer matches
+        // would leave the waiting bash taking its command pipe for the report.
+        let prepared = prepared_script();
+        assert!(STARTUP.contains("exec {__agent_tools_cwd}>&0 </dev/null"));
+        assert!(prepared.contains("exec {__agent_tools_cwd}>&1 1>&2"));
+        assert!(!prepared.contains("exec {__agent_tools_cwd}>&0"));
+        assert_eq!(prepared.lines().count(), STARTUP.lines().count() + 1);
+    }
+}

@@ -105,6 +105,8 @@ fn exec_filtered(args: Vec<OsString>) -> ExitCode {
 struct Config {
     bash: PathBuf,
     inline: OsString,
+    /// The script of a bash started ahead (`command::prepared_script`), made once
+    prepared: String,
     grace: Duration,
 }
 
@@ -115,6 +117,7 @@ impl Config {
         Some(Config {
             bash: bash.into(),
             inline,
+            prepared: crate::command::prepared_script(),
             grace,
         })
     }
@@ -516,14 +519,8 @@ impl SupervisorLoop {
         let Some(pid) = Pid::from_raw(child.id() as i32) else {
             return self.report(&run.id, 127);
         };
-        // The child is not reaped before its pidfd exists, so the id cannot be reused.
-        let pidfd = match pidfd_open(pid, PidfdFlags::empty()) {
-            Ok(fd) => fd,
-            Err(_) => {
-                let _ = kill_process_group(pid, Signal::KILL);
-                let _ = waitid(WaitId::Pid(pid), WaitIdOptions::EXITED);
-                return self.report(&run.id, 128 + 9);
-            }
+        let Some(pidfd) = pidfd_or_kill(pid) else {
+            return self.report(&run.id, 128 + 9);
         };
         self.jobs.push(Job {
             id: run.id,
@@ -692,7 +689,7 @@ fn start_waiting(config: &Config, prep: &Prep) -> Option<Waiting> {
     };
     let mut cmd = Command::new(&config.bash);
     cmd.arg("-c")
-        .arg(crate::command::prepared_script())
+        .arg(&config.prepared)
         .arg("bash")
         .arg(&config.inline)
         .current_dir(OsStr::from_bytes(&prep.dir))
@@ -703,12 +700,19 @@ fn start_waiting(config: &Config, prep: &Prep) -> Option<Waiting> {
     set_vars(&mut cmd, &prep.vars);
     let child = cmd.spawn().ok()?;
     let pid = Pid::from_raw(child.id() as i32)?;
+    pidfd_or_kill(pid).map(|pidfd| Waiting {
+        pid,
+        pidfd,
+        command: write,
+    })
+}
+
+/// The pidfd of the child `pid`, just started (not reaped before its pidfd exists, so its id
+/// cannot have been reused); when none can be had, the child's group is killed and the
+/// child collected.
+fn pidfd_or_kill(pid: Pid) -> Option<OwnedFd> {
     match pidfd_open(pid, PidfdFlags::empty()) {
-        Ok(pidfd) => Some(Waiting {
-            pid,
-            pidfd,
-            command: write,
-        }),
+        Ok(fd) => Some(fd),
         Err(_) => {
             let _ = kill_process_group(pid, Signal::KILL);
             let _ = waitid(WaitId::Pid(pid), WaitIdOptions::EXITED);
