@@ -418,38 +418,47 @@ fn read_header(
     Ok((header, lens))
 }
 
-/// Reads the body after the header, checks its checksum and gives its first `meta_len`
-/// bytes (the sections before the posting lists, which are not kept).
+/// Reads the body after the header and checks its checksum; gives its first `split` bytes
+/// and the `meta_len - split` after them (the sections before the posting lists, which are
+/// not kept, in two buffers: the first is parsed and dropped, the second kept).
 fn read_meta(
     file: &mut File,
     path: &Path,
     size: u64,
-    meta_len: u64,
+    (split, meta_len): (u64, u64),
     expected_crc: u32,
-) -> Result<Vec<u8>, IndexError> {
+) -> Result<(Vec<u8>, Vec<u8>), IndexError> {
     let mut crc = crc32fast::Hasher::new();
-    let mut meta = Vec::with_capacity(usize::try_from(meta_len).unwrap_or(0));
+    let room = |n: u64| Vec::with_capacity(usize::try_from(n).unwrap_or(0));
+    let (mut head, mut tail) = (room(split), room(meta_len.saturating_sub(split)));
     let mut buf = vec![0u8; 1 << 20];
+    let mut at = 0u64;
     let mut left = size - HEADER_LEN as u64;
     while left > 0 {
         let want = usize::try_from(left.min(buf.len() as u64)).unwrap_or(buf.len());
-        file.read_exact(&mut buf[..want])
-            .map_err(|e| IndexError::Io {
-                path: path.to_path_buf(),
-                source: e,
-            })?;
-        crc.update(&buf[..want]);
-        let have = meta.len() as u64;
-        if have < meta_len {
-            let take = usize::try_from((meta_len - have).min(want as u64)).unwrap_or(want);
-            meta.extend_from_slice(&buf[..take]);
-        }
+        let chunk = &mut buf[..want];
+        file.read_exact(chunk).map_err(|e| IndexError::Io {
+            path: path.to_path_buf(),
+            source: e,
+        })?;
+        crc.update(chunk);
+        // The part of this chunk that lies in [from, to) of the body.
+        let part = |from: u64, to: u64| {
+            let start = usize::try_from(from.max(at) - at).unwrap_or(want).min(want);
+            let end = usize::try_from(to.min(at + want as u64).saturating_sub(at))
+                .unwrap_or(want)
+                .min(want);
+            &chunk[start..end.max(start)]
+        };
+        head.extend_from_slice(part(0, split));
+        tail.extend_from_slice(part(split, meta_len));
+        at += want as u64;
         left -= want as u64;
     }
     if crc.finalize() != expected_crc {
         return Err(corrupt(path, "body checksum mismatch"));
     }
-    Ok(meta)
+    Ok((head, tail))
 }
 
 /// A varint that fits a `usize`.
@@ -550,7 +559,11 @@ impl IndexFile {
         let size = file.metadata().map_err(io)?.len();
         let (header, lens) = read_header(&mut file, path, size)?;
         let meta_len = lens[..5].iter().sum::<u64>();
-        let mut meta = read_meta(&mut file, path, size, meta_len, word(&header, 88))?;
+        // The trigram directory, the last section before the lists, is read into a buffer
+        // of its own and kept; the rest is parsed and dropped.
+        let before = lens[..4].iter().sum::<u64>();
+        let (meta, grams) =
+            read_meta(&mut file, path, size, (before, meta_len), word(&header, 88))?;
         let section = |i: usize| -> &[u8] {
             let start = usize::try_from(lens[..i].iter().sum::<u64>()).unwrap_or(0);
             let len = usize::try_from(lens[i]).unwrap_or(0);
@@ -563,14 +576,10 @@ impl IndexFile {
         let always =
             parse_always(section(3), word(&header, 24) as usize, docs.len()).ok_or_else(bad)?;
         let post_len = lens[5];
-        if !grams_ok(section(4), word(&header, 20) as usize, post_len) {
+        if !grams_ok(&grams, word(&header, 20) as usize, post_len) {
             return Err(bad());
         }
         let root = PathBuf::from(std::ffi::OsStr::from_bytes(section(0)));
-        // The directory is the last section: what comes before it moves out of the way in
-        // place, which is cheaper than a copy into memory not yet touched.
-        let before = usize::try_from(lens[..4].iter().sum::<u64>()).unwrap_or(0);
-        meta.drain(..before.min(meta.len()));
         Ok(IndexFile {
             file,
             path: path.to_path_buf(),
@@ -582,7 +591,7 @@ impl IndexFile {
                 dirs,
             },
             always,
-            grams: meta,
+            grams,
             post_off: HEADER_LEN as u64 + meta_len,
             post_len,
             bytes: size,
