@@ -89,11 +89,12 @@ async fn limits_end_commands_and_name_themselves() {
                 // says "Killed"): the command still ended, but no limit is named.
                 if cgroup && ran.finished.limit.is_none() {
                     let text = ran.text();
-                    // perl says "Out of memory!", awk "out of memory".
+                    // perl says "Out of memory!", awk "out of memory", bash "xrealloc: cannot
+                    // allocate N bytes", libc "Cannot allocate memory".
                     let lower = text.to_lowercase();
                     assert!(
                         text.contains("MemoryError")
-                            || text.contains("Cannot allocate memory")
+                            || lower.contains("cannot allocate")
                             || text.contains("memory exhausted")
                             || lower.contains("out of memory")
                             || text.contains("Killed"),
