@@ -875,7 +875,14 @@ fn filesystem(a: &mut Args, policy: &SandboxPolicy, writable_files: &[PathBuf]) 
             Bind::Pinned(p) | Bind::Writable(p) => a.bind("--bind", p, p),
         }
     }
-    for m in policy.masks().iter().filter(|m| !absent(m.path())) {
+    // A masked path gone since the policy was made (another user's home removed) hides
+    // nothing, and bubblewrap could not make its mount point on the read-only root.
+    let gone = |p: &Path| std::fs::symlink_metadata(p).is_err();
+    for m in policy
+        .masks()
+        .iter()
+        .filter(|m| !absent(m.path()) && !gone(m.path()))
+    {
         match m {
             Mask::File(p) => a.bind("--ro-bind", Path::new("/dev/null"), p),
             Mask::Dir(p) => {
