@@ -181,9 +181,47 @@ const MAX_DEPTH: usize = 64;
 /// At most this many words come out of one word's brace expansion; more is opaque.
 const MAX_BRACE_WORDS: usize = 256;
 
+/// The most recent command lines parsed, newest last, with what came of each: one call
+/// parses its command several times (whether it is read-only, its permission, its
+/// validation, its exit status), and an agent repeats commands.
+static RECENT: std::sync::Mutex<Vec<(String, Result<Script, ParseError>)>> =
+    std::sync::Mutex::new(Vec::new());
+/// How many lines [`RECENT`] keeps.
+const RECENT_LINES: usize = 8;
+/// The longest line [`RECENT`] keeps.
+const RECENT_MAX: usize = 2048;
+
 /// Parses `command` as bash. Syntax errors (an unterminated quote, a dangling `&&`), NUL
 /// bytes and nesting deeper than 64 levels are errors.
+///
+/// The answer depends on the text alone, so a line parsed a moment ago is answered from
+/// [`RECENT`].
 pub fn parse(command: &str) -> Result<Script, ParseError> {
+    if command.len() > RECENT_MAX {
+        return parse_uncached(command);
+    }
+    let recent = |r: &mut Vec<(String, Result<Script, ParseError>)>| {
+        r.iter().rposition(|(line, _)| line == command).map(|i| {
+            let hit = r.remove(i);
+            let answer = hit.1.clone();
+            r.push(hit);
+            answer
+        })
+    };
+    if let Some(answer) = RECENT.lock().ok().as_deref_mut().and_then(recent) {
+        return answer;
+    }
+    let answer = parse_uncached(command);
+    if let Ok(mut r) = RECENT.lock() {
+        if r.len() >= RECENT_LINES {
+            drop(r.remove(0));
+        }
+        r.push((command.to_owned(), answer.clone()));
+    }
+    answer
+}
+
+fn parse_uncached(command: &str) -> Result<Script, ParseError> {
     if command.contains('\0') {
         return Err(ParseError(
             "the command contains a NUL byte, which bash cannot pass; remove it".to_owned(),
@@ -1426,6 +1464,30 @@ fn sequence(body: &str) -> Option<Vec<String>> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_line_parsed_again_gets_the_answer_it_got() {
+        // More distinct lines than are kept, some failing, in an order that both hits and
+        // evicts; each answer must be the uncached one.
+        let lines: Vec<String> = (0..3 * RECENT_LINES)
+            .map(|i| match i % 4 {
+                0 => format!("echo {i} | grep x"),
+                1 => format!("rm -rf /tmp/{i} && ls"),
+                2 => format!("echo 'open {i}"),
+                _ => format!("cd d{i}; cat <<EOF\n$(id)\nEOF"),
+            })
+            .chain(std::iter::once("x".repeat(RECENT_MAX + 1)))
+            .collect();
+        for round in 0..3 {
+            for (i, line) in lines.iter().enumerate() {
+                let again = &lines[i / 2];
+                for l in [line, again] {
+                    assert_eq!(parse(l), parse_uncached(l), "round {round}: {l}");
+                }
+            }
+        }
+        assert!(RECENT.lock().unwrap().len() <= RECENT_LINES);
+    }
 
     fn texts(cmd: &str) -> Vec<String> {
         parse(cmd)
