@@ -28,7 +28,14 @@ if [ "${AGENT_TOOLS_CWD_STDIN-}" = 1 ]; then
   exec {__agent_tools_cwd}>&0 </dev/null
   trap '[ "$PWD" = "$__agent_tools_start" ] || builtin pwd -P >&"$__agent_tools_cwd" 2>/dev/null' EXIT
 fi
-if [ -n "${AGENT_TOOLS_LIMITS-}" ]; then
+"#;
+
+/// The part of the start-up code that sets the resource limits (`AGENT_TOOLS_LIMITS`:
+/// `AS_KIB:CPU_SECONDS:NPROC`, each may be empty). Left out where no limits can apply (an
+/// unsandboxed instance) and in a bash started ahead, whose supervisor sets the same limits
+/// on it before its command arrives (`inside::apply_limits`): bash parses and runs it at
+/// every start, about 50 microseconds of a call that costs about a millisecond.
+const LIMITS: &str = r#"if [ -n "${AGENT_TOOLS_LIMITS-}" ]; then
   __agent_tools_l=$AGENT_TOOLS_LIMITS
   __agent_tools_a=${__agent_tools_l%%:*}; __agent_tools_l=${__agent_tools_l#*:}
   __agent_tools_t=${__agent_tools_l%%:*}; __agent_tools_n=${__agent_tools_l#*:}
@@ -38,8 +45,10 @@ if [ -n "${AGENT_TOOLS_LIMITS-}" ]; then
   [ -z "$__agent_tools_n" ] || ulimit -u "$__agent_tools_n" 2>/dev/null
   unset __agent_tools_l __agent_tools_a __agent_tools_t __agent_tools_n
 fi
-unset BASH_ENV AGENT_TOOLS_CWD_STDIN AGENT_TOOLS_LIMITS
 "#;
+
+/// The last line of the start-up code: nothing of it reaches the command.
+const UNSET: &str = "unset BASH_ENV AGENT_TOOLS_CWD_STDIN AGENT_TOOLS_LIMITS\n";
 
 /// The environment every command gets on top of the inherited one: no editor, no pager.
 pub(crate) const ENV: &[(&str, &str)] = &[
@@ -206,13 +215,15 @@ pub struct Finished {
     pub limit: Option<LimitHit>,
 }
 
-/// The script bash runs with `-c`: the start-up code, then the command, which arrives as the
-/// next argument (`$1`) and is run with `eval`. With `swap`, it first takes its stdin back
+/// The script bash runs with `-c`: the start-up code (with the part that sets the resource
+/// limits when `limits`), then the command, which arrives as the next argument (`$1`) and
+/// is run with `eval`. With `swap`, it first takes its stdin back
 /// from stderr and joins stderr to the output (bubblewrap read the seccomp filter from
 /// stdin: see `launch::Filter::SwappedByCommand`).
-pub(crate) fn inline_script(swap: bool) -> String {
+pub(crate) fn inline_script(swap: bool, limits: bool) -> String {
     let swap = if swap { "exec 0<&2 2>&1\n" } else { "" };
-    format!("{swap}{STARTUP}__agent_tools_c=$1; shift; eval \"$__agent_tools_c\"")
+    let limits = if limits { LIMITS } else { "" };
+    format!("{swap}{STARTUP}{limits}{UNSET}__agent_tools_c=$1; shift; eval \"$__agent_tools_c\"")
 }
 
 /// The script of a bash started before its command is known (see the `inside` module): the
@@ -224,16 +235,30 @@ pub(crate) fn inline_script(swap: bool) -> String {
 /// sees is what [`inline_script`] gives it: the same descriptors, variables, line number
 /// (the last line is the same line), `$_`, `$SECONDS` and `$BASH_EXECUTION_STRING` (that
 /// script, passed as `$1`). Only its argument list (`ps`) differs.
-pub(crate) fn prepared_script() -> String {
+///
+/// It never sets the resource limits: where the command's script does (`limits`), the
+/// supervisor sets them on the bash before handing it the command, and blank lines stand
+/// in for that part, which keeps the line number.
+pub(crate) fn prepared_script(limits: bool) -> String {
     let startup = STARTUP.replace(
         "exec {__agent_tools_cwd}>&0 </dev/null",
         "exec {__agent_tools_cwd}>&1 1>&2",
     );
+    let blank = if limits {
+        "\n".repeat(LIMITS.lines().count())
+    } else {
+        String::new()
+    };
     format!(
-        "{startup}__agent_tools_s=$SECONDS; IFS= read -r -d '' __agent_tools_c || exit 125; \
+        "{startup}{blank}{UNSET}__agent_tools_s=$SECONDS; IFS= read -r -d '' __agent_tools_c || exit 125; \
          exec </dev/null; SECONDS=$__agent_tools_s; unset __agent_tools_s; \
          BASH_EXECUTION_STRING=$1; shift; eval \"$__agent_tools_c\""
     )
+}
+
+/// Whether `inline` (an [`inline_script`]) sets the resource limits.
+pub(crate) fn sets_limits(inline: &str) -> bool {
+    inline.contains(LIMITS)
 }
 
 /// Finds `bash`: `/bin/bash` or `/usr/bin/bash`, else the first on `PATH`.
@@ -254,10 +279,31 @@ mod tests {
     fn a_bash_started_ahead_moves_its_stdout_to_the_cwd_report_not_its_stdin() {
         // The start-up code is rewritten by a text replacement: one that no longer matches
         // would leave the waiting bash taking its command pipe for the report.
-        let prepared = prepared_script();
-        assert!(STARTUP.contains("exec {__agent_tools_cwd}>&0 </dev/null"));
-        assert!(prepared.contains("exec {__agent_tools_cwd}>&1 1>&2"));
-        assert!(!prepared.contains("exec {__agent_tools_cwd}>&0"));
-        assert_eq!(prepared.lines().count(), STARTUP.lines().count() + 1);
+        for limits in [false, true] {
+            let prepared = prepared_script(limits);
+            assert!(STARTUP.contains("exec {__agent_tools_cwd}>&0 </dev/null"));
+            assert!(prepared.contains("exec {__agent_tools_cwd}>&1 1>&2"));
+            assert!(!prepared.contains("exec {__agent_tools_cwd}>&0"));
+            assert!(!sets_limits(&prepared), "the supervisor sets them");
+        }
+    }
+
+    #[test]
+    fn a_command_runs_on_the_same_line_either_way() {
+        // `$LINENO` in the command is the line of the `eval`: the script a bash started ahead
+        // runs must put it on the line the command's own script does.
+        for (swap, limits) in [(false, false), (false, true)] {
+            let inline = inline_script(swap, limits);
+            assert_eq!(sets_limits(&inline), limits);
+            let eval_line = |s: &str| {
+                s.lines()
+                    .position(|l| l.contains("eval \"$__agent_tools_c\""))
+            };
+            assert_eq!(
+                eval_line(&prepared_script(limits)),
+                eval_line(&inline),
+                "limits: {limits}"
+            );
+        }
     }
 }

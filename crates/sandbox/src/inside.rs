@@ -114,10 +114,11 @@ impl Config {
     fn from_args(args: Vec<OsString>) -> Option<Config> {
         let [bash, inline, grace] = <[OsString; 3]>::try_from(args).ok()?;
         let grace = grace.to_str()?.parse().ok().map(Duration::from_millis)?;
+        let limits = inline.to_str().is_some_and(crate::command::sets_limits);
         Some(Config {
             bash: bash.into(),
             inline,
-            prepared: crate::command::prepared_script(),
+            prepared: crate::command::prepared_script(limits),
             grace,
         })
     }
@@ -228,6 +229,13 @@ struct SupervisorLoop {
     fds: VecDeque<OwnedFd>,
     /// The next command's, when sent ahead
     prep: Option<Prep>,
+    /// Known to have no child, live or zombie: true after a look found none, false again as
+    /// soon as anything is started. With no child there is no descendant, and nothing can
+    /// be handed to this subreaper, so the look need not be repeated (it is about ten
+    /// system calls, and a command's end asked it four times).
+    childless: bool,
+    /// When exited orphans were last collected
+    reaped_at: Instant,
     /// `kill(-1)` only as the sandbox's supervisor (pid 2 under bubblewrap's init), where
     /// it reaches nothing else; anywhere else it would kill every process of the user
     sweep: Sweep,
@@ -252,6 +260,8 @@ impl SupervisorLoop {
             fds: VecDeque::new(),
             prep: None,
             sweep,
+            childless: false,
+            reaped_at: Instant::now(),
         }
     }
 
@@ -310,13 +320,18 @@ impl SupervisorLoop {
             let ended: Vec<usize> = (0..self.jobs.len())
                 .filter(|i| ready.get(i + 1).copied().unwrap_or(false))
                 .collect();
+            let any_ended = !ended.is_empty();
             for i in ended.into_iter().rev() {
                 let job = self.jobs.swap_remove(i);
                 let status = exit_status(&job.pidfd);
                 self.reap_orphans();
                 self.leader_exited(job, status);
             }
-            self.reap_orphans();
+            // Orphans are collected when a command ended, while cleaners wait for groups, and
+            // now and then; not on every request.
+            if any_ended || !self.cleaners.is_empty() || self.reaped_at.elapsed() >= REAP_EVERY {
+                self.reap_orphans();
+            }
             if !self.clean() {
                 return ExitCode::FAILURE;
             }
@@ -342,17 +357,21 @@ impl SupervisorLoop {
         if !self.jobs.is_empty() || !self.cleaners.is_empty() {
             return;
         }
+        if self.prep.as_ref().is_none_or(|p| p.tried) {
+            return;
+        }
         let alone = match self.sweep {
             // kill(-1, 0): no other process of the namespace but its init.
             Sweep::Namespace => Pid::from_raw(1)
                 .is_some_and(|all| test_kill_process_group(all) == Err(rustix::io::Errno::SRCH)),
-            Sweep::Descendants => !crate::reaper::has_children(),
+            Sweep::Descendants => !self.has_children(),
         };
-        let Some(prep) = self.prep.as_mut().filter(|p| !p.tried) else {
+        let Some(prep) = self.prep.as_mut() else {
             return;
         };
         prep.tried = true;
         if alone && !startup_sensitive(&prep.vars) {
+            self.childless = false;
             prep.waiting = start_waiting(&self.config, prep);
         }
     }
@@ -388,11 +407,12 @@ impl SupervisorLoop {
     /// As a subreaper, collects the exited orphans of commands (never a running command's
     /// leader, whose status its pidfd gives): a zombie still counts as a member of its
     /// process group, so an uncollected one would keep a command from ending.
-    fn reap_orphans(&self) {
+    fn reap_orphans(&mut self) {
         if self.sweep != Sweep::Descendants {
             return;
         }
-        for child in crate::reaper::children() {
+        self.reaped_at = Instant::now();
+        for child in self.children() {
             if self
                 .jobs
                 .iter()
@@ -409,8 +429,28 @@ impl SupervisorLoop {
         }
     }
 
+    /// This process's children, live or zombie (see `childless`).
+    fn children(&mut self) -> Vec<i32> {
+        if self.childless {
+            return Vec::new();
+        }
+        let children = crate::reaper::children();
+        self.childless = children.is_empty();
+        children
+    }
+
+    /// Whether this process has a child, live or zombie (see `childless`).
+    fn has_children(&mut self) -> bool {
+        if self.childless {
+            return false;
+        }
+        let any = crate::reaper::has_children();
+        self.childless = !any;
+        any
+    }
+
     /// Ends everything commands left behind, and collects it.
-    fn sweep_all(&self) {
+    fn sweep_all(&mut self) {
         match self.sweep {
             Sweep::Namespace => {
                 // kill(-1), which in a pid namespace reaches only that namespace's
@@ -421,7 +461,7 @@ impl SupervisorLoop {
             }
             Sweep::Descendants => {
                 // Usually nothing is left, which one small read tells.
-                if crate::reaper::has_children() {
+                if self.has_children() {
                     crate::reaper::kill_descendants(getpid().as_raw_nonzero().get(), true);
                 }
             }
@@ -494,6 +534,7 @@ impl SupervisorLoop {
     /// (`/dev/null`, or the pipe for its working directory, which its start-up code moves
     /// away from stdin); false when the host is gone.
     fn start(&mut self, run: Run, output: OwnedFd, stdin: OwnedFd) -> bool {
+        self.childless = false;
         let dir = PathBuf::from(OsString::from_vec(run.dir));
         let mut cmd = Command::new(&self.config.bash);
         cmd.arg("-c")
@@ -700,11 +741,76 @@ fn start_waiting(config: &Config, prep: &Prep) -> Option<Waiting> {
     set_vars(&mut cmd, &prep.vars);
     let child = cmd.spawn().ok()?;
     let pid = Pid::from_raw(child.id() as i32)?;
-    pidfd_or_kill(pid).map(|pidfd| Waiting {
+    let waiting = pidfd_or_kill(pid).map(|pidfd| Waiting {
         pid,
         pidfd,
         command: write,
-    })
+    })?;
+    if apply_limits(pid, &prep.vars) {
+        Some(waiting)
+    } else {
+        waiting.end();
+        None
+    }
+}
+
+/// Sets on the bash `pid`, started ahead and not yet given its command, the resource limits
+/// the start-up code of a command's own bash sets from `AGENT_TOOLS_LIMITS` (the last of
+/// `vars`): no core files, the address space (KiB), CPU seconds (soft, and hard one more)
+/// and processes, each hard and soft. As there, a limit the kernel refuses (above a hard
+/// limit) is left as it is. Any other failure returns false: that bash must not run a
+/// command.
+fn apply_limits(pid: Pid, vars: &[Vec<u8>]) -> bool {
+    use rustix::process::{Resource, Rlimit, getrlimit, prlimit};
+    let Some(value) = vars
+        .iter()
+        .rev()
+        .find_map(|kv| kv.strip_prefix(b"AGENT_TOOLS_LIMITS=".as_slice()))
+        .filter(|v| !v.is_empty())
+    else {
+        return true;
+    };
+    let parts: Vec<Option<Option<u64>>> = value
+        .split(|&b| b == b':')
+        .map(|p| (!p.is_empty()).then(|| std::str::from_utf8(p).ok()?.parse::<u64>().ok()))
+        .collect();
+    let [memory, cpu, nproc] = parts[..] else {
+        return false;
+    };
+    // A field that is there but not a number: bash's `ulimit` would refuse it too, but the
+    // host never sends one, so nothing is guessed.
+    let (Some(memory), Some(cpu), Some(nproc)) = (
+        memory.map_or(Some(None), |m| m.map(Some)),
+        cpu.map_or(Some(None), |c| c.map(Some)),
+        nproc.map_or(Some(None), |n| n.map(Some)),
+    ) else {
+        return false;
+    };
+    let set = |resource: Resource, current: u64, maximum: u64| -> bool {
+        let limit = Rlimit {
+            current: Some(current),
+            maximum: Some(maximum),
+        };
+        match prlimit(Some(pid), resource, limit) {
+            Ok(_) | Err(rustix::io::Errno::PERM | rustix::io::Errno::INVAL) => true,
+            Err(_) => false,
+        }
+    };
+    let mut ok = set(Resource::Core, 0, 0);
+    if let Some(kib) = memory {
+        let bytes = kib.saturating_mul(1024);
+        ok &= set(Resource::As, bytes, bytes);
+    }
+    if let Some(seconds) = cpu {
+        // `ulimit -S -t T` under the inherited hard limit, then `ulimit -H -t T+1`.
+        let hard = getrlimit(Resource::Cpu).maximum.unwrap_or(u64::MAX);
+        ok &= set(Resource::Cpu, seconds, hard);
+        ok &= set(Resource::Cpu, seconds, seconds.saturating_add(1));
+    }
+    if let Some(n) = nproc {
+        ok &= set(Resource::Nproc, n, n);
+    }
+    ok
 }
 
 /// The pidfd of the child `pid`, just started (not reaped before its pidfd exists, so its id
@@ -861,6 +967,74 @@ impl<'a> Fields<'a> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// `/proc/PID/limits` as a bash shows it after the start-up code set `limits`, and as a
+    /// bash waiting for its command shows it once `apply_limits` set them.
+    fn limits_both_ways(limits: &str) -> (String, String) {
+        let show = "cat /proc/$$/limits";
+        let inline = crate::command::inline_script(false, true);
+        let theirs = Command::new("bash")
+            .args(["-c", &inline, "bash", show])
+            .env("AGENT_TOOLS_LIMITS", limits)
+            .output()
+            .unwrap();
+        let mut child = Command::new("bash")
+            .args(["-c", &format!("read -r _; {show}")])
+            .stdin(Stdio::piped())
+            .stdout(Stdio::piped())
+            .spawn()
+            .unwrap();
+        let pid = Pid::from_raw(child.id() as i32).unwrap();
+        let vars = vec![
+            b"AGENT_TOOLS_LIMITS=ignored".to_vec(),
+            format!("AGENT_TOOLS_LIMITS={limits}").into_bytes(),
+        ];
+        let applied = apply_limits(pid, &vars);
+        std::io::Write::write_all(&mut child.stdin.take().unwrap(), b"go\n").unwrap();
+        let ours = child.wait_with_output().unwrap();
+        assert!(applied, "{limits}");
+        (
+            String::from_utf8_lossy(&theirs.stdout).into_owned(),
+            String::from_utf8_lossy(&ours.stdout).into_owned(),
+        )
+    }
+
+    #[test]
+    fn a_waiting_bash_gets_the_limits_its_start_up_code_would_set() {
+        let hard = |r| {
+            rustix::process::getrlimit(r)
+                .maximum
+                .map_or(u64::MAX, |m| m)
+        };
+        let above_cpu = hard(rustix::process::Resource::Cpu).saturating_add(5);
+        let cases = [
+            "".to_owned(),
+            "::".to_owned(),
+            "1048576:7:500".to_owned(),
+            "4194304::".to_owned(),
+            ":3:".to_owned(),
+            "::100000".to_owned(),
+            format!(":{above_cpu}:"),
+        ];
+        for limits in cases {
+            let (theirs, ours) = limits_both_ways(&limits);
+            assert!(theirs.contains("Max core file size"), "{limits}: {theirs}");
+            assert_eq!(ours, theirs, "AGENT_TOOLS_LIMITS={limits}");
+        }
+    }
+
+    #[test]
+    fn a_limit_that_is_no_number_gets_no_waiting_bash() {
+        let child = Command::new("sleep").arg("5").spawn().unwrap();
+        let pid = Pid::from_raw(child.id() as i32).unwrap();
+        for bad in ["x::", "1:2", ":-1:", "1:2:3:4"] {
+            let vars = vec![format!("AGENT_TOOLS_LIMITS={bad}").into_bytes()];
+            assert!(!apply_limits(pid, &vars), "{bad}");
+        }
+        let _ = kill_process_group(pid, Signal::KILL);
+        let _ = rustix::process::kill_process(pid, Signal::KILL);
+        let _ = waitid(WaitId::Pid(pid), WaitIdOptions::EXITED);
+    }
 
     fn run_request(fields: &[&str]) -> Vec<u8> {
         let mut out = Vec::new();

@@ -71,7 +71,7 @@ fn command_line(
     let swapped = launch.filter_on_stdin(filter);
     argv.push(bash_path().into_os_string());
     argv.push("-c".into());
-    argv.push(inline_script(swapped).into());
+    argv.push(inline_script(swapped, launch.policy().is_some()).into());
     argv.push("bash".into());
     argv.push(spec.command.clone().into());
     let mut cmd = Command::new(&argv[0]);

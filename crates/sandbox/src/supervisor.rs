@@ -28,7 +28,8 @@
 //!   and variables, sent ahead (a session's instance sends them with each command). Once
 //!   no command runs and nothing any command started is left, the supervisor starts that
 //!   call's bash in DIR with the variables, in a new process group, to run the start-up
-//!   code and wait for its command (`command::prepared_script`), before it reports the
+//!   code and wait for its command (`command::prepared_script`; the rlimits of
+//!   `AGENT_TOOLS_LIMITS` the supervisor sets on it with `prlimit`), before it reports the
 //!   end of the command before: bash's start, about a millisecond, then overlaps the
 //!   host's work on the result and on the next call. Nothing can reach that bash
 //!   before its command arrives, since no command runs while it waits, and every request
@@ -364,7 +365,7 @@ impl Supervisor {
         argv.push(program.as_os_str().to_owned());
         argv.push(crate::host_program::SUPERVISOR_ARG.into());
         argv.push(bash_path().into_os_string());
-        argv.push(inline_script(false).into());
+        argv.push(inline_script(false, key.policy().is_some()).into());
         argv.push(KILL_GRACE.as_millis().to_string().into());
         let (ours, theirs) = socketpair(
             AddressFamily::UNIX,
