@@ -281,12 +281,15 @@ fn hierarchy() -> &'static Hierarchy {
 
 /// Whether a child cgroup can be made (and removed) in `dir`.
 fn trial(dir: &Path) -> bool {
-    let probe = dir.join(format!("agent-tools-probe-{}", std::process::id()));
-    let made = std::fs::create_dir(&probe).is_ok();
-    if made {
-        let _ = std::fs::remove_dir(&probe);
+    match make_dirs(&[dir.to_path_buf()]) {
+        Ok(made) => {
+            for d in made {
+                let _ = std::fs::remove_dir(d);
+            }
+            true
+        }
+        Err(_) => false,
     }
-    made
 }
 
 /// The mount point of a file system of type `fstype` (with the super option `option`).
@@ -339,6 +342,51 @@ pub fn mechanism() -> &'static str {
 
 static GROUPS: AtomicU64 = AtomicU64::new(0);
 
+/// How many names [`make_dirs`] tries before it gives up.
+const NAME_TRIES: usize = 4096;
+
+/// A new directory of one name in each of `parents` (one per controller under v1), named
+/// `agent-tools-PID-N` with the next N of this process. A name some directory already has
+/// is skipped: a process that ended before its groups were removed (killed, or exited
+/// while the thread removing them ran) left them behind, and a later process with the
+/// same id counts from 0 again.
+fn make_dirs(parents: &[PathBuf]) -> std::io::Result<Vec<PathBuf>> {
+    for _ in 0..NAME_TRIES {
+        let name = format!(
+            "agent-tools-{}-{}",
+            std::process::id(),
+            GROUPS.fetch_add(1, Ordering::Relaxed)
+        );
+        let mut made = Vec::with_capacity(parents.len());
+        let mut failed = None;
+        for parent in parents {
+            let dir = parent.join(&name);
+            match std::fs::create_dir(&dir) {
+                Ok(()) => made.push(dir),
+                Err(e) => {
+                    failed = Some(e);
+                    break;
+                }
+            }
+        }
+        match failed {
+            None => return Ok(made),
+            Some(e) => {
+                for d in made {
+                    let _ = std::fs::remove_dir(d);
+                }
+                if e.kind() != std::io::ErrorKind::AlreadyExists {
+                    return Err(e);
+                }
+            }
+        }
+    }
+    Err(std::io::Error::new(
+        std::io::ErrorKind::AlreadyExists,
+        format!("{NAME_TRIES} cgroup names of this process are taken"),
+    ))
+}
+
 /// Counters of limits hit.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
 pub(crate) struct Events {
@@ -388,44 +436,37 @@ impl Cgroup {
         if limits.memory.is_none() && limits.processes.is_none() {
             return None;
         }
-        let name = format!(
-            "agent-tools-{}-{}",
-            std::process::id(),
-            GROUPS.fetch_add(1, Ordering::Relaxed)
-        );
-        let mut group = match hierarchy() {
-            Hierarchy::V2 { dir, memory, pids } => Cgroup {
-                dirs: vec![dir.join(&name)],
-                v2: true,
-                memory: *memory && limits.memory.is_some(),
-                pids: *pids && limits.processes.is_some(),
-                limits: *limits,
-            },
+        // The directories the group's are made in: one under v2, one per controller under v1.
+        let (parents, v2, memory, pids) = match hierarchy() {
+            Hierarchy::V2 { dir, memory, pids } => (
+                vec![dir.clone()],
+                true,
+                *memory && limits.memory.is_some(),
+                *pids && limits.processes.is_some(),
+            ),
             Hierarchy::V1 { memory, pids } => {
                 let memory = memory.as_ref().filter(|_| limits.memory.is_some());
                 let pids = pids.as_ref().filter(|_| limits.processes.is_some());
-                Cgroup {
-                    dirs: memory
-                        .iter()
-                        .chain(pids.iter())
-                        .map(|d| d.join(&name))
-                        .collect(),
-                    v2: false,
-                    memory: memory.is_some(),
-                    pids: pids.is_some(),
-                    limits: *limits,
-                }
+                (
+                    memory.into_iter().chain(pids).cloned().collect(),
+                    false,
+                    memory.is_some(),
+                    pids.is_some(),
+                )
             }
             Hierarchy::None => return None,
         };
-        if group.dirs.is_empty() || !(group.memory || group.pids) {
+        if parents.is_empty() || !(memory || pids) {
             return None;
         }
-        for d in &group.dirs {
-            if std::fs::create_dir(d).is_err() {
-                return None;
-            }
-        }
+        let dirs = make_dirs(&parents).ok()?;
+        let mut group = Cgroup {
+            dirs,
+            v2,
+            memory,
+            pids,
+            limits: *limits,
+        };
         let set = |g: &Cgroup| -> std::io::Result<()> {
             if g.v2 {
                 let d = &g.dirs[0];
@@ -650,6 +691,32 @@ mod tests {
             LimitHit::Cpu(5).to_string(),
             "killed: CPU time limit 5 s (sandbox.limits.cpu)"
         );
+    }
+
+    #[test]
+    fn a_group_name_left_behind_is_skipped() {
+        let dirs = [tempfile::tempdir().unwrap(), tempfile::tempdir().unwrap()];
+        let parents: Vec<PathBuf> = dirs.iter().map(|d| d.path().to_path_buf()).collect();
+        // What an earlier process with this id left: the next names of this process, in one
+        // controller's directory or in both.
+        let next = GROUPS.load(Ordering::Relaxed);
+        let mut left = Vec::new();
+        for n in next..next + 64 {
+            let name = format!("agent-tools-{}-{n}", std::process::id());
+            for p in &parents[..1 + (n % 2) as usize] {
+                std::fs::create_dir(p.join(&name)).unwrap();
+                left.push(p.join(&name));
+            }
+        }
+        let made = make_dirs(&parents).unwrap();
+        assert_eq!(made.len(), 2);
+        assert_eq!(made[0].file_name(), made[1].file_name());
+        assert!(!left.contains(&made[0]) && !left.contains(&made[1]));
+        assert!(left.iter().all(|d| d.is_dir()), "a leftover was removed");
+        // Other failures are not retried.
+        let missing = parents[0].join("missing");
+        let err = make_dirs(&[missing]).unwrap_err();
+        assert_eq!(err.kind(), std::io::ErrorKind::NotFound);
     }
 
     #[test]
