@@ -238,45 +238,100 @@ enum Hierarchy {
     None,
 }
 
-/// Where the controllers are, learned once.
+/// Where the controllers are, learned once; the groups earlier processes left there are
+/// removed in the background then.
 fn hierarchy() -> &'static Hierarchy {
     static FOUND: OnceLock<Hierarchy> = OnceLock::new();
     FOUND.get_or_init(|| {
-        let Ok(cgroups) = std::fs::read_to_string("/proc/self/cgroup") else {
-            return Hierarchy::None;
+        let found = find_hierarchy();
+        let parents: Vec<PathBuf> = match &found {
+            Hierarchy::V2 { dir, .. } => vec![dir.clone()],
+            Hierarchy::V1 { memory, pids } => memory.iter().chain(pids).cloned().collect(),
+            Hierarchy::None => Vec::new(),
         };
-        let Ok(mounts) = std::fs::read_to_string("/proc/self/mountinfo") else {
-            return Hierarchy::None;
-        };
-        // cgroup2 first: a delegated subtree whose children get the controllers.
-        if let Some(path) = cgroups.lines().find_map(|l| l.strip_prefix("0::"))
-            && let Some(mount) = mount_point(&mounts, "cgroup2", None)
-        {
-            let dir = mount.join(path.trim_start_matches('/'));
-            let control =
-                std::fs::read_to_string(dir.join("cgroup.subtree_control")).unwrap_or_default();
-            let memory = control.split_whitespace().any(|c| c == "memory");
-            let pids = control.split_whitespace().any(|c| c == "pids");
-            if (memory || pids) && trial(&dir) {
-                return Hierarchy::V2 { dir, memory, pids };
-            }
+        if !parents.is_empty() {
+            let _ = std::thread::Builder::new()
+                .name("agent-tools-cgroup".into())
+                .spawn(move || parents.iter().for_each(|p| remove_left_behind(p)));
         }
-        let v1 = |controller: &str| {
-            let path = cgroups.lines().find_map(|l| {
-                let mut parts = l.splitn(3, ':');
-                let (_, list, path) = (parts.next()?, parts.next()?, parts.next()?);
-                list.split(',').any(|c| c == controller).then_some(path)
-            })?;
-            let mount = mount_point(&mounts, "cgroup", Some(controller))?;
-            let dir = mount.join(path.trim_start_matches('/'));
-            trial(&dir).then_some(dir)
-        };
-        let (memory, pids) = (v1("memory"), v1("pids"));
-        if memory.is_some() || pids.is_some() {
-            return Hierarchy::V1 { memory, pids };
-        }
-        Hierarchy::None
+        found
     })
+}
+
+/// Where the controllers are.
+fn find_hierarchy() -> Hierarchy {
+    let Ok(cgroups) = std::fs::read_to_string("/proc/self/cgroup") else {
+        return Hierarchy::None;
+    };
+    let Ok(mounts) = std::fs::read_to_string("/proc/self/mountinfo") else {
+        return Hierarchy::None;
+    };
+    // cgroup2 first: a delegated subtree whose children get the controllers.
+    if let Some(path) = cgroups.lines().find_map(|l| l.strip_prefix("0::"))
+        && let Some(mount) = mount_point(&mounts, "cgroup2", None)
+    {
+        let dir = mount.join(path.trim_start_matches('/'));
+        let control =
+            std::fs::read_to_string(dir.join("cgroup.subtree_control")).unwrap_or_default();
+        let memory = control.split_whitespace().any(|c| c == "memory");
+        let pids = control.split_whitespace().any(|c| c == "pids");
+        if (memory || pids) && trial(&dir) {
+            return Hierarchy::V2 { dir, memory, pids };
+        }
+    }
+    let v1 = |controller: &str| {
+        let path = cgroups.lines().find_map(|l| {
+            let mut parts = l.splitn(3, ':');
+            let (_, list, path) = (parts.next()?, parts.next()?, parts.next()?);
+            list.split(',').any(|c| c == controller).then_some(path)
+        })?;
+        let mount = mount_point(&mounts, "cgroup", Some(controller))?;
+        let dir = mount.join(path.trim_start_matches('/'));
+        trial(&dir).then_some(dir)
+    };
+    let (memory, pids) = (v1("memory"), v1("pids"));
+    if memory.is_some() || pids.is_some() {
+        return Hierarchy::V1 { memory, pids };
+    }
+    Hierarchy::None
+}
+
+/// How old a group must be before [`remove_left_behind`] may take it for one left behind.
+const LEFT_BEHIND_AFTER: std::time::Duration = std::time::Duration::from_secs(600);
+
+/// Removes the groups processes that ended first left in `parent` (see [`make_dirs`]):
+/// directories named as this module names them, with no process in them (the kernel
+/// refuses to remove a group that has one) and made more than [`LEFT_BEHIND_AFTER`] ago
+/// (a live instance's group is empty only between its making and its first process).
+fn remove_left_behind(parent: &Path) {
+    let Ok(entries) = std::fs::read_dir(parent) else {
+        return;
+    };
+    for e in entries.flatten() {
+        let old = e
+            .metadata()
+            .and_then(|m| m.modified())
+            .ok()
+            .and_then(|t| t.elapsed().ok())
+            .is_some_and(|age| age > LEFT_BEHIND_AFTER);
+        if old && e.file_name().to_str().is_some_and(is_group_name) {
+            let _ = std::fs::remove_dir(e.path());
+        }
+    }
+}
+
+/// Whether `name` is one [`make_dirs`] gives (`agent-tools-PID-N`), or the probe's of
+/// earlier versions (`agent-tools-probe-PID`).
+fn is_group_name(name: &str) -> bool {
+    let digits = |s: &str| !s.is_empty() && s.bytes().all(|b| b.is_ascii_digit());
+    let Some(rest) = name.strip_prefix("agent-tools-") else {
+        return false;
+    };
+    if let Some(pid) = rest.strip_prefix("probe-") {
+        return digits(pid);
+    }
+    rest.split_once('-')
+        .is_some_and(|(pid, n)| digits(pid) && digits(n))
 }
 
 /// Whether a child cgroup can be made (and removed) in `dir`.
@@ -717,6 +772,30 @@ mod tests {
         let missing = parents[0].join("missing");
         let err = make_dirs(&[missing]).unwrap_err();
         assert_eq!(err.kind(), std::io::ErrorKind::NotFound);
+    }
+
+    #[test]
+    fn only_group_names_are_taken_for_left_behind() {
+        for name in [
+            "agent-tools-123-0",
+            "agent-tools-4-5678",
+            "agent-tools-probe-99",
+        ] {
+            assert!(is_group_name(name), "{name}");
+        }
+        for name in [
+            "agent-tools",
+            "agent-tools-",
+            "agent-tools-123",
+            "agent-tools-123-",
+            "agent-tools-123-x",
+            "agent-tools-probe-",
+            "agent-tools-1-2-3",
+            "user.slice",
+            "other-123-0",
+        ] {
+            assert!(!is_group_name(name), "{name}");
+        }
     }
 
     #[test]
