@@ -486,10 +486,11 @@ fn counter(path: &Path, key: &str) -> u64 {
 }
 
 impl Cgroup {
-    /// A new cgroup with `limits`, when the machine offers one and a limit needs it.
-    pub(crate) fn create(limits: &ResourceLimits) -> Option<Cgroup> {
+    /// A new cgroup with `limits`, when the machine offers one and a limit needs it
+    /// (`None` otherwise); an error where one it offers could not be made.
+    pub(crate) fn create(limits: &ResourceLimits) -> std::io::Result<Option<Cgroup>> {
         if limits.memory.is_none() && limits.processes.is_none() {
-            return None;
+            return Ok(None);
         }
         // The directories the group's are made in: one under v2, one per controller under v1.
         let (parents, v2, memory, pids) = match hierarchy() {
@@ -509,13 +510,13 @@ impl Cgroup {
                     pids.is_some(),
                 )
             }
-            Hierarchy::None => return None,
+            Hierarchy::None => return Ok(None),
         };
         if parents.is_empty() || !(memory || pids) {
-            return None;
+            return Ok(None);
         }
-        let dirs = make_dirs(&parents).ok()?;
-        let mut group = Cgroup {
+        let dirs = make_dirs(&parents)?;
+        let group = Cgroup {
             dirs,
             v2,
             memory,
@@ -547,12 +548,14 @@ impl Cgroup {
             }
             Ok(())
         };
-        if set(&group).is_err() {
-            group.memory = false;
-            group.pids = false;
-            return None;
-        }
-        Some(group)
+        // A group that failed is removed when dropped.
+        set(&group)?;
+        Ok(Some(group))
+    }
+
+    /// Whether the group limits memory.
+    pub(crate) fn limits_memory(&self) -> bool {
+        self.memory
     }
 
     /// Whether the group limits processes.
