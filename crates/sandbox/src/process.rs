@@ -154,6 +154,27 @@ impl Running {
             Running::Supervised(s) => s.wait(limit, cancel).await,
         }
     }
+
+    /// Where the command's memory limit comes from: its sandbox instance's cgroup (`cgroup
+    /// v2`, `cgroup v1`), or `rlimits` (a command started on its own, an instance without a
+    /// cgroup), under which an allocation past the limit fails inside the command.
+    pub fn memory_limited_by(&self) -> &'static str {
+        match self {
+            Running::Local(_) => "rlimits",
+            #[cfg(target_os = "linux")]
+            Running::Supervised(s) => s.instance().memory_limited_by(),
+        }
+    }
+
+    /// Why the command's sandbox instance runs without the cgroup the machine offers, if it
+    /// does (its memory and process limits are then the rlimits).
+    pub fn cgroup_missing(&self) -> Option<String> {
+        match self {
+            Running::Local(_) => None,
+            #[cfg(target_os = "linux")]
+            Running::Supervised(s) => s.instance().cgroup_missing().map(str::to_owned),
+        }
+    }
 }
 
 impl Local {

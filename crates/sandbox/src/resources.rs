@@ -238,55 +238,113 @@ enum Hierarchy {
     None,
 }
 
-/// Where the controllers are, learned once.
+/// Where the controllers are, learned once; the groups earlier processes left there are
+/// removed in the background then.
 fn hierarchy() -> &'static Hierarchy {
     static FOUND: OnceLock<Hierarchy> = OnceLock::new();
     FOUND.get_or_init(|| {
-        let Ok(cgroups) = std::fs::read_to_string("/proc/self/cgroup") else {
-            return Hierarchy::None;
+        let found = find_hierarchy();
+        let parents: Vec<PathBuf> = match &found {
+            Hierarchy::V2 { dir, .. } => vec![dir.clone()],
+            Hierarchy::V1 { memory, pids } => memory.iter().chain(pids).cloned().collect(),
+            Hierarchy::None => Vec::new(),
         };
-        let Ok(mounts) = std::fs::read_to_string("/proc/self/mountinfo") else {
-            return Hierarchy::None;
-        };
-        // cgroup2 first: a delegated subtree whose children get the controllers.
-        if let Some(path) = cgroups.lines().find_map(|l| l.strip_prefix("0::"))
-            && let Some(mount) = mount_point(&mounts, "cgroup2", None)
-        {
-            let dir = mount.join(path.trim_start_matches('/'));
-            let control =
-                std::fs::read_to_string(dir.join("cgroup.subtree_control")).unwrap_or_default();
-            let memory = control.split_whitespace().any(|c| c == "memory");
-            let pids = control.split_whitespace().any(|c| c == "pids");
-            if (memory || pids) && trial(&dir) {
-                return Hierarchy::V2 { dir, memory, pids };
-            }
+        if !parents.is_empty() {
+            let _ = std::thread::Builder::new()
+                .name("agent-tools-cgroup".into())
+                .spawn(move || parents.iter().for_each(|p| remove_left_behind(p)));
         }
-        let v1 = |controller: &str| {
-            let path = cgroups.lines().find_map(|l| {
-                let mut parts = l.splitn(3, ':');
-                let (_, list, path) = (parts.next()?, parts.next()?, parts.next()?);
-                list.split(',').any(|c| c == controller).then_some(path)
-            })?;
-            let mount = mount_point(&mounts, "cgroup", Some(controller))?;
-            let dir = mount.join(path.trim_start_matches('/'));
-            trial(&dir).then_some(dir)
-        };
-        let (memory, pids) = (v1("memory"), v1("pids"));
-        if memory.is_some() || pids.is_some() {
-            return Hierarchy::V1 { memory, pids };
-        }
-        Hierarchy::None
+        found
     })
+}
+
+/// Where the controllers are.
+fn find_hierarchy() -> Hierarchy {
+    let Ok(cgroups) = std::fs::read_to_string("/proc/self/cgroup") else {
+        return Hierarchy::None;
+    };
+    let Ok(mounts) = std::fs::read_to_string("/proc/self/mountinfo") else {
+        return Hierarchy::None;
+    };
+    // cgroup2 first: a delegated subtree whose children get the controllers.
+    if let Some(path) = cgroups.lines().find_map(|l| l.strip_prefix("0::"))
+        && let Some(mount) = mount_point(&mounts, "cgroup2", None)
+    {
+        let dir = mount.join(path.trim_start_matches('/'));
+        let control =
+            std::fs::read_to_string(dir.join("cgroup.subtree_control")).unwrap_or_default();
+        let memory = control.split_whitespace().any(|c| c == "memory");
+        let pids = control.split_whitespace().any(|c| c == "pids");
+        if (memory || pids) && trial(&dir) {
+            return Hierarchy::V2 { dir, memory, pids };
+        }
+    }
+    let v1 = |controller: &str| {
+        let path = cgroups.lines().find_map(|l| {
+            let mut parts = l.splitn(3, ':');
+            let (_, list, path) = (parts.next()?, parts.next()?, parts.next()?);
+            list.split(',').any(|c| c == controller).then_some(path)
+        })?;
+        let mount = mount_point(&mounts, "cgroup", Some(controller))?;
+        let dir = mount.join(path.trim_start_matches('/'));
+        trial(&dir).then_some(dir)
+    };
+    let (memory, pids) = (v1("memory"), v1("pids"));
+    if memory.is_some() || pids.is_some() {
+        return Hierarchy::V1 { memory, pids };
+    }
+    Hierarchy::None
+}
+
+/// How old a group must be before [`remove_left_behind`] may take it for one left behind.
+const LEFT_BEHIND_AFTER: std::time::Duration = std::time::Duration::from_secs(600);
+
+/// Removes the groups processes that ended first left in `parent` (see [`make_dirs`]):
+/// directories named as this module names them, with no process in them (the kernel
+/// refuses to remove a group that has one) and made more than [`LEFT_BEHIND_AFTER`] ago
+/// (a live instance's group is empty only between its making and its first process).
+fn remove_left_behind(parent: &Path) {
+    let Ok(entries) = std::fs::read_dir(parent) else {
+        return;
+    };
+    for e in entries.flatten() {
+        let old = e
+            .metadata()
+            .and_then(|m| m.modified())
+            .ok()
+            .and_then(|t| t.elapsed().ok())
+            .is_some_and(|age| age > LEFT_BEHIND_AFTER);
+        if old && e.file_name().to_str().is_some_and(is_group_name) {
+            let _ = std::fs::remove_dir(e.path());
+        }
+    }
+}
+
+/// Whether `name` is one [`make_dirs`] gives (`agent-tools-PID-N`), or the probe's of
+/// earlier versions (`agent-tools-probe-PID`).
+fn is_group_name(name: &str) -> bool {
+    let digits = |s: &str| !s.is_empty() && s.bytes().all(|b| b.is_ascii_digit());
+    let Some(rest) = name.strip_prefix("agent-tools-") else {
+        return false;
+    };
+    if let Some(pid) = rest.strip_prefix("probe-") {
+        return digits(pid);
+    }
+    rest.split_once('-')
+        .is_some_and(|(pid, n)| digits(pid) && digits(n))
 }
 
 /// Whether a child cgroup can be made (and removed) in `dir`.
 fn trial(dir: &Path) -> bool {
-    let probe = dir.join(format!("agent-tools-probe-{}", std::process::id()));
-    let made = std::fs::create_dir(&probe).is_ok();
-    if made {
-        let _ = std::fs::remove_dir(&probe);
+    match make_dirs(&[dir.to_path_buf()]) {
+        Ok(made) => {
+            for d in made {
+                let _ = std::fs::remove_dir(d);
+            }
+            true
+        }
+        Err(_) => false,
     }
-    made
 }
 
 /// The mount point of a file system of type `fstype` (with the super option `option`).
@@ -339,6 +397,51 @@ pub fn mechanism() -> &'static str {
 
 static GROUPS: AtomicU64 = AtomicU64::new(0);
 
+/// How many names [`make_dirs`] tries before it gives up.
+const NAME_TRIES: usize = 4096;
+
+/// A new directory of one name in each of `parents` (one per controller under v1), named
+/// `agent-tools-PID-N` with the next N of this process. A name some directory already has
+/// is skipped: a process that ended before its groups were removed (killed, or exited
+/// while the thread removing them ran) left them behind, and a later process with the
+/// same id counts from 0 again.
+fn make_dirs(parents: &[PathBuf]) -> std::io::Result<Vec<PathBuf>> {
+    for _ in 0..NAME_TRIES {
+        let name = format!(
+            "agent-tools-{}-{}",
+            std::process::id(),
+            GROUPS.fetch_add(1, Ordering::Relaxed)
+        );
+        let mut made = Vec::with_capacity(parents.len());
+        let mut failed = None;
+        for parent in parents {
+            let dir = parent.join(&name);
+            match std::fs::create_dir(&dir) {
+                Ok(()) => made.push(dir),
+                Err(e) => {
+                    failed = Some(e);
+                    break;
+                }
+            }
+        }
+        match failed {
+            None => return Ok(made),
+            Some(e) => {
+                for d in made {
+                    let _ = std::fs::remove_dir(d);
+                }
+                if e.kind() != std::io::ErrorKind::AlreadyExists {
+                    return Err(e);
+                }
+            }
+        }
+    }
+    Err(std::io::Error::new(
+        std::io::ErrorKind::AlreadyExists,
+        format!("{NAME_TRIES} cgroup names of this process are taken"),
+    ))
+}
+
 /// Counters of limits hit.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
 pub(crate) struct Events {
@@ -383,49 +486,43 @@ fn counter(path: &Path, key: &str) -> u64 {
 }
 
 impl Cgroup {
-    /// A new cgroup with `limits`, when the machine offers one and a limit needs it.
-    pub(crate) fn create(limits: &ResourceLimits) -> Option<Cgroup> {
+    /// A new cgroup with `limits`, when the machine offers one and a limit needs it
+    /// (`None` otherwise); an error where one it offers could not be made.
+    pub(crate) fn create(limits: &ResourceLimits) -> std::io::Result<Option<Cgroup>> {
         if limits.memory.is_none() && limits.processes.is_none() {
-            return None;
+            return Ok(None);
         }
-        let name = format!(
-            "agent-tools-{}-{}",
-            std::process::id(),
-            GROUPS.fetch_add(1, Ordering::Relaxed)
-        );
-        let mut group = match hierarchy() {
-            Hierarchy::V2 { dir, memory, pids } => Cgroup {
-                dirs: vec![dir.join(&name)],
-                v2: true,
-                memory: *memory && limits.memory.is_some(),
-                pids: *pids && limits.processes.is_some(),
-                limits: *limits,
-            },
+        // The directories the group's are made in: one under v2, one per controller under v1.
+        let (parents, v2, memory, pids) = match hierarchy() {
+            Hierarchy::V2 { dir, memory, pids } => (
+                vec![dir.clone()],
+                true,
+                *memory && limits.memory.is_some(),
+                *pids && limits.processes.is_some(),
+            ),
             Hierarchy::V1 { memory, pids } => {
                 let memory = memory.as_ref().filter(|_| limits.memory.is_some());
                 let pids = pids.as_ref().filter(|_| limits.processes.is_some());
-                Cgroup {
-                    dirs: memory
-                        .iter()
-                        .chain(pids.iter())
-                        .map(|d| d.join(&name))
-                        .collect(),
-                    v2: false,
-                    memory: memory.is_some(),
-                    pids: pids.is_some(),
-                    limits: *limits,
-                }
+                (
+                    memory.into_iter().chain(pids).cloned().collect(),
+                    false,
+                    memory.is_some(),
+                    pids.is_some(),
+                )
             }
-            Hierarchy::None => return None,
+            Hierarchy::None => return Ok(None),
         };
-        if group.dirs.is_empty() || !(group.memory || group.pids) {
-            return None;
+        if parents.is_empty() || !(memory || pids) {
+            return Ok(None);
         }
-        for d in &group.dirs {
-            if std::fs::create_dir(d).is_err() {
-                return None;
-            }
-        }
+        let dirs = make_dirs(&parents)?;
+        let group = Cgroup {
+            dirs,
+            v2,
+            memory,
+            pids,
+            limits: *limits,
+        };
         let set = |g: &Cgroup| -> std::io::Result<()> {
             if g.v2 {
                 let d = &g.dirs[0];
@@ -451,12 +548,14 @@ impl Cgroup {
             }
             Ok(())
         };
-        if set(&group).is_err() {
-            group.memory = false;
-            group.pids = false;
-            return None;
-        }
-        Some(group)
+        // A group that failed is removed when dropped.
+        set(&group)?;
+        Ok(Some(group))
+    }
+
+    /// Whether the group limits memory.
+    pub(crate) fn limits_memory(&self) -> bool {
+        self.memory
     }
 
     /// Whether the group limits processes.
@@ -650,6 +749,56 @@ mod tests {
             LimitHit::Cpu(5).to_string(),
             "killed: CPU time limit 5 s (sandbox.limits.cpu)"
         );
+    }
+
+    #[test]
+    fn a_group_name_left_behind_is_skipped() {
+        let dirs = [tempfile::tempdir().unwrap(), tempfile::tempdir().unwrap()];
+        let parents: Vec<PathBuf> = dirs.iter().map(|d| d.path().to_path_buf()).collect();
+        // What an earlier process with this id left: the next names of this process, in one
+        // controller's directory or in both.
+        let next = GROUPS.load(Ordering::Relaxed);
+        let mut left = Vec::new();
+        for n in next..next + 64 {
+            let name = format!("agent-tools-{}-{n}", std::process::id());
+            for p in &parents[..1 + (n % 2) as usize] {
+                std::fs::create_dir(p.join(&name)).unwrap();
+                left.push(p.join(&name));
+            }
+        }
+        let made = make_dirs(&parents).unwrap();
+        assert_eq!(made.len(), 2);
+        assert_eq!(made[0].file_name(), made[1].file_name());
+        assert!(!left.contains(&made[0]) && !left.contains(&made[1]));
+        assert!(left.iter().all(|d| d.is_dir()), "a leftover was removed");
+        // Other failures are not retried.
+        let missing = parents[0].join("missing");
+        let err = make_dirs(&[missing]).unwrap_err();
+        assert_eq!(err.kind(), std::io::ErrorKind::NotFound);
+    }
+
+    #[test]
+    fn only_group_names_are_taken_for_left_behind() {
+        for name in [
+            "agent-tools-123-0",
+            "agent-tools-4-5678",
+            "agent-tools-probe-99",
+        ] {
+            assert!(is_group_name(name), "{name}");
+        }
+        for name in [
+            "agent-tools",
+            "agent-tools-",
+            "agent-tools-123",
+            "agent-tools-123-",
+            "agent-tools-123-x",
+            "agent-tools-probe-",
+            "agent-tools-1-2-3",
+            "user.slice",
+            "other-123-0",
+        ] {
+            assert!(!is_group_name(name), "{name}");
+        }
     }
 
     #[test]

@@ -21,6 +21,9 @@ pub struct SandboxInstance {
     pub pid: u32,
     /// How many instances this session has started, this one included
     pub generation: u64,
+    /// Where its commands' memory limit comes from: its cgroup (`cgroup v2`, `cgroup v1`)
+    /// or `rlimits` (see [`Running::cgroup_missing`](crate::Running::cgroup_missing))
+    pub memory_limited_by: &'static str,
 }
 
 /// A session's supervisors; ending with it (dropping it ends every instance it started).
@@ -107,6 +110,7 @@ impl Instances {
             *c = Some(SandboxInstance {
                 pid: s.pid(),
                 generation,
+                memory_limited_by: s.memory_limited_by(),
             });
         }
         instances.push(Arc::clone(&s));

@@ -202,20 +202,26 @@ impl Key {
 }
 
 /// A cgroup for an instance whose process is `pid`, with it and everything it started so
-/// far (bubblewrap's processes) inside; `None` when the machine offers none or a process
-/// cannot be moved (the rlimits then stand alone).
-fn join_cgroup(limits: &ResourceLimits, pid: u32) -> Option<Cgroup> {
-    let group = Cgroup::create(limits)?;
-    let root = i32::try_from(pid).ok()?;
+/// far (bubblewrap's own processes and the supervisor) moved in: `None` where the machine
+/// offers none or no limit needs one. An error says why one it offers could not be made or
+/// joined; the instance's commands then run under the rlimits alone.
+fn join_cgroup(limits: &ResourceLimits, pid: u32) -> Result<Option<Cgroup>, String> {
+    let Some(group) = Cgroup::create(limits).map_err(|e| format!("it could not be made: {e}"))?
+    else {
+        return Ok(None);
+    };
+    let root = i32::try_from(pid).map_err(|_| format!("no process {pid} to move into it"))?;
     // Nothing moved: the group goes (empty). Once the instance's first process is in, the
     // group stays with it (dropping it would kill what it holds).
-    group.add(pid).ok()?;
+    group
+        .add(pid)
+        .map_err(|e| format!("the sandbox's process {pid} could not join it: {e}"))?;
     for p in crate::reaper::descendants(root) {
         if let Ok(p) = u32::try_from(p) {
             let _ = group.add(p);
         }
     }
-    Some(group)
+    Ok(Some(group))
 }
 
 /// Whether a failed [`Supervisor::start`] set the supervisor program aside (it does not
@@ -255,6 +261,8 @@ pub struct Supervisor {
     usage: Mutex<Use>,
     /// The instance's cgroup (memory and process limits), when the machine offers one
     cgroup: Option<Cgroup>,
+    /// Why the instance has no cgroup where the machine offers one
+    no_cgroup: Option<String>,
     /// The rlimits each command's start-up code sets (`None` unsandboxed)
     rlimits: Option<String>,
     /// Kept open so a late message of bubblewrap cannot end it with SIGPIPE
@@ -409,9 +417,12 @@ impl Supervisor {
         let ready = tokio::time::timeout(START_TIMEOUT, ready_rx).await;
         // The instance's processes join its cgroup before it runs anything: the supervisor
         // starts commands only on request, so everything they start is inside.
-        let cgroup = match (&ready, launch.policy()) {
-            (Ok(Ok(())), Some(policy)) => join_cgroup(&policy.limits, pid),
-            _ => None,
+        let (cgroup, no_cgroup) = match (&ready, launch.policy()) {
+            (Ok(Ok(())), Some(policy)) => match join_cgroup(&policy.limits, pid) {
+                Ok(group) => (group, None),
+                Err(why) => (None, Some(why)),
+            },
+            _ => (None, None),
         };
         if !matches!(ready, Ok(Ok(()))) {
             drop(ours);
@@ -457,6 +468,7 @@ impl Supervisor {
             }),
             rlimits,
             cgroup,
+            no_cgroup,
             _stderr: stderr,
             prestarting: AtomicBool::new(false),
             sent: Mutex::new(0),
@@ -532,6 +544,21 @@ impl Supervisor {
     /// The supervisor's process id (bubblewrap's, for a sandbox).
     pub fn pid(&self) -> u32 {
         self.pid
+    }
+
+    /// Where the memory limit of the instance's commands comes from: its cgroup (`cgroup
+    /// v2`, `cgroup v1`) or `rlimits`.
+    pub fn memory_limited_by(&self) -> &'static str {
+        match &self.cgroup {
+            Some(c) if c.limits_memory() => crate::resources::mechanism(),
+            _ => "rlimits",
+        }
+    }
+
+    /// Why the instance runs without the cgroup the machine offers, if it does: its
+    /// commands then get the rlimits alone (memory per process, by address space).
+    pub fn cgroup_missing(&self) -> Option<&str> {
+        self.no_cgroup.as_deref()
     }
 
     /// Writes a `run` or `prep` request with the command's two ends attached: its output,
@@ -816,6 +843,11 @@ pub struct Supervised {
 }
 
 impl Supervised {
+    /// The instance the command runs in.
+    pub(crate) fn instance(&self) -> &Supervisor {
+        &self.sup
+    }
+
     /// Waits for the command's end (its whole group gone), for `limit` or for `cancel`
     /// (then TERM through the supervisor, the grace period, KILL). A command whose sandbox
     /// reaches its process limit is ended the same way (a fork bomb would otherwise wait for

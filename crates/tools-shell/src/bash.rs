@@ -215,23 +215,32 @@ const OUT_OF_MEMORY: &[&str] = &[
 ];
 
 /// The resource limit a sandboxed command ran into: what the sandbox saw (its cgroup's
-/// counters, SIGXCPU), or, where memory is limited by address space (no cgroup), a failed
-/// command whose output says an allocation failed.
+/// counters, SIGXCPU), or, where its memory was limited by address space (`rlimits`: no
+/// cgroup), a failed command whose output says an allocation failed.
 fn limit_hit(
     prepared: &sandbox::Prepared,
     finished: &sandbox::Finished,
+    memory_limited_by: &str,
     output: &str,
 ) -> Option<sandbox::LimitHit> {
     if finished.limit.is_some() {
         return finished.limit;
     }
     let memory = prepared.launch.policy()?.limits.memory?;
-    // Learning the limits' mechanism tries to make a cgroup: only for a failure that may
-    // be one.
     (finished.code != 0
-        && OUT_OF_MEMORY.iter().any(|m| output.contains(m))
-        && sandbox::limits_mechanism() == "rlimits")
-        .then_some(sandbox::LimitHit::Memory(memory))
+        && memory_limited_by == "rlimits"
+        && OUT_OF_MEMORY.iter().any(|m| output.contains(m)))
+    .then_some(sandbox::LimitHit::Memory(memory))
+}
+
+/// What a result says when its command's sandbox runs without the cgroup the machine
+/// offers (`why`).
+fn no_cgroup_notice(why: &str) -> String {
+    format!(
+        "Note: this command's sandbox runs without its cgroup ({why}), under rlimits alone: \
+         sandbox.limits.memory caps each process's address space, not the sandbox's memory, \
+         and sandbox.limits.processes the user's processes (not root's)"
+    )
 }
 
 /// The Bash tool.
@@ -394,6 +403,8 @@ impl TypedTool for Bash {
             }
         };
         let finished = wait_reporting(&mut running, timeout, ctx, &spool).await;
+        let memory_limited_by = running.memory_limited_by();
+        let cgroup_missing = running.cgroup_missing();
         drop(running);
         let summary = spool.finish().await;
 
@@ -431,6 +442,9 @@ impl TypedTool for Bash {
         if let Some(n) = sandbox::take_supervisor_notice() {
             text.push_str(&format!("\nNote for the host program: {n}"));
         }
+        if let Some(why) = &cgroup_missing {
+            text.push_str(&format!("\n{}", no_cgroup_notice(why)));
+        }
         if let Some(n) = notice {
             text.push_str(&format!("\n{n}"));
             data.stderr = n;
@@ -438,7 +452,7 @@ impl TypedTool for Bash {
 
         let last = parse(&input.command).ok().and_then(|s| s.last_command);
         // A resource limit it ran into is named whatever else is said.
-        let limit = limit_hit(&prepared, &finished, &shown.text);
+        let limit = limit_hit(&prepared, &finished, memory_limited_by, &shown.text);
         if let Some(hit) = limit {
             data.limit = Some(hit.to_string());
         }

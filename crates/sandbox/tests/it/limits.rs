@@ -83,25 +83,14 @@ async fn limits_end_commands_and_name_themselves() {
                     "{label} {profile:?} `{hog}`: {}",
                     ran.text()
                 );
-                // With cgroups the limit is named. Under heavy load, an instance whose cgroup
-                // could not be made falls back to RLIMIT_AS (the allocation fails inside the
-                // command, which says so), and a kill's memory event can be missed (the shell
-                // says "Killed"): the command still ended, but no limit is named.
-                if cgroup && ran.finished.limit.is_none() {
-                    let text = ran.text();
-                    // perl says "Out of memory!", awk "out of memory", bash "xrealloc: cannot
-                    // allocate N bytes", libc "Cannot allocate memory".
-                    let lower = text.to_lowercase();
-                    assert!(
-                        text.contains("MemoryError")
-                            || lower.contains("cannot allocate")
-                            || text.contains("memory exhausted")
-                            || lower.contains("out of memory")
-                            || text.contains("Killed"),
-                        "{label} {profile:?} `{hog}`: no limit named and no allocation failure: {text}"
+                // With cgroups, the instance has one and the limit is named.
+                if cgroup {
+                    let instance = site.instances.instance().unwrap();
+                    assert_eq!(
+                        instance.memory_limited_by,
+                        sandbox::limits_mechanism(),
+                        "{label} {profile:?}: the instance has no cgroup"
                     );
-                    eprintln!("{label} {profile:?} `{hog}`: ran under the rlimit fallback");
-                } else if cgroup {
                     assert_eq!(
                         ran.finished.limit,
                         Some(LimitHit::Memory(MEMORY)),

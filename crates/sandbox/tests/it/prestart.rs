@@ -179,7 +179,7 @@ async fn no_command_can_reach_the_next_commands_bash() {
     let site = Site::new();
     // Every other child of the supervisor (the command's parent) is listed and killed.
     let attack = r#"for s in /proc/[0-9]*/stat; do
-  read -r p c st pp rest < "$s" 2>/dev/null || continue
+  read -r p c st pp rest 2>/dev/null < "$s" || continue
   if [ "$pp" = "$PPID" ] && [ "$p" != $$ ]; then echo "found $p $c"; kill -9 "$p"; fi
 done
 echo searched"#;
