@@ -1025,15 +1025,14 @@ mod tests {
 
     #[test]
     fn a_limit_that_is_no_number_gets_no_waiting_bash() {
-        let child = Command::new("sleep").arg("5").spawn().unwrap();
+        let mut child = Command::new("sleep").arg("5").spawn().unwrap();
         let pid = Pid::from_raw(child.id() as i32).unwrap();
         for bad in ["x::", "1:2", ":-1:", "1:2:3:4"] {
             let vars = vec![format!("AGENT_TOOLS_LIMITS={bad}").into_bytes()];
             assert!(!apply_limits(pid, &vars), "{bad}");
         }
-        let _ = kill_process_group(pid, Signal::KILL);
-        let _ = rustix::process::kill_process(pid, Signal::KILL);
-        let _ = waitid(WaitId::Pid(pid), WaitIdOptions::EXITED);
+        child.kill().unwrap();
+        child.wait().unwrap();
     }
 
     fn run_request(fields: &[&str]) -> Vec<u8> {
