@@ -237,24 +237,41 @@ pub(crate) fn inline_script(swap: bool, limits: bool) -> String {
 /// script, passed as `$1`). Only its argument list (`ps`) differs.
 ///
 /// It never sets the resource limits: where the command's script does (`limits`), the
-/// supervisor sets them on the bash before handing it the command, and blank lines stand
-/// in for that part, which keeps the line number.
-pub(crate) fn prepared_script(limits: bool) -> String {
-    let startup = STARTUP.replace(
-        "exec {__agent_tools_cwd}>&0 </dev/null",
-        "exec {__agent_tools_cwd}>&1 1>&2",
-    );
+/// supervisor sets them on the bash before handing it the command. Nor does it test
+/// `AGENT_TOOLS_CWD_STDIN` or unset variables: the supervisor, which knows whether the
+/// command reports its directory (`reports_cwd`), picks the script and leaves those
+/// variables out of this bash's environment. Blank lines stand in for what is left out,
+/// which keeps the line number. Each part left out is bash parsing less at every start.
+pub(crate) fn prepared_script(limits: bool, reports_cwd: bool) -> String {
+    let mut startup = String::new();
+    for line in STARTUP.lines() {
+        let inside = line.starts_with("  ");
+        let kept = if line.starts_with("if ") || line == "fi" || (inside && !reports_cwd) {
+            ""
+        } else if line.contains("exec {__agent_tools_cwd}>&0 </dev/null") {
+            "  exec {__agent_tools_cwd}>&1 1>&2"
+        } else {
+            line
+        };
+        startup.push_str(kept);
+        startup.push('\n');
+    }
     let blank = if limits {
         "\n".repeat(LIMITS.lines().count())
     } else {
         String::new()
     };
     format!(
-        "{startup}{blank}{UNSET}__agent_tools_s=$SECONDS; IFS= read -r -d '' __agent_tools_c || exit 125; \
+        "{startup}{blank}\n__agent_tools_s=$SECONDS; IFS= read -r -d '' __agent_tools_c || exit 125; \
          exec </dev/null; SECONDS=$__agent_tools_s; unset __agent_tools_s; \
          BASH_EXECUTION_STRING=$1; shift; eval \"$__agent_tools_c\""
     )
 }
+
+/// The variables the start-up code reads and then unsets, which a bash started ahead is
+/// not given (see [`prepared_script`]).
+pub(crate) const STARTUP_ONLY: &[&str] =
+    &["BASH_ENV", "AGENT_TOOLS_CWD_STDIN", "AGENT_TOOLS_LIMITS"];
 
 /// Whether `inline` (an [`inline_script`]) sets the resource limits.
 pub(crate) fn sets_limits(inline: &str) -> bool {
@@ -277,32 +294,44 @@ mod tests {
 
     #[test]
     fn a_bash_started_ahead_moves_its_stdout_to_the_cwd_report_not_its_stdin() {
-        // The start-up code is rewritten by a text replacement: one that no longer matches
+        // The start-up code is rewritten line by line: a rewrite that no longer matches
         // would leave the waiting bash taking its command pipe for the report.
+        assert!(STARTUP.contains("exec {__agent_tools_cwd}>&0 </dev/null"));
         for limits in [false, true] {
-            let prepared = prepared_script(limits);
-            assert!(STARTUP.contains("exec {__agent_tools_cwd}>&0 </dev/null"));
-            assert!(prepared.contains("exec {__agent_tools_cwd}>&1 1>&2"));
+            let prepared = prepared_script(limits, true);
+            assert!(prepared.contains("\n  exec {__agent_tools_cwd}>&1 1>&2\n"));
+            assert!(prepared.contains("\n  trap '"));
             assert!(!prepared.contains("exec {__agent_tools_cwd}>&0"));
-            assert!(!sets_limits(&prepared), "the supervisor sets them");
+            let plain = prepared_script(limits, false);
+            assert!(!plain.contains("__agent_tools_cwd") && !plain.contains("trap"));
+            for p in [&prepared, &plain] {
+                assert!(!sets_limits(p), "the supervisor sets them");
+                assert!(!p.contains("AGENT_TOOLS") && !p.contains("unset BASH_ENV"));
+            }
         }
+        assert_eq!(
+            UNSET,
+            format!("unset {}\n", STARTUP_ONLY.join(" ")),
+            "the supervisor leaves out what the start-up code unsets"
+        );
     }
 
     #[test]
     fn a_command_runs_on_the_same_line_either_way() {
         // `$LINENO` in the command is the line of the `eval`: the script a bash started ahead
         // runs must put it on the line the command's own script does.
-        for (swap, limits) in [(false, false), (false, true)] {
-            let inline = inline_script(swap, limits);
+        let cases = [(false, false), (false, true), (true, false), (true, true)];
+        for (limits, reports_cwd) in cases {
+            let inline = inline_script(false, limits);
             assert_eq!(sets_limits(&inline), limits);
             let eval_line = |s: &str| {
                 s.lines()
                     .position(|l| l.contains("eval \"$__agent_tools_c\""))
             };
             assert_eq!(
-                eval_line(&prepared_script(limits)),
+                eval_line(&prepared_script(limits, reports_cwd)),
                 eval_line(&inline),
-                "limits: {limits}"
+                "limits: {limits}, reports_cwd: {reports_cwd}"
             );
         }
     }

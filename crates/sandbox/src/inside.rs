@@ -105,8 +105,9 @@ fn exec_filtered(args: Vec<OsString>) -> ExitCode {
 struct Config {
     bash: PathBuf,
     inline: OsString,
-    /// The script of a bash started ahead (`command::prepared_script`), made once
-    prepared: String,
+    /// The scripts of a bash started ahead (`command::prepared_script`), made once: for a
+    /// command that reports its working directory, and for one that does not
+    prepared: [String; 2],
     grace: Duration,
 }
 
@@ -118,7 +119,10 @@ impl Config {
         Some(Config {
             bash: bash.into(),
             inline,
-            prepared: crate::command::prepared_script(limits),
+            prepared: [
+                crate::command::prepared_script(limits, true),
+                crate::command::prepared_script(limits, false),
+            ],
             grace,
         })
     }
@@ -730,7 +734,7 @@ fn start_waiting(config: &Config, prep: &Prep) -> Option<Waiting> {
     };
     let mut cmd = Command::new(&config.bash);
     cmd.arg("-c")
-        .arg(&config.prepared)
+        .arg(&config.prepared[usize::from(!cwd_pipe)])
         .arg("bash")
         .arg(&config.inline)
         .current_dir(OsStr::from_bytes(&prep.dir))
@@ -739,6 +743,9 @@ fn start_waiting(config: &Config, prep: &Prep) -> Option<Waiting> {
         .stdout(Stdio::from(stdout))
         .stderr(Stdio::from(stderr));
     set_vars(&mut cmd, &prep.vars);
+    for name in crate::command::STARTUP_ONLY {
+        cmd.env_remove(name);
+    }
     let child = cmd.spawn().ok()?;
     let pid = Pid::from_raw(child.id() as i32)?;
     let waiting = pidfd_or_kill(pid).map(|pidfd| Waiting {
