@@ -2,7 +2,9 @@
 //!
 //! - `bash-200`: 200 sequential Bash calls of `:` through one `agent-tools batch`, against
 //!   200 `bash -c :` from a shell loop; once per sandbox mechanism (bubblewrap, Landlock
-//!   with seccomp, none). Target: at most 1.3 times the loop.
+//!   with seccomp, none). Target: at most 1.3 times the loop. Under a sandbox, a second
+//!   row compares with the same loop run by one `agent-tools call Bash` in that sandbox,
+//!   where each bash pays the sandbox's cost too.
 //! - `bash-call`: one `agent-tools call Bash` of `:` (a process start, the session, the
 //!   sandbox and the call) against one `bash -c :`, per sandbox mechanism, in the workspace
 //!   sandbox; then a default-mode call of `true`, which runs in the read-only jail, per
@@ -122,6 +124,33 @@ pub fn bash_200(ctx: &Ctx) -> Result<Vec<Comparison>> {
                 );
             }
             results.push(row);
+            if command == ":" && name != "none" {
+                // The same 200 bash starts in the same sandbox: one call runs the loop, so
+                // both sides start the process, the session and the sandbox once, and every
+                // bash pays the sandbox's own cost (Landlock's path checks, bubblewrap's
+                // mounts), which the loop outside does not.
+                let input = serde_json::json!({ "command": format!(
+                    "i=0; while [ $i -lt {CALLS} ]; do bash -c :; i=$((i+1)); done"
+                ) })
+                .to_string();
+                let inside = Cmd::new(&ctx.bin)
+                    .args(["call", "Bash", &input, "--cwd"])
+                    .arg(&work)
+                    .args(["--mode", "bypassPermissions", "--settings"])
+                    .arg(&settings)
+                    .env("AGENT_TOOLS_HOME", &home);
+                let row = ctx.compare(
+                    &format!("{CALLS} × `:` (sequential), sandbox {name}, against the loop in it"),
+                    &ours,
+                    &inside,
+                    "the bash -c : loop run by one call in the same sandbox",
+                )?;
+                println!(
+                    "bash-200: `:` under {name}: {:.2}× the loop in the same sandbox",
+                    1.0 / row.speedup()
+                );
+                results.push(row);
+            }
         }
     }
     Ok(results)
