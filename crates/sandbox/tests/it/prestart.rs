@@ -84,7 +84,7 @@ async fn a_command_sees_what_a_bash_of_its_own_shows_it() {
     // Everything bash itself makes of its start and of the start-up code; not the process
     // ids or the pipes' inodes, which differ from call to call.
     let probe = format!(
-        r#"echo "$LINENO|$_|$SECONDS|$0|$#|$-|$PWD|${{OLDPWD-unset}}|$SHLVL"
+        r#"echo "$LINENO|$_|$((SECONDS < 2))|$0|$#|$-|$PWD|${{OLDPWD-unset}}|$SHLVL"
 printf %s "$BASH_EXECUTION_STRING" | cksum
 ls /proc/$$/fd; readlink /proc/$$/fd/0
 [ -p /proc/$$/fd/1 ] && [ -p /proc/$$/fd/2 ] && echo pipes
@@ -114,6 +114,20 @@ exit 3"#
             );
             assert!(text.ends_with("PREPARED\n"), "{name}: {text}");
         }
+        // `$SECONDS` counts from the command's arrival, not from its bash's start: after a
+        // wait of two seconds it still says 0 (or 1, across a second's boundary). The probe
+        // above shows it only as under 2, since a bash of its own can cross a boundary too.
+        tokio::time::sleep(Duration::from_millis(2100)).await;
+        let (_, text) = run(
+            &site,
+            &launch,
+            &spec(&site, &format!("echo \"$SECONDS\"; {CHECK}")),
+        )
+        .await;
+        assert!(
+            text == "0\nPREPARED\n" || text == "1\nPREPARED\n",
+            "{name}: {text}"
+        );
         // Output and status as they come, stdout and stderr to the same pipe.
         let (_, text) = run(
             &site,
