@@ -764,9 +764,10 @@ fn start_waiting(config: &Config, prep: &Prep) -> Option<Waiting> {
 /// Sets on the bash `pid`, started ahead and not yet given its command, the resource limits
 /// the start-up code of a command's own bash sets from `AGENT_TOOLS_LIMITS` (the last of
 /// `vars`): no core files, the address space (KiB), CPU seconds (soft, and hard one more)
-/// and processes, each hard and soft. As there, a limit the kernel refuses (above a hard
-/// limit) is left as it is. Any other failure returns false: that bash must not run a
-/// command.
+/// and processes, each hard and soft. As there, a limit the kernel must refuse (a soft
+/// limit above the hard one, or a hard limit above the one this process, and so that bash,
+/// has) is left as it is. Any other failure, whatever its error, returns false: that bash
+/// must not run a command.
 fn apply_limits(pid: Pid, vars: &[Vec<u8>]) -> bool {
     use rustix::process::{Resource, Rlimit, getrlimit, prlimit};
     let Some(value) = vars
@@ -777,20 +778,16 @@ fn apply_limits(pid: Pid, vars: &[Vec<u8>]) -> bool {
     else {
         return true;
     };
-    let parts: Vec<Option<Option<u64>>> = value
-        .split(|&b| b == b':')
-        .map(|p| (!p.is_empty()).then(|| std::str::from_utf8(p).ok()?.parse::<u64>().ok()))
-        .collect();
-    let [memory, cpu, nproc] = parts[..] else {
-        return false;
+    // Each field empty (no limit) or a number. Anything else, which the host never sends,
+    // gets no guess: that bash is not used.
+    let field = |p: &[u8]| -> Option<Option<u64>> {
+        if p.is_empty() {
+            return Some(None);
+        }
+        std::str::from_utf8(p).ok()?.parse().ok().map(Some)
     };
-    // A field that is there but not a number: bash's `ulimit` would refuse it too, but the
-    // host never sends one, so nothing is guessed.
-    let (Some(memory), Some(cpu), Some(nproc)) = (
-        memory.map_or(Some(None), |m| m.map(Some)),
-        cpu.map_or(Some(None), |c| c.map(Some)),
-        nproc.map_or(Some(None), |n| n.map(Some)),
-    ) else {
+    let fields: Option<Vec<Option<u64>>> = value.split(|&b| b == b':').map(field).collect();
+    let Some(&[memory, cpu, nproc]) = fields.as_deref() else {
         return false;
     };
     let set = |resource: Resource, current: u64, maximum: u64| -> bool {
@@ -798,9 +795,10 @@ fn apply_limits(pid: Pid, vars: &[Vec<u8>]) -> bool {
             current: Some(current),
             maximum: Some(maximum),
         };
-        match prlimit(Some(pid), resource, limit) {
-            Ok(_) | Err(rustix::io::Errno::PERM | rustix::io::Errno::INVAL) => true,
-            Err(_) => false,
+        prlimit(Some(pid), resource, limit).is_ok() || {
+            // Refused: fine only where `ulimit` would have been refused too.
+            let inherited = getrlimit(resource).maximum.unwrap_or(u64::MAX);
+            current > maximum || maximum > inherited
         }
     };
     let mut ok = set(Resource::Core, 0, 0);
