@@ -421,6 +421,7 @@ fn session_options(args: &SessionArgs) -> Result<SessionOptions> {
         state_dir: None,
         profile: args.profile,
         long_lived: false,
+        alone_on_runtime: false,
         private_state_dir: None,
     })
 }
@@ -463,6 +464,9 @@ pub(crate) fn install_command_line_hint(ctx: &ToolContext) {
 async fn session(args: &SessionArgs, serving: bool, long_lived: bool) -> Result<Session> {
     let mut options = session_options(args)?;
     options.long_lived = long_lived;
+    // `batch` serves one agent: its session has the runtime to itself (`serve` shares it
+    // among its clients' sessions).
+    options.alone_on_runtime = long_lived && !serving;
     let ctx = build_context(&options).map_err(session_error)?;
     install_command_line_hint(&ctx);
     #[cfg(feature = "mcp")]

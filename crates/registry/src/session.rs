@@ -35,6 +35,11 @@ pub struct SessionOptions {
     /// is built in the background and kept fresh; a one-shot session only uses a valid
     /// saved index
     pub long_lived: bool,
+    /// The session has its runtime to itself (`batch`: one agent per process), so each
+    /// call's permission check runs on the worker that took the call (see
+    /// `ToolContextBuilder::alone_on_runtime`); `serve` and library hosts whose sessions
+    /// share a runtime leave it false
+    pub alone_on_runtime: bool,
     /// Where the session keeps what is its own (default: the state directory); `serve`
     /// gives each bearer token its own (see `ToolContextBuilder::private_state_dir`)
     pub private_state_dir: Option<PathBuf>,
@@ -383,7 +388,8 @@ pub fn build_context(options: &SessionOptions) -> Result<ToolContext, ToolError>
         .mode(mode)
         .permissions(engine)
         .additional_dirs(additional.clone())
-        .state_dir(state_dir.clone());
+        .state_dir(state_dir.clone())
+        .alone_on_runtime(options.alone_on_runtime);
     #[cfg(feature = "fs")]
     {
         // The search index behind Grep and Glob: the `search` section of the settings.

@@ -438,7 +438,7 @@ pub(crate) async fn run(
     };
     // Validation and the permission engine resolve paths, walk directories and parse
     // commands: work that must not hold a runtime thread (see `off_runtime`).
-    let checked = off_runtime(async {
+    let checked = off_runtime(ctx.alone_on_runtime(), async {
         if let ValidationResult::Invalid { message, .. } = tool.validate(&input, &ctx).await {
             return Err(ToolError::respond(message));
         }
@@ -522,12 +522,15 @@ async fn graceful(
 /// slow file system, a path with thousands of components or a long command line delays
 /// this call only — never the server's health check, other sessions or its shutdown.
 /// Task-local values stay visible (the work runs on this thread). Elsewhere (a
-/// current-thread runtime, outside a task) it simply runs.
-async fn off_runtime<T>(work: impl std::future::Future<Output = T>) -> T {
+/// current-thread runtime, outside a task, a session `alone` on its runtime, which has no
+/// other session to keep waiting and pays a thread hand-over per call otherwise) it simply
+/// runs.
+async fn off_runtime<T>(alone: bool, work: impl std::future::Future<Output = T>) -> T {
     use tokio::runtime::{Handle, RuntimeFlavor};
     match Handle::try_current() {
         Ok(handle)
-            if handle.runtime_flavor() == RuntimeFlavor::MultiThread
+            if !alone
+                && handle.runtime_flavor() == RuntimeFlavor::MultiThread
                 && tokio::task::try_id().is_some() =>
         {
             tokio::task::block_in_place(|| handle.block_on(work))

@@ -638,3 +638,16 @@ fn a_state_directory_others_can_write_is_refused() {
         }
     }
 }
+
+#[test]
+fn only_a_session_alone_on_its_runtime_checks_calls_where_they_run() {
+    let (_dir, root) = test_support::tempdir();
+    // The default (a server's sessions, a library host's) hands the worker's other tasks
+    // over before a call's permission check; `batch` has no other session to keep waiting.
+    assert!(!build_context(&options(&root)).unwrap().alone_on_runtime());
+    let alone = SessionOptions {
+        alone_on_runtime: true,
+        ..options(&root)
+    };
+    assert!(build_context(&alone).unwrap().alone_on_runtime());
+}
