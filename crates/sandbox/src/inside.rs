@@ -533,6 +533,18 @@ impl SupervisorLoop {
                     }
                     true
                 }
+                Request::Join { id, files } => {
+                    // Only this thread moves: the supervisor has no other, and what it
+                    // starts from now on is born inside. A count beyond the descriptors
+                    // that came is a refusal, not a wait for them.
+                    let take = files.min(self.fds.len());
+                    let mut moved = files > 0 && take == files;
+                    for fd in self.fds.drain(..take) {
+                        moved &= rustix::io::write(&fd, b"0") == Ok(1);
+                    }
+                    let code = if moved { "0" } else { "1" };
+                    reply(&[b"x ".as_slice(), &id, b" ", code.as_bytes()].concat()).is_ok()
+                }
                 Request::Invalid => true,
             };
             if !ok {
@@ -925,6 +937,12 @@ enum Request {
         id: Vec<u8>,
         signal: Signal,
     },
+    /// Move this process into a cgroup: write `0` to each of the `files` descriptors sent
+    /// with it (see `resources::Cgroup::own_move_files`)
+    Join {
+        id: Vec<u8>,
+        files: usize,
+    },
     /// Well-formed but meaningless (an unknown operation or signal): skipped
     Invalid,
 }
@@ -941,7 +959,8 @@ fn parse(input: &[u8]) -> Option<(Request, usize)> {
                 .ok()
                 .and_then(|n| n.parse().ok())
                 .unwrap_or(0);
-            let mut vars = Vec::with_capacity(n);
+            // The count is the host's word: room for what a request can hold, no more.
+            let mut vars = Vec::with_capacity(n.min(256));
             for _ in 0..n {
                 vars.push(fields.next()?.to_vec());
             }
@@ -962,6 +981,13 @@ fn parse(input: &[u8]) -> Option<(Request, usize)> {
             }
         }
         b"drop" => Request::Drop,
+        b"join" => Request::Join {
+            id,
+            files: std::str::from_utf8(fields.next()?)
+                .ok()
+                .and_then(|n| n.parse().ok())
+                .unwrap_or(0),
+        },
         b"kill" => match fields.next()? {
             b"TERM" => Request::Kill {
                 id,
@@ -1127,6 +1153,12 @@ mod tests {
         assert!(matches!(req, Request::Invalid));
         let (req, _) = parse(&run_request(&["3", "kill", "HUP"])).unwrap();
         assert!(matches!(req, Request::Invalid));
+        let (req, _) = parse(&run_request(&["0", "join", "2"])).unwrap();
+        assert!(matches!(req, Request::Join { ref id, files: 2 } if id == b"0"));
+        assert!(parse(&run_request(&["0", "join"])).is_none(), "incomplete");
+        // A count no request could hold is incomplete, not an allocation of that size.
+        let huge = usize::MAX.to_string();
+        assert!(parse(&run_request(&["1", "run", "/", &huge, "A=1"])).is_none());
     }
 
     #[test]

@@ -563,6 +563,44 @@ impl Cgroup {
         self.pids
     }
 
+    /// The files through which a process moves *itself* into the group, opened for writing
+    /// here (the kernel checks the opener's rights, not the writer's): under cgroup v1,
+    /// each directory's `tasks`, to which a thread writes `0`. Moving another process
+    /// (`add`) takes the kernel's global lock of thread groups for writing, which waits
+    /// for an RCU grace period, about 9 ms on a small VM; a thread moving itself does not
+    /// take it. `None` under v2, where one thread alone moves only within a threaded
+    /// subtree: there the process is moved by `add`.
+    pub(crate) fn own_move_files(&self) -> Option<Vec<std::fs::File>> {
+        if self.v2 {
+            return None;
+        }
+        self.dirs
+            .iter()
+            .map(|d| {
+                std::fs::OpenOptions::new()
+                    .write(true)
+                    .open(d.join("tasks"))
+            })
+            .collect::<std::io::Result<Vec<_>>>()
+            .ok()
+    }
+
+    /// Whether the process `pid` is in the group under every controller it has.
+    pub(crate) fn holds(&self, pid: u32) -> bool {
+        let Ok(listed) = std::fs::read_to_string(format!("/proc/{pid}/cgroup")) else {
+            return false;
+        };
+        let Some(name) = self.dirs.first().and_then(|d| d.file_name()) else {
+            return false;
+        };
+        let suffix = format!("/{}", name.to_string_lossy());
+        let inside = listed
+            .lines()
+            .filter(|l| l.ends_with(suffix.as_str()))
+            .count();
+        inside >= self.dirs.len()
+    }
+
     /// Moves the process `pid` into the group.
     pub(crate) fn add(&self, pid: u32) -> std::io::Result<()> {
         for d in &self.dirs {

@@ -38,6 +38,11 @@
 //!   COMMAND when it fits (same variables and directory, the directory not replaced since,
 //!   COMMAND short and ASCII); otherwise it is killed and COMMAND starts as `run` starts it.
 //! - `SERIAL drop`: forget what was sent ahead (the call ran elsewhere, or not at all).
+//! - `0 join N`, with N descriptors: the first request of an instance that has a cgroup
+//!   under v1. The supervisor writes `0` to each (the group's `tasks` files, opened by the
+//!   host), which moves it into the group without the grace period moving another process
+//!   waits for, and replies `x 0 0` (moved) or `x 0 1`; everything it starts afterwards is
+//!   born inside. Otherwise, or when it could not, the host moves it.
 //!
 //! No path is exchanged: the host never opens a file the sandbox could have replaced, and
 //! the sandbox needs no writable file of the host's (see the `spool` module).
@@ -90,6 +95,9 @@ use crate::resources::{Cgroup, Events, LimitHit, ResourceLimits};
 
 /// How long a supervisor may take to start.
 const START_TIMEOUT: Duration = Duration::from_secs(10);
+/// How long the supervisor has to answer `join`; a program that does not know the request
+/// skips it, and the host then moves the processes itself, as it does after a refusal.
+const JOIN_TIMEOUT: Duration = Duration::from_secs(2);
 
 /// The launch an instance runs its commands under.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -201,15 +209,45 @@ impl Key {
     }
 }
 
-/// A cgroup for an instance whose process is `pid`, with it and everything it started so
-/// far (bubblewrap's own processes and the supervisor) moved in: `None` where the machine
-/// offers none or no limit needs one. An error says why one it offers could not be made or
-/// joined; the instance's commands then run under the rlimits alone.
-fn join_cgroup(limits: &ResourceLimits, pid: u32) -> Result<Option<Cgroup>, String> {
+/// A cgroup for an instance whose process is `pid`, with the supervisor in it before it
+/// runs anything: `None` where the machine offers none or no limit needs one. An error says
+/// why one it offers could not be made or joined; the instance's commands then run under
+/// the rlimits alone.
+///
+/// Under cgroup v1 the supervisor moves itself (the `join` request): moving another
+/// process waits for an RCU grace period in the kernel, about 9 ms on a small VM, which
+/// every sandboxed instance's first command waited for. Bubblewrap's own two processes then
+/// stay outside (they run no command). Otherwise the host moves `pid` and everything it
+/// started so far (bubblewrap's processes and the supervisor).
+async fn join_cgroup(
+    limits: &ResourceLimits,
+    pid: u32,
+    direct_child: bool,
+    socket: &OwnedFd,
+    shared: &ExitStatuses,
+) -> Result<Option<Cgroup>, String> {
     let Some(group) = Cgroup::create(limits).map_err(|e| format!("it could not be made: {e}"))?
     else {
         return Ok(None);
     };
+    if let Some(files) = group.own_move_files() {
+        let (tx, rx) = oneshot::channel();
+        if let Ok(mut p) = shared.pending.lock() {
+            p.insert(0, tx);
+        }
+        let fds: Vec<std::os::fd::BorrowedFd<'_>> = files.iter().map(|f| f.as_fd()).collect();
+        let req = format!("0\0join\0{}\0", files.len());
+        let moved = send_on(socket, req.as_bytes(), &fds).is_ok()
+            && matches!(tokio::time::timeout(JOIN_TIMEOUT, rx).await, Ok(Ok(0)));
+        if let Ok(mut p) = shared.pending.lock() {
+            p.remove(&0);
+        }
+        // Where the supervisor is the process itself (no bubblewrap around it), the kernel
+        // confirms what it said.
+        if moved && (!direct_child || group.holds(pid)) {
+            return Ok(Some(group));
+        }
+    }
     let root = i32::try_from(pid).map_err(|_| format!("no process {pid} to move into it"))?;
     // Nothing moved: the group goes (empty). Once the instance's first process is in, the
     // group stays with it (dropping it would kill what it holds).
@@ -289,6 +327,38 @@ fn spawn_from_keeper(mut cmd: Command) -> Result<Child, ToolError> {
         cmd.spawn()
     })?
     .map_err(|e| ToolError::fatal(format!("cannot start the bubblewrap sandbox: {e}")))
+}
+
+/// Writes one request on the supervisor's socket, with `fds` (two at most) attached to its
+/// first byte.
+fn send_on(
+    socket: &OwnedFd,
+    request: &[u8],
+    fds: &[std::os::fd::BorrowedFd<'_>],
+) -> Result<(), ToolError> {
+    use rustix::net::{SendAncillaryBuffer, SendAncillaryMessage, SendFlags, sendmsg};
+    let lost = || ToolError::fatal("the command supervisor is gone; retry the command");
+    let mut sent = 0;
+    while sent < request.len() {
+        let mut space = [MaybeUninit::<u8>::uninit(); rustix::cmsg_space!(ScmRights(2))];
+        let mut control = SendAncillaryBuffer::new(&mut space);
+        if sent == 0 && !fds.is_empty() && !control.push(SendAncillaryMessage::ScmRights(fds)) {
+            return Err(ToolError::fatal(
+                "internal error: no room for the command's descriptors",
+            ));
+        }
+        match sendmsg(
+            socket,
+            &[IoSlice::new(&request[sent..])],
+            &mut control,
+            SendFlags::NOSIGNAL,
+        ) {
+            Ok(n) => sent += n,
+            Err(rustix::io::Errno::INTR) => {}
+            Err(_) => return Err(lost()),
+        }
+    }
+    Ok(())
 }
 
 /// A `run`, `go` or `prep` request (the last without a command).
@@ -415,13 +485,17 @@ impl Supervisor {
             tokio::spawn(async move { read_replies(stdout, &shared, ready_tx).await });
         }
         let ready = tokio::time::timeout(START_TIMEOUT, ready_rx).await;
-        // The instance's processes join its cgroup before it runs anything: the supervisor
-        // starts commands only on request, so everything they start is inside.
+        // The supervisor joins the instance's cgroup before it runs anything (see
+        // `join_cgroup`): it starts commands only on request, so everything they start is
+        // inside.
+        let direct_child = !matches!(launch, Launch::Bubblewrap(_));
         let (cgroup, no_cgroup) = match (&ready, launch.policy()) {
-            (Ok(Ok(())), Some(policy)) => match join_cgroup(&policy.limits, pid) {
-                Ok(group) => (group, None),
-                Err(why) => (None, Some(why)),
-            },
+            (Ok(Ok(())), Some(policy)) => {
+                match join_cgroup(&policy.limits, pid, direct_child, &ours, &shared).await {
+                    Ok(group) => (group, None),
+                    Err(why) => (None, Some(why)),
+                }
+            }
             _ => (None, None),
         };
         if !matches!(ready, Ok(Ok(()))) {
@@ -576,34 +650,12 @@ impl Supervisor {
 
     /// Writes one request, with `fds` attached to its first byte.
     fn send(&self, request: &[u8], fds: &[std::os::fd::BorrowedFd<'_>]) -> Result<(), ToolError> {
-        use rustix::net::{SendAncillaryBuffer, SendAncillaryMessage, SendFlags, sendmsg};
         let lost = || ToolError::fatal("the command supervisor is gone; retry the command");
         let socket = self.socket.lock().map_err(|_| lost())?;
         let socket = socket.as_ref().ok_or_else(lost)?;
-        let mut sent = 0;
-        while sent < request.len() {
-            let mut space = [MaybeUninit::<u8>::uninit(); rustix::cmsg_space!(ScmRights(2))];
-            let mut control = SendAncillaryBuffer::new(&mut space);
-            if sent == 0 && !fds.is_empty() && !control.push(SendAncillaryMessage::ScmRights(fds)) {
-                return Err(ToolError::fatal(
-                    "internal error: no room for the command's descriptors",
-                ));
-            }
-            match sendmsg(
-                socket,
-                &[IoSlice::new(&request[sent..])],
-                &mut control,
-                SendFlags::NOSIGNAL,
-            ) {
-                Ok(n) => sent += n,
-                Err(rustix::io::Errno::INTR) => {}
-                Err(_) => {
-                    self.shared.dead.store(true, Ordering::Relaxed);
-                    return Err(lost());
-                }
-            }
-        }
-        Ok(())
+        send_on(socket, request, fds).inspect_err(|_| {
+            self.shared.dead.store(true, Ordering::Relaxed);
+        })
     }
 
     fn register(&self) -> (u64, oneshot::Receiver<i32>) {

@@ -62,6 +62,60 @@ fn marked(command: &str, marker: &str) -> String {
     command.replace("{M}", marker)
 }
 
+/// The groups a `/proc/PID/cgroup` listing names: the last path component of its `memory`
+/// and `pids` lines (v1), or of its one line (v2), sorted.
+fn groups_of(listing: &str) -> Vec<String> {
+    // Under v1 (a hybrid mount may list an unrelated `0::` line too), else the v2 line.
+    let v1 = listing.contains(":memory:") || listing.contains(":pids:");
+    let mut out: Vec<String> = listing
+        .lines()
+        .filter(|l| {
+            if v1 {
+                l.contains(":memory:") || l.contains(":pids:")
+            } else {
+                l.starts_with("0::")
+            }
+        })
+        .filter_map(|l| l.rsplit('/').next().map(str::to_owned))
+        .collect();
+    out.sort();
+    out
+}
+
+#[tokio::test]
+async fn commands_run_in_their_instances_group_which_the_supervisor_joined_first() {
+    let v1 = sandbox::limits_mechanism() == "cgroup v1";
+    if sandbox::limits_mechanism() == "rlimits" {
+        return;
+    }
+    for (label, base) in mechanisms() {
+        let site = Site::new();
+        let launch = site.prepare(
+            Profile::Workspace,
+            &limited(&base, only(Some(MEMORY), Some(PROCESSES), None)),
+        );
+        let ran = site.run(&launch, "cat /proc/self/cgroup").await;
+        assert_eq!(ran.finished.code, 0, "{label}: {}", ran.text());
+        let groups = groups_of(&ran.text());
+        assert!(
+            !groups.is_empty() && groups.iter().all(|g| g.starts_with("agent-tools-")),
+            "{label}: a command outside its instance's group: {}",
+            ran.text()
+        );
+        let instance = site.instances.instance().unwrap();
+        let outer = std::fs::read_to_string(format!("/proc/{}/cgroup", instance.pid)).unwrap();
+        let outer_in = groups_of(&outer) == groups;
+        if label == "bubblewrap" && v1 {
+            // Under v1 the supervisor moves itself (no grace period to wait for):
+            // bubblewrap's own process, which runs no command, stays where it was.
+            assert!(!outer_in, "{label}: bubblewrap was moved: {outer}");
+        } else {
+            // The supervisor itself (Landlock), or bubblewrap moved by the host (v2).
+            assert!(outer_in, "{label}: {outer} against {}", ran.text());
+        }
+    }
+}
+
 #[tokio::test]
 async fn limits_end_commands_and_name_themselves() {
     let cgroup = sandbox::limits_mechanism() != "rlimits";
