@@ -369,10 +369,12 @@ fn is_root() -> bool {
 }
 
 /// Debian packages the tests need, each with the program that shows it is installed:
-/// bubblewrap for the sandbox, and the programs whose option tables shell-analysis checks
+/// bubblewrap for the sandbox, bindfs for a FUSE mount (the search index must not trust
+/// notifications there), and the programs whose option tables shell-analysis checks
 /// against their own `--help` (Debian names fd `fdfind`).
 pub const DEBIAN_PACKAGES: &[(&str, &str)] = &[
     ("bubblewrap", "bwrap"),
+    ("bindfs", "bindfs"),
     ("tree", "tree"),
     ("fd-find", "fdfind"),
     ("sudo", "sudo"),

@@ -31,6 +31,11 @@ pub struct IndexSettings {
     /// `search.memoryBudgetMB`: building may hold at most about this much (default 2048);
     /// a larger tree is scanned
     pub memory_budget_bytes: u64,
+    /// `search.notifications`: whether a long-lived session may keep its index fresh by
+    /// file-system notifications (default true). False makes every query validate its
+    /// scope first, as on the network and FUSE file systems that are recognised: for one
+    /// that is not, whose changes made elsewhere send no notification
+    pub notifications: bool,
 }
 
 pub(crate) const MB: u64 = 1024 * 1024;
@@ -42,6 +47,7 @@ impl Default for IndexSettings {
             auto_min_bytes: 32 * MB,
             disk_budget_bytes: 4096 * MB,
             memory_budget_bytes: 2048 * MB,
+            notifications: true,
         }
     }
 }
@@ -94,9 +100,17 @@ impl IndexSettings {
                             _ => out.memory_budget_bytes = bytes,
                         }
                     }
+                    "notifications" => {
+                        let Some(on) = value.as_bool() else {
+                            return Err(bad(format!(
+                                "search.notifications must be true or false, not {value}"
+                            )));
+                        };
+                        out.notifications = on;
+                    }
                     other => {
                         return Err(bad(format!(
-                            "unknown key search.{other} (known: index, autoThresholdMB, diskBudgetMB, memoryBudgetMB)"
+                            "unknown key search.{other} (known: index, autoThresholdMB, diskBudgetMB, memoryBudgetMB, notifications)"
                         )));
                     }
                 }

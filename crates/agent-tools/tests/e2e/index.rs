@@ -1,7 +1,8 @@
 //! The search index through the binary: `agent-tools index --status|--rebuild|--drop`, the
 //! `search-index` line of `doctor`, `batch` answering from an index that is always fresh,
-//! one-shot `call` using a saved one, and a session killed in the middle of saving: the
-//! next one finds no index (never a part of one) and rebuilds.
+//! one-shot `call` using a saved one, a session killed in the middle of saving: the
+//! next one finds no index (never a part of one) and rebuilds, and a project on a FUSE
+//! mount, whose changes made beneath it send no notification.
 
 use std::io::{BufRead, BufReader, Write};
 use std::path::PathBuf;
@@ -89,10 +90,15 @@ struct Batch {
 
 impl Batch {
     fn start(p: &Project, env: &[(&str, &str)]) -> Batch {
+        Batch::start_in(p, p.root(), env)
+    }
+
+    /// A batch of `p`'s home working in `cwd`.
+    fn start_in(p: &Project, cwd: &std::path::Path, env: &[(&str, &str)]) -> Batch {
         let mut command = Command::new(binary());
         command
             .arg("--cwd")
-            .arg(p.root())
+            .arg(cwd)
             .args(["--mode", "acceptEdits", "batch"])
             .env("AGENT_TOOLS_HOME", p.home())
             .env("HOME", p.home())
@@ -236,4 +242,117 @@ fn a_session_killed_while_saving_leaves_no_index_and_the_next_one_rebuilds() {
         !temp.exists(),
         "the dead session's temporary file is removed"
     );
+}
+
+/// A FUSE mount of a directory (bindfs), unmounted when dropped.
+struct FuseMount(PathBuf);
+
+impl FuseMount {
+    /// `source` mounted at `point`; `None` after saying why (see `test_support::peers`).
+    fn new(source: &std::path::Path, point: &std::path::Path) -> Option<FuseMount> {
+        let bindfs = test_support::peers::on_path("bindfs");
+        if !test_support::peers::require(
+            "bindfs (Debian package bindfs; `cargo xtask peers` installs it)",
+            bindfs.is_some(),
+        ) {
+            return None;
+        }
+        let out = Command::new(bindfs?)
+            .arg(source)
+            .arg(point)
+            .output()
+            .unwrap();
+        let mounted = out.status.success();
+        let why = format!(
+            "a FUSE mount by bindfs (/dev/fuse; root or fusermount): {}",
+            String::from_utf8_lossy(&out.stderr).trim()
+        );
+        if !test_support::peers::require(&why, mounted) {
+            return None;
+        }
+        Some(FuseMount(point.to_path_buf()))
+    }
+}
+
+impl Drop for FuseMount {
+    fn drop(&mut self) {
+        for (program, flag) in [
+            ("fusermount3", "-u"),
+            ("fusermount", "-u"),
+            ("umount", "-l"),
+        ] {
+            let done = Command::new(program)
+                .arg(flag)
+                .arg(&self.0)
+                .stderr(Stdio::null())
+                .status()
+                .is_ok_and(|s| s.success());
+            if done {
+                return;
+            }
+        }
+    }
+}
+
+/// A project on a FUSE file system (here bindfs; sshfs, virtiofs as in container bind
+/// mounts, 9p as in WSL's `/mnt/c` and NFS behave alike): a change made beneath the mount,
+/// not through it, sends no notification to a watch on the mount. The session must not
+/// trust notifications there: every Grep after such a change sees it.
+#[test]
+fn an_index_on_a_fuse_mount_sees_changes_made_beneath_it() {
+    let p = tree();
+    let (_dir, point) = test_support::tempdir();
+    let Some(_mount) = FuseMount::new(p.root(), &point) else {
+        return;
+    };
+    settings(&p, r#"{"search": {"index": "eager"}}"#);
+    let status_of = || -> Value {
+        let out = Command::new(binary())
+            .arg("--cwd")
+            .arg(&point)
+            .args(["index", "--status", "--json"])
+            .env("AGENT_TOOLS_HOME", p.home())
+            .env("HOME", p.home())
+            .output()
+            .unwrap();
+        serde_json::from_slice(&out.stdout).expect("one JSON object")
+    };
+    let mut batch = Batch::start_in(&p, &point, &[]);
+    let r = batch.call("Grep", json!({"pattern": "word_17\\b"}));
+    assert_eq!(
+        text(&r),
+        "Found 1 file\ngen/d8/f17.txt\n\n(1 path was skipped by .gitignore/.ignore rules; set include_ignored: true to search them.)"
+    );
+    let started = Instant::now();
+    while status_of()["state"].as_str() != Some("ready") {
+        assert!(started.elapsed() < Duration::from_secs(60));
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    for i in 0..4 {
+        // Written beneath the mount, as another machine or the VM's host would.
+        std::fs::write(
+            p.root().join(format!("gen/d{i}/beneath.txt")),
+            format!("beneath_{i}\n"),
+        )
+        .unwrap();
+        if i == 2 {
+            std::fs::remove_file(p.root().join("src/lib.rs")).unwrap();
+        }
+        let r = batch.call("Grep", json!({"pattern": "beneath_\\d|needle"}));
+        let mut expected: Vec<String> = (0..=i).map(|k| format!("gen/d{k}/beneath.txt")).collect();
+        expected.push(".github/workflows/ci.yml".to_owned());
+        if i < 2 {
+            expected.push("src/lib.rs".to_owned());
+        }
+        let mut got: Vec<String> = text(&r)
+            .lines()
+            .skip(1)
+            .filter(|l| !l.is_empty() && !l.starts_with('('))
+            .map(str::to_owned)
+            .collect();
+        got.sort();
+        expected.sort();
+        assert_eq!(got, expected, "after change {i}: {r}");
+    }
+    batch.end();
 }

@@ -29,6 +29,7 @@
 //! One-shot sessions (`agent-tools call`) use a valid saved index (validated by the walk)
 //! and never build one; `agent-tools index --rebuild` does.
 
+mod blind;
 mod collect;
 mod watch;
 
@@ -516,8 +517,20 @@ impl Service {
 
     /// The notifications of a long-lived session (a one-shot session has none; a failure
     /// is noted, and every query then validates its scope).
-    fn new_watch(&self) -> Option<Arc<Watch>> {
+    fn new_watch(&self, root: &Path) -> Option<Arc<Watch>> {
         if !self.long_lived {
+            return None;
+        }
+        if !self.settings.notifications {
+            self.note(
+                "search.notifications is false: every query validates its scope first".to_owned(),
+            );
+            return None;
+        }
+        if let Some(fs) = blind::blind_file_system(root) {
+            self.note(format!(
+                "the project is on a file system whose changes made elsewhere send no notifications ({fs}): every query validates its scope first"
+            ));
             return None;
         }
         match Watch::new() {
@@ -568,7 +581,7 @@ impl Service {
         };
         let started = Instant::now();
         let built_at = SystemTime::now();
-        let watch = self.new_watch();
+        let watch = self.new_watch(&root);
         let cancel = CancellationToken::new();
         let (found, opened) = self.walk_and_open(&root, watch.as_deref(), &cancel);
         if found.dirs.is_empty() {

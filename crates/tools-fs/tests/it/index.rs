@@ -653,6 +653,88 @@ fn a_notification_queue_overflow_falls_back_to_the_scan_and_revalidates() {
     assert_eq!(answered(&ctx), before + 1, "the index answered again");
 }
 
+/// Without notifications (`search.notifications: false`, and what a project on a network
+/// or FUSE file system gets: their changes made elsewhere send none), every query validates
+/// its scope first: outside changes are seen at once, the answers are the scan's, and the
+/// index still answers them.
+#[test]
+fn without_notifications_each_query_validates_its_scope_first() {
+    let f = Fixture::new(&[]);
+    let mut rng = Rng(0x5eed_0b11);
+    seed_tree(&f, &mut rng);
+    let settings = IndexSettings {
+        mode: IndexMode::Eager,
+        auto_min_bytes: 0,
+        notifications: false,
+        ..IndexSettings::default()
+    };
+    let builder = ToolContext::builder(f.root())
+        .state_dir(f.state_dir())
+        .mode(PermissionMode::AcceptEdits);
+    let ctx = tools_fs::install_index(builder, f.root(), f.state_dir(), settings, true).build();
+    wait_ready(&ctx);
+    let status = tools_fs::index_status(&ctx).unwrap();
+    assert!(
+        status
+            .notes
+            .iter()
+            .any(|n| n.contains("search.notifications is false")),
+        "{status:?}"
+    );
+    assert!(!status.detail.contains("watched"), "{status:?}");
+    let scan = f.context_with(PermissionMode::AcceptEdits, &[]);
+    // An outside write into a directory the index already knows, and one into a new one:
+    // the next query sees both.
+    f.write("src/deep/fresh.rs", "a novel_marker here\n");
+    f.write("brand/new/dir/x.txt", "novel_marker too\n");
+    let input = json!({"pattern": "novel_marker", "output_mode": "content", "head_limit": 0});
+    let before = answered(&ctx);
+    same(&f, &ctx, &scan, "Grep", &input, "two outside writes");
+    let r = f.call_tool(&ctx, "Grep", &input);
+    assert!(
+        r.text().contains("fresh.rs") && r.text().contains("brand/new/dir/x.txt"),
+        "{}",
+        r.text()
+    );
+    assert_eq!(answered(&ctx), before + 2, "the index answered");
+    let mut what = "the start".to_owned();
+    let queries = 150;
+    for i in 0..queries {
+        if i % 2 == 1 {
+            what = mutate(&f, &ctx, &mut rng);
+        }
+        let input = if i % 5 == 0 {
+            random_glob(&mut rng)
+        } else {
+            random_grep(&mut rng)
+        };
+        let tool = if i % 5 == 0 { "Glob" } else { "Grep" };
+        same(&f, &ctx, &scan, tool, &input, &what);
+    }
+    let status = tools_fs::index_status(&ctx).unwrap();
+    assert_eq!(status.state, "ready", "{status:?}");
+    assert!(status.answered * 10 >= queries * 9, "{status:?}");
+}
+
+#[test]
+fn the_notifications_setting_is_read_and_checked() {
+    let f = Fixture::new(&[]);
+    let layer = |v: Value| tool_core::SettingsLayer {
+        kind: tool_core::RuleSourceKind::FlagSettings,
+        path: f.path("settings.json"),
+        settings: serde_json::from_value(json!({"search": {"notifications": v}})).unwrap(),
+    };
+    let off = IndexSettings::from_layers(&[layer(json!(false))]).unwrap();
+    assert!(!off.notifications);
+    assert!(IndexSettings::default().notifications);
+    let err = IndexSettings::from_layers(&[layer(json!("no"))]).unwrap_err();
+    assert!(
+        err.to_string()
+            .contains("search.notifications must be true or false"),
+        "{err}"
+    );
+}
+
 /// `Path` of the saved index file, for the kill test.
 fn saved(f: &Fixture) -> std::path::PathBuf {
     tools_fs::index_file(f.state_dir(), &f.root().canonicalize().unwrap())
