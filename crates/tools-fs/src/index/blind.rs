@@ -42,8 +42,10 @@ const BLIND_TYPES: &[&str] = &[
 /// reports its changes (or nothing could be learnt: then the watch's own errors decide).
 pub(crate) fn blind_file_system(root: &Path) -> Option<String> {
     if let Ok(fs) = rustix::fs::statfs(root) {
-        // The magic's width differs between architectures; the numbers fit 32 bits.
-        let magic = u64::try_from(fs.f_type).unwrap_or_default() & 0xFFFF_FFFF;
+        // The magic's width and sign differ between architectures (a 32-bit signed field
+        // holds CIFS's 0xFF534D42 as a negative number); its low 32 bits are the magic.
+        #[allow(clippy::cast_sign_loss)]
+        let magic = fs.f_type as u64 & 0xFFFF_FFFF;
         if let Some((_, name)) = BLIND_MAGIC.iter().find(|(m, _)| *m == magic) {
             return Some((*name).to_owned());
         }
@@ -57,7 +59,7 @@ fn blind_mount_below(root: &Path, mountinfo: &[u8]) -> Option<String> {
     use std::os::unix::ffi::OsStrExt;
     let root = root.as_os_str().as_bytes();
     for line in mountinfo.split(|&b| b == b'\n') {
-        let Some(at) = find(line, b" - ") else {
+        let Some(at) = memchr::memmem::find(line, b" - ") else {
             continue;
         };
         let (before, after) = (&line[..at], &line[at + 3..]);
@@ -80,10 +82,6 @@ fn blind_mount_below(root: &Path, mountinfo: &[u8]) -> Option<String> {
         }
     }
     None
-}
-
-fn find(haystack: &[u8], needle: &[u8]) -> Option<usize> {
-    haystack.windows(needle.len()).position(|w| w == needle)
 }
 
 /// A mount point as the kernel writes it: space, tab, newline and backslash as `\` and
